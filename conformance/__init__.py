@@ -1,0 +1,1 @@
+"""hcspec conformance kit: property-based tests any HC/mHC implementation can run."""

@@ -1,0 +1,151 @@
+"""Numeric callables (numpy, float64) lambdified from the spec's own sympy expressions.
+
+The reference and the conformance kit compare against these, never against a re-typed formula.
+Every function takes per-token arrays and also broadcasts over any leading batch axes
+(``[..., n, d]`` states, ``[..., n]`` vectors, ``[..., n, n]`` matrices, ``[..., d]`` branch
+vectors). Inputs are converted to float64 numpy arrays (torch tensors: call ``.detach().cpu()``
+first, or pass anything ``numpy.asarray`` accepts).
+
+Raises:
+    ValueError: when shapes are inconsistent; the message names expected and received shapes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import sympy
+from numpy.typing import ArrayLike, NDArray
+
+from spec import formulas
+
+Array = NDArray[np.float64]
+
+_S = formulas.connection_symbols()
+
+
+def _lambdify(args: list[sympy.MatrixSymbol], expr: sympy.MatrixExpr) -> Callable[..., Any]:
+    return sympy.lambdify(args, expr, "numpy")  # type: ignore[no-any-return]
+
+
+_aggregate = _lambdify([_S.X, _S.h_pre], formulas.aggregate(_S))
+_forward = _lambdify([_S.X, _S.h_post, _S.H_res, _S.z], formulas.forward(_S))
+_g_z = _lambdify([_S.G, _S.h_post], formulas.branch_cotangent(_S))
+_grad_X = _lambdify([_S.G, _S.h_pre, _S.H_res, _S.g_in], formulas.grad_X(_S))
+_grad_H_res = _lambdify([_S.G, _S.X], formulas.grad_H_res(_S))
+_grad_h_post = _lambdify([_S.G, _S.z], formulas.grad_h_post(_S))
+_grad_h_pre = _lambdify([_S.X, _S.g_in], formulas.grad_h_pre(_S))
+
+
+def _col(v: Array) -> Array:
+    return v.reshape(-1, 1)
+
+
+def _f64(name: str, value: ArrayLike, min_ndim: int) -> Array:
+    array = np.asarray(value, dtype=np.float64)
+    if array.ndim < min_ndim:
+        raise ValueError(f"{name}: expected at least {min_ndim} axes, got shape {array.shape}")
+    return array
+
+
+def _check(name: str, got: tuple[int, ...], expected: tuple[int, ...]) -> None:
+    if got != expected:
+        raise ValueError(f"{name}: expected trailing shape {expected}, got {got}")
+
+
+def aggregate(X: ArrayLike, h_pre: ArrayLike) -> Array:
+    """Branch input ``x_in = h_preᵀ X``.
+
+    Shapes: X ``[..., n, d]``, h_pre ``[..., n]`` -> ``[..., d]``.
+    Source: HC arXiv:2409.19606 Eq. 3 (A_m); mHC arXiv:2512.24880 Eq. 3 (H_pre).
+    """
+    Xa, hp = _f64("X", X, 2), _f64("h_pre", h_pre, 1)
+    n = Xa.shape[-2]
+    _check("h_pre", hp.shape[-1:], (n,))
+    fn = np.vectorize(lambda x, h: _aggregate(x, _col(h))[:, 0], signature="(n,d),(n)->(d)")
+    return np.asarray(fn(Xa, hp), dtype=np.float64)
+
+
+def forward(X: ArrayLike, h_post: ArrayLike, H_res: ArrayLike, z: ArrayLike) -> Array:
+    """New state ``X' = H_res X + h_post zᵀ`` given the branch output ``z = F(x_in)``.
+
+    Shapes: X ``[..., n, d]``, h_post ``[..., n]``, H_res ``[..., n, n]``, z ``[..., d]`` ->
+    ``[..., n, d]``. Source: HC Eq. 4–5 (A_r, B); mHC Eq. 3.
+    """
+    Xa, hq, H, za = (_f64("X", X, 2), _f64("h_post", h_post, 1), _f64("H_res", H_res, 2),
+                     _f64("z", z, 1))
+    n, d = Xa.shape[-2:]
+    _check("h_post", hq.shape[-1:], (n,))
+    _check("H_res", H.shape[-2:], (n, n))
+    _check("z", za.shape[-1:], (d,))
+    fn = np.vectorize(lambda x, hq_, h, z_: _forward(x, _col(hq_), h, _col(z_)),
+                      signature="(n,d),(n),(n,n),(d)->(n,d)")
+    return np.asarray(fn(Xa, hq, H, za), dtype=np.float64)
+
+
+def branch_cotangent(G: ArrayLike, h_post: ArrayLike) -> Array:
+    """Gradient reaching the branch output, ``g_z = Gᵀ h_post``.
+
+    Shapes: G ``[..., n, d]``, h_post ``[..., n]`` -> ``[..., d]``.
+    """
+    Ga, hq = _f64("G", G, 2), _f64("h_post", h_post, 1)
+    _check("h_post", hq.shape[-1:], Ga.shape[-2:-1])
+    fn = np.vectorize(lambda g, h: _g_z(g, _col(h))[:, 0], signature="(n,d),(n)->(d)")
+    return np.asarray(fn(Ga, hq), dtype=np.float64)
+
+
+@dataclass(frozen=True)
+class ConnectionGrads:
+    """Closed-form gradients of one HC sublayer (shapes as the variables they belong to)."""
+
+    X: Array
+    h_pre: Array
+    h_post: Array
+    H_res: Array
+
+
+def backward(
+    G: ArrayLike,
+    X: ArrayLike,
+    h_pre: ArrayLike,
+    h_post: ArrayLike,
+    H_res: ArrayLike,
+    z: ArrayLike,
+    g_in: ArrayLike,
+) -> ConnectionGrads:
+    """Closed-form backward of one HC sublayer.
+
+    ``g_in = Jᵀ g_z`` is the branch's vector-Jacobian product at x_in applied to
+    :func:`branch_cotangent` (the spec cannot know the branch; the caller supplies it).
+
+    Shapes: G, X ``[..., n, d]``; h_pre, h_post ``[..., n]``; H_res ``[..., n, n]``;
+    z, g_in ``[..., d]``. Returns gradients w.r.t. X ``[..., n, d]``, h_pre ``[..., n]``,
+    h_post ``[..., n]``, H_res ``[..., n, n]``.
+    Source: the chain rule on HC Eq. 3–5; proven as ``backward.closed_form``.
+    """
+    Ga, Xa = _f64("G", G, 2), _f64("X", X, 2)
+    hp, hq, H = _f64("h_pre", h_pre, 1), _f64("h_post", h_post, 1), _f64("H_res", H_res, 2)
+    za, gi = _f64("z", z, 1), _f64("g_in", g_in, 1)
+    n, d = Xa.shape[-2:]
+    _check("G", Ga.shape[-2:], (n, d))
+    _check("h_pre", hp.shape[-1:], (n,))
+    _check("h_post", hq.shape[-1:], (n,))
+    _check("H_res", H.shape[-2:], (n, n))
+    _check("z", za.shape[-1:], (d,))
+    _check("g_in", gi.shape[-1:], (d,))
+    gX = np.vectorize(lambda g, h_, H_, gi_: _grad_X(g, _col(h_), H_, _col(gi_)),
+                      signature="(n,d),(n),(n,n),(d)->(n,d)")(Ga, hp, H, gi)
+    gH = np.vectorize(_grad_H_res, signature="(n,d),(n,d)->(n,n)")(Ga, Xa)
+    gpost = np.vectorize(lambda g, z_: _grad_h_post(g, _col(z_))[:, 0],
+                         signature="(n,d),(d)->(n)")(Ga, za)
+    gpre = np.vectorize(lambda x, gi_: _grad_h_pre(x, _col(gi_))[:, 0],
+                        signature="(n,d),(d)->(n)")(Xa, gi)
+    return ConnectionGrads(
+        X=np.asarray(gX, dtype=np.float64),
+        h_pre=np.asarray(gpre, dtype=np.float64),
+        h_post=np.asarray(gpost, dtype=np.float64),
+        H_res=np.asarray(gH, dtype=np.float64),
+    )

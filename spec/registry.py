@@ -1,0 +1,145 @@
+"""The theorem registry: every fact the spec proves is a registered :class:`Theorem`.
+
+A theorem has a stable id (``family.name``, e.g. ``ds.transpose_closure``), a one-line statement,
+its assumptions, the cases it is proven for, the paper source it follows, and a proof function.
+The proof function returns the derivation as ``(label, sympy expression)`` steps and raises
+:class:`ProofFailure` when a step does not hold. :meth:`Theorem.prove` times the proof and turns
+the outcome (including unexpected exceptions) into a :class:`ProofResult`; it never raises.
+
+Proofs are exact: a symbolic residual that simplifies to zero, or a solve that shows a system has
+no solution. Numeric spot checks may *add* confidence, never replace the exact step.
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+import sympy
+
+Step = tuple[str, sympy.Basic]
+"""One derivation step: a human label and the sympy expression it shows."""
+
+
+class ProofFailure(Exception):
+    """Raised inside a proof function when a step that must hold does not.
+
+    The message names the step and, where useful, the non-zero residual.
+    """
+
+
+@dataclass(frozen=True)
+class ProofResult:
+    """Outcome of proving one theorem.
+
+    Attributes:
+        theorem_id: the id of the theorem proven.
+        ok: True when every step held exactly.
+        steps: the derivation, in order, as ``(label, expression)`` pairs.
+        seconds: wall time of the proof.
+        error: why the proof failed (``None`` when ``ok``).
+    """
+
+    theorem_id: str
+    ok: bool
+    steps: tuple[Step, ...]
+    seconds: float
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class Theorem:
+    """A registered fact about HC/mHC with an exact sympy proof.
+
+    Attributes:
+        id: stable identifier ``family.name`` (conformance properties cite it).
+        statement: one line, in the project's row convention (DESIGN.md §1).
+        assumptions: the hypotheses the proof uses, one line each.
+        cases: what it is proven for, e.g. ``"n in {1,2,3,4}, d in {1,2,3}"`` or ``"symbolic n"``.
+        source: the paper equation or section it follows (e.g. ``"HC arXiv:2409.19606 Eq. 14"``).
+        proof: a function returning the derivation steps; it raises :class:`ProofFailure` when a
+            step does not hold.
+    """
+
+    id: str
+    statement: str
+    assumptions: tuple[str, ...]
+    cases: str
+    source: str
+    proof: Callable[[], list[Step]] = field(repr=False, compare=False)
+
+    def prove(self) -> ProofResult:
+        """Run the proof and time it.
+
+        Returns:
+            A :class:`ProofResult`; ``ok`` is False when the proof raised (a
+            :class:`ProofFailure` or any unexpected exception, whose traceback is kept in
+            ``error``). This method does not raise.
+        """
+        start = time.perf_counter()
+        try:
+            steps = tuple(self.proof())
+        except ProofFailure as failure:
+            return ProofResult(self.id, False, (), time.perf_counter() - start, str(failure))
+        except Exception:  # an unexpected error is a failed proof, reported with its traceback
+            error = traceback.format_exc()
+            return ProofResult(self.id, False, (), time.perf_counter() - start, error)
+        return ProofResult(self.id, True, steps, time.perf_counter() - start)
+
+
+_REGISTRY: dict[str, Theorem] = {}
+
+
+def register(theorem: Theorem) -> Theorem:
+    """Add ``theorem`` to the registry and return it.
+
+    Raises:
+        ValueError: if a theorem with the same id is already registered, or the id is not of
+            the form ``family.name``.
+    """
+    if "." not in theorem.id or theorem.id.startswith(".") or theorem.id.endswith("."):
+        raise ValueError(f"theorem id must look like 'family.name', got {theorem.id!r}")
+    if theorem.id in _REGISTRY:
+        raise ValueError(f"theorem id {theorem.id!r} is already registered")
+    _REGISTRY[theorem.id] = theorem
+    return theorem
+
+
+def theorem(
+    id: str,
+    statement: str,
+    *,
+    assumptions: Iterable[str] = (),
+    cases: str,
+    source: str,
+) -> Callable[[Callable[[], list[Step]]], Theorem]:
+    """Decorator form of :func:`register`: turns a proof function into a registered theorem."""
+
+    def decorate(proof: Callable[[], list[Step]]) -> Theorem:
+        return register(Theorem(id, statement, tuple(assumptions), cases, source, proof))
+
+    return decorate
+
+
+def all_theorems() -> list[Theorem]:
+    """Every registered theorem, sorted by id (importing :mod:`spec.theorems` registers them)."""
+    import spec.theorems  # noqa: F401  (import for its registration side effect)
+
+    return [_REGISTRY[key] for key in sorted(_REGISTRY)]
+
+
+def get(theorem_id: str) -> Theorem:
+    """The registered theorem with this id.
+
+    Raises:
+        KeyError: naming the unknown id and listing the known ones.
+    """
+    import spec.theorems  # noqa: F401
+
+    try:
+        return _REGISTRY[theorem_id]
+    except KeyError:
+        known = ", ".join(sorted(_REGISTRY))
+        raise KeyError(f"unknown theorem id {theorem_id!r}; known ids: {known}") from None

@@ -1,0 +1,1 @@
+"""Registered theorems, one module per family; importing this package registers them all."""
