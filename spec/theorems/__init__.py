@@ -1,1 +1,3 @@
-"""Registered theorems, one module per family; importing this package registers them all."""
+"""Registered theorems, one module per topic; importing this package registers them all."""
+
+from spec.theorems import backprop, connection, norm  # noqa: F401

@@ -1,0 +1,261 @@
+"""One HC sublayer: the paper's layout, the shapes, and the closed-form backward.
+
+Theorems: ``layout.paper_rows``, ``forward.shapes``, ``backward.closed_form``.
+Sources: HC arXiv:2409.19606 §2.1 Eq. 1–7 (the (n+1)×(n+1) matrix, width/depth connections);
+mHC arXiv:2512.24880 Eq. 3 (the same map in row form).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import sympy
+
+from spec import formulas
+from spec.checks import instantiate, require_equal, symbol_matrix, symbol_vector
+from spec.formulas import ConnectionSymbols
+from spec.registry import ProofFailure, Step, theorem
+
+SIZES_N = (1, 2, 3, 4)
+SIZES_D = (1, 2, 3)
+
+
+def _paper_symbols(rows: sympy.Expr | int, cols: sympy.Expr | int) -> dict[str, sympy.MatrixSymbol]:
+    return {
+        "B": sympy.MatrixSymbol("B", 1, rows),
+        "A_m": sympy.MatrixSymbol("A_m", rows, 1),
+        "A_r": sympy.MatrixSymbol("A_r", rows, rows),
+        "H": sympy.MatrixSymbol("H", rows, cols),
+        "z": sympy.MatrixSymbol("z", cols, 1),
+    }
+
+
+def _row_form_in_paper_terms(
+    s: ConnectionSymbols, p: dict[str, sympy.MatrixSymbol]
+) -> tuple[sympy.MatrixExpr, sympy.MatrixExpr]:
+    mapping = {s.h_pre: p["A_m"], s.h_post: p["B"].T, s.H_res: p["A_r"].T, s.X: p["H"], s.z: p["z"]}
+    return formulas.aggregate(s).xreplace(mapping), formulas.forward(s).xreplace(mapping)
+
+
+@theorem(
+    "layout.paper_rows",
+    "The paper's Ĥ = Bᵀ T(Hᵀ A_m)ᵀ + A_rᵀ H equals the row form X' = H_res X + h_post zᵀ "
+    "under h_pre = A_m, h_post = Bᵀ, H_res = A_rᵀ.",
+    assumptions=(
+        "HC = [[0, B], [A_m, A_r]] with B: 1×n, A_m: n×1, A_r: n×n (HC Eq. 1).",
+        "Streams are the rows of H = X ∈ R^{n×d}; z = T(h_0) is the branch output on h_0 = Hᵀ A_m.",
+    ),
+    cases="symbolic n, d (MatrixSymbol algebra); explicit entries for n in {1,2,3,4} × d in {1,2,3}",
+    source="HC arXiv:2409.19606 §2.1 Eq. 1–5 and Eq. 7 (width connection); mHC arXiv:2512.24880 Eq. 3",
+)
+def _layout_paper_rows() -> list[Step]:
+    s = formulas.connection_symbols()
+    p = _paper_symbols(formulas.n, formulas.d)
+    read, new_state = _row_form_in_paper_terms(s, p)
+    paper_read = p["H"].T * p["A_m"]
+    paper_state = p["B"].T * p["z"].T + p["A_r"].T * p["H"]
+    steps = [
+        require_equal("read: x_in = Xᵀ h_pre is the paper's h_0 = Hᵀ A_m (Eq. 3)", read, paper_read),
+        require_equal("write: H_res X + h_post zᵀ is the paper's Bᵀ zᵀ + A_rᵀ H (Eq. 2, 4, 5)",
+                      new_state, paper_state),
+    ]
+    for n in SIZES_N:
+        for d in SIZES_D:
+            c = formulas.connection_symbols(n, d)
+            B, A_m = symbol_matrix("B", 1, n), symbol_vector("A_m", n)
+            A_r, H, z = symbol_matrix("A_r", n, n), symbol_matrix("H", n, d), symbol_vector("z", d)
+            mapping = {c.X: H, c.h_pre: A_m, c.h_post: B.T, c.H_res: A_r.T, c.z: z}
+            require_equal(f"read, n={n}, d={d}", instantiate(formulas.aggregate(c), mapping),
+                          H.T * A_m)
+            require_equal(f"write, n={n}, d={d}", instantiate(formulas.forward(c), mapping),
+                          B.T * z.T + A_r.T * H)
+            # Eq. 7: one product with the width-connection matrix WC = [A_m, A_r] gives both the
+            # branch input (row 0) and the mixed streams (rows 1..n).
+            fused = sympy.Matrix.hstack(A_m, A_r).T * H
+            require_equal(f"width connection WCᵀ H, n={n}, d={d}", fused,
+                          sympy.Matrix.vstack((H.T * A_m).T, A_r.T * H))
+    n, d = 2, 3
+    B, A_m, A_r = symbol_matrix("B", 1, n), symbol_vector("A_m", n), symbol_matrix("A_r", n, n)
+    hc = sympy.Matrix(sympy.BlockMatrix([[sympy.zeros(1, 1), B], [A_m, A_r]]))
+    steps.append(("the HC matrix at n = 2 (Eq. 1): [[0, B], [A_m, A_r]]",
+                  sympy.Eq(sympy.Symbol(r"\mathcal{HC}"), hc, evaluate=False)))
+    H = symbol_matrix("H", n, d)
+    fused = sympy.Matrix.hstack(A_m, A_r).T * H
+    steps.append((
+        "width connection at n = 2, d = 3 (Eq. 7): row 0 of WCᵀ H is x_inᵀ, rows 1..n are H_res X",
+        sympy.Eq(sympy.MatMul(sympy.Matrix.hstack(A_m, A_r).T, H, evaluate=False), fused,
+                 evaluate=False),
+    ))
+    return steps
+
+
+def _shape_step(label: str, expr: sympy.MatrixExpr, expected: tuple[sympy.Expr, ...]) -> Step:
+    got = sympy.Tuple(*expr.shape)
+    want = sympy.Tuple(*expected)
+    if got != want:
+        raise ProofFailure(f"{label}: shape {tuple(got)} != expected {tuple(want)}")
+    return (f"{label}: shape of ${sympy.latex(expr)}$", sympy.Eq(got, want, evaluate=False))
+
+
+@theorem(
+    "forward.shapes",
+    "x_in, z, g_z, g_in ∈ R^d; X' ∈ R^{n×d}; each backward term has the shape of its variable: "
+    "∂L/∂X: n×d, ∂L/∂H_res: n×n, ∂L/∂h_pre, ∂L/∂h_post: n×1.",
+    assumptions=(
+        "Row convention: X ∈ R^{n×d} (streams are rows), h_pre, h_post ∈ R^n, H_res ∈ R^{n×n}.",
+        "The branch F maps R^d → R^d and is called once per token on x_in.",
+    ),
+    cases="symbolic n, d; re-checked with explicit entries at (n, d) in {(1,2), (2,3), (3,1), (4,2)}",
+    source="HC arXiv:2409.19606 §2.1 Eq. 2–5; mHC arXiv:2512.24880 Eq. 3",
+)
+def _forward_shapes() -> list[Step]:
+    s = formulas.connection_symbols()
+    n, d = formulas.n, formulas.d
+    terms: list[tuple[str, Callable[[ConnectionSymbols], sympy.MatrixExpr], tuple[sympy.Expr, ...]]]
+    terms = [
+        ("x_in = Xᵀ h_pre", formulas.aggregate, (d, 1)),
+        ("X' = H_res X + h_post zᵀ", formulas.forward, (n, d)),
+        ("g_z = G'ᵀ h_post", formulas.branch_cotangent, (d, 1)),
+        ("∂L/∂X = H_resᵀ G' + h_pre g_inᵀ", formulas.grad_X, s.X.shape),
+        ("∂L/∂H_res = G' Xᵀ", formulas.grad_H_res, s.H_res.shape),
+        ("∂L/∂h_post = G' z", formulas.grad_h_post, s.h_post.shape),
+        ("∂L/∂h_pre = X g_in", formulas.grad_h_pre, s.h_pre.shape),
+    ]
+    steps = [_shape_step("z = F(x_in)", s.z, (d, 1)), _shape_step("g_in = Jᵀ g_z", s.g_in, (d, 1))]
+    steps += [_shape_step(label, build(s), shape) for label, build, shape in terms]
+    for rows, cols in ((1, 2), (2, 3), (3, 1), (4, 2)):
+        c = formulas.connection_symbols(rows, cols)
+        explicit = {m: symbol_matrix(m.name, *m.shape) for m in
+                    (c.X, c.h_pre, c.h_post, c.H_res, c.z, c.G, c.g_in)}
+        for label, build, shape in terms:
+            want = tuple(int(k) for k in sympy.Tuple(*shape).subs({n: rows, d: cols}))
+            try:
+                got = instantiate(build(c), explicit).shape
+            except sympy.ShapeError as error:
+                raise ProofFailure(f"{label} at n={rows}, d={cols}: {error}") from None
+            if got != want:
+                raise ProofFailure(f"{label} at n={rows}, d={cols}: shape {got} != {want}")
+    return steps
+
+
+GradientForm = Callable[[ConnectionSymbols], sympy.MatrixExpr]
+
+
+@dataclass(frozen=True)
+class BackwardClaim:
+    """The closed forms a backward proof checks (the defaults are :mod:`spec.formulas`).
+
+    Tests build deliberately wrong claims (e.g. H_res in place of H_resᵀ) to see the prover fail.
+    """
+
+    grad_X: GradientForm = formulas.grad_X
+    grad_H_res: GradientForm = formulas.grad_H_res
+    grad_h_pre: GradientForm = formulas.grad_h_pre
+    grad_h_post: GradientForm = formulas.grad_h_post
+
+
+def _backward_case(claim: BackwardClaim, n: int, d: int) -> None:
+    X, G = symbol_matrix("X", n, d), symbol_matrix("G", n, d)
+    h_pre, h_post = symbol_vector("p", n), symbol_vector("q", n)
+    H_res, W = symbol_matrix("H", n, n), symbol_matrix("W", d, d)
+    phi = sympy.Function("phi")
+    x_in = X.T * h_pre
+    z = (W * x_in).applyfunc(phi)
+    new_state = H_res * X + h_post * z.T
+    loss = sum(G.multiply_elementwise(new_state), sympy.Integer(0))
+
+    def derived(variable: sympy.Matrix) -> sympy.Matrix:
+        return variable.applyfunc(lambda entry: sympy.diff(loss, entry))
+
+    xi = symbol_vector("xi", d)
+    jacobian = (W * xi).applyfunc(phi).jacobian(xi).subs(dict(zip(xi, x_in, strict=True)))
+    g_z = G.T * h_post
+    g_in = jacobian.T * g_z
+    c = formulas.connection_symbols(n, d)
+    values = {c.X: X, c.G: G, c.h_pre: h_pre, c.h_post: h_post, c.H_res: H_res, c.z: z,
+              c.g_in: g_in}
+    for name, variable, form in (
+        ("∂L/∂X", X, claim.grad_X),
+        ("∂L/∂H_res", H_res, claim.grad_H_res),
+        ("∂L/∂h_pre", h_pre, claim.grad_h_pre),
+        ("∂L/∂h_post", h_post, claim.grad_h_post),
+    ):
+        try:
+            closed = instantiate(form(c), values)
+        except sympy.ShapeError as error:
+            raise ProofFailure(f"{name} at n={n}, d={d}: the claimed form is ill-shaped: {error}")
+        require_equal(f"{name} at n={n}, d={d}", derived(variable), closed)
+
+
+def backward_proof(
+    claim: BackwardClaim = BackwardClaim(),
+    sizes_n: Sequence[int] = SIZES_N,
+    sizes_d: Sequence[int] = SIZES_D,
+) -> Callable[[], list[Step]]:
+    """A proof function for ``backward.closed_form`` checking ``claim`` at the given sizes.
+
+    For every (n, d): explicit symbol matrices X, G (n×d), h_pre, h_post (n), H_res (n×n), W (d×d);
+    F = φ∘W with φ an undefined elementwise function; L = Σ G ∘ X'. Each gradient obtained by
+    differentiating L entrywise must equal the claimed closed form with g_in = Jᵀ Gᵀ h_post.
+    """
+
+    def prove() -> list[Step]:
+        for n in sizes_n:
+            for d in sizes_d:
+                _backward_case(claim, n, d)
+        s = formulas.connection_symbols()
+        loss = sympy.Symbol("L")
+        G, X_new = s.G, formulas.forward(s)
+        steps: list[Step] = [
+            ("the scalar loss with upstream gradient G' (Frobenius inner product)",
+             sympy.Eq(loss, sympy.Trace(G.T * X_new), evaluate=False)),
+            ("the gradient reaching the branch output", sympy.Eq(
+                sympy.Symbol("g_z"), formulas.branch_cotangent(s), evaluate=False)),
+        ]
+        for name, form in (
+            (r"\frac{\partial L}{\partial X}", claim.grad_X),
+            (r"\frac{\partial L}{\partial H_{res}}", claim.grad_H_res),
+            (r"\frac{\partial L}{\partial h_{pre}}", claim.grad_h_pre),
+            (r"\frac{\partial L}{\partial h_{post}}", claim.grad_h_post),
+        ):
+            steps.append((
+                f"entrywise derivative equals the closed form at every n in {set(sizes_n)}, "
+                f"d in {set(sizes_d)}",
+                sympy.Eq(sympy.Symbol(name), form(s), evaluate=False),
+            ))
+        steps.append(_worked_backward_case())
+        return steps
+
+    return prove
+
+
+def _worked_backward_case() -> Step:
+    n, d = 2, 1
+    X, h_pre, W = symbol_matrix("X", n, d), symbol_vector("p", n), symbol_matrix("W", d, d)
+    G, h_post = symbol_matrix("G", n, d), symbol_vector("q", n)
+    phi = sympy.Function("phi")
+    loss = sum(G.multiply_elementwise(
+        symbol_matrix("H", n, n) * X + h_post * (W * X.T * h_pre).applyfunc(phi).T
+    ), sympy.Integer(0))
+    derived = h_pre.applyfunc(lambda entry: sympy.diff(loss, entry))
+    return ("worked case n = 2, d = 1 (p = h_pre, q = h_post): ∂L/∂h_pre = X g_in, "
+            "with g_in = W φ'(W x_in) g_z",
+            sympy.Eq(sympy.Symbol(r"\frac{\partial L}{\partial h_{pre}}"), derived,
+                     evaluate=False))
+
+
+theorem(
+    "backward.closed_form",
+    "Differentiating L = Σ G' ∘ X' gives ∂L/∂X = H_resᵀ G' + h_pre g_inᵀ, ∂L/∂H_res = G' Xᵀ, "
+    "∂L/∂h_pre = X g_in, ∂L/∂h_post = G' z, with g_z = G'ᵀ h_post and g_in = Jᵀ g_z.",
+    assumptions=(
+        "F = φ∘W: W a d×d symbol matrix, φ an arbitrary (undefined) differentiable elementwise "
+        "function; J = diag(φ'(W x_in)) W is the branch Jacobian at x_in.",
+        "X feeds both the bypass H_res X and the branch input x_in, so its two terms add.",
+        "The weights h_pre, h_post, H_res are treated as independent of X (static HC; for dynamic "
+        "weights the chain rule adds their own terms).",
+    ),
+    cases="explicit entries for n in {1,2,3,4} × d in {1,2,3}",
+    source="chain rule on HC arXiv:2409.19606 Eq. 2–5 / mHC arXiv:2512.24880 Eq. 3",
+)(backward_proof())

@@ -1,0 +1,66 @@
+"""The normalisations the HC/mHC papers put around the branch: Jacobians and invariances.
+
+Theorem: ``norm.jacobians``. Sources: HC arXiv:2409.19606 §2.2 Eq. 10 and App. G (post-norm);
+mHC arXiv:2512.24880 Eq. 7.
+"""
+
+from __future__ import annotations
+
+import sympy
+
+from spec import norms
+from spec.checks import require_equal, symbol_vector
+from spec.registry import Step, theorem
+
+SIZES_D = (1, 2, 3, 4)
+SIZES_D_INVARIANCE = (2, 3)  # at d = 1 LayerNorm is identically 0 and RMSNorm is sign(x)
+
+
+@theorem(
+    "norm.jacobians",
+    "LayerNorm and RMSNorm (no affine) have Jacobians (I − 11ᵀ/d − x̂x̂ᵀ/d)/s and (I − xxᵀ/(d r²))/r; "
+    "both are scale invariant (Norm(cx) = Norm(x), c > 0, ε = 0) and LayerNorm is shift invariant.",
+    assumptions=(
+        "x ∈ R^d real; ε ≥ 0 for the Jacobians (a symbol), ε = 0 for the invariances; c > 0.",
+        "s = sqrt(σ² + ε), x̂ = (x − μ1)/s for LayerNorm; r = sqrt(‖x‖²/d + ε) for RMSNorm.",
+        "No gain or bias (HC's dynamic-weight norm and the absorbed post-norm, App. G Eq. 36).",
+    ),
+    cases="Jacobians: explicit d in {1,2,3,4}; invariances and J x = 0: d in {2,3}",
+    source="HC arXiv:2409.19606 §2.2 Eq. 10, App. G Eq. 35–40; mHC arXiv:2512.24880 Eq. 7",
+)
+def _norm_jacobians() -> list[Step]:
+    eps = sympy.Symbol("epsilon", positive=True)
+    c = sympy.Symbol("c", positive=True)
+    t = sympy.Symbol("t", real=True)
+    steps: list[Step] = []
+    for d in SIZES_D:
+        x = symbol_vector("x", d)
+        ln, rms = norms.layer_norm(x, eps), norms.rms_norm(x, eps)
+        step_ln = require_equal(f"LayerNorm Jacobian, d={d}", ln.jacobian(x),
+                                norms.layer_norm_jacobian(x, eps))
+        step_rms = require_equal(f"RMSNorm Jacobian, d={d}", rms.jacobian(x),
+                                 norms.rms_norm_jacobian(x, eps))
+        if d == 2:
+            steps += [step_ln, step_rms]
+        if d not in SIZES_D_INVARIANCE:
+            continue
+        require_equal(f"RMSNorm scale invariance, d={d}", norms.rms_norm(c * x), norms.rms_norm(x))
+        require_equal(f"LayerNorm scale invariance, d={d}", norms.layer_norm(c * x),
+                      norms.layer_norm(x))
+        require_equal(f"LayerNorm shift invariance, d={d}",
+                      norms.layer_norm(x + t * sympy.ones(d, 1)), norms.layer_norm(x))
+        require_equal(f"RMSNorm: J x = 0 at ε = 0 (Euler, degree 0), d={d}",
+                      norms.rms_norm_jacobian(x) * x, sympy.zeros(d, 1))
+        require_equal(f"LayerNorm: J x = 0 and J 1 = 0 at ε = 0, d={d}",
+                      norms.layer_norm_jacobian(x) * sympy.Matrix.hstack(x, sympy.ones(d, 1)),
+                      sympy.zeros(d, 2))
+    x = symbol_vector("x", 3)
+    steps += [
+        ("scale invariance at d = 3, c > 0, ε = 0 (RMSNorm; LayerNorm likewise)",
+         sympy.Eq(sympy.simplify(norms.rms_norm(c * x)), sympy.simplify(norms.rms_norm(x)),
+                  evaluate=False)),
+        ("LayerNorm shift invariance at d = 3: Norm(x + t1) = Norm(x)",
+         sympy.Eq(sympy.Symbol(r"\mathrm{LN}(x + t\mathbf{1})"), sympy.Symbol(r"\mathrm{LN}(x)"),
+                  evaluate=False)),
+    ]
+    return steps
