@@ -46,6 +46,14 @@ def require_size(name: str, value: int, minimum: int = 1) -> int:
     return value
 
 
+def _indexed_name(name: str, index: str) -> str:
+    """``name`` with ``index`` appended to its subscript (never a LaTeX double subscript)."""
+    if "_" in name:
+        base, sub = name.split("_", 1)
+        return f"{base}_{{{sub.strip('{}')},{index}}}"
+    return f"{name}_{{{index}}}"
+
+
 def symbol_matrix(name: str, rows: int, cols: int, **assumptions: bool) -> sympy.Matrix:
     """A rows×cols matrix of fresh scalar symbols ``name_{i,j}`` (0-based indices).
 
@@ -54,7 +62,7 @@ def symbol_matrix(name: str, rows: int, cols: int, **assumptions: bool) -> sympy
     """
     rows, cols = require_size("rows", rows), require_size("cols", cols)
     return sympy.Matrix(
-        rows, cols, lambda i, j: sympy.Symbol(f"{name}_{{{i}{j}}}", real=True, **assumptions)
+        rows, cols, lambda i, j: sympy.Symbol(_indexed_name(name, f"{i}{j}"), real=True, **assumptions)
     )
 
 
@@ -66,7 +74,7 @@ def symbol_vector(name: str, size: int, **assumptions: bool) -> sympy.Matrix:
     """
     size = require_size("size", size)
     return sympy.Matrix(
-        size, 1, lambda i, _: sympy.Symbol(f"{name}_{{{i}}}", real=True, **assumptions)
+        size, 1, lambda i, _: sympy.Symbol(_indexed_name(name, str(i)), real=True, **assumptions)
     )
 
 
@@ -180,13 +188,17 @@ def _symbolic_matrix_expr(expr: Any) -> bool:
 def exact_zero(residual: Any) -> bool:
     """True when ``residual`` (scalar, explicit matrix or MatrixExpr) is exactly zero.
 
-    Tries, in order: ``doit`` + ``expand``; ``simplify``; ``rewrite(exp)`` + ``simplify``.
+    Tries, in order: ``doit`` + ``expand``; ``cancel`` (rational functions); ``simplify``;
+    ``rewrite(exp)`` + ``simplify``.
     A MatrixExpr with symbolic shape must simplify to a ZeroMatrix.
     """
     if _symbolic_matrix_expr(residual):
         reduced = sympy.simplify(residual.doit())
         return bool(reduced.is_ZeroMatrix) or reduced == 0
     entries = [sympy.expand(entry.doit()) for entry in _entries(residual)]
+    if all(entry == 0 for entry in entries):
+        return True
+    entries = [sympy.cancel(entry) for entry in entries]
     if all(entry == 0 for entry in entries):
         return True
     entries = [sympy.simplify(entry) for entry in entries]
@@ -250,7 +262,7 @@ def require_nonnegative(label: str, entries: Iterable[Any]) -> None:
         ProofFailure: naming ``label`` and the first entry that is not provably ≥ 0.
     """
     for entry in entries:
-        if sympy.expand(entry).is_nonnegative is not True:
+        if entry.is_nonnegative is not True and sympy.expand(entry).is_nonnegative is not True:
             raise ProofFailure(f"{label}: entry {entry} is not provably nonnegative")
 
 

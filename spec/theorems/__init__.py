@@ -1,3 +1,3 @@
 """Registered theorems, one module per topic; importing this package registers them all."""
 
-from spec.theorems import backprop, connection, norm  # noqa: F401
+from spec.theorems import backprop, connection, doubly_stochastic, duality, norm  # noqa: F401

@@ -1,0 +1,351 @@
+"""Facts about doubly stochastic H_res (the mHC manifold) and mHC at n = 1.
+
+Theorems: ``ds.transpose_closure``, ``ds.product_closure``, ``ds.convex_closure``,
+``ds.n1_unique``, ``ds.two_by_two_family``, ``ds.permutation_vertices``, ``ds.nonexpansive``,
+``ds.stream_sum_preserved``, ``ds.gradient_stream_sum_preserved``, ``mhc.n1_residual``,
+``mhc.sinkhorn_rows_exact``.
+Sources: mHC arXiv:2512.24880 §4.1 Eq. 6 (the manifold and its three properties: non-expansive,
+compositional closure, Birkhoff polytope) and §4.2 Eq. 7–9 (parameterisation, Sinkhorn–Knopp).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Sequence
+
+import sympy
+
+from spec import doubly_stochastic as ds
+from spec import norms
+from spec.checks import (
+    require_equal,
+    require_nonnegative,
+    require_true,
+    require_zero,
+    symbol_matrix,
+    symbol_vector,
+)
+from spec.registry import ProofFailure, Step, theorem
+
+SIZES_N = (1, 2, 3, 4)
+LAMBDA = sympy.Symbol("lambda", nonnegative=True)
+MU = sympy.Symbol("mu", nonnegative=True)
+"""Convex weights; μ = 1 − λ is substituted for the equality constraints."""
+
+Combine = Callable[[sympy.Matrix, sympy.Matrix], sympy.Matrix]
+
+DS_ASSUMPTIONS = (
+    "H, K ∈ R^{n×n} with H 1 = 1, 1ᵀ H = 1ᵀ, H ≥ 0 (mHC Eq. 6); entries are nonnegative symbols, "
+    "the last row and column solved from the sum constraints.",
+)
+
+
+def closure_proof(label: str, combine: Combine, sizes: Sequence[int] = SIZES_N
+                  ) -> Callable[[], list[Step]]:
+    """A proof that ``combine(H, K)`` is doubly stochastic for generic doubly stochastic H, K.
+
+    Tests pass a wrong ``combine`` (e.g. multiplying by a matrix with a negative entry) to see
+    the prover fail.
+    """
+
+    def prove() -> list[Step]:
+        steps: list[Step] = []
+        for n in sizes:
+            H, K = ds.generic("H", n), ds.generic("K", n)
+            M = combine(H.matrix, K.matrix)
+            ds.require_doubly_stochastic(f"{label}, n={n}", M, H, K, substitutions={MU: 1 - LAMBDA})
+            if n == 2 or len(sizes) == 1:
+                sums = sympy.Matrix.hstack(ds.row_sums(M), ds.col_sums(M).T)
+                steps.append((
+                    f"{label}, n = {n}: row sums | column sums, each 1 on the constraint set "
+                    "(every entry is a polynomial with nonnegative coefficients in nonnegative "
+                    "symbols, so M ≥ 0)",
+                    sympy.Eq(sympy.Symbol("M"), M, evaluate=False)))
+                steps.append((f"{label}, n = {n}: [M 1 | (1ᵀ M)ᵀ]",
+                              sympy.Eq(sums, sympy.ones(n, 2), evaluate=False)))
+        return steps
+
+    return prove
+
+
+theorem(
+    "ds.transpose_closure",
+    "If H is doubly stochastic, so is Hᵀ.",
+    assumptions=DS_ASSUMPTIONS,
+    cases="explicit n in {1,2,3,4}",
+    source="mHC arXiv:2512.24880 §4.1 Eq. 6",
+)(closure_proof("Hᵀ", lambda H, K: H.T))
+
+theorem(
+    "ds.product_closure",
+    "If H and K are doubly stochastic, so is H K (compositional closure).",
+    assumptions=DS_ASSUMPTIONS,
+    cases="explicit n in {1,2,3,4}",
+    source="mHC arXiv:2512.24880 §4.1 (compositional closure), Eq. 4 (products over depth)",
+)(closure_proof("H K", lambda H, K: H * K))
+
+theorem(
+    "ds.convex_closure",
+    "If H and K are doubly stochastic and 0 ≤ λ ≤ 1, then λ H + (1 − λ) K is doubly stochastic.",
+    assumptions=(*DS_ASSUMPTIONS, "λ, μ ≥ 0 with μ = 1 − λ."),
+    cases="explicit n in {1,2,3,4}",
+    source="mHC arXiv:2512.24880 §4.1 (Birkhoff polytope: convex set)",
+)(closure_proof("λ H + (1 − λ) K", lambda H, K: LAMBDA * H + MU * K))
+
+
+@theorem(
+    "ds.n1_unique",
+    "The only 1×1 doubly stochastic matrix is [1].",
+    assumptions=("H = [h] with h ≥ 0, row sum h = 1, column sum h = 1.",),
+    cases="n = 1",
+    source="mHC arXiv:2512.24880 §4.1 (\"when n = 1 the doubly stochastic condition degenerates "
+           "to the scalar 1\")",
+)
+def _ds_n1_unique() -> list[Step]:
+    h = sympy.Symbol("h", nonnegative=True)
+    solutions = sympy.solve([h - 1, h - 1], [h], dict=True)
+    if solutions != [{h: 1}]:
+        raise ProofFailure(f"expected the unique solution h = 1, got {solutions}")
+    ds.require_doubly_stochastic("[1]", sympy.Matrix([[1]]))
+    return [("solve {h = 1 (row), h = 1 (column)}: the unique solution",
+             sympy.Eq(h, solutions[0][h], evaluate=False)),
+            ("and [1] ≥ 0, so [1] is doubly stochastic", sympy.Eq(sympy.Symbol("H"),
+                                                                   sympy.Matrix([[1]]),
+                                                                   evaluate=False))]
+
+
+@theorem(
+    "ds.two_by_two_family",
+    "Every 2×2 matrix with unit row and column sums is [[a, 1−a], [1−a, a]] = a I + (1−a) P; "
+    "it is doubly stochastic iff 0 ≤ a ≤ 1.",
+    assumptions=("a real; P the swap permutation.",),
+    cases="n = 2",
+    source="mHC arXiv:2512.24880 §4.1 Eq. 6 and the Birkhoff polytope",
+)
+def _ds_two_by_two() -> list[Step]:
+    a, b, c, e = sympy.symbols("a b c e", real=True)
+    H = sympy.Matrix([[a, b], [c, e]])
+    constraints = list(ds.row_sums(H) - sympy.ones(2, 1)) + list(ds.col_sums(H) - sympy.ones(1, 2))
+    solutions = sympy.solve(constraints, [b, c, e], dict=True)
+    if len(solutions) != 1:
+        raise ProofFailure(f"expected a one-parameter family, got {solutions}")
+    family = H.xreplace(solutions[0])
+    expected = sympy.Matrix([[a, 1 - a], [1 - a, a]])
+    swap = sympy.Matrix([[0, 1], [1, 0]])
+    condition = sympy.reduce_inequalities([entry >= 0 for entry in set(family)], a)
+    interval = sympy.And(sympy.Le(0, a), sympy.Le(a, 1))
+    return [
+        require_equal("unit row and column sums leave one free entry a", family, expected),
+        require_equal("Birkhoff form: a I + (1 − a) P", expected,
+                      a * sympy.eye(2) + (1 - a) * swap),
+        require_true("nonnegativity of every entry ⇔ 0 ≤ a ≤ 1 (reduce_inequalities)",
+                     sympy.simplify(sympy.Equivalent(condition, interval)),
+                     sympy.Equivalent(sympy.And(sympy.Ge(a, 0), sympy.Ge(1 - a, 0)), interval)),
+    ]
+
+
+@theorem(
+    "ds.permutation_vertices",
+    "Every permutation matrix is doubly stochastic and is a vertex of the doubly stochastic set: "
+    "a doubly stochastic matrix with the zero pattern of P equals P, so P = λA + (1−λ)B with "
+    "0 < λ < 1 forces A = B = P.",
+    assumptions=(*DS_ASSUMPTIONS, "A, B doubly stochastic, 0 < λ < 1."),
+    cases="all n! permutations for n in {1,2,3,4}",
+    source="mHC arXiv:2512.24880 §4.1 (Birkhoff polytope: convex hull of the permutations)",
+)
+def _ds_permutation_vertices() -> list[Step]:
+    steps: list[Step] = []
+    for n in SIZES_N:
+        for P in ds.permutation_matrices(n):
+            ds.require_doubly_stochastic(f"permutation {P.tolist()}", P)
+            A = symbol_matrix("A", n, n, nonnegative=True)
+            support = {A[i, j]: 0 for i, j in itertools.product(range(n), range(n))
+                       if P[i, j] == 0}
+            pinned = A.xreplace(support)
+            unknowns = sorted(pinned.free_symbols, key=str)
+            equations = list(ds.row_sums(pinned) - sympy.ones(n, 1)) + list(
+                ds.col_sums(pinned) - sympy.ones(1, n))
+            solutions = sympy.solve(equations, unknowns, dict=True)
+            if len(solutions) != 1 or pinned.xreplace(solutions[0]) != P:
+                raise ProofFailure(f"P = {P.tolist()} is not the only doubly stochastic matrix "
+                                   f"with its zero pattern: {solutions}")
+    P = ds.permutation_matrices(3)[3]
+    steps += [
+        ("n = 3 example: P, and a doubly stochastic A with A_ij = 0 wherever P_ij = 0 "
+         "(forced by λ A_ij + (1 − λ) B_ij = 0 with A, B ≥ 0) solves to A = P",
+         sympy.Eq(sympy.Symbol("A"), P, evaluate=False)),
+        ("number of permutation matrices checked", sympy.Eq(
+            sympy.Symbol("N"), sum(len(ds.permutation_matrices(n)) for n in SIZES_N),
+            evaluate=False)),
+    ]
+    return steps
+
+
+def sum_of_squares(H: sympy.Matrix, x: sympy.Matrix) -> sympy.Expr:
+    """Σ_i Σ_{j<k} H_ij H_ik (x_j − x_k)²: ‖x‖² − ‖Hx‖² for doubly stochastic H."""
+    n = H.shape[0]
+    return sum((H[i, j] * H[i, k] * (x[j] - x[k]) ** 2
+                for i in range(n) for j, k in itertools.combinations(range(n), 2)),
+               sympy.Integer(0))
+
+
+@theorem(
+    "ds.nonexpansive",
+    "‖H x‖₂ ≤ ‖x‖₂ for doubly stochastic H: ‖x‖² − ‖Hx‖² = Σ_i Σ_{j<k} H_ij H_ik (x_j − x_k)² ≥ 0.",
+    assumptions=(*DS_ASSUMPTIONS, "x ∈ R^n real."),
+    cases="explicit n in {1,2,3,4}",
+    source="mHC arXiv:2512.24880 §4.1 (\"the spectral norm … is bounded by 1\", non-expansive)",
+)
+def _ds_nonexpansive() -> list[Step]:
+    steps: list[Step] = []
+    for n in SIZES_N:
+        H = ds.generic("H", n)
+        x = symbol_vector("x", n)
+        sos = sum_of_squares(H.matrix, x)
+        gap = (x.T * x)[0, 0] - ((H.matrix * x).T * (H.matrix * x))[0, 0]
+        require_zero(f"‖x‖² − ‖Hx‖² − SOS on the constraint set, n={n}", H.on_constraints(gap - sos))
+        require_nonnegative(f"SOS terms, n={n}", sos.args if sos.is_Add else [sos])
+        if n == 2:
+            steps.append(("n = 2: ‖x‖² − ‖Hx‖² equals a sum of nonnegative terms on the "
+                          "constraint set", sympy.Eq(sympy.Symbol(r"\|x\|^2 - \|Hx\|^2"), sos,
+                                                     evaluate=False)))
+    steps.append(("hence (take square roots)", sympy.Le(sympy.Symbol(r"\|H x\|_2"),
+                                                        sympy.Symbol(r"\|x\|_2"))))
+    return steps
+
+
+@theorem(
+    "ds.stream_sum_preserved",
+    "1ᵀ H X = 1ᵀ X for doubly stochastic H (only 1ᵀH = 1ᵀ is used), so the reduced state of an "
+    "mHC sublayer evolves like a residual: 1ᵀ X' = 1ᵀ X + (1ᵀ h_post) zᵀ.",
+    assumptions=("H ≥ 0 with unit column sums (a doubly stochastic H has them); X ∈ R^{n×d}.",),
+    cases="explicit n in {1,2,3,4} × d in {1,2,3}",
+    source="mHC arXiv:2512.24880 §4.1 Eq. 6 (\"preserve the global mean\"), Eq. 3–4",
+)
+def _ds_stream_sum() -> list[Step]:
+    steps: list[Step] = []
+    for n in SIZES_N:
+        H = ds.generic("H", n, rows=False)
+        for d in (1, 2, 3):
+            X, z, h_post = symbol_matrix("X", n, d), symbol_vector("z", d), symbol_vector("q", n)
+            one = sympy.ones(1, n)
+            require_zero(f"1ᵀ H X − 1ᵀ X, n={n}, d={d}",
+                         H.on_constraints(one * H.matrix * X - one * X))
+            new_sum = one * (H.matrix * X + h_post * z.T)
+            step = require_equal(f"1ᵀ X' = 1ᵀ X + (1ᵀ h_post) zᵀ, n={n}, d={d}",
+                                 H.on_constraints(new_sum), one * X + (one * h_post) * z.T)
+            if (n, d) == (2, 3):
+                steps.append(("n = 2, d = 3: 1ᵀ H X with unit column sums",
+                              sympy.Eq(one * H.matrix * X, one * X, evaluate=False)))
+                steps.append(step)
+    return steps
+
+
+@theorem(
+    "ds.gradient_stream_sum_preserved",
+    "The bypass gradient keeps the stream sum, 1ᵀ Hᵀ G' = 1ᵀ G', exactly when H 1 = 1 (row sums); "
+    "unit column sums alone do not suffice.",
+    assumptions=("H ≥ 0 with unit row sums; G' ∈ R^{n×d} the upstream gradient.",
+                 "Counterexample: H = [[1, 1], [0, 0]] (unit column sums, row sums 2 and 0)."),
+    cases="explicit n in {1,2,3,4} × d in {1,2,3}; counterexample at n = 2, d = 2",
+    source="mHC arXiv:2512.24880 §4.1 Eq. 6; the bypass term of backward.closed_form",
+)
+def _ds_gradient_stream_sum() -> list[Step]:
+    steps: list[Step] = []
+    for n in SIZES_N:
+        H = ds.generic("H", n, cols=False)
+        for d in (1, 2, 3):
+            G = symbol_matrix("G", n, d)
+            one = sympy.ones(1, n)
+            step = require_equal(f"1ᵀ Hᵀ G' = 1ᵀ G', n={n}, d={d}",
+                                 H.on_constraints(one * H.matrix.T * G), one * G)
+            if (n, d) == (2, 2):
+                steps.append(step)
+    column_only = sympy.Matrix([[1, 1], [0, 0]])
+    G = symbol_matrix("G", 2, 2)
+    residual = (sympy.ones(1, 2) * column_only.T * G - sympy.ones(1, 2) * G).applyfunc(
+        sympy.expand)
+    if residual == sympy.zeros(1, 2):
+        raise ProofFailure("the column-stochastic counterexample preserved the gradient sum")
+    steps.append(require_true(
+        "unit column sums only, H = [[1, 1], [0, 0]]: the residual 1ᵀHᵀG' − 1ᵀG' is non-zero",
+        residual != sympy.zeros(1, 2), sympy.Ne(residual, sympy.zeros(1, 2), evaluate=False)))
+    return steps
+
+
+@theorem(
+    "mhc.n1_residual",
+    "At n = 1 the only doubly stochastic H_res is [1] (Sinkhorn–Knopp returns [1] for any logit), "
+    "and with H_post = 2σ(0) = 1 and any H_pre = σ(·) > 0, mHC is the pre-norm residual "
+    "x + f(RMSNorm(x)).",
+    assumptions=(
+        "The branch is F = f∘RMSNorm (pre-norm inside, ε = 0), f arbitrary.",
+        "H_pre = c > 0 is absorbed by the scale invariance of RMSNorm (norm.jacobians).",
+    ),
+    cases="n = 1; d in {2,3}; Sinkhorn–Knopp with t_max = 20",
+    source="mHC arXiv:2512.24880 §4.1 (n = 1 degenerates to 1), Eq. 3, Eq. 8–9",
+)
+def _mhc_n1_residual() -> list[Step]:
+    logit, c = sympy.Symbol("h", real=True), sympy.Symbol("c", positive=True)
+    steps: list[Step] = [
+        require_equal("Sinkhorn–Knopp, n = 1, t_max = 20, any logit h",
+                      ds.sinkhorn_knopp(sympy.Matrix([[logit]]), 20), sympy.Matrix([[1]])),
+        require_equal("H_post = 2σ(0)", 2 / (1 + sympy.exp(-sympy.Integer(0))), sympy.Integer(1)),
+    ]
+    for d in (2, 3):
+        x = symbol_vector("x", d)
+
+        def f(u: sympy.Matrix) -> sympy.Matrix:
+            return sympy.Matrix(d, 1, lambda i, _: sympy.Function(f"f_{i}")(*u))
+
+        mhc = x * 1 + 1 * f(norms.rms_norm(c * x))
+        step = require_equal(f"x' = 1·x + 1·f(RMSNorm(c x)) = x + f(RMSNorm(x)), d={d}", mhc,
+                             x + f(norms.rms_norm(x)))
+        if d == 2:
+            steps.append(step)
+    return steps
+
+
+def _normalise_rows(M: sympy.Matrix) -> sympy.Matrix:
+    row = ds.row_sums(M)
+    return sympy.Matrix(M.shape[0], M.shape[1], lambda i, j: M[i, j] / row[i, 0])
+
+
+def _normalise_columns(M: sympy.Matrix) -> sympy.Matrix:
+    column = ds.col_sums(M)
+    return sympy.Matrix(M.shape[0], M.shape[1], lambda i, j: M[i, j] / column[0, j])
+
+
+@theorem(
+    "mhc.sinkhorn_rows_exact",
+    "After every Sinkhorn–Knopp round (column then row normalisation, mHC Eq. 9) the row sums are "
+    "exactly 1 and every entry is positive; the column sums are 1 only in the limit.",
+    assumptions=(
+        "M⁰ = exp(logits) > 0 entrywise; each round ends with a row normalisation.",
+        "Lemma form: for any positive matrix A, T_c(A) > 0, T_r(A) > 0 and T_r(A) 1 = 1; by "
+        "induction on the rounds this holds after every round.",
+    ),
+    cases="lemma: generic positive A, n in {1,2,3,4}; column sums not exact: n = 2, logits "
+          "[[0, 1], [2, 0]], one round",
+    source="mHC arXiv:2512.24880 §4.2 Eq. 8–9",
+)
+def _sinkhorn_rows_exact() -> list[Step]:
+    steps: list[Step] = []
+    for n in SIZES_N:
+        A = symbol_matrix("A", n, n, positive=True)
+        rows = _normalise_rows(A)
+        step = require_equal(f"T_r(A) 1 = 1, n={n}", ds.row_sums(rows), sympy.ones(n, 1))
+        for name, M in (("T_r(A)", rows), ("T_c(A)", _normalise_columns(A))):
+            if not all(entry.is_positive for entry in M):
+                raise ProofFailure(f"{name} has an entry not provably positive, n={n}")
+        if n == 2:
+            steps.append(step)
+    logits = sympy.Matrix([[0, 1], [2, 0]])
+    column_gap = ds.col_sums(ds.sinkhorn_knopp(logits, 1)) - sympy.ones(1, 2)
+    value = column_gap[0, 0].evalf(30)
+    if not abs(value) > sympy.Float("1e-3"):
+        raise ProofFailure(f"expected a column-sum error after one round, got {value}")
+    steps.append(("one round on logits [[0, 1], [2, 0]]: the first column sum misses 1 by",
+                  sympy.Eq(sympy.Symbol(r"(\mathbf{1}^T M^{(1)})_0 - 1"),
+                           sympy.Float(value, 6), evaluate=False)))
+    return steps

@@ -1,0 +1,202 @@
+"""Cross-layer structure of HC stacks: unrolled connection weights and the sequential–parallel
+duality of the paper's n = 2 matrices.
+
+Theorems: ``unroll.connection_weights``, ``duality.sequential``, ``duality.parallel``.
+Sources: HC arXiv:2409.19606 §3.2 Eq. 17–19 (Fig. 4), App. H Eq. 42–55, §4.5 Eq. 20 / App. F
+Eq. 27; mHC arXiv:2512.24880 Eq. 4.
+"""
+
+from __future__ import annotations
+
+import sympy
+
+from spec import network
+from spec.checks import require_equal, symbol_matrix, symbol_vector
+from spec.network import ConnectionWeights
+from spec.registry import ProofFailure, Step, theorem
+
+D = 3  # feature size of the stacks below: never equal to n = 2 (catches transposition slips)
+
+
+def generic_branch(k: int) -> network.Branch:
+    """An arbitrary differentiable sublayer T_k: R^d → R^d (undefined functions T^k_i)."""
+
+    def branch(x: sympy.Matrix) -> sympy.Matrix:
+        return sympy.Matrix(x.shape[0], 1, lambda i, _: sympy.Function(f"T^{k}_{i}")(*x))
+
+    return branch
+
+
+def free_branch(k: int) -> network.Branch:
+    """A sublayer whose output is a fresh symbol vector z_k (the unrolled identity is linear in
+    the branch outputs, so it holds for any values they take)."""
+
+    def branch(x: sympy.Matrix) -> sympy.Matrix:
+        return symbol_vector(f"z^{k}", x.shape[0])
+
+    return branch
+
+
+def symbolic_weights(n: int, k: int) -> ConnectionWeights:
+    """Fully symbolic weights of sublayer k: p^k (h_pre), q^k (h_post), H^k (H_res)."""
+    return ConnectionWeights(symbol_vector(f"p^{k}", n), symbol_vector(f"q^{k}", n),
+                             symbol_matrix(f"H^{k}", n, n))
+
+
+def prenorm_pattern(L: int, n: int) -> sympy.Matrix:
+    """The unrolled weights of a pre-norm stack of L sublayers carried on n equal streams:
+    every node reads every earlier node with weight 1, the output (stream sum) with weight n."""
+    C = sympy.Matrix(L + 2, L + 2, lambda i, j: 1 if j < i else 0)
+    C[L + 1, : L + 1] = n * sympy.ones(1, L + 1)
+    return C
+
+
+@theorem(
+    "unroll.connection_weights",
+    "A stack of L HC sublayers feeds sublayer k the input Σ_j w_{j,k} z_j + w_{0,k} h₀ with "
+    "w_{j,k} = h_pre,kᵀ H_res,k-1 ⋯ H_res,j+1 h_post,j; pre-norm gives the all-ones strictly "
+    "lower triangle.",
+    assumptions=(
+        "X₀ = 1_n h₀ᵀ (replicated embedding); the output node reads the stream sum (h_pre = 1_n).",
+        "Branch outputs z_j are arbitrary (the identity is linear in them).",
+    ),
+    cases="identity: symbolic weights, n in {1,2,3} × L in {1,2,3}, d = 3; patterns: L = 6 for "
+          "pre-norm (n = 1) and the static init (n in {1,2,3,4})",
+    source="HC arXiv:2409.19606 §4.5 Eq. 20, App. F Eq. 27; mHC arXiv:2512.24880 Eq. 4",
+)
+def _unroll_connection_weights() -> list[Step]:
+    steps: list[Step] = []
+    h0 = symbol_vector("h_0", D)
+    for n in (1, 2, 3):
+        for L in (1, 2, 3):
+            weights = [symbolic_weights(n, k) for k in range(1, L + 1)]
+            trace = network.run_stack(network.replicate(h0, n), weights,
+                                      [free_branch(k) for k in range(1, L + 1)])
+            C = network.connection_weights(weights)
+            reads = list(trace.inputs) + [trace.states[-1].T * sympy.ones(n, 1)]
+            for k in range(1, L + 2):
+                unrolled = C[k, 0] * h0 + sum(
+                    (C[k, j] * trace.outputs[j - 1] for j in range(1, k)), sympy.zeros(D, 1))
+                step = require_equal(f"input of node {k}, n={n}, L={L}", reads[k - 1], unrolled)
+                if (n, L, k) == (2, 2, 2):
+                    steps.append(step)
+            if (n, L) == (2, 2):
+                steps.append(("the unrolled weights, n = 2, L = 2 (rows: node k's input)",
+                              sympy.Eq(sympy.Symbol("C"), C, evaluate=False)))
+    prenorm = [ConnectionWeights(sympy.ones(1, 1), sympy.ones(1, 1), sympy.ones(1, 1))] * 6
+    steps.append(require_equal("pre-norm (n = 1, unit weights, L = 6): all-ones strictly lower",
+                               network.connection_weights(prenorm), prenorm_pattern(6, 1)))
+    for n in (1, 2, 3, 4):
+        init = [network.static_init(n, k) for k in range(6)]
+        step = require_equal(
+            f"static init (Eq. 14), n={n}, L=6: the same pattern, output row n (stream sum)",
+            network.connection_weights(init), prenorm_pattern(6, n))
+        if n == 2:
+            steps.append(step)
+    return steps
+
+
+HC_SEQUENTIAL = sympy.Matrix([[0, 1, 1], [1, 1, 0], [0, 0, 1]])
+"""HC Eq. 17 (n = 2), the n = 2 case of App. H Eq. 42: B = 1ᵀ, A_m = e_1, A_r = I."""
+
+HC_PARALLEL_ODD = sympy.Matrix([[0, 1, 0], [1, 1, 1], [1, 1, 1]])
+"""HC Eq. 18: odd layers (the first of each pair) — B = e_1ᵀ, A_m = 1, A_r = 11ᵀ."""
+
+HC_PARALLEL_EVEN = sympy.Matrix([[0, 0, 1], [0, 1, 0], [1, 0, 1]])
+"""HC Eq. 19: even layers (the second of each pair) — B = e_2ᵀ, A_m = e_2, A_r = I."""
+
+
+def sequential_matrix(n: int) -> sympy.Matrix:
+    """HC App. H Eq. 42: [[0, 1_{1×n}], [e_1, I_n]]."""
+    return sympy.Matrix(sympy.BlockMatrix([
+        [sympy.zeros(1, 1), sympy.ones(1, n)],
+        [sympy.Matrix(n, 1, lambda i, _: 1 if i == 0 else 0), sympy.eye(n)],
+    ]))
+
+
+@theorem(
+    "duality.sequential",
+    "With HC = [[0, 1, 1], [1, 1, 0], [0, 0, 1]] at every layer (n = 2; Eq. 42 for any n) every "
+    "stream equals h_k = h_{k-1} + T_k(h_{k-1}): a sequential residual stack.",
+    assumptions=(
+        "T_k arbitrary sublayers R^d → R^d; X₀ = 1_n h₀ᵀ.",
+        "Paper matrices read in row form via layout.paper_rows.",
+    ),
+    cases="n = 2 (Eq. 17) and n in {3, 4} (Eq. 42), L = 6 layers, d = 3",
+    source="HC arXiv:2409.19606 §3.2 Eq. 17, Fig. 4(a); App. H Eq. 42–50",
+)
+def _duality_sequential() -> list[Step]:
+    h0 = symbol_vector("h_0", D)
+    steps: list[Step] = []
+    for n in (2, 3, 4):
+        hc = HC_SEQUENTIAL if n == 2 else sequential_matrix(n)
+        if n == 2 and hc != sequential_matrix(2):
+            raise ProofFailure("Eq. 17 is not the n = 2 case of Eq. 42")
+        branches = [generic_branch(k) for k in range(1, 7)]
+        trace = network.run_stack(network.replicate(h0, n), [network.from_paper(hc)] * 6, branches)
+        h = h0
+        for k, branch in enumerate(branches, start=1):
+            h = h + branch(h)
+            step = require_equal(f"every stream after layer {k} is h_{k}, n={n}",
+                                 trace.states[k], sympy.ones(n, 1) * h.T)
+            if n == 2 and k == 1:
+                steps.append(step)
+        if n == 2:
+            steps.insert(0, ("the n = 2 matrix (Eq. 17) in row form",
+                             sympy.Eq(sympy.Tuple(sympy.Symbol("h_pre"), sympy.Symbol("h_post"),
+                                                  sympy.Symbol("H_res")),
+                                      sympy.Tuple(*(getattr(network.from_paper(hc), a) for a in
+                                                    ("h_pre", "h_post", "H_res"))),
+                                      evaluate=False)))
+            steps.append(require_equal(
+                "unrolled: every layer reads every earlier one with weight 1 (as pre-norm); "
+                "the output sums the n = 2 equal streams",
+                network.connection_weights([network.from_paper(hc)] * 6), prenorm_pattern(6, 2)))
+    return steps
+
+
+@theorem(
+    "duality.parallel",
+    "Alternating HC_odd = [[0,1,0],[1,1,1],[1,1,1]] and HC_even = [[0,0,1],[0,1,0],[1,0,1]] "
+    "(n = 2) makes each pair of layers read the same input s_g = 1ᵀX and gives "
+    "s_{g+1} = Σ_i (T_{2g+i}(s_g) + s_g): a parallel (PTB-style) arrangement.",
+    assumptions=(
+        "T_k arbitrary sublayers R^d → R^d; X₀ = 1_2 h₀ᵀ, so s_0 = 2 h₀.",
+        "Layers are counted from 1; odd layers use Eq. 18, even layers Eq. 19.",
+    ),
+    cases="n = 2, L = 6 layers (3 parallel pairs), d = 3",
+    source="HC arXiv:2409.19606 §3.2 Eq. 18–19, Fig. 4(b); App. H Eq. 53 (Eq. 54–55 general n)",
+)
+def _duality_parallel() -> list[Step]:
+    h0 = symbol_vector("h_0", D)
+    weights = [network.from_paper(HC_PARALLEL_ODD if k % 2 == 1 else HC_PARALLEL_EVEN)
+               for k in range(1, 7)]
+    branches = [generic_branch(k) for k in range(1, 7)]
+    trace = network.run_stack(network.replicate(h0, 2), weights, branches)
+    steps: list[Step] = []
+    s = 2 * h0
+    for g in range(3):
+        odd, even = 2 * g + 1, 2 * g + 2
+        first = require_equal(f"layer {odd} reads s_{g}", trace.inputs[odd - 1], s,
+                              show=(sympy.Symbol(f"x_{{in,{odd}}}"), sympy.Symbol(f"s_{g}")))
+        second = require_equal(f"layer {even} reads the same s_{g}", trace.inputs[even - 1], s,
+                               show=(sympy.Symbol(f"x_{{in,{even}}}"), sympy.Symbol(f"s_{g}")))
+        s = branches[odd - 1](s) + s + branches[even - 1](s) + s
+        s_g = sympy.Symbol(f"s_{g}")
+        after = require_equal(
+            f"s_{g + 1} = Σ_i (T_i(s_{g}) + s_{g}) (Eq. 53)",
+            trace.states[even].T * sympy.ones(2, 1), s,
+            show=(sympy.Symbol(f"s_{g + 1}"), sympy.Add(
+                *(sympy.Function(f"T_{k}")(s_g) for k in (odd, even)), 2 * s_g, evaluate=False)))
+        if g == 0:
+            steps += [first, second, after]
+    C = network.connection_weights(weights)
+    for g in range(3):
+        odd, even = 2 * g + 1, 2 * g + 2
+        steps_pair = require_equal(f"unrolled: layer {even} does not read layer {odd}",
+                                   sympy.Matrix([C[even, odd]]), sympy.zeros(1, 1))
+        if g == 0:
+            steps.append(steps_pair)
+    steps.append(("the unrolled weights, L = 6 (rows: node k's input; PTB pairs)",
+                  sympy.Eq(sympy.Symbol("C"), C, evaluate=False)))
+    return steps
