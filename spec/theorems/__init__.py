@@ -1,3 +1,23 @@
-"""Registered theorems, one module per topic; importing this package registers them all."""
+"""Registered theorems, one module per topic; importing this package registers them all.
 
-from spec.theorems import backprop, connection, doubly_stochastic, duality, norm  # noqa: F401
+- :mod:`.connection`: ``layout.*``, ``forward.shapes``, ``backward.closed_form``
+- :mod:`.reduction`: ``reduction.*`` (n = 1: pre-norm, post-norm)
+- :mod:`.doubly_stochastic`: ``ds.*``, ``mhc.*``
+- :mod:`.init`: ``init.static_prenorm``, ``dynamic.init_equals_static``
+- :mod:`.duality`: ``duality.*``, ``unroll.connection_weights``
+- :mod:`.counts`: ``counts.params``, ``counts.flops``
+- :mod:`.backprop`: ``linear.*``, ``matmul_chain.*``, ``ffn.*``, ``residual.*``, ``prenorm.*``,
+  ``postnorm.*``
+- :mod:`.norm`: ``norm.jacobians``
+"""
+
+from spec.theorems import (  # noqa: F401  (imported for their registration side effect)
+    backprop,
+    connection,
+    counts,
+    doubly_stochastic,
+    duality,
+    init,
+    norm,
+    reduction,
+)

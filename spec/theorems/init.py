@@ -1,0 +1,126 @@
+"""Initialisation: static HC at init is a pre-norm network; dynamic HC at init is static HC.
+
+Theorems: ``init.static_prenorm``, ``dynamic.init_equals_static``.
+Sources: HC arXiv:2409.19606 §2.3 Eq. 14, §2.2 Eq. 10–13, App. J Algorithm 2.
+"""
+
+from __future__ import annotations
+
+import sympy
+
+from spec import formulas, network, norms
+from spec.checks import instantiate, require_equal, symbol_matrix, symbol_vector
+from spec.registry import Step, theorem
+from spec.theorems.duality import generic_branch
+
+D = 5  # feature size: never equal to n in {1, 2, 3, 4}
+LAYERS = 6
+
+
+@theorem(
+    "init.static_prenorm",
+    "With the static init h_pre = e_{k mod n}, H_res = I, h_post = 1 a stack of L sublayers equals "
+    "the pre-norm residual network: every stream holds h_k = h_{k-1} + F_k(h_{k-1}) and the "
+    "output 1ᵀ X_L = n h_Lᵀ, which a scale-invariant final norm maps to Norm(h_L).",
+    assumptions=(
+        "X₀ = 1_n h₀ᵀ; F_k arbitrary sublayers (each with its own pre-norm inside).",
+        "Final norm RMSNorm or LayerNorm without affine, ε = 0, for the last step.",
+    ),
+    cases="n in {1,2,3,4}, every prefix of L = 6 sublayers (so L in {1..6}), d = 5; final-norm "
+          "step at d = 2",
+    source="HC arXiv:2409.19606 §2.3 Eq. 14, App. J Algorithm 2, §2.1 (row-sum output)",
+)
+def _init_static_prenorm() -> list[Step]:
+    steps: list[Step] = []
+    h0 = symbol_vector("h_0", D)
+    for n in (1, 2, 3, 4):
+        branches = [generic_branch(k) for k in range(1, LAYERS + 1)]
+        weights = [network.static_init(n, k) for k in range(LAYERS)]
+        trace = network.run_stack(network.replicate(h0, n), weights, branches)
+        h = h0
+        for k, branch in enumerate(branches, start=1):
+            h = h + branch(h)
+            step = require_equal(f"n={n}: every stream after sublayer {k} is h_{k}",
+                                 trace.states[k], sympy.ones(n, 1) * h.T,
+                                 show=(sympy.Symbol(f"X_{k}"), sympy.MatMul(
+                                     sympy.Symbol(r"\mathbf{1}_n"), sympy.Symbol(f"h_{k}^T"))))
+            if n == 2 and k in (1, LAYERS):
+                steps.append(step)
+        out = require_equal(f"n={n}: output 1ᵀ X_L = n h_Lᵀ", sympy.ones(1, n) * trace.states[-1],
+                            n * h.T, show=(sympy.Symbol(r"\mathbf{1}^T X_L"),
+                                           sympy.Mul(n, sympy.Symbol("h_L^T"))))
+        if n == 2:
+            steps.append(out)
+    x = symbol_vector("h", 2)
+    c = sympy.Symbol("n", positive=True)
+    for name, norm in (("RMSNorm", norms.rms_norm), ("LayerNorm", norms.layer_norm)):
+        step = require_equal(f"the final {name} absorbs the factor n (d = 2)", norm(c * x), norm(x))
+        if name == "RMSNorm":
+            steps.append(step)
+    return steps
+
+
+def dynamic_weights(
+    X: sympy.Matrix,
+    static: network.ConnectionWeights,
+    W_beta: sympy.Matrix,
+    W_m: sympy.Matrix,
+    W_r: sympy.Matrix,
+    s_alpha: sympy.Expr,
+    s_beta: sympy.Expr,
+    eps: sympy.Expr,
+) -> network.ConnectionWeights:
+    """DHC weights (HC Eq. 10–13) in row form for an n×d state X.
+
+    X̄ = per-stream LayerNorm of X (no affine); h_post(X) = s_β tanh(X̄ W_β) + h_post,
+    h_pre(X) = s_α tanh(X̄ W_m) + h_pre, A_r(X) = s_α tanh(X̄ W_r) + A_r with A_r = H_resᵀ, so
+    H_res(X) = A_r(X)ᵀ. Shapes: W_β, W_m d×1; W_r d×n.
+    """
+    rows = [norms.layer_norm(X[i, :].T, eps).T for i in range(X.shape[0])]
+    X_bar = sympy.Matrix.vstack(*rows)
+    return network.ConnectionWeights(
+        h_pre=s_alpha * (X_bar * W_m).applyfunc(sympy.tanh) + static.h_pre,
+        h_post=s_beta * (X_bar * W_beta).applyfunc(sympy.tanh) + static.h_post,
+        H_res=(s_alpha * (X_bar * W_r).applyfunc(sympy.tanh) + static.H_res.T).T,
+    )
+
+
+@theorem(
+    "dynamic.init_equals_static",
+    "DHC with W_β = W_m = W_r = 0 has h_pre(X) = h_pre, h_post(X) = h_post, H_res(X) = H_res for "
+    "every X and every s_α, s_β (in particular the init 0.01), so its sublayer equals SHC's.",
+    assumptions=(
+        "DHC per HC Eq. 10–13 with X̄ = per-stream LayerNorm (no affine, ε > 0), one s_α shared by "
+        "A_m and A_r; the static part arbitrary (symbol matrices).",
+        "The branch F is arbitrary.",
+    ),
+    cases="explicit n in {1,2,3,4} × d in {1,2,3}",
+    source="HC arXiv:2409.19606 §2.2 Eq. 10–13, §2.3 (W initialised to 0), App. J Algorithm 2",
+)
+def _dynamic_init_equals_static() -> list[Step]:
+    steps: list[Step] = []
+    s_alpha, s_beta = sympy.symbols("s_alpha s_beta", real=True)
+    eps = sympy.Symbol("epsilon", positive=True)
+    for n in (1, 2, 3, 4):
+        for d in (1, 2, 3):
+            X = symbol_matrix("X", n, d)
+            static = network.ConnectionWeights(symbol_vector("p", n), symbol_vector("q", n),
+                                               symbol_matrix("H", n, n))
+            dyn = dynamic_weights(X, static, sympy.zeros(d, 1), sympy.zeros(d, 1),
+                                  sympy.zeros(d, n), s_alpha, s_beta, eps)
+            for name in ("h_pre", "h_post", "H_res"):
+                require_equal(f"{name}(X) at W = 0, n={n}, d={d}", getattr(dyn, name),
+                              getattr(static, name))
+            c = formulas.connection_symbols(n, d)
+            branch = generic_branch(0)
+            outputs = []
+            for w in (dyn, static):
+                x_in = instantiate(formulas.aggregate(c), {c.X: X, c.h_pre: w.h_pre})
+                outputs.append(instantiate(formulas.forward(c), {
+                    c.X: X, c.h_post: w.h_post, c.H_res: w.H_res, c.z: branch(x_in)}))
+            step = require_equal(f"DHC sublayer = SHC sublayer at W = 0, n={n}, d={d}", *outputs)
+            if (n, d) == (2, 1):
+                steps.append(("n = 2, d = 1: the dynamic read weights at W_m = 0 (tanh(0) = 0)",
+                              sympy.Eq(sympy.Symbol("h_pre(X)"), dyn.h_pre, evaluate=False)))
+                steps.append(step)
+    return steps

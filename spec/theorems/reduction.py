@@ -1,0 +1,187 @@
+"""n = 1 reductions: pre-norm is static HC, post-norm is not (but is dynamic HC).
+
+Theorems: ``reduction.prenorm_forward``, ``reduction.prenorm_backward``,
+``reduction.postnorm_unreachable_static``, ``reduction.postnorm_dynamic``.
+Sources: HC arXiv:2409.19606 §3.1 Eq. 15–16 and App. G Eq. 30–41.
+"""
+
+from __future__ import annotations
+
+import sympy
+
+from spec import formulas, network, norms
+from spec.checks import instantiate, require_equal, require_true, symbol_vector
+from spec.registry import ProofFailure, Step, theorem
+from spec.theorems.backprop import frobenius_loss, generic_map, gradient
+
+HC_PRENORM = sympy.Matrix([[0, 1], [1, 1]])
+"""HC Eq. 15: the pre-norm residual as a (1+1)×(1+1) HC matrix."""
+
+UNIT = network.from_paper(HC_PRENORM)
+
+
+def _unit_sublayer(d: int, branch_input: sympy.Matrix | None = None
+                   ) -> tuple[sympy.Matrix, sympy.Matrix, sympy.Matrix]:
+    """(x, x_in, X') for n = 1 with unit weights and the branch F = f∘N (f, N arbitrary)."""
+    x = symbol_vector("x", d)
+    c = formulas.connection_symbols(1, d)
+    x_in = instantiate(formulas.aggregate(c), {c.X: x.T, c.h_pre: UNIT.h_pre})
+    u = branch_input if branch_input is not None else x_in
+    z = generic_map("f", generic_map("N", u, d), d)
+    new_state = instantiate(formulas.forward(c), {c.X: x.T, c.h_post: UNIT.h_post,
+                                                  c.H_res: UNIT.H_res, c.z: z})
+    return x, x_in, new_state
+
+
+@theorem(
+    "reduction.prenorm_forward",
+    "At n = 1 with h_pre = h_post = H_res = [1] (HC = [[0, 1], [1, 1]]) the HC sublayer is the "
+    "pre-norm residual x + f(Norm(x)).",
+    assumptions=("The branch is F = f∘Norm with f and Norm arbitrary maps R^d → R^d.",),
+    cases="explicit d in {1,2,3,4}",
+    source="HC arXiv:2409.19606 §3.1 Eq. 15, App. G Eq. 30–33",
+)
+def _prenorm_forward() -> list[Step]:
+    steps: list[Step] = [("HC_PreNorm (Eq. 15) in row form: h_pre, h_post, H_res",
+                          sympy.Eq(sympy.Tuple(sympy.Symbol("h_pre"), sympy.Symbol("h_post"),
+                                               sympy.Symbol("H_res")),
+                                   sympy.Tuple(UNIT.h_pre, UNIT.h_post, UNIT.H_res),
+                                   evaluate=False))]
+    for d in (1, 2, 3, 4):
+        x, x_in, new_state = _unit_sublayer(d)
+        read = require_equal(f"x_in = x, d={d}", x_in, x)
+        f_of_norm = generic_map("f", generic_map("N", x, d), d)
+        write = require_equal(f"X'ᵀ = x + f(N(x)), d={d}", new_state.T, x + f_of_norm)
+        if d == 2:
+            steps += [read, write]
+    return steps
+
+
+@theorem(
+    "reduction.prenorm_backward",
+    "At n = 1 with unit weights the closed-form backward gives g_x = g' + Jᵀ g' (J the Jacobian of "
+    "F = f∘Norm at x), and this equals the derivative of L = g'ᵀ (x + F(x)).",
+    assumptions=("F = f∘Norm arbitrary and differentiable; g' the upstream gradient.",),
+    cases="explicit d in {1,2,3,4}",
+    source="HC arXiv:2409.19606 §3.1 Eq. 15; backward.closed_form at n = 1",
+)
+def _prenorm_backward() -> list[Step]:
+    steps: list[Step] = []
+    for d in (1, 2, 3, 4):
+        x, _, new_state = _unit_sublayer(d)
+        g = symbol_vector("g", d)
+        F = generic_map("f", generic_map("N", x, d), d)
+        J = F.jacobian(x)
+        c = formulas.connection_symbols(1, d)
+        g_z = instantiate(formulas.branch_cotangent(c), {c.G: g.T, c.h_post: UNIT.h_post})
+        closed = instantiate(formulas.grad_X(c), {c.G: g.T, c.H_res: UNIT.H_res,
+                                                  c.h_pre: UNIT.h_pre, c.g_in: J.T * g_z})
+        first = require_equal(f"closed form at n = 1: g_x = g' + Jᵀ g', d={d}", closed.T,
+                              g + J.T * g)
+        second = require_equal(f"equals ∂L/∂x of L = g'ᵀ X'ᵀ, d={d}",
+                               gradient(frobenius_loss(g.T, new_state), x), closed.T)
+        if d == 2:
+            steps += [first, second]
+    return steps
+
+
+X0 = sympy.Matrix([1, -1])
+"""The witness x₀ = (1, −1): zero mean, unit variance (d = 2)."""
+
+
+@theorem(
+    "reduction.postnorm_unreachable_static",
+    "No constant (h_pre, h_post, H_res) makes the HC sublayer equal Norm(x + F(x)) for all x and "
+    "F: with F ≡ 0 each stream is r xᵀ for a constant r, and r x = Norm(x) at x₀ and 2x₀ has no "
+    "solution because Norm is scale invariant but r x is linear.",
+    assumptions=(
+        "Norm is LayerNorm or RMSNorm without affine, any ε ≥ 0; d = 2 witness x₀ = (1, −1).",
+        "Input replicated, X = 1_n xᵀ; the claim is read on any one stream or on the stream sum "
+        "(both are r xᵀ with r a constant: (H_res 1)_i or 1ᵀ H_res 1).",
+    ),
+    cases="the F ≡ 0 form for n in {1,2,3,4}, d = 2; the contradiction for a generic scalar r",
+    source="HC arXiv:2409.19606 §3.1 Eq. 16 (post-norm needs input-dependent weights), App. G",
+)
+def _postnorm_unreachable_static() -> list[Step]:
+    steps: list[Step] = []
+    for n in (1, 2, 3, 4):
+        weights = network.ConnectionWeights(
+            *(sympy.Matrix(n, 1, lambda i, _, k=k: sympy.Symbol(f"{k}_{{{i}}}", real=True))
+              for k in ("p", "q")),
+            sympy.Matrix(n, n, lambda i, j: sympy.Symbol(f"H_{{{i}{j}}}", real=True)))
+        x = symbol_vector("x", 2)
+        trace = network.run_stack(network.replicate(x, n), [weights],
+                                  [lambda u: sympy.zeros(2, 1)])
+        step = require_equal(f"F ≡ 0: X' = (H_res 1) xᵀ, n={n}", trace.states[1],
+                             weights.H_res * sympy.ones(n, 1) * x.T)
+        if n == 2:
+            steps.append(step)
+    r = sympy.Symbol("r", real=True)
+    eps = sympy.Symbol("epsilon", nonnegative=True)
+    for name, norm in (("LayerNorm", norms.layer_norm), ("RMSNorm", norms.rms_norm)):
+        equations = list(r * X0 - norm(X0, eps)) + list(r * 2 * X0 - norm(2 * X0, eps))
+        solutions = sympy.solve(equations, [r], dict=True)
+        if solutions:
+            raise ProofFailure(f"{name}: a constant r solves r x = Norm(x) at x₀, 2x₀: {solutions}")
+        steps.append(require_true(
+            f"{name}, ε ≥ 0: r x₀ = Norm(x₀) and r (2x₀) = Norm(2x₀) has no solution r",
+            not solutions,
+            sympy.Eq(sympy.Symbol(r"\{r : r x_0 = N(x_0),\ 2 r x_0 = N(2 x_0)\}"),
+                     sympy.EmptySet, evaluate=False)))
+        if name == "LayerNorm":
+            steps.insert(len(steps) - 1, ("the system (LayerNorm, x₀ = (1, −1))", sympy.Tuple(
+                *(sympy.Eq(e, 0) for e in equations[:1] + equations[2:3]))))
+    return steps
+
+
+def _zero_mean(name: str, d: int) -> sympy.Matrix:
+    v = symbol_vector(name, d)
+    return v.subs(v[d - 1], -sum(v[: d - 1], sympy.Integer(0)))
+
+
+@theorem(
+    "reduction.postnorm_dynamic",
+    "At n = 1 the input-dependent weights h_pre = 1, h_post = H_res = 1/sqrt(σ_x² + σ_F² + 2σ_xF "
+    "+ ε) (HC Eq. 16) make the HC sublayer exactly Norm(x + F(x)).",
+    assumptions=(
+        "Paper §3.1 / App. G: Norm's affine part is absorbed into the next layer and its "
+        "re-centring into the current one, so x and F(x) have zero mean; Norm is then LayerNorm "
+        "without affine, population statistics, any ε ≥ 0.",
+        "σ_x², σ_F² are the variances of x and F(x) and σ_xF their covariance; the weights depend "
+        "on x through F(x) (not the tanh form of DHC Eq. 10–13).",
+        "RMSNorm variant: no zero-mean assumption, second moments about 0.",
+        "The branch F is applied to x directly (post-norm has no norm before F).",
+    ),
+    cases="LayerNorm: d in {2,3,4} with zero-mean x, F(x); RMSNorm: d in {1,2,3}; "
+          "Eq. 39 (σ²_{x+F} = σ_x² + σ_F² + 2σ_xF) for d in {1,2,3,4}",
+    source="HC arXiv:2409.19606 §3.1 Eq. 16, App. G Eq. 34–41",
+)
+def _postnorm_dynamic() -> list[Step]:
+    eps = sympy.Symbol("epsilon", nonnegative=True)
+    steps: list[Step] = []
+    for d in (1, 2, 3, 4):
+        x, f = symbol_vector("x", d), symbol_vector("f", d)
+        mx, mf = norms.mean(x), norms.mean(f)
+        cov = norms.mean((x - mx * sympy.ones(d, 1)).multiply_elementwise(
+            f - mf * sympy.ones(d, 1)))
+        step = require_equal(f"Eq. 39: σ²_(x+F) = σ_x² + σ_F² + 2σ_xF, d={d}",
+                             norms.variance(x + f), norms.variance(x) + norms.variance(f) + 2 * cov)
+        if d == 2:
+            steps.append(step)
+    cases = [("LayerNorm", norms.layer_norm, d, True) for d in (2, 3, 4)]
+    cases += [("RMSNorm", norms.rms_norm, d, False) for d in (1, 2, 3)]
+    for name, norm, d, centred in cases:
+        x = _zero_mean("x", d) if centred else symbol_vector("x", d)
+        f = _zero_mean("f", d) if centred else symbol_vector("f", d)
+        sigma_x2, sigma_f2 = norms.mean_square(x), norms.mean_square(f)
+        sigma_xf = norms.mean(x.multiply_elementwise(f))
+        w = 1 / sympy.sqrt(sigma_x2 + sigma_f2 + 2 * sigma_xf + eps)
+        c = formulas.connection_symbols(1, d)
+        weights = network.ConnectionWeights(sympy.Matrix([[1]]), sympy.Matrix([[w]]),
+                                            sympy.Matrix([[w]]))
+        new_state = instantiate(formulas.forward(c), {c.X: x.T, c.h_post: weights.h_post,
+                                                      c.H_res: weights.H_res, c.z: f})
+        step = require_equal(f"{name}: X'ᵀ = Norm(x + F(x)), d={d}", new_state.T, norm(x + f, eps))
+        if d == 2:
+            steps.append(step)
+    return steps
