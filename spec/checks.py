@@ -61,9 +61,10 @@ def symbol_matrix(name: str, rows: int, cols: int, **assumptions: bool) -> sympy
         ValueError: if ``rows`` or ``cols`` is < 1.
     """
     rows, cols = require_size("rows", rows), require_size("cols", cols)
-    return sympy.Matrix(
-        rows, cols, lambda i, j: sympy.Symbol(_indexed_name(name, f"{i}{j}"), real=True, **assumptions)
-    )
+    def entry(i: int, j: int) -> sympy.Symbol:
+        return sympy.Symbol(_indexed_name(name, f"{i}{j}"), real=True, **assumptions)
+
+    return sympy.Matrix(rows, cols, entry)
 
 
 def symbol_vector(name: str, size: int, **assumptions: bool) -> sympy.Matrix:
@@ -134,8 +135,9 @@ def _concretize(entry: Any) -> Any:
             return entry.doit()
         inner = set().union(*(arg.atoms(AppliedUndef) for call in calls for arg in call.args))
         outer = {call.func for call in calls if call not in inner}
-        entry = entry.replace(lambda e: isinstance(e, AppliedUndef) and e.func in outer,
-                              _concrete).doit()
+        entry = entry.replace(
+            lambda e, outer=outer: isinstance(e, AppliedUndef) and e.func in outer, _concrete
+        ).doit()
 
 
 def numeric_gate(label: str, residual: Any, *, points: int = GATE_POINTS, seed: int = 0) -> None:
@@ -173,10 +175,10 @@ def _explicit_instances(expr: Any) -> list[Any]:
     instances = []
     for sizes in SHAPE_INSTANCES:
         sized = expr.subs({s: sizes[s.name] for s in size_symbols})
-        matrices = {m for m in sized.atoms(sympy.MatrixSymbol)}
-        explicit = sized.xreplace(
-            {m: sympy.ImmutableMatrix(symbol_matrix(m.name, *(int(k) for k in m.shape))) for m in matrices}
-        )
+        explicit = sized.xreplace({
+            m: sympy.ImmutableMatrix(symbol_matrix(m.name, *(int(k) for k in m.shape)))
+            for m in sized.atoms(sympy.MatrixSymbol)
+        })
         instances.append(sympy.Matrix(explicit.doit()))
     return instances
 
@@ -236,9 +238,9 @@ def require_equal(label: str, lhs: Any, rhs: Any, *, show: tuple[Any, Any] | Non
     Raises:
         ProofFailure: naming ``label`` when the identity does not hold.
     """
-    if isinstance(lhs, sympy.MatrixBase) and isinstance(rhs, sympy.MatrixBase):
-        if lhs.shape != rhs.shape:
-            raise ProofFailure(f"{label}: shapes differ, {lhs.shape} vs {rhs.shape}")
+    both_explicit = isinstance(lhs, sympy.MatrixBase) and isinstance(rhs, sympy.MatrixBase)
+    if both_explicit and lhs.shape != rhs.shape:
+        raise ProofFailure(f"{label}: shapes differ, {lhs.shape} vs {rhs.shape}")
     require_zero(label, lhs - rhs)
     left, right = show if show is not None else (lhs, rhs)
     return (label, sympy.Eq(left, right, evaluate=False))

@@ -139,7 +139,7 @@ def _gate(label: str, H: sympy.Matrix, on: tuple[GenericDS, ...],
         numeric = numeric.xreplace({s: sympy.Float(rng.uniform(0, 1), 20) for s in rest})
         numeric = numeric.evalf(20)
         n = H.shape[0]
-        sums = list(row_sums(numeric) - sympy.ones(n, 1)) + list(col_sums(numeric) - sympy.ones(1, n))
+        sums = [*(row_sums(numeric) - sympy.ones(n, 1)), *(col_sums(numeric) - sympy.ones(1, n))]
         if any(abs(complex(v)) > 1e-12 for v in sums) or any(
             complex(v).real < -1e-12 for v in numeric
         ):
@@ -173,8 +173,17 @@ def sinkhorn_knopp(logits: sympy.Matrix, iterations: int) -> sympy.Matrix:
     require_size("iterations", iterations)
     M = logits.applyfunc(sympy.exp)
     for _ in range(iterations):
-        column = col_sums(M)
-        M = sympy.Matrix(n, n, lambda i, j: M[i, j] / column[0, j])
-        row = row_sums(M)
-        M = sympy.Matrix(n, n, lambda i, j: M[i, j] / row[i, 0])
+        M = normalise_rows(normalise_columns(M))
     return M
+
+
+def normalise_rows(M: sympy.Matrix) -> sympy.Matrix:
+    """T_r(M): divide each row by its sum (mHC Eq. 9)."""
+    row = row_sums(M)
+    return sympy.Matrix(M.shape[0], M.shape[1], lambda i, j: M[i, j] / row[i, 0])
+
+
+def normalise_columns(M: sympy.Matrix) -> sympy.Matrix:
+    """T_c(M): divide each column by its sum (mHC Eq. 9)."""
+    column = col_sums(M)
+    return sympy.Matrix(M.shape[0], M.shape[1], lambda i, j: M[i, j] / column[0, j])

@@ -56,6 +56,27 @@ def _check(name: str, got: tuple[int, ...], expected: tuple[int, ...]) -> None:
         raise ValueError(f"{name}: expected trailing shape {expected}, got {got}")
 
 
+def _sizes(name: str, n: int, d: int | None = None) -> None:
+    """Reject empty stream or feature axes (n >= 1 and d >= 1 are required)."""
+    if n < 1:
+        raise ValueError(f"{name}: expected n >= 1 streams on axis -2, got n = {n}")
+    if d is not None and d < 1:
+        raise ValueError(f"{name}: expected d >= 1 features on axis -1, got d = {d}")
+
+
+def _batch(**arrays: tuple[Array, int]) -> None:
+    """Require the leading (batch) axes of every input to broadcast together.
+
+    Each keyword maps a name to (array, number of trailing core axes).
+    """
+    batches = {name: a.shape[: a.ndim - core] for name, (a, core) in arrays.items()}
+    try:
+        np.broadcast_shapes(*batches.values())
+    except ValueError:
+        listed = ", ".join(f"{name} {shape}" for name, shape in batches.items())
+        raise ValueError(f"leading batch axes must broadcast together, got {listed}") from None
+
+
 def aggregate(X: ArrayLike, h_pre: ArrayLike) -> Array:
     """Branch input ``x_in = h_preᵀ X``.
 
@@ -63,8 +84,10 @@ def aggregate(X: ArrayLike, h_pre: ArrayLike) -> Array:
     Source: HC arXiv:2409.19606 Eq. 3 (A_m); mHC arXiv:2512.24880 Eq. 3 (H_pre).
     """
     Xa, hp = _f64("X", X, 2), _f64("h_pre", h_pre, 1)
-    n = Xa.shape[-2]
+    n, d = Xa.shape[-2:]
+    _sizes("X", n, d)
     _check("h_pre", hp.shape[-1:], (n,))
+    _batch(X=(Xa, 2), h_pre=(hp, 1))
     fn = np.vectorize(lambda x, h: _aggregate(x, _col(h))[:, 0], signature="(n,d),(n)->(d)")
     return np.asarray(fn(Xa, hp), dtype=np.float64)
 
@@ -78,9 +101,11 @@ def forward(X: ArrayLike, h_post: ArrayLike, H_res: ArrayLike, z: ArrayLike) -> 
     Xa, hq, H, za = (_f64("X", X, 2), _f64("h_post", h_post, 1), _f64("H_res", H_res, 2),
                      _f64("z", z, 1))
     n, d = Xa.shape[-2:]
+    _sizes("X", n, d)
     _check("h_post", hq.shape[-1:], (n,))
     _check("H_res", H.shape[-2:], (n, n))
     _check("z", za.shape[-1:], (d,))
+    _batch(X=(Xa, 2), h_post=(hq, 1), H_res=(H, 2), z=(za, 1))
     fn = np.vectorize(lambda x, hq_, h, z_: _forward(x, _col(hq_), h, _col(z_)),
                       signature="(n,d),(n),(n,n),(d)->(n,d)")
     return np.asarray(fn(Xa, hq, H, za), dtype=np.float64)
@@ -92,7 +117,9 @@ def branch_cotangent(G: ArrayLike, h_post: ArrayLike) -> Array:
     Shapes: G ``[..., n, d]``, h_post ``[..., n]`` -> ``[..., d]``.
     """
     Ga, hq = _f64("G", G, 2), _f64("h_post", h_post, 1)
+    _sizes("G", *Ga.shape[-2:])
     _check("h_post", hq.shape[-1:], Ga.shape[-2:-1])
+    _batch(G=(Ga, 2), h_post=(hq, 1))
     fn = np.vectorize(lambda g, h: _g_z(g, _col(h))[:, 0], signature="(n,d),(n)->(d)")
     return np.asarray(fn(Ga, hq), dtype=np.float64)
 
@@ -130,12 +157,15 @@ def backward(
     hp, hq, H = _f64("h_pre", h_pre, 1), _f64("h_post", h_post, 1), _f64("H_res", H_res, 2)
     za, gi = _f64("z", z, 1), _f64("g_in", g_in, 1)
     n, d = Xa.shape[-2:]
+    _sizes("X", n, d)
     _check("G", Ga.shape[-2:], (n, d))
     _check("h_pre", hp.shape[-1:], (n,))
     _check("h_post", hq.shape[-1:], (n,))
     _check("H_res", H.shape[-2:], (n, n))
     _check("z", za.shape[-1:], (d,))
     _check("g_in", gi.shape[-1:], (d,))
+    _batch(G=(Ga, 2), X=(Xa, 2), h_pre=(hp, 1), h_post=(hq, 1), H_res=(H, 2), z=(za, 1),
+           g_in=(gi, 1))
     gX = np.vectorize(lambda g, h_, H_, gi_: _grad_X(g, _col(h_), H_, _col(gi_)),
                       signature="(n,d),(n),(n,n),(d)->(n,d)")(Ga, hp, H, gi)
     gH = np.vectorize(_grad_H_res, signature="(n,d),(n,d)->(n,n)")(Ga, Xa)

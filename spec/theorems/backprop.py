@@ -78,10 +78,11 @@ def _chain_gradients(
 
 @theorem(
     "matmul_chain.backward",
-    "Y = ABCD gives G_B = Aᵀ G_Y (CD)ᵀ = Aᵀ G_Y Dᵀ Cᵀ (and G_A, G_C, G_D likewise); the wrong order "
-    "Aᵀ G_Y Cᵀ Dᵀ is rejected even when the shapes allow it.",
+    "Y = ABCD gives G_B = Aᵀ G_Y (CD)ᵀ = Aᵀ G_Y Dᵀ Cᵀ (and G_A, G_C, G_D likewise); the wrong "
+    "order Aᵀ G_Y Cᵀ Dᵀ is rejected even when the shapes allow it.",
     assumptions=("Conformable A, B, C, D; L = Σ G_Y ∘ Y.",),
-    cases="explicit shapes 2×3·3×1·1×2·2×3 and all-square 2×2 (where the wrong order is well-shaped)",
+    cases="explicit shapes 2×3·3×1·1×2·2×3 and all-square 2×2 (where the wrong order is "
+          "well-shaped)",
     source="chain rule; (CD)ᵀ = DᵀCᵀ",
 )
 def _matmul_chain_backward() -> list[Step]:
@@ -127,20 +128,21 @@ def _ffn_backward() -> list[Step]:
     phi = sympy.Function("phi")
     steps: list[Step] = []
     for m, d, f in ((1, 2, 3), (2, 3, 2)):
-        O, G = symbol_matrix("O", m, d), symbol_matrix("G", m, d)
+        tokens, G = symbol_matrix("O", m, d), symbol_matrix("G", m, d)
         W_up, W_g, W_down = symbol_matrix("U", d, f), symbol_matrix("V", d, f), symbol_matrix(
             "D", f, d)
-        Z = O * W_up
+        Z = tokens * W_up
         H = Z.applyfunc(phi)
         loss = frobenius_loss(G, H * W_down)
         G_H = G * W_down.T
         G_Z = G_H.multiply_elementwise(Z.applyfunc(lambda z: derivative_at(phi, z)))
         found = [
-            require_equal(f"G_O, plain FFN, (m,d,f)=({m},{d},{f})", gradient(loss, O), G_Z * W_up.T),
+            require_equal(f"G_O, plain FFN, (m,d,f)=({m},{d},{f})", gradient(loss, tokens),
+                          G_Z * W_up.T),
             require_equal(f"G_W_down, (m,d,f)=({m},{d},{f})", gradient(loss, W_down), H.T * G),
-            require_equal(f"G_W_up, (m,d,f)=({m},{d},{f})", gradient(loss, W_up), O.T * G_Z),
+            require_equal(f"G_W_up, (m,d,f)=({m},{d},{f})", gradient(loss, W_up), tokens.T * G_Z),
         ]
-        Z_g, U = O * W_g, O * W_up
+        Z_g, U = tokens * W_g, tokens * W_up
         gated = Z_g.applyfunc(phi).multiply_elementwise(U)
         loss_gated = frobenius_loss(G, gated * W_down)
         G_Hg = G * W_down.T
@@ -149,7 +151,7 @@ def _ffn_backward() -> list[Step]:
         via_up = G_Hg.multiply_elementwise(Z_g.applyfunc(phi)) * W_up.T
         found.append(require_equal(
             f"G_O, gated FFN = gate branch + up branch, (m,d,f)=({m},{d},{f})",
-            gradient(loss_gated, O), via_gate + via_up))
+            gradient(loss_gated, tokens), via_gate + via_up))
         if (m, d, f) == (1, 2, 3):
             steps += found[:1] + found[3:]
     return steps

@@ -44,10 +44,13 @@ def _row_form_in_paper_terms(
     "under h_pre = A_m, h_post = Bᵀ, H_res = A_rᵀ.",
     assumptions=(
         "HC = [[0, B], [A_m, A_r]] with B: 1×n, A_m: n×1, A_r: n×n (HC Eq. 1).",
-        "Streams are the rows of H = X ∈ R^{n×d}; z = T(h_0) is the branch output on h_0 = Hᵀ A_m.",
+        "Streams are the rows of H = X ∈ R^{n×d}; z = T(h_0) is the branch output on "
+        "h_0 = Hᵀ A_m.",
     ),
-    cases="symbolic n, d (MatrixSymbol algebra); explicit entries for n in {1,2,3,4} × d in {1,2,3}",
-    source="HC arXiv:2409.19606 §2.1 Eq. 1–5 and Eq. 7 (width connection); mHC arXiv:2512.24880 Eq. 3",
+    cases="symbolic n, d (MatrixSymbol algebra); explicit entries for n in {1,2,3,4} × "
+          "d in {1,2,3}",
+    source="HC arXiv:2409.19606 §2.1 Eq. 1–5 and Eq. 7 (width connection); "
+           "mHC arXiv:2512.24880 Eq. 3",
 )
 def _layout_paper_rows() -> list[Step]:
     s = formulas.connection_symbols()
@@ -56,7 +59,8 @@ def _layout_paper_rows() -> list[Step]:
     paper_read = p["H"].T * p["A_m"]
     paper_state = p["B"].T * p["z"].T + p["A_r"].T * p["H"]
     steps = [
-        require_equal("read: x_in = Xᵀ h_pre is the paper's h_0 = Hᵀ A_m (Eq. 3)", read, paper_read),
+        require_equal("read: x_in = Xᵀ h_pre is the paper's h_0 = Hᵀ A_m (Eq. 3)", read,
+                      paper_read),
         require_equal("write: H_res X + h_post zᵀ is the paper's Bᵀ zᵀ + A_rᵀ H (Eq. 2, 4, 5)",
                       new_state, paper_state),
     ]
@@ -106,7 +110,8 @@ def _shape_step(label: str, expr: sympy.MatrixExpr, expected: tuple[sympy.Expr, 
         "Row convention: X ∈ R^{n×d} (streams are rows), h_pre, h_post ∈ R^n, H_res ∈ R^{n×n}.",
         "The branch F maps R^d → R^d and is called once per token on x_in.",
     ),
-    cases="symbolic n, d; re-checked with explicit entries at (n, d) in {(1,2), (2,3), (3,1), (4,2)}",
+    cases="symbolic n, d; re-checked with explicit entries at (n, d) in "
+          "{(1,2), (2,3), (3,1), (4,2)}",
     source="HC arXiv:2409.19606 §2.1 Eq. 2–5; mHC arXiv:2512.24880 Eq. 3",
 )
 def _forward_shapes() -> list[Step]:
@@ -184,7 +189,8 @@ def _backward_case(claim: BackwardClaim, n: int, d: int) -> None:
         try:
             closed = instantiate(form(c), values)
         except sympy.ShapeError as error:
-            raise ProofFailure(f"{name} at n={n}, d={d}: the claimed form is ill-shaped: {error}")
+            raise ProofFailure(
+                f"{name} at n={n}, d={d}: the claimed form is ill-shaped: {error}") from None
         require_equal(f"{name} at n={n}, d={d}", derived(variable), closed)
 
 

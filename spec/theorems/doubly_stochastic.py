@@ -16,8 +16,9 @@ from collections.abc import Callable, Sequence
 import sympy
 
 from spec import doubly_stochastic as ds
-from spec import norms
+from spec import formulas, norms
 from spec.checks import (
+    instantiate,
     require_equal,
     require_nonnegative,
     require_true,
@@ -26,6 +27,7 @@ from spec.checks import (
     symbol_vector,
 )
 from spec.registry import ProofFailure, Step, theorem
+from spec.theorems.backprop import generic_map
 
 SIZES_N = (1, 2, 3, 4)
 LAMBDA = sympy.Symbol("lambda", nonnegative=True)
@@ -203,7 +205,8 @@ def _ds_nonexpansive() -> list[Step]:
         x = symbol_vector("x", n)
         sos = sum_of_squares(H.matrix, x)
         gap = (x.T * x)[0, 0] - ((H.matrix * x).T * (H.matrix * x))[0, 0]
-        require_zero(f"‖x‖² − ‖Hx‖² − SOS on the constraint set, n={n}", H.on_constraints(gap - sos))
+        require_zero(f"‖x‖² − ‖Hx‖² − SOS on the constraint set, n={n}",
+                     H.on_constraints(gap - sos))
         require_nonnegative(f"SOS terms, n={n}", sos.args if sos.is_Add else [sos])
         if n == 2:
             steps.append(("n = 2: ‖x‖² − ‖Hx‖² equals a sum of nonnegative terms on the "
@@ -287,33 +290,24 @@ def _ds_gradient_stream_sum() -> list[Step]:
 )
 def _mhc_n1_residual() -> list[Step]:
     logit, c = sympy.Symbol("h", real=True), sympy.Symbol("c", positive=True)
+    H_res = ds.sinkhorn_knopp(sympy.Matrix([[logit]]), 20)
+    H_post = 2 / (1 + sympy.exp(-sympy.Integer(0)))
     steps: list[Step] = [
-        require_equal("Sinkhorn–Knopp, n = 1, t_max = 20, any logit h",
-                      ds.sinkhorn_knopp(sympy.Matrix([[logit]]), 20), sympy.Matrix([[1]])),
-        require_equal("H_post = 2σ(0)", 2 / (1 + sympy.exp(-sympy.Integer(0))), sympy.Integer(1)),
+        require_equal("Sinkhorn–Knopp, n = 1, t_max = 20, any logit h", H_res, sympy.Matrix([[1]])),
+        require_equal("H_post = 2σ(0)", H_post, sympy.Integer(1)),
     ]
     for d in (2, 3):
         x = symbol_vector("x", d)
-
-        def f(u: sympy.Matrix) -> sympy.Matrix:
-            return sympy.Matrix(d, 1, lambda i, _: sympy.Function(f"f_{i}")(*u))
-
-        mhc = x * 1 + 1 * f(norms.rms_norm(c * x))
-        step = require_equal(f"x' = 1·x + 1·f(RMSNorm(c x)) = x + f(RMSNorm(x)), d={d}", mhc,
-                             x + f(norms.rms_norm(x)))
+        s = formulas.connection_symbols(1, d)
+        x_in = instantiate(formulas.aggregate(s), {s.X: x.T, s.h_pre: sympy.Matrix([[c]])})
+        z = generic_map("f", norms.rms_norm(x_in), d)
+        new_state = instantiate(formulas.forward(s), {s.X: x.T, s.H_res: H_res,
+                                                      s.h_post: sympy.Matrix([[H_post]]), s.z: z})
+        step = require_equal(f"X'ᵀ = H_res x + H_post f(RMSNorm(H_pre x)) = x + f(RMSNorm(x)), "
+                             f"d={d}", new_state.T, x + generic_map("f", norms.rms_norm(x), d))
         if d == 2:
             steps.append(step)
     return steps
-
-
-def _normalise_rows(M: sympy.Matrix) -> sympy.Matrix:
-    row = ds.row_sums(M)
-    return sympy.Matrix(M.shape[0], M.shape[1], lambda i, j: M[i, j] / row[i, 0])
-
-
-def _normalise_columns(M: sympy.Matrix) -> sympy.Matrix:
-    column = ds.col_sums(M)
-    return sympy.Matrix(M.shape[0], M.shape[1], lambda i, j: M[i, j] / column[0, j])
 
 
 @theorem(
@@ -333,9 +327,9 @@ def _sinkhorn_rows_exact() -> list[Step]:
     steps: list[Step] = []
     for n in SIZES_N:
         A = symbol_matrix("A", n, n, positive=True)
-        rows = _normalise_rows(A)
+        rows = ds.normalise_rows(A)
         step = require_equal(f"T_r(A) 1 = 1, n={n}", ds.row_sums(rows), sympy.ones(n, 1))
-        for name, M in (("T_r(A)", rows), ("T_c(A)", _normalise_columns(A))):
+        for name, M in (("T_r(A)", rows), ("T_c(A)", ds.normalise_columns(A))):
             if not all(entry.is_positive for entry in M):
                 raise ProofFailure(f"{name} has an entry not provably positive, n={n}")
         if n == 2:

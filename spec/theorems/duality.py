@@ -73,7 +73,7 @@ def _unroll_connection_weights() -> list[Step]:
             trace = network.run_stack(network.replicate(h0, n), weights,
                                       [free_branch(k) for k in range(1, L + 1)])
             C = network.connection_weights(weights)
-            reads = list(trace.inputs) + [trace.states[-1].T * sympy.ones(n, 1)]
+            reads = [*trace.inputs, trace.states[-1].T * sympy.ones(n, 1)]
             for k in range(1, L + 2):
                 unrolled = C[k, 0] * h0 + sum(
                     (C[k, j] * trace.outputs[j - 1] for j in range(1, k)), sympy.zeros(D, 1))

@@ -18,8 +18,9 @@ SIZES_D_INVARIANCE = (2, 3)  # at d = 1 LayerNorm is identically 0 and RMSNorm i
 
 @theorem(
     "norm.jacobians",
-    "LayerNorm and RMSNorm (no affine) have Jacobians (I − 11ᵀ/d − x̂x̂ᵀ/d)/s and (I − xxᵀ/(d r²))/r; "
-    "both are scale invariant (Norm(cx) = Norm(x), c > 0, ε = 0) and LayerNorm is shift invariant.",
+    "LayerNorm and RMSNorm (no affine) have Jacobians (I − 11ᵀ/d − x̂x̂ᵀ/d)/s and "
+    "(I − xxᵀ/(d r²))/r; both are scale invariant (Norm(cx) = Norm(x), c > 0, ε = 0) and "
+    "LayerNorm is shift invariant.",
     assumptions=(
         "x ∈ R^d real; ε ≥ 0 for the Jacobians (a symbol), ε = 0 for the invariances; c > 0.",
         "s = sqrt(σ² + ε), x̂ = (x − μ1)/s for LayerNorm; r = sqrt(‖x‖²/d + ε) for RMSNorm.",

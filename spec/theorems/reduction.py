@@ -10,7 +10,7 @@ from __future__ import annotations
 import sympy
 
 from spec import formulas, network, norms
-from spec.checks import instantiate, require_equal, require_true, symbol_vector
+from spec.checks import instantiate, require_equal, require_true, symbol_matrix, symbol_vector
 from spec.registry import ProofFailure, Step, theorem
 from spec.theorems.backprop import frobenius_loss, generic_map, gradient
 
@@ -105,10 +105,8 @@ X0 = sympy.Matrix([1, -1])
 def _postnorm_unreachable_static() -> list[Step]:
     steps: list[Step] = []
     for n in (1, 2, 3, 4):
-        weights = network.ConnectionWeights(
-            *(sympy.Matrix(n, 1, lambda i, _, k=k: sympy.Symbol(f"{k}_{{{i}}}", real=True))
-              for k in ("p", "q")),
-            sympy.Matrix(n, n, lambda i, j: sympy.Symbol(f"H_{{{i}{j}}}", real=True)))
+        weights = network.ConnectionWeights(symbol_vector("p", n), symbol_vector("q", n),
+                                            symbol_matrix("H", n, n))
         x = symbol_vector("x", 2)
         trace = network.run_stack(network.replicate(x, n), [weights],
                                   [lambda u: sympy.zeros(2, 1)])

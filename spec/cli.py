@@ -1,0 +1,149 @@
+"""``hc-spec``: prove the registered theorems, list them, and generate/check their docs.
+
+    hc-spec prove [--only ID ...]      prove (all or some) and print a table; exit 1 on a failure
+    hc-spec list                       ids and statements
+    hc-spec docs [--check] [--out DIR] write docs/derivations/, or check the committed copy
+
+Exit codes: 0 success; 1 a proof failed or the docs are stale; 2 usage error (e.g. unknown id).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from spec import docs
+from spec.registry import ProofResult, Theorem, all_theorems, get
+
+DEFAULT_DOCS_DIR = Path("docs/derivations")
+
+
+def _select(ids: Sequence[str] | None, console: Console) -> list[Theorem] | None:
+    if not ids:
+        return all_theorems()
+    selected = []
+    for theorem_id in dict.fromkeys(ids):
+        try:
+            selected.append(get(theorem_id))
+        except KeyError as error:
+            console.print(f"hc-spec: error: {error.args[0]}", markup=False, highlight=False)
+            return None
+    return selected
+
+
+def _prove(theorems: Sequence[Theorem]) -> list[ProofResult]:
+    return [theorem.prove() for theorem in theorems]
+
+
+def _cmd_prove(args: argparse.Namespace, out: Console, err: Console) -> int:
+    theorems = _select(args.only, err)
+    if theorems is None:
+        return 2
+    start = time.perf_counter()
+    results = _prove(theorems)
+    total = time.perf_counter() - start
+    table = Table(title="hcspec theorems", show_lines=False)
+    for column, style in (("id", "bold"), ("statement", ""), ("proven for", ""),
+                          ("seconds", ""), ("ok", "")):
+        table.add_column(column, style=style, justify="right" if column == "seconds" else "left",
+                         overflow="fold")
+    for theorem, result in zip(theorems, results, strict=True):
+        mark = "[green]yes[/green]" if result.ok else "[red]NO[/red]"
+        table.add_row(theorem.id, theorem.statement, theorem.cases, f"{result.seconds:.2f}", mark)
+    out.print(table)
+    failed = [r for r in results if not r.ok]
+    for result in failed:
+        err.print(f"\nNOT PROVEN: {result.theorem_id}\n{result.error}", markup=False,
+                  highlight=False)
+    out.print(f"{len(results) - len(failed)}/{len(results)} proven in {total:.1f} s",
+              markup=False, highlight=False)
+    return 1 if failed else 0
+
+
+def _cmd_list(args: argparse.Namespace, out: Console, err: Console) -> int:
+    for theorem in all_theorems():  # plain print: tab-separated lines stay greppable
+        print(f"{theorem.id}\t{theorem.statement}")
+    return 0
+
+
+def _cmd_docs(args: argparse.Namespace, out: Console, err: Console) -> int:
+    theorems = all_theorems()
+    results = _prove(theorems)
+    failed = [r.theorem_id for r in results if not r.ok]
+    if failed:
+        err.print(f"hc-spec docs: cannot render, not proven: {', '.join(failed)} "
+                  "(run `hc-spec prove` for details)", markup=False, highlight=False)
+        return 1
+    pages = docs.render(theorems, results)
+    out_dir: Path = args.out
+    if args.check:
+        report = docs.check(pages, out_dir)
+        if report.ok:
+            out.print(f"{out_dir}: {len(pages)} pages up to date", markup=False, highlight=False)
+            return 0
+        for kind, names in (("stale", report.stale), ("missing", report.missing),
+                            ("extra", report.extra)):
+            for name in names:
+                err.print(f"{kind}: {out_dir / name}", markup=False, highlight=False)
+        err.print("the committed derivations differ from a fresh render; run `hc-spec docs` "
+                  "and commit the result", markup=False, highlight=False)
+        return 1
+    removed = docs.write(pages, out_dir)
+    out.print(f"wrote {len(pages)} pages to {out_dir}"
+              + (f"; removed {', '.join(removed)}" if removed else ""),
+              markup=False, highlight=False)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``hc-spec`` argument parser (subcommands prove, list, docs)."""
+    parser = argparse.ArgumentParser(
+        prog="hc-spec",
+        description="hcspec's specification layer: exact sympy proofs of the Hyper-Connections "
+                    "(arXiv:2409.19606) and mHC (arXiv:2512.24880) math.",
+        epilog="Exit codes: 0 success, 1 a proof failed or docs are stale, 2 usage error.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{prove,list,docs}")
+    prove = sub.add_parser(
+        "prove", help="prove the registered theorems and print a table",
+        description="Prove every registered theorem (or those named with --only) and print a "
+                    "table: id, statement, cases proven, seconds, ok. Exits 1 if any proof "
+                    "fails, 2 if an id is unknown.")
+    prove.add_argument("--only", nargs="+", metavar="ID",
+                       help="prove only these theorem ids (see `hc-spec list`)")
+    prove.set_defaults(handler=_cmd_prove)
+    listing = sub.add_parser("list", help="print theorem ids and statements",
+                             description="Print every registered theorem id and its statement, "
+                                         "one per line (tab-separated).")
+    listing.set_defaults(handler=_cmd_list)
+    docs_cmd = sub.add_parser(
+        "docs", help="write (or --check) the derivation pages",
+        description="Prove every theorem and render one Markdown page per theorem plus index.md "
+                    "into --out (default docs/derivations). With --check, write nothing and "
+                    "exit 1 naming the stale, missing or extra pages when the directory differs "
+                    "from a fresh render.")
+    docs_cmd.add_argument("--check", action="store_true",
+                          help="compare with a fresh render instead of writing")
+    docs_cmd.add_argument("--out", type=Path, default=DEFAULT_DOCS_DIR, metavar="DIR",
+                          help=f"pages directory (default: {DEFAULT_DOCS_DIR})")
+    docs_cmd.set_defaults(handler=_cmd_docs)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``hc-spec`` with ``argv`` (default: ``sys.argv[1:]``) and return the exit code."""
+    args = build_parser().parse_args(argv)
+    wide = None if sys.stdout.isatty() else 160  # readable tables in CI logs
+    out, err = Console(width=wide), Console(stderr=True, width=wide)
+    code: int = args.handler(args, out, err)
+    return code
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,140 @@
+"""hc-spec exit codes, --help, and the docs render/check cycle (using the session's proofs)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from spec import cli, docs
+from spec.registry import ProofResult, Theorem
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def cached(monkeypatch: pytest.MonkeyPatch, proof_results: dict[str, ProofResult]) -> None:
+    """Make the CLI reuse the session's proofs instead of proving everything again."""
+    monkeypatch.setattr(cli, "_prove", lambda theorems: [proof_results[t.id] for t in theorems])
+
+
+def test_prove_only_succeeds(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["prove", "--only", "ds.n1_unique", "layout.paper_rows"]) == 0
+    out = capsys.readouterr().out
+    assert "ds.n1_unique" in out and "layout.paper_rows" in out and "2/2 proven" in out
+
+
+def test_prove_unknown_id_exits_2_with_a_clear_message(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["prove", "--only", "ds.n1_unique", "no.such_theorem"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown theorem id 'no.such_theorem'" in err
+    assert "ds.n1_unique" in err  # the known ids are listed
+
+
+def test_prove_exits_1_when_a_proof_fails(monkeypatch: pytest.MonkeyPatch,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    def failing() -> list[object]:
+        raise RuntimeError("deliberate")
+
+    bad = Theorem("test.failing", "fails", ("none",), "test", "test", failing)  # type: ignore[arg-type]
+    monkeypatch.setattr(cli, "get", lambda theorem_id: bad)
+    assert cli.main(["prove", "--only", "test.failing"]) == 1
+    captured = capsys.readouterr()
+    assert "NOT PROVEN: test.failing" in captured.err and "0/1 proven" in captured.out
+
+
+def test_list_prints_ids_and_statements(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["list"]) == 0
+    out = capsys.readouterr().out
+    assert "backward.closed_form\tDifferentiating L" in out
+    assert len(out.strip().splitlines()) >= 31
+
+
+@pytest.mark.parametrize(("argv", "expected"), [
+    ([], "prove"),
+    (["prove"], "--only"),
+    (["list"], "statement"),
+    (["docs"], "--check"),
+])
+def test_help_explains_every_command(argv: list[str], expected: str,
+                                     capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main([*argv, "--help"])
+    assert exit_info.value.code == 0
+    assert expected in capsys.readouterr().out
+
+
+def test_missing_command_is_a_usage_error() -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main([])
+    assert exit_info.value.code == 2
+
+
+def test_committed_docs_match_a_fresh_render(theorems: list[Theorem],
+                                             proof_results: dict[str, ProofResult]) -> None:
+    pages = docs.render(theorems, list(proof_results.values()))
+    report = docs.check(pages, REPO / "docs" / "derivations")
+    assert report.ok, f"run `hc-spec docs`: stale {report.stale}, missing {report.missing}, " \
+                      f"extra {report.extra}"
+
+
+def test_render_is_deterministic(theorems: list[Theorem],
+                                 proof_results: dict[str, ProofResult]) -> None:
+    results = list(proof_results.values())
+    assert docs.render(theorems, results) == docs.render(theorems, list(reversed(results)))
+
+
+def test_docs_check_detects_stale_missing_and_extra_pages(
+        tmp_path: Path, cached: None, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "derivations"
+    assert cli.main(["docs", "--out", str(out)]) == 0
+    assert (out / "index.md").is_file() and (out / "backward.closed_form.md").is_file()
+    assert cli.main(["docs", "--check", "--out", str(out)]) == 0
+
+    page = out / "ds.nonexpansive.md"
+    page.write_text(page.read_text(encoding="utf-8") + "\nhand edit\n", encoding="utf-8")
+    (out / "ds.n1_unique.md").unlink()
+    (out / "old.theorem.md").write_text("gone\n", encoding="utf-8")
+    capsys.readouterr()
+    assert cli.main(["docs", "--check", "--out", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert f"stale: {out / 'ds.nonexpansive.md'}" in err
+    assert f"missing: {out / 'ds.n1_unique.md'}" in err
+    assert f"extra: {out / 'old.theorem.md'}" in err
+
+    assert cli.main(["docs", "--out", str(out)]) == 0  # regenerating repairs all three
+    assert not (out / "old.theorem.md").exists()
+    assert cli.main(["docs", "--check", "--out", str(out)]) == 0
+
+
+def test_pages_carry_statement_assumptions_cases_source_steps_and_examples(
+        theorems: list[Theorem], proof_results: dict[str, ProofResult]) -> None:
+    pages = docs.render(theorems, list(proof_results.values()))
+    page = pages["backward.closed_form.md"]
+    theorem = next(t for t in theorems if t.id == "backward.closed_form")
+    for text in (theorem.statement, theorem.cases, theorem.source, *theorem.assumptions):
+        assert text in page
+    assert page.count("$$") >= 2 and "## Worked example" in page
+    assert "0.905148" in page  # tanh(1.5), computed by spec.numeric for the n = 2, d = 1 example
+    assert "394,048" in pages["counts.params.md"]
+    for theorem in theorems:
+        assert f"({theorem.id}.md)" in pages["index.md"]
+
+
+def test_docs_refuse_to_render_a_failed_proof(theorems: list[Theorem],
+                                              proof_results: dict[str, ProofResult]) -> None:
+    results = list(proof_results.values())
+    broken = ProofResult(results[0].theorem_id, False, (), 0.0, "deliberate")
+    with pytest.raises(ValueError, match=rf"not proven \['{results[0].theorem_id}'\]"):
+        docs.render(theorems, [broken, *results[1:]])
+
+
+def test_spec_never_imports_torch() -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys, spec, spec.theorems, spec.cli, spec.numeric, spec.counts, spec.docs; "
+            "spec.all_theorems(); print('torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=REPO, env={"PYTHONPATH": str(REPO), "PATH": ""})
+    assert out.stdout.strip() == "False"
