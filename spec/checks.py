@@ -79,11 +79,6 @@ def symbol_vector(name: str, size: int, **assumptions: bool) -> sympy.Matrix:
     )
 
 
-def ones(rows: int, cols: int = 1) -> sympy.Matrix:
-    """The all-ones rows×cols matrix (``1_n`` for a column)."""
-    return sympy.ones(require_size("rows", rows), require_size("cols", cols))
-
-
 def instantiate(expr: Any, mapping: Mapping[Any, Any]) -> sympy.Matrix:
     """Replace the MatrixSymbols of a matrix expression by explicit matrices and evaluate it."""
     replaced = expr.xreplace({key: sympy.ImmutableMatrix(value) for key, value in mapping.items()})
@@ -266,11 +261,3 @@ def require_nonnegative(label: str, entries: Iterable[Any]) -> None:
     for entry in entries:
         if entry.is_nonnegative is not True and sympy.expand(entry).is_nonnegative is not True:
             raise ProofFailure(f"{label}: entry {entry} is not provably nonnegative")
-
-
-def cases_product(**axes: Iterable[int]) -> list[dict[str, int]]:
-    """All combinations of the given size axes, in a fixed order (e.g. ``n`` × ``d``)."""
-    combos: list[dict[str, int]] = [{}]
-    for name, values in axes.items():
-        combos = [{**combo, name: value} for combo in combos for value in values]
-    return combos

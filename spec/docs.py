@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import sympy
+from sympy.printing.latex import LatexPrinter
 
 from spec.examples import EXAMPLES
 from spec.registry import ProofResult, Theorem
@@ -29,8 +30,18 @@ def page_name(theorem_id: str) -> str:
     return f"{theorem_id}.md"
 
 
+class _LatexPrinter(LatexPrinter):  # type: ignore[misc]
+    """sympy's LaTeX printer, except that a symbol whose name is already LaTeX (it contains a
+    backslash or a brace) is printed verbatim instead of being split at ``^`` and ``_``."""
+
+    def _print_Symbol(self, expr: sympy.Symbol, style: str = "plain") -> str:
+        if "\\" in expr.name or "{" in expr.name:
+            return str(expr.name)
+        return str(super()._print_Symbol(expr, style=style))
+
+
 def _latex(expr: sympy.Basic) -> str:
-    return str(sympy.latex(expr))
+    return str(_LatexPrinter().doprint(expr))
 
 
 def render_page(theorem: Theorem, result: ProofResult) -> str:

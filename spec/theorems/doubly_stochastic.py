@@ -210,7 +210,7 @@ def _ds_nonexpansive() -> list[Step]:
         require_nonnegative(f"SOS terms, n={n}", sos.args if sos.is_Add else [sos])
         if n == 2:
             steps.append(("n = 2: ‖x‖² − ‖Hx‖² equals a sum of nonnegative terms on the "
-                          "constraint set", sympy.Eq(sympy.Symbol(r"\|x\|^2 - \|Hx\|^2"), sos,
+                          "constraint set", sympy.Eq(sympy.Symbol(r"\|x\|^{2} - \|Hx\|^{2}"), sos,
                                                      evaluate=False)))
     steps.append(("hence (take square roots)", sympy.Le(sympy.Symbol(r"\|H x\|_2"),
                                                         sympy.Symbol(r"\|x\|_2"))))
