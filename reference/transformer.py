@@ -96,7 +96,8 @@ class Block(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.attn_connection is None or self.ffn_connection is None:
             h: torch.Tensor = x + self.attn(x)
-            return h + self.ffn(h)
+            h = h + self.ffn(h)
+            return h
         mid: torch.Tensor = self.attn_connection(x, self.attn)
         out: torch.Tensor = self.ffn_connection(mid, self.ffn)
         return out
