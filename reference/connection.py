@@ -76,12 +76,13 @@ class HyperConnection(nn.Module):
     size) and ``kind`` (``"hc-static"``, ``"hc-dynamic"`` or ``"mhc"``) follow the conformance
     kit's adapter protocol, as do :meth:`weights`, :meth:`expand` and :meth:`reduce`.
 
-    NaN/inf: values are not checked (a check would synchronise with the device on every call).
-    The computation is per token, so a non-finite entry only affects its own token: for static
-    HC, the streams that mix with it (through ``H_res`` or the branch input) become non-finite;
-    for dynamic HC and mHC the token's weights are computed from its normalised state, so the
-    whole token's output becomes NaN. Other tokens and batch elements stay finite unless the
-    branch itself mixes tokens (attention does).
+    NaN/inf: values are not checked and no error is raised (a check would synchronise with the
+    device on every call). The computation is per token, so a non-finite entry only affects its
+    own token (unless the branch mixes tokens, as attention does). Within the token, NaN
+    reaches every entry: ``x_in`` sums all streams and ``0 · NaN = NaN``, so even a zero
+    weight does not shield it. ±inf does the same for dynamic HC and mHC, whose norms turn it
+    into NaN while computing the weights; in static HC it reaches the entries it is mixed into
+    (with NaN where ``inf − inf`` or ``0 · inf`` arise).
     """
 
     kind: ClassVar[str]
