@@ -164,6 +164,21 @@ class Context:
                 if case.param_scale != 1.0:
                     p.mul_(case.param_scale)
 
+    def align_parameters(self, source: HyperConnectionImpl, target: HyperConnectionImpl) -> None:
+        """Copy ``source``'s parameters into ``target`` (cast to its dtype/device), so two impls
+        built for different dtypes or devices hold the same values — factories need not draw
+        the same init in every dtype (torch's ``normal_`` does not). No-op without the
+        ``parameters`` capability or when the parameter shapes differ."""
+        if PARAMETERS not in self.capabilities:
+            return
+        src = list(source.parameters())  # type: ignore[attr-defined]
+        dst = list(target.parameters())  # type: ignore[attr-defined]
+        if len(src) != len(dst) or any(a.shape != b.shape for a, b in zip(src, dst, strict=True)):
+            return
+        with torch.no_grad():
+            for a, b in zip(src, dst, strict=True):
+                b.copy_(a.detach().to(device=b.device, dtype=b.dtype))
+
     def state(self, case: Case, *, dtype: torch.dtype | None = None, device: str | None = None,
               salt: int = 0) -> torch.Tensor:
         """The case's stream state ``[B, T, n, d]``."""

@@ -32,6 +32,7 @@ def check_cuda(ctx: Context, case: Case) -> None:
     except FactoryRejected as exc:
         raise NotApplicable(f"the factory rejects device='cuda': {exc}") from exc
     cpu = ctx.make(case, device="cpu")
+    ctx.align_parameters(cpu, gpu)
     out_cpu = ctx.forward(cpu, ctx.state(case, device="cpu"),
                           ctx.branch(case, device="cpu", record=False))
     out_gpu = ctx.forward(gpu, ctx.state(case, device="cuda"),

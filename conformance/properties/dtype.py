@@ -31,7 +31,8 @@ def check_low_precision(ctx: Context, case: Case) -> None:
     except FactoryRejected as exc:
         raise NotApplicable(f"the factory rejects float32: {exc}") from exc
     x32 = ctx.state(case, dtype=torch.float32)
-    out32 = ctx.forward(impl32, x32, ctx.branch(case, dtype=torch.float32, record=False))
+    with torch.no_grad():
+        out32 = ctx.forward(impl32, x32, ctx.branch(case, dtype=torch.float32, record=False))
     ran = []
     for dtype in LOW:
         try:
@@ -39,8 +40,10 @@ def check_low_precision(ctx: Context, case: Case) -> None:
         except FactoryRejected:
             continue
         ran.append(dtype)
+        ctx.align_parameters(impl32, impl)
         x = ctx.state(case, dtype=dtype)
-        out = impl.forward(x, ctx.branch(case, dtype=dtype, record=False))
+        with torch.no_grad():
+            out = impl.forward(x, ctx.branch(case, dtype=dtype, record=False))
         ctx.require(isinstance(out, torch.Tensor) and out.dtype == dtype,
                     f"{dtype} forward returned {getattr(out, 'dtype', type(out).__name__)}, "
                     f"expected {dtype}")
