@@ -202,6 +202,41 @@ def _explorer(prop: Property, ctx: Context, run_one: Callable[[Case], None]) -> 
     return explore  # type: ignore[no-any-return]
 
 
+@dataclass
+class RunSetup:
+    """A resolved target and everything a property run needs besides the property."""
+
+    target: Target
+    info: TargetInfo
+    profile: Profile
+    device: str
+    seed: int
+
+    def report(self) -> rp.Report:
+        """An empty report carrying this run's header."""
+        return rp.Report(
+            target=self.target.name, kit_version=kit_version(), profile=self.profile.name,
+            seed=self.seed, device=self.device, dtype=str(self.info.dtype).replace("torch.", ""),
+            kind=self.info.kind, description=self.target.description,
+            capabilities=sorted(self.info.capabilities),
+            conventions=self.info.conventions.describe(), versions=_versions(self.target),
+        )
+
+
+def prepare(
+    target: str | Factory | None, *, profile: str = "ci", device: str = "auto", seed: int = 0,
+) -> RunSetup:
+    """Resolve the target, profile and device and inspect a sample impl.
+
+    Raises:
+        conformance.targets.TargetError, ValueError: as :func:`check_implementation`.
+    """
+    chosen = get_profile(profile)
+    resolved = resolve(target)
+    dev = resolve_device(device)
+    return RunSetup(resolved, inspect_target(resolved.factory, dev, seed), chosen, dev, seed)
+
+
 ProgressStart = Callable[[Property, int, int], None]
 ProgressResult = Callable[[rp.PropertyResult], None]
 
@@ -241,28 +276,19 @@ def check_implementation(
         conformance.properties.SelectionError: ``only``/``skip`` name no property.
         ValueError: unknown profile or device, or an expected failure with an unknown id.
     """
-    chosen_profile = get_profile(profile)
-    resolved = resolve(target)
-    dev = resolve_device(device)
-    selected = catalogue.select(only, skip)
     expected = dict(expected_failures or {})
     unknown = sorted(set(expected) - set(catalogue.BY_ID))
     if unknown:
         raise ValueError(f"expected failures name unknown property ids: {', '.join(unknown)}")
-    info = inspect_target(resolved.factory, dev, seed)
-    report = rp.Report(
-        target=resolved.name, kit_version=kit_version(), profile=chosen_profile.name, seed=seed,
-        device=dev, dtype=str(info.dtype).replace("torch.", ""), kind=info.kind,
-        description=resolved.description, capabilities=sorted(info.capabilities),
-        conventions=info.conventions.describe(), versions=_versions(resolved),
-    )
+    selected = catalogue.select(only, skip)
+    setup = prepare(target, profile=profile, device=device, seed=seed)
+    report = setup.report()
     statuses: dict[str, str] = {}
     for index, prop in enumerate(selected):
         if on_start is not None:
             on_start(prop, index, len(selected))
         try:
-            result = _one(prop, resolved.name, info, dev, chosen_profile, seed, case, statuses,
-                          expected.get(prop.id), resolved.factory)
+            result = evaluate_property(setup, prop, statuses, expected.get(prop.id), case)
         except KeyboardInterrupt:
             report.interrupted = True
             report.not_run = [p.id for p in selected[index:]]
@@ -274,11 +300,15 @@ def check_implementation(
     return report
 
 
-def _one(
-    prop: Property, target_name: str, info: TargetInfo, device: str, profile: Profile,
-    seed: int, replay: Case | None, statuses: Mapping[str, str], expected: str | None,
-    factory: Factory,
+def evaluate_property(
+    setup: RunSetup, prop: Property, statuses: Mapping[str, str], expected: str | None = None,
+    replay: Case | None = None,
 ) -> rp.PropertyResult:
+    """One property's result: blocked (a prerequisite in ``statuses`` failed), not applicable
+    (kind, capability), or run (:func:`run_property`), with the expected-failure mapping.
+    Never raises except ``KeyboardInterrupt``."""
+    info, device, profile, seed = setup.info, setup.device, setup.profile, setup.seed
+    target_name, factory = setup.target.name, setup.target.factory
     result = rp.PropertyResult(prop.id, prop.family, prop.statement, prop.theorem, rp.PASSED,
                                expected_failure=expected)
     failed_pre = [pre for pre in prop.prerequisites

@@ -120,7 +120,8 @@ def check_h_post_span(ctx: Context, case: Case) -> None:
     """H_post reaches above 1 when the parameters are scaled up: it is 2σ, not σ."""
     w = MHCWeights(ctx, ctx.make(case), ctx.state(case), case)
     top = float(w.h_post.max())
-    ctx.expect(f"SPAN_THRESHOLD − max H_post over {case.batch * case.tokens} tokens ({w.source})",
+    ctx.expect(f"{SPAN_THRESHOLD} − max H_post over {case.batch * case.tokens} tokens "
+               f"({w.source})",
                max(0.0, SPAN_THRESHOLD - top), 0.0,
                f"max H_post = {top:.4g}; 2σ saturates at 2, σ at 1 (mHC Eq. 8)")
 
