@@ -53,7 +53,7 @@ class Profile:
 PROFILES: Final[dict[str, Profile]] = {
     "quick": Profile("quick", max_examples=2, derandomize=True, max_batch=2, max_tokens=3,
                      max_n=4, max_d=8, extreme=False),
-    "ci": Profile("ci", max_examples=6, derandomize=True, max_batch=3, max_tokens=4,
+    "ci": Profile("ci", max_examples=20, derandomize=True, max_batch=3, max_tokens=4,
                   max_n=4, max_d=12, extreme=False),
     "thorough": Profile("thorough", max_examples=100, derandomize=False, max_batch=4,
                         max_tokens=8, max_n=8, max_d=24, extreme=True),

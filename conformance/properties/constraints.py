@@ -237,8 +237,8 @@ PROPERTIES = [
              None, frozenset(), MHC, check_exact_axis, _examples, _strategy,
              prerequisites=BASE),
     Property("constraints.h_res_other_axis", "constraints",
-             "H_res sums to 1 along the other axis within the Birkhoff–Hopf bound for the "
-             "declared iteration count",
+             "H_res sums to 1 along the other axis within the Birkhoff–Hopf bound (declared "
+             "rounds)",
              None, frozenset(), MHC, check_other_axis, _examples, _strategy,
              prerequisites=BASE),
     Property("constraints.h_pre_range", "constraints", "H_pre lies in [0, 1] (σ)",
