@@ -44,7 +44,7 @@ def to_junit(report: rp.Report) -> JUnitXml:
         case = TestCase(pid, classname="hcspec.conformance.not_run")
         case.result = [Skipped("not run: the run was interrupted")]
         suite.add_testcase(case)
-    suite.update_statistics()
+    suite.update_statistics()  # type: ignore[no-untyped-call]
     xml = JUnitXml()
     xml.add_testsuite(suite)
     return xml

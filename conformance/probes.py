@@ -6,7 +6,8 @@ For one token with state ``X ∈ R^{n×d}`` and ``X' = H_res X + h_post F(x_in)�
 * branch ``F ≡ 0`` gives ``X'(0) = H_res X``; with ``d > n`` and ``X`` of full row rank,
   ``H_res = X'(0) X⁺`` (pseudo-inverse), and ``X'(0) − H_res X`` measures whether the output is
   a linear mix of the streams at all;
-* a constant branch ``F ≡ c`` gives ``X'(c) − X'(0) = h_post cᵀ``, so ``h_post = (X'(c) − X'(0)) c / |c|²``;
+* a constant branch ``F ≡ c`` gives ``X'(c) − X'(0) = h_post cᵀ``, so
+  ``h_post = (X'(c) − X'(0)) c / |c|²``;
 * the branch sees ``x_in = h_preᵀ X`` (convention ``"x_in"``), so ``h_pre = (X⁺)ᵀ x_in``;
 * the identity branch gives ``X'(id) − X'(0) = h_post x_inᵀ``, a consistency check of the two.
 
@@ -95,7 +96,7 @@ def probe(
     Raises:
         ProbeError: see :func:`call`; also ``d ≤ n`` (H_res not identifiable).
     """
-    batch, tokens, n, d = x.shape
+    n, d = x.shape[-2:]
     if d <= n:
         raise ProbeError(f"probing H_res needs d > n, got n={n}, d={d}")
     dtype, device = x.dtype, str(x.device)
@@ -117,7 +118,8 @@ def probe(
     scale = torch.cat([X.flatten(), out0.flatten()])
     residuals = {
         "mix": _scaled(out0 - H_res @ X, scale),
-        "write": _scaled(out_c - out0 - h_post.unsqueeze(-1) * c, torch.cat([scale, out_c.flatten()])),
+        "write": _scaled(out_c - out0 - h_post.unsqueeze(-1) * c,
+                         torch.cat([scale, out_c.flatten()])),
         "identity": _scaled(
             out_id - out0 - h_post.unsqueeze(-1) * x_in_id.unsqueeze(-2),
             torch.cat([scale, out_id.flatten()]),

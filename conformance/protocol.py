@@ -43,7 +43,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Final, Literal, Protocol, runtime_checkable
+from typing import Any, Final, Literal, Protocol, cast, runtime_checkable
 
 import torch
 
@@ -300,6 +300,6 @@ def check_required(impl: object) -> None:
         value = getattr(impl, name)
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise TypeError(f"impl.{name}: expected a positive int, got {value!r}")
-    kind = getattr(impl, "kind")
+    kind = cast(Any, impl).kind
     if kind not in KINDS:
         raise ValueError(f"impl.kind: expected one of {KINDS}, got {kind!r}")

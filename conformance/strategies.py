@@ -139,7 +139,9 @@ def gaussian(
     return (values * std).to(device=device, dtype=dtype)
 
 
-def stream_state(case: Case, dtype: torch.dtype, device: str = "cpu", salt: int = 0) -> torch.Tensor:
+def stream_state(
+    case: Case, dtype: torch.dtype, device: str = "cpu", salt: int = 0,
+) -> torch.Tensor:
     """The stream state ``X [B, T, n, d]`` of ``case`` (entries ``N(0, case.scale²)``)."""
     return gaussian(case.shape, case.seed, 1 + salt, dtype, device, std=case.scale)
 

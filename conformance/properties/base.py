@@ -34,11 +34,11 @@ class PropertyFailure(AssertionError):
     """A property does not hold for a case; the message says what was expected and got."""
 
 
-class NotApplicable(Exception):  # noqa: N818 (a status, not an error)
+class NotApplicable(Exception):
     """The property cannot run on this target (message: why), e.g. a dtype it rejects."""
 
 
-class FactoryRejected(Exception):  # noqa: N818
+class FactoryRejected(Exception):
     """The factory raised for a case's configuration; the case is skipped and recorded."""
 
 
@@ -129,7 +129,7 @@ class Context:
         """
         n = case.n if n is None else n
         try:
-            impl = self.factory(
+            impl: HyperConnectionImpl = self.factory(
                 n, case.d, layer_index=case.layer_index if layer_index is None else layer_index,
                 dtype=dtype or self.dtype, device=device or self.device, seed=case.seed,
             )
@@ -220,7 +220,8 @@ class Context:
             self.require(isinstance(value, torch.Tensor),
                          f"weights(x): {name} is {type(value).__name__}, expected a tensor")
             self.require(tuple(value.shape) == shape,
-                         f"weights(x): {name} has shape {list(value.shape)}, expected {list(shape)}")
+                         f"weights(x): {name} has shape {list(value.shape)}, "
+                         f"expected {list(shape)}")
         return (got[0], got[1], got[2])
 
     def probe(self, impl: HyperConnectionImpl, x: torch.Tensor,

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from conformance import strategies, tolerances
 from conformance.properties.base import Context, f64, np64
+from conformance.protocol import Branch
 from conformance.strategies import Case
 from spec import numeric
 
@@ -73,7 +74,7 @@ def standard_strategy(
         c, tokens=max(c.tokens, min_tokens), seed=c.seed + ctx.seed))
 
 
-def branch64(ctx: Context, case: Case, name: str | None = None) -> strategies.Branch:
+def branch64(ctx: Context, case: Case, name: str | None = None) -> Branch:
     """The case's branch with float64 CPU constants (the same draws as the impl's branch)."""
     return strategies.make_branch(name or case.branch, case.d, torch.float64, "cpu", seed=case.seed)
 
@@ -89,7 +90,7 @@ def expected_output(
     z = branch64(ctx, case, branch_name)(inp)
     want = torch.from_numpy(numeric.forward(np64(X), np64(h_post), np64(H_res), np64(z)))
     scale = max(float(f64(X).abs().max()), float(want.abs().max()),
-                float((f64(h_post).abs().max() * z.abs().max())))
+                float(f64(h_post).abs().max() * z.abs().max()))
     return want, inp, scale
 
 

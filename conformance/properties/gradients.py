@@ -17,7 +17,6 @@ from hypothesis import strategies as st
 from conformance import strategies, tolerances
 from conformance.properties.base import (
     Context,
-    HyperConnectionImpl,
     NotApplicable,
     Property,
     f64,
@@ -30,7 +29,7 @@ from conformance.properties.common import (
     standard_examples,
     standard_strategy,
 )
-from conformance.protocol import KINDS, PARAMETERS, WEIGHTS
+from conformance.protocol import KINDS, PARAMETERS, WEIGHTS, Branch, HyperConnectionImpl
 from conformance.strategies import SMOOTH_BRANCHES, Case
 from spec import numeric
 
@@ -45,7 +44,7 @@ def _need_float64(ctx: Context) -> None:
             f"finite differences need float64; the factory rejected float64 (runs in {ctx.dtype})")
 
 
-def _loss(impl: HyperConnectionImpl, x: torch.Tensor, branch: strategies.Branch,
+def _loss(impl: HyperConnectionImpl, x: torch.Tensor, branch: Branch,
           G: torch.Tensor) -> torch.Tensor:
     return (impl.forward(x, branch) * G).sum()
 

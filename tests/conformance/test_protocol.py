@@ -40,7 +40,7 @@ def test_required_part_and_declaration_errors() -> None:
         check_required(object())
     impl = make_linear(2, 3)
     impl.kind = "hc-magic"
-    with pytest.raises(ValueError, match="impl.kind"):
+    with pytest.raises(ValueError, match=r"impl\.kind"):
         check_required(impl)
     impl.conventions = {"reduce": "sum"}  # type: ignore[attr-defined]
     with pytest.raises(TypeError, match="Conventions"):

@@ -49,7 +49,7 @@ def test_generation_is_reproducible_and_dtype_independent() -> None:
 
 
 def test_case_validation_and_json_errors() -> None:
-    with pytest.raises(ValueError, match="Case.n"):
+    with pytest.raises(ValueError, match=r"Case\.n"):
         Case(n=0)
     with pytest.raises(ValueError, match="unknown fields"):
         Case.from_json('{"n": 2, "colour": 1}')
