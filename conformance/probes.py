@@ -7,7 +7,8 @@ For one token with state ``X ∈ R^{n×d}`` and ``X' = H_res X + h_post F(x_in)�
   ``H_res = X'(0) X⁺`` (pseudo-inverse), and ``X'(0) − H_res X`` measures whether the output is
   a linear mix of the streams at all;
 * a constant branch ``F ≡ c`` gives ``X'(c) − X'(0) = h_post cᵀ``, so
-  ``h_post = (X'(c) − X'(0)) c / |c|²``;
+  ``h_post = (X'(c) − X'(0)) c / |c|²`` (c is drawn at X's magnitude, so the difference does
+  not cancel to rounding noise at extreme scales);
 * the branch sees ``x_in = h_preᵀ X`` (convention ``"x_in"``), so ``h_pre = (X⁺)ᵀ x_in``;
 * the identity branch gives ``X'(id) − X'(0) = h_post x_inᵀ``, a consistency check of the two.
 
@@ -103,7 +104,13 @@ def probe(
     with torch.no_grad():
         zero = strategies.CountingBranch(strategies.make_branch("zero", d, dtype, device))
         out0 = _f64(call(impl, x, zero))
-        const_fn = strategies.make_branch("constant", d, dtype, device, seed=seed)
+        # c at the state's magnitude: X'(c) − X'(0) must not cancel to rounding noise
+        magnitude = max(float(x.detach().abs().max()), float(torch.finfo(dtype).tiny))
+        unit = strategies.make_branch("constant", d, dtype, device, seed=seed)
+
+        def const_fn(t: torch.Tensor) -> torch.Tensor:
+            return unit(t) * magnitude
+
         const = strategies.CountingBranch(const_fn)
         out_c = _f64(call(impl, x, const))
         ident = strategies.CountingBranch(strategies.make_branch("identity", d, dtype, device))

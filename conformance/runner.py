@@ -218,8 +218,14 @@ class RunSetup:
             seed=self.seed, device=self.device, dtype=str(self.info.dtype).replace("torch.", ""),
             kind=self.info.kind, description=self.target.description,
             capabilities=sorted(self.info.capabilities),
-            conventions=self.info.conventions.describe(), versions=_versions(self.target),
+            conventions=self._conventions(), versions=_versions(self.target),
         )
+
+    def _conventions(self) -> dict[str, str]:
+        described = self.info.conventions.describe()
+        if self.info.kind not in ("mhc", "unknown"):  # Sinkhorn–Knopp fields concern mHC only
+            described = {k: v for k, v in described.items() if not k.startswith("sinkhorn")}
+        return described
 
 
 def prepare(
