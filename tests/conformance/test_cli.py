@@ -102,3 +102,14 @@ def test_list_prints_the_catalogue(capsys: pytest.CaptureFixture[str]) -> None:
     assert code == 0
     for needle in ("constraints.h_res_other_axis", "layout.paper_rows", "weights", "mhc"):
         assert needle in out
+
+
+def test_interrupt_exits_130_and_writes_the_partial_report(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code, out, _ = run(capsys, "run", "tests.conformance.cli_targets:make_interrupting",
+                       "--profile", "quick", "--device", "cpu", "--no-progress",
+                       "--json", str(tmp_path / "r.json"), "--junit", str(tmp_path / "r.xml"))
+    assert code == 130 and "interrupted" in out
+    report = Report.read_json(tmp_path / "r.json")
+    assert report.interrupted and report.results and report.not_run
+    assert "not run: the run was interrupted" in (tmp_path / "r.xml").read_text()
