@@ -234,7 +234,7 @@ PROPERTIES = [
              _strategy, prerequisites=BASE),
     Property("constraints.h_res_exact_axis", "constraints",
              "H_res sums to 1 along the axis Sinkhorn–Knopp normalises last, to dtype precision",
-             None, frozenset(), MHC, check_exact_axis, _examples, _strategy,
+             "mhc.sinkhorn_rows_exact", frozenset(), MHC, check_exact_axis, _examples, _strategy,
              prerequisites=BASE),
     Property("constraints.h_res_other_axis", "constraints",
              "H_res sums to 1 along the other axis within the Birkhoff–Hopf bound (declared "
