@@ -66,7 +66,8 @@ def apply_connection(
     x_in = torch.einsum("btn,btnd->btd", h_pre, x)
     z = _checks.branch_output(branch(x_in), x_in.shape)
     mixed = torch.einsum("btij,btjd->btid", H_res, x)
-    return mixed + h_post.unsqueeze(-1) * z.unsqueeze(-2)
+    # mixed + h_post zᵀ, accumulated in place: bmm's backward needs its inputs, not its output
+    return mixed.addcmul_(h_post.unsqueeze(-1), z.unsqueeze(-2))
 
 
 class HyperConnection(nn.Module):

@@ -21,7 +21,6 @@ import math
 from typing import ClassVar
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from reference import _checks
@@ -156,11 +155,20 @@ class ManifoldHyperConnection(HyperConnection):
 
     def _weights(self, x: torch.Tensor) -> Weights:
         batch, tokens, n, d = x.shape
-        x_flat = F.rms_norm(x.reshape(batch, tokens, n * d), (n * d,), eps=self.norm_eps)
-        h_pre = torch.sigmoid(self.alpha_pre * (x_flat @ self.phi_pre) + self.b_pre)
-        h_post = 2.0 * torch.sigmoid(self.alpha_post * (x_flat @ self.phi_post) + self.b_post)
-        res_dynamic = (x_flat @ self.phi_res).reshape(batch, tokens, n, n)
-        H_res = sinkhorn_knopp(self.alpha_res * res_dynamic + self.b_res, self.sinkhorn_iterations)
+        x_flat = x.reshape(batch, tokens, n * d)  # vec(x_l), row-major: stream 0 first
+        # RMSNorm(x) φ = (x φ) / rms(x): project first and divide the n² + 2n results, as the
+        # paper's kernels do (§4.3.1), so the normalised nd-vector is never materialised;
+        # one matmul against [φ_pre | φ_post | φ_res] reads x once (Eq. 10 consolidates φ).
+        mean_square = torch.linalg.vector_norm(x_flat, dim=-1, keepdim=True).square() / (n * d)
+        inv_rms = torch.rsqrt(mean_square + self.norm_eps)
+        phi = torch.cat([self.phi_pre, self.phi_post, self.phi_res], dim=1)  # [nd, 2n + n²]
+        projected = inv_rms * (x_flat @ phi)
+        proj_pre, proj_post = projected[..., :n], projected[..., n : 2 * n]
+        proj_res = projected[..., 2 * n :].reshape(batch, tokens, n, n)  # mat(): row-major
+        h_pre = torch.sigmoid(self.alpha_pre * proj_pre + self.b_pre)
+        h_post = 2.0 * torch.sigmoid(self.alpha_post * proj_post + self.b_post)
+        res_logits = self.alpha_res * proj_res + self.b_res
+        H_res = sinkhorn_knopp(res_logits, self.sinkhorn_iterations)
         return h_pre, h_post, H_res
 
     def extra_repr(self) -> str:
