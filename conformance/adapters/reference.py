@@ -1,16 +1,15 @@
-"""Factories for hcspec's own reference implementation (``reference:hc-static``,
+"""Built-in targets for hcspec's own reference implementation (``reference:hc-static``,
 ``reference:hc-dynamic``, ``reference:mhc``).
 
 The reference modules follow the protocol directly (``module(x, branch)``, ``weights``,
-``expand``, ``reduce``, ``parameters``, ``n``, ``d``, ``kind``); these factories only build them
-reproducibly from ``seed`` and declare their conventions: the branch receives ``x_in`` itself
-(pre-norm lives inside the branch), ``reduce`` sums the streams (HC's ``1ᵀ X``), and mHC runs
-``sinkhorn_iterations`` column-then-row rounds (rows exact).
+``expand``, ``reduce``, ``parameters``, ``n``, ``d``, ``kind``) and :mod:`reference.targets`
+builds them in the factory form; these wrappers only add the declared conventions: the branch
+receives ``x_in`` itself (pre-norm lives inside the branch), ``reduce`` sums the streams (HC's
+``1ᵀ X``), and mHC runs ``sinkhorn_iterations`` column-then-row rounds (rows exact).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any, cast
 
 import torch
@@ -22,67 +21,55 @@ REFERENCE_CONVENTIONS = Conventions(
 )
 
 
-def _seeded(build: Callable[[], torch.nn.Module], seed: int) -> Any:
-    # The reference draws its random init (mHC's φ) from torch's global generator: fork it so
-    # the caller's random state is left as it was.
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        return build()
+def _declare(module: Any, conventions: Conventions) -> HyperConnectionImpl:
+    module.conventions = conventions
+    return cast(HyperConnectionImpl, module)
 
 
 def make_hc_static(
     n: int, d: int, *, layer_index: int = 0, dtype: torch.dtype = torch.float64,
     device: str = "cpu", seed: int = 0,
 ) -> HyperConnectionImpl:
-    """``reference.StaticHyperConnection`` (HC §2.2, init Eq. 14); see the module docstring.
+    """``reference.targets.hc_static`` (HC §2.2, init Eq. 14) with its conventions declared.
 
     Raises:
         ValueError: as the reference constructor (n, d < 1; layer_index < 0).
     """
-    from reference.static import StaticHyperConnection
+    from reference import targets
 
-    module = _seeded(
-        lambda: StaticHyperConnection(n, d, layer_index, dtype=dtype, device=device), seed
-    )
-    module.conventions = REFERENCE_CONVENTIONS
-    return cast(HyperConnectionImpl, module)
+    module = targets.hc_static(n, d, layer_index=layer_index, dtype=dtype, device=device,
+                               seed=seed)
+    return _declare(module, REFERENCE_CONVENTIONS)
 
 
 def make_hc_dynamic(
     n: int, d: int, *, layer_index: int = 0, dtype: torch.dtype = torch.float64,
     device: str = "cpu", seed: int = 0,
 ) -> HyperConnectionImpl:
-    """``reference.DynamicHyperConnection`` (HC §2.3, Eq. 10–13); see the module docstring.
+    """``reference.targets.hc_dynamic`` (HC §2.3, Eq. 10–13) with its conventions declared.
 
     Raises:
         ValueError: as the reference constructor.
     """
-    from reference.dynamic import DynamicHyperConnection
+    from reference import targets
 
-    module = _seeded(
-        lambda: DynamicHyperConnection(n, d, layer_index, dtype=dtype, device=device), seed
-    )
-    module.conventions = REFERENCE_CONVENTIONS
-    return cast(HyperConnectionImpl, module)
+    module = targets.hc_dynamic(n, d, layer_index=layer_index, dtype=dtype, device=device,
+                                seed=seed)
+    return _declare(module, REFERENCE_CONVENTIONS)
 
 
 def make_mhc(
     n: int, d: int, *, layer_index: int = 0, dtype: torch.dtype = torch.float64,
     device: str = "cpu", seed: int = 0,
 ) -> HyperConnectionImpl:
-    """``reference.ManifoldHyperConnection`` (mHC §4.2, Eq. 7–9), declaring its Sinkhorn–Knopp
-    iteration count; see the module docstring.
+    """``reference.targets.mhc`` (mHC §4.2, Eq. 7–9), declaring its Sinkhorn–Knopp rounds.
 
     Raises:
         ValueError: as the reference constructor.
     """
-    from reference.manifold import ManifoldHyperConnection
+    from reference import targets
 
-    module = _seeded(
-        lambda: ManifoldHyperConnection(n, d, layer_index, dtype=dtype, device=device), seed
-    )
-    module.conventions = Conventions(
-        sinkhorn_iterations=int(module.sinkhorn_iterations),
-        notes=REFERENCE_CONVENTIONS.notes,
-    )
-    return cast(HyperConnectionImpl, module)
+    module = targets.mhc(n, d, layer_index=layer_index, dtype=dtype, device=device, seed=seed)
+    iterations = int(module.sinkhorn_iterations)
+    return _declare(module, Conventions(sinkhorn_iterations=iterations,
+                                        notes=REFERENCE_CONVENTIONS.notes))

@@ -4,12 +4,12 @@ a mutant can change what happens after them."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from typing import Any, cast
 
 import torch
 import torch.nn.functional as F
 
-from conformance.adapters.reference import REFERENCE_CONVENTIONS, _seeded
+from conformance.adapters.reference import REFERENCE_CONVENTIONS
 from conformance.protocol import Conventions, HyperConnectionImpl
 from reference import ManifoldHyperConnection
 
@@ -19,11 +19,11 @@ def build(cls: type[torch.nn.Module], n: int, d: int, layer_index: int, dtype: t
           ) -> HyperConnectionImpl:
     """``cls(n, d, layer_index, dtype=dtype, device=device)`` built under ``seed``, declaring
     ``conventions``."""
-    build_module: Callable[[], torch.nn.Module] = lambda: cls(  # noqa: E731
-        n, d, layer_index, dtype=dtype, device=device)
-    module = _seeded(build_module, seed)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        module: Any = cls(n, d, layer_index, dtype=dtype, device=device)
     module.conventions = conventions
-    return module  # type: ignore[return-value]
+    return cast(HyperConnectionImpl, module)
 
 
 def mhc_logits(m: ManifoldHyperConnection, x: torch.Tensor,
