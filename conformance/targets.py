@@ -110,7 +110,8 @@ def _import_attribute(path: str, what: str) -> object:
             f"({', '.join(sorted(BUILTIN))})"
         )
     cwd = os.getcwd()
-    if cwd not in sys.path and "" not in sys.path:
+    added = cwd not in sys.path and "" not in sys.path
+    if added:  # modules in the current directory are importable, as with `python -m`
         sys.path.insert(0, cwd)
     try:
         obj: object = importlib.import_module(module_name)
@@ -119,6 +120,9 @@ def _import_attribute(path: str, what: str) -> object:
             f"{what} {path!r}: importing {module_name!r} failed: "
             f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}"
         ) from exc
+    finally:
+        if added and cwd in sys.path:
+            sys.path.remove(cwd)
     for part in attr_path.split("."):
         try:
             obj = getattr(obj, part)

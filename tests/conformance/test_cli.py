@@ -113,3 +113,20 @@ def test_interrupt_exits_130_and_writes_the_partial_report(
     report = Report.read_json(tmp_path / "r.json")
     assert report.interrupted and report.results and report.not_run
     assert "not run: the run was interrupted" in (tmp_path / "r.xml").read_text()
+
+
+def test_target_importable_from_the_current_directory(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "my_local_adapter.py").write_text(
+        "from conformance.adapters.reference import make_hc_dynamic as make\n")
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = run(capsys, "run", "my_local_adapter:make", "--profile", "quick",
+                       "--only", "shape.output", "--device", "cpu", "--no-progress")
+    assert code == 0 and "my_local_adapter:make" in out and "(hc-dynamic)" in out
+
+
+@pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="CUDA is present here")
+def test_device_cuda_without_cuda_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "run", "reference:hc-static", "--device", "cuda")
+    assert code == 2 and "no CUDA device" in err
