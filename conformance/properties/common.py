@@ -27,13 +27,17 @@ def standard_examples(
 ) -> list[Case]:
     """The explicit examples replayed before hypothesis explores: the canonical case at init
     (B=2, T=3, n=4, d=8), the same perturbed at another layer index, other expansion rates
-    (including n = 1 when allowed) and magnitudes. ``about_init`` keeps every case at init."""
+    (including n = 1 when allowed), other magnitudes, and the spec's worked case (n = 2,
+    d = 1) where ``d ≤ n`` is allowed. ``about_init`` keeps every case at init."""
     rows = [
         Case(2, 3, 4, 8, layer_index=0, seed=0, perturb=0.0, branch=branch),
         Case(2, 3, 4, 8, layer_index=5, seed=1, perturb=0.3, branch=branch),
         Case(3, 2, 2, 5, layer_index=3, seed=2, scale=10.0, perturb=0.1, branch=branch),
         Case(1, 4, 3, 7, layer_index=2, seed=3, perturb=1.0, branch=branch),
         Case(2, 1, 1, 3, layer_index=1, seed=4, scale=0.1, perturb=0.3, branch=branch),
+        # the spec's worked case (docs/derivations): two streams, one feature (d ≤ n: only
+        # for properties that do not probe H_res through the pseudo-inverse)
+        Case(1, 1, 2, 1, layer_index=0, seed=5, perturb=0.3, branch=branch),
     ]
     out = []
     for case in rows:
