@@ -1,1 +1,38 @@
-"""hcspec conformance kit: property-based tests any HC/mHC implementation can run."""
+"""hcspec conformance kit: property-based tests any HC/mHC implementation can run.
+
+Main entry points (imported lazily, so ``import conformance`` stays cheap — the pytest plugin
+loads in every pytest run of a project that installs hcspec):
+
+* :func:`check_implementation` — run the catalogue against a target, return a
+  :class:`~conformance.report.Report` (see :mod:`conformance.runner`);
+* :class:`Conventions` and the protocol classes in :mod:`conformance.protocol`;
+* public hypothesis strategies in :mod:`conformance.strategies`;
+* the catalogue in :mod:`conformance.properties` (``hc-conformance list``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from conformance.protocol import Conventions, HyperConnectionImpl
+    from conformance.report import Report
+    from conformance.runner import check_implementation
+
+__all__ = ["Conventions", "HyperConnectionImpl", "Report", "check_implementation"]
+
+_LAZY = {
+    "check_implementation": "conformance.runner",
+    "Conventions": "conformance.protocol",
+    "HyperConnectionImpl": "conformance.protocol",
+    "Report": "conformance.report",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module_name = _LAZY.get(name)
+    if module_name is None:
+        raise AttributeError(f"module 'conformance' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module_name), name)

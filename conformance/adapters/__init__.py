@@ -1,0 +1,5 @@
+"""Adapters: factories that make an implementation follow :mod:`conformance.protocol`.
+
+Each module here serves one package and imports it only when its factory is called, so the kit
+loads without the package. :mod:`conformance.targets` maps built-in TARGET names to them.
+"""

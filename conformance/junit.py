@@ -1,0 +1,68 @@
+"""JUnit XML for a conformance report (``hc-conformance run --junit PATH``), written with
+junitparser: one test suite per run (named after the target), one test case per property
+(classname ``hcspec.conformance.<family>``).
+
+Mapping: passed and xfail pass (xfail keeps its reason in system-out); failed and xpass are
+failures; error is an error (with the traceback); blocked and not_applicable are skipped with
+their reason.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from junitparser import Error, Failure, JUnitXml, Skipped, TestCase, TestSuite
+
+from conformance import report as rp
+
+
+def to_junit(report: rp.Report) -> JUnitXml:
+    """The report as a junitparser document."""
+    suite = TestSuite(f"hc-conformance {report.target}")
+    for key, value in (("target", report.target), ("kit_version", report.kit_version),
+                       ("profile", report.profile), ("seed", str(report.seed)),
+                       ("device", report.device), ("dtype", report.dtype),
+                       ("kind", report.kind), ("interrupted", str(report.interrupted).lower())):
+        suite.add_property(key, value)
+    for r in report.results:
+        case = TestCase(r.id, classname=f"hcspec.conformance.{r.family}", time=r.seconds)
+        detail = _detail(r)
+        if r.status in (rp.FAILED, rp.XPASS):
+            failure = Failure(r.message, type_=r.status)
+            failure.text = detail
+            case.result = [failure]
+        elif r.status == rp.ERROR:
+            error = Error(r.message, type_="error")
+            error.text = r.traceback or detail
+            case.result = [error]
+        elif r.status in (rp.BLOCKED, rp.NOT_APPLICABLE):
+            case.result = [Skipped(f"{r.status}: {r.message}")]
+        elif r.status == rp.XFAIL:
+            case.system_out = r.message
+        suite.add_testcase(case)
+    for pid in report.not_run:
+        case = TestCase(pid, classname="hcspec.conformance.not_run")
+        case.result = [Skipped("not run: the run was interrupted")]
+        suite.add_testcase(case)
+    suite.update_statistics()  # type: ignore[no-untyped-call]
+    xml = JUnitXml()
+    xml.add_testsuite(suite)
+    return xml
+
+
+def _detail(r: rp.PropertyResult) -> str:
+    lines = [r.message]
+    if r.counterexample:
+        lines.append(f"counterexample: {r.counterexample}")
+    if r.reproduce:
+        lines.append(f"reproduce: {r.reproduce}")
+    return "\n".join(lines)
+
+
+def write_junit(report: rp.Report, path: str | Path) -> None:
+    """Write the JUnit XML file.
+
+    Raises:
+        OSError: the file cannot be written.
+    """
+    to_junit(report).write(str(path), pretty=True)

@@ -1,0 +1,79 @@
+"""Run profiles: how much the kit explores (hypothesis settings and the size of generated cases).
+
+* ``quick`` — a smoke run: the explicit examples plus a few random ones.
+* ``ci`` — derandomized (the same cases every run, so a CI gate is reproducible).
+* ``thorough`` — many more examples, larger shapes and extreme magnitudes.
+
+Each profile is also registered with hypothesis as ``hcspec-<name>`` so users' own tests can
+``hypothesis.settings.load_profile("hcspec-ci")``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+
+from hypothesis import HealthCheck, settings
+
+
+@dataclass(frozen=True)
+class Profile:
+    """How much a run explores.
+
+    Attributes:
+        name: ``quick``, ``ci`` or ``thorough``.
+        max_examples: hypothesis examples per property, after the explicit ones.
+        derandomize: hypothesis draws the same examples every run.
+        max_batch, max_tokens, max_n, max_d: bounds of generated shapes ``[B, T, n, d]``.
+        extreme: also draw extreme magnitudes (states scaled to 1e±6, parameters scaled ×1e4).
+    """
+
+    name: str
+    max_examples: int
+    derandomize: bool
+    max_batch: int
+    max_tokens: int
+    max_n: int
+    max_d: int
+    extreme: bool
+
+    def hypothesis_settings(self, seed_is_fixed: bool = False) -> settings:
+        """hypothesis settings for this profile (no example database: runs are reproducible
+        from the profile and the seed alone; no deadline: torch timings vary)."""
+        return settings(
+            max_examples=self.max_examples,
+            derandomize=self.derandomize and not seed_is_fixed,
+            database=None,
+            deadline=None,
+            print_blob=False,
+            suppress_health_check=list(HealthCheck),
+        )
+
+
+PROFILES: Final[dict[str, Profile]] = {
+    "quick": Profile("quick", max_examples=2, derandomize=True, max_batch=2, max_tokens=3,
+                     max_n=4, max_d=8, extreme=False),
+    "ci": Profile("ci", max_examples=20, derandomize=True, max_batch=3, max_tokens=4,
+                  max_n=4, max_d=12, extreme=False),
+    "thorough": Profile("thorough", max_examples=100, derandomize=False, max_batch=4,
+                        max_tokens=8, max_n=8, max_d=24, extreme=True),
+}
+DEFAULT_PROFILE: Final = "ci"
+
+
+def get_profile(name: str) -> Profile:
+    """The profile called ``name``.
+
+    Raises:
+        ValueError: unknown name; the message lists the known ones.
+    """
+    try:
+        return PROFILES[name]
+    except KeyError:
+        raise ValueError(
+            f"unknown profile {name!r}; expected one of {', '.join(PROFILES)}"
+        ) from None
+
+
+for _profile in PROFILES.values():
+    settings.register_profile(f"hcspec-{_profile.name}", _profile.hypothesis_settings())

@@ -1,0 +1,126 @@
+"""The property catalogue: every property the kit checks, in run order (prerequisites first).
+
+Families (DESIGN.md §2): shape, law, independence, constraints, conventions, gradients,
+reductions, dtype, device, state. ``hc-conformance list`` prints the catalogue.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Iterable
+from typing import Final
+
+from conformance.properties import (
+    constraints,
+    conventions,
+    device,
+    dtype,
+    gradients,
+    independence,
+    law,
+    reductions,
+    shape,
+    state,
+)
+from conformance.properties.base import (
+    Context,
+    FactoryRejected,
+    NotApplicable,
+    Property,
+    PropertyFailure,
+)
+
+FAMILIES: Final[tuple[str, ...]] = (
+    "shape", "law", "independence", "constraints", "conventions", "gradients", "reductions",
+    "dtype", "device", "state",
+)
+
+CATALOGUE: Final[tuple[Property, ...]] = (
+    *shape.PROPERTIES,
+    *law.PROPERTIES,
+    *independence.PROPERTIES,
+    *conventions.PROPERTIES,
+    *constraints.PROPERTIES,
+    *gradients.PROPERTIES,
+    *reductions.PROPERTIES,
+    *dtype.PROPERTIES,
+    *device.PROPERTIES,
+    *state.PROPERTIES,
+)
+
+BY_ID: Final[dict[str, Property]] = {p.id: p for p in CATALOGUE}
+
+
+def _validate() -> None:
+    seen: set[str] = set()
+    for prop in CATALOGUE:
+        if prop.id in seen:
+            raise RuntimeError(f"duplicate property id {prop.id}")
+        if prop.family not in FAMILIES:
+            raise RuntimeError(f"property {prop.id}: unknown family {prop.family}")
+        for pre in prop.prerequisites:
+            if pre not in seen:
+                raise RuntimeError(f"property {prop.id}: prerequisite {pre} must come earlier")
+        seen.add(prop.id)
+
+
+_validate()
+
+
+class SelectionError(ValueError):
+    """``--only``/``--skip`` named something that matches no property or family."""
+
+
+def _matches(pattern: str) -> list[str]:
+    if pattern in FAMILIES:
+        return [p.id for p in CATALOGUE if p.family == pattern]
+    return [pid for pid in BY_ID if fnmatch.fnmatchcase(pid, pattern)]
+
+
+def select(only: Iterable[str] | None = None, skip: Iterable[str] | None = None) -> list[Property]:
+    """The catalogue restricted to ``only`` and without ``skip``. Each entry is an id, a family
+    name, or a glob (``law.*``). The prerequisites of a selected property are selected too
+    (they are cheap and decide whether it is blocked).
+
+    Raises:
+        SelectionError: an entry that matches nothing; the message lists the known ids.
+    """
+    def expand(patterns: Iterable[str]) -> set[str]:
+        out: set[str] = set()
+        for raw in patterns:
+            for pattern in (p.strip() for p in raw.split(",")):
+                if not pattern:
+                    continue
+                found = _matches(pattern)
+                if not found:
+                    raise SelectionError(
+                        f"unknown property id or family {pattern!r}; known families: "
+                        f"{', '.join(FAMILIES)}; ids: {', '.join(BY_ID)}"
+                    )
+                out.update(found)
+        return out
+
+    chosen = expand(only) if only else set(BY_ID)
+    dropped = expand(skip) if skip else set()
+    chosen -= dropped
+    stack = list(chosen)
+    while stack:
+        for pre in BY_ID[stack.pop()].prerequisites:
+            if pre not in chosen and pre not in dropped:
+                chosen.add(pre)
+                stack.append(pre)
+    return [p for p in CATALOGUE if p.id in chosen]
+
+
+__all__ = [
+    "BY_ID",
+    "CATALOGUE",
+    "FAMILIES",
+    "Context",
+    "FactoryRejected",
+    "NotApplicable",
+    "Property",
+    "PropertyFailure",
+    "SelectionError",
+    "select",
+]

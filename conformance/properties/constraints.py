@@ -1,0 +1,266 @@
+"""Constraints family (mHC): H_res doubly stochastic and non-negative, H_pre ∈ [0, 1],
+H_post ∈ [0, 2] (and reaching above 1: the factor 2 of 2σ), mixing preserves the stream sum and
+is non-expansive, and robustness at extreme logits.
+
+Source: mHC arXiv:2512.24880 Eq. 8–9 (σ, 2σ, Sinkhorn–Knopp with t_max rounds of column then
+row normalisation); spec theorems ``ds.*``. The axis Sinkhorn–Knopp normalised last is checked
+at dtype precision, the other against the Birkhoff–Hopf bound of
+:func:`conformance.tolerances.sinkhorn_other_axis_bound` for the declared iteration count.
+Every implementation normalises X before computing its weights, so the kit stresses
+Sinkhorn–Knopp by scaling the weight-generating parameters (capability ``parameters``).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from hypothesis import strategies as st
+
+from conformance import tolerances
+from conformance.properties.base import Context, Property, f64
+from conformance.properties.common import law_tol, shift, standard_examples, standard_strategy
+from conformance.protocol import PARAMETERS, WEIGHTS, HyperConnectionImpl
+from conformance.strategies import Case
+
+MHC = frozenset({"mhc"})
+BASE = ("shape.output", "shape.branch_once")
+PERTURBATIONS = (0.0, 0.03, 0.1, 0.3, 1.0)
+
+
+class MHCWeights:
+    """h_pre, h_post, H_res (float64) from ``weights(x)`` when offered, else from probing."""
+
+    def __init__(self, ctx: Context, impl: HyperConnectionImpl, x: torch.Tensor, case: Case):
+        self.probed = WEIGHTS not in ctx.capabilities
+        if self.probed:
+            p = ctx.probe(impl, x, case)
+            self.h_pre: torch.Tensor | None = p.h_pre
+            self.h_post, self.H_res = p.h_post, p.H_res
+        else:
+            h_pre, h_post, H_res = ctx.weights(impl, x)
+            self.h_pre, self.h_post, self.H_res = f64(h_pre), f64(h_post), f64(H_res)
+        self.source = "probed" if self.probed else "reported"
+
+
+def _sums(ctx: Context, H: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(sums along the exactly normalised axis, sums along the other axis), ``[..., n]``."""
+    rows, cols = H.sum(dim=-1), H.sum(dim=-2)
+    return (rows, cols) if ctx.conventions.sinkhorn_exact_axis == "rows" else (cols, rows)
+
+
+def _axis_names(ctx: Context) -> tuple[str, str]:
+    return ("row", "column") if ctx.conventions.sinkhorn_exact_axis == "rows" else ("column", "row")
+
+
+def check_nonnegative(ctx: Context, case: Case) -> None:
+    """Every entry of H_res is ≥ 0."""
+    w = MHCWeights(ctx, ctx.make(case), ctx.state(case), case)
+    low = float(w.H_res.min())
+    ctx.expect(f"most negative H_res entry ({w.source})", max(0.0, -low),
+               tolerances.range_slack(ctx.tol_dtype, w.probed))
+
+
+def check_exact_axis(ctx: Context, case: Case) -> None:
+    """The sums along the axis Sinkhorn–Knopp normalises last are 1 to dtype precision."""
+    w = MHCWeights(ctx, ctx.make(case), ctx.state(case), case)
+    exact, _ = _sums(ctx, w.H_res)
+    name, _ = _axis_names(ctx)
+    ctx.expect(f"max |H_res {name} sum − 1| ({w.source}, exact axis)",
+               float((exact - 1).abs().max()),
+               tolerances.exact_axis(ctx.tol_dtype, case.n, w.probed))
+
+
+def check_other_axis(ctx: Context, case: Case) -> None:
+    """The sums along the other axis are within the Birkhoff–Hopf bound for the declared
+    iteration count and the measured logit spread."""
+    w = MHCWeights(ctx, ctx.make(case), ctx.state(case), case)
+    _, other = _sums(ctx, w.H_res)
+    err = (other - 1).abs().amax(dim=-1)  # [B, T]
+    iterations = ctx.conventions.iterations
+    bound = tolerances.sinkhorn_other_axis_bound(w.H_res, iterations, ctx.tol_dtype, w.probed)
+    ratio = torch.where(bound > 0, err / bound, torch.where(err > 0, math.inf, 0.0))
+    worst = int(torch.argmax(ratio.flatten()))
+    e, b = float(err.flatten()[worst]), float(bound.flatten()[worst])
+    delta = float(tolerances.projective_diameter(w.H_res).flatten()[worst])
+    _, name = _axis_names(ctx)
+    ctx.expect(f"max |H_res {name} sum − 1| ({w.source})", e, b,
+               f"bound for {iterations} Sinkhorn–Knopp rounds at projective diameter "
+               f"Δ = {delta:.3g}")
+
+
+def check_h_pre_range(ctx: Context, case: Case) -> None:
+    """H_pre ∈ [0, 1] (σ, mHC Eq. 8)."""
+    w = MHCWeights(ctx, ctx.make(case), ctx.state(case), case)
+    ctx.require(w.h_pre is not None,
+                "h_pre is not identifiable by probing under the declared branch input "
+                f"{ctx.conventions.branch_input!r} (needs the weights capability)")
+    assert w.h_pre is not None
+    outside = max(0.0, -float(w.h_pre.min()), float(w.h_pre.max()) - 1.0)
+    ctx.expect(f"H_pre distance outside [0, 1] ({w.source})", outside,
+               tolerances.range_slack(ctx.tol_dtype, w.probed),
+               f"range [{float(w.h_pre.min()):.4g}, {float(w.h_pre.max()):.4g}]")
+
+
+def check_h_post_range(ctx: Context, case: Case) -> None:
+    """H_post ∈ [0, 2] (2σ, mHC Eq. 8)."""
+    w = MHCWeights(ctx, ctx.make(case), ctx.state(case), case)
+    outside = max(0.0, -float(w.h_post.min()), float(w.h_post.max()) - 2.0)
+    ctx.expect(f"H_post distance outside [0, 2] ({w.source})", outside,
+               tolerances.range_slack(ctx.tol_dtype, w.probed),
+               f"range [{float(w.h_post.min()):.4g}, {float(w.h_post.max()):.4g}]")
+
+
+SPAN_THRESHOLD = 1.5
+"""With the weight-generating parameters scaled ×100 after a unit perturbation, 2σ saturates
+towards 0 or 2 for most tokens; max H_post above 1.5 shows the factor 2 (σ alone stays < 1)."""
+
+
+def check_h_post_span(ctx: Context, case: Case) -> None:
+    """H_post reaches above 1 when the parameters are scaled up: it is 2σ, not σ."""
+    w = MHCWeights(ctx, ctx.make(case), ctx.state(case), case)
+    top = float(w.h_post.max())
+    ctx.expect(f"{SPAN_THRESHOLD} − max H_post over {case.batch * case.tokens} tokens "
+               f"({w.source})",
+               max(0.0, SPAN_THRESHOLD - top), 0.0,
+               f"max H_post = {top:.4g}; 2σ saturates at 2, σ at 1 (mHC Eq. 8)")
+
+
+def check_stream_sum(ctx: Context, case: Case) -> None:
+    """With F ≡ 0 the stream sum is preserved, 1ᵀ X' = 1ᵀ X, up to the column error of H_res
+    (spec ``ds.stream_sum_preserved``)."""
+    impl = ctx.make(case)
+    x = ctx.state(case)
+    w = MHCWeights(ctx, impl, x, case)
+    out = f64(ctx.forward(impl, x, ctx.branch(case, "zero", record=False)))
+    X = f64(x)
+    drift = (out.sum(dim=-2) - X.sum(dim=-2)).abs()  # [B, T, d]
+    mass = X.abs().sum(dim=-2).clamp_min(1.0)  # Σ_j |X_jk| bounds |(1ᵀH − 1ᵀ) X_k| / col error
+    rel = (drift / mass).amax(dim=-1)  # [B, T]
+    col_bound = tolerances.sinkhorn_other_axis_bound(
+        w.H_res, ctx.conventions.iterations, ctx.tol_dtype, w.probed)
+    if ctx.conventions.sinkhorn_exact_axis == "columns":  # then 1ᵀ H = 1ᵀ is the exact axis
+        col_bound = torch.full_like(col_bound, tolerances.exact_axis(ctx.tol_dtype, case.n, False))
+    tol = col_bound + law_tol(ctx)
+    ratio = rel / tol
+    worst = int(torch.argmax(ratio.flatten()))
+    ctx.expect("max |1ᵀX' − 1ᵀX| / Σ|X| with F ≡ 0", float(rel.flatten()[worst]),
+               float(tol.flatten()[worst]), "bounded by the column error of H_res")
+
+
+def check_nonexpansive(ctx: Context, case: Case) -> None:
+    """With F ≡ 0, ‖X'_{:,k}‖₂ ≤ ‖X_{:,k}‖₂ for every feature k (‖H_res‖₂ ≤ 1, spec
+    ``ds.nonexpansive``), up to √((1 + column error)(1 + row error))."""
+    impl = ctx.make(case)
+    x = ctx.state(case)
+    w = MHCWeights(ctx, impl, x, case)
+    out = f64(ctx.forward(impl, x, ctx.branch(case, "zero", record=False)))
+    X = f64(x)
+    gain = (out.norm(dim=-2) / X.norm(dim=-2).clamp_min(1e-300)).amax(dim=-1)  # [B, T]
+    other = tolerances.sinkhorn_other_axis_bound(
+        w.H_res, ctx.conventions.iterations, ctx.tol_dtype, w.probed)
+    exact = tolerances.exact_axis(ctx.tol_dtype, case.n, w.probed)
+    allowed = torch.sqrt((1 + other) * (1 + exact)) + law_tol(ctx)
+    excess = (gain - allowed).flatten()
+    worst = int(torch.argmax(excess))
+    ctx.expect("max ‖X'_k‖/‖X_k‖ − 1 with F ≡ 0", max(0.0, float(gain.flatten()[worst]) - 1),
+               float(allowed[..., None].flatten()[worst]) - 1)
+
+
+def check_extreme(ctx: Context, case: Case) -> None:
+    """With the parameters scaled ×1e2…×1e4 (logits far beyond exp's range), the output and
+    the weights stay finite, H_res ≥ 0 with its exact axis summing to 1 and no all-zero row or
+    column (no stream silently dropped)."""
+    impl = ctx.make(case)
+    x = ctx.state(case)
+    for name in ("zero", case.branch):
+        out = ctx.forward(impl, x, ctx.branch(case, name, record=False))
+        ctx.require(bool(torch.isfinite(out).all()),
+                    f"forward ({name} branch) is non-finite with parameters ×{case.param_scale:g}")
+    w = MHCWeights(ctx, impl, x, case)
+    for label, t in (("h_pre", w.h_pre), ("h_post", w.h_post), ("H_res", w.H_res)):
+        ctx.require(t is None or bool(torch.isfinite(t).all()),
+                    f"{label} ({w.source}) is non-finite with parameters ×{case.param_scale:g}")
+    slack = tolerances.range_slack(ctx.tol_dtype, w.probed)
+    ctx.expect("most negative H_res entry", max(0.0, -float(w.H_res.min())), slack)
+    exact, other = _sums(ctx, w.H_res)
+    ctx.expect("max |exact-axis sum − 1|", float((exact - 1).abs().max()),
+               tolerances.exact_axis(ctx.tol_dtype, case.n, w.probed))
+    smallest = float(other.min())
+    ctx.require(smallest > slack,
+                f"an H_res {_axis_names(ctx)[1]} sums to {smallest:.3g}: a stream is dropped "
+                f"(parameters ×{case.param_scale:g})")
+
+
+def _examples(ctx: Context) -> list[Case]:
+    return standard_examples(ctx)
+
+
+def _strategy(ctx: Context) -> st.SearchStrategy[Case]:
+    return standard_strategy(ctx, perturbations=PERTURBATIONS)
+
+
+def _span_examples(ctx: Context) -> list[Case]:
+    return shift(ctx, [Case(8, 4, 4, 8, seed=0, perturb=1.0, param_scale=100.0),
+                       Case(8, 4, 2, 5, seed=1, perturb=1.0, param_scale=100.0)])
+
+
+def _span_strategy(ctx: Context) -> st.SearchStrategy[Case]:
+    return standard_strategy(ctx, min_n=2, min_batch=8, min_tokens=4, perturbations=(1.0,),
+                             param_scales=(100.0,), extreme_scales=False)
+
+
+def _extreme_scales(ctx: Context) -> tuple[float, ...]:
+    return (1e2, 1e4, 1e6) if ctx.profile.extreme else (1e2, 1e4)
+
+
+def _extreme_examples(ctx: Context) -> list[Case]:
+    return shift(ctx, [
+        Case(2, 3, 4, 8, seed=0, perturb=1.0, param_scale=1e4),
+        Case(2, 3, 4, 8, seed=1, perturb=0.3, param_scale=1e2),
+        Case(3, 2, 2, 5, seed=2, perturb=1.0, param_scale=1e4, scale=10.0),
+        Case(1, 2, 3, 7, seed=3, perturb=0.0, param_scale=1e4),
+    ])
+
+
+def _extreme_strategy(ctx: Context) -> st.SearchStrategy[Case]:
+    return standard_strategy(ctx, perturbations=(0.0, 0.3, 1.0),
+                             param_scales=_extreme_scales(ctx))
+
+
+PROPERTIES = [
+    Property("constraints.h_res_nonnegative", "constraints", "every entry of H_res is >= 0",
+             None, frozenset(), MHC, check_nonnegative, _examples,
+             _strategy, prerequisites=BASE),
+    Property("constraints.h_res_exact_axis", "constraints",
+             "H_res sums to 1 along the axis Sinkhorn–Knopp normalises last, to dtype precision",
+             "mhc.sinkhorn_rows_exact", frozenset(), MHC, check_exact_axis, _examples, _strategy,
+             prerequisites=BASE),
+    Property("constraints.h_res_other_axis", "constraints",
+             "H_res sums to 1 along the other axis within the Birkhoff–Hopf bound (declared "
+             "rounds)",
+             None, frozenset(), MHC, check_other_axis, _examples, _strategy,
+             prerequisites=BASE),
+    Property("constraints.h_pre_range", "constraints", "H_pre lies in [0, 1] (σ)",
+             None, frozenset(), MHC, check_h_pre_range, _examples, _strategy,
+             prerequisites=BASE),
+    Property("constraints.h_post_range", "constraints", "H_post lies in [0, 2] (2σ)",
+             None, frozenset(), MHC, check_h_post_range, _examples, _strategy,
+             prerequisites=BASE),
+    Property("constraints.h_post_span", "constraints",
+             "H_post exceeds 1 once the parameters are scaled up (2σ, not σ)",
+             None, frozenset({PARAMETERS}), MHC, check_h_post_span, _span_examples,
+             _span_strategy, prerequisites=BASE),
+    Property("constraints.stream_sum_preserved", "constraints",
+             "with F ≡ 0 the stream sum 1ᵀX is preserved (up to H_res's column error)",
+             "ds.stream_sum_preserved", frozenset(), MHC, check_stream_sum, _examples,
+             _strategy, prerequisites=BASE),
+    Property("constraints.nonexpansive", "constraints",
+             "with F ≡ 0 mixing is non-expansive: ‖H_res x‖₂ ≤ ‖x‖₂ per feature",
+             "ds.nonexpansive", frozenset(), MHC, check_nonexpansive, _examples, _strategy,
+             prerequisites=BASE),
+    Property("constraints.extreme_logits", "constraints",
+             "parameters scaled ×1e2–1e4: finite, H_res ≥ 0, exact axis sums 1, no stream dropped",
+             None, frozenset({PARAMETERS}), MHC, check_extreme, _extreme_examples,
+             _extreme_strategy, prerequisites=BASE),
+]

@@ -1,0 +1,239 @@
+"""Gradients family: finite differences vs autograd in float64 (w.r.t. the input and the
+exposed parameters), autograd vs the spec's closed-form backward (:func:`spec.numeric.backward`)
+on the reported (or, for static HC, probed) weights, and finite gradients at extreme logits.
+
+Loss: ``L = ⟨G', X'⟩`` for a random upstream gradient ``G'``, so ``∂L/∂X'`` = ``G'``.
+Closed form (DESIGN.md §1, spec ``backward.closed_form``): ``g_z = G'ᵀ h_post``,
+``g_in = Jᵀ g_z``, ``∂L/∂X = H_resᵀ G' + h_pre g_inᵀ`` plus, for input-dependent weights, the
+chain through ``weights(x)`` with cotangents ``∂L/∂H_res = G' Xᵀ``, ``∂L/∂h_post = G' z``,
+``∂L/∂h_pre = X g_in``.
+"""
+
+from __future__ import annotations
+
+import torch
+from hypothesis import strategies as st
+
+from conformance import strategies, tolerances
+from conformance.properties.base import (
+    Context,
+    NotApplicable,
+    Property,
+    f64,
+    np64,
+)
+from conformance.properties.common import (
+    branch64,
+    law_tol,
+    shift,
+    standard_examples,
+    standard_strategy,
+)
+from conformance.protocol import KINDS, PARAMETERS, WEIGHTS, Branch, HyperConnectionImpl
+from conformance.strategies import SMOOTH_BRANCHES, Case
+from spec import numeric
+
+ALL = frozenset(KINDS)
+BASE = ("shape.output", "shape.branch_once")
+DIRECTIONS = 3
+
+
+def _need_float64(ctx: Context) -> None:
+    if ctx.dtype != torch.float64:
+        raise NotApplicable(
+            f"finite differences need float64; the factory rejected float64 (runs in {ctx.dtype})")
+
+
+def _loss(impl: HyperConnectionImpl, x: torch.Tensor, branch: Branch,
+          G: torch.Tensor) -> torch.Tensor:
+    return (impl.forward(x, branch) * G).sum()
+
+
+def _trainable(impl: HyperConnectionImpl) -> list[torch.Tensor]:
+    params = [p for p in impl.parameters()  # type: ignore[attr-defined]
+              if isinstance(p, torch.Tensor) and p.is_floating_point() and p.requires_grad]
+    if not params:
+        raise NotApplicable("no exposed parameter requires grad")
+    return params
+
+
+def check_fd_input(ctx: Context, case: Case) -> None:
+    """Directional central differences of ⟨G', X'⟩ w.r.t. x match autograd (float64)."""
+    _need_float64(ctx)
+    impl = ctx.make(case)
+    x = ctx.state(case)
+    fn = strategies.make_branch(case.branch, case.d, ctx.dtype, ctx.device, seed=case.seed)
+    G = strategies.gaussian(x.shape, case.seed, 31, ctx.dtype, ctx.device)
+    xg = x.clone().requires_grad_(True)
+    (grad,) = torch.autograd.grad(_loss(impl, xg, fn, G), xg)
+    ctx.require(grad is not None and bool(torch.isfinite(grad).all()),
+                "autograd gradient w.r.t. x is missing or non-finite")
+    h = tolerances.FD_STEP
+    for k in range(DIRECTIONS):
+        v = strategies.gaussian(x.shape, case.seed, 40 + k, ctx.dtype, ctx.device)
+        with torch.no_grad():
+            fd = (_loss(impl, x + h * v, fn, G) - _loss(impl, x - h * v, fn, G)) / (2 * h)
+        ad = (grad * v).sum()
+        ctx.expect("directional derivative w.r.t. x: finite differences vs autograd",
+                   abs(float(fd) - float(ad)) / max(1.0, abs(float(ad))),
+                   tolerances.FD_DIRECTIONAL, f"fd {float(fd):.6g}, autograd {float(ad):.6g}")
+
+
+def check_fd_parameters(ctx: Context, case: Case) -> None:
+    """Directional central differences of ⟨G', X'⟩ w.r.t. the exposed parameters match
+    autograd (float64)."""
+    _need_float64(ctx)
+    impl = ctx.make(case)
+    params = _trainable(impl)
+    x = ctx.state(case)
+    fn = strategies.make_branch(case.branch, case.d, ctx.dtype, ctx.device, seed=case.seed)
+    G = strategies.gaussian(x.shape, case.seed, 31, ctx.dtype, ctx.device)
+    grads = torch.autograd.grad(_loss(impl, x, fn, G), params, allow_unused=True)
+    grads = tuple(torch.zeros_like(p) if g is None else g for p, g in zip(params, grads,
+                                                                          strict=True))
+    saved = [p.detach().clone() for p in params]
+    h = tolerances.FD_STEP
+    try:
+        for k in range(DIRECTIONS):
+            vs = [strategies.gaussian(p.shape, case.seed, 60 + 7 * k + i, p.dtype, str(p.device))
+                  for i, p in enumerate(params)]
+            values = []
+            for sign in (1.0, -1.0):
+                with torch.no_grad():
+                    for p, s, v in zip(params, saved, vs, strict=True):
+                        p.copy_(s + sign * h * v)
+                    values.append(float(_loss(impl, x, fn, G)))
+            fd = (values[0] - values[1]) / (2 * h)
+            ad = float(sum((g * v).sum() for g, v in zip(grads, vs, strict=True)))
+            ctx.expect("directional derivative w.r.t. the parameters: finite differences vs "
+                       "autograd", abs(fd - ad) / max(1.0, abs(ad)), tolerances.FD_DIRECTIONAL,
+                       f"fd {fd:.6g}, autograd {ad:.6g}")
+    finally:
+        with torch.no_grad():
+            for p, s in zip(params, saved, strict=True):
+                p.copy_(s)
+
+
+def _closed_form(ctx: Context, case: Case, X: torch.Tensor, G: torch.Tensor,
+                 h_pre: torch.Tensor, h_post: torch.Tensor,
+                 H_res: torch.Tensor) -> numeric.ConnectionGrads:
+    x_in = torch.from_numpy(numeric.aggregate(np64(X), np64(h_pre))).requires_grad_(True)
+    z = branch64(ctx, case)(ctx.branch_input(x_in))
+    g_z = torch.from_numpy(numeric.branch_cotangent(np64(G), np64(h_post)))
+    (g_in,) = torch.autograd.grad(z, x_in, grad_outputs=g_z)  # Jᵀ g_z (norm included)
+    return numeric.backward(np64(G), np64(X), np64(h_pre), np64(h_post), np64(H_res),
+                            np64(z), np64(g_in))
+
+
+def check_closed_form(ctx: Context, case: Case) -> None:
+    """Autograd's ∂L/∂x (and ∂L/∂θ) equal the spec's closed form on weights(x), chained
+    through weights(x) for input-dependent weights."""
+    _need_float64(ctx)
+    impl = ctx.make(case)
+    x = ctx.state(case).requires_grad_(True)
+    fn = strategies.make_branch(case.branch, case.d, ctx.dtype, ctx.device, seed=case.seed)
+    G = strategies.gaussian(x.shape, case.seed, 31, ctx.dtype, ctx.device)
+    weights = ctx.weights(impl, x)
+    h_pre, h_post, H_res = (f64(w) for w in weights)
+    spec = _closed_form(ctx, case, f64(x), f64(G), h_pre, h_post, H_res)
+    cotangents = tuple(torch.from_numpy(g).to(device=x.device, dtype=x.dtype)
+                       for g in (spec.h_pre, spec.h_post, spec.H_res))
+    params = ([p for p in impl.parameters()  # type: ignore[attr-defined]
+               if isinstance(p, torch.Tensor) and p.is_floating_point() and p.requires_grad]
+              if PARAMETERS in ctx.capabilities else [])
+    live = [(w, c) for w, c in zip(weights, cotangents, strict=True) if w.requires_grad]
+    chained_x = torch.zeros_like(x)
+    chained_p = [torch.zeros_like(p) for p in params]
+    if live:
+        got = torch.autograd.grad([w for w, _ in live], [x, *params],
+                                  grad_outputs=[c for _, c in live], allow_unused=True)
+        chained_x = got[0] if got[0] is not None else chained_x
+        chained_p = [torch.zeros_like(p) if g is None else g
+                     for p, g in zip(params, got[1:], strict=True)]
+    want_x = torch.from_numpy(spec.X) + f64(chained_x)
+    auto = torch.autograd.grad(_loss(impl, x, fn, G), [x, *params], allow_unused=True)
+    auto_x = auto[0] if auto[0] is not None else torch.zeros_like(x)
+    tol = law_tol(ctx)
+    ctx.expect("∂L/∂x: autograd vs H_resᵀG' + h_pre g_inᵀ (+ chain through weights(x))",
+               tolerances.scaled_error(auto_x, want_x), tol)
+    for i, (p, g) in enumerate(zip(params, auto[1:], strict=True)):
+        got_p = torch.zeros_like(p) if g is None else g
+        ctx.expect(f"∂L/∂(parameter {i}, shape {list(p.shape)}): autograd vs the closed form "
+                   "chained through weights(x)",
+                   tolerances.scaled_error(got_p, chained_p[i]), tol)
+
+
+def check_closed_form_probed(ctx: Context, case: Case) -> None:
+    """Static HC (weights independent of x): autograd's ∂L/∂x equals the spec's closed form
+    ``H_resᵀ G' + h_pre g_inᵀ`` on the probed weights."""
+    _need_float64(ctx)
+    impl = ctx.make(case)
+    x = ctx.state(case)
+    probed = ctx.probe(impl, x, case)
+    if probed.h_pre is None:
+        raise NotApplicable("h_pre is not identifiable by probing under the declared "
+                            f"branch input {ctx.conventions.branch_input!r}")
+    fn = strategies.make_branch(case.branch, case.d, ctx.dtype, ctx.device, seed=case.seed)
+    G = strategies.gaussian(x.shape, case.seed, 31, ctx.dtype, ctx.device)
+    spec = _closed_form(ctx, case, f64(x), f64(G), probed.h_pre, probed.h_post, probed.H_res)
+    xg = x.clone().requires_grad_(True)
+    (auto_x,) = torch.autograd.grad(_loss(impl, xg, fn, G), xg)
+    ctx.expect("∂L/∂x: autograd vs H_resᵀG' + h_pre g_inᵀ (probed weights)",
+               tolerances.scaled_error(auto_x, torch.from_numpy(spec.X)), law_tol(ctx))
+
+
+def check_finite_extreme(ctx: Context, case: Case) -> None:
+    """With the parameters scaled ×1e2–×1e4, the gradients w.r.t. x and the parameters are
+    finite (e.g. through Sinkhorn–Knopp at huge logits)."""
+    impl = ctx.make(case)
+    params = _trainable(impl)
+    x = ctx.state(case).requires_grad_(True)
+    fn = strategies.make_branch(case.branch, case.d, ctx.dtype, ctx.device, seed=case.seed)
+    G = strategies.gaussian(x.shape, case.seed, 31, ctx.dtype, ctx.device)
+    grads = torch.autograd.grad(_loss(impl, x, fn, G), [x, *params], allow_unused=True)
+    bad = [("x" if i == 0 else f"parameter {i - 1}") for i, g in enumerate(grads)
+           if g is not None and not bool(torch.isfinite(g).all())]
+    ctx.require(not bad, f"non-finite gradient w.r.t. {', '.join(bad)} with parameters "
+                f"×{case.param_scale:g}")
+
+
+def _examples(ctx: Context) -> list[Case]:
+    return standard_examples(ctx) + standard_examples(ctx, branch="linear")[1:3]
+
+
+def _strategy(ctx: Context) -> st.SearchStrategy[Case]:
+    return standard_strategy(ctx, branches=SMOOTH_BRANCHES, extreme_scales=False)
+
+
+def _extreme_examples(ctx: Context) -> list[Case]:
+    return shift(ctx, [Case(2, 3, 4, 8, seed=0, perturb=1.0, param_scale=1e4),
+                       Case(2, 2, 2, 5, seed=1, perturb=0.3, param_scale=1e2)])
+
+
+def _extreme_strategy(ctx: Context) -> st.SearchStrategy[Case]:
+    return standard_strategy(ctx, branches=SMOOTH_BRANCHES, perturbations=(0.3, 1.0),
+                             param_scales=(1e2, 1e4))
+
+
+PROPERTIES = [
+    Property("gradients.fd_input", "gradients",
+             "finite differences of ⟨G', X'⟩ w.r.t. x match autograd (float64)",
+             "backward.closed_form", frozenset(), ALL, check_fd_input, _examples, _strategy,
+             prerequisites=BASE),
+    Property("gradients.fd_parameters", "gradients",
+             "finite differences of ⟨G', X'⟩ w.r.t. the parameters match autograd (float64)",
+             "backward.closed_form", frozenset({PARAMETERS}), ALL, check_fd_parameters,
+             _examples, _strategy, prerequisites=BASE),
+    Property("gradients.closed_form", "gradients",
+             "autograd ∂L/∂x, ∂L/∂θ equal the spec's closed-form backward on weights(x)",
+             "backward.closed_form", frozenset({WEIGHTS}), ALL, check_closed_form, _examples,
+             _strategy, prerequisites=(*BASE, "law.reported")),
+    Property("gradients.closed_form_probed", "gradients",
+             "static HC: autograd ∂L/∂x equals H_resᵀG' + h_pre g_inᵀ on probed weights",
+             "backward.closed_form", frozenset(), frozenset({"hc-static"}),
+             check_closed_form_probed, _examples, _strategy, prerequisites=(*BASE, "law.probed")),
+    Property("gradients.finite_extreme", "gradients",
+             "gradients stay finite with the parameters scaled ×1e2–×1e4",
+             None, frozenset({PARAMETERS}), ALL, check_finite_extreme, _extreme_examples,
+             _extreme_strategy, prerequisites=BASE),
+]

@@ -1,0 +1,136 @@
+"""Shape family: output shape/dtype/device, one branch call per forward with a ``[B, T, d]``
+tensor, and the shapes of the optional ``weights``/``expand``/``reduce``.
+
+Source: DESIGN.md §1 (the sublayer runs once on a d-vector per token, never n times and never
+on an n·d concatenation); spec theorem ``forward.shapes``.
+"""
+
+from __future__ import annotations
+
+import torch
+from hypothesis import strategies as st
+
+from conformance.properties.base import (
+    Context,
+    FactoryRejected,
+    Property,
+    PropertyFailure,
+)
+from conformance.properties.common import standard_examples, standard_strategy
+from conformance.protocol import EXPAND, KINDS, REDUCE, WEIGHTS
+from conformance.strategies import Case, gaussian
+
+ALL = frozenset(KINDS)
+NONE: frozenset[str] = frozenset()
+
+
+def _describe(t: object) -> str:
+    if isinstance(t, torch.Tensor):
+        return f"tensor {list(t.shape)} {t.dtype} on {t.device}"
+    return type(t).__name__
+
+
+def _canonical(ctx: Context, case: Case) -> bool:
+    return case == standard_examples(ctx, d_more_than_n=False)[0]
+
+
+def check_output(ctx: Context, case: Case) -> None:
+    """Output is a tensor with the input's shape, dtype and device (finite for finite input)."""
+    try:
+        impl = ctx.make(case)
+    except FactoryRejected as exc:
+        if _canonical(ctx, case):  # the canonical case must build: a factory that never does
+            raise PropertyFailure(str(exc)) from exc
+        raise
+    x = ctx.state(case)
+    out = impl.forward(x, ctx.branch(case, record=False))
+    expected = f"tensor {list(x.shape)} {x.dtype} on {x.device}"
+    ctx.require(
+        isinstance(out, torch.Tensor)
+        and out.shape == x.shape and out.dtype == x.dtype and out.device == x.device,
+        f"forward returned {_describe(out)}, expected {expected} (the input's)",
+    )
+    ctx.require(bool(torch.isfinite(out).all()),
+                "forward returned non-finite values for a finite input")
+
+
+def check_branch_once(ctx: Context, case: Case) -> None:
+    """The branch is called exactly once, with a ``[B, T, d]`` tensor of x's dtype/device."""
+    impl = ctx.make(case)
+    x = ctx.state(case)
+    branch = ctx.branch(case)
+    impl.forward(x, branch)
+    ctx.require(branch.calls == 1,
+                f"the branch was called {branch.calls} times in one forward, expected once "
+                f"(n={case.n}; once per stream would be {case.n})")
+    got = branch.inputs[0]
+    expected = f"tensor {[case.batch, case.tokens, case.d]} {x.dtype} on {x.device}"
+    ctx.require(
+        tuple(got.shape) == (case.batch, case.tokens, case.d)
+        and got.dtype == x.dtype and got.device == x.device,
+        f"the branch received {_describe(got)}, expected {expected}",
+    )
+
+
+def check_weights(ctx: Context, case: Case) -> None:
+    """``weights(x)`` returns finite ``h_pre [B,T,n]``, ``h_post [B,T,n]``, ``H_res [B,T,n,n]``
+    with x's dtype and device."""
+    impl = ctx.make(case)
+    x = ctx.state(case)
+    for name, w in zip(("h_pre", "h_post", "H_res"), ctx.weights(impl, x), strict=True):
+        ctx.require(w.dtype == x.dtype and w.device == x.device,
+                    f"weights(x): {name} is {_describe(w)}, expected {x.dtype} on {x.device}")
+        ctx.require(bool(torch.isfinite(w).all()), f"weights(x): {name} has non-finite entries")
+
+
+def check_expand(ctx: Context, case: Case) -> None:
+    """``expand(h [B,T,d])`` returns ``[B,T,n,d]`` with h's dtype and device."""
+    impl = ctx.make(case)
+    h = gaussian((case.batch, case.tokens, case.d), case.seed, 11, ctx.dtype, ctx.device)
+    out = impl.expand(h)  # type: ignore[attr-defined]
+    shape = [case.batch, case.tokens, case.n, case.d]
+    ctx.require(isinstance(out, torch.Tensor) and list(out.shape) == shape
+                and out.dtype == h.dtype and out.device == h.device,
+                f"expand(h {list(h.shape)}) returned {_describe(out)}, expected tensor {shape} "
+                f"{h.dtype} on {h.device}")
+
+
+def check_reduce(ctx: Context, case: Case) -> None:
+    """``reduce(x [B,T,n,d])`` returns ``[B,T,d]`` with x's dtype and device."""
+    impl = ctx.make(case)
+    x = ctx.state(case)
+    out = impl.reduce(x)  # type: ignore[attr-defined]
+    shape = [case.batch, case.tokens, case.d]
+    ctx.require(isinstance(out, torch.Tensor) and list(out.shape) == shape
+                and out.dtype == x.dtype and out.device == x.device,
+                f"reduce(x {list(x.shape)}) returned {_describe(out)}, expected tensor {shape} "
+                f"{x.dtype} on {x.device}")
+
+
+def _examples(ctx: Context) -> list[Case]:
+    return standard_examples(ctx, d_more_than_n=False)
+
+
+def _strategy(ctx: Context) -> st.SearchStrategy[Case]:
+    return standard_strategy(ctx, d_more_than_n=False)
+
+
+PROPERTIES = [
+    Property("shape.output", "shape",
+             "forward(x, F) returns a tensor with x's shape [B,T,n,d], dtype and device",
+             "forward.shapes", NONE, ALL, check_output, _examples, _strategy),
+    Property("shape.branch_once", "shape",
+             "the branch is called exactly once per forward, with a [B,T,d] tensor",
+             "forward.shapes", NONE, ALL, check_branch_once, _examples, _strategy,
+             prerequisites=("shape.output",)),
+    Property("shape.weights", "shape",
+             "weights(x) returns finite h_pre [B,T,n], h_post [B,T,n], H_res [B,T,n,n]",
+             "forward.shapes", frozenset({WEIGHTS}), ALL, check_weights, _examples, _strategy,
+             prerequisites=("shape.output",)),
+    Property("shape.expand", "shape", "expand(h [B,T,d]) returns [B,T,n,d]",
+             "forward.shapes", frozenset({EXPAND}), ALL, check_expand, _examples, _strategy,
+             prerequisites=("shape.output",)),
+    Property("shape.reduce", "shape", "reduce(x [B,T,n,d]) returns [B,T,d]",
+             "forward.shapes", frozenset({REDUCE}), ALL, check_reduce, _examples, _strategy,
+             prerequisites=("shape.output",)),
+]

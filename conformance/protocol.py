@@ -1,0 +1,305 @@
+"""The adapter protocol: what an HC/mHC implementation provides to be checked by the kit.
+
+A *target* is a factory (:class:`Factory`)::
+
+    make(n, d, *, layer_index=0, dtype=torch.float64, device="cpu", seed=0) -> impl
+
+returning one hyper-connected sublayer (an *impl*, :class:`HyperConnectionImpl`) with expansion
+rate ``n`` (number of residual streams) and hidden size ``d``. The factory must build the impl
+for sublayer ``layer_index`` (HC's static init depends on it: ``h_pre = e_{k mod n}``), with its
+parameters in ``dtype`` on ``device``, and make any random initialisation depend only on ``seed``
+(two calls with the same arguments give the same impl).
+
+Required of every impl: attributes ``n``, ``d``, ``kind`` (one of :data:`KINDS`) and
+``forward(x, branch)`` with ``x: [B, T, n, d]`` (streams on axis -2, DESIGN.md §1) and
+``branch: Callable[[Tensor [B, T, d]], Tensor [B, T, d]]``; it returns ``X' [B, T, n, d]`` and
+calls the branch exactly once (HC arXiv:2409.19606 Eq. 3–5; mHC arXiv:2512.24880 Eq. 3).
+
+Optional capabilities, detected by presence of the attribute (:func:`capabilities`); a property
+that needs an absent capability is reported *not applicable* with the reason:
+
+* ``weights(x) -> (h_pre [B,T,n], h_post [B,T,n], H_res [B,T,n,n])`` — the effective per-token
+  weights in the row convention ``X' = H_res X + h_post zᵀ``, ``x_in = h_preᵀ X``
+  (:class:`SupportsWeights`). Differentiable w.r.t. ``x`` where the weights depend on it.
+* ``expand(h [B,T,d]) -> [B,T,n,d]`` and ``reduce(x [B,T,n,d]) -> [B,T,d]`` — stream
+  expansion at the network input and reduction at its output (:class:`SupportsExpand`,
+  :class:`SupportsReduce`).
+* ``parameters() -> Iterable[Tensor]`` — the learnable tensors, as on ``torch.nn.Module``
+  (:class:`SupportsParameters`). The kit perturbs them in place (under ``torch.no_grad``) to test
+  away from the init and scales them to stress Sinkhorn–Knopp; every impl it perturbs is fresh.
+* ``train(mode)`` / ``eval()`` — as on ``torch.nn.Module`` (:class:`SupportsTrainEval`); the
+  state properties call ``eval()`` before checking determinism.
+* ``conventions`` — a :class:`Conventions` declaring how the impl differs from the defaults
+  (:class:`DeclaresConventions`). A declaration changes how a property is checked, never whether
+  it runs, and the report shows it.
+
+Implementations whose modules use another layout (streams on columns, streams folded into the
+batch as ``[B·n, T, d]``, a transposed mixing matrix) are wrapped by a small adapter that
+translates to this protocol; docs/conformance.md has a complete worked adapter.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, Final, Literal, Protocol, cast, runtime_checkable
+
+import torch
+
+Branch = Callable[[torch.Tensor], torch.Tensor]
+"""A sublayer ``F``: ``[B, T, d] -> [B, T, d]`` (the kit injects it)."""
+
+Weights = tuple[torch.Tensor, torch.Tensor, torch.Tensor]
+"""Effective per-token weights ``(h_pre [B,T,n], h_post [B,T,n], H_res [B,T,n,n])``."""
+
+Kind = Literal["hc-static", "hc-dynamic", "mhc"]
+KINDS: Final[tuple[Kind, ...]] = ("hc-static", "hc-dynamic", "mhc")
+"""Static HC (HC §2.2), dynamic HC (HC §2.3, Eq. 10–13) and mHC (mHC §4, Eq. 7–9)."""
+
+WEIGHTS: Final = "weights"
+EXPAND: Final = "expand"
+REDUCE: Final = "reduce"
+PARAMETERS: Final = "parameters"
+TRAIN_EVAL: Final = "train_eval"
+CAPABILITIES: Final[tuple[str, ...]] = (WEIGHTS, EXPAND, REDUCE, PARAMETERS, TRAIN_EVAL)
+"""Names of the optional capabilities, as reported by :func:`capabilities`."""
+
+
+@runtime_checkable
+class HyperConnectionImpl(Protocol):
+    """One hyper-connected sublayer (the required part of the protocol).
+
+    Attributes:
+        n: expansion rate (number of residual streams), ≥ 1.
+        d: hidden size, ≥ 1.
+        kind: ``"hc-static"``, ``"hc-dynamic"`` or ``"mhc"``.
+    """
+
+    n: int
+    d: int
+    kind: str
+
+    def forward(self, x: torch.Tensor, branch: Branch) -> torch.Tensor:
+        """``X' = H_res X + h_post F(h_preᵀ X)ᵀ``: ``x [B,T,n,d] -> [B,T,n,d]``, same dtype and
+        device as ``x``; ``branch`` (``[B,T,d] -> [B,T,d]``) is called exactly once."""
+        ...
+
+
+@runtime_checkable
+class SupportsWeights(Protocol):
+    """Optional: the effective per-token weights at ``x``."""
+
+    def weights(self, x: torch.Tensor) -> Weights:
+        """``x [B,T,n,d]`` -> ``(h_pre [B,T,n], h_post [B,T,n], H_res [B,T,n,n])``."""
+        ...
+
+
+@runtime_checkable
+class SupportsExpand(Protocol):
+    """Optional: stream expansion at the network input (HC: ``X₀ = 1_n h₀ᵀ``)."""
+
+    def expand(self, h: torch.Tensor) -> torch.Tensor:
+        """``h [B,T,d]`` -> ``[B,T,n,d]``."""
+        ...
+
+
+@runtime_checkable
+class SupportsReduce(Protocol):
+    """Optional: stream reduction at the network output (HC: ``h_L = 1ᵀ X_L``)."""
+
+    def reduce(self, x: torch.Tensor) -> torch.Tensor:
+        """``x [B,T,n,d]`` -> ``[B,T,d]``."""
+        ...
+
+
+@runtime_checkable
+class SupportsParameters(Protocol):
+    """Optional: the learnable tensors (as ``torch.nn.Module.parameters``)."""
+
+    def parameters(self) -> Iterable[torch.Tensor]:
+        """Every learnable tensor; the kit may modify them in place under ``no_grad``."""
+        ...
+
+
+@runtime_checkable
+class SupportsTrainEval(Protocol):
+    """Optional: training/evaluation mode switch (as on ``torch.nn.Module``)."""
+
+    def train(self, mode: bool = True) -> Any:
+        """Set training mode."""
+        ...
+
+    def eval(self) -> Any:
+        """Set evaluation mode."""
+        ...
+
+
+BranchInput = Literal["x_in", "rms_norm", "layer_norm"]
+ReduceScale = Literal["sum", "mean"]
+ExactAxis = Literal["rows", "columns"]
+
+_BRANCH_INPUTS: Final[tuple[str, ...]] = ("x_in", "rms_norm", "layer_norm")
+_REDUCE_SCALES: Final[tuple[str, ...]] = ("sum", "mean")
+_EXACT_AXES: Final[tuple[str, ...]] = ("rows", "columns")
+_COMPUTE_DTYPES: Final[tuple[torch.dtype, ...]] = (
+    torch.float64, torch.float32, torch.bfloat16, torch.float16,
+)
+
+
+@dataclass(frozen=True)
+class Conventions:
+    """Conventions an adapter declares; every field has the kit's default (DESIGN.md §1).
+
+    Attributes:
+        branch_input: what the branch receives — ``"x_in"`` (the aggregate ``h_preᵀ X``, the
+            default: the norm of pre-norm lives inside ``F``), or a parameter-free
+            ``"rms_norm"`` / ``"layer_norm"`` of it applied by the impl before the branch.
+        norm_eps: the epsilon of that norm (ignored for ``"x_in"``).
+        reduce: how ``reduce`` combines the streams: ``"sum"`` (HC's ``1ᵀ X``) or ``"mean"``.
+        compute_dtype: the precision the impl computes in internally when it differs from the
+            input's (e.g. ``torch.float32`` for an impl that upcasts/downcasts); ``None`` means
+            "the input's dtype". Tolerances use the coarser of the two.
+        sinkhorn_iterations: Sinkhorn–Knopp rounds (mHC only); ``None`` means not declared, and
+            the kit assumes the mHC paper's ``t_max = 20`` (Eq. 9) and says so in the report.
+        sinkhorn_exact_axis: the sum normalised last in each round, in the row convention:
+            ``"rows"`` (``H 1 = 1`` exact; column then row normalisation, the default) or
+            ``"columns"``.
+        notes: free text shown in the report (e.g. what the adapter translates).
+
+    Raises:
+        ValueError: on construction, for a value outside the ones listed above.
+    """
+
+    branch_input: BranchInput = "x_in"
+    norm_eps: float = 1e-6
+    reduce: ReduceScale = "sum"
+    compute_dtype: torch.dtype | None = None
+    sinkhorn_iterations: int | None = None
+    sinkhorn_exact_axis: ExactAxis = "rows"
+    notes: str = ""
+
+    def __post_init__(self) -> None:
+        _one_of("branch_input", self.branch_input, _BRANCH_INPUTS)
+        _one_of("reduce", self.reduce, _REDUCE_SCALES)
+        _one_of("sinkhorn_exact_axis", self.sinkhorn_exact_axis, _EXACT_AXES)
+        if self.compute_dtype is not None and self.compute_dtype not in _COMPUTE_DTYPES:
+            raise ValueError(
+                f"conventions.compute_dtype: expected one of {_COMPUTE_DTYPES} or None, "
+                f"got {self.compute_dtype!r}"
+            )
+        iterations = self.sinkhorn_iterations
+        if iterations is not None and (
+            isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 1
+        ):
+            raise ValueError(
+                f"conventions.sinkhorn_iterations: expected an int >= 1 or None, "
+                f"got {iterations!r}"
+            )
+        if not self.norm_eps >= 0.0:
+            raise ValueError(f"conventions.norm_eps: expected >= 0, got {self.norm_eps!r}")
+
+    def describe(self) -> dict[str, str]:
+        """Every field as text, for reports (``None`` iterations shows the assumed default)."""
+        out: dict[str, str] = {}
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if f.name == "sinkhorn_iterations" and value is None:
+                out[f.name] = f"{MHC_PAPER_ITERATIONS} (not declared; mHC paper default assumed)"
+            elif f.name == "compute_dtype" and value is None:
+                out[f.name] = "input dtype"
+            else:
+                out[f.name] = str(value)
+        return out
+
+    @property
+    def iterations(self) -> int:
+        """The declared Sinkhorn–Knopp rounds, or the mHC paper's 20 when not declared."""
+        return self.sinkhorn_iterations or MHC_PAPER_ITERATIONS
+
+
+MHC_PAPER_ITERATIONS: Final = 20
+"""t_max of mHC arXiv:2512.24880 Eq. 9."""
+
+
+@runtime_checkable
+class DeclaresConventions(Protocol):
+    """Optional: an impl that declares its :class:`Conventions`."""
+
+    conventions: Conventions
+
+
+class Factory(Protocol):
+    """A target: builds one fresh impl per call (see the module docstring)."""
+
+    def __call__(
+        self,
+        n: int,
+        d: int,
+        *,
+        layer_index: int = 0,
+        dtype: torch.dtype = torch.float64,
+        device: str = "cpu",
+        seed: int = 0,
+    ) -> HyperConnectionImpl:
+        """Build the sublayer ``layer_index`` with expansion rate ``n`` and hidden size ``d``."""
+        ...
+
+
+def _one_of(name: str, value: object, allowed: tuple[str, ...]) -> None:
+    if value not in allowed:
+        raise ValueError(f"conventions.{name}: expected one of {allowed}, got {value!r}")
+
+
+def capabilities(impl: object) -> frozenset[str]:
+    """The optional capabilities ``impl`` offers, detected by presence (names in
+    :data:`CAPABILITIES`). ``train_eval`` needs both ``train`` and ``eval``."""
+    found: set[str] = set()
+    for name in (WEIGHTS, EXPAND, REDUCE, PARAMETERS):
+        if callable(getattr(impl, name, None)):
+            found.add(name)
+    if callable(getattr(impl, "train", None)) and callable(getattr(impl, "eval", None)):
+        found.add(TRAIN_EVAL)
+    return frozenset(found)
+
+
+def conventions_of(impl: object) -> Conventions:
+    """The conventions ``impl`` declares, or the defaults.
+
+    Raises:
+        TypeError: ``impl.conventions`` exists but is not a :class:`Conventions`.
+    """
+    declared = getattr(impl, "conventions", None)
+    if declared is None:
+        return Conventions()
+    if not isinstance(declared, Conventions):
+        raise TypeError(
+            "impl.conventions: expected a conformance.protocol.Conventions, "
+            f"got {type(declared).__name__}"
+        )
+    return declared
+
+
+def check_required(impl: object) -> None:
+    """Check the required part of the protocol.
+
+    Raises:
+        TypeError: ``impl`` lacks ``n``, ``d``, ``kind`` or a callable ``forward``, or ``n``/``d``
+            are not positive ints; the message names what is missing.
+        ValueError: ``kind`` is not one of :data:`KINDS`.
+    """
+    missing = [name for name in ("n", "d", "kind") if not hasattr(impl, name)]
+    if not callable(getattr(impl, "forward", None)):
+        missing.append("forward(x, branch)")
+    if missing:
+        raise TypeError(
+            f"the factory returned a {type(impl).__name__} without the required "
+            f"{', '.join(missing)} (see conformance.protocol.HyperConnectionImpl)"
+        )
+    for name in ("n", "d"):
+        value = getattr(impl, name)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise TypeError(f"impl.{name}: expected a positive int, got {value!r}")
+    kind = cast(Any, impl).kind
+    if kind not in KINDS:
+        raise ValueError(f"impl.kind: expected one of {KINDS}, got {kind!r}")

@@ -1,0 +1,362 @@
+"""Running the catalogue against a target: :func:`check_implementation`.
+
+For each property, in catalogue order: blocked if a prerequisite failed; not applicable if the
+target's kind or capabilities do not fit (with the reason); otherwise the explicit examples run
+first, then hypothesis explores with the profile's settings. Every case builds a fresh impl, so
+no property sees another's changes. An unexpected exception is reported as ``error`` with its
+traceback and the run goes on; ``KeyboardInterrupt`` stops the run and returns the partial
+report (``interrupted``). pytest (:mod:`conformance.pytest_plugin`) and the CLI
+(:mod:`conformance.cli`) are thin layers over this module.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.metadata
+import platform
+import shlex
+import time
+import traceback
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+
+import torch
+from hypothesis import Verbosity, given, reject, settings
+from hypothesis import seed as hypothesis_seed
+from hypothesis.errors import Unsatisfiable
+
+from conformance import properties as catalogue
+from conformance import report as rp
+from conformance.profiles import Profile, get_profile
+from conformance.properties.base import (
+    Context,
+    FactoryRejected,
+    NotApplicable,
+    Property,
+    PropertyFailure,
+)
+from conformance.protocol import (
+    KINDS,
+    Conventions,
+    Factory,
+    capabilities,
+    check_required,
+    conventions_of,
+)
+from conformance.strategies import Case
+from conformance.targets import Target, resolve
+
+
+def kit_version() -> str:
+    """The installed hcspec version, or the source tree's."""
+    try:
+        return importlib.metadata.version("hcspec")
+    except importlib.metadata.PackageNotFoundError:
+        return "0.1.0+source"
+
+
+def resolve_device(device: str) -> str:
+    """``auto`` -> ``cuda`` when available, else ``cpu``.
+
+    Raises:
+        ValueError: unknown device, or ``cuda`` without a CUDA device.
+    """
+    if device not in ("auto", "cpu", "cuda"):
+        raise ValueError(f"--device: expected cpu, cuda or auto, got {device!r}")
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cuda" and not torch.cuda.is_available():
+        raise ValueError("--device cuda: no CUDA device (torch.cuda.is_available() is False)")
+    return device
+
+
+@dataclass
+class TargetInfo:
+    """What the run learned from a sample impl (n = 4, d = 8)."""
+
+    kind: str = "unknown"
+    dtype: torch.dtype = torch.float64
+    capabilities: frozenset[str] = frozenset()
+    conventions: Conventions = field(default_factory=Conventions)
+    problems: list[str] = field(default_factory=list)
+
+
+def inspect_target(factory: Factory, device: str, seed: int) -> TargetInfo:
+    """Build a sample impl (float64, else float32) to learn the kind, capabilities, working
+    dtype and conventions. Problems are recorded, never raised: the shape property reports
+    them as failures."""
+    info = TargetInfo()
+    for dtype in (torch.float64, torch.float32):
+        try:
+            impl = factory(4, 8, layer_index=0, dtype=dtype, device=device, seed=seed)
+        except Exception as exc:
+            info.problems.append(f"factory(4, 8, dtype={dtype}) raised {type(exc).__name__}: {exc}")
+            continue
+        info.dtype = dtype
+        try:
+            check_required(impl)
+        except (TypeError, ValueError) as exc:
+            info.problems.append(str(exc))
+            return info
+        info.kind = str(impl.kind)
+        info.capabilities = capabilities(impl)
+        try:
+            info.conventions = conventions_of(impl)
+        except TypeError as exc:
+            info.problems.append(str(exc))
+        return info
+    return info
+
+
+def _versions(target: Target) -> dict[str, str]:
+    versions = {
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "hypothesis": importlib.metadata.version("hypothesis"),
+    }
+    versions.update(target.versions)
+    return versions
+
+
+def reproduce_command(target: str, prop_id: str, profile: str, device: str, case: Case) -> str:
+    """The one-line CLI command that replays ``case`` for ``prop_id``."""
+    return (f"hc-conformance run {shlex.quote(target)} --only {prop_id} --profile {profile} "
+            f"--device {device} --case {shlex.quote(case.to_json())}")
+
+
+@dataclass
+class _Outcome:
+    status: str
+    message: str = ""
+    failing: Case | None = None
+    trace: str | None = None
+
+
+def run_property(
+    prop: Property, ctx: Context, *, replay: Case | None = None,
+) -> tuple[_Outcome, int]:
+    """Run one property in ``ctx``: explicit examples, then hypothesis (or only ``replay``).
+
+    Returns the outcome and the number of cases checked. Never raises except
+    ``KeyboardInterrupt``.
+    """
+    checked = 0
+    failing: list[Case] = []
+
+    def run_one(case: Case) -> None:
+        nonlocal checked
+        try:
+            prop.check(ctx, case)
+        except (FactoryRejected, NotApplicable):
+            raise
+        except BaseException:
+            failing.append(case)
+            raise
+        checked += 1
+
+    def classify(exc: BaseException) -> _Outcome:
+        case = failing[-1] if failing else None
+        if isinstance(exc, PropertyFailure):
+            return _Outcome(rp.FAILED, str(exc), case)
+        return _Outcome(rp.ERROR, f"{type(exc).__name__}: {exc}", case, traceback.format_exc())
+
+    try:
+        cases = [replay] if replay is not None else list(prop.examples(ctx))
+        for case in cases:
+            try:
+                run_one(case)
+            except FactoryRejected:
+                continue
+        if replay is None and prop.explore and ctx.profile.max_examples > 0:
+            explore = _explorer(prop, ctx, run_one)
+            with contextlib.suppress(Unsatisfiable):  # every case rejected: counted below
+                explore()
+    except NotApplicable as exc:
+        return _Outcome(rp.NOT_APPLICABLE, str(exc)), checked
+    except KeyboardInterrupt:
+        raise
+    except Exception as exc:
+        return classify(exc), checked
+    if checked == 0:
+        reasons = "; ".join(dict.fromkeys(ctx.rejected)) or "no case was generated"
+        return _Outcome(rp.NOT_APPLICABLE, f"the factory rejected every case: {reasons}"), 0
+    return _Outcome(rp.PASSED), checked
+
+
+def _explorer(prop: Property, ctx: Context, run_one: Callable[[Case], None]) -> Callable[[], None]:
+    profile: Profile = ctx.profile
+    base = profile.hypothesis_settings(seed_is_fixed=False)
+    chosen = settings(base, verbosity=Verbosity.quiet, report_multiple_bugs=False)
+
+    @chosen
+    @given(prop.strategy(ctx))
+    def explore(case: Case) -> None:
+        try:
+            run_one(case)
+        except FactoryRejected:
+            reject()
+
+    if not profile.derandomize:
+        explore = hypothesis_seed(ctx.seed)(explore)
+    return explore
+
+
+@dataclass
+class RunSetup:
+    """A resolved target and everything a property run needs besides the property."""
+
+    target: Target
+    info: TargetInfo
+    profile: Profile
+    device: str
+    seed: int
+
+    def report(self) -> rp.Report:
+        """An empty report carrying this run's header."""
+        return rp.Report(
+            target=self.target.name, kit_version=kit_version(), profile=self.profile.name,
+            seed=self.seed, device=self.device, dtype=str(self.info.dtype).replace("torch.", ""),
+            kind=self.info.kind, description=self.target.description,
+            capabilities=sorted(self.info.capabilities),
+            conventions=self._conventions(), versions=_versions(self.target),
+        )
+
+    def _conventions(self) -> dict[str, str]:
+        described = self.info.conventions.describe()
+        if self.info.kind not in ("mhc", "unknown"):  # Sinkhorn–Knopp fields concern mHC only
+            described = {k: v for k, v in described.items() if not k.startswith("sinkhorn")}
+        return described
+
+
+def prepare(
+    target: str | Factory | None, *, profile: str = "ci", device: str = "auto", seed: int = 0,
+) -> RunSetup:
+    """Resolve the target, profile and device and inspect a sample impl.
+
+    Raises:
+        conformance.targets.TargetError, ValueError: as :func:`check_implementation`.
+    """
+    chosen = get_profile(profile)
+    resolved = resolve(target)
+    dev = resolve_device(device)
+    return RunSetup(resolved, inspect_target(resolved.factory, dev, seed), chosen, dev, seed)
+
+
+ProgressStart = Callable[[Property, int, int], None]
+ProgressResult = Callable[[rp.PropertyResult], None]
+
+
+def check_implementation(
+    target: str | Factory | None = None,
+    *,
+    profile: str = "ci",
+    device: str = "auto",
+    only: Iterable[str] | None = None,
+    skip: Iterable[str] | None = None,
+    seed: int = 0,
+    expected_failures: Mapping[str, str] | None = None,
+    case: Case | None = None,
+    on_start: ProgressStart | None = None,
+    on_result: ProgressResult | None = None,
+) -> rp.Report:
+    """Run the conformance properties against ``target`` and return the structured report.
+
+    Args:
+        target: a TARGET string (``reference:mhc``, ``package.module:factory``), a factory, or
+            None to read ``HC_CONFORMANCE_TARGET``.
+        profile: ``quick``, ``ci`` (derandomized) or ``thorough``.
+        device: ``cpu``, ``cuda`` or ``auto``.
+        only, skip: property ids, family names or globs (prerequisites are added).
+        seed: added to every case's seed (and seeds hypothesis in non-derandomized profiles).
+        expected_failures: property id -> reason; such a failure is ``xfail``, a pass ``xpass``.
+        case: replay exactly this case for the selected properties (no hypothesis).
+        on_start, on_result: progress callbacks.
+
+    Returns:
+        The :class:`conformance.report.Report`; ``KeyboardInterrupt`` during the run returns
+        the partial report with ``interrupted`` set.
+
+    Raises:
+        conformance.targets.TargetError: the target cannot be resolved or imported.
+        conformance.properties.SelectionError: ``only``/``skip`` name no property.
+        ValueError: unknown profile or device, or an expected failure with an unknown id.
+    """
+    expected = dict(expected_failures or {})
+    unknown = sorted(set(expected) - set(catalogue.BY_ID))
+    if unknown:
+        raise ValueError(f"expected failures name unknown property ids: {', '.join(unknown)}")
+    selected = catalogue.select(only, skip)
+    setup = prepare(target, profile=profile, device=device, seed=seed)
+    report = setup.report()
+    statuses: dict[str, str] = {}
+    for index, prop in enumerate(selected):
+        if on_start is not None:
+            on_start(prop, index, len(selected))
+        try:
+            result = evaluate_property(setup, prop, statuses, expected.get(prop.id), case)
+        except KeyboardInterrupt:
+            report.interrupted = True
+            report.not_run = [p.id for p in selected[index:]]
+            break
+        statuses[prop.id] = result.status
+        report.results.append(result)
+        if on_result is not None:
+            on_result(result)
+    return report
+
+
+def evaluate_property(
+    setup: RunSetup, prop: Property, statuses: Mapping[str, str], expected: str | None = None,
+    replay: Case | None = None,
+) -> rp.PropertyResult:
+    """One property's result: blocked (a prerequisite in ``statuses`` failed), not applicable
+    (kind, capability), or run (:func:`run_property`), with the expected-failure mapping.
+    Never raises except ``KeyboardInterrupt``."""
+    info, device, profile, seed = setup.info, setup.device, setup.profile, setup.seed
+    target_name, factory = setup.target.name, setup.target.factory
+    result = rp.PropertyResult(prop.id, prop.family, prop.statement, prop.theorem, rp.PASSED,
+                               expected_failure=expected)
+    failed_pre = [pre for pre in prop.prerequisites
+                  if statuses.get(pre) in (rp.FAILED, rp.ERROR, rp.BLOCKED, rp.XFAIL)]
+    if failed_pre:
+        result.status = rp.BLOCKED
+        result.message = "blocked: prerequisite " + ", ".join(
+            f"{pre} {statuses[pre]}" for pre in failed_pre)
+        return result
+    if info.kind in KINDS and info.kind not in prop.kinds:
+        result.status = rp.NOT_APPLICABLE
+        result.message = (f"applies to {', '.join(sorted(prop.kinds))}; the target's kind is "
+                          f"{info.kind}")
+        return result
+    missing = sorted(prop.needs - info.capabilities)
+    if missing:
+        result.status = rp.NOT_APPLICABLE
+        result.message = (f"needs the capability {', '.join(missing)}, which the impl does not "
+                          "offer (see conformance.protocol)")
+        return result
+    ctx = Context(factory=factory, target_name=target_name, kind=info.kind,
+                  conventions=info.conventions, capabilities=info.capabilities,
+                  dtype=info.dtype, device=device, profile=profile, seed=seed)
+    start = time.perf_counter()
+    outcome, checked = run_property(prop, ctx, replay=replay)
+    result.seconds = time.perf_counter() - start
+    result.examples = checked
+    result.rejected = len(ctx.rejected)
+    result.status = outcome.status
+    result.message = outcome.message
+    result.traceback = outcome.trace
+    if ctx.worst.label:
+        result.achieved = {"label": ctx.worst.label, "error": ctx.worst.error,
+                           "tolerance": ctx.worst.tolerance}
+    if outcome.failing is not None:
+        result.counterexample = outcome.failing.to_json()
+        result.reproduce = reproduce_command(target_name, prop.id, profile.name, device,
+                                             outcome.failing)
+    if expected is not None:
+        if result.status == rp.FAILED:
+            result.status = rp.XFAIL
+            result.message = f"expected failure ({expected}): {result.message}"
+        elif result.status == rp.PASSED:
+            result.status = rp.XPASS
+            result.message = f"expected to fail ({expected}) but passed"
+    return result

@@ -1,0 +1,96 @@
+"""Terminal output of the CLI (rich): the run header, the results table, each failure's
+minimal counterexample and reproduction command, the summary and the catalogue listing."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from conformance import report as rp
+from conformance.properties.base import Property
+
+STYLES = {
+    rp.PASSED: "green", rp.FAILED: "bold red", rp.ERROR: "bold magenta", rp.BLOCKED: "yellow",
+    rp.NOT_APPLICABLE: "dim", rp.XFAIL: "cyan", rp.XPASS: "bold red",
+}
+
+
+def print_header(console: Console, report: rp.Report) -> None:
+    """What was resolved: target, kind, versions, device, dtype, profile, seed, conventions."""
+    console.print(f"[bold]hc-conformance[/bold] {escape(report.kit_version)} — target "
+                  f"[bold]{escape(report.target)}[/bold] ({escape(report.kind)})")
+    if report.description:
+        console.print(f"  {escape(report.description)}")
+    versions = ", ".join(f"{k} {v}" for k, v in report.versions.items())
+    console.print(f"  profile {report.profile}, seed {report.seed}, device {report.device}, "
+                  f"dtype {report.dtype}; {escape(versions)}")
+    console.print(f"  capabilities: {', '.join(report.capabilities) or 'none'}")
+    conventions = "; ".join(f"{k}={v}" for k, v in report.conventions.items() if v)
+    console.print(f"  conventions: {escape(conventions)}")
+
+
+def _achieved(r: rp.PropertyResult) -> str:
+    if not r.achieved:
+        return ""
+    return f"{r.achieved['error']:.2g} / {r.achieved['tolerance']:.2g}"
+
+
+def print_table(console: Console, report: rp.Report) -> None:
+    """One row per property: id, status, examples, seconds, achieved error."""
+    table = Table(show_lines=False, header_style="bold")
+    table.add_column("property", no_wrap=True)
+    table.add_column("status", no_wrap=True)
+    table.add_column("examples", justify="right")
+    table.add_column("seconds", justify="right")
+    table.add_column("error / tolerance", justify="right", no_wrap=True)
+    for r in report.results:
+        table.add_row(r.id, f"[{STYLES[r.status]}]{r.status}[/]", str(r.examples),
+                      f"{r.seconds:.2f}", _achieved(r))
+    console.print(table)
+
+
+def print_details(console: Console, report: rp.Report, verbose: bool = False) -> None:
+    """Each failure (failed, error, xpass): message, minimal counterexample, one-line
+    reproduction; blocked and not-applicable reasons when ``verbose``."""
+    for r in report.results:
+        if r.status not in rp.UNEXPECTED and not (verbose and r.message):
+            continue
+        console.print(f"\n[{STYLES[r.status]}]{r.status.upper()}[/] [bold]{r.id}[/bold] — "
+                      f"{escape(r.statement)}")
+        console.print(f"  {escape(r.message)}")
+        if r.counterexample:
+            console.print(f"  minimal counterexample: {escape(r.counterexample)}")
+        if r.reproduce:
+            console.print(f"  reproduce: {escape(r.reproduce)}", soft_wrap=True)
+        if r.status == rp.ERROR and r.traceback:
+            console.print(escape(r.traceback.rstrip()), style="dim", soft_wrap=True)
+
+
+def print_summary(console: Console, report: rp.Report) -> None:
+    """Counts per status and the per-family score (passed / checked)."""
+    counts = ", ".join(f"{n} {s}" for s, n in report.summary.items() if n)
+    console.print(f"\n[bold]summary[/bold]: {counts or 'nothing ran'}")
+    parts = []
+    for family, entry in report.family_scores().items():
+        score = entry["score"]
+        shown = "n/a" if score is None else f"{entry['passed']}/{entry['checked']}"
+        parts.append(f"{family} {shown}")
+    console.print("families: " + ", ".join(parts))
+    if report.interrupted:
+        console.print(f"[bold yellow]interrupted[/]: not run: {', '.join(report.not_run)}")
+    verdict = "[bold green]OK[/]" if report.ok else "[bold red]FAILED[/]"
+    console.print(f"result: {verdict}")
+
+
+def print_catalogue(console: Console, props: Sequence[Property]) -> None:
+    """``hc-conformance list``: id, family, statement, spec theorem, capability, kinds."""
+    table = Table(header_style="bold", show_lines=False)
+    for name in ("id", "statement", "theorem", "needs", "kinds"):
+        table.add_column(name)
+    for p in props:
+        table.add_row(p.id, escape(p.statement), p.theorem or "—",
+                      ", ".join(sorted(p.needs)) or "—", ", ".join(sorted(p.kinds)))
+    console.print(table)

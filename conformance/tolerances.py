@@ -1,0 +1,201 @@
+"""Every numeric tolerance the kit uses, dtype-aware, each with its justification.
+
+Comparisons use a *scaled error* (:func:`scaled_error`): ``max|got − want| / max(1, scale)``,
+where ``scale`` is the magnitude of the quantities that were summed to produce ``want`` (e.g.
+``max|X|`` and ``max|h_post zᵀ|``). Floating-point error of a sum is proportional to the sum of
+the magnitudes of its terms, not to the result, so dividing by that magnitude makes one
+tolerance per dtype valid across input scales.
+
+The unit of every tolerance is the machine epsilon ``eps`` of the *effective* dtype: the coarser
+of the tensor dtype and the precision the impl declares it computes in
+(:attr:`conformance.protocol.Conventions.compute_dtype`).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Final
+
+import torch
+
+_FLOAT_DTYPES: Final = (torch.float64, torch.float32, torch.float16, torch.bfloat16)
+
+
+def eps(dtype: torch.dtype) -> float:
+    """Machine epsilon of a floating dtype (float64 2.2e-16, float32 1.2e-7, float16 9.8e-4,
+    bfloat16 7.8e-3).
+
+    Raises:
+        ValueError: ``dtype`` is not a floating dtype.
+    """
+    if dtype not in _FLOAT_DTYPES:
+        raise ValueError(f"expected a floating dtype {_FLOAT_DTYPES}, got {dtype}")
+    return float(torch.finfo(dtype).eps)
+
+
+def effective_dtype(dtype: torch.dtype, compute_dtype: torch.dtype | None) -> torch.dtype:
+    """The coarser of the tensor dtype and the declared internal compute dtype."""
+    if compute_dtype is None:
+        return dtype
+    return compute_dtype if eps(compute_dtype) > eps(dtype) else dtype
+
+
+# --- law, probes, reported-vs-probed, closed-form backward -------------------------------------
+# One forward is a handful of dot products of length ≤ max(n, d) ≤ 64 in the kit's strategies;
+# the standard bound for a k-term dot product is γ_k ≈ k·eps relative to the sum of magnitudes.
+# Probing adds one pseudo-inverse of a full-row-rank X (n×d, d > n, Gaussian entries), whose
+# error is cond(X)·eps; for the kit's Gaussian states cond(X) stays below ~1e2 (d ≥ n + 1, the
+# smallest singular value of a Gaussian n×d matrix is ≈ √d − √n). 64·(64 + 1e2)·eps ≈ 1e4·eps;
+# we allow 1e5·eps (float64: 2.2e-11) to stay clear of false alarms on bad draws while still
+# being 1e7 times below the size of any real law violation (the mutants' errors are O(1)).
+LAW_EPS_FACTOR: Final = 1e5
+
+
+def law(dtype: torch.dtype) -> float:
+    """Scaled-error tolerance for ``X' = H_res X + h_post F(h_preᵀ X)ᵀ`` checks and probes."""
+    return LAW_EPS_FACTOR * eps(dtype) if dtype == torch.float64 else 256 * eps(dtype)
+
+
+# For float32 (and coarser) the pseudo-inverse dominates less than the forward's own rounding
+# (the impl rounds each op); 256·eps (float32: 3e-5) is γ_k for k = 64 with a 4× margin.
+
+
+# --- doubly stochastic: the exactly normalised axis ---------------------------------------------
+# Sinkhorn–Knopp's last step divides each row (or column) by its sum, so that sum is 1 up to the
+# rounding of an n-term sum and a division: (n + 1)·eps. We allow 16·(n + 1)·eps for the
+# log-domain variants (logsumexp and exp each add a few eps). When H_res is only available by
+# probing (pseudo-inverse), the probe's error dominates and :func:`law` applies instead.
+def exact_axis(dtype: torch.dtype, n: int, probed: bool) -> float:
+    """Tolerance on ``|sum − 1|`` along the axis that Sinkhorn–Knopp normalised last."""
+    if probed:
+        return law(dtype) * max(1, n)
+    return 16.0 * (n + 1) * eps(dtype)
+
+
+# --- doubly stochastic: the other axis (Birkhoff–Hopf bound) -------------------------------------
+def projective_diameter(H: torch.Tensor) -> torch.Tensor:
+    """Hilbert projective diameter Δ of each positive ``n×n`` matrix in ``H [..., n, n]``.
+
+    ``Δ(H) = max_{i,j,k,l} log(H_ik H_jl / (H_il H_jk))``. It is invariant under scaling rows and
+    columns by positive factors, so Δ of Sinkhorn–Knopp's *output* equals Δ of ``exp(logits)``:
+    the kit measures the logit spread from the result alone, without seeing the logits.
+    Returns ``[...]`` float64; ``inf`` where an entry is ≤ 0 or non-finite.
+    """
+    A = H.detach().to(torch.float64)
+    bad = ~(A > 0).all(dim=-1).all(dim=-1) | ~torch.isfinite(A).all(dim=-1).all(dim=-1)
+    logs = torch.log(A.clamp_min(torch.finfo(torch.float64).tiny))
+    diff = logs.unsqueeze(-2) - logs.unsqueeze(-3)  # [..., i, j, k] = log H_ik − log H_jk
+    spread = diff.amax(dim=-1) - diff.amin(dim=-1)
+    delta = spread.amax(dim=-1).amax(dim=-1)
+    return torch.where(bad, torch.full_like(delta, math.inf), delta)
+
+
+def sinkhorn_other_axis_bound(
+    H: torch.Tensor, iterations: int, dtype: torch.dtype, probed: bool
+) -> torch.Tensor:
+    """Upper bound on ``|sum − 1|`` along the axis Sinkhorn–Knopp did *not* normalise last.
+
+    Justification (Birkhoff–Hopf; Franklin & Lorenz 1989). Write ``K = exp(logits)`` and the
+    iterate after column-then-row round t as ``diag(r_t) K diag(c_t)``. Each round maps
+    ``c ↦ 1/(Kᵀ (1/(K c)))``: two positive linear maps, each a contraction of Hilbert's projective
+    metric ``d_H`` by ``κ = tanh(Δ/4)``, and two inversions, which are isometries. The first
+    round's ``c_1 = 1/(Kᵀ 1)`` lies within ``Δ`` of the fixed point, so after T rounds
+    ``d_H(c_T, c*) ≤ κ^{2(T−1)} Δ``, and every column sum of the row-normalised result lies in
+    ``[e^{−δ}, e^{δ}]`` with ``δ = d_H(c_T, c*)``. Hence ``|colsum − 1| ≤ expm1(κ^{2(T−1)} Δ)``.
+    (Row-then-column order: the same with ``K`` and ``Kᵀ`` exchanged.) Rounding adds the
+    :func:`exact_axis` tolerance.
+
+    Measured against a correct float64 log-domain Sinkhorn (2000 random logit matrices for each
+    n ∈ {2, 4, 8}, logit std ∈ {0.01, 0.3, 1, 2, 3, 10}, T ∈ {1, 2, 5, 10, 20}): never violated.
+    The bound is tight where it matters (n = 4, std 1, T = 20: bound ≈ 4e-4, measured ≈ 3e-4) and
+    becomes vacuous for large logit spreads (std 3: ~1e5), where the kit checks robustness
+    instead (finite, non-negative, no all-zero row or column).
+
+    Shapes: ``H [..., n, n]`` -> ``[...]`` float64 (``inf`` where Δ is infinite).
+
+    Raises:
+        ValueError: ``iterations < 1``.
+    """
+    if iterations < 1:
+        raise ValueError(f"iterations: expected >= 1, got {iterations}")
+    delta = projective_diameter(H)
+    kappa = torch.tanh(delta / 4)
+    drift = torch.where(
+        torch.isfinite(delta), kappa.pow(2 * (iterations - 1)) * delta, delta
+    )
+    return torch.expm1(drift) + exact_axis(dtype, H.shape[-1], probed)
+
+
+# --- ranges and non-expansiveness ---------------------------------------------------------------
+def range_slack(dtype: torch.dtype, probed: bool) -> float:
+    """Slack on the bounds of ``H_pre ∈ [0, 1]``, ``H_post ∈ [0, 2]``, ``H_res ≥ 0``: a correct
+    σ/2σ/exp never leaves its range, so only the rounding of the value (probed: the probe's
+    error) is allowed."""
+    return law(dtype) if probed else 4 * eps(dtype)
+
+
+# --- gradients -----------------------------------------------------------------------------------
+# Finite differences in float64 with step h = 1e-6: truncation error O(h²·f''') ≈ 1e-12 and
+# cancellation error O(eps/h) ≈ 2e-10, relative to the function's scale; torch.autograd.gradcheck
+# uses the same step with atol 1e-5 / rtol 1e-3 by default, which we keep.
+FD_STEP: Final = 1e-6
+GRADCHECK_ATOL: Final = 1e-5
+GRADCHECK_RTOL: Final = 1e-3
+FD_DIRECTIONAL: Final = 1e-6
+"""Scaled error allowed between a central-difference directional derivative (step
+:data:`FD_STEP`) and autograd's: ~5000× the cancellation error above, and 1e5 below an O(1)
+wrong gradient."""
+
+
+# --- low precision vs float32 --------------------------------------------------------------------
+# A forward in bfloat16/float16 rounds the inputs and parameters (eps/2 each), then every
+# intermediate result: the RMS/Layer norm over n·d entries, the weight matmul, σ or tanh, up to
+# 2·20 Sinkhorn normalisations, the aggregate, the kit's branch (a d×d matmul and tanh) and the
+# n-term mix. The errors of successive elementwise roundings add, so ~30 roundings along the
+# longest chain at eps/2 each gives ≈ 16·eps relative to the scale of the result. We allow
+# 32·eps: bfloat16 0.25, float16 0.031. Measured on the reference (30 seeds × 4 shapes ×
+# perturbations 0–1, parameters aligned across dtypes): worst 6.9·eps (float16, dynamic HC,
+# perturbation 1), 2.3·eps for mHC. These catch structurally wrong low-precision paths (a
+# dropped cast, a saturating float16 exp, a wrong branch) and nothing finer, which is all a
+# 3-significant-digit dtype can promise.
+LOW_PRECISION_EPS_FACTOR: Final = 32.0
+
+
+def low_precision(dtype: torch.dtype) -> float:
+    """Scaled-error tolerance of a bfloat16/float16 forward against the float32 forward."""
+    return LOW_PRECISION_EPS_FACTOR * eps(dtype)
+
+
+# --- device ------------------------------------------------------------------------------------
+# CUDA and CPU kernels differ in summation order and in fused operations (FMA): each dot product
+# may differ by γ_k on both sides, so twice the law tolerance of the dtype.
+def device(dtype: torch.dtype) -> float:
+    """Scaled-error tolerance between the CUDA and the CPU forward of the same impl."""
+    return 2 * law(dtype)
+
+
+# --- reductions and init identities --------------------------------------------------------------
+def identity(dtype: torch.dtype) -> float:
+    """Scaled-error tolerance of exact algebraic identities (n = 1 pre-norm, init ≡ pre-norm
+    stack, dynamic at init ≡ static): the same rounding budget as :func:`law` — the sides
+    differ only by the order of a few sums."""
+    return law(dtype)
+
+
+def scaled_error(got: torch.Tensor, want: torch.Tensor, scale: float | None = None) -> float:
+    """``max|got − want| / max(1, scale)`` in float64 (``scale`` defaults to ``max|want|``);
+    ``inf`` when either side is non-finite where the other is finite, or shapes differ.
+
+    Shapes: any, equal.
+    """
+    if got.shape != want.shape:
+        return math.inf
+    a = got.detach().to("cpu", torch.float64)
+    b = want.detach().to("cpu", torch.float64)
+    if a.numel() == 0:
+        return 0.0
+    if not (torch.isfinite(a).all() and torch.isfinite(b).all()):
+        return math.inf
+    if scale is None:
+        scale = float(b.abs().max())
+    return float((a - b).abs().max()) / max(1.0, scale)

@@ -1,0 +1,78 @@
+"""Factories in the conformance kit's target form, one per connection kind.
+
+Each is ``make(n, d, *, layer_index=0, dtype=torch.float64, device="cpu", seed=0) -> module``
+(issue 4's adapter protocol); the modules provide ``n``, ``d``, ``kind``, ``forward``,
+``weights``, ``expand``, ``reduce`` and ``parameters`` directly, and mHC also declares
+``sinkhorn_iterations``. So ``reference.targets:hc_static`` (etc.) is a valid TARGET string.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+
+from reference.connection import HyperConnection
+from reference.dynamic import DynamicHyperConnection
+from reference.manifold import ManifoldHyperConnection
+from reference.static import StaticHyperConnection
+
+
+def _seeded(build: Callable[[], HyperConnection], seed: int,
+            dtype: torch.dtype, device: torch.device | str) -> HyperConnection:
+    # Initialise on the CPU under a private seed (leaving the caller's RNG state untouched),
+    # then move: the same seed gives the same parameters on every device.
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        module = build()
+    return module.to(dtype=dtype, device=device)
+
+
+def hc_static(n: int, d: int, *, layer_index: int = 0, dtype: torch.dtype = torch.float64,
+              device: torch.device | str = "cpu", seed: int = 0) -> StaticHyperConnection:
+    """A fresh :class:`StaticHyperConnection` (HC Eq. 14 init; ``seed`` unused: no randomness).
+
+    Raises:
+        ValueError: as the constructor.
+    """
+    module = _seeded(lambda: StaticHyperConnection(n, d, layer_index, dtype=torch.float64),
+                     seed, dtype, device)
+    assert isinstance(module, StaticHyperConnection)
+    return module
+
+
+def hc_dynamic(n: int, d: int, *, layer_index: int = 0, dtype: torch.dtype = torch.float64,
+               device: torch.device | str = "cpu", seed: int = 0) -> DynamicHyperConnection:
+    """A fresh :class:`DynamicHyperConnection` (W = 0, s = 0.01; ``seed`` unused).
+
+    Raises:
+        ValueError: as the constructor.
+    """
+    module = _seeded(lambda: DynamicHyperConnection(n, d, layer_index, dtype=torch.float64),
+                     seed, dtype, device)
+    assert isinstance(module, DynamicHyperConnection)
+    return module
+
+
+def mhc(n: int, d: int, *, layer_index: int = 0, dtype: torch.dtype = torch.float64,
+        device: torch.device | str = "cpu", seed: int = 0) -> ManifoldHyperConnection:
+    """A fresh :class:`ManifoldHyperConnection` whose φ are drawn from ``seed``.
+
+    Parameters are drawn in float64 and then cast, so every dtype starts from the same values
+    (up to rounding).
+
+    Raises:
+        ValueError: as the constructor.
+    """
+    module = _seeded(lambda: ManifoldHyperConnection(n, d, layer_index, dtype=torch.float64),
+                     seed, dtype, device)
+    assert isinstance(module, ManifoldHyperConnection)
+    return module
+
+
+TARGETS: dict[str, Callable[..., HyperConnection]] = {
+    "hc-static": hc_static,
+    "hc-dynamic": hc_dynamic,
+    "mhc": mhc,
+}
+"""The factories by ``kind``."""

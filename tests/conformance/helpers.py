@@ -1,0 +1,39 @@
+"""Small hand-written implementations for the kit's own tests (good and broken in one way)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+
+Branch = Callable[[torch.Tensor], torch.Tensor]
+
+
+class LinearHC:
+    """A minimal correct static HC with given weights (no nn.Module, no optional capability
+    except ``weights``): ``X' = H X + h_post F(h_preᵀ X)ᵀ``."""
+
+    kind = "hc-static"
+
+    def __init__(self, h_pre: torch.Tensor, h_post: torch.Tensor, H_res: torch.Tensor,
+                 d: int) -> None:
+        self.n, self.d = h_pre.shape[0], d
+        self.h_pre, self.h_post, self.H_res = h_pre, h_post, H_res
+
+    def weights(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        b, t = x.shape[:2]
+        return (self.h_pre.expand(b, t, self.n), self.h_post.expand(b, t, self.n),
+                self.H_res.expand(b, t, self.n, self.n))
+
+    def forward(self, x: torch.Tensor, branch: Branch) -> torch.Tensor:
+        z = branch(torch.einsum("n,btnd->btd", self.h_pre, x))
+        return torch.einsum("ij,btjd->btid", self.H_res, x) + self.h_post[:, None] * z[..., None, :]
+
+
+def make_linear(n: int, d: int, *, layer_index: int = 0, dtype: torch.dtype = torch.float64,
+                device: str = "cpu", seed: int = 0) -> LinearHC:
+    """Random (seeded) weights, the static HC law."""
+    gen = torch.Generator().manual_seed(seed)
+    h_pre, h_post, H = (torch.randn(*s, generator=gen, dtype=torch.float64) for s in
+                        ((n,), (n,), (n, n)))
+    return LinearHC(h_pre.to(dtype), h_post.to(dtype), H.to(dtype), d)

@@ -1,0 +1,30 @@
+"""Every reference kind passes every applicable property under the ``ci`` profile."""
+
+from __future__ import annotations
+
+import pytest
+
+from conformance import report as rp
+from conformance.runner import check_implementation
+
+ALLOWED_NOT_APPLICABLE = ("applies to ", "no CUDA device")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("target", ["reference:hc-static", "reference:hc-dynamic", "reference:mhc"])
+def test_reference_kind_passes_ci(target: str) -> None:
+    report = check_implementation(target, profile="ci", device="cpu")
+    bad = [(r.id, r.status, r.message) for r in report.results
+           if r.status not in (rp.PASSED, rp.NOT_APPLICABLE)]
+    assert bad == []
+    assert report.ok
+    for r in report.results:
+        if r.status == rp.NOT_APPLICABLE:  # only kind mismatches and the absent GPU
+            assert r.message.startswith(ALLOWED_NOT_APPLICABLE), (r.id, r.message)
+        else:
+            assert r.examples >= 3, r.id
+    passed = [r for r in report.results if r.status == rp.PASSED]
+    assert len(passed) >= 25
+    # the numbers are measured, not decorative: an exact law is checked to ~1e-15
+    law = next(r for r in report.results if r.id == "law.probed")
+    assert law.achieved is not None and law.achieved["error"] < 1e-12

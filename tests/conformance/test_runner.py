@@ -1,0 +1,154 @@
+"""check_implementation: statuses, blocking, errors, expected failures, interrupts."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from conformance import report as rp
+from conformance.adapters.reference import make_hc_static
+from conformance.properties import SelectionError
+from conformance.runner import check_implementation
+from conformance.targets import TargetError
+from tests.conformance.helpers import LinearHC, make_linear
+
+
+def statuses(report: rp.Report) -> dict[str, str]:
+    return {r.id: r.status for r in report.results}
+
+
+def test_a_minimal_impl_passes_what_applies_and_the_rest_is_not_applicable() -> None:
+    report = check_implementation(make_linear, profile="quick", device="cpu",
+                                  only=["shape", "law", "state", "reduction.static_init"])
+    got = statuses(report)
+    assert got["law.probed"] == rp.PASSED and got["law.reported"] == rp.PASSED
+    assert got["shape.expand"] == rp.NOT_APPLICABLE
+    assert got["state.parameters_unchanged"] == rp.NOT_APPLICABLE
+    static_init = next(r for r in report.results if r.id == "reduction.static_init")
+    assert static_init.status == rp.FAILED  # random weights are not the HC Eq. 14 init
+    assert "e_0" in static_init.message or "vs" in static_init.message
+
+
+def test_wrong_output_shape_fails_shape_and_blocks_the_rest() -> None:
+    def make(n, d, **kw):  # type: ignore[no-untyped-def]
+        impl = make_linear(n, d, **kw)
+
+        class Truncated(LinearHC):
+            def forward(self, x, branch):  # type: ignore[no-untyped-def]
+                return super().forward(x, branch)[:, :, :1]
+
+        return Truncated(impl.h_pre, impl.h_post, impl.H_res, d)
+
+    report = check_implementation(make, profile="quick", device="cpu")
+    got = statuses(report)
+    shape = next(r for r in report.results if r.id == "shape.output")
+    assert shape.status == rp.FAILED
+    assert "expected tensor [2, 3, 4, 8]" in shape.message and "[2, 3, 1, 8]" in shape.message
+    assert got["law.probed"] == rp.BLOCKED and got["gradients.fd_input"] == rp.BLOCKED
+    blocked = next(r for r in report.results if r.id == "law.probed")
+    assert "shape.output failed" in blocked.message
+    assert len(report.results) == len(statuses(report)) >= 35  # every property still reports
+
+
+def test_factory_that_raises_is_a_failure_not_a_silent_skip() -> None:
+    def make(n, d, **kw):  # type: ignore[no-untyped-def]
+        raise RuntimeError("no GPU kernels here")
+
+    report = check_implementation(make, profile="quick", device="cpu")
+    shape = next(r for r in report.results if r.id == "shape.output")
+    assert shape.status == rp.FAILED and "no GPU kernels here" in shape.message
+    assert not report.ok
+
+
+def test_unexpected_exception_is_an_error_with_traceback_and_the_run_goes_on() -> None:
+    def make(n, d, **kw):  # type: ignore[no-untyped-def]
+        impl = make_linear(n, d, **kw)
+
+        def weights(x):  # type: ignore[no-untyped-def]
+            raise RuntimeError("weights exploded")
+
+        impl.weights = weights  # type: ignore[method-assign]
+        return impl
+
+    report = check_implementation(make, profile="quick", device="cpu", only=["shape", "law"])
+    weights = next(r for r in report.results if r.id == "shape.weights")
+    assert weights.status == rp.ERROR
+    assert weights.traceback and "weights exploded" in weights.traceback
+    assert statuses(report)["law.probed"] == rp.PASSED
+    assert statuses(report)["law.reported"] == rp.BLOCKED
+
+
+def test_expected_failures_become_xfail_and_unexpected_passes_xpass() -> None:
+    report = check_implementation(
+        make_linear, profile="quick", device="cpu", only=["reduction.static_init", "law.probed"],
+        expected_failures={"reduction.static_init": "random weights",
+                           "law.probed": "thought broken"})
+    got = statuses(report)
+    assert got["reduction.static_init"] == rp.XFAIL
+    assert got["law.probed"] == rp.XPASS
+    assert not report.ok  # an xpass fails the run
+    with pytest.raises(ValueError, match="unknown property ids"):
+        check_implementation(make_linear, expected_failures={"no.such": "x"})
+
+
+def test_interrupt_returns_the_partial_report() -> None:
+    calls = {"n": 0}
+
+    def make(n, d, **kw):  # type: ignore[no-untyped-def]
+        calls["n"] += 1
+        if calls["n"] > 25:
+            raise KeyboardInterrupt
+        return make_hc_static(n, d, **kw)
+
+    report = check_implementation(make, profile="quick", device="cpu")
+    assert report.interrupted and report.results and report.not_run
+    assert not report.ok
+    assert report.to_dict()["interrupted"] is True
+
+
+def test_each_case_gets_a_fresh_impl() -> None:
+    built: list[object] = []
+
+    def make(n, d, **kw):  # type: ignore[no-untyped-def]
+        impl = make_hc_static(n, d, **kw)
+        built.append(impl)
+        return impl
+
+    report = check_implementation(make, profile="quick", device="cpu",
+                                  only=["state.parameters_unchanged"])
+    checked = sum(r.examples for r in report.results)
+    assert len({id(b) for b in built}) == len(built) >= checked
+
+
+def test_selection_and_target_errors() -> None:
+    with pytest.raises(SelectionError, match=r"unknown property id or family 'law\.nope'"):
+        check_implementation("reference:hc-static", only=["law.nope"])
+    with pytest.raises(TargetError, match="No module named"):
+        check_implementation("no_such_package_xyz:make")
+    with pytest.raises(TargetError, match="no target selected"):
+        check_implementation(None)
+    with pytest.raises(TargetError, match="known: reference:hc-dynamic"):
+        check_implementation("reference:hc-nope")
+
+
+def test_replaying_one_case() -> None:
+    from conformance.strategies import Case
+
+    report = check_implementation("reference:hc-static", device="cpu", only=["law.probed"],
+                                  case=Case(1, 2, 3, 5, seed=4, perturb=0.3))
+    law = next(r for r in report.results if r.id == "law.probed")
+    assert law.status == rp.PASSED and law.examples == 1
+
+
+def test_report_json_round_trip(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    report = check_implementation("reference:hc-static", profile="quick", device="cpu",
+                                  only=["shape"])
+    path = tmp_path / "r.json"
+    report.write_json(path)
+    back = rp.Report.read_json(path)
+    assert back.summary == report.summary and back.target == "reference:hc-static"
+    data = report.to_dict()
+    for key in ("target", "kit_version", "profile", "seed", "device", "results", "summary"):
+        assert key in data
+    assert set(data["results"][0]) >= {"id", "status", "examples", "seconds", "message"}
+    assert data["summary"]["passed"] == 5 and torch.__version__ in data["versions"]["torch"]
