@@ -1,6 +1,6 @@
 """Dynamic hyper-connections (DHC): the static weights plus small input-dependent terms.
 
-HC arXiv:2409.19606 §2.3, Eq. 10–13 (and Alg. 2), in paper layout for one token with
+HC arXiv:2409.19606 §2, Eq. 10–13 (and Alg. 2), in paper layout for one token with
 ``H ∈ R^{n×d}``::
 
     H̄      = norm(H)                          per-stream LayerNorm, no learnable parameters
@@ -24,7 +24,7 @@ from reference.connection import Weights
 from reference.static import StaticHyperConnection
 
 SCALE_INIT = 0.01
-"""Initial ``s_α`` and ``s_β`` (HC §2.3 / Alg. 2: small scales, dynamic part W = 0)."""
+"""Initial ``s_α`` and ``s_β`` (HC Eq. 10–13 / Alg. 2: small scales, dynamic part W = 0)."""
 
 
 class DynamicHyperConnection(StaticHyperConnection):
