@@ -15,10 +15,11 @@ Memory, two ways (tracemalloc does not see torch's CPU allocations):
   recorded with ``torch.autograd.graph.saved_tensors_hooks`` (inputs and parameters excluded):
   exact and deterministic, the activation memory a training step has to hold;
 * peak — on CUDA ``torch.cuda.max_memory_allocated`` over one step above the memory held
-  before it; on CPU the growth of the process's peak RSS (``resource.getrusage``) during the
-  first full-size step of a fresh subprocess per variant (after one tiny step that triggers
-  the libraries' one-time initialisation), above its RSS just before: coarse (page
-  granularity, allocator slack) and it includes the gradients of inputs and parameters.
+  before it; on CPU the growth of the process's peak RSS (``VmHWM``) during the first
+  full-size step of a fresh subprocess per variant (after one tiny step that triggers the
+  libraries' one-time initialisation), above its RSS just before; the kernel's peak mark is
+  reset first (``/proc/self/clear_refs``). Coarse — page granularity, allocator and BLAS
+  workspaces — and it includes the gradients of inputs and parameters.
 
     PYTHONPATH=. python benchmarks/connection_cost.py            # B=4 T=512 n=4 d=1024 fp32 CPU
     PYTHONPATH=. python benchmarks/connection_cost.py --threads 2 --repeats 30
@@ -27,13 +28,16 @@ Memory, two ways (tracemalloc does not see torch's CPU allocations):
 from __future__ import annotations
 
 import argparse
-import multiprocessing as mp
+import os
 import platform
 import resource
 import statistics
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 import torch
 from rich.console import Console
@@ -102,17 +106,21 @@ def _sync(device: str) -> None:
         torch.cuda.synchronize()
 
 
-def time_step(variant: str, setup: Setup, repeats: int, warmup: int) -> list[float]:
-    forward, leaves = build(variant, setup)
+def time_steps(setup: Setup, repeats: int, warmup: int) -> dict[str, list[float]]:
+    """Seconds per forward+backward for every variant, interleaved round-robin so that a
+    change in machine load hits all variants alike."""
+    built = {variant: build(variant, setup) for variant in VARIANTS}
     for _ in range(warmup):
-        step(forward, leaves)
-    seconds = []
+        for forward, leaves in built.values():
+            step(forward, leaves)
+    seconds: dict[str, list[float]] = {variant: [] for variant in VARIANTS}
     for _ in range(repeats):
-        _sync(setup.device)
-        start = time.perf_counter()
-        step(forward, leaves)
-        _sync(setup.device)
-        seconds.append(time.perf_counter() - start)
+        for variant, (forward, leaves) in built.items():
+            _sync(setup.device)
+            start = time.perf_counter()
+            step(forward, leaves)
+            _sync(setup.device)
+            seconds[variant].append(time.perf_counter() - start)
     return seconds
 
 
@@ -139,19 +147,38 @@ def _rss_bytes() -> int:
         return int(f.read().split()[1]) * resource.getpagesize()
 
 
-def _peak_child(variant: str, setup: Setup, queue: mp.Queue) -> None:  # type: ignore[type-arg]
+def _reset_peak_rss() -> bool:
+    """Reset the kernel's peak-RSS mark to the current RSS (Linux ≥ 4.0); False if refused."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+    except OSError:
+        return False
+    return True
+
+
+def _peak_rss_bytes() -> int:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux: KiB
+
+
+def _peak_in_this_process(variant: str, setup: Setup) -> int:
     torch.set_num_threads(setup.threads)
     # One tiny step first, so one-time library initialisation is not counted as peak memory.
     step(*build(variant, replace(setup, batch=1, tokens=1)))
     forward, leaves = build(variant, setup)
     before = _rss_bytes()
+    if not _reset_peak_rss() and _peak_rss_bytes() > before:
+        return -1  # an earlier, higher peak would hide this step's: cannot measure
     step(forward, leaves)
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux: KiB
-    queue.put(max(0, peak - before))
+    return max(0, _peak_rss_bytes() - before)
 
 
 def peak_bytes(variant: str, setup: Setup) -> int:
-    """Peak memory growth of one forward+backward (see the module docstring)."""
+    """Peak memory growth of one forward+backward (see the module docstring); -1 if unknown."""
     if setup.device.startswith("cuda"):
         forward, leaves = build(variant, setup)
         torch.cuda.synchronize()
@@ -162,13 +189,17 @@ def peak_bytes(variant: str, setup: Setup) -> int:
         return int(torch.cuda.max_memory_allocated() - held)
     if platform.system() != "Linux":
         return -1
-    context = mp.get_context("spawn")
-    queue = context.Queue()
-    child = context.Process(target=_peak_child, args=(variant, setup, queue))
-    child.start()
-    result = int(queue.get(timeout=600))
-    child.join()
-    return result
+    root = str(Path(__file__).resolve().parents[1])
+    paths = [root, os.environ.get("PYTHONPATH", "")]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in paths if p)}
+    command = [sys.executable, str(Path(__file__).resolve()), "--measure-peak", variant,
+               "--batch", str(setup.batch), "--tokens", str(setup.tokens), "--n", str(setup.n),
+               "--d", str(setup.d), "--dtype", setup.dtype, "--device", setup.device,
+               "--threads", str(setup.threads)]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
+    if done.returncode != 0:
+        raise RuntimeError(f"peak-memory subprocess failed:\n{done.stderr}")
+    return int(done.stdout.strip().splitlines()[-1])
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -182,6 +213,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
     parser.add_argument("--repeats", type=int, default=20)
     parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--no-peak", action="store_true", help="skip the peak-memory runs")
+    parser.add_argument("--measure-peak", choices=VARIANTS, help=argparse.SUPPRESS)
     return parser.parse_args(argv)
 
 
@@ -189,6 +222,9 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
     args = parse_args(argv)
     torch.set_num_threads(args.threads)
     setup = Setup(args.batch, args.tokens, args.n, args.d, args.dtype, args.device, args.threads)
+    if args.measure_peak:  # the fresh process that peak_bytes starts
+        print(_peak_in_this_process(args.measure_peak, setup))
+        return {}
     console = Console()
     console.print(
         f"B={setup.batch} T={setup.tokens} n={setup.n} d={setup.d} {setup.dtype} on "
@@ -196,13 +232,13 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
         f"median of {args.repeats} after {args.warmup} warm-up steps"
     )
     rows: dict[str, dict[str, float]] = {}
-    for variant in VARIANTS:
-        seconds = time_step(variant, setup, args.repeats, args.warmup)
+    timings = time_steps(setup, args.repeats, args.warmup)
+    for variant, seconds in timings.items():
         rows[variant] = {
             "median_ms": 1e3 * statistics.median(seconds),
             "min_ms": 1e3 * min(seconds),
             "saved_mib": saved_activation_bytes(variant, setup) / 2**20,
-            "peak_mib": peak_bytes(variant, setup) / 2**20,
+            "peak_mib": -1.0 if args.no_peak else peak_bytes(variant, setup) / 2**20,
         }
     mib = lambda v: f"{v:.1f}" if v >= 0 else "n/a"  # noqa: E731
     table = Table(title="forward + backward of one sublayer")
@@ -213,9 +249,11 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
                       mib(r["saved_mib"]), mib(r["peak_mib"]))
     for variant in ("residual", "mhc"):
         r, b = rows[variant], rows["branch"]
-        table.add_row(f"{variant} − branch", f"{r['median_ms'] - b['median_ms']:.1f}", "",
+        measured = r["peak_mib"] >= 0 and b["peak_mib"] >= 0
+        table.add_row(f"{variant} − branch", f"{r['median_ms'] - b['median_ms']:.1f}",
+                      f"{r['min_ms'] - b['min_ms']:.1f}",
                       f"{r['saved_mib'] - b['saved_mib']:.1f}",
-                      mib(r["peak_mib"] - b["peak_mib"]) if b["peak_mib"] >= 0 else "n/a")
+                      f"{r['peak_mib'] - b['peak_mib']:.1f}" if measured else "n/a")
     console.print(table)
     state_mib = setup.batch * setup.tokens * setup.n * setup.d * torch.finfo(
         DTYPES[setup.dtype]).bits / 8 / 2**20

@@ -1,6 +1,6 @@
 """Dynamic hyper-connections (DHC): the static weights plus small input-dependent terms.
 
-HC arXiv:2409.19606 §2.3, Eq. 10–13 (and Alg. 2), in paper layout for one token with
+HC arXiv:2409.19606 §2, Eq. 10–13 (and Alg. 2), in paper layout for one token with
 ``H ∈ R^{n×d}``::
 
     H̄      = norm(H)                          per-stream LayerNorm, no learnable parameters
@@ -24,7 +24,7 @@ from reference.connection import Weights
 from reference.static import StaticHyperConnection
 
 SCALE_INIT = 0.01
-"""Initial ``s_α`` and ``s_β`` (HC §2.3 / Alg. 2: small scales, dynamic part W = 0)."""
+"""Initial ``s_α`` and ``s_β`` (HC Eq. 10–13 / Alg. 2: small scales, dynamic part W = 0)."""
 
 
 class DynamicHyperConnection(StaticHyperConnection):
@@ -35,7 +35,7 @@ class DynamicHyperConnection(StaticHyperConnection):
     ``W_pre [d]`` (HC ``W_m``), ``W_post [d]`` (HC ``W_β``), ``W_res [d, n]`` (HC ``W_r``, paper
     layout: column j gives entry ``A_r[i, j]`` from stream i), and the scalars ``s_alpha``
     (shared by ``A_m`` and ``A_r``) and ``s_beta``. Init: ``W = 0``, ``s_α = s_β = 0.01``, so at
-    init DHC equals SHC exactly. Parameter count ``(n + 2) d + n² + 2n + 2`` (HC Table 7 notes).
+    init DHC equals SHC exactly. Parameter count ``(n + 2) d + n² + 2n + 2`` (DESIGN.md §1).
 
     Args:
         n, d, layer_index, dtype, device: as for the static connection.

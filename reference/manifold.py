@@ -28,7 +28,7 @@ from reference.connection import HyperConnection, Weights
 from reference.sinkhorn import DEFAULT_ITERATIONS, sinkhorn_knopp
 
 ALPHA_INIT = 0.01
-"""Initial gating scalars α_pre, α_post, α_res (mHC §4.2)."""
+"""Initial gating scalars α_pre, α_post, α_res (mHC App. A.1, Table 5)."""
 
 RES_INIT_DIAGONAL = 0.7
 """Diagonal of H_res at init (from ``b_res``); see :class:`ManifoldHyperConnection`."""
@@ -65,7 +65,7 @@ class ManifoldHyperConnection(HyperConnection):
 
     Initialisation (the paper gives only α = 0.01; the rest is this reference's choice):
 
-    * ``α_pre = α_post = α_res = alpha_init`` (0.01, mHC §4.2).
+    * ``α_pre = α_post = α_res = alpha_init`` (0.01, mHC App. A.1 Table 5).
     * ``φ ~ N(0, 1/(n·d))``: ``x'`` has unit RMS, so each entry of ``x' φ`` has unit variance and
       α sets the size of the input-dependent part (≈ 0.01) as the paper intends. (φ = 0 would
       leave α without gradient at the start and make every token's weights identical.)

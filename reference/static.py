@@ -1,6 +1,6 @@
 """Static hyper-connections (SHC): learned constant h_pre, h_post, H_res.
 
-HC arXiv:2409.19606 §2.2 (Eq. 1–5) and the initialisation of Eq. 14 / Alg. 2, in the row form
+HC arXiv:2409.19606 §2 (Eq. 1–5) and the initialisation of Eq. 14 / Alg. 2, in the row form
 of DESIGN.md §1 (``h_pre = A_m``, ``h_post = Bᵀ``, ``H_res = A_rᵀ``).
 """
 

@@ -120,7 +120,7 @@ class HCTransformer(nn.Module):
         sinkhorn_iterations: Sinkhorn–Knopp rounds for ``mhc``.
         dtype, device: the whole model is moved there after init (torch's defaults when None).
 
-    The √n reading. HC (§4 implementation details) scales the init std of the output modules
+    The √n reading. HC (implementation details) scales the init std of the output modules
     "by √n" without saying whether it multiplies or divides. This reference divides:
     ``std = init_std / √n``. Reason: each branch output is written into all n streams
     (``h_post = 1``) and the head sums the n streams, so one branch contributes n copies of its

@@ -59,7 +59,7 @@ def test_default_is_twenty_rounds() -> None:
 def test_doubly_stochastic_float64_with_enough_iterations(n: int) -> None:
     h = sinkhorn_knopp(_logits(1.0, (512, n, n)), iterations=200)
     assert (h >= 0).all()
-    assert _row_error(h).max() < 1e-14
+    assert _row_error(h).max() <= 4 * torch.finfo(torch.float64).eps
     assert _column_error(h).max() < 1e-12
 
 
@@ -69,7 +69,7 @@ def test_float32_init_scale_logits_at_default_iterations() -> None:
     h = sinkhorn_knopp(logits)
     assert h.dtype == torch.float32
     assert (h >= 0).all()
-    assert _row_error(h).max() < 4 * N * torch.finfo(torch.float32).eps
+    assert _row_error(h).max() <= 3 * torch.finfo(torch.float32).eps
     assert _column_error(h).max() < 1e-6
 
 
@@ -102,8 +102,7 @@ def test_finite_for_huge_logits(dtype: torch.dtype) -> None:
     assert (h >= 0).all()
     assert (h.amax(dim=-1) > 0).all(), "a row became all zero"
     assert (h.amax(dim=-2) > 0).all(), "a column became all zero (a stream dropped)"
-    tol = 4 * N * torch.finfo(dtype).eps
-    assert _row_error(h.float()).max() <= tol
+    assert _row_error(h.float()).max() <= 3 * torch.finfo(dtype).eps  # rows: exact to rounding
     weights = torch.randn(h.shape, generator=torch.Generator().manual_seed(3)).to(dtype)
     (h * weights).sum().backward()
     assert logits.grad is not None and torch.isfinite(logits.grad).all()

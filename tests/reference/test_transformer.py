@@ -157,3 +157,17 @@ def test_bad_arguments() -> None:
         model(torch.zeros(2, 3))
     with pytest.raises(ValueError, match="sequence length 9 exceeds max_seq_len=8"):
         model(torch.zeros(2, 9, dtype=torch.long))
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device available")
+@pytest.mark.parametrize("connection", CONNECTIONS)
+def test_cuda_matches_cpu(connection: str) -> None:
+    cpu = _model(connection)
+    gpu = HCTransformer(VOCAB, D, LAYERS, HEADS, N, connection, dtype=torch.float64,  # type: ignore[arg-type]
+                        device="cuda")
+    gpu.load_state_dict(cpu.state_dict())
+    tokens = _tokens()
+    got = gpu(tokens.cuda())
+    assert got.device.type == "cuda"
+    torch.testing.assert_close(got.cpu(), cpu(tokens), rtol=1e-9, atol=1e-9)
