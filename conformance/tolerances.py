@@ -166,6 +166,17 @@ def low_precision(dtype: torch.dtype) -> float:
     return LOW_PRECISION_EPS_FACTOR * eps(dtype)
 
 
+# --- float32 gradients vs float64 --------------------------------------------------------------
+# The backward of one connection is a handful of dot products (the transposed mix, the rank-one
+# terms, the weight gradients summed over B·T tokens) plus, for mHC, the adjoint of 20
+# Sinkhorn–Knopp rounds; each rounds at γ_k ≈ k·eps relative to its terms. Relative to the
+# largest gradient entry (scaled_error's default scale) we allow the law's float32 budget,
+# 256·eps32 ≈ 3.1e-5. PLACEHOLDER_MEASURED
+def gradient_float32() -> float:
+    """Scaled-error tolerance of float32 gradients against float64 gradients."""
+    return law(torch.float32)
+
+
 # --- device ------------------------------------------------------------------------------------
 # CUDA and CPU kernels differ in summation order and in fused operations (FMA): each dot product
 # may differ by γ_k on both sides, so twice the law tolerance of the dtype.

@@ -1,7 +1,8 @@
 """The property catalogue: every property the kit checks, in run order (prerequisites first).
 
 Families (DESIGN.md §2): shape, law, independence, constraints, conventions, gradients,
-reductions, dtype, device, state. ``hc-conformance list`` prints the catalogue.
+reductions, dtype, device, state, compile (optional: torch.compile). ``hc-conformance list``
+prints the catalogue.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from collections.abc import Iterable
 from typing import Final
 
 from conformance.properties import (
+    compiled,
     constraints,
     conventions,
     device,
@@ -32,7 +34,7 @@ from conformance.properties.base import (
 
 FAMILIES: Final[tuple[str, ...]] = (
     "shape", "law", "independence", "constraints", "conventions", "gradients", "reductions",
-    "dtype", "device", "state",
+    "dtype", "device", "state", "compile",
 )
 
 CATALOGUE: Final[tuple[Property, ...]] = (
@@ -46,6 +48,7 @@ CATALOGUE: Final[tuple[Property, ...]] = (
     *dtype.PROPERTIES,
     *device.PROPERTIES,
     *state.PROPERTIES,
+    *compiled.PROPERTIES,
 )
 
 BY_ID: Final[dict[str, Property]] = {p.id: p for p in CATALOGUE}

@@ -42,6 +42,36 @@ class FactoryRejected(Exception):
     """The factory raised for a case's configuration; the case is skipped and recorded."""
 
 
+class BranchMisuse(PropertyFailure):
+    """The impl called the kit's branch with something other than a ``[B, T, d]`` tensor."""
+
+
+class CheckedBranch(CountingBranch):
+    """A :class:`CountingBranch` that refuses an input other than a 3-D ``[B, T, d]`` tensor:
+    a branch fed the n·d concatenation of the streams, or tokens folded into the batch
+    (``[B·T, d]``), fails with a message naming the shape instead of an error deep inside
+    the sublayer (DESIGN.md §1: the sublayer runs once per token on a d-vector).
+
+    Raises (when called):
+        BranchMisuse: the input is not a tensor, not 3-D, or its last axis is not ``d``.
+    """
+
+    def __init__(self, fn: Callable[[torch.Tensor], torch.Tensor], d: int,
+                 record: bool = True) -> None:
+        super().__init__(fn, record=record)
+        self.d = d
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        if not isinstance(x, torch.Tensor) or x.dim() != 3 or x.shape[-1] != self.d:
+            got = (f"tensor {list(x.shape)}" if isinstance(x, torch.Tensor)
+                   else type(x).__name__)
+            raise BranchMisuse(
+                f"the branch received {got}, expected a [B, T, d] tensor with d={self.d} "
+                "(the aggregate h_preᵀX: not the n·d concatenation of the streams, not the "
+                "tokens folded into the batch)")
+        return super().__call__(x)
+
+
 @dataclass
 class Worst:
     """The largest error/tolerance ratio seen so far in one property's run."""
@@ -185,11 +215,12 @@ class Context:
         return strategies.stream_state(case, dtype or self.dtype, device or self.device, salt)
 
     def branch(self, case: Case, name: str | None = None, *, dtype: torch.dtype | None = None,
-               device: str | None = None, record: bool = True) -> CountingBranch:
-        """A counting (and recording) branch of the case's (or the given) kind."""
+               device: str | None = None, record: bool = True) -> CheckedBranch:
+        """A counting (and recording) branch of the case's (or the given) kind that refuses
+        an input other than ``[B, T, d]`` (:class:`CheckedBranch`)."""
         fn = strategies.make_branch(name or case.branch, case.d, dtype or self.dtype,
                                     device or self.device, seed=case.seed)
-        return CountingBranch(fn, record=record)
+        return CheckedBranch(fn, case.d, record=record)
 
     def forward(self, impl: HyperConnectionImpl, x: torch.Tensor,
                 branch: CountingBranch) -> torch.Tensor:

@@ -38,7 +38,11 @@ def check_cuda(ctx: Context, case: Case) -> None:
     out_gpu = ctx.forward(gpu, ctx.state(case, device="cuda"),
                           ctx.branch(case, device="cuda", record=False))
     ctx.require(out_gpu.device.type == "cuda",
-                f"forward on CUDA input returned a tensor on {out_gpu.device}")
+                f"forward on CUDA input returned a tensor on {out_gpu.device} (a hard-coded "
+                ".cpu()?)")
+    ctx.require(out_cpu.device.type == "cpu",
+                f"forward on CPU input returned a tensor on {out_cpu.device} (a hard-coded "
+                ".cuda()?)")
     ctx.expect("CUDA forward vs CPU forward", tolerances.scaled_error(f64(out_gpu), out_cpu),
                tolerances.device(ctx.tol_dtype))
 

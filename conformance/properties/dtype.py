@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 from hypothesis import strategies as st
 
-from conformance import tolerances
+from conformance import strategies, tolerances
 from conformance.properties.base import (
     Context,
     FactoryRejected,
@@ -18,8 +18,8 @@ from conformance.properties.base import (
     Property,
 )
 from conformance.properties.common import standard_examples, standard_strategy
-from conformance.protocol import KINDS
-from conformance.strategies import Case
+from conformance.protocol import KINDS, PARAMETERS, HyperConnectionImpl
+from conformance.strategies import SMOOTH_BRANCHES, Case
 
 LOW = (torch.bfloat16, torch.float16)
 
@@ -55,6 +55,44 @@ def check_low_precision(ctx: Context, case: Case) -> None:
                             + " | ".join(ctx.rejected[-2:]))
 
 
+def _gradients(ctx: Context, impl: HyperConnectionImpl, case: Case,
+               dtype: torch.dtype) -> tuple[torch.Tensor, list[torch.Tensor], torch.Tensor]:
+    """(∂L/∂x, ∂L/∂θ for the floating parameters, X') of ``L = ⟨G', X'⟩`` in ``dtype``."""
+    x = ctx.state(case, dtype=dtype).requires_grad_(True)
+    G = strategies.gaussian(x.shape, case.seed, 31, dtype, ctx.device)
+    params = ([p for p in impl.parameters()  # type: ignore[attr-defined]
+               if isinstance(p, torch.Tensor) and p.is_floating_point() and p.requires_grad]
+              if PARAMETERS in ctx.capabilities else [])
+    fn = strategies.make_branch(case.branch, case.d, dtype, ctx.device, seed=case.seed)
+    out = impl.forward(x, fn)
+    loss = (out * G).sum()
+    ctx.require(loss.requires_grad, f"the {dtype} forward's output is not connected to autograd")
+    grads = torch.autograd.grad(loss, [x, *params], allow_unused=True)
+    filled = [torch.zeros_like(t) if g is None else g for t, g in zip([x, *params], grads,
+                                                                         strict=True)]
+    return filled[0], filled[1:], out.detach()
+
+
+def check_float32_gradients(ctx: Context, case: Case) -> None:
+    """float32 gradients (w.r.t. x and the parameters) equal the float64 ones (same parameter
+    values) within :func:`conformance.tolerances.gradient_float32` — catches a backward that is
+    wrong only in float32 (e.g. a cast inside a custom backward), which float64 finite
+    differences cannot see."""
+    try:
+        impl64 = ctx.make(case, dtype=torch.float64)
+        impl32 = ctx.make(case, dtype=torch.float32)
+    except FactoryRejected as exc:
+        raise NotApplicable(f"needs float64 and float32: {exc}") from exc
+    ctx.align_parameters(impl64, impl32)
+    gx64, gp64, _out64 = _gradients(ctx, impl64, case, torch.float64)
+    gx32, gp32, _ = _gradients(ctx, impl32, case, torch.float32)
+    tol = tolerances.gradient_float32()
+    ctx.expect("float32 ∂L/∂x vs float64", tolerances.scaled_error(gx32, gx64), tol)
+    for i, (g32, g64) in enumerate(zip(gp32, gp64, strict=True)):
+        ctx.expect(f"float32 ∂L/∂(parameter {i}, shape {list(g64.shape)}) vs float64",
+                   tolerances.scaled_error(g32, g64), tol)
+
+
 def _examples(ctx: Context) -> list[Case]:
     return standard_examples(ctx, d_more_than_n=False)
 
@@ -64,6 +102,14 @@ def _strategy(ctx: Context) -> st.SearchStrategy[Case]:
 
 
 PROPERTIES = [
+    Property("dtype.float32_gradients", "dtype",
+             "float32 gradients w.r.t. x and the parameters match float64 (dtype-aware)",
+             "backward.closed_form", frozenset(), frozenset(KINDS), check_float32_gradients,
+             lambda ctx: standard_examples(ctx, d_more_than_n=False) + standard_examples(
+                 ctx, d_more_than_n=False, branch="linear")[1:3],
+             lambda ctx: standard_strategy(ctx, d_more_than_n=False, extreme_scales=False,
+                                           branches=SMOOTH_BRANCHES),
+             prerequisites=("shape.output", "shape.branch_once")),
     Property("dtype.low_precision", "dtype",
              "bfloat16/float16 forward is close to float32 (dtype-aware) and keeps its dtype",
              None, frozenset(), frozenset(KINDS), check_low_precision, _examples, _strategy,

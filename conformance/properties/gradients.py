@@ -11,6 +11,8 @@ chain through ``weights(x)`` with cotangents ``∂L/∂H_res = G' Xᵀ``, ``∂L
 
 from __future__ import annotations
 
+import math
+
 import torch
 from hypothesis import strategies as st
 
@@ -19,6 +21,7 @@ from conformance.properties.base import (
     Context,
     NotApplicable,
     Property,
+    PropertyFailure,
     f64,
     np64,
 )
@@ -46,7 +49,14 @@ def _need_float64(ctx: Context) -> None:
 
 def _loss(impl: HyperConnectionImpl, x: torch.Tensor, branch: Branch,
           G: torch.Tensor) -> torch.Tensor:
-    return (impl.forward(x, branch) * G).sum()
+    """``⟨G', X'⟩``; fails when the output is not connected to autograd although the input or
+    the parameters require grad (e.g. an output rebuilt under ``no_grad``)."""
+    loss = (impl.forward(x, branch) * G).sum()
+    if torch.is_grad_enabled() and not loss.requires_grad:
+        raise PropertyFailure(
+            "forward's output is not connected to autograd (requires_grad is False although "
+            "the input or the parameters require grad): no gradient can reach them")
+    return loss
 
 
 def _trainable(impl: HyperConnectionImpl) -> list[torch.Tensor]:
@@ -197,8 +207,45 @@ def check_finite_extreme(ctx: Context, case: Case) -> None:
                 f"×{case.param_scale:g}")
 
 
+TRAINABLE_RELATIVE = 1e-6
+"""Smallest ‖∂L/∂θ‖ / (‖G'‖·‖X‖) accepted for ``L = ⟨G', H_res X⟩``. The reference gives
+≥ 1e-3 at init (mHC: α = 0.01 scales the φ part, b_res still moves H_res at O(0.1)); a mixing
+that ignores its parameters gives exactly 0, a saturated Sinkhorn–Knopp exp(−Δ) with Δ in the
+hundreds — both below 1e-100."""
+
+
+def check_mixing_trainable(ctx: Context, case: Case) -> None:
+    """With F ≡ 0 (``X' = H_res X``) and n ≥ 2, ``L = ⟨G', X'⟩`` has a non-zero gradient
+    w.r.t. the parameters: H_res can leave its init (public bug report #9: a temperature/init whose
+    gradient is exactly zero, so H_res stays the identity; report #1: H_res unused)."""
+    impl = ctx.make(case)
+    params = _trainable(impl)
+    x = ctx.state(case)
+    G = strategies.gaussian(x.shape, case.seed, 31, ctx.dtype, ctx.device)
+    zero = strategies.make_branch("zero", case.d, ctx.dtype, ctx.device)
+    grads = torch.autograd.grad(_loss(impl, x, zero, G), params, allow_unused=True)
+    norm = float(torch.sqrt(sum((f64(g).pow(2).sum() for g in grads if g is not None),
+                                torch.zeros((), dtype=torch.float64))))
+    scale = float(f64(G).norm() * f64(x).norm())
+    relative = norm / scale if scale > 0 else 0.0
+    ctx.expect("1e-6 / (‖∂⟨G', H_res X⟩/∂θ‖ / (‖G'‖‖X‖)) with F ≡ 0 (≤ 1: trainable)",
+               TRAINABLE_RELATIVE / relative if relative > 0 else math.inf, 1.0,
+               f"the gradient reaching the parameters through the mixing is {norm:.3g} "
+               f"(relative {relative:.3g}): H_res cannot move from where it is (saturated "
+               "Sinkhorn–Knopp? H_res not used in forward?)")
+
+
 def _examples(ctx: Context) -> list[Case]:
     return standard_examples(ctx) + standard_examples(ctx, branch="linear")[1:3]
+
+
+def _trainable_examples(ctx: Context) -> list[Case]:
+    # n ≥ 2: at n = 1 mHC's H_res is [1] for any parameters (spec mhc.n1_residual)
+    return standard_examples(ctx, d_more_than_n=False, min_n=2)
+
+
+def _trainable_strategy(ctx: Context) -> st.SearchStrategy[Case]:
+    return standard_strategy(ctx, min_n=2, perturbations=(0.0, 0.1, 0.3), extreme_scales=False)
 
 
 def _strategy(ctx: Context) -> st.SearchStrategy[Case]:
@@ -232,6 +279,10 @@ PROPERTIES = [
              "static HC: autograd ∂L/∂x equals H_resᵀG' + h_pre g_inᵀ on probed weights",
              "backward.closed_form", frozenset(), frozenset({"hc-static"}),
              check_closed_form_probed, _examples, _strategy, prerequisites=(*BASE, "law.probed")),
+    Property("gradients.mixing_trainable", "gradients",
+             "with F ≡ 0, ⟨G', H_res X⟩ has a non-zero gradient w.r.t. the parameters",
+             None, frozenset({PARAMETERS}), ALL, check_mixing_trainable,
+             _trainable_examples, _trainable_strategy, prerequisites=BASE),
     Property("gradients.finite_extreme", "gradients",
              "gradients stay finite with the parameters scaled ×1e2–×1e4",
              None, frozenset({PARAMETERS}), ALL, check_finite_extreme, _extreme_examples,

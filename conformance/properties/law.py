@@ -13,19 +13,21 @@ import torch
 from hypothesis import strategies as st
 
 from conformance import tolerances
-from conformance.properties.base import Context, Property, f64
+from conformance.properties.base import Context, NotApplicable, Property, f64
 from conformance.properties.common import (
     branch64,
     expected_output,
     law_tol,
+    shift,
     standard_examples,
     standard_strategy,
 )
-from conformance.protocol import KINDS, WEIGHTS
+from conformance.protocol import KINDS, PARAMETERS, WEIGHTS, HyperConnectionImpl
 from conformance.strategies import Case
 from spec import numeric
 
 ALL = frozenset(KINDS)
+HC = frozenset({"hc-static", "hc-dynamic"})
 BASE = ("shape.output", "shape.branch_once")
 
 
@@ -96,6 +98,102 @@ def check_token_mixing(ctx: Context, case: Case) -> None:
     check_probed(ctx, dataclasses.replace(case, branch="token_mixing"))
 
 
+STEER_STEPS = 8
+
+
+def cyclic_permutation(n: int) -> torch.Tensor:
+    """``P [n, n]`` float64 with ``P[i, (i + 1) mod n] = 1``: ``(P X)_i = X_{i+1 mod n}``."""
+    return torch.roll(torch.eye(n, dtype=torch.float64), shifts=1, dims=1)
+
+
+def constant_streams(case: Case, ctx: Context) -> torch.Tensor:
+    """The bug report's state: stream i holds the constant ``(i + 1)·scale``, ``[B, T, n, d]``."""
+    values = torch.arange(1, case.n + 1, dtype=torch.float64) * case.scale
+    x = values.view(1, 1, case.n, 1).expand(case.batch, case.tokens, case.n, case.d)
+    return x.to(device=ctx.device, dtype=ctx.dtype).contiguous()
+
+
+def steer_h_res(ctx: Context, impl: HyperConnectionImpl, x: torch.Tensor,
+                target: torch.Tensor) -> float:
+    """Move the impl's parameters (Gauss–Newton, least-norm steps) until its reported H_res at
+    ``x`` equals ``target [n, n]`` for every token; returns the remaining max deviation.
+
+    Works through autograd on ``weights(x)``, so it needs no knowledge of how the impl stores
+    H_res (a parameter, its transpose, a static part plus a dynamic one).
+
+    Raises:
+        NotApplicable: no floating parameter reaches H_res.
+    """
+    params = [p for p in impl.parameters()  # type: ignore[attr-defined]
+              if isinstance(p, torch.Tensor) and p.is_floating_point() and p.requires_grad]
+    if not params:
+        raise NotApplicable("no exposed parameter requires grad, so H_res cannot be steered")
+    want = target.to(device=x.device, dtype=x.dtype)
+    deviation = float("inf")
+    for _ in range(STEER_STEPS):
+        with torch.enable_grad():
+            residual = (ctx.weights(impl, x)[2] - want).flatten()
+            deviation = float(residual.detach().abs().max())
+            if deviation <= tolerances.law(ctx.tol_dtype):
+                break
+            rows = []
+            for r in residual:
+                grads = torch.autograd.grad(r, params, retain_graph=True, allow_unused=True)
+                rows.append(torch.cat([(torch.zeros_like(p) if g is None else g).flatten()
+                                       for p, g in zip(params, grads, strict=True)]))
+        jacobian = f64(torch.stack(rows))
+        if not bool(jacobian.abs().max() > 0):
+            raise NotApplicable("weights(x)'s H_res does not depend on the exposed parameters, "
+                                "so it cannot be steered")
+        step = torch.linalg.pinv(jacobian) @ f64(residual)
+        with torch.no_grad():
+            offset = 0
+            for p in params:
+                size = p.numel()
+                p.sub_(step[offset:offset + size].view_as(p).to(dtype=p.dtype, device=p.device))
+                offset += size
+    return deviation
+
+
+def check_permutation_mixing(ctx: Context, case: Case) -> None:
+    """Public bug report #1 (the width connection returned the streams from before mixing):
+    steer H_res to the cyclic permutation P through the parameters, then with F ≡ 0 on the
+    state "stream i constant i + 1" the output must be the permuted input ``P X``."""
+    impl = ctx.make(case)
+    x = constant_streams(case, ctx)
+    P = cyclic_permutation(case.n)
+    left = steer_h_res(ctx, impl, x, P)
+    tol = law_tol(ctx) * case.n
+    if left > tol:
+        raise NotApplicable(f"could not steer the reported H_res to a cyclic permutation "
+                            f"through the parameters (max deviation {left:.3g} after "
+                            f"{STEER_STEPS} Gauss–Newton steps)")
+    with torch.no_grad():
+        out = ctx.forward(impl, x, ctx.branch(case, "zero", record=False))
+    X = f64(x)
+    want = P @ X
+    got = f64(out)
+    streams = ", ".join(f"{float(v):g}" for v in got[0, 0, :, 0])
+    expected = ", ".join(f"{float(v):g}" for v in want[0, 0, :, 0])
+    ctx.expect("F ≡ 0 with H_res = cyclic permutation: X' vs the permuted streams P X",
+               tolerances.scaled_error(got, want), tol,
+               f"streams of token 0 came out as [{streams}], expected [{expected}] "
+               "(streams returned unmixed? H_res transposed?)")
+
+
+def _permutation_examples(ctx: Context) -> list[Case]:
+    # the recipe of public bug report #1 first: n = 4, d = 8, B = 1, T = 3, at init
+    return shift(ctx, [
+        Case(1, 3, 4, 8, layer_index=0, seed=0, perturb=0.0, branch="zero"),
+        Case(2, 2, 3, 5, layer_index=1, seed=1, perturb=0.3, branch="zero"),
+        Case(1, 2, 2, 3, layer_index=3, seed=2, perturb=1.0, scale=10.0, branch="zero"),
+    ])
+
+
+def _permutation_strategy(ctx: Context) -> st.SearchStrategy[Case]:
+    return standard_strategy(ctx, min_n=2, branches=("zero",), extreme_scales=False)
+
+
 def _examples(ctx: Context) -> list[Case]:
     return standard_examples(ctx)
 
@@ -134,6 +232,11 @@ PROPERTIES = [
              "weights(x) equals the weights read through the branch",
              "layout.paper_rows", frozenset({WEIGHTS}), ALL, check_reported_matches_probed,
              _examples, _strategy, prerequisites=(*BASE, "shape.weights")),
+    Property("law.permutation_mixing", "law",
+             "with H_res steered to a cyclic permutation P and F ≡ 0, X' = P X (streams permuted)",
+             "ds.permutation_vertices", frozenset({WEIGHTS, PARAMETERS}), HC,
+             check_permutation_mixing, _permutation_examples, _permutation_strategy,
+             prerequisites=(*BASE, "shape.weights"), explore=False),
     Property("law.token_mixing_branch", "law",
              "a token-mixing branch receives the whole [B,T,d] sequence and the law holds",
              "layout.paper_rows", frozenset(), ALL, check_token_mixing, _mixing_examples,

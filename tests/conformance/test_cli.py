@@ -24,7 +24,7 @@ def test_pass_writes_json_and_junit(capsys: pytest.CaptureFixture[str], tmp_path
     assert code == 0
     assert "shape.output" in out and "reference:hc-static" in out and "result: OK" in out
     report = Report.read_json(tmp_path / "r.json")
-    assert report.profile == "quick" and report.summary["passed"] == 8
+    assert report.profile == "quick" and report.summary["passed"] == 9
     suites = list(JUnitXml.fromfile(str(tmp_path / "r.xml")))
     cases = {case.name: case for case in suites[0]}
     assert set(cases) == {r.id for r in report.results}

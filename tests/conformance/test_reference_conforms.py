@@ -8,6 +8,7 @@ from conformance import report as rp
 from conformance.runner import check_implementation
 
 ALLOWED_NOT_APPLICABLE = ("applies to ", "no CUDA device")
+ONE_EXAMPLE_BY_DESIGN = {"compile.fullgraph"}  # one torch.compile under ci (its cost, ~2 s)
 
 
 @pytest.mark.slow
@@ -21,6 +22,8 @@ def test_reference_kind_passes_ci(target: str) -> None:
     for r in report.results:
         if r.status == rp.NOT_APPLICABLE:  # only kind mismatches and the absent GPU
             assert r.message.startswith(ALLOWED_NOT_APPLICABLE), (r.id, r.message)
+        elif r.id in ONE_EXAMPLE_BY_DESIGN:
+            assert r.examples >= 1, r.id
         else:
             assert r.examples >= 3, r.id
     passed = [r for r in report.results if r.status == rp.PASSED]

@@ -151,4 +151,4 @@ def test_report_json_round_trip(tmp_path) -> None:  # type: ignore[no-untyped-de
     for key in ("target", "kit_version", "profile", "seed", "device", "results", "summary"):
         assert key in data
     assert set(data["results"][0]) >= {"id", "status", "examples", "seconds", "message"}
-    assert data["summary"]["passed"] == 5 and torch.__version__ in data["versions"]["torch"]
+    assert data["summary"]["passed"] == 6 and torch.__version__ in data["versions"]["torch"]
