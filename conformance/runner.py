@@ -258,6 +258,7 @@ def check_implementation(
     case: Case | None = None,
     on_start: ProgressStart | None = None,
     on_result: ProgressResult | None = None,
+    stop_on_failure: bool = False,
 ) -> rp.Report:
     """Run the conformance properties against ``target`` and return the structured report.
 
@@ -271,6 +272,8 @@ def check_implementation(
         expected_failures: property id -> reason; such a failure is ``xfail``, a pass ``xpass``.
         case: replay exactly this case for the selected properties (no hypothesis).
         on_start, on_result: progress callbacks.
+        stop_on_failure: stop after the first property that fails unexpectedly (failed, error,
+            xpass); the ids left are listed in ``not_run`` (the mutation table uses this).
 
     Returns:
         The :class:`conformance.report.Report`; ``KeyboardInterrupt`` during the run returns
@@ -302,6 +305,9 @@ def check_implementation(
         report.results.append(result)
         if on_result is not None:
             on_result(result)
+        if stop_on_failure and result.status in rp.UNEXPECTED:
+            report.not_run = [p.id for p in selected[index + 1:]]
+            break
     return report
 
 
