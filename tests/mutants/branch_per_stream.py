@@ -12,6 +12,7 @@ import torch
 from reference import DynamicHyperConnection
 from tests.mutants._base import build
 
+BUG_CLASS = "sublayer: branch called once per stream"
 CAUGHT_BY = ("shape.branch_once",)
 
 

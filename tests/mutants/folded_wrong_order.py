@@ -13,6 +13,7 @@ import torch
 from reference import ManifoldHyperConnection
 from tests.mutants._base import build, mhc_conventions
 
+BUG_CLASS = "layout: streams folded into the batch as [n·B] vs [B·n]"
 CAUGHT_BY = ("independence.batch",)
 
 

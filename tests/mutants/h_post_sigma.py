@@ -13,6 +13,7 @@ import torch
 from reference import ManifoldHyperConnection, sinkhorn_knopp
 from tests.mutants._base import build, mhc_conventions, mhc_logits
 
+BUG_CLASS = "ranges: H_post = σ, not 2σ (public report #5)"
 CAUGHT_BY = ("constraints.h_post_span",)
 
 

@@ -14,6 +14,7 @@ import torch
 from reference import StaticHyperConnection, apply_connection
 from tests.mutants._base import build
 
+BUG_CLASS = "layout: H_resᵀ for H_res"
 CAUGHT_BY = ("law.reported", "law.reported_matches_probed")
 
 

@@ -13,6 +13,7 @@ import torch
 from reference import DynamicHyperConnection
 from tests.mutants._base import build
 
+BUG_CLASS = "state: input modified in place"
 CAUGHT_BY = ("state.input_unchanged",)
 
 

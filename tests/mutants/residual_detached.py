@@ -12,6 +12,7 @@ import torch
 from reference import StaticHyperConnection
 from tests.mutants._base import build
 
+BUG_CLASS = "gradients: residual path detached"
 CAUGHT_BY = ("gradients.fd_input", "gradients.closed_form")
 
 

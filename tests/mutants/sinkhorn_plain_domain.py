@@ -12,6 +12,7 @@ import torch
 from reference import ManifoldHyperConnection
 from tests.mutants._base import build, mhc_conventions, mhc_logits
 
+BUG_CLASS = "Sinkhorn: plain-domain exp overflows (public report #7)"
 CAUGHT_BY = ("constraints.extreme_logits",)
 
 

@@ -12,6 +12,7 @@ import torch
 from reference import ManifoldHyperConnection
 from tests.mutants._base import build, mhc_conventions, mhc_logits
 
+BUG_CLASS = "Sinkhorn: rows only (softmax over rows in place of Sinkhorn)"
 CAUGHT_BY = ("constraints.h_res_other_axis",)
 
 
