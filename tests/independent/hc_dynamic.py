@@ -33,15 +33,20 @@ def normalise_columns(columns: Tensor, eps: float = LAYER_NORM_EPS) -> Tensor:
 
     Equal to ``(s - mean) / sqrt(var + eps)`` per column; computed after dividing by the
     (gradient-free) column max-abs so that states near the dtype's overflow limit still give a
-    finite, correct result (the function itself does not depend on that scale).
+    finite, correct result (the function itself does not depend on that scale). bfloat16 and
+    float16 are normalised in float32 (as torch's own LayerNorm accumulates) and cast back.
+    A constant column (always the case for d = 1) normalises to exactly 0: the denominator is
+    kept ≥ the dtype's tiny so that ``eps / scale²`` underflowing cannot give ``0 · inf``.
     Shapes/dtype/device: as ``columns``.
     """
-    scale = columns.detach().abs().amax(dim=-2, keepdim=True)
-    scale = scale.clamp_min(torch.finfo(columns.dtype).tiny)
-    scaled = columns / scale
+    work = columns.float() if columns.dtype in (torch.bfloat16, torch.float16) else columns
+    tiny = torch.finfo(work.dtype).tiny
+    scale = work.detach().abs().amax(dim=-2, keepdim=True).clamp_min(tiny)
+    scaled = work / scale
     centred = scaled - scaled.mean(dim=-2, keepdim=True)
     variance = centred.square().mean(dim=-2, keepdim=True)
-    return centred * torch.rsqrt(variance + eps / scale.square())
+    denominator = (variance + eps / scale.square()).clamp_min(tiny)
+    return (centred * torch.rsqrt(denominator)).to(columns.dtype)
 
 
 class DynamicHyperConnection(PaperLayoutConnection):

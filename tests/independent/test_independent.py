@@ -480,6 +480,22 @@ def test_mhc_low_precision_close_to_float64(dtype: torch.dtype) -> None:
     assert_close(H_res.sum(-1), torch.ones(2, 3, n, dtype=F64), n * eps, "rows after the cast")
 
 
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32])
+def test_dynamic_norm_of_constant_streams_is_finite(dtype: torch.dtype) -> None:
+    """Regression (found by the conformance kit, dtype.low_precision): with d = 1 (or any
+    constant stream) the centred stream is exactly 0 and, once eps/scale² underflowed in
+    float16, the normalisation computed 0·inf = NaN. H̄ of a constant stream must be 0."""
+    n, d = 2, 1
+    impl = hc_dynamic.make(n, d, dtype=dtype)
+    big = 1e20 if dtype == torch.float32 else 19.5
+    x = torch.tensor([-10.58, big], dtype=F64).reshape(1, 1, n, d).to(dtype)
+    assert torch.equal(hc_dynamic.normalise_columns(x.transpose(-1, -2)), torch.zeros(1, 1, d, n,
+                                                                                       dtype=dtype))
+    out = impl(x, torch.zeros_like)
+    assert torch.isfinite(out).all()
+    assert torch.equal(out, x), "at init with F ≡ 0 the state passes through unchanged"
+
+
 # --- bad input ----------------------------------------------------------------------
 
 @pytest.mark.parametrize("kind", list(KINDS))
