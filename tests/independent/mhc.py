@@ -25,7 +25,9 @@ Choices the paper leaves open (documented here, all ours):
   exact, columns within the convergence error.
 - Dtypes: for bfloat16/float16 inputs the mappings (norm, projections, σ, Sinkhorn) run in
   float32 and the resulting weights are cast to the input dtype for the mixing; float32 and
-  float64 run in their own dtype.
+  float64 run in their own dtype. So nothing is computed coarser than the input dtype, and the
+  declared ``conventions["internal_dtype"]`` is ``"input"`` for every dtype (a declaration that
+  changed with the dtype would make the kit's per-impl conventions inconsistent).
 - expand replicates, reduce sums (no learned head reduce).
 
 Written independently of ``reference/`` (issue 6, false-positive check of the conformance kit).
@@ -78,7 +80,7 @@ class ManifoldHyperConnection(PaperLayoutConnection):
             "branch_input": "x_in",
             "reduce": "sum",
             "sinkhorn_exact_axis": "rows",
-            "internal_dtype": "float32" if dtype in _LOW_PRECISION else "input",
+            "internal_dtype": "input",   # no coarser than the input's (see the module doc)
         }
         generator = torch.Generator(device="cpu").manual_seed(seed)
         std = 1.0 / math.sqrt(n * d)
