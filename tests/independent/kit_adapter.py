@@ -1,0 +1,72 @@
+"""The independent implementation as conformance-kit targets, with its conventions declared in
+the kit's type.
+
+The independent mHC declares its conventions as a plain ``dict`` (plus a
+``sinkhorn_iterations`` attribute); on main the kit requires a
+:class:`conformance.protocol.Conventions` (issue 5 changes the protocol to accept a mapping).
+Until then these factories translate the declaration and change nothing else::
+
+    hc-conformance run tests.independent.kit_adapter:make_mhc
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import torch
+
+from conformance.protocol import Conventions
+from tests.independent import hc_dynamic, hc_static, mhc
+
+_FIELDS = ("branch_input", "reduce", "sinkhorn_exact_axis")
+
+
+def as_conventions(impl: Any) -> Conventions:
+    """``impl.conventions`` (a mapping) and ``impl.sinkhorn_iterations`` as a Conventions.
+
+    ``internal_dtype = "input"`` means "computes in the input's dtype or finer": no
+    ``compute_dtype`` to declare.
+
+    Raises:
+        ValueError: an ``internal_dtype`` other than ``"input"``, or a value Conventions
+            rejects.
+    """
+    declared: Mapping[str, str] = getattr(impl, "conventions", {}) or {}
+    internal = declared.get("internal_dtype", "input")
+    if internal != "input":
+        raise ValueError(f"internal_dtype: expected 'input', got {internal!r}")
+    fields: dict[str, Any] = {k: declared[k] for k in _FIELDS if k in declared}
+    iterations = getattr(impl, "sinkhorn_iterations", None)
+    return Conventions(**fields, sinkhorn_iterations=iterations,
+                       notes="independent implementation (tests/independent), paper layout")
+
+
+def _declared(impl: Any) -> Any:
+    impl.conventions = as_conventions(impl)
+    return impl
+
+
+def make_hc_static(n: int, d: int, *, layer_index: int = 0, dtype: torch.dtype = torch.float64,
+                   device: str = "cpu", seed: int = 0) -> Any:
+    """:func:`tests.independent.hc_static.make` with the kit's Conventions."""
+    return _declared(hc_static.make(n, d, layer_index=layer_index, dtype=dtype, device=device,
+                                    seed=seed))
+
+
+def make_hc_dynamic(n: int, d: int, *, layer_index: int = 0, dtype: torch.dtype = torch.float64,
+                    device: str = "cpu", seed: int = 0) -> Any:
+    """:func:`tests.independent.hc_dynamic.make` with the kit's Conventions."""
+    return _declared(hc_dynamic.make(n, d, layer_index=layer_index, dtype=dtype, device=device,
+                                     seed=seed))
+
+
+def make_mhc(n: int, d: int, *, layer_index: int = 0, dtype: torch.dtype = torch.float64,
+             device: str = "cpu", seed: int = 0) -> Any:
+    """:func:`tests.independent.mhc.make` with its dict declaration as the kit's Conventions."""
+    return _declared(mhc.make(n, d, layer_index=layer_index, dtype=dtype, device=device,
+                              seed=seed))
+
+
+FACTORIES = {"hc-static": make_hc_static, "hc-dynamic": make_hc_dynamic, "mhc": make_mhc}
+"""The three targets by kind."""
