@@ -1,0 +1,160 @@
+"""False-positive soak: run the kit on correct implementations many times and count failures.
+
+``python -m conformance.soak`` runs the ``ci`` profile on every target with ``--seeds``
+different seeds (30 by default; the seed shifts every case's tensors, so each run draws other
+states, parameters and perturbations) and the ``thorough`` profile once per target, and prints
+per run kind: runs, failures, wall time, and for every property the worst achieved
+error/tolerance ratio over all runs — the margin each tolerance has on correct code. A correct
+implementation must give zero failures; exit 1 otherwise.
+
+Default targets: the three reference kinds. ``--independent`` adds the independent
+implementation of tests/independent (run from the source tree's root); any TARGET strings can
+be given instead. A script, not a test: a full soak takes tens of minutes on two cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from conformance import report as rp
+from conformance.runner import check_implementation
+
+REFERENCE_TARGETS = ("reference:hc-static", "reference:hc-dynamic", "reference:mhc")
+INDEPENDENT_TARGETS = (
+    "tests.independent.kit_adapter:make_hc_static",
+    "tests.independent.kit_adapter:make_hc_dynamic",
+    "tests.independent.kit_adapter:make_mhc",
+)
+
+
+@dataclass
+class Run:
+    """One kit run of the soak.
+
+    Attributes:
+        target, profile, seed: what ran.
+        seconds: wall time.
+        failures: ``(property id, status, message, counterexample)`` of every unexpected result.
+        worst: property id -> (worst error/tolerance ratio, its label) over the run.
+        statuses: status -> count.
+    """
+
+    target: str
+    profile: str
+    seed: int
+    seconds: float = 0.0
+    failures: list[tuple[str, str, str, str | None]] = field(default_factory=list)
+    worst: dict[str, tuple[float, str]] = field(default_factory=dict)
+    statuses: dict[str, int] = field(default_factory=dict)
+
+
+def run_once(target: str, profile: str, seed: int, device: str = "cpu") -> Run:
+    """Run the whole catalogue once and summarise it."""
+    start = time.perf_counter()
+    report = check_implementation(target, profile=profile, device=device, seed=seed)
+    run = Run(target, profile, seed, time.perf_counter() - start, statuses=report.summary)
+    for r in report.results:
+        if r.status in rp.UNEXPECTED:
+            run.failures.append((r.id, r.status, r.message, r.counterexample))
+        if r.achieved and r.achieved.get("tolerance"):
+            error, tolerance = float(r.achieved["error"]), float(r.achieved["tolerance"])
+            run.worst[r.id] = (error / tolerance, str(r.achieved["label"]))
+    return run
+
+
+def plan(targets: Sequence[str], seeds: int, thorough: bool) -> list[tuple[str, str, int]]:
+    """``(target, profile, seed)`` for every run of the soak."""
+    jobs = [(t, "ci", s) for t in targets for s in range(seeds)]
+    if thorough:
+        jobs += [(t, "thorough", 0) for t in targets]
+    return jobs
+
+
+def summarise(console: Console, runs: Sequence[Run]) -> None:
+    """Per (target, profile): runs, failures, seconds; then the worst ratio per property."""
+    table = Table(header_style="bold", title="soak: correct implementations")
+    for name in ("target", "profile", "runs", "failures", "seconds (total)", "slowest run s"):
+        table.add_column(name, justify="left" if name in ("target", "profile") else "right")
+    groups: dict[tuple[str, str], list[Run]] = {}
+    for run in runs:
+        groups.setdefault((run.target, run.profile), []).append(run)
+    for (target, profile), group in groups.items():
+        failures = sum(len(r.failures) for r in group)
+        table.add_row(escape(target), profile, str(len(group)),
+                      f"[bold red]{failures}[/]" if failures else "0",
+                      f"{sum(r.seconds for r in group):.0f}",
+                      f"{max(r.seconds for r in group):.1f}")
+    console.print(table)
+    worst: dict[str, tuple[float, str, str]] = {}
+    for run in runs:
+        for pid, (ratio, label) in run.worst.items():
+            if pid not in worst or ratio > worst[pid][0]:
+                worst[pid] = (ratio, label, f"{run.target} {run.profile} seed {run.seed}")
+    margins = Table(header_style="bold", title="worst achieved error / tolerance per property")
+    for name in ("property", "worst ratio", "where", "what"):
+        margins.add_column(name)
+    for pid in sorted(worst, key=lambda p: -worst[p][0]):
+        ratio, label, where = worst[pid]
+        margins.add_row(pid, f"{ratio:.3g}", escape(where), escape(label))
+    console.print(margins)
+    for run in runs:
+        for pid, status, message, case in run.failures:
+            console.print(f"[bold red]{status}[/] {pid} — {escape(run.target)} {run.profile} "
+                          f"seed {run.seed}: {escape(message)}; case {escape(case or '')}")
+    total = sum(len(r.failures) for r in runs)
+    console.print(f"soak: {len(runs)} runs, {total} failures")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Arguments of ``python -m conformance.soak``."""
+    parser = argparse.ArgumentParser(prog="python -m conformance.soak", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("targets", nargs="*", help="TARGET strings (default: the reference)")
+    parser.add_argument("--independent", action="store_true",
+                        help="also the independent implementation of tests/independent")
+    parser.add_argument("--seeds", type=int, default=30, help="ci runs per target (default 30)")
+    parser.add_argument("--no-thorough", action="store_true", help="skip the thorough runs")
+    parser.add_argument("--jobs", type=int, default=1, help="parallel processes (default 1)")
+    parser.add_argument("--json", metavar="PATH", help="also write every run as JSON")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the soak; exit 0 with zero failures, 1 otherwise."""
+    args = build_parser().parse_args(argv)
+    console = Console() if Console().is_terminal else Console(width=180)
+    targets = list(args.targets or REFERENCE_TARGETS)
+    if args.independent:
+        if str(Path.cwd()) not in sys.path:
+            sys.path.insert(0, str(Path.cwd()))  # tests/ lives in the source tree
+        targets += INDEPENDENT_TARGETS
+    jobs = plan(targets, args.seeds, not args.no_thorough)
+    runs: list[Run] = []
+    with ProcessPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        futures = [pool.submit(run_once, *job) for job in jobs]
+        for future in futures:
+            run = future.result()
+            runs.append(run)
+            console.print(f"{run.target} {run.profile} seed {run.seed}: "
+                          f"{len(run.failures)} failures, {run.seconds:.1f} s",
+                          highlight=False, style="dim")
+    summarise(console, runs)
+    if args.json:
+        Path(args.json).write_text(json.dumps([asdict(r) for r in runs], indent=1) + "\n",
+                                   encoding="utf-8")
+    return 0 if all(not r.failures for r in runs) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
