@@ -178,8 +178,11 @@ def run_property(
     except Exception as exc:
         return classify(exc), checked
     if checked == 0:
-        reasons = "; ".join(dict.fromkeys(ctx.rejected)) or "no case was generated"
-        return _Outcome(rp.NOT_APPLICABLE, f"the factory rejected every case: {reasons}"), 0
+        if not ctx.rejected:
+            return _Outcome(rp.NOT_APPLICABLE, "no case was generated"), 0
+        return _Outcome(rp.NOT_APPLICABLE,
+                        f"the factory rejected every case ({len(ctx.rejected)}), e.g. "
+                        f"{ctx.rejected[0]}"), 0
     return _Outcome(rp.PASSED), checked
 
 

@@ -7,6 +7,7 @@ prints the catalogue.
 
 from __future__ import annotations
 
+import difflib
 import fnmatch
 from collections.abc import Iterable
 from typing import Final
@@ -96,9 +97,12 @@ def select(only: Iterable[str] | None = None, skip: Iterable[str] | None = None)
                     continue
                 found = _matches(pattern)
                 if not found:
+                    close = difflib.get_close_matches(pattern, [*BY_ID, *FAMILIES], n=3)
+                    hint = f"did you mean {', '.join(close)}? " if close else ""
                     raise SelectionError(
-                        f"unknown property id or family {pattern!r}; known families: "
-                        f"{', '.join(FAMILIES)}; ids: {', '.join(BY_ID)}"
+                        f"unknown property id or family {pattern!r}; {hint}expected a family "
+                        f"({', '.join(FAMILIES)}), a property id or a glob such as 'law.*' "
+                        "(hc-conformance list prints every id)"
                     )
                 out.update(found)
         return out

@@ -27,11 +27,11 @@ def check_cuda(ctx: Context, case: Case) -> None:
     reason = cuda_reason()
     if reason is not None:
         raise NotApplicable(reason)
+    cpu = ctx.make(case, device="cpu")  # rejected here: the configuration, skip the case
     try:
         gpu = ctx.make(case, device="cuda")
     except FactoryRejected as exc:
         raise NotApplicable(f"the factory rejects device='cuda': {exc}") from exc
-    cpu = ctx.make(case, device="cpu")
     ctx.align_parameters(cpu, gpu)
     out_cpu = ctx.forward(cpu, ctx.state(case, device="cpu"),
                           ctx.branch(case, device="cpu", record=False))

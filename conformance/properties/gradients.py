@@ -44,7 +44,8 @@ DIRECTIONS = 3
 def _need_float64(ctx: Context) -> None:
     if ctx.dtype != torch.float64:
         raise NotApplicable(
-            f"finite differences need float64; the factory rejected float64 (runs in {ctx.dtype})")
+            "the gradient checks run in float64 (finite differences, the spec's closed form at "
+            f"1e-11); the factory rejected float64 (runs in {ctx.dtype})")
 
 
 def _loss(impl: HyperConnectionImpl, x: torch.Tensor, branch: Branch,

@@ -56,7 +56,8 @@ def check_output(ctx: Context, case: Case) -> None:
         impl = ctx.make(case)
     except FactoryRejected as exc:
         if _canonical(ctx, case):  # the canonical case must build: a factory that never does
-            raise PropertyFailure(str(exc)) from exc
+            raise PropertyFailure(f"expected the factory to build the canonical case (n={case.n}, "
+                                  f"d={case.d}): {exc}") from exc
         raise
     x = ctx.state(case)
     expected = f"tensor {list(x.shape)} {x.dtype} on {x.device}"
@@ -67,8 +68,9 @@ def check_output(ctx: Context, case: Case) -> None:
         f"forward returned {_describe(out)}, expected {expected} (the input's)",
     )
     assert isinstance(out, torch.Tensor)
-    ctx.require(bool(torch.isfinite(out).all()),
-                "forward returned non-finite values for a finite input")
+    bad = int((~torch.isfinite(out)).sum())
+    ctx.require(bad == 0, f"forward returned {bad} non-finite values (NaN/inf) for a finite "
+                "input, expected finite values")
 
 
 def check_branch_once(ctx: Context, case: Case) -> None:
@@ -97,7 +99,9 @@ def check_weights(ctx: Context, case: Case) -> None:
     for name, w in zip(("h_pre", "h_post", "H_res"), ctx.weights(impl, x), strict=True):
         ctx.require(w.dtype == x.dtype and w.device == x.device,
                     f"weights(x): {name} is {_describe(w)}, expected {x.dtype} on {x.device}")
-        ctx.require(bool(torch.isfinite(w).all()), f"weights(x): {name} has non-finite entries")
+        bad = int((~torch.isfinite(w)).sum())
+        ctx.require(bad == 0, f"weights(x): {name} has {bad} non-finite entries, expected "
+                    "finite weights")
 
 
 def check_expand(ctx: Context, case: Case) -> None:
