@@ -10,7 +10,8 @@ Subcommands::
 TARGET defaults to ``$HC_CONFORMANCE_TARGET``, else ``reference:mhc``. Exit codes:
 0 nothing failed unexpectedly; 1 a property failed, errored or passed although expected to
 fail; 2 usage error (bad TARGET or import failure, unknown property id, unreadable expected
-failures, a report file that cannot be written); 130 interrupted (the partial report is still
+failures, a report file that cannot be written; the requested reports are still written, with
+``setup_error`` set and no results); 130 interrupted (the partial report is still
 printed and written).
 """
 
@@ -35,7 +36,7 @@ from conformance import expected, junit, terminal
 from conformance import properties as catalogue
 from conformance import report as rp
 from conformance.profiles import DEFAULT_PROFILE, PROFILES
-from conformance.runner import check_implementation
+from conformance.runner import check_implementation, kit_version
 from conformance.strategies import Case
 from conformance.targets import DEFAULT_TARGET, ENV_VAR, TargetError
 
@@ -141,9 +142,8 @@ def cmd_run(args: argparse.Namespace) -> int:
                 skip=args.skip, seed=args.seed, expected_failures=failures, case=case,
                 on_start=on_start, on_result=on_result,
             )
-    except TargetError as exc:
-        return _usage_error(err, str(exc))
-    except (catalogue.SelectionError, ValueError) as exc:
+    except (TargetError, catalogue.SelectionError, ValueError) as exc:
+        _write_setup_error(args, target, str(exc), out, err)
         return _usage_error(err, str(exc))
     except KeyboardInterrupt:
         err.print("interrupted before any property ran; no report")
@@ -164,6 +164,23 @@ def cmd_run(args: argparse.Namespace) -> int:
         else:
             out.print(f"report written to {path}", highlight=False)
     return code
+
+
+def _write_setup_error(args: argparse.Namespace, target: str, message: str, out: Console,
+                       err: Console) -> None:
+    """A usage error still writes the requested reports: no results, ``setup_error`` set (so a
+    CI job that collects them sees the reason instead of a missing file)."""
+    report = rp.Report(target=target, kit_version=kit_version(), profile=args.profile,
+                       seed=args.seed, device=args.device, setup_error=message)
+    for path, write in ((args.json, report.write_json), (args.junit, _junit_writer(report))):
+        if not path:
+            continue
+        try:
+            write(path)
+        except OSError as exc:
+            _usage_error(err, f"cannot write the report to {path}: {exc}")
+        else:
+            out.print(f"report written to {path}", highlight=False)
 
 
 def _junit_writer(report: rp.Report) -> Callable[[str], None]:

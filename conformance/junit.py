@@ -4,7 +4,8 @@ junitparser: one test suite per run (named after the target), one test case per 
 
 Mapping: passed and xfail pass (xfail keeps its reason in system-out); failed and xpass are
 failures; error is an error (with the traceback); blocked and not_applicable are skipped with
-their reason.
+their reason. A run that could not start (``setup_error``: bad TARGET, unknown property id)
+has one errored case ``setup`` with the message.
 """
 
 from __future__ import annotations
@@ -24,6 +25,12 @@ def to_junit(report: rp.Report) -> JUnitXml:
                        ("device", report.device), ("dtype", report.dtype),
                        ("kind", report.kind), ("interrupted", str(report.interrupted).lower())):
         suite.add_property(key, value)
+    if report.setup_error is not None:  # nothing ran: one errored case says why
+        setup = TestCase("setup", classname="hcspec.conformance.setup")
+        error = Error(report.setup_error.splitlines()[0], type_="setup_error")
+        error.text = report.setup_error
+        setup.result = [error]
+        suite.add_testcase(setup)
     for r in report.results:
         case = TestCase(r.id, classname=f"hcspec.conformance.{r.family}", time=r.seconds)
         detail = _detail(r)
