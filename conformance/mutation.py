@@ -253,7 +253,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.path.insert(0, str(Path.cwd()))  # the mutants live in the source tree
     try:
         mutants = discover(args.package, args.names)
-    except (ImportError, MutantError) as exc:
+    except ImportError as exc:
+        console.print(f"[bold red]error:[/] cannot import the mutants package {args.package!r} "
+                      f"(run from the hcspec source root, or give --package): {exc}",
+                      highlight=False)
+        return 2
+    except MutantError as exc:
         console.print(f"[bold red]error:[/] {exc}", highlight=False)
         return 2
     if not mutants:
