@@ -71,6 +71,7 @@ for _kind, _fn, _what in (
     ("hc-static", "make_hc_static", "static HC (HC §2.2)"),
     ("hc-dynamic", "make_hc_dynamic", "dynamic HC (HC §2.3)"),
     ("mhc", "make_mhc", "mHC (mHC §4, Sinkhorn–Knopp, 20 rounds)"),
+    ("mhc-fast", "make_mhc_fast", "mHC, fast path (same math as reference:mhc)"),
 ):
     register_builtin(BuiltinTarget(
         f"reference:{_kind}", f"conformance.adapters.reference:{_fn}",
