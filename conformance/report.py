@@ -78,6 +78,9 @@ class Report:
         versions: package versions (python, torch, hypothesis, hcspec, the target's package).
         results: in run order.
         interrupted: the run was interrupted (the results are partial); not_run: ids left.
+        warnings: run-level findings about the target as built (a sample impl that could not
+            be built or whose conventions could not be read, a forward that is not
+            deterministic in the mode the factory builds it), shown in the header.
     """
 
     target: str
@@ -95,6 +98,7 @@ class Report:
     interrupted: bool = False
     not_run: list[str] = field(default_factory=list)
     setup_error: str | None = None
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def summary(self) -> dict[str, int]:
@@ -216,6 +220,7 @@ def to_markdown(report: Report, heading_level: int = 2) -> str:
     ]
     if report.setup_error:
         lines.append(f"- setup error: {report.setup_error}")
+    lines += [f"- **warning**: {_md(w)}" for w in report.warnings]
     if report.interrupted:
         lines.append(f"- **interrupted**; not run: {', '.join(report.not_run)}")
     lines += ["", "Declared conventions:", "", "| field | value |", "| --- | --- |"]
@@ -272,5 +277,5 @@ def reports_to_markdown(reports: list[Report], title: str | None = None,
             f"{'OK' if report.ok else 'FAILED'} |")
     parts.append("")
     for report in reports:
-        parts.append(to_markdown(report, heading_level=2 if title else 1))
+        parts.append(to_markdown(report, heading_level=2))
     return "\n".join(parts).rstrip() + "\n"
