@@ -57,11 +57,17 @@ CollapseMode = Literal["mean", "weighted"]
 
 
 class _BranchSlot(nn.Module):
-    """The ``block`` handed to the package: calls whichever branch is set for this call."""
+    """The ``block`` handed to the package: calls whichever branch is set for this call.
+    The branch is kept outside ``nn.Module``'s registry (a branch that is a module must not
+    become a child: its parameters are not the connection's)."""
 
     def __init__(self) -> None:
         super().__init__()
         self.fn: Branch | None = None
+
+    def set(self, fn: Branch | None) -> None:
+        """Use ``fn`` for the next call (None: none)."""
+        object.__setattr__(self, "fn", fn)
 
     def forward(self, h: torch.Tensor) -> torch.Tensor:
         if self.fn is None:
@@ -175,11 +181,11 @@ class MhcPytorchAdapter:
         return h
 
     def _call(self, h: torch.Tensor, branch: Branch) -> torch.Tensor:
-        self._slot.fn = branch
+        self._slot.set(branch)
         try:
             out: torch.Tensor = self.module(h)
         finally:
-            self._slot.fn = None
+            self._slot.set(None)
         return out
 
     def _run(self, h: torch.Tensor, branch: Branch) -> tuple[torch.Tensor, torch.Tensor]:
