@@ -146,6 +146,53 @@ FD_DIRECTIONAL: Final = 1e-6
 :data:`FD_STEP`) and autograd's: ~5000× the cancellation error above, and 1e5 below an O(1)
 wrong gradient."""
 
+# An impl that declares it computes in float32 inside (Conventions.compute_dtype) rounds every
+# loss evaluation to float32 even for float64 input: with step 1e-6 the cancellation error is
+# eps32/1e-6 ≈ 0.1, so finite differences measure noise (hyper-connections' mHC: 0.22–0.79).
+# A step that rises above float32 rounding must be relative to the state's magnitude, and its
+# O(h²) truncation error is then removed by Richardson extrapolation over h and h/2
+# (O(h⁴) remains). Measured on hyper-connections 0.4.11 ManifoldConstrainedHyperConnections
+# (float32 inside, float64 input; 6 seeds × n ∈ {2, 4, 8} × d ∈ {5, 12, 24} × state scale
+# {0.1, 1, 10} × parameter noise {0, 0.3, 1}, 3 directions each): plain central differences
+# worst 7.4e-3 (step 1e-3) and 6.7e-2 (step 3e-3); Richardson with step 3e-3 worst 2.7e-3.
+# The rounding noise of each float32 loss evaluation is proportional to the magnitude of the
+# loss's terms, which grows with the state's magnitude, so the difference is compared relative to
+# max(1, |autograd|, state scale) (:func:`fd_denominator`); w.r.t. the parameters the same step
+# (the perturbed parameters are O(0.01–1)) gave worst 5.9e-3 relative to max(1, |autograd|)
+# over the grid above, and 1.2e-2 on one ci case at state scale 10 with |autograd| = 0.48
+# (1.2e-3 relative to the scale). We allow 1e-2 (≈ 4× the worst measured), still 10–100×
+# below a wrong gradient (a detached residual or a transposed mix changes the directional
+# derivative by O(0.1–1)).
+FD_STEP_COARSE: Final = 3e-3
+FD_DIRECTIONAL_COARSE: Final = 1e-2
+
+
+def fd_step(dtype: torch.dtype, scale: float = 1.0) -> float:
+    """Finite-difference step for an impl whose effective dtype is ``dtype``: :data:`FD_STEP`
+    for float64; :data:`FD_STEP_COARSE` × ``scale`` (the magnitude of what is varied) for
+    float32 and coarser."""
+    return FD_STEP if dtype == torch.float64 else FD_STEP_COARSE * scale
+
+
+def fd_richardson(dtype: torch.dtype) -> bool:
+    """Whether finite differences are Richardson-extrapolated (float32 and coarser inside)."""
+    return dtype != torch.float64
+
+
+def fd_denominator(dtype: torch.dtype, autograd: float, scale: float) -> float:
+    """What ``|fd − autograd|`` is divided by: ``max(1, |autograd|)`` for float64;
+    ``max(1, |autograd|, scale)`` for float32 and coarser inside, whose rounding noise grows
+    with the state's magnitude ``scale``."""
+    if dtype == torch.float64:
+        return max(1.0, abs(autograd))
+    return max(1.0, abs(autograd), scale)
+
+
+def fd_directional(dtype: torch.dtype) -> float:
+    """Scaled error allowed between finite differences and autograd's directional derivative
+    for an impl whose effective dtype is ``dtype`` (see the comment above)."""
+    return FD_DIRECTIONAL if dtype == torch.float64 else FD_DIRECTIONAL_COARSE
+
 
 # --- low precision vs float32 --------------------------------------------------------------------
 # A forward in bfloat16/float16 rounds the inputs and parameters (eps/2 each), then every
