@@ -9,9 +9,11 @@ round; ratios divide such medians from the same run.
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from benchmarks import markdown as md
 from benchmarks.measure import (
@@ -58,6 +60,20 @@ class ConfigResult:
         """The measured (not skipped) row called ``name``, if any."""
         return next((r for r in self.rows if r.name == name and not r.skipped), None)
 
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data for ``--json`` (config as its description)."""
+        return {"config": self.config.name, "describe": self.config.describe(),
+                "rounds": self.rounds, "rows": [dataclasses.asdict(r) for r in self.rows]}
+
+    @staticmethod
+    def rows_from_dict(data: dict[str, Any]) -> list[Row]:
+        """The rows of a :meth:`to_dict` result."""
+        rows = []
+        for item in data["rows"]:
+            iqr = item.get("step_iqr")
+            rows.append(Row(**{**item, "step_iqr": tuple(iqr) if iqr else None}))
+        return rows
+
     def baseline(self) -> Row | None:
         """The row ratios are taken against (:data:`BASELINE`, else ``reference:mhc``)."""
         return self.row(BASELINE) or self.row("reference:mhc")
@@ -79,6 +95,8 @@ def measure_config(config: Config, subjects: Iterable[Subject], rounds: int,
     inputs = Inputs.make(config)
     steps: dict[str, Step] = {}
     for subject in subjects:
+        if subject.variant and not config.variants:
+            continue
         row = Row(subject.name, subject.origin)
         result.rows.append(row)
         try:
@@ -142,7 +160,8 @@ def table(result: ConfigResult) -> md.Table:
               "–" if is_base else md.ms(row.minus_branch),
               "–" if is_base else md.ratio(relative), md.mib(row.peak), md.mib(row.saved),
               row.note)
-    t.notes = [
+    t.notes = ([] if config.variants else
+               ["Third-party option variants are measured at the other sizes only."]) + [
         "“− branch”: median over rounds of (subject − branch only) in the same round; "
         "“÷”: that figure divided by the baseline's (below 1 is faster than the baseline).",
         "peak: highest live tensor bytes during one forward+backward above the start "

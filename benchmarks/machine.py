@@ -29,6 +29,17 @@ def load_average() -> str:
         return "n/a"
 
 
+def transparent_huge_pages() -> str:
+    """The kernel's transparent-huge-page mode (the bracketed choice), or ``n/a``."""
+    try:
+        with open("/sys/kernel/mm/transparent_hugepage/enabled") as f:
+            text = f.read()
+    except OSError:
+        return "n/a"
+    start, end = text.find("["), text.find("]")
+    return text[start + 1:end] if 0 <= start < end else text.strip()
+
+
 def describe(device: str) -> dict[str, str]:
     """The machine description printed at the top of the report."""
     try:
@@ -44,6 +55,8 @@ def describe(device: str) -> dict[str, str]:
         "BLAS": ("MKL" if torch.backends.mkl.is_available()  # type: ignore[no-untyped-call]
                  else "not MKL (see torch.__config__.show())"),
         "Python": f"{sys.version.split()[0]} ({platform.platform()})",
+        "transparent huge pages": transparent_huge_pages(),
+        "THP_MEM_ALLOC_ENABLE": os.environ.get("THP_MEM_ALLOC_ENABLE", "unset"),
         "device": device,
     }
     if torch.cuda.is_available():

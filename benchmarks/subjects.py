@@ -10,7 +10,11 @@ parameter), so that "connection minus branch" is the connection's own cost:
   ``hyper_connections:mhc``), resolved through :mod:`conformance.targets` — a target whose
   package is not importable is skipped with the reason;
 * the reference mHC with ``recompute=True`` (readable and fast), for the memory option;
-* any extra ``package.module:factory`` TARGET given on the command line.
+* any extra ``package.module:factory`` TARGET given on the command line;
+* where mhc-pytorch is installed, also its own module called as its users call it,
+  ``ManifoldHyperConnections(d, n, F)(h)`` on ``h [B, T, d]`` (replicate, one mHC step,
+  collapse): the package's cost without the adapter, which records the package's per-stream
+  state with a ``TorchFunctionMode`` and checks that its input is replicated.
 
 A target built by its factory is driven through the kit's adapter protocol:
 ``impl.forward(x, branch)``, ``impl.parameters()``. An implementation that accepts only
@@ -32,11 +36,13 @@ from reference import targets as reference_targets
 
 BRANCH_ONLY = "branch only"
 RESIDUAL = "residual"
+MHC_PYTORCH_RAW = "mhc_pytorch (package call on h)"
 
 
 @dataclass(frozen=True)
 class Config:
-    """One size: ``x [batch, tokens, n, d]`` of ``dtype`` on ``device``."""
+    """One size: ``x [batch, tokens, n, d]`` of ``dtype`` on ``device``; ``variants``: also
+    measure the option variants of third-party targets (not only their defaults)."""
 
     name: str
     batch: int
@@ -45,6 +51,7 @@ class Config:
     d: int
     dtype: torch.dtype = torch.float32
     device: str = "cpu"
+    variants: bool = True
 
     def describe(self) -> str:
         """``B=4 T=512 n=4 d=1024 float32 cpu``."""
@@ -83,11 +90,14 @@ class Subject:
             ``hc-dynamic``, ``mhc``); for targets, read from the built implementation.
         origin: ``hcspec`` or ``third-party``.
         build: ``(config, inputs) -> (Step, kind)``.
+        variant: a built-in target with package options bound (``hyper_connections:mhc-log``
+            …): measured where :attr:`Config.variants` is set.
     """
 
     name: str
     origin: str
     build: Callable[[Config, Inputs], tuple[Step, str]]
+    variant: bool = False
 
 
 @dataclass
@@ -172,6 +182,20 @@ def _reference_mhc(implementation: str, recompute: bool
     return build
 
 
+def _mhc_pytorch_raw(config: Config, inputs: Inputs) -> tuple[Step, str]:
+    problem = kit_targets.package_problem(kit_targets.BUILTIN["mhc_pytorch:mhc"])
+    if problem is not None:
+        raise ImportError(problem)
+    from mhc import ManifoldHyperConnections
+
+    branch = ScaleBranch(config.d, config.dtype, config.device)
+    module = ManifoldHyperConnections(config.d, config.n, branch).to(dtype=config.dtype,
+                                                                     device=config.device)
+    h = inputs.h
+    note = "the package's own call on h [B,T,d]: replicate, one mHC step, collapse (mean)"
+    return Step(lambda: module(h), inputs.upstream_h, [h, *module.parameters()], note), "mhc"
+
+
 def builtin_target_names() -> list[str]:
     """The kit's built-in targets: the reference's first, then the third-party adapters."""
     names = sorted(kit_targets.BUILTIN)
@@ -183,24 +207,46 @@ HCSPEC_PACKAGES = frozenset({"reference", "conformance", "spec", "benchmarks"})
 
 
 def is_third_party(name: str) -> bool:
-    """Whether a target name points outside hcspec (``reference:mhc`` and
-    ``reference.targets:mhc`` are hcspec's; ``hyper_connections:mhc`` is not)."""
+    """Whether a subject is not hcspec's (``reference:mhc`` and ``reference.targets:mhc`` are
+    hcspec's; ``hyper_connections:mhc`` and the raw mhc-pytorch call are not)."""
+    if name == MHC_PYTORCH_RAW:
+        return True
     prefix = name.partition(":")[0].split(".")[0]
     return ":" in name and prefix not in HCSPEC_PACKAGES
 
 
-def subjects(extra_targets: Iterable[str] = ()) -> list[Subject]:
-    """Every subject, in table order (see the module docstring)."""
+def subjects(extra_targets: Iterable[str] = (), only: Iterable[str] | None = None
+             ) -> list[Subject]:
+    """Every subject, in table order (see the module docstring); ``only``: keep these names
+    (the branch-only baseline is always kept).
+
+    Raises:
+        ValueError: ``only`` names a subject that does not exist.
+    """
+    every = _all_subjects(extra_targets)
+    if only is None:
+        return every
+    wanted = set(only) | {BRANCH_ONLY}
+    unknown = sorted(wanted - {s.name for s in every})
+    if unknown:
+        raise ValueError(f"unknown subject(s) {', '.join(unknown)}; known: "
+                         f"{', '.join(s.name for s in every)}")
+    return [s for s in every if s.name in wanted]
+
+
+def _all_subjects(extra_targets: Iterable[str]) -> list[Subject]:
     out = [Subject(BRANCH_ONLY, "hcspec", _branch_only), Subject(RESIDUAL, "hcspec", _residual)]
     for name in builtin_target_names():
         out.append(Subject(name, "third-party" if is_third_party(name) else "hcspec",
-                           _target(name)))
+                           _target(name), variant=bool(kit_targets.BUILTIN[name].options)))
         if name == "reference:mhc":
             out.append(Subject("reference:mhc recompute", "hcspec",
                                _reference_mhc("readable", True)))
         if name == "reference:mhc-fast":
             out.append(Subject("reference:mhc-fast recompute", "hcspec",
                                _reference_mhc("fast", True)))
+    if "mhc_pytorch:mhc" in kit_targets.BUILTIN:
+        out.append(Subject(MHC_PYTORCH_RAW, "third-party", _mhc_pytorch_raw))
     for name in extra_targets:
         out.append(Subject(name, "third-party" if is_third_party(name) else "hcspec",
                            _target(name)))

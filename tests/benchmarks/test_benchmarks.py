@@ -27,6 +27,7 @@ def test_quick_run_writes_every_table(tmp_path: Path) -> None:
     text = out.read_text()
     for title in ("**Machine**", "**Connection cost, main: B=1 T=8 n=4 d=32 float32 cpu",
                   "**Machine limits (cpu, float32)**", "**Roofline, main:",
+                  "**Allocator effect, main:",
                   "**Sinkhorn–Knopp error,", "**Sinkhorn–Knopp cost,",
                   "**The kit itself", "## GPU", "**Goals (issue 7)"):
         assert title in text, title
@@ -54,6 +55,13 @@ def test_unknown_section_is_a_usage_error(capsys: pytest.CaptureFixture[str]) ->
     assert "unknown section(s) nope" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         run.main(["--sections", "roofline"])  # needs the connection section's times
+
+
+def test_unknown_subject_is_reported(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = run.main(["--quick", "--sections", "connection", "--subjects", "nope",
+                     "--out", str(tmp_path / "b.md")])
+    assert code == 2
+    assert "unknown subject(s) nope" in capsys.readouterr().err
 
 
 def test_peak_and_saved_bytes_are_exact() -> None:
