@@ -71,3 +71,21 @@ def test_cli_report_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     assert cli.main(["report", str(bad), "--markdown"]) == 2
     assert "not a conformance report" in capsys.readouterr().err
     assert cli.main(["report", str(tmp_path / "missing.json"), "--markdown"]) == 2
+
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize(("package", "title"), [
+    ("hyper_connections", "Findings: hyper-connections 0.4.11"),
+    ("mhc_pytorch", "Findings: mhc-pytorch 0.2.3"),
+])
+def test_findings_are_rendered_from_the_committed_reports(package: str, title: str) -> None:
+    findings = ROOT / "docs" / "findings"
+    reports = [rp.Report.read_json(p) for p in sorted(findings.glob(f"reports/{package}_*.json"))]
+    preamble = (findings / "src" / f"{package}.md").read_text(encoding="utf-8")
+    want = rp.reports_to_markdown(reports, title=title, preamble=preamble)
+    assert (findings / f"{package}.md").read_text(encoding="utf-8") == want, (
+        "stale: rerun the command at the end of the preamble")
+    failures = {(r.target, x.id) for r in reports for x in r.results if x.status == rp.FAILED}
+    assert failures and all(pid in preamble for _, pid in failures)  # every failure classified
