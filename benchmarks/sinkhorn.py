@@ -148,7 +148,7 @@ def plot(result: SinkhornResult, path: Path) -> str:
         import matplotlib.pyplot as plt
     except ImportError as exc:
         return f"no plot: matplotlib is not installed ({exc}); pip install 'hcspec[plot]'"
-    fig, ax = plt.subplots(figsize=(6.4, 4.0))
+    fig, ax = plt.subplots(figsize=(8.4, 4.2))
     floor = torch.finfo(result.dtype).eps
     ts = result.iterations
     colors = ("tab:blue", "tab:cyan", "tab:purple", "tab:orange", "tab:red", "tab:brown")
@@ -166,7 +166,7 @@ def plot(result: SinkhornResult, path: Path) -> str:
     ax.set_ylabel("max |sum − 1|")
     ax.set_title(f"Doubly-stochastic error, mHC logits, n={result.n} "
                  f"(values < eps/10 drawn at eps/10)", fontsize=9)
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=120)

@@ -70,14 +70,14 @@ class _SinkhornKnopp(torch.autograd.Function):
     @once_differentiable
     def backward(ctx: Any, grad: Tensor) -> tuple[Tensor, None]:
         (logits,) = ctx.saved_tensors
+        grad = grad.contiguous()  # reductions over the leading axes want the token axis dense
         iterates = _log_iterates(logits, ctx.iterations)
-        # out = exp(y_last); each step y = x − logsumexp_dim(x) has ∂x = ∂y − exp(y)·Σ_dim ∂y.
-        probabilities = iterates[-1].exp()
-        g = grad * probabilities
+        # out = exp(y_last); each step y = log_softmax_dim(x) has ∂x = ∂y − exp(y)·Σ_dim ∂y,
+        # which is aten's log_softmax backward (one fused kernel per step, as autograd uses).
+        g = grad * iterates[-1].exp()
         for index in range(len(iterates) - 1, -1, -1):
             dim = index % 2  # even index: column step (axis 0); odd: row step (axis 1)
-            probabilities = iterates[index].exp() if index < len(iterates) - 1 else probabilities
-            g = g - probabilities * g.sum(dim=dim, keepdim=True)
+            g = torch.ops.aten._log_softmax_backward_data(g, iterates[index], dim, g.dtype)
         return g, None
 
 
@@ -91,7 +91,9 @@ def sinkhorn_knopp_matrix_first(logits: Tensor, iterations: int = DEFAULT_ITERAT
     :func:`sinkhorn_knopp_fast` is the checked entry point).
     """
     n = logits.shape[0]
-    work = working_precision(logits).reshape(n, n, -1)
+    # contiguous: a moved-axes view would keep the token axis strided, and log_softmax over the
+    # leading axes is fast only with the token axis dense
+    work = working_precision(logits).reshape(n, n, -1).contiguous()
     out: Tensor = _SinkhornKnopp.apply(work, iterations)  # type: ignore[no-untyped-call]
     return out.reshape(logits.shape).to(logits.dtype)
 
