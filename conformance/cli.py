@@ -6,6 +6,9 @@ Subcommands::
                        [--only IDS] [--skip IDS] [--seed N] [--json PATH] [--junit PATH]
                        [--expected-failures FILE] [--case JSON] [--no-progress] [--verbose]
     hc-conformance list
+    hc-conformance targets
+    hc-conformance report REPORT.json [REPORT.json ...] --markdown [-o FILE] [--title T]
+                          [--preamble FILE]
 
 TARGET defaults to ``$HC_CONFORMANCE_TARGET``, else ``reference:mhc``. Exit codes:
 0 nothing failed unexpectedly; 1 a property failed, errored or passed although expected to
@@ -21,8 +24,10 @@ import argparse
 import os
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -31,6 +36,7 @@ from rich.progress import (
     TextColumn,
     TimeElapsedColumn,
 )
+from rich.table import Table
 
 from conformance import expected, junit, terminal
 from conformance import properties as catalogue
@@ -38,7 +44,7 @@ from conformance import report as rp
 from conformance.profiles import DEFAULT_PROFILE, PROFILES
 from conformance.runner import check_implementation, kit_version
 from conformance.strategies import Case
-from conformance.targets import DEFAULT_TARGET, ENV_VAR, TargetError
+from conformance.targets import DEFAULT_TARGET, ENV_VAR, TargetError, builtin_status
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -80,6 +86,18 @@ def build_parser() -> argparse.ArgumentParser:
     run.set_defaults(handler=cmd_run)
     lister = sub.add_parser("list", help="print the property catalogue")
     lister.set_defaults(handler=cmd_list)
+    targets = sub.add_parser("targets", help="list the built-in targets and whether their "
+                                             "packages are importable here")
+    targets.set_defaults(handler=cmd_targets)
+    render = sub.add_parser("report", help="render JSON reports (from run --json)")
+    render.add_argument("reports", nargs="+", metavar="REPORT.json")
+    render.add_argument("--markdown", action="store_true", required=True,
+                        help="render as Markdown (the only format so far)")
+    render.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
+    render.add_argument("--title", help="a top-level heading for the document")
+    render.add_argument("--preamble", metavar="FILE",
+                        help="Markdown inserted after the title (e.g. notes, classifications)")
+    render.set_defaults(handler=cmd_report)
     for extra in _EXTRA_SUBCOMMANDS:
         extra(sub)
     return parser
@@ -104,6 +122,49 @@ def _console() -> Console:
 def cmd_list(args: argparse.Namespace) -> int:
     """Print the catalogue."""
     terminal.print_catalogue(_console(), catalogue.CATALOGUE)
+    return EXIT_OK
+
+
+def cmd_targets(args: argparse.Namespace) -> int:
+    """Print the built-in targets: name, importable yes/no, version found, description and
+    options; then why each unusable one is unusable."""
+    out = _console()
+    rows = builtin_status()
+    table = Table(header_style="bold")
+    for name in ("target", "importable", "version", "description"):
+        table.add_column(name, no_wrap=name != "description")
+    for row in rows:
+        description = row.target.description
+        if row.target.options:
+            description += f" [{row.target.options_text}]"
+        importable = "[green]yes[/]" if row.importable else "[red]no[/]"
+        table.add_row(row.target.name, importable, escape(row.version or "not installed"),
+                      escape(description))
+    out.print(table)
+    for row in rows:
+        if row.problem:
+            out.print(f"{row.target.name}: {escape(row.problem)}", highlight=False,
+                      soft_wrap=True)
+    return EXIT_OK
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    """Render JSON reports as one Markdown document (stdout or ``--output``)."""
+    err = Console(stderr=True)
+    try:
+        reports = [rp.Report.read_json(path) for path in args.reports]
+        preamble = (Path(args.preamble).read_text(encoding="utf-8")
+                    if args.preamble else None)
+    except (OSError, ValueError) as exc:
+        return _usage_error(err, f"cannot read the report: {exc}")
+    text = rp.reports_to_markdown(reports, title=args.title, preamble=preamble)
+    if not args.output:
+        sys.stdout.write(text)
+        return EXIT_OK
+    try:
+        Path(args.output).write_text(text, encoding="utf-8")
+    except OSError as exc:
+        return _usage_error(err, f"cannot write {args.output}: {exc}")
     return EXIT_OK
 
 

@@ -29,9 +29,12 @@ that needs an absent capability is reported *not applicable* with the reason:
   away from the init and scales them to stress Sinkhorn–Knopp; every impl it perturbs is fresh.
 * ``train(mode)`` / ``eval()`` — as on ``torch.nn.Module`` (:class:`SupportsTrainEval`); the
   state properties call ``eval()`` before checking determinism.
-* ``conventions`` — a :class:`Conventions` declaring how the impl differs from the defaults
-  (:class:`DeclaresConventions`). A declaration changes how a property is checked, never whether
-  it runs, and the report shows it.
+* ``conventions`` — a :class:`Conventions`, or a plain ``Mapping`` with its field names (so a
+  third party need not import the kit), declaring how the impl differs from the defaults
+  (:class:`DeclaresConventions`, :func:`conventions_of`). A declaration changes how a property
+  is checked, never whether it runs, and the report shows it.
+* ``sinkhorn_iterations`` — an int attribute, read as the declared Sinkhorn–Knopp rounds when
+  ``conventions`` does not declare them.
 
 Implementations whose modules use another layout (streams on columns, streams folded into the
 batch as ``[B·n, T, d]``, a transposed mixing matrix) are wrapped by a small adapter that
@@ -41,7 +44,7 @@ translates to this protocol; docs/conformance.md has a complete worked adapter.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal, Protocol, cast, runtime_checkable
 
@@ -138,10 +141,12 @@ class SupportsTrainEval(Protocol):
 BranchInput = Literal["x_in", "rms_norm", "layer_norm"]
 ReduceScale = Literal["sum", "mean"]
 ExactAxis = Literal["rows", "columns"]
+StateDomain = Literal["any", "replicated"]
 
 _BRANCH_INPUTS: Final[tuple[str, ...]] = ("x_in", "rms_norm", "layer_norm")
 _REDUCE_SCALES: Final[tuple[str, ...]] = ("sum", "mean")
 _EXACT_AXES: Final[tuple[str, ...]] = ("rows", "columns")
+_STATE_DOMAINS: Final[tuple[str, ...]] = ("any", "replicated")
 _COMPUTE_DTYPES: Final[tuple[torch.dtype, ...]] = (
     torch.float64, torch.float32, torch.bfloat16, torch.float16,
 )
@@ -164,7 +169,15 @@ class Conventions:
             the kit assumes the mHC paper's ``t_max = 20`` (Eq. 9) and says so in the report.
         sinkhorn_exact_axis: the sum normalised last in each round, in the row convention:
             ``"rows"`` (``H 1 = 1`` exact; column then row normalisation, the default) or
-            ``"columns"``.
+            ``"columns"`` (``1ᵀ H = 1ᵀ`` exact: row then column normalisation, or the paper's
+            order applied to a stored ``A_r = H_resᵀ``).
+        state_domain: the stream states ``forward`` accepts: ``"any"`` ``[B,T,n,d]`` state (the
+            default), or only ``"replicated"`` ones, ``X = 1_n hᵀ`` per token — for an
+            implementation that expands a ``[B,T,d]`` hidden state into its n streams inside
+            every call. The kit then draws only replicated states (and replicated directions
+            for finite differences, comparing gradients projected on them); properties that
+            need a full-row-rank state (black-box probing of ``H_res`` and ``h_pre``) are
+            reported *not applicable* with this reason.
         notes: free text shown in the report (e.g. what the adapter translates).
 
     Raises:
@@ -177,12 +190,14 @@ class Conventions:
     compute_dtype: torch.dtype | None = None
     sinkhorn_iterations: int | None = None
     sinkhorn_exact_axis: ExactAxis = "rows"
+    state_domain: StateDomain = "any"
     notes: str = ""
 
     def __post_init__(self) -> None:
         _one_of("branch_input", self.branch_input, _BRANCH_INPUTS)
         _one_of("reduce", self.reduce, _REDUCE_SCALES)
         _one_of("sinkhorn_exact_axis", self.sinkhorn_exact_axis, _EXACT_AXES)
+        _one_of("state_domain", self.state_domain, _STATE_DOMAINS)
         if self.compute_dtype is not None and self.compute_dtype not in _COMPUTE_DTYPES:
             raise ValueError(
                 f"conventions.compute_dtype: expected one of {_COMPUTE_DTYPES} or None, "
@@ -212,6 +227,34 @@ class Conventions:
                 out[f.name] = str(value)
         return out
 
+    @classmethod
+    def from_mapping(cls, declared: Mapping[str, object]) -> Conventions:
+        """Conventions from a plain mapping with the field names above (a third party can
+        declare ``conventions = {"sinkhorn_exact_axis": "columns"}`` without importing the
+        kit). ``compute_dtype`` may be a ``torch.dtype`` or its name (``"float32"``).
+
+        Raises:
+            ConventionsError: a key that is not a field (a typo must not be ignored), or a
+                value :class:`Conventions` rejects; the message names the key and the fields.
+        """
+        names = [f.name for f in dataclasses.fields(cls)]
+        unknown = sorted(str(k) for k in declared if k not in names)
+        if unknown:
+            raise ConventionsError(
+                f"impl.conventions: unknown field(s) {unknown}; the fields are {names}")
+        values = dict(declared)
+        dtype = values.get("compute_dtype")
+        if isinstance(dtype, str):
+            resolved = getattr(torch, dtype.removeprefix("torch."), None)
+            if not isinstance(resolved, torch.dtype):
+                raise ConventionsError(
+                    f"impl.conventions: compute_dtype {dtype!r} is not a torch dtype name")
+            values["compute_dtype"] = resolved
+        try:
+            return cls(**values)  # type: ignore[arg-type]
+        except (TypeError, ValueError) as exc:
+            raise ConventionsError(str(exc)) from exc
+
     @property
     def iterations(self) -> int:
         """The declared Sinkhorn–Knopp rounds, or the mHC paper's 20 when not declared."""
@@ -222,11 +265,17 @@ MHC_PAPER_ITERATIONS: Final = 20
 """t_max of mHC arXiv:2512.24880 Eq. 9."""
 
 
+class ConventionsError(TypeError):
+    """An impl's declared conventions cannot be read: not a :class:`Conventions` or a mapping
+    of its fields, an unknown field, or a value outside the allowed ones."""
+
+
 @runtime_checkable
 class DeclaresConventions(Protocol):
-    """Optional: an impl that declares its :class:`Conventions`."""
+    """Optional: an impl that declares its :class:`Conventions` (or a mapping of its
+    fields)."""
 
-    conventions: Conventions
+    conventions: Conventions | Mapping[str, object]
 
 
 class Factory(Protocol):
@@ -266,18 +315,33 @@ def capabilities(impl: object) -> frozenset[str]:
 def conventions_of(impl: object) -> Conventions:
     """The conventions ``impl`` declares, or the defaults.
 
+    ``impl.conventions`` may be a :class:`Conventions` or a ``Mapping`` of its field names
+    (:meth:`Conventions.from_mapping`). When it does not declare ``sinkhorn_iterations``, an
+    int attribute ``impl.sinkhorn_iterations`` (as many modules keep) is used instead.
+
     Raises:
-        TypeError: ``impl.conventions`` exists but is not a :class:`Conventions`.
+        ConventionsError: (a ``TypeError``) ``impl.conventions`` is neither, names an unknown
+            field or holds an invalid value, or ``impl.sinkhorn_iterations`` is not an int ≥ 1.
     """
     declared = getattr(impl, "conventions", None)
     if declared is None:
-        return Conventions()
-    if not isinstance(declared, Conventions):
-        raise TypeError(
-            "impl.conventions: expected a conformance.protocol.Conventions, "
-            f"got {type(declared).__name__}"
+        conventions = Conventions()
+    elif isinstance(declared, Conventions):
+        conventions = declared
+    elif isinstance(declared, Mapping):
+        conventions = Conventions.from_mapping(declared)
+    else:
+        raise ConventionsError(
+            "impl.conventions: expected a conformance.protocol.Conventions or a mapping of its "
+            f"fields, got {type(declared).__name__}"
         )
-    return declared
+    attribute = getattr(impl, "sinkhorn_iterations", None)
+    if conventions.sinkhorn_iterations is None and attribute is not None:
+        if isinstance(attribute, bool) or not isinstance(attribute, int) or attribute < 1:
+            raise ConventionsError(
+                f"impl.sinkhorn_iterations: expected an int >= 1, got {attribute!r}")
+        conventions = dataclasses.replace(conventions, sinkhorn_iterations=attribute)
+    return conventions
 
 
 def check_required(impl: object) -> None:

@@ -78,6 +78,9 @@ class Report:
         versions: package versions (python, torch, hypothesis, hcspec, the target's package).
         results: in run order.
         interrupted: the run was interrupted (the results are partial); not_run: ids left.
+        warnings: run-level findings about the target as built (a sample impl that could not
+            be built or whose conventions could not be read, a forward that is not
+            deterministic in the mode the factory builds it), shown in the header.
     """
 
     target: str
@@ -95,6 +98,7 @@ class Report:
     interrupted: bool = False
     not_run: list[str] = field(default_factory=list)
     setup_error: str | None = None
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def summary(self) -> dict[str, int]:
@@ -177,3 +181,101 @@ class Report:
             OSError, ValueError: unreadable file, invalid JSON or not a report.
         """
         return cls.from_dict(json.loads(Path(path).read_text(encoding="utf-8")))
+
+
+# --- Markdown --------------------------------------------------------------------------------
+def _md(text: object) -> str:
+    """``text`` safe inside a Markdown table cell (pipes escaped, one line)."""
+    return str(text).replace("|", "\\|").replace("\n", " ").strip()
+
+
+def _achieved_text(r: PropertyResult) -> str:
+    if not r.achieved:
+        return ""
+    return f"{r.achieved['error']:.2g} / {r.achieved['tolerance']:.2g}"
+
+
+def to_markdown(report: Report, heading_level: int = 2) -> str:
+    """One report as Markdown: a heading with the target, the header (description, kind,
+    versions, profile, seed, device, dtype, capabilities, declared conventions), the summary
+    and family scores, a table of every property (status, examples, seconds, achieved error /
+    tolerance, message) and, for each failure (failed, error, xpass, xfail), its message, the
+    achieved error, the minimal counterexample and the reproduction command.
+
+    Raises:
+        ValueError: ``heading_level`` outside 1–5.
+    """
+    if not 1 <= heading_level <= 5:
+        raise ValueError(f"heading_level: expected 1-5, got {heading_level}")
+    h = "#" * heading_level
+    lines = [f"{h} `{report.target}`", ""]
+    if report.description:
+        lines += [report.description, ""]
+    versions = ", ".join(f"{k} {v}" for k, v in report.versions.items())
+    lines += [
+        f"- kind `{report.kind}`; profile `{report.profile}`, seed {report.seed}, device "
+        f"`{report.device}`, working dtype `{report.dtype}`",
+        f"- versions: {versions}",
+        f"- capabilities: {', '.join(report.capabilities) or 'none'}",
+    ]
+    if report.setup_error:
+        lines.append(f"- setup error: {report.setup_error}")
+    lines += [f"- **warning**: {_md(w)}" for w in report.warnings]
+    if report.interrupted:
+        lines.append(f"- **interrupted**; not run: {', '.join(report.not_run)}")
+    lines += ["", "Declared conventions:", "", "| field | value |", "| --- | --- |"]
+    lines += [f"| {_md(k)} | {_md(v)} |" for k, v in report.conventions.items()]
+    counts = ", ".join(f"{n} {s}" for s, n in report.summary.items() if n)
+    families = ", ".join(
+        f"{family} {entry['passed']}/{entry['checked']}" if entry["score"] is not None
+        else f"{family} n/a" for family, entry in report.family_scores().items())
+    lines += ["", f"Summary: {counts or 'nothing ran'} — "
+              f"{'OK' if report.ok else 'FAILED'}. Families (passed/checked): {families}.", ""]
+    lines += ["| property | status | examples | seconds | error / tolerance | note |",
+              "| --- | --- | ---: | ---: | ---: | --- |"]
+    for r in report.results:
+        status = f"**{r.status}**" if r.status in UNEXPECTED or r.status == XFAIL else r.status
+        note = r.message if r.status in (BLOCKED, NOT_APPLICABLE) else ""
+        lines.append(f"| `{r.id}` | {status} | {r.examples} | {r.seconds:.2f} | "
+                     f"{_achieved_text(r)} | {_md(note)} |")
+    shown = [r for r in report.results if r.status in (FAILED, ERROR, XPASS, XFAIL)]
+    if shown:
+        lines += ["", f"{h}# Failures of `{report.target}`", ""]
+    for r in shown:
+        lines += [f"**`{r.id}`** ({r.status}) — {r.statement}", "", f"- message: {_md(r.message)}"]
+        if r.achieved:
+            lines.append(f"- worst: {_md(r.achieved['label'])}: error "
+                         f"{r.achieved['error']:.3g}, tolerance {r.achieved['tolerance']:.3g}")
+        if r.counterexample:
+            lines.append(f"- minimal counterexample: `{r.counterexample}`")
+        if r.reproduce:
+            lines.append(f"- reproduce: `{r.reproduce}`")
+        if r.status == ERROR and r.traceback:
+            last = r.traceback.strip().splitlines()[-1]
+            lines.append(f"- exception: `{_md(last)}`")
+        lines.append("")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def reports_to_markdown(reports: list[Report], title: str | None = None,
+                        preamble: str | None = None) -> str:
+    """Several reports as one Markdown document: an optional ``# title`` and ``preamble``
+    (Markdown, e.g. install notes and the classification of the findings), a summary table
+    with one row per target, then :func:`to_markdown` of each report."""
+    parts: list[str] = []
+    if title:
+        parts += [f"# {title}", ""]
+    if preamble:
+        parts += [preamble.strip(), ""]
+    parts += ["| target | passed | failed | error | xfail | xpass | blocked | not applicable "
+              "| result |", "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
+    for report in reports:
+        c = report.summary
+        parts.append(
+            f"| `{report.target}` | {c[PASSED]} | {c[FAILED]} | {c[ERROR]} | {c[XFAIL]} | "
+            f"{c[XPASS]} | {c[BLOCKED]} | {c[NOT_APPLICABLE]} | "
+            f"{'OK' if report.ok else 'FAILED'} |")
+    parts.append("")
+    for report in reports:
+        parts.append(to_markdown(report, heading_level=2))
+    return "\n".join(parts).rstrip() + "\n"

@@ -25,6 +25,7 @@ from hypothesis import Verbosity, given, reject, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis.errors import Unsatisfiable
 
+from conformance import diagnostics
 from conformance import properties as catalogue
 from conformance import report as rp
 from conformance.profiles import Profile, get_profile
@@ -79,6 +80,7 @@ class TargetInfo:
     capabilities: frozenset[str] = frozenset()
     conventions: Conventions = field(default_factory=Conventions)
     problems: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
 
 def inspect_target(factory: Factory, device: str, seed: int) -> TargetInfo:
@@ -104,6 +106,7 @@ def inspect_target(factory: Factory, device: str, seed: int) -> TargetInfo:
             info.conventions = conventions_of(impl)
         except TypeError as exc:
             info.problems.append(str(exc))
+        info.warnings = diagnostics.diagnose(impl, dtype, device, info.conventions)
         return info
     return info
 
@@ -222,6 +225,7 @@ class RunSetup:
             kind=self.info.kind, description=self.target.description,
             capabilities=sorted(self.info.capabilities),
             conventions=self._conventions(), versions=_versions(self.target),
+            warnings=[*self.info.problems, *self.info.warnings],
         )
 
     def _conventions(self) -> dict[str, str]:

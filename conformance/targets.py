@@ -2,8 +2,11 @@
 
 TARGET forms:
 
-* a built-in name ``prefix:name`` registered in :data:`BUILTIN` (``reference:hc-static``,
-  ``reference:hc-dynamic``, ``reference:mhc``; adapters for other packages register here too);
+* a built-in name ``prefix:name`` registered in :data:`BUILTIN`: hcspec's reference
+  (``reference:hc-static``, ``reference:hc-dynamic``, ``reference:mhc``) and adapters for
+  third-party packages (``hyper_connections:hc``, ``hyper_connections:mhc``,
+  ``hyper_connections:mhc-v2``, ``mhc_pytorch:mhc`` and their option variants), which load only
+  when their package is importable (``hc-conformance targets`` lists them all);
 * ``package.module:factory`` — any importable module (the current directory is importable)
   and the name of a factory in it (dotted attribute paths such as ``module:Class.make`` work).
 
@@ -13,13 +16,15 @@ CLI argument or the pytest option is not given.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.metadata
 import os
 import sys
 import traceback
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Any, Final
 
 from conformance.protocol import Factory
 
@@ -39,9 +44,13 @@ class BuiltinTarget:
     Attributes:
         name: ``prefix:name``.
         factory_path: ``module:attribute`` of the factory (imported lazily).
-        description: one line for ``hc-conformance targets``.
+        description: one line for ``hc-conformance targets`` and the report header.
         requires: the import name of the package the adapter needs (None: hcspec's own).
-        distribution: the distribution whose version the report shows.
+        distribution: the distribution whose version the report shows, and which must be the
+            one that provides ``requires`` (import names can clash: ``mhc``).
+        options: keyword options bound into the factory (the package's own options, e.g.
+            ``{"log_domain_sinkhorn": True}``); shown in the description and the report.
+        written_for: the package version the adapter was written and checked against.
     """
 
     name: str
@@ -49,6 +58,13 @@ class BuiltinTarget:
     description: str
     requires: str | None = None
     distribution: str = "hcspec"
+    options: Mapping[str, Any] = field(default_factory=dict)
+    written_for: str | None = None
+
+    @property
+    def options_text(self) -> str:
+        """The options as ``key=value, ...`` (empty for none)."""
+        return ", ".join(f"{k}={v!r}" for k, v in self.options.items())
 
 
 BUILTIN: Final[dict[str, BuiltinTarget]] = {}
@@ -71,11 +87,46 @@ for _kind, _fn, _what in (
     ("hc-static", "make_hc_static", "static HC (HC §2.2)"),
     ("hc-dynamic", "make_hc_dynamic", "dynamic HC (HC §2.3)"),
     ("mhc", "make_mhc", "mHC (mHC §4, Sinkhorn–Knopp, 20 rounds)"),
+    ("mhc-fast", "make_mhc_fast", "mHC, fast path (same math as reference:mhc)"),
 ):
     register_builtin(BuiltinTarget(
         f"reference:{_kind}", f"conformance.adapters.reference:{_fn}",
         f"hcspec reference implementation: {_what}",
     ))
+
+_HC_MODULE: Final = "conformance.adapters.hyper_connections"
+_HC_VERSION: Final = "0.4.11"
+_HC_TARGETS: Final[tuple[tuple[str, str, str, dict[str, Any]], ...]] = (
+    ("hc", "make_hc", "HyperConnections (dynamic HC), defaults (tanh)", {}),
+    ("hc-notanh", "make_hc", "HyperConnections, linear dynamic weights", {"tanh": False}),
+    ("hc-dropout", "make_hc", "HyperConnections with dropout, in training mode",
+     {"dropout": 0.1}),
+    ("mhc", "make_mhc",
+     "ManifoldConstrainedHyperConnections (mHC, streams folded into the batch), defaults "
+     "(plain-domain Sinkhorn, 20 rounds)", {}),
+    ("mhc-log", "make_mhc", "mHC (folded), log-domain Sinkhorn", {"log_domain_sinkhorn": True}),
+    ("mhc-iters10", "make_mhc", "mHC (folded), 10 Sinkhorn rounds", {"sinkhorn_iters": 10}),
+    ("mhc-proposals2", "make_mhc", "mHC (folded), two dynamic proposals averaged",
+     {"num_dynamic_alpha_proposals": 2}),
+    ("mhc-dropout", "make_mhc", "mHC (folded) with dropout, in training mode", {"dropout": 0.1}),
+    ("mhc-v2", "make_mhc_v2",
+     "mHCv2.ManifoldConstrainedHyperConnections (mHC, [B,T,n,d]), defaults", {}),
+    ("mhc-v2-log", "make_mhc_v2", "mHC v2, log-domain Sinkhorn", {"log_domain_sinkhorn": True}),
+    ("mhc-v2-mixnorm", "make_mhc_v2", "mHC v2, streams mixed by a 1×1 conv before the norm",
+     {"mix_streams_before_norm": True}),
+)
+for _name, _fn, _what, _options in _HC_TARGETS:
+    register_builtin(BuiltinTarget(
+        f"hyper_connections:{_name}", f"{_HC_MODULE}:{_fn}", f"hyper-connections: {_what}",
+        requires="hyper_connections", distribution="hyper-connections", options=_options,
+        written_for=_HC_VERSION,
+    ))
+register_builtin(BuiltinTarget(
+    "mhc_pytorch:mhc", "conformance.adapters.mhc_pytorch:make",
+    "mhc-pytorch: ManifoldHyperConnections (replicates h into n streams and collapses them "
+    "inside every call; checked on replicated states)",
+    requires="mhc", distribution="mhc-pytorch", written_for="0.2.3",
+))
 
 
 @dataclass(frozen=True)
@@ -159,18 +210,22 @@ def resolve(target: str | Factory | None) -> Target:
     versions = {"hcspec": _version("hcspec") or "not installed (source tree)"}
     builtin = BUILTIN.get(target)
     if builtin is not None:
-        if builtin.requires is not None:
-            try:
-                importlib.import_module(builtin.requires)
-            except Exception as exc:
-                raise TargetError(
-                    f"TARGET {target!r} needs the package {builtin.requires!r}, which does not "
-                    f"import: {type(exc).__name__}: {exc}"
-                ) from exc
-        factory = _import_attribute(builtin.factory_path, "built-in target")
+        problem = package_problem(builtin)
+        if problem is not None:
+            raise TargetError(f"TARGET {target!r}: {problem}")
+        factory: Any = _import_attribute(builtin.factory_path, "built-in target")
+        if builtin.options:
+            factory = _bind_options(factory, builtin.options)
+        description = builtin.description
+        if builtin.options:
+            description += f" [options: {builtin.options_text}]"
         if builtin.distribution != "hcspec":
-            versions[builtin.distribution] = _version(builtin.distribution) or "unknown"
-        return Target(target, factory, builtin.description, versions)  # type: ignore[arg-type]
+            found = _version(builtin.distribution) or "unknown"
+            versions[builtin.distribution] = found
+            if builtin.written_for is not None and found != builtin.written_for:
+                description += (f" [adapter written for {builtin.distribution} "
+                                f"{builtin.written_for}, found {found}]")
+        return Target(target, factory, description, versions)
     prefix = target.partition(":")[0]
     if any(name.startswith(prefix + ":") for name in BUILTIN) and "." not in prefix:
         known = ", ".join(sorted(n for n in BUILTIN if n.startswith(prefix + ":")))
@@ -181,21 +236,70 @@ def resolve(target: str | Factory | None) -> Target:
     if version is not None:
         versions[top] = version
     doc = (getattr(factory, "__doc__", "") or "").strip().splitlines()
-    return Target(target, factory, doc[0] if doc else "", versions)  # type: ignore[arg-type]
+    return Target(target, factory, doc[0] if doc else "", versions)
 
 
-def builtin_status() -> list[tuple[BuiltinTarget, bool, str]]:
-    """Every built-in target with whether its package imports and why not (for the
-    ``targets`` subcommand)."""
-    rows: list[tuple[BuiltinTarget, bool, str]] = []
+def _bind_options(factory: Any, options: Mapping[str, Any]) -> Factory:
+    bound = functools.partial(factory, **options)
+    functools.update_wrapper(bound, factory)
+    result: Factory = bound
+    return result
+
+
+def providers(import_name: str) -> list[str]:
+    """The installed distributions that provide the top-level module ``import_name``
+    (more than one means their files overwrite each other)."""
+    return sorted(set(importlib.metadata.packages_distributions().get(import_name, [])))
+
+
+def package_problem(builtin: BuiltinTarget) -> str | None:
+    """Why ``builtin``'s package cannot be used here, or None when it can: not importable
+    (with the import error), or its import name provided by another distribution than the one
+    the adapter was written for (the ``mhc`` clash)."""
+    if builtin.requires is None:
+        return None
+    try:
+        importlib.import_module(builtin.requires)
+    except Exception as exc:  # any import-time failure: shown to the user
+        return (f"needs the package {builtin.distribution!r} (import name "
+                f"{builtin.requires!r}), which does not import: {type(exc).__name__}: {exc}")
+    found = providers(builtin.requires)
+    if found and builtin.distribution not in found:
+        return (f"the import name {builtin.requires!r} is provided by {', '.join(found)}, not by "
+                f"{builtin.distribution!r}: a different package with the same import name is "
+                "installed (install the two in separate environments)")
+    if len(found) > 1:
+        return (f"the import name {builtin.requires!r} is provided by several distributions "
+                f"({', '.join(found)}): their files overwrite each other; use one environment "
+                f"per package")
+    return None
+
+
+@dataclass(frozen=True)
+class BuiltinStatus:
+    """One row of ``hc-conformance targets``.
+
+    Attributes:
+        target: the built-in target.
+        importable: its package imports (and is the right distribution).
+        version: the installed version of its distribution (None when not installed).
+        problem: why it is not usable ('' when it is).
+    """
+
+    target: BuiltinTarget
+    importable: bool
+    version: str | None
+    problem: str = ""
+
+
+def builtin_status() -> list[BuiltinStatus]:
+    """Every built-in target with whether its package imports, the version found and why it
+    cannot be used (for the ``targets`` subcommand). Never raises for a missing package."""
+    rows: list[BuiltinStatus] = []
     for name in sorted(BUILTIN):
         builtin = BUILTIN[name]
-        module = builtin.requires or builtin.factory_path.partition(":")[0]
-        try:
-            importlib.import_module(module)
-        except Exception as exc:
-            rows.append((builtin, False, f"{type(exc).__name__}: {exc}"))
-        else:
-            rows.append((builtin, True, ""))
+        problem = package_problem(builtin)
+        version = _version(builtin.distribution) or (
+            "source tree" if builtin.distribution == "hcspec" else None)
+        rows.append(BuiltinStatus(builtin, problem is None, version, problem or ""))
     return rows
-

@@ -30,6 +30,8 @@ def print_header(console: Console, report: rp.Report) -> None:
     console.print(f"  capabilities: {', '.join(report.capabilities) or 'none'}")
     conventions = "; ".join(f"{k}={v}" for k, v in report.conventions.items() if v)
     console.print(f"  conventions: {escape(conventions)}")
+    for warning in report.warnings:
+        console.print(f"  [bold yellow]warning:[/] {escape(warning)}")
 
 
 def _achieved(r: rp.PropertyResult) -> str:

@@ -144,9 +144,10 @@ def range_slack(dtype: torch.dtype, probed: bool) -> float:
 # to the derivative. Cancellation: each L = ⟨G', X'⟩ = Σ G'_i X'_i is computed with a rounding
 # error of about √k·eps·M (k ≤ 768 terms adding like a random walk, M = Σ|G'_i X'_i|), so the
 # difference quotient carries ~√k·eps·M/h — with M ≈ 2000 (scale-10 states) that is 4e-7,
-# measured 1.3e-6 absolute on the reference (soak, 30 seeds). The check divides by
-# max(1, |autograd|), so the allowance is FD_DIRECTIONAL plus FD_CANCELLATION·eps·M/h over that
-# divisor. torch.autograd.gradcheck uses the same step with atol 1e-5 / rtol 1e-3 by default.
+# measured 1.3e-6 absolute on the reference (soak, 30 seeds; 0.43 of a fixed 1e-6 allowance).
+# The check divides by max(1, |autograd|), so the allowance is FD_DIRECTIONAL plus
+# :func:`fd_cancellation` over that divisor. torch.autograd.gradcheck uses the same step with
+# atol 1e-5 / rtol 1e-3 by default.
 FD_STEP: Final = 1e-6
 GRADCHECK_ATOL: Final = 1e-5
 GRADCHECK_RTOL: Final = 1e-3
@@ -158,11 +159,62 @@ FD_CANCELLATION: Final = 32.0
 """√k for the kit's largest k = 768 terms of ⟨G', X'⟩ (see above)."""
 
 
-def fd_directional(loss_magnitude: float, directional: float) -> float:
-    """Tolerance of ``|fd − autograd| / max(1, |autograd|)`` for a central difference of
-    ``L = ⟨G', X'⟩`` whose terms have magnitude ``loss_magnitude = Σ|G'_i X'_i|`` (float64)."""
-    cancellation = FD_CANCELLATION * eps(torch.float64) * loss_magnitude / FD_STEP
-    return FD_DIRECTIONAL + cancellation / max(1.0, abs(directional))
+def fd_cancellation(dtype: torch.dtype, loss_magnitude: float) -> float:
+    """Absolute cancellation allowance of a float64 central difference (step :data:`FD_STEP`)
+    of ``L = ⟨G', X'⟩`` whose terms have magnitude ``loss_magnitude = Σ|G'_i X'_i|``; 0 for an
+    impl computing in float32 or coarser inside, whose measured budget
+    (:data:`FD_DIRECTIONAL_COARSE`, below) already includes it."""
+    if dtype != torch.float64:
+        return 0.0
+    return FD_CANCELLATION * eps(torch.float64) * loss_magnitude / FD_STEP
+
+
+# An impl that declares it computes in float32 inside (Conventions.compute_dtype) rounds every
+# loss evaluation to float32 even for float64 input: with step 1e-6 the cancellation error is
+# eps32/1e-6 ≈ 0.1, so finite differences measure noise (hyper-connections' mHC: 0.22–0.79).
+# A step that rises above float32 rounding must be relative to the state's magnitude, and its
+# O(h²) truncation error is then removed by Richardson extrapolation over h and h/2
+# (O(h⁴) remains). Measured on hyper-connections 0.4.11 ManifoldConstrainedHyperConnections
+# (float32 inside, float64 input; 6 seeds × n ∈ {2, 4, 8} × d ∈ {5, 12, 24} × state scale
+# {0.1, 1, 10} × parameter noise {0, 0.3, 1}, 3 directions each): plain central differences
+# worst 7.4e-3 (step 1e-3) and 6.7e-2 (step 3e-3); Richardson with step 3e-3 worst 2.7e-3.
+# The rounding noise of each float32 loss evaluation is proportional to the magnitude of the
+# loss's terms, which grows with the state's magnitude, so the difference is compared relative to
+# max(1, |autograd|, state scale) (:func:`fd_denominator`); w.r.t. the parameters the same step
+# (the perturbed parameters are O(0.01–1)) gave worst 5.9e-3 relative to max(1, |autograd|)
+# over the grid above, and 1.2e-2 on one ci case at state scale 10 with |autograd| = 0.48
+# (1.2e-3 relative to the scale). We allow 1e-2 (≈ 4× the worst measured), still 10–100×
+# below a wrong gradient (a detached residual or a transposed mix changes the directional
+# derivative by O(0.1–1)).
+FD_STEP_COARSE: Final = 3e-3
+FD_DIRECTIONAL_COARSE: Final = 1e-2
+
+
+def fd_step(dtype: torch.dtype, scale: float = 1.0) -> float:
+    """Finite-difference step for an impl whose effective dtype is ``dtype``: :data:`FD_STEP`
+    for float64; :data:`FD_STEP_COARSE` × ``scale`` (the magnitude of what is varied) for
+    float32 and coarser."""
+    return FD_STEP if dtype == torch.float64 else FD_STEP_COARSE * scale
+
+
+def fd_richardson(dtype: torch.dtype) -> bool:
+    """Whether finite differences are Richardson-extrapolated (float32 and coarser inside)."""
+    return dtype != torch.float64
+
+
+def fd_denominator(dtype: torch.dtype, autograd: float, scale: float) -> float:
+    """What ``|fd − autograd|`` is divided by: ``max(1, |autograd|)`` for float64;
+    ``max(1, |autograd|, scale)`` for float32 and coarser inside, whose rounding noise grows
+    with the state's magnitude ``scale``."""
+    if dtype == torch.float64:
+        return max(1.0, abs(autograd))
+    return max(1.0, abs(autograd), scale)
+
+
+def fd_directional(dtype: torch.dtype) -> float:
+    """Scaled error allowed between finite differences and autograd's directional derivative
+    for an impl whose effective dtype is ``dtype`` (see the comment above)."""
+    return FD_DIRECTIONAL if dtype == torch.float64 else FD_DIRECTIONAL_COARSE
 
 
 # --- low precision vs float32 --------------------------------------------------------------------

@@ -18,13 +18,14 @@ gain, φ and b init) are documented on :class:`ManifoldHyperConnection` and in d
 from __future__ import annotations
 
 import math
-from typing import ClassVar
+from typing import ClassVar, Literal, get_args
 
 import torch
 from torch import nn
+from torch.utils.checkpoint import checkpoint
 
-from reference import _checks
-from reference.connection import HyperConnection, Weights
+from reference import _checks, fast
+from reference.connection import Branch, HyperConnection, Weights
 from reference.sinkhorn import DEFAULT_ITERATIONS, sinkhorn_knopp
 
 ALPHA_INIT = 0.01
@@ -32,6 +33,10 @@ ALPHA_INIT = 0.01
 
 RES_INIT_DIAGONAL = 0.7
 """Diagonal of H_res at init (from ``b_res``); see :class:`ManifoldHyperConnection`."""
+
+Implementation = Literal["readable", "fast"]
+IMPLEMENTATIONS: tuple[str, ...] = get_args(Implementation)
+"""``readable`` (default): plain autograd over the equations; ``fast``: :mod:`reference.fast`."""
 
 
 def res_bias_for_diagonal(n: int, diagonal: float) -> float:
@@ -89,6 +94,16 @@ class ManifoldHyperConnection(HyperConnection):
         sinkhorn_iterations: Sinkhorn–Knopp rounds (``t_max``), ≥ 1; default 20 (mHC §4.2).
         alpha_init: initial α. res_init_diagonal: diagonal of ``H_res`` at init, in (0, 1).
         norm_eps: ε of the RMSNorm of the flattened state.
+        implementation: ``"readable"`` (default) computes the equations above with plain
+            autograd; ``"fast"`` computes the same values with :mod:`reference.fast`
+            (custom autograd Functions sharing one gradient buffer, token-last Sinkhorn–Knopp
+            with a recomputing backward; once-differentiable). The two agree to rounding
+            (tested in float64; the kit checks ``reference:mhc-fast`` under the ci profile).
+        recompute: if True, the weight generation (RMS norm, gates, Sinkhorn–Knopp iterates)
+            keeps nothing for backward but its input and is recomputed there
+            (``torch.utils.checkpoint``), as the mHC paper does for its kernels (§4.3.2):
+            less activation memory for one more weight computation per step. The branch's
+            own activations are not affected.
         dtype, device: of the parameters (torch's defaults when None).
 
     Shapes/dtype/device of calls: see :class:`reference.connection.HyperConnection`. float16
@@ -98,7 +113,7 @@ class ManifoldHyperConnection(HyperConnection):
 
     Raises:
         ValueError: a size or count not a positive integer, ``res_init_diagonal`` outside
-            (0, 1), ``norm_eps`` not positive.
+            (0, 1), ``norm_eps`` not positive, an unknown ``implementation``.
     """
 
     kind: ClassVar[str] = "mhc"
@@ -113,6 +128,8 @@ class ManifoldHyperConnection(HyperConnection):
         alpha_init: float = ALPHA_INIT,
         res_init_diagonal: float = RES_INIT_DIAGONAL,
         norm_eps: float = 1e-6,
+        implementation: Implementation = "readable",
+        recompute: bool = False,
         dtype: torch.dtype | None = None,
         device: torch.device | str | None = None,
     ) -> None:
@@ -122,6 +139,12 @@ class ManifoldHyperConnection(HyperConnection):
         if not norm_eps > 0:
             raise ValueError(f"norm_eps must be > 0, got {norm_eps!r}")
         self.norm_eps = float(norm_eps)
+        if implementation not in IMPLEMENTATIONS:
+            raise ValueError(
+                f"implementation must be one of {IMPLEMENTATIONS}, got {implementation!r}"
+            )
+        self.implementation: Implementation = implementation
+        self.recompute = bool(recompute)
         self.alpha_init = float(alpha_init)
         self.res_bias = res_bias_for_diagonal(self.n, res_init_diagonal)
         n, nd = self.n, self.n * self.d
@@ -153,7 +176,61 @@ class ManifoldHyperConnection(HyperConnection):
             for alpha in (self.alpha_pre, self.alpha_post, self.alpha_res):
                 alpha.fill_(self.alpha_init)
 
+    def _phi(self) -> torch.Tensor:
+        """``[φ_pre | φ_post | φ_res]``, ``[n·d, 2n + n²]`` (mHC Eq. 10 consolidates φ)."""
+        return torch.cat([self.phi_pre, self.phi_post, self.phi_res], dim=1)
+
+    def _recomputing(self) -> bool:
+        return self.recompute and torch.is_grad_enabled()
+
     def _weights(self, x: torch.Tensor) -> Weights:
+        if self.implementation == "fast":
+            batch, tokens, n, _ = x.shape
+            projected, square_sum, _ = fast.project(x, self._phi())
+            h_pre, h_post, H_res = self._fast_gates(projected, square_sum)
+            return (h_pre.view(batch, tokens, n), h_post.view(batch, tokens, n),
+                    H_res.view(batch, tokens, n, n))
+        if self._recomputing():
+            weights: Weights = checkpoint(self._readable_weights, x, use_reentrant=False)
+            return weights
+        return self._readable_weights(x)
+
+    def forward(self, x: torch.Tensor, branch: Branch) -> torch.Tensor:
+        """``X' = H_res X + h_post F(h_preᵀ X)ᵀ`` with this module's weights at ``x`` (as
+        :meth:`HyperConnection.forward`, by the selected ``implementation``)."""
+        if self.implementation == "readable":
+            return super().forward(x, branch)
+        x = self._check_state(x)
+        batch, tokens, n, d = x.shape
+        projected, square_sum, x_alias = fast.project(x, self._phi())
+        h_pre, h_post, H_res = self._fast_gates(projected, square_sum)
+        x_in, x_alias = fast.read(x_alias, h_pre)
+        z = _checks.branch_output(branch(x_in.view(batch, tokens, d)),
+                                  torch.Size((batch, tokens, d)))
+        out = fast.write(x_alias, H_res, h_post, z.reshape(batch * tokens, d))
+        return out.view(batch, tokens, n, d)
+
+    def _fast_gates(self, projected: torch.Tensor, square_sum: torch.Tensor) -> Weights:
+        """Token-last weight generation: ``x_flat φ [m, N]``, ``‖x_flat‖² [N]`` -> ``h_pre
+        [N, n]``, ``h_post [N, n]``, ``H_res [N, n, n]`` (recomputed in backward if asked)."""
+        if self._recomputing():
+            weights: Weights = checkpoint(self._fast_gates_now, projected, square_sum,
+                                          use_reentrant=False)
+            return weights
+        return self._fast_gates_now(projected, square_sum)
+
+    def _fast_gates_now(self, projected: torch.Tensor, square_sum: torch.Tensor) -> Weights:
+        n = self.n
+        inv_rms = torch.rsqrt(square_sum / (n * self.d) + self.norm_eps)
+        proj = projected * inv_rms
+        h_pre = torch.sigmoid(self.alpha_pre * proj[:n] + self.b_pre.unsqueeze(1))
+        h_post = 2.0 * torch.sigmoid(self.alpha_post * proj[n : 2 * n] + self.b_post.unsqueeze(1))
+        res_logits = self.alpha_res * proj[2 * n :].view(n, n, -1) + self.b_res.unsqueeze(2)
+        H_res = fast.sinkhorn_knopp_matrix_first(res_logits, self.sinkhorn_iterations)
+        return (h_pre.t().contiguous(), h_post.t().contiguous(),
+                H_res.permute(2, 0, 1).contiguous())
+
+    def _readable_weights(self, x: torch.Tensor) -> Weights:
         batch, tokens, n, d = x.shape
         x_flat = x.reshape(batch, tokens, n * d)  # vec(x_l), row-major: stream 0 first
         # RMSNorm(x) φ = (x φ) / rms(x): project first and divide the n² + 2n results, as the
@@ -161,8 +238,7 @@ class ManifoldHyperConnection(HyperConnection):
         # one matmul against [φ_pre | φ_post | φ_res] reads x once (Eq. 10 consolidates φ).
         mean_square = torch.linalg.vector_norm(x_flat, dim=-1, keepdim=True).square() / (n * d)
         inv_rms = torch.rsqrt(mean_square + self.norm_eps)
-        phi = torch.cat([self.phi_pre, self.phi_post, self.phi_res], dim=1)  # [nd, 2n + n²]
-        projected = inv_rms * (x_flat @ phi)
+        projected = inv_rms * (x_flat @ self._phi())  # [B, T, 2n + n²]
         proj_pre, proj_post = projected[..., :n], projected[..., n : 2 * n]
         proj_res = projected[..., 2 * n :].reshape(batch, tokens, n, n)  # mat(): row-major
         h_pre = torch.sigmoid(self.alpha_pre * proj_pre + self.b_pre)
@@ -172,4 +248,7 @@ class ManifoldHyperConnection(HyperConnection):
         return h_pre, h_post, H_res
 
     def extra_repr(self) -> str:
-        return f"{super().extra_repr()}, sinkhorn_iterations={self.sinkhorn_iterations}"
+        extra = f"{super().extra_repr()}, sinkhorn_iterations={self.sinkhorn_iterations}"
+        if self.implementation != "readable":
+            extra += f", implementation={self.implementation!r}"
+        return extra + (", recompute=True" if self.recompute else "")

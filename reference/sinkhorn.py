@@ -18,6 +18,28 @@ DEFAULT_ITERATIONS = 20
 _LOW_PRECISION = (torch.float16, torch.bfloat16)
 
 
+def check_arguments(logits: object, iterations: object) -> int:
+    """Validate :func:`sinkhorn_knopp`'s arguments; return ``iterations``.
+
+    Raises:
+        TypeError: ``logits`` is not a floating-point tensor.
+        ValueError: ``logits`` is not at least 2-D with square trailing axes, or
+            ``iterations`` is not an integer ≥ 1.
+    """
+    count = _checks.positive_int("iterations", iterations)
+    if not isinstance(logits, torch.Tensor) or not logits.is_floating_point():
+        raise TypeError(f"logits must be a floating-point torch.Tensor, got {logits!r:.80}")
+    if logits.dim() < 2 or logits.shape[-1] != logits.shape[-2]:
+        raise ValueError(f"expected logits of shape [..., n, n], got {tuple(logits.shape)}")
+    return count
+
+
+def working_precision(logits: torch.Tensor) -> torch.Tensor:
+    """``logits`` in the dtype Sinkhorn–Knopp runs in: float32 for float16/bfloat16 (their
+    mantissa cannot hold the normalisation, float16's range cannot hold ``exp``), else as is."""
+    return logits.float() if logits.dtype in _LOW_PRECISION else logits
+
+
 def sinkhorn_knopp(logits: torch.Tensor, iterations: int = DEFAULT_ITERATIONS) -> torch.Tensor:
     """Project ``exp(logits)`` towards the doubly stochastic matrices by Sinkhorn–Knopp.
 
@@ -46,12 +68,8 @@ def sinkhorn_knopp(logits: torch.Tensor, iterations: int = DEFAULT_ITERATIONS) -
         ValueError: ``logits`` is not at least 2-D with square trailing axes, or
             ``iterations`` is not an integer ≥ 1.
     """
-    iterations = _checks.positive_int("iterations", iterations)
-    if not isinstance(logits, torch.Tensor) or not logits.is_floating_point():
-        raise TypeError(f"logits must be a floating-point torch.Tensor, got {logits!r:.80}")
-    if logits.dim() < 2 or logits.shape[-1] != logits.shape[-2]:
-        raise ValueError(f"expected logits of shape [..., n, n], got {tuple(logits.shape)}")
-    work = logits.float() if logits.dtype in _LOW_PRECISION else logits
+    iterations = check_arguments(logits, iterations)
+    work = working_precision(logits)
     log_m = work
     for _ in range(iterations):
         log_m = log_m - torch.logsumexp(log_m, dim=-2, keepdim=True)  # T_c: columns sum to 1

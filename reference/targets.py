@@ -14,7 +14,7 @@ import torch
 
 from reference.connection import HyperConnection
 from reference.dynamic import DynamicHyperConnection
-from reference.manifold import ManifoldHyperConnection
+from reference.manifold import Implementation, ManifoldHyperConnection
 from reference.static import StaticHyperConnection
 
 
@@ -55,19 +55,36 @@ def hc_dynamic(n: int, d: int, *, layer_index: int = 0, dtype: torch.dtype = tor
 
 
 def mhc(n: int, d: int, *, layer_index: int = 0, dtype: torch.dtype = torch.float64,
-        device: torch.device | str = "cpu", seed: int = 0) -> ManifoldHyperConnection:
+        device: torch.device | str = "cpu", seed: int = 0,
+        implementation: Implementation = "readable",
+        recompute: bool = False) -> ManifoldHyperConnection:
     """A fresh :class:`ManifoldHyperConnection` whose φ are drawn from ``seed``.
 
     Parameters are drawn in float64 and then cast, so every dtype starts from the same values
-    (up to rounding).
+    (up to rounding) — and every ``implementation``/``recompute`` choice too, so the same seed
+    gives the same module computed another way.
 
     Raises:
         ValueError: as the constructor.
     """
-    module = _seeded(lambda: ManifoldHyperConnection(n, d, layer_index, dtype=torch.float64),
+    module = _seeded(lambda: ManifoldHyperConnection(n, d, layer_index, dtype=torch.float64,
+                                                     implementation=implementation,
+                                                     recompute=recompute),
                      seed, dtype, device)
     assert isinstance(module, ManifoldHyperConnection)
     return module
+
+
+def mhc_fast(n: int, d: int, *, layer_index: int = 0, dtype: torch.dtype = torch.float64,
+             device: torch.device | str = "cpu", seed: int = 0) -> ManifoldHyperConnection:
+    """:func:`mhc` with ``implementation="fast"``: the same parameters for the same seed,
+    computed by :mod:`reference.fast`.
+
+    Raises:
+        ValueError: as the constructor.
+    """
+    return mhc(n, d, layer_index=layer_index, dtype=dtype, device=device, seed=seed,
+               implementation="fast")
 
 
 TARGETS: dict[str, Callable[..., HyperConnection]] = {
@@ -75,4 +92,5 @@ TARGETS: dict[str, Callable[..., HyperConnection]] = {
     "hc-dynamic": hc_dynamic,
     "mhc": mhc,
 }
-"""The factories by ``kind``."""
+"""The factories by ``kind`` (the readable implementations; :func:`mhc_fast` is the fast
+path of ``mhc``)."""

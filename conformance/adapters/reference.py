@@ -1,5 +1,5 @@
 """Built-in targets for hcspec's own reference implementation (``reference:hc-static``,
-``reference:hc-dynamic``, ``reference:mhc``).
+``reference:hc-dynamic``, ``reference:mhc``, and ``reference:mhc-fast``, the fast path of mHC).
 
 The reference modules follow the protocol directly (``module(x, branch)``, ``weights``,
 ``expand``, ``reduce``, ``parameters``, ``n``, ``d``, ``kind``) and :mod:`reference.targets`
@@ -70,6 +70,25 @@ def make_mhc(
     from reference import targets
 
     module = targets.mhc(n, d, layer_index=layer_index, dtype=dtype, device=device, seed=seed)
+    iterations = int(module.sinkhorn_iterations)
+    return _declare(module, Conventions(sinkhorn_iterations=iterations,
+                                        notes=REFERENCE_CONVENTIONS.notes))
+
+
+def make_mhc_fast(
+    n: int, d: int, *, layer_index: int = 0, dtype: torch.dtype = torch.float64,
+    device: str = "cpu", seed: int = 0,
+) -> HyperConnectionImpl:
+    """``reference.targets.mhc_fast``: mHC computed by ``reference.fast`` (same parameters as
+    ``reference:mhc`` for the same seed), declaring its Sinkhorn–Knopp rounds.
+
+    Raises:
+        ValueError: as the reference constructor.
+    """
+    from reference import targets
+
+    module = targets.mhc_fast(n, d, layer_index=layer_index, dtype=dtype, device=device,
+                              seed=seed)
     iterations = int(module.sinkhorn_iterations)
     return _declare(module, Conventions(sinkhorn_iterations=iterations,
                                         notes=REFERENCE_CONVENTIONS.notes))

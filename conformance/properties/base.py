@@ -211,8 +211,23 @@ class Context:
 
     def state(self, case: Case, *, dtype: torch.dtype | None = None, device: str | None = None,
               salt: int = 0) -> torch.Tensor:
-        """The case's stream state ``[B, T, n, d]``."""
-        return strategies.stream_state(case, dtype or self.dtype, device or self.device, salt)
+        """The case's stream state ``[B, T, n, d]`` (replicated across the streams when the
+        impl declares ``state_domain="replicated"``)."""
+        x = strategies.stream_state(case, dtype or self.dtype, device or self.device, salt)
+        return x[..., :1, :].expand_as(x).contiguous() if self.replicated else x
+
+    @property
+    def replicated(self) -> bool:
+        """The impl declares that it accepts only stream-replicated states ``1_n hᵀ``."""
+        return self.conventions.state_domain == "replicated"
+
+    def tangent(self, t: torch.Tensor) -> torch.Tensor:
+        """``t [..., n, d]`` projected orthogonally on the declared state domain: unchanged
+        for ``"any"``; the stream mean on every stream for ``"replicated"`` (so finite
+        differences stay in the domain and gradients are compared on it)."""
+        if not self.replicated:
+            return t
+        return t.mean(dim=-2, keepdim=True).expand_as(t).contiguous()
 
     def branch(self, case: Case, name: str | None = None, *, dtype: torch.dtype | None = None,
                device: str | None = None, record: bool = True) -> CheckedBranch:
@@ -261,7 +276,13 @@ class Context:
 
         Raises:
             PropertyFailure: the impl cannot be probed (wrong output, branch not called).
+            NotApplicable: the impl declares ``state_domain="replicated"``: a rank-1 state
+                identifies only ``H_res 1`` and ``1ᵀ h_pre``, not the weights.
         """
+        if self.replicated:
+            raise NotApplicable(
+                "black-box probing of H_res and h_pre needs a full-row-rank [n, d] state; the "
+                "impl declares state_domain='replicated' (X = 1_n hᵀ, rank 1)")
         try:
             return probes.probe(impl, x, self.conventions, seed=case.seed)
         except probes.ProbeError as exc:

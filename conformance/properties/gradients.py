@@ -12,6 +12,7 @@ chain through ``weights(x)`` with cotangents ``∂L/∂H_res = G' Xᵀ``, ``∂L
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import torch
 from hypothesis import strategies as st
@@ -75,6 +76,18 @@ def _trainable(impl: HyperConnectionImpl) -> list[torch.Tensor]:
     return params
 
 
+def _directional(ctx: Context, loss_at: Callable[[float], float], scale: float) -> float:
+    """Central difference of ``t ↦ loss_at(t)`` at 0 with :func:`tolerances.fd_step`; for an
+    impl computing in float32 (or coarser) inside, Richardson-extrapolated from steps h and h/2
+    (truncation O(h⁴), so a step large enough to rise above float32 rounding stays accurate)."""
+    h = tolerances.fd_step(ctx.tol_dtype, scale)
+    central = (loss_at(h) - loss_at(-h)) / (2 * h)
+    if not tolerances.fd_richardson(ctx.tol_dtype):
+        return central
+    half = (loss_at(h / 2) - loss_at(-h / 2)) / h
+    return (4 * half - central) / 3
+
+
 def check_fd_input(ctx: Context, case: Case) -> None:
     """Directional central differences of ⟨G', X'⟩ w.r.t. x match autograd (float64)."""
     _need_float64(ctx)
@@ -86,17 +99,21 @@ def check_fd_input(ctx: Context, case: Case) -> None:
     (grad,) = torch.autograd.grad(_loss(impl, xg, fn, G), xg)
     ctx.require(grad is not None and bool(torch.isfinite(grad).all()),
                 "autograd gradient w.r.t. x is missing or non-finite")
-    h = tolerances.FD_STEP
-    magnitude = _magnitude(impl, x, fn, G)
+    cancellation = tolerances.fd_cancellation(ctx.tol_dtype, _magnitude(impl, x, fn, G))
     for k in range(DIRECTIONS):
-        v = strategies.gaussian(x.shape, case.seed, 40 + k, ctx.dtype, ctx.device)
-        with torch.no_grad():
-            fd = (_loss(impl, x + h * v, fn, G) - _loss(impl, x - h * v, fn, G)) / (2 * h)
+        v = ctx.tangent(strategies.gaussian(x.shape, case.seed, 40 + k, ctx.dtype, ctx.device))
+
+        def loss_at(t: float, v: torch.Tensor = v) -> float:
+            with torch.no_grad():
+                return float(_loss(impl, x + t * v, fn, G))
+
+        fd = _directional(ctx, loss_at, case.scale)
         ad = float((grad * v).sum())
+        denominator = tolerances.fd_denominator(ctx.tol_dtype, ad, case.scale)
         ctx.expect("directional derivative w.r.t. x: finite differences vs autograd",
-                   abs(float(fd) - ad) / max(1.0, abs(ad)),
-                   tolerances.fd_directional(magnitude, ad),
-                   f"fd {float(fd):.6g}, autograd {ad:.6g}")
+                   abs(fd - ad) / denominator,
+                   tolerances.fd_directional(ctx.tol_dtype) + cancellation / denominator,
+                   f"fd {fd:.6g}, autograd {ad:.6g}")
 
 
 def check_fd_parameters(ctx: Context, case: Case) -> None:
@@ -112,23 +129,25 @@ def check_fd_parameters(ctx: Context, case: Case) -> None:
     grads = tuple(torch.zeros_like(p) if g is None else g for p, g in zip(params, grads,
                                                                           strict=True))
     saved = [p.detach().clone() for p in params]
-    h = tolerances.FD_STEP
-    magnitude = _magnitude(impl, x, fn, G)
+    cancellation = tolerances.fd_cancellation(ctx.tol_dtype, _magnitude(impl, x, fn, G))
     try:
         for k in range(DIRECTIONS):
             vs = [strategies.gaussian(p.shape, case.seed, 60 + 7 * k + i, p.dtype, str(p.device))
                   for i, p in enumerate(params)]
-            values = []
-            for sign in (1.0, -1.0):
+
+            def loss_at(t: float, vs: list[torch.Tensor] = vs) -> float:
                 with torch.no_grad():
                     for p, s, v in zip(params, saved, vs, strict=True):
-                        p.copy_(s + sign * h * v)
-                    values.append(float(_loss(impl, x, fn, G)))
-            fd = (values[0] - values[1]) / (2 * h)
+                        p.copy_(s + t * v)
+                    return float(_loss(impl, x, fn, G))
+
+            fd = _directional(ctx, loss_at, 1.0)
             ad = float(sum((g * v).sum() for g, v in zip(grads, vs, strict=True)))
+            denominator = tolerances.fd_denominator(ctx.tol_dtype, ad, case.scale)
             ctx.expect("directional derivative w.r.t. the parameters: finite differences vs "
-                       "autograd", abs(fd - ad) / max(1.0, abs(ad)),
-                       tolerances.fd_directional(magnitude, ad), f"fd {fd:.6g}, autograd {ad:.6g}")
+                       "autograd", abs(fd - ad) / denominator,
+                       tolerances.fd_directional(ctx.tol_dtype) + cancellation / denominator,
+                       f"fd {fd:.6g}, autograd {ad:.6g}")
     finally:
         with torch.no_grad():
             for p, s in zip(params, saved, strict=True):
@@ -175,8 +194,9 @@ def check_closed_form(ctx: Context, case: Case) -> None:
     auto = torch.autograd.grad(_loss(impl, x, fn, G), [x, *params], allow_unused=True)
     auto_x = auto[0] if auto[0] is not None else torch.zeros_like(x)
     tol = law_tol(ctx)
-    ctx.expect("∂L/∂x: autograd vs H_resᵀG' + h_pre g_inᵀ (+ chain through weights(x))",
-               tolerances.scaled_error(auto_x, want_x), tol)
+    ctx.expect("∂L/∂x: autograd vs H_resᵀG' + h_pre g_inᵀ (+ chain through weights(x))"
+               + (" projected on replicated states" if ctx.replicated else ""),
+               tolerances.scaled_error(ctx.tangent(f64(auto_x)), ctx.tangent(want_x)), tol)
     for i, (p, g) in enumerate(zip(params, auto[1:], strict=True)):
         got_p = torch.zeros_like(p) if g is None else g
         ctx.expect(f"∂L/∂(parameter {i}, shape {list(p.shape)}): autograd vs the closed form "
@@ -229,6 +249,10 @@ def check_mixing_trainable(ctx: Context, case: Case) -> None:
     """With F ≡ 0 (``X' = H_res X``) and n ≥ 2, ``L = ⟨G', X'⟩`` has a non-zero gradient
     w.r.t. the parameters: H_res can leave its init (public bug report #9: a temperature/init whose
     gradient is exactly zero, so H_res stays the identity; report #1: H_res unused)."""
+    if ctx.replicated:
+        raise NotApplicable("on replicated states X = 1_n hᵀ a row-stochastic H_res gives "
+                            "H_res X = X whatever its parameters; the impl declares "
+                            "state_domain='replicated'")
     impl = ctx.make(case)
     params = _trainable(impl)
     x = ctx.state(case)

@@ -159,6 +159,9 @@ def check_permutation_mixing(ctx: Context, case: Case) -> None:
     """Public bug report #1 (the width connection returned the streams from before mixing):
     steer H_res to the cyclic permutation P through the parameters, then with F ≡ 0 on the
     state "stream i constant i + 1" the output must be the permuted input ``P X``."""
+    if ctx.replicated:
+        raise NotApplicable("needs distinct streams (stream i constant i + 1); the impl declares "
+                            "state_domain='replicated' (X = 1_n hᵀ)")
     impl = ctx.make(case)
     x = constant_streams(case, ctx)
     P = cyclic_permutation(case.n)

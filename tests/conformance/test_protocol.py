@@ -42,6 +42,9 @@ def test_required_part_and_declaration_errors() -> None:
     impl.kind = "hc-magic"
     with pytest.raises(ValueError, match=r"impl\.kind"):
         check_required(impl)
-    impl.conventions = {"reduce": "sum"}  # type: ignore[attr-defined]
-    with pytest.raises(TypeError, match="Conventions"):
+    impl.conventions = "reduce=sum"  # type: ignore[attr-defined]
+    with pytest.raises(TypeError, match="Conventions or a mapping"):
+        conventions_of(impl)
+    impl.conventions = {"reduce": "sum", "colour": "blue"}  # type: ignore[attr-defined]
+    with pytest.raises(TypeError, match=r"unknown field\(s\) \['colour'\]"):
         conventions_of(impl)

@@ -1,0 +1,107 @@
+"""Shared pieces of the third-party adapters: reading the tensors a package computes, and the
+checks every adapter applies to what it is given.
+
+:class:`CallRecorder` is a ``torch.overrides.TorchFunctionMode``: inside its ``with`` block it
+sees every torch function and tensor method call, stores the ones it was asked for (function,
+positional arguments, result) and returns each result unchanged, so the package computes
+exactly what it computes without it. Adapters use it to read the package's own intermediate
+values (the mixing matrix it really multiplied with) instead of re-deriving them from the
+parameters with a re-typed formula. When a package changes so that the expected calls are not
+there, the adapter raises :class:`PackageChanged` rather than read the wrong tensor.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch.overrides import TorchFunctionMode
+
+
+class PackageChanged(RuntimeError):
+    """The wrapped package no longer computes what its adapter reads (e.g. a different number
+    of ``einsum`` calls): the adapter was written for another version. The message names the
+    version the adapter was written for and what it found."""
+
+
+@dataclass(frozen=True)
+class Call:
+    """One recorded torch call.
+
+    Attributes:
+        func: the torch function or tensor method called.
+        args: its positional arguments, as given.
+        result: what it returned (the same object the package received).
+    """
+
+    func: Callable[..., Any]
+    args: tuple[Any, ...]
+    result: Any
+
+
+class CallRecorder(TorchFunctionMode):
+    """Record the torch calls made inside the ``with`` block whose function is in ``wanted``
+    (all of them when ``wanted`` is empty); results are returned unchanged (autograd included).
+    """
+
+    def __init__(self, wanted: Sequence[Callable[..., Any]] = ()) -> None:
+        super().__init__()
+        self.wanted = tuple(wanted)
+        self.calls: list[Call] = []
+
+    def __torch_function__(
+        self, func: Callable[..., Any], types: Sequence[type], args: Sequence[Any] = (),
+        kwargs: Mapping[str, Any] | None = None,
+    ) -> Any:
+        result = func(*args, **(kwargs or {}))
+        if not self.wanted or func in self.wanted:
+            self.calls.append(Call(func, tuple(args), result))
+        return result
+
+    def of(self, func: Callable[..., Any]) -> list[Call]:
+        """The recorded calls of ``func``, in call order."""
+        return [c for c in self.calls if c.func is func]
+
+
+def check_state(x: object, n: int, d: int) -> torch.Tensor:
+    """``x`` as a ``[B, T, n, d]`` stream state.
+
+    Raises:
+        ValueError: ``x`` is not a 4-D tensor with ``n`` streams of size ``d``; the message
+            gives the expected and received shape.
+    """
+    if not isinstance(x, torch.Tensor) or x.dim() != 4 or tuple(x.shape[2:]) != (n, d):
+        got = list(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
+        raise ValueError(f"expected a stream state of shape [B, T, {n}, {d}], got {got}")
+    return x
+
+
+def check_branch_output(z: object, like: torch.Tensor) -> torch.Tensor:
+    """The branch's output, checked to be a tensor shaped like its input ``like``.
+
+    Raises:
+        ValueError: not a tensor of ``like``'s shape; the message gives both.
+    """
+    if not isinstance(z, torch.Tensor) or z.shape != like.shape:
+        got = list(z.shape) if isinstance(z, torch.Tensor) else type(z).__name__
+        raise ValueError(f"the branch must return a tensor of shape {list(like.shape)}, got {got}")
+    return z
+
+
+@contextlib.contextmanager
+def seeded(seed: int) -> Iterator[None]:
+    """Seed torch's CPU generator for a package constructor without changing the caller's
+    random state (``torch.random.fork_rng``), so ``make(..., seed=s)`` is reproducible and
+    has no side effect.
+
+    Raises:
+        ValueError: ``seed < 0``.
+    """
+    if seed < 0:
+        raise ValueError(f"seed: expected >= 0, got {seed}")
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        yield

@@ -1,0 +1,229 @@
+"""The fast path of mHC: the same math as :mod:`reference.manifold`, arranged for speed.
+
+Selected by ``ManifoldHyperConnection(..., implementation="fast")``; the readable version stays
+the default. Same equations (mHC arXiv:2512.24880 Eq. 3, 7–9; row form of DESIGN.md §1), same
+parameters, same results to rounding — checked by ``tests/reference/test_fast.py`` (float64,
+outputs and every gradient) and by the conformance kit as the built-in target
+``reference:mhc-fast``. What changes is where the time went (measured with ``torch.profiler``
+on CPU, float32, B=4, T=512, n=4, d=1024; docs/benchmarks.md has the figures):
+
+* **Fresh full-size tensors.** Every new ``[B, T, n, d]`` tensor is a fresh allocation, and on
+  Linux/glibc blocks of 32 MiB and more are ``mmap``-ed and page-faulted in on first touch —
+  ~20 ms for a 32 MiB state, 6× the cost of the copy itself. Autograd over the readable
+  version makes one such gradient per use of ``X`` (RMS norm, projection, read, mix) and then
+  adds them. Here three autograd Functions share one gradient buffer: the last one
+  (:class:`_Write`) allocates ``∂L/∂X``, the earlier ones add their terms into it in place
+  (``addcmul_``, ``addmm_``), so a forward+backward allocates exactly two full-size tensors,
+  the output and ``∂L/∂X``. They pass ``X`` along as an alias output to make autograd deliver
+  that buffer to them.
+* **Token-last small tensors.** The per-token weights are ``n × n`` matrices: with the token
+  axis last (``[n, n, B·T]``) each Sinkhorn–Knopp step is one vectorised ``log_softmax`` over
+  a short leading axis (~12× faster on CPU than over the trailing 4-element axes).
+* **Sinkhorn–Knopp backward by recomputation** (:class:`_SinkhornKnopp`): the forward keeps
+  only the logits; the backward recomputes the ``2·t_max`` iterates and applies the exact
+  derivative of each log-normalisation, ``∂x = ∂y − softmax(x) · Σ ∂y`` (the gradient of the
+  unrolled iteration, as autograd computes it for the readable version, without storing
+  ``2·t_max`` autograd nodes).
+* Matrix products with the transposed operand passed as a transposed view, which the BLAS takes
+  as a flag (``g @ Xᵀ`` as a ``[1, d] × [d, n]`` product per token: ~3× faster than ``X g``).
+
+These Functions are once-differentiable (no double backward).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch.autograd.function import once_differentiable
+
+from reference.sinkhorn import DEFAULT_ITERATIONS, check_arguments, working_precision
+
+Tensor = torch.Tensor
+
+
+def _log_iterates(log_m: Tensor, iterations: int) -> list[Tensor]:
+    """All ``2·iterations`` log-domain iterates of Sinkhorn–Knopp on ``[n, n, N]`` logits
+    (column step over axis 0, then row step over axis 1)."""
+    iterates = []
+    for _ in range(iterations):
+        log_m = torch.log_softmax(log_m, dim=0)  # T_c: columns sum to 1
+        iterates.append(log_m)
+        log_m = torch.log_softmax(log_m, dim=1)  # T_r: rows sum to 1
+        iterates.append(log_m)
+    return iterates
+
+
+class _SinkhornKnopp(torch.autograd.Function):
+    """Log-domain Sinkhorn–Knopp on matrix-first logits ``[n, n, N]`` (``[i, j, token]``)."""
+
+    @staticmethod
+    def forward(ctx: Any, logits: Tensor, iterations: int) -> Tensor:
+        ctx.iterations = iterations
+        ctx.save_for_backward(logits)
+        log_m = logits
+        for _ in range(iterations):
+            log_m = torch.log_softmax(torch.log_softmax(log_m, dim=0), dim=1)
+        return log_m.exp()
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx: Any, grad: Tensor) -> tuple[Tensor, None]:
+        (logits,) = ctx.saved_tensors
+        grad = grad.contiguous()  # reductions over the leading axes want the token axis dense
+        iterates = _log_iterates(logits, ctx.iterations)
+        # out = exp(y_last); each step y = log_softmax_dim(x) has ∂x = ∂y − exp(y)·Σ_dim ∂y,
+        # which is aten's log_softmax backward (one fused kernel per step, as autograd uses).
+        g = grad * iterates[-1].exp()
+        for index in range(len(iterates) - 1, -1, -1):
+            dim = index % 2  # even index: column step (axis 0); odd: row step (axis 1)
+            g = torch.ops.aten._log_softmax_backward_data(g, iterates[index], dim, g.dtype)
+        return g, None
+
+
+def sinkhorn_knopp_matrix_first(logits: Tensor, iterations: int = DEFAULT_ITERATIONS) -> Tensor:
+    """Sinkhorn–Knopp on logits laid out ``[n, n, ...]`` (matrix axes first, tokens last).
+
+    Same result as ``sinkhorn_knopp(logits.movedim((0, 1), (-2, -1)))`` moved back, computed
+    with :class:`_SinkhornKnopp` (vectorised over the trailing axes; backward by recomputation).
+    Shapes: ``[n, n, *] -> [n, n, *]``. Dtype/device: as :func:`reference.sinkhorn_knopp`
+    (float16/bfloat16 computed in float32 and cast back). No argument checks (internal use;
+    :func:`sinkhorn_knopp_fast` is the checked entry point).
+    """
+    n = logits.shape[0]
+    # contiguous: a moved-axes view would keep the token axis strided, and log_softmax over the
+    # leading axes is fast only with the token axis dense
+    work = working_precision(logits).reshape(n, n, -1).contiguous()
+    out: Tensor = _SinkhornKnopp.apply(work, iterations)  # type: ignore[no-untyped-call]
+    return out.reshape(logits.shape).to(logits.dtype)
+
+
+def sinkhorn_knopp_fast(logits: Tensor, iterations: int = DEFAULT_ITERATIONS) -> Tensor:
+    """:func:`reference.sinkhorn_knopp` (mHC §4.2, Eq. 8–9) computed by the fast path.
+
+    Same contract — shapes ``[..., n, n] -> [..., n, n]``, dtype/device, finiteness for any
+    finite logits, rows exact and columns within the convergence error — and the same values
+    to rounding. It moves the matrix axes first, iterates ``log_softmax`` over them, and
+    differentiates by recomputing the iterates in backward (less memory: the logits only).
+    Once-differentiable.
+
+    Raises:
+        TypeError: ``logits`` is not a floating-point tensor.
+        ValueError: ``logits`` is not at least 2-D with square trailing axes, or
+            ``iterations`` is not an integer ≥ 1.
+    """
+    iterations = check_arguments(logits, iterations)
+    matrix_first = logits.movedim((-2, -1), (0, 1))
+    return sinkhorn_knopp_matrix_first(matrix_first, iterations).movedim((0, 1), (-2, -1))
+
+
+class _Project(torch.autograd.Function):
+    """``x [N, n, d] -> (x_flat φ as [m, N], ‖x_flat‖² [N], x)`` with ``x_flat = vec(x)``.
+
+    The third output aliases ``x``; the next Function takes it instead of ``x``, so the
+    gradient buffer it returns arrives here and the projection's terms are added into it.
+    """
+
+    @staticmethod
+    def forward(ctx: Any, x: Tensor, phi: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        ctx.set_materialize_grads(False)
+        flat = x.view(x.shape[0], -1)
+        ctx.save_for_backward(x, phi)
+        projected = torch.mm(phi.t(), flat.t())  # [m, N]: token axis last
+        square_sum = torch.linalg.vector_norm(flat, dim=1).square()
+        return projected, square_sum, x.view_as(x)
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx: Any, g_projected: Tensor | None, g_square_sum: Tensor | None,
+                 g_x: Tensor | None) -> tuple[Tensor | None, Tensor | None]:
+        x, phi = ctx.saved_tensors
+        flat = x.view(x.shape[0], -1)
+        grad_x = grad_phi = None
+        if ctx.needs_input_grad[0]:
+            grad_x = g_x if g_x is not None else torch.zeros_like(x)
+            grad_flat = grad_x.view(flat.shape)
+            if g_projected is not None:
+                grad_flat.addmm_(g_projected.t(), phi.t())
+            if g_square_sum is not None:
+                grad_flat.addcmul_(flat, (2.0 * g_square_sum).unsqueeze(1))
+        if ctx.needs_input_grad[1] and g_projected is not None:
+            grad_phi = torch.mm(g_projected, flat).t()
+        return grad_x, grad_phi
+
+
+class _Read(torch.autograd.Function):
+    """``(x [N, n, d], h_pre [N, n]) -> (x_in = h_preᵀ X [N, d], x)`` (second output aliases x)."""
+
+    @staticmethod
+    def forward(ctx: Any, x: Tensor, h_pre: Tensor) -> tuple[Tensor, Tensor]:
+        ctx.set_materialize_grads(False)
+        ctx.save_for_backward(x, h_pre)
+        x_in = torch.bmm(h_pre.unsqueeze(1), x).squeeze(1)
+        return x_in, x.view_as(x)
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx: Any, g_in: Tensor | None,
+                 g_x: Tensor | None) -> tuple[Tensor | None, Tensor | None]:
+        x, h_pre = ctx.saved_tensors
+        grad_x = grad_h_pre = None
+        if ctx.needs_input_grad[0]:
+            grad_x = g_x if g_x is not None else torch.zeros_like(x)
+            if g_in is not None:
+                grad_x.addcmul_(h_pre.unsqueeze(2), g_in.unsqueeze(1))  # + h_pre g_inᵀ
+        if ctx.needs_input_grad[1]:
+            grad_h_pre = (torch.zeros_like(h_pre) if g_in is None
+                          else torch.bmm(g_in.unsqueeze(1), x.transpose(1, 2)).squeeze(1))
+        return grad_x, grad_h_pre
+
+
+class _Write(torch.autograd.Function):
+    """``(x [N, n, d], H_res [N, n, n], h_post [N, n], z [N, d]) -> H_res X + h_post zᵀ``.
+
+    Backward allocates ``∂L/∂X = H_resᵀ G'`` — the one full-size gradient buffer, into which
+    :class:`_Read` and :class:`_Project` then add their terms.
+    """
+
+    @staticmethod
+    def forward(ctx: Any, x: Tensor, H_res: Tensor, h_post: Tensor, z: Tensor) -> Tensor:
+        ctx.save_for_backward(x, H_res, h_post, z)
+        out = torch.bmm(H_res, x)
+        return out.addcmul_(h_post.unsqueeze(2), z.unsqueeze(1))
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx: Any, g: Tensor) -> tuple[Tensor | None, ...]:
+        x, H_res, h_post, z = ctx.saved_tensors
+        g = g.contiguous()
+        need = ctx.needs_input_grad
+        grad_x = torch.bmm(H_res.transpose(1, 2), g) if need[0] else None
+        grad_H = torch.bmm(g, x.transpose(1, 2)) if need[1] else None
+        grad_h_post = torch.bmm(z.unsqueeze(1), g.transpose(1, 2)).squeeze(1) if need[2] else None
+        grad_z = torch.bmm(h_post.unsqueeze(1), g).squeeze(1) if need[3] else None
+        return grad_x, grad_H, grad_h_post, grad_z
+
+
+def project(x: Tensor, phi: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    """``x [B, T, n, d]``, ``φ [n·d, m]`` -> ``(x_flat φ [m, B·T], ‖x_flat‖² [B·T], x_alias
+    [B·T, n, d])``: one read of the state for the mHC weight generation (mHC Eq. 7, with the
+    RMS division moved after the projection as in §4.3.1). Token axis last."""
+    batch, tokens, n, d = x.shape
+    flat = x.contiguous().view(batch * tokens, n, d)
+    out: tuple[Tensor, Tensor, Tensor] = _Project.apply(flat, phi)  # type: ignore[no-untyped-call]
+    return out
+
+
+def read(x_alias: Tensor, h_pre: Tensor) -> tuple[Tensor, Tensor]:
+    """``x_in = h_preᵀ X`` per token: ``x_alias [N, n, d]``, ``h_pre [N, n]`` ->
+    ``(x_in [N, d], x_alias [N, n, d])`` (HC Eq. 3 / mHC Eq. 3, the read)."""
+    out: tuple[Tensor, Tensor] = _Read.apply(x_alias, h_pre)  # type: ignore[no-untyped-call]
+    return out
+
+
+def write(x_alias: Tensor, H_res: Tensor, h_post: Tensor, z: Tensor) -> Tensor:
+    """``X' = H_res X + h_post zᵀ`` per token: ``[N, n, d]``, ``[N, n, n]``, ``[N, n]``,
+    ``[N, d]`` -> ``[N, n, d]`` (HC Eq. 4–5 / mHC Eq. 3, mix and write back)."""
+    out: Tensor = _Write.apply(x_alias, H_res, h_post, z)  # type: ignore[no-untyped-call]
+    return out
+

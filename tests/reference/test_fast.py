@@ -1,0 +1,221 @@
+"""The fast path of mHC (reference/fast.py) computes what the readable version computes.
+
+Everything is compared in float64 against the readable implementation with the same
+parameters: outputs, reported weights, and the gradients of the input, every parameter and the
+branch's own parameter. The options that trade time for memory (``recompute``) must not change
+any value and must save less for backward.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+import torch
+
+from conformance import report as rp
+from conformance.runner import check_implementation
+from reference import ManifoldHyperConnection, sinkhorn_knopp
+from reference.fast import sinkhorn_knopp_fast
+from reference.manifold import IMPLEMENTATIONS
+
+F64 = torch.float64
+TOL = 1e-12  # relative to the largest entry compared; measured differences are ~1e-15
+
+
+def _pair(n: int, d: int, perturb: Callable[..., torch.nn.Module], *,
+          recompute: bool = False, dtype: torch.dtype = F64,
+          ) -> tuple[ManifoldHyperConnection, ManifoldHyperConnection]:
+    readable = ManifoldHyperConnection(n, d, dtype=dtype)
+    perturb(readable, scale=0.5, seed=n)
+    fast = ManifoldHyperConnection(n, d, dtype=dtype, implementation="fast", recompute=recompute)
+    fast.load_state_dict(readable.state_dict())
+    return readable, fast
+
+
+def _run(module: ManifoldHyperConnection, x: torch.Tensor, weight: torch.Tensor,
+         upstream: torch.Tensor) -> list[torch.Tensor]:
+    """Output, weights, and the gradients of x, the branch weight and every parameter."""
+    out = module(x, lambda h: torch.tanh(h @ weight))
+    grads = torch.autograd.grad(out, [x, weight, *module.parameters()], upstream)
+    return [out, *module.weights(x), *grads]
+
+
+def _assert_close(expected: list[torch.Tensor], got: list[torch.Tensor], tol: float) -> None:
+    assert len(expected) == len(got)
+    for index, (e, g) in enumerate(zip(expected, got, strict=True)):
+        assert e.shape == g.shape and e.dtype == g.dtype, index
+        scale = max(1.0, e.abs().max().item())
+        assert (e - g).abs().max().item() <= tol * scale, (index, (e - g).abs().max().item())
+
+
+@pytest.mark.parametrize("n", [1, 2, 4])
+@pytest.mark.parametrize("recompute", [False, True])
+def test_fast_equals_readable_float64(n: int, recompute: bool,
+                                      perturb: Callable[..., torch.nn.Module]) -> None:
+    d = 6
+    readable, fast = _pair(n, d, perturb, recompute=recompute)
+    generator = torch.Generator().manual_seed(n)
+    x = torch.randn(2, 3, n, d, dtype=F64, generator=generator).requires_grad_()
+    weight = (torch.randn(d, d, dtype=F64, generator=generator) / d**0.5).requires_grad_()
+    upstream = torch.randn(2, 3, n, d, dtype=F64, generator=generator)
+    _assert_close(_run(readable, x, weight, upstream), _run(fast, x, weight, upstream), TOL)
+
+
+def test_readable_recompute_changes_no_value(perturb: Callable[..., torch.nn.Module]) -> None:
+    readable, _ = _pair(3, 5, perturb)
+    recomputing = ManifoldHyperConnection(3, 5, dtype=F64, recompute=True)
+    recomputing.load_state_dict(readable.state_dict())
+    x = torch.randn(2, 4, 3, 5, dtype=F64).requires_grad_()
+    weight = torch.randn(5, 5, dtype=F64).requires_grad_()
+    upstream = torch.randn(2, 4, 3, 5, dtype=F64)
+    _assert_close(_run(readable, x, weight, upstream), _run(recomputing, x, weight, upstream), 0.0)
+
+
+def _saved_bytes(module: ManifoldHyperConnection, x: torch.Tensor) -> int:
+    """Bytes of the distinct storages autograd keeps for backward, x and parameters excluded."""
+    excluded = {t.untyped_storage().data_ptr() for t in (x, *module.parameters())}
+    storages: dict[int, int] = {}
+
+    def pack(t: torch.Tensor) -> torch.Tensor:
+        storage = t.untyped_storage()
+        if storage.data_ptr() not in excluded:
+            storages[storage.data_ptr()] = storage.nbytes()
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        out = module(x, torch.sin)
+    out.sum().backward()
+    return sum(storages.values())
+
+
+def _saved_with(implementation: str, recompute: bool, iterations: int) -> int:
+    torch.manual_seed(0)
+    module = ManifoldHyperConnection(4, 16, implementation=implementation,  # type: ignore[arg-type]
+                                     recompute=recompute, sinkhorn_iterations=iterations)
+    return _saved_bytes(module, torch.randn(2, 64, 4, 16, requires_grad=True))
+
+
+@pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
+def test_recompute_saves_less_for_backward(implementation: str) -> None:
+    kept = _saved_with(implementation, False, 20)
+    recomputed = _saved_with(implementation, True, 20)
+    assert recomputed < kept
+    # what is left is per token O(d + n² + 2n) (x_in, z, the weights, x φ) plus φ itself:
+    # nothing of the state's size n·d per token, nothing per Sinkhorn round
+    tokens, n, d, m = 2 * 64, 4, 16, 4 * 4 + 2 * 4
+    assert recomputed <= 4 * (3 * tokens * d + 2 * tokens * m + n * d * m + tokens * n * n)
+    assert _saved_with(implementation, True, 40) == recomputed
+
+
+def test_saved_memory_grows_with_rounds_only_in_readable() -> None:
+    assert _saved_with("readable", False, 40) > _saved_with("readable", False, 20)
+    # the fast path's Sinkhorn-Knopp keeps only its logits and recomputes the iterates
+    assert _saved_with("fast", False, 40) == _saved_with("fast", False, 20)
+
+
+def test_fast_saves_no_more_than_readable() -> None:
+    x = torch.randn(2, 64, 4, 16, requires_grad=True)
+    readable = ManifoldHyperConnection(4, 16)
+    fast = ManifoldHyperConnection(4, 16, implementation="fast")
+    fast.load_state_dict(readable.state_dict())
+    assert _saved_bytes(fast, x) < _saved_bytes(readable, x)
+
+
+def test_fast_gradcheck_float64() -> None:
+    module = ManifoldHyperConnection(3, 4, dtype=F64, implementation="fast")
+    with torch.no_grad():
+        for p in module.parameters():
+            p.add_(0.3 * torch.randn_like(p))
+    x = torch.randn(1, 2, 3, 4, dtype=F64, requires_grad=True)
+    params = list(module.parameters())
+
+    def f(x: torch.Tensor, *values: torch.Tensor) -> torch.Tensor:
+        out: torch.Tensor = torch.func.functional_call(
+            module, dict(zip([name for name, _ in module.named_parameters()], values,
+                             strict=True)), (x, torch.sin))
+        return out
+
+    assert torch.autograd.gradcheck(f, (x, *[p.detach().requires_grad_() for p in params]))
+
+
+def test_fast_handles_unusual_inputs(perturb: Callable[..., torch.nn.Module]) -> None:
+    readable, fast = _pair(3, 4, perturb)
+    x = torch.randn(4, 2, 3, 4, dtype=F64).transpose(0, 1)  # non-contiguous [2, 4, 3, 4]
+    assert not x.is_contiguous()
+    calls: list[int] = []
+
+    def branch(h: torch.Tensor) -> torch.Tensor:
+        calls.append(1)
+        return 2 * h
+
+    torch.testing.assert_close(fast(x, branch), readable(x, branch), rtol=0, atol=1e-14)
+    assert len(calls) == 2  # once per module call
+    # x without grad, parameters with: the parameters still get gradients; the upstream
+    # gradient of a sum is an expanded (stride-0) tensor
+    fast(x, branch).sum().backward()
+    assert all(p.grad is not None and torch.isfinite(p.grad).all() for p in fast.parameters())
+    with torch.no_grad():
+        torch.testing.assert_close(fast(x, branch), readable(x, branch), rtol=0, atol=1e-14)
+
+
+def test_fast_rejects_what_readable_rejects() -> None:
+    fast = ManifoldHyperConnection(3, 4, implementation="fast")
+    with pytest.raises(ValueError, match=r"expected x of shape \[B, T, n=3, d=4\]"):
+        fast(torch.randn(2, 3, 4, 4), torch.sin)
+    with pytest.raises(ValueError, match=r"branch must return the shape of its input"):
+        fast(torch.randn(2, 3, 3, 4), lambda h: h[..., :2])
+    with pytest.raises(ValueError, match="implementation must be one of"):
+        ManifoldHyperConnection(3, 4, implementation="compiled")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_fast_low_precision_matches_readable(dtype: torch.dtype,
+                                             perturb: Callable[..., torch.nn.Module]) -> None:
+    readable, fast = _pair(4, 8, perturb, dtype=dtype)
+    x = torch.randn(2, 5, 4, 8, dtype=dtype)
+    exact = ManifoldHyperConnection(4, 8, dtype=F64)
+    exact.load_state_dict({k: v.to(F64) for k, v in readable.state_dict().items()})
+    reference = exact(x.to(F64), torch.tanh)
+    scale = reference.abs().max().item()
+    eps = torch.finfo(dtype).eps
+    for module in (readable, fast):
+        out = module(x, torch.tanh)
+        assert out.dtype == dtype
+        assert (out.to(F64) - reference).abs().max().item() <= 16 * eps * scale
+
+
+@pytest.mark.parametrize("scale", [1.0, 10.0, 1e4])
+def test_sinkhorn_fast_equals_readable(scale: float) -> None:
+    logits = (scale * torch.randn(5, 7, 4, 4, dtype=F64)).requires_grad_()
+    upstream = torch.randn(5, 7, 4, 4, dtype=F64)
+    expected = sinkhorn_knopp(logits)
+    got = sinkhorn_knopp_fast(logits)
+    torch.testing.assert_close(got, expected, rtol=0, atol=1e-13)
+    (g_expected,) = torch.autograd.grad(expected, logits, upstream)
+    (g_got,) = torch.autograd.grad(got, logits, upstream)
+    assert torch.isfinite(g_got).all()
+    torch.testing.assert_close(g_got, g_expected, rtol=0, atol=1e-10)
+
+
+def test_sinkhorn_fast_contract() -> None:
+    logits = 1e4 * torch.randn(3, 4, 4, dtype=torch.bfloat16)
+    out = sinkhorn_knopp_fast(logits, iterations=3)
+    assert out.dtype == torch.bfloat16 and torch.isfinite(out).all()
+    assert torch.autograd.gradcheck(lambda t: sinkhorn_knopp_fast(t, 4),
+                                    (torch.randn(2, 3, 3, dtype=F64, requires_grad=True),))
+    with pytest.raises(ValueError, match=r"expected logits of shape \[..., n, n\]"):
+        sinkhorn_knopp_fast(torch.randn(3, 4))
+    with pytest.raises(ValueError, match="iterations must be a positive integer"):
+        sinkhorn_knopp_fast(torch.randn(3, 3), iterations=0)
+    with pytest.raises(TypeError, match="floating-point"):
+        sinkhorn_knopp_fast(torch.ones(3, 3, dtype=torch.int64))
+
+
+@pytest.mark.slow
+def test_kit_passes_fast_path_under_ci() -> None:
+    report = check_implementation("reference:mhc-fast", profile="ci", device="cpu")
+    bad = [(r.id, r.status, r.message) for r in report.results
+           if r.status not in (rp.PASSED, rp.NOT_APPLICABLE)]
+    assert bad == [] and report.ok
+    assert sum(r.status == rp.PASSED for r in report.results) >= 25

@@ -1,0 +1,62 @@
+"""Conventions declared as a plain mapping (no kit import needed) and the
+``sinkhorn_iterations`` attribute fallback."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from conformance import report as rp
+from conformance.protocol import Conventions, ConventionsError, conventions_of
+from conformance.runner import check_implementation
+from reference import targets
+
+
+def test_mapping_is_read_as_conventions() -> None:
+    impl = SimpleNamespace(conventions={"sinkhorn_exact_axis": "columns", "reduce": "mean",
+                                        "compute_dtype": "float32", "sinkhorn_iterations": 7})
+    got = conventions_of(impl)
+    assert got == Conventions(sinkhorn_exact_axis="columns", reduce="mean",
+                              compute_dtype=torch.float32, sinkhorn_iterations=7)
+
+
+@pytest.mark.parametrize(("declared", "words"), [
+    ({"sinkhorn_iters": 10}, ["unknown field", "sinkhorn_iters", "sinkhorn_iterations"]),
+    ({"reduce": "max"}, ["conventions.reduce", "'max'"]),
+    ({"compute_dtype": "float33"}, ["compute_dtype", "float33"]),
+    ({"sinkhorn_iterations": 0}, ["sinkhorn_iterations", ">= 1"]),
+])
+def test_bad_mapping_is_a_clear_error(declared: dict[str, object], words: list[str]) -> None:
+    with pytest.raises(ConventionsError) as info:
+        conventions_of(SimpleNamespace(conventions=declared))
+    assert all(w in str(info.value) for w in words), str(info.value)
+
+
+def test_not_a_mapping_is_rejected() -> None:
+    with pytest.raises(TypeError, match="mapping of its fields, got list"):
+        conventions_of(SimpleNamespace(conventions=["rows"]))
+
+
+def test_sinkhorn_iterations_attribute_is_the_fallback() -> None:
+    assert conventions_of(SimpleNamespace(sinkhorn_iterations=10)).sinkhorn_iterations == 10
+    declared = SimpleNamespace(sinkhorn_iterations=10, conventions={"sinkhorn_iterations": 5})
+    assert conventions_of(declared).sinkhorn_iterations == 5  # the declaration wins
+    assert conventions_of(SimpleNamespace()).sinkhorn_iterations is None
+    with pytest.raises(ConventionsError, match="sinkhorn_iterations"):
+        conventions_of(SimpleNamespace(sinkhorn_iterations="20"))
+
+
+def _reference_with_mapping(n: int, d: int, **kwargs: object) -> object:
+    module = targets.mhc(n, d, **kwargs)  # type: ignore[arg-type]
+    module.conventions = {"notes": "declared as a dict"}
+    return module
+
+
+def test_a_run_uses_the_mapping_and_the_attribute() -> None:
+    report = check_implementation(_reference_with_mapping, profile="quick", device="cpu",
+                                  only=["constraints.h_res_other_axis", "conventions.declaration"])
+    assert report.conventions["notes"] == "declared as a dict"
+    assert report.conventions["sinkhorn_iterations"] == "20"  # the reference's attribute
+    assert all(r.status == rp.PASSED for r in report.results), report.summary

@@ -1,0 +1,95 @@
+"""Built-in third-party targets: registered, listed by ``hc-conformance targets`` with
+importable yes/no and the version found, options bound, import failures and import-name
+clashes reported clearly."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+import sys
+import types
+
+import pytest
+
+from conformance import cli, targets
+from conformance.targets import BuiltinTarget, TargetError
+
+THIRD_PARTY = {
+    "hyper_connections:hc": "hyper_connections", "hyper_connections:mhc": "hyper_connections",
+    "hyper_connections:mhc-v2": "hyper_connections", "hyper_connections:mhc-log":
+    "hyper_connections", "hyper_connections:hc-dropout": "hyper_connections",
+    "mhc_pytorch:mhc": "mhc",
+}
+
+
+def test_third_party_targets_are_registered() -> None:
+    for name, module in THIRD_PARTY.items():
+        assert targets.BUILTIN[name].requires == module
+    assert targets.BUILTIN["hyper_connections:mhc-log"].options == {"log_domain_sinkhorn": True}
+    assert targets.BUILTIN["hyper_connections:mhc-iters10"].options == {"sinkhorn_iters": 10}
+
+
+def test_adapter_modules_import_without_their_packages() -> None:
+    # the kit must load (and list its targets) where the packages are absent
+    importlib.import_module("conformance.adapters.hyper_connections")
+    importlib.import_module("conformance.adapters.mhc_pytorch")
+
+
+def test_targets_command_lists_every_builtin_with_importability(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["targets"]) == 0
+    out = capsys.readouterr().out
+    rows = {line.split("│")[1].strip(): line for line in out.splitlines()
+            if line.startswith("│") and ":" in line.split("│")[1]}
+    assert set(targets.BUILTIN) <= set(rows)
+    assert "yes" in rows["reference:mhc"]
+    for name, module in THIRD_PARTY.items():
+        present = importlib.util.find_spec(module) is not None
+        dist = targets.BUILTIN[name].distribution
+        if present:
+            assert "yes" in rows[name] and importlib.metadata.version(dist) in rows[name]
+        else:
+            assert " no " in rows[name] and "not installed" in rows[name]
+            assert f"{name}: needs the package {dist!r}" in out
+
+
+def _fake_package(monkeypatch: pytest.MonkeyPatch, name: str, providers: list[str]) -> None:
+    module = types.ModuleType(name)
+    module.make = lambda n, d, **kw: (n, d, kw)  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, name, module)
+    real = importlib.metadata.packages_distributions
+    monkeypatch.setattr(importlib.metadata, "packages_distributions",
+                        lambda: {**real(), name: providers})
+
+
+def test_import_name_clash_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    _fake_package(monkeypatch, "fakehc_clash", ["someone-else"])
+    builtin = BuiltinTarget("fakehc:x", "fakehc_clash:make", "fake", requires="fakehc_clash",
+                            distribution="fake-hc")
+    monkeypatch.setitem(targets.BUILTIN, builtin.name, builtin)
+    with pytest.raises(TargetError, match="provided by someone-else, not by 'fake-hc'"):
+        targets.resolve("fakehc:x")
+    row = next(r for r in targets.builtin_status() if r.target.name == "fakehc:x")
+    assert not row.importable and "separate environments" in row.problem
+
+
+def test_options_are_bound_and_shown(monkeypatch: pytest.MonkeyPatch) -> None:
+    _fake_package(monkeypatch, "fakehc_ok", ["fake-hc"])
+    builtin = BuiltinTarget("fakehc:y", "fakehc_ok:make", "fake", requires="fakehc_ok",
+                            distribution="fake-hc", options={"iters": 3}, written_for="1.0")
+    monkeypatch.setitem(targets.BUILTIN, builtin.name, builtin)
+    monkeypatch.setattr(targets, "_version", lambda dist: "2.0" if dist == "fake-hc" else None)
+    resolved = targets.resolve("fakehc:y")
+    assert resolved.factory(2, 3) == (2, 3, {"iters": 3})
+    assert "[options: iters=3]" in resolved.description
+    assert "adapter written for fake-hc 1.0, found 2.0" in resolved.description
+    assert resolved.versions["fake-hc"] == "2.0"
+
+
+def test_missing_package_is_a_target_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    builtin = BuiltinTarget("fakehc:z", "nonexistent_pkg_xyz:make", "fake",
+                            requires="nonexistent_pkg_xyz", distribution="nonexistent")
+    monkeypatch.setitem(targets.BUILTIN, builtin.name, builtin)
+    with pytest.raises(TargetError, match="does not import: ModuleNotFoundError"):
+        targets.resolve("fakehc:z")
+    assert cli.main(["run", "fakehc:z", "--no-progress"]) == 2
