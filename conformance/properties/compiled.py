@@ -91,10 +91,12 @@ def check_fullgraph(ctx: Context, case: Case) -> None:
         (g_comp,) = torch.autograd.grad((out * G).sum(), x_comp)
     except Exception as exc:  # a graph break under fullgraph=True, or a failed trace
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        hint = (" (a graph break: data-dependent Python control flow such as "
+                "`if float(x.max()) > …`, .item() or .tolist())"
+                if isinstance(exc, (dynamo.exc.Unsupported, dynamo.exc.UserError)) else "")
         raise PropertyFailure(
             f"torch.compile(forward, fullgraph=True, backend={backend!r}) failed: "
-            f"{type(exc).__name__}: {first[:300]} (data-dependent Python control flow such as "
-            "`if float(x.max()) > …`, .item() or .tolist() breaks the graph)") from exc
+            f"{type(exc).__name__}: {first[:300]}{hint}") from exc
     finally:
         dynamo.reset()
     tol = tolerances.law(ctx.tol_dtype)

@@ -212,10 +212,19 @@ def test_sinkhorn_fast_contract() -> None:
         sinkhorn_knopp_fast(torch.ones(3, 3, dtype=torch.int64))
 
 
+COMPILE_FINDING = (
+    "reference.fast's autograd Functions return views of their input (x.view_as(x)) that a "
+    "later step modifies in place; TorchDynamo refuses the trace (fullgraph=True fails even "
+    "with backend='eager'). Found by the kit's compile.fullgraph (issue 6)")
+
+
 @pytest.mark.slow
 def test_kit_passes_fast_path_under_ci() -> None:
-    report = check_implementation("reference:mhc-fast", profile="ci", device="cpu")
+    report = check_implementation("reference:mhc-fast", profile="ci", device="cpu",
+                                  expected_failures={"compile.fullgraph": COMPILE_FINDING})
     bad = [(r.id, r.status, r.message) for r in report.results
-           if r.status not in (rp.PASSED, rp.NOT_APPLICABLE)]
+           if r.status not in (rp.PASSED, rp.NOT_APPLICABLE, rp.XFAIL)]
     assert bad == [] and report.ok
+    statuses = {r.id: r.status for r in report.results}
+    assert statuses["compile.fullgraph"] == rp.XFAIL  # an xpass fails report.ok: fixed
     assert sum(r.status == rp.PASSED for r in report.results) >= 25
