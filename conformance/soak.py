@@ -60,10 +60,12 @@ class Run:
 
 
 def run_once(target: str, profile: str, seed: int, device: str = "cpu",
-             only: Sequence[str] | None = None) -> Run:
-    """Run the catalogue (or ``only`` those ids/families) once and summarise it."""
+             only: Sequence[str] | None = None, skip: Sequence[str] | None = None) -> Run:
+    """Run the catalogue (or ``only`` those ids/families, without ``skip``) once and summarise
+    it."""
     start = time.perf_counter()
-    report = check_implementation(target, profile=profile, device=device, seed=seed, only=only)
+    report = check_implementation(target, profile=profile, device=device, seed=seed, only=only,
+                                  skip=skip)
     run = Run(target, profile, seed, time.perf_counter() - start, statuses=report.summary)
     for r in report.results:
         if r.status in rp.UNEXPECTED:
@@ -129,6 +131,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--jobs", type=int, default=1, help="parallel processes (default 1)")
     parser.add_argument("--only", action="append", metavar="IDS",
                         help="property ids, families or globs (default: the whole catalogue)")
+    parser.add_argument("--skip", action="append", metavar="IDS", help="as --only, to leave out")
     parser.add_argument("--json", metavar="PATH", help="also write every run as JSON")
     return parser
 
@@ -145,7 +148,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     jobs = plan(targets, args.seeds, not args.no_thorough)
     runs: list[Run] = []
     with ProcessPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        futures = [pool.submit(run_once, *job, "cpu", args.only) for job in jobs]
+        futures = [pool.submit(run_once, *job, "cpu", args.only, args.skip) for job in jobs]
         for future in futures:
             run = future.result()
             runs.append(run)
