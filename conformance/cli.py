@@ -214,16 +214,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     terminal.print_details(out, report, verbose=args.verbose)
     terminal.print_summary(out, report)
     code = EXIT_INTERRUPTED if report.interrupted else (EXIT_OK if report.ok else EXIT_FAILED)
-    for path, write in ((args.json, report.write_json), (args.junit, _junit_writer(report))):
-        if not path:
-            continue
-        try:
-            write(path)
-        except OSError as exc:
-            _usage_error(err, f"cannot write the report to {path}: {exc}")
-            code = EXIT_USAGE if code == EXIT_OK else code
-        else:
-            out.print(f"report written to {path}", highlight=False)
+    if not _write_reports(args, report, out, err) and code == EXIT_OK:
+        code = EXIT_USAGE
     return code
 
 
@@ -233,6 +225,14 @@ def _write_setup_error(args: argparse.Namespace, target: str, message: str, out:
     CI job that collects them sees the reason instead of a missing file)."""
     report = rp.Report(target=target, kit_version=kit_version(), profile=args.profile,
                        seed=args.seed, device=args.device, setup_error=message)
+    _write_reports(args, report, out, err)
+
+
+def _write_reports(args: argparse.Namespace, report: rp.Report, out: Console,
+                   err: Console) -> bool:
+    """Write the JSON and JUnit reports that ``--json``/``--junit`` ask for; an unwritable path
+    is reported on ``err``. Returns False when any requested report could not be written."""
+    written = True
     for path, write in ((args.json, report.write_json), (args.junit, _junit_writer(report))):
         if not path:
             continue
@@ -240,8 +240,10 @@ def _write_setup_error(args: argparse.Namespace, target: str, message: str, out:
             write(path)
         except OSError as exc:
             _usage_error(err, f"cannot write the report to {path}: {exc}")
+            written = False
         else:
             out.print(f"report written to {path}", highlight=False)
+    return written
 
 
 def _junit_writer(report: rp.Report) -> Callable[[str], None]:
