@@ -147,9 +147,9 @@ def _in_place() -> bool:
 class _Project(torch.autograd.Function):
     """``x [N, n, d] -> (x_flat φ as [m, N], ‖x_flat‖² [N], conduit)`` with ``x_flat = vec(x)``.
 
-    The conduit (:func:`_conduit`) goes to :class:`_Read` in place of the gradient of ``x``:
-    the buffer that arrives as its gradient is ``∂L/∂X`` so far, the projection's terms are
-    added into it, and it is returned as the gradient of ``x``.
+    The conduit (:func:`_conduit`) goes on to :class:`_Read`; the buffer that arrives as its
+    gradient holds ``∂L/∂X`` so far (the terms of :class:`_Write` and :class:`_Read`), the
+    projection's terms are added into it, and it is returned as the gradient of ``x``.
     """
 
     @staticmethod
