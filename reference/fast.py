@@ -14,8 +14,13 @@ on CPU, float32, B=4, T=512, n=4, d=1024; docs/benchmarks.md has the figures):
   adds them. Here three autograd Functions share one gradient buffer: the last one
   (:class:`_Write`) allocates ``∂L/∂X``, the earlier ones add their terms into it in place
   (``addcmul_``, ``addmm_``), so a forward+backward allocates exactly two full-size tensors,
-  the output and ``∂L/∂X``. They pass ``X`` along as an alias output to make autograd deliver
-  that buffer to them.
+  the output and ``∂L/∂X``. Autograd delivers that buffer to them through a *conduit*: each
+  Function outputs a one-element stand-in for ``X`` (its shape, strides 0) that the next one
+  takes as an input, and the gradient of ``X`` travels back along the conduits (the Functions
+  return none for ``X`` itself). Not a view of ``X``: TorchDynamo refuses to trace Functions
+  whose outputs are views of their inputs, and with the conduit
+  ``torch.compile(fullgraph=True)`` traces the fast path (there the additions are traced out
+  of place, as the compiler would make them anyway).
 * **Token-last small tensors.** The per-token weights are ``n × n`` matrices: with the token
   axis last (``[n, n, B·T]``) each Sinkhorn–Knopp step is one vectorised ``log_softmax`` over
   a short leading axis (~12× faster on CPU than over the trailing 4-element axes).
@@ -117,11 +122,34 @@ def sinkhorn_knopp_fast(logits: Tensor, iterations: int = DEFAULT_ITERATIONS) ->
     return sinkhorn_knopp_matrix_first(matrix_first, iterations).movedim((0, 1), (-2, -1))
 
 
-class _Project(torch.autograd.Function):
-    """``x [N, n, d] -> (x_flat φ as [m, N], ‖x_flat‖² [N], x)`` with ``x_flat = vec(x)``.
+def _conduit(x: Tensor) -> Tensor:
+    """A one-element stand-in for ``x`` (same shape, all strides 0) through which autograd
+    hands the shared gradient buffer ``∂L/∂X`` from one Function's backward to the next."""
+    return torch.zeros((), dtype=x.dtype, device=x.device).expand(x.shape)
 
-    The third output aliases ``x``; the next Function takes it instead of ``x``, so the
-    gradient buffer it returns arrives here and the projection's terms are added into it.
+
+def _pass_conduit(ctx: Any, conduit: Tensor, carries_gradient: bool) -> Tensor:
+    """``conduit``, marked non-differentiable when no gradient of ``X`` is wanted (so that no
+    later backward allocates the buffer for nothing)."""
+    if not carries_gradient:
+        ctx.mark_non_differentiable(conduit)
+    return conduit
+
+
+def _in_place() -> bool:
+    """Whether backward adds its terms into the delivered gradient buffer in place: in eager it
+    is the buffer that :class:`_Write`'s backward allocated, owned by this chain. While
+    TorchDynamo traces a backward it stands for the conduit (strides 0, not writable), so the
+    out-of-place op is traced — what the compiler makes of the in-place one anyway."""
+    return not torch.compiler.is_compiling()
+
+
+class _Project(torch.autograd.Function):
+    """``x [N, n, d] -> (x_flat φ as [m, N], ‖x_flat‖² [N], conduit)`` with ``x_flat = vec(x)``.
+
+    The conduit (:func:`_conduit`) goes on to :class:`_Read`; the buffer that arrives as its
+    gradient holds ``∂L/∂X`` so far (the terms of :class:`_Write` and :class:`_Read`), the
+    projection's terms are added into it, and it is returned as the gradient of ``x``.
     """
 
     @staticmethod
@@ -131,62 +159,74 @@ class _Project(torch.autograd.Function):
         ctx.save_for_backward(x, phi)
         projected = torch.mm(phi.t(), flat.t())  # [m, N]: token axis last
         square_sum = torch.linalg.vector_norm(flat, dim=1).square()
-        return projected, square_sum, x.view_as(x)
+        return (projected, square_sum,
+                _pass_conduit(ctx, _conduit(x), ctx.needs_input_grad[0]))
 
     @staticmethod
     @once_differentiable
     def backward(ctx: Any, g_projected: Tensor | None, g_square_sum: Tensor | None,
-                 g_x: Tensor | None) -> tuple[Tensor | None, Tensor | None]:
+                 g_conduit: Tensor | None) -> tuple[Tensor | None, Tensor | None]:
         x, phi = ctx.saved_tensors
         flat = x.view(x.shape[0], -1)
         grad_x = grad_phi = None
         if ctx.needs_input_grad[0]:
-            grad_x = g_x if g_x is not None else torch.zeros_like(x)
-            grad_flat = grad_x.view(flat.shape)
+            grad_flat = (g_conduit.view(flat.shape) if g_conduit is not None
+                         else torch.zeros_like(flat))
+            in_place = _in_place()
             if g_projected is not None:
-                grad_flat.addmm_(g_projected.t(), phi.t())
+                grad_flat = (grad_flat.addmm_ if in_place else grad_flat.addmm)(
+                    g_projected.t(), phi.t())
             if g_square_sum is not None:
-                grad_flat.addcmul_(flat, (2.0 * g_square_sum).unsqueeze(1))
+                grad_flat = (grad_flat.addcmul_ if in_place else grad_flat.addcmul)(
+                    flat, (2.0 * g_square_sum).unsqueeze(1))
+            grad_x = grad_flat.view(x.shape)
         if ctx.needs_input_grad[1] and g_projected is not None:
             grad_phi = torch.mm(g_projected, flat).t()
         return grad_x, grad_phi
 
 
 class _Read(torch.autograd.Function):
-    """``(x [N, n, d], h_pre [N, n]) -> (x_in = h_preᵀ X [N, d], x)`` (second output aliases x)."""
+    """``(x [N, n, d], conduit, h_pre [N, n]) -> (x_in = h_preᵀ X [N, d], conduit)``.
+
+    The gradient of ``x`` leaves through the conduit: the buffer arriving on the output conduit
+    gets ``h_pre g_inᵀ`` added and goes back on the input conduit (``x`` itself gets none).
+    """
 
     @staticmethod
-    def forward(ctx: Any, x: Tensor, h_pre: Tensor) -> tuple[Tensor, Tensor]:
+    def forward(ctx: Any, x: Tensor, conduit: Tensor, h_pre: Tensor) -> tuple[Tensor, Tensor]:
         ctx.set_materialize_grads(False)
         ctx.save_for_backward(x, h_pre)
         x_in = torch.bmm(h_pre.unsqueeze(1), x).squeeze(1)
-        return x_in, x.view_as(x)
+        return x_in, _pass_conduit(ctx, _conduit(x), ctx.needs_input_grad[1])
 
     @staticmethod
     @once_differentiable
     def backward(ctx: Any, g_in: Tensor | None,
-                 g_x: Tensor | None) -> tuple[Tensor | None, Tensor | None]:
+                 g_conduit: Tensor | None) -> tuple[None, Tensor | None, Tensor | None]:
         x, h_pre = ctx.saved_tensors
         grad_x = grad_h_pre = None
-        if ctx.needs_input_grad[0]:
-            grad_x = g_x if g_x is not None else torch.zeros_like(x)
-            if g_in is not None:
-                grad_x.addcmul_(h_pre.unsqueeze(2), g_in.unsqueeze(1))  # + h_pre g_inᵀ
         if ctx.needs_input_grad[1]:
+            grad_x = g_conduit if g_conduit is not None else torch.zeros_like(x)
+            if g_in is not None:  # + h_pre g_inᵀ
+                grad_x = (grad_x.addcmul_ if _in_place() else grad_x.addcmul)(
+                    h_pre.unsqueeze(2), g_in.unsqueeze(1))
+        if ctx.needs_input_grad[2]:
             grad_h_pre = (torch.zeros_like(h_pre) if g_in is None
                           else torch.bmm(g_in.unsqueeze(1), x.transpose(1, 2)).squeeze(1))
-        return grad_x, grad_h_pre
+        return None, grad_x, grad_h_pre
 
 
 class _Write(torch.autograd.Function):
-    """``(x [N, n, d], H_res [N, n, n], h_post [N, n], z [N, d]) -> H_res X + h_post zᵀ``.
+    """``(x [N, n, d], conduit, H_res [N, n, n], h_post [N, n], z [N, d]) -> H_res X + h_post
+    zᵀ``.
 
-    Backward allocates ``∂L/∂X = H_resᵀ G'`` — the one full-size gradient buffer, into which
-    :class:`_Read` and :class:`_Project` then add their terms.
+    Backward allocates ``∂L/∂X = H_resᵀ G'`` — the one full-size gradient buffer — and returns
+    it on the conduit, so that :class:`_Read` and :class:`_Project` add their terms into it.
     """
 
     @staticmethod
-    def forward(ctx: Any, x: Tensor, H_res: Tensor, h_post: Tensor, z: Tensor) -> Tensor:
+    def forward(ctx: Any, x: Tensor, conduit: Tensor, H_res: Tensor, h_post: Tensor,
+                z: Tensor) -> Tensor:
         ctx.save_for_backward(x, H_res, h_post, z)
         out = torch.bmm(H_res, x)
         return out.addcmul_(h_post.unsqueeze(2), z.unsqueeze(1))
@@ -197,33 +237,35 @@ class _Write(torch.autograd.Function):
         x, H_res, h_post, z = ctx.saved_tensors
         g = g.contiguous()
         need = ctx.needs_input_grad
-        grad_x = torch.bmm(H_res.transpose(1, 2), g) if need[0] else None
-        grad_H = torch.bmm(g, x.transpose(1, 2)) if need[1] else None
-        grad_h_post = torch.bmm(z.unsqueeze(1), g.transpose(1, 2)).squeeze(1) if need[2] else None
-        grad_z = torch.bmm(h_post.unsqueeze(1), g).squeeze(1) if need[3] else None
-        return grad_x, grad_H, grad_h_post, grad_z
+        grad_x = torch.bmm(H_res.transpose(1, 2), g) if need[1] else None
+        grad_H = torch.bmm(g, x.transpose(1, 2)) if need[2] else None
+        grad_h_post = torch.bmm(z.unsqueeze(1), g.transpose(1, 2)).squeeze(1) if need[3] else None
+        grad_z = torch.bmm(h_post.unsqueeze(1), g).squeeze(1) if need[4] else None
+        return None, grad_x, grad_H, grad_h_post, grad_z
 
 
-def project(x: Tensor, phi: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-    """``x [B, T, n, d]``, ``φ [n·d, m]`` -> ``(x_flat φ [m, B·T], ‖x_flat‖² [B·T], x_alias
-    [B·T, n, d])``: one read of the state for the mHC weight generation (mHC Eq. 7, with the
-    RMS division moved after the projection as in §4.3.1). Token axis last."""
+def project(x: Tensor, phi: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """``x [B, T, n, d]``, ``φ [n·d, m]`` -> ``(x_flat φ [m, B·T], ‖x_flat‖² [B·T], x
+    [B·T, n, d], conduit [B·T, n, d])``: one read of the state for the mHC weight generation
+    (mHC Eq. 7, with the RMS division moved after the projection as in §4.3.1). Token axis
+    last. Pass the state and the conduit on to :func:`read`."""
     batch, tokens, n, d = x.shape
     flat = x.contiguous().view(batch * tokens, n, d)
-    out: tuple[Tensor, Tensor, Tensor] = _Project.apply(flat, phi)  # type: ignore[no-untyped-call]
+    projected, square_sum, conduit = _Project.apply(flat, phi)  # type: ignore[no-untyped-call]
+    return projected, square_sum, flat, conduit
+
+
+def read(x: Tensor, conduit: Tensor, h_pre: Tensor) -> tuple[Tensor, Tensor]:
+    """``x_in = h_preᵀ X`` per token: ``x [N, n, d]`` and its conduit (from :func:`project`),
+    ``h_pre [N, n]`` -> ``(x_in [N, d], conduit [N, n, d])`` for :func:`write` (HC Eq. 3 /
+    mHC Eq. 3, the read)."""
+    out: tuple[Tensor, Tensor] = _Read.apply(x, conduit, h_pre)  # type: ignore[no-untyped-call]
     return out
 
 
-def read(x_alias: Tensor, h_pre: Tensor) -> tuple[Tensor, Tensor]:
-    """``x_in = h_preᵀ X`` per token: ``x_alias [N, n, d]``, ``h_pre [N, n]`` ->
-    ``(x_in [N, d], x_alias [N, n, d])`` (HC Eq. 3 / mHC Eq. 3, the read)."""
-    out: tuple[Tensor, Tensor] = _Read.apply(x_alias, h_pre)  # type: ignore[no-untyped-call]
+def write(x: Tensor, conduit: Tensor, H_res: Tensor, h_post: Tensor, z: Tensor) -> Tensor:
+    """``X' = H_res X + h_post zᵀ`` per token: ``x [N, n, d]`` and its conduit (from
+    :func:`read`), ``H_res [N, n, n]``, ``h_post [N, n]``, ``z [N, d]`` -> ``[N, n, d]``
+    (HC Eq. 4–5 / mHC Eq. 3, mix and write back)."""
+    out: Tensor = _Write.apply(x, conduit, H_res, h_post, z)  # type: ignore[no-untyped-call]
     return out
-
-
-def write(x_alias: Tensor, H_res: Tensor, h_post: Tensor, z: Tensor) -> Tensor:
-    """``X' = H_res X + h_post zᵀ`` per token: ``[N, n, d]``, ``[N, n, n]``, ``[N, n]``,
-    ``[N, d]`` -> ``[N, n, d]`` (HC Eq. 4–5 / mHC Eq. 3, mix and write back)."""
-    out: Tensor = _Write.apply(x_alias, H_res, h_post, z)  # type: ignore[no-untyped-call]
-    return out
-

@@ -186,7 +186,7 @@ class ManifoldHyperConnection(HyperConnection):
     def _weights(self, x: torch.Tensor) -> Weights:
         if self.implementation == "fast":
             batch, tokens, n, _ = x.shape
-            projected, square_sum, _ = fast.project(x, self._phi())
+            projected, square_sum, _, _ = fast.project(x, self._phi())
             h_pre, h_post, H_res = self._fast_gates(projected, square_sum)
             return (h_pre.view(batch, tokens, n), h_post.view(batch, tokens, n),
                     H_res.view(batch, tokens, n, n))
@@ -202,12 +202,12 @@ class ManifoldHyperConnection(HyperConnection):
             return super().forward(x, branch)
         x = self._check_state(x)
         batch, tokens, n, d = x.shape
-        projected, square_sum, x_alias = fast.project(x, self._phi())
+        projected, square_sum, flat, conduit = fast.project(x, self._phi())
         h_pre, h_post, H_res = self._fast_gates(projected, square_sum)
-        x_in, x_alias = fast.read(x_alias, h_pre)
+        x_in, conduit = fast.read(flat, conduit, h_pre)
         z = _checks.branch_output(branch(x_in.view(batch, tokens, d)),
                                   torch.Size((batch, tokens, d)))
-        out = fast.write(x_alias, H_res, h_post, z.reshape(batch * tokens, d))
+        out = fast.write(flat, conduit, H_res, h_post, z.reshape(batch * tokens, d))
         return out.view(batch, tokens, n, d)
 
     def _fast_gates(self, projected: torch.Tensor, square_sum: torch.Tensor) -> Weights:
