@@ -1,9 +1,11 @@
 """Measuring one training step: time (interleaved, medians), peak memory, saved activations.
 
 Machines here are shared and noisy, so every subject of a comparison is built in the same
-process and timed round-robin: round r runs one step of every subject (in an order rotated by
-r), so a change in load hits all of them alike, and ratios are taken per configuration from the
-same run. Figures are medians over rounds; the spread is reported as the interquartile range.
+process and timed round by round: each round runs one step of every subject, in an order
+shuffled afresh every round (seeded, so runs repeat), so a change in load hits all of them alike
+and no subject always runs straight after the same neighbour (after a memory-heavy subject the
+next one's forward pays for the freed pages); ratios are taken per configuration from the same
+run. Figures are medians over rounds; the spread is reported as the interquartile range.
 
 Memory, two exact measures of torch's own allocations (allocator slack, page granularity and
 BLAS workspaces are outside both):
@@ -18,6 +20,7 @@ BLAS workspaces are outside both):
 
 from __future__ import annotations
 
+import random
 import statistics
 import time
 from collections.abc import Callable, Sequence
@@ -84,7 +87,7 @@ def _sync(device: str) -> None:
 
 def time_interleaved(steps: dict[str, Step], rounds: int, warmup: int,
                      device: str) -> dict[str, Timing]:
-    """Time every step round-robin (see the module docstring).
+    """Time every step, one of each per round in a freshly shuffled order (module docstring).
 
     Args:
         steps: subject name -> step. rounds: timed rounds (≥ 1). warmup: untimed rounds.
@@ -103,8 +106,9 @@ def time_interleaved(steps: dict[str, Step], rounds: int, warmup: int,
         for name in names:
             steps[name].run()
     timings = {name: Timing() for name in names}
-    for r in range(rounds):
-        order = names[r % len(names):] + names[: r % len(names)]
+    shuffler = random.Random(0)
+    for _ in range(rounds):
+        order = shuffler.sample(names, len(names))
         for name in order:
             step = steps[name]
             _sync(device)

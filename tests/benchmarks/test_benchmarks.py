@@ -86,9 +86,17 @@ def test_interleaved_timing_runs_every_subject_each_round() -> None:
 
     steps = {name: Step(lambda name=name: forward(name), torch.ones(3), [x])  # type: ignore[misc]
              for name in ("a", "b", "c")}
-    timings = time_interleaved(steps, rounds=3, warmup=1, device="cpu")
-    assert calls == ["a", "b", "c", "a", "b", "c", "b", "c", "a", "c", "a", "b"]
-    assert all(len(t.step) == 3 and len(t.forward) == 3 for t in timings.values())
+    timings = time_interleaved(steps, rounds=12, warmup=1, device="cpu")
+    assert calls[:3] == ["a", "b", "c"]  # warm-up, in the given order
+    rounds = [calls[i:i + 3] for i in range(3, len(calls), 3)]
+    assert len(rounds) == 12 and all(sorted(r) == ["a", "b", "c"] for r in rounds)
+    # the order is shuffled per round: no subject always follows the same neighbour
+    followers = {name: {r[r.index(name) + 1] for r in rounds if r[-1] != name} for name in "abc"}
+    assert all(len(f) == 2 for f in followers.values()), followers
+    assert all(len(t.step) == 12 and len(t.forward) == 12 for t in timings.values())
+    calls.clear()
+    time_interleaved(steps, rounds=12, warmup=1, device="cpu")
+    assert [calls[i:i + 3] for i in range(3, len(calls), 3)] == rounds  # seeded: runs repeat
     with pytest.raises(ValueError, match="rounds >= 1"):
         time_interleaved(steps, rounds=0, warmup=0, device="cpu")
 
