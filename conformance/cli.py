@@ -246,16 +246,17 @@ def cmd_run(args: argparse.Namespace) -> int:
         _write_setup_error(args, target, message, out, err, skip=set(unwritable))
         return _usage_error(err, f"{message} (nothing was run)")
     show_progress = not args.no_progress and err.is_terminal
-    # A header printed while the bar is live goes through the bar's console only when stdout
-    # is that terminal too; redirected, it must reach stdout itself.
     progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
                         MofNCompleteColumn(), TimeElapsedColumn(), console=err, transient=True,
-                        disable=not show_progress, redirect_stdout=out.is_terminal)
+                        disable=not show_progress)
     task = progress.add_task("resolving target", total=None)
 
     def on_setup(header: rp.Report) -> None:
         # First, so that in a log holding both streams the status lines follow the header.
+        # The bar pauses meanwhile: on a shared terminal the header would run into it.
+        progress.stop()
         terminal.print_header(out, header)
+        progress.start()
 
     def on_start(prop: catalogue.Property, index: int, total: int) -> None:
         progress.update(task, description=prop.id, completed=index, total=total)
