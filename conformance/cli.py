@@ -1,21 +1,9 @@
 """``hc-conformance``: run the conformance kit from the command line.
 
-Subcommands::
-
-    hc-conformance run [TARGET] [--profile quick|ci|thorough] [--device cpu|cuda|auto]
-                       [--only IDS] [--skip IDS] [--seed N] [--json PATH] [--junit PATH]
-                       [--expected-failures FILE] [--case JSON] [--no-progress] [--verbose]
-    hc-conformance list
-    hc-conformance targets
-    hc-conformance report REPORT.json [REPORT.json ...] --markdown [-o FILE] [--title T]
-                          [--preamble FILE]
-
-TARGET defaults to ``$HC_CONFORMANCE_TARGET``, else ``reference:mhc``. Exit codes:
-0 nothing failed unexpectedly; 1 a property failed, errored or passed although expected to
-fail; 2 usage error (bad TARGET or import failure, unknown property id, unreadable expected
-failures, a report file that cannot be written; the requested reports are still written, with
-``setup_error`` set and no results); 130 interrupted (the partial report is still
-printed and written).
+Subcommands: ``run`` (check a TARGET, print the report, write JSON/JUnit), ``list`` (the
+property catalogue), ``targets`` (the built-in targets and whether they import here) and
+``report`` (JSON reports as Markdown). Each parser's description, built by
+:func:`build_parser`, is what ``--help`` shows; exit codes are listed in :data:`EXIT_CODES`.
 """
 
 from __future__ import annotations
@@ -23,6 +11,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import textwrap
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -44,7 +33,13 @@ from conformance import report as rp
 from conformance.profiles import DEFAULT_PROFILE, PROFILES
 from conformance.runner import check_implementation, kit_version
 from conformance.strategies import Case
-from conformance.targets import DEFAULT_TARGET, ENV_VAR, TargetError, builtin_status
+from conformance.targets import (
+    BUILTIN,
+    DEFAULT_TARGET,
+    ENV_VAR,
+    TargetError,
+    builtin_status,
+)
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -53,23 +48,70 @@ EXIT_INTERRUPTED = 130
 
 Handler = Callable[[argparse.Namespace], int]
 
+EXIT_CODES = f"""\
+exit codes:
+  {EXIT_OK}    nothing failed unexpectedly
+  {EXIT_FAILED}    a property failed, errored, or passed although expected to fail
+  {EXIT_USAGE}    usage error: a bad TARGET or a failed import, an unknown property
+       id, an unreadable expected-failures file, a report path that cannot be
+       written (checked before the run); the requested reports are still
+       written where possible, with setup_error set and no results
+  {EXIT_INTERRUPTED}  interrupted: the partial report is still printed and written"""
+
+_WIDTH = 78  # argparse's width on an 80-column terminal; descriptions are filled here
+
+
+def _fill(text: str) -> str:
+    return textwrap.fill(text, _WIDTH, break_on_hyphens=False)
+
+
+def _builtin_names(reference: bool) -> list[str]:
+    return sorted(name for name in BUILTIN if name.startswith("reference:") == reference)
+
+
+def _run_description() -> str:
+    """``run --help``: what it does and the TARGET forms (built-in names read from the
+    registry, so the list cannot go stale)."""
+    reference = ", ".join(_builtin_names(reference=True))
+    third_party = ", ".join(_builtin_names(reference=False))
+    paragraphs = [
+        "Run the property catalogue against TARGET and print what was resolved (target, kind, "
+        "versions, device, dtype, profile, seed, capabilities, declared conventions), one row "
+        "per property, each failure's message, minimal counterexample and reproduction "
+        "command, and a summary with a score per family.",
+        "TARGET is a built-in name or package.module:factory (a module in the current "
+        f"directory is importable). Without TARGET: ${ENV_VAR}, else {DEFAULT_TARGET}.",
+        f"Built-in reference targets: {reference}.",
+        f"Adapters for third-party packages (usable where the package is installed; "
+        f"`hc-conformance targets` shows which): {third_party}.",
+    ]
+    return "\n\n".join(map(_fill, paragraphs))
+
 
 def build_parser() -> argparse.ArgumentParser:
-    """The argument parser (subcommands ``run`` and ``list``; more register through
-    :func:`add_subcommand`)."""
+    """The argument parser (subcommands ``run``, ``list``, ``targets`` and ``report``; more
+    register through :func:`add_subcommand`)."""
+    raw = argparse.RawDescriptionHelpFormatter
     parser = argparse.ArgumentParser(
-        prog="hc-conformance",
-        description="Check an HC/mHC implementation against the hcspec property catalogue.",
+        prog="hc-conformance", formatter_class=raw,
+        description=_fill("Check an implementation of Hyper-Connections (HC, arXiv:2409.19606) "
+                          "or manifold-constrained Hyper-Connections (mHC, arXiv:2512.24880) "
+                          "against the hcspec property catalogue."),
+        epilog="`hc-conformance COMMAND --help` describes each command.\n\n" + EXIT_CODES,
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     run = sub.add_parser("run", help="run the properties against a target",
-                         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+                         description=_run_description(), epilog=EXIT_CODES,
+                         formatter_class=raw)
+    reference = "|".join(name.partition(":")[2] for name in _builtin_names(reference=True))
     run.add_argument("target", nargs="?", default=None,
-                     help=f"reference:hc-static|hc-dynamic|mhc or package.module:factory "
-                          f"(default: ${ENV_VAR}, else {DEFAULT_TARGET})")
+                     help=f"reference:{reference}, another built-in name (`hc-conformance "
+                          f"targets`) or package.module:factory (default: ${ENV_VAR}, else "
+                          f"{DEFAULT_TARGET})")
     run.add_argument("--profile", choices=sorted(PROFILES), default=DEFAULT_PROFILE,
                      help="quick, ci (derandomized; default) or thorough")
-    run.add_argument("--device", choices=("cpu", "cuda", "auto"), default="auto")
+    run.add_argument("--device", choices=("cpu", "cuda", "auto"), default="auto",
+                     help="auto (default): cuda where a CUDA device exists, else cpu")
     run.add_argument("--only", action="append", metavar="IDS",
                      help="property ids, families or globs (comma-separated, repeatable)")
     run.add_argument("--skip", action="append", metavar="IDS", help="as --only, to leave out")
@@ -80,19 +122,33 @@ def build_parser() -> argparse.ArgumentParser:
                      help="lines 'PROPERTY_ID: reason' (failures become xfail)")
     run.add_argument("--case", metavar="JSON",
                      help="replay one case (as printed in a reproduction command)")
-    run.add_argument("--no-progress", action="store_true", help="no progress bar")
+    run.add_argument("--no-progress", action="store_true",
+                     help="no progress bar (on a terminal) or status lines (otherwise)")
     run.add_argument("-v", "--verbose", action="store_true",
                      help="also print why properties are blocked or not applicable")
     run.set_defaults(handler=cmd_run)
-    lister = sub.add_parser("list", help="print the property catalogue")
+    lister = sub.add_parser(
+        "list", help="print the property catalogue", formatter_class=raw,
+        description=_fill("Print the property catalogue: each property's id, statement, the "
+                          "spec theorem it checks, the capability it needs and the kinds "
+                          "(hc-static, hc-dynamic, mhc) it applies to."))
     lister.set_defaults(handler=cmd_list)
-    targets = sub.add_parser("targets", help="list the built-in targets and whether their "
-                                             "packages are importable here")
+    targets = sub.add_parser(
+        "targets", help="list the built-in targets and whether their packages are importable "
+                        "here", formatter_class=raw,
+        description=_fill("List the built-in targets: name, whether the package it needs "
+                          "imports here, the version found and a description with the options "
+                          "it binds; then why each unusable one cannot be used."))
     targets.set_defaults(handler=cmd_targets)
-    render = sub.add_parser("report", help="render JSON reports (from run --json)")
+    render = sub.add_parser(
+        "report", help="render JSON reports (from run --json) as Markdown", formatter_class=raw,
+        description=_fill("Render JSON reports written by `hc-conformance run --json` as one "
+                          "Markdown document: a summary table with one row per report, then "
+                          "per report its header, a table of every property and each failure's "
+                          "message, minimal counterexample and reproduction command."))
     render.add_argument("reports", nargs="+", metavar="REPORT.json")
-    render.add_argument("--markdown", action="store_true", required=True,
-                        help="render as Markdown (the only format so far)")
+    render.add_argument("--markdown", action="store_true",
+                        help="render as Markdown (the default and, so far, only format)")
     render.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
     render.add_argument("--title", help="a top-level heading for the document")
     render.add_argument("--preamble", metavar="FILE",
@@ -174,7 +230,8 @@ def _usage_error(console: Console, message: str) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    """Run the kit; print header, table, failures and summary; write the reports."""
+    """Run the kit: print the header as soon as the target is resolved, then the table,
+    failures and summary; write the reports (their paths are checked before the run)."""
     out, err = _console(), Console(stderr=True)
     target = args.target or os.environ.get(ENV_VAR) or DEFAULT_TARGET
     try:
@@ -182,11 +239,24 @@ def cmd_run(args: argparse.Namespace) -> int:
         case = Case.from_json(args.case) if args.case else None
     except (OSError, ValueError) as exc:
         return _usage_error(err, str(exc))
+    unwritable = {path: problem for path in (args.json, args.junit)
+                  if path and (problem := report_path_problem(path)) is not None}
+    if unwritable:
+        message = "; ".join(unwritable.values())
+        _write_setup_error(args, target, message, out, err, skip=set(unwritable))
+        return _usage_error(err, f"{message} (nothing was run)")
     show_progress = not args.no_progress and err.is_terminal
     progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
                         MofNCompleteColumn(), TimeElapsedColumn(), console=err, transient=True,
                         disable=not show_progress)
     task = progress.add_task("resolving target", total=None)
+
+    def on_setup(header: rp.Report) -> None:
+        # First, so that in a log holding both streams the status lines follow the header.
+        # The bar pauses meanwhile: on a shared terminal the header would run into it.
+        progress.stop()
+        terminal.print_header(out, header)
+        progress.start()
 
     def on_start(prop: catalogue.Property, index: int, total: int) -> None:
         progress.update(task, description=prop.id, completed=index, total=total)
@@ -201,7 +271,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             report = check_implementation(
                 target, profile=args.profile, device=args.device, only=args.only,
                 skip=args.skip, seed=args.seed, expected_failures=failures, case=case,
-                on_start=on_start, on_result=on_result,
+                on_start=on_start, on_result=on_result, on_setup=on_setup,
             )
     except (TargetError, catalogue.SelectionError, ValueError) as exc:
         _write_setup_error(args, target, str(exc), out, err)
@@ -209,7 +279,6 @@ def cmd_run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         err.print("interrupted before any property ran; no report")
         return EXIT_INTERRUPTED
-    terminal.print_header(out, report)
     terminal.print_table(out, report)
     terminal.print_details(out, report, verbose=args.verbose)
     terminal.print_summary(out, report)
@@ -219,22 +288,44 @@ def cmd_run(args: argparse.Namespace) -> int:
     return code
 
 
+def report_path_problem(path: str) -> str | None:
+    """Why a report cannot be written to ``path``, or None when it looks writable: the path
+    is a directory, its directory does not exist (or is a file), or it is not writable.
+    Checked before a run, so that a typo costs no run; the write at the end still reports
+    what this cannot foresee."""
+    file = Path(path)
+    where = f"cannot write the report to {path}"
+    if file.is_dir():
+        return f"{where}: it is a directory"
+    folder = file.parent
+    if not folder.is_dir():
+        what = "is not a directory" if folder.exists() else "does not exist"
+        return f"{where}: the directory {folder} {what}"
+    if file.exists() and not os.access(file, os.W_OK):
+        return f"{where}: the file is not writable"
+    if not file.exists() and not os.access(folder, os.W_OK | os.X_OK):
+        return f"{where}: the directory {folder} is not writable"
+    return None
+
+
 def _write_setup_error(args: argparse.Namespace, target: str, message: str, out: Console,
-                       err: Console) -> None:
-    """A usage error still writes the requested reports: no results, ``setup_error`` set (so a
-    CI job that collects them sees the reason instead of a missing file)."""
+                       err: Console, skip: set[str] | None = None) -> None:
+    """A usage error still writes the requested reports (except the paths in ``skip``, known
+    to be unwritable): no results, ``setup_error`` set (so a CI job that collects them sees
+    the reason instead of a missing file)."""
     report = rp.Report(target=target, kit_version=kit_version(), profile=args.profile,
                        seed=args.seed, device=args.device, setup_error=message)
-    _write_reports(args, report, out, err)
+    _write_reports(args, report, out, err, skip=skip)
 
 
 def _write_reports(args: argparse.Namespace, report: rp.Report, out: Console,
-                   err: Console) -> bool:
-    """Write the JSON and JUnit reports that ``--json``/``--junit`` ask for; an unwritable path
-    is reported on ``err``. Returns False when any requested report could not be written."""
+                   err: Console, skip: set[str] | None = None) -> bool:
+    """Write the JSON and JUnit reports that ``--json``/``--junit`` ask for (except the paths
+    in ``skip``); an unwritable path is reported on ``err``. Returns False when any requested
+    report could not be written."""
     written = True
     for path, write in ((args.json, report.write_json), (args.junit, _junit_writer(report))):
-        if not path:
+        if not path or path in (skip or ()):
             continue
         try:
             write(path)
@@ -251,11 +342,25 @@ def _junit_writer(report: rp.Report) -> Callable[[str], None]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``hc-conformance`` console script; returns the exit code."""
+    """Entry point of the ``hc-conformance`` console script; returns the exit code (1, quietly,
+    when the reader of stdout went away, as in ``hc-conformance list | head``)."""
     parser = build_parser()
     args = parser.parse_args(argv)
     handler: Handler = args.handler
-    return handler(args)
+    try:
+        code = handler(args)
+        sys.stdout.flush()  # here, not at exit, so that a closed pipe is caught below
+    except BrokenPipeError:
+        _discard_stdout()
+        return EXIT_FAILED
+    return code
+
+
+def _discard_stdout() -> None:
+    """Point stdout at /dev/null so that Python's final flush does not fail again (the recipe
+    of the ``signal`` module's docs; rich does the same for its own output and exits 1)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
 
 
 if __name__ == "__main__":

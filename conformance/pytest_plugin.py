@@ -160,11 +160,23 @@ class ConformanceCollector(pytest.Collector):
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config,
                                   items: list[pytest.Item]) -> None:
     """Under ``--hc-target``/``$HC_CONFORMANCE_TARGET`` add the property items, unless the
-    session already collected tests made by :func:`conformance_tests`."""
-    if _selected_target(config) is None:
+    session already collected tests made by :func:`conformance_tests`.
+
+    Raises:
+        pytest.UsageError: the target cannot be resolved or imported, the profile or device is
+            unknown (or ``cuda`` without CUDA), or the expected-failures file is unreadable;
+            pytest then stops with this one message (exit code 4) instead of failing every
+            property.
+    """
+    target = _selected_target(config)
+    if target is None:
         return
     if any(item.get_closest_marker(MARKER) for item in items):
         return
+    try:  # once, here: a target that does not resolve is one usage error, not one per item
+        _target_run(config, None, None, None, None, None)
+    except (ValueError, OSError) as exc:  # TargetError is a ValueError
+        raise pytest.UsageError(f"hcspec conformance kit, target {target!r}: {exc}") from exc
     collector = ConformanceCollector.from_parent(session, name="hc-conformance")
     items.extend(collector.collect())
 

@@ -251,6 +251,7 @@ def prepare(
 
 ProgressStart = Callable[[Property, int, int], None]
 ProgressResult = Callable[[rp.PropertyResult], None]
+SetupDone = Callable[[rp.Report], None]
 
 
 def check_implementation(
@@ -266,6 +267,7 @@ def check_implementation(
     on_start: ProgressStart | None = None,
     on_result: ProgressResult | None = None,
     stop_on_failure: bool = False,
+    on_setup: SetupDone | None = None,
 ) -> rp.Report:
     """Run the conformance properties against ``target`` and return the structured report.
 
@@ -279,6 +281,8 @@ def check_implementation(
         expected_failures: property id -> reason; such a failure is ``xfail``, a pass ``xpass``.
         case: replay exactly this case for the selected properties (no hypothesis).
         on_start, on_result: progress callbacks.
+        on_setup: called once the target is resolved and inspected, before any property
+            runs, with the report holding only the header (so a CLI can print it first).
         stop_on_failure: stop after the first property that fails unexpectedly (failed, error,
             xpass); the ids left are listed in ``not_run`` (the mutation table uses this).
 
@@ -298,6 +302,8 @@ def check_implementation(
     selected = catalogue.select(only, skip)
     setup = prepare(target, profile=profile, device=device, seed=seed)
     report = setup.report()
+    if on_setup is not None:
+        on_setup(report)
     statuses: dict[str, str] = {}
     for index, prop in enumerate(selected):
         if on_start is not None:

@@ -4,12 +4,14 @@
     hc-spec list                       ids and statements
     hc-spec docs [--check] [--out DIR] write docs/derivations/, or check the committed copy
 
-Exit codes: 0 success; 1 a proof failed or the docs are stale; 2 usage error (e.g. unknown id).
+Exit codes: 0 success; 1 a proof failed or the docs are stale; 2 usage error (an unknown id, or
+``docs --check`` on a directory that does not exist).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from collections.abc import Sequence
@@ -73,6 +75,14 @@ def _cmd_list(args: argparse.Namespace, out: Console, err: Console) -> int:
 
 
 def _cmd_docs(args: argparse.Namespace, out: Console, err: Console) -> int:
+    out_dir: Path = args.out
+    where = f"{out_dir} ({out_dir.resolve()})" if not out_dir.is_absolute() else str(out_dir)
+    if args.check and not out_dir.is_dir():  # e.g. run outside the repository
+        err.print(f"hc-spec docs --check: there is no directory {where} to check; --out "
+                  f"(default {DEFAULT_DOCS_DIR}) is relative to the current directory: run "
+                  "from the repository root or pass --out DIR", markup=False, highlight=False,
+                  soft_wrap=True)
+        return 2
     theorems = all_theorems()
     results = _prove(theorems)
     failed = [r.theorem_id for r in results if not r.ok]
@@ -81,7 +91,6 @@ def _cmd_docs(args: argparse.Namespace, out: Console, err: Console) -> int:
                   "(run `hc-spec prove` for details)", markup=False, highlight=False)
         return 1
     pages = docs.render(theorems, results)
-    out_dir: Path = args.out
     if args.check:
         report = docs.check(pages, out_dir)
         if report.ok:
@@ -91,8 +100,9 @@ def _cmd_docs(args: argparse.Namespace, out: Console, err: Console) -> int:
                             ("extra", report.extra)):
             for name in names:
                 err.print(f"{kind}: {out_dir / name}", markup=False, highlight=False)
-        err.print("the committed derivations differ from a fresh render; run `hc-spec docs` "
-                  "and commit the result", markup=False, highlight=False)
+        err.print(f"checked {where} (--out DIR checks another directory): the pages differ "
+                  "from a fresh render; run `hc-spec docs` and commit the result",
+                  markup=False, highlight=False)
         return 1
     removed = docs.write(pages, out_dir)
     out.print(f"wrote {len(pages)} pages to {out_dir}"
@@ -107,7 +117,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="hc-spec",
         description="hcspec's specification layer: exact sympy proofs of the Hyper-Connections "
                     "(arXiv:2409.19606) and mHC (arXiv:2512.24880) math.",
-        epilog="Exit codes: 0 success, 1 a proof failed or docs are stale, 2 usage error.",
+        epilog="Exit codes: 0 success, 1 a proof failed or docs are stale, 2 usage error (an "
+               "unknown id, or docs --check on a directory that does not exist).",
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="{prove,list,docs}")
     prove = sub.add_parser(
@@ -125,24 +136,39 @@ def build_parser() -> argparse.ArgumentParser:
     docs_cmd = sub.add_parser(
         "docs", help="write (or --check) the derivation pages",
         description="Prove every theorem and render one Markdown page per theorem plus index.md "
-                    "into --out (default docs/derivations). With --check, write nothing and "
-                    "exit 1 naming the stale, missing or extra pages when the directory differs "
-                    "from a fresh render.")
+                    "into --out (default docs/derivations, relative to the current directory: "
+                    "run from the repository root). With --check, write nothing and exit 1 "
+                    "naming the stale, missing or extra pages when the directory differs from a "
+                    "fresh render, or 2 when the directory does not exist.")
     docs_cmd.add_argument("--check", action="store_true",
                           help="compare with a fresh render instead of writing")
     docs_cmd.add_argument("--out", type=Path, default=DEFAULT_DOCS_DIR, metavar="DIR",
-                          help=f"pages directory (default: {DEFAULT_DOCS_DIR})")
+                          help=f"pages directory (default: {DEFAULT_DOCS_DIR}, relative to "
+                               "the current directory)")
     docs_cmd.set_defaults(handler=_cmd_docs)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run ``hc-spec`` with ``argv`` (default: ``sys.argv[1:]``) and return the exit code."""
+    """Run ``hc-spec`` with ``argv`` (default: ``sys.argv[1:]``) and return the exit code (1,
+    quietly, when the reader of stdout went away, as in ``hc-spec list | head``)."""
     args = build_parser().parse_args(argv)
     wide = None if sys.stdout.isatty() else 160  # readable tables in CI logs
     out, err = Console(width=wide), Console(stderr=True, width=wide)
-    code: int = args.handler(args, out, err)
+    try:
+        code: int = args.handler(args, out, err)
+        sys.stdout.flush()  # here, not at exit, so that a closed pipe is caught below
+    except BrokenPipeError:
+        _discard_stdout()
+        return 1
     return code
+
+
+def _discard_stdout() -> None:
+    """Point stdout at /dev/null so that Python's final flush does not fail again (the recipe
+    of the ``signal`` module's docs; rich does the same for its own output and exits 1)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
 
 
 if __name__ == "__main__":  # pragma: no cover

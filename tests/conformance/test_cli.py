@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -9,6 +12,9 @@ from junitparser import JUnitXml
 
 from conformance import cli
 from conformance.report import Report
+from conformance.targets import BUILTIN, BuiltinTarget
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -79,14 +85,38 @@ def test_usage_errors_exit_2(capsys: pytest.CaptureFixture[str], argv: list[str]
     assert code == 2 and message in err
 
 
-def test_unwritable_report_path_exits_2_and_still_writes_the_other(
-        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+@pytest.mark.parametrize("bad", ["missing/r.json", "a_directory", "a_file/r.json"])
+def test_unwritable_report_path_exits_2_before_the_run_and_writes_the_other(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path, bad: str) -> None:
+    (tmp_path / "a_directory").mkdir()
+    (tmp_path / "a_file").write_text("not a directory\n")
     code, out, err = run(capsys, "run", "reference:hc-static", "--profile", "quick", "--device",
-                         "cpu", "--only", "shape.output", "--json",
-                         str(tmp_path / "missing" / "r.json"), "--junit",
-                         str(tmp_path / "r.xml"), "--no-progress")
-    assert code == 2 and "cannot write the report" in err
-    assert (tmp_path / "r.xml").exists() and "shape.output" in out
+                         "cpu", "--only", "shape.output", "--json", str(tmp_path / bad),
+                         "--junit", str(tmp_path / "r.xml"), "--no-progress")
+    assert code == 2 and f"cannot write the report to {tmp_path / bad}" in err
+    assert "nothing was run" in err and "shape.output" not in out + err
+    suite = next(iter(JUnitXml.fromfile(str(tmp_path / "r.xml"))))  # the other is written
+    assert [case.name for case in suite] == ["setup"]
+
+
+def test_report_path_problem_names_the_cause(tmp_path: Path) -> None:
+    (tmp_path / "a_file").write_text("x\n")
+    assert cli.report_path_problem(str(tmp_path / "r.json")) is None
+    assert cli.report_path_problem("r.json") is None  # the current directory
+    assert "is a directory" in str(cli.report_path_problem(str(tmp_path)))
+    assert f"the directory {tmp_path / 'no'} does not exist" in str(
+        cli.report_path_problem(str(tmp_path / "no" / "r.json")))
+    assert f"the directory {tmp_path / 'a_file'} is not a directory" in str(
+        cli.report_path_problem(str(tmp_path / "a_file" / "r.json")))
+
+
+def test_report_path_without_write_permission(tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "old.json").write_text("{}\n")
+    monkeypatch.setattr(cli.os, "access", lambda *args, **kwargs: False)  # root ignores modes
+    assert f"the directory {tmp_path} is not writable" in str(
+        cli.report_path_problem(str(tmp_path / "r.json")))
+    assert "the file is not writable" in str(cli.report_path_problem(str(tmp_path / "old.json")))
 
 
 def test_env_var_selects_the_target(capsys: pytest.CaptureFixture[str],
@@ -130,3 +160,93 @@ def test_target_importable_from_the_current_directory(
 def test_device_cuda_without_cuda_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run(capsys, "run", "reference:hc-static", "--device", "cuda")
     assert code == 2 and "no CUDA device" in err
+
+
+def _help(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main([*argv, "--help"])
+    assert exit_info.value.code == 0
+    return capsys.readouterr().out
+
+
+def test_run_help_lists_every_built_in_target_from_the_registry(
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    text = _help(capsys, "run")
+    assert {"reference:hc-static", "reference:hc-dynamic", "reference:mhc",
+            "reference:mhc-fast"} <= set(BUILTIN)
+    for name in BUILTIN:
+        assert name in text, name
+    assert "reference:hc-dynamic|hc-static|mhc|mhc-fast" in " ".join(text.split())
+    new = BuiltinTarget("reference:newly-added", "conformance.adapters.reference:make_mhc", "x")
+    monkeypatch.setitem(BUILTIN, new.name, new)
+    assert "reference:newly-added" in _help(capsys, "run")
+
+
+@pytest.mark.parametrize("command", [[], ["run"], ["list"], ["targets"], ["report"]])
+def test_help_is_plain_text_with_a_description(capsys: pytest.CaptureFixture[str],
+                                               command: list[str]) -> None:
+    text = _help(capsys, *command)
+    for markup in ("``", "::", "Subcommands"):
+        assert markup not in text, markup
+    usage, description = text.split("\n\n")[:2]
+    assert usage.startswith("usage: hc-conformance")
+    assert len(description.split()) >= 10, description  # a sentence, not an option list
+    if command in ([], ["run"]):
+        assert "exit codes:" in text and "130" in text
+
+
+def test_report_defaults_to_markdown(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    path = tmp_path / "r.json"
+    Report(target="reference:mhc", kit_version="0", profile="ci", seed=0,
+           device="cpu").write_json(path)
+    code, out, err = run(capsys, "report", str(path))
+    assert code == 0, err
+    assert out.startswith("| target | passed |") and "\n## `reference:mhc`\n" in out
+    assert run(capsys, "report", str(path), "--markdown") == (0, out, "")
+
+
+def _subprocess_env() -> dict[str, str]:
+    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(ROOT))
+    env.pop("HC_CONFORMANCE_TARGET", None)
+    return env
+
+
+def test_header_precedes_status_lines_in_a_combined_log(tmp_path: Path) -> None:
+    """Not a terminal, both streams into one log: the status lines (stderr) follow the header
+    (stdout) instead of all coming first."""
+    done = subprocess.run(
+        [sys.executable, "-m", "conformance", "run", "reference:hc-static", "--profile",
+         "quick", "--device", "cpu", "--only", "shape"],
+        cwd=tmp_path, env=_subprocess_env(), stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True, timeout=120, check=False)
+    lines = done.stdout.splitlines()
+    assert done.returncode == 0, done.stdout
+    header = next(i for i, line in enumerate(lines) if "— target reference:hc-static" in line)
+    status = next(i for i, line in enumerate(lines) if line == "shape.output: passed")
+    table = next(i for i, line in enumerate(lines) if "shape.output" in line and "│" in line)
+    assert header < status < table
+
+
+@pytest.mark.parametrize("argv", [
+    ["list"],
+    ["report", "REPORT"],
+    ["run", "reference:hc-static", "--profile", "quick", "--device", "cpu", "--only",
+     "shape.output"],
+])
+def test_closed_stdout_ends_quietly(tmp_path: Path, argv: list[str]) -> None:
+    """`hc-conformance ... | head`: the reader is gone before anything is written (the pipe
+    is closed at once); the command exits 1 with no BrokenPipeError traceback."""
+    report = tmp_path / "r.json"
+    Report(target="reference:mhc", kit_version="0", profile="ci", seed=0,
+           device="cpu").write_json(report)
+    argv = [str(report) if a == "REPORT" else a for a in argv]
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        done = subprocess.run([sys.executable, "-m", "conformance", *argv], cwd=tmp_path,
+                              env=_subprocess_env(), stdout=write_end, stderr=subprocess.PIPE,
+                              text=True, timeout=120, check=False)
+    finally:
+        os.close(write_end)
+    assert done.returncode == 1, done.stderr
+    assert "BrokenPipe" not in done.stderr and "Traceback" not in done.stderr, done.stderr

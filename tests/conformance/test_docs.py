@@ -6,9 +6,11 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from conformance import mutation
 from conformance import report as rp
 from conformance.properties import CATALOGUE
 from conformance.runner import check_implementation
+from conformance.targets import BUILTIN
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = (ROOT / "docs" / "conformance.md").read_text(encoding="utf-8")
@@ -32,3 +34,38 @@ def test_worked_adapter_passes_the_kit() -> None:
     declared = report.conventions["branch_input"]
     assert declared == "rms_norm"
     assert {r.id: r.status for r in report.results}["law.reported"] == rp.PASSED
+
+
+def _public_report_rows() -> dict[int, str]:
+    section = DOC.split("### Bug classes from public reports", 1)[1].split("\n## ", 1)[0]
+    return {int(m.group(1)): m.group(0)
+            for m in re.finditer(r"^\| (\d+) \|.*$", section, flags=re.M)}
+
+
+def test_public_report_table_lists_every_mutant_of_each_report() -> None:
+    """Row k of the table links every mutant whose BUG_CLASS cites public report #k (so the
+    numbers in the mutants are defined in the docs), and each row has at least one."""
+    rows = _public_report_rows()
+    assert sorted(rows) == list(range(1, 13))
+    cited: dict[int, set[str]] = {k: set() for k in rows}
+    for mutant in mutation.discover():
+        for k in re.findall(r"report #(\d+)", mutant.bug_class):
+            cited[int(k)].add(mutant.name)
+    for k, row in rows.items():
+        linked = set(re.findall(r"\(\.\./tests/mutants/(\w+)\.py\)", row))
+        assert linked == cited[k] and linked, (k, linked, cited[k])
+
+
+def test_every_reference_target_is_documented() -> None:
+    names = [name for name in BUILTIN if name.startswith("reference:")]
+    assert "reference:mhc-fast" in names
+    assert [name for name in names if f"`{name}`" not in DOC] == []
+
+
+def test_no_references_to_files_outside_the_repository() -> None:
+    """DESIGN.md and the issue tracker live outside the repository: a reader cannot follow
+    them."""
+    for page in (ROOT / "docs" / "conformance.md", ROOT / "docs" / "reference.md",
+                 ROOT / "README.md"):
+        text = page.read_text(encoding="utf-8")
+        assert "DESIGN.md" not in text and not re.search(r"\bissue \d", text), page.name

@@ -68,3 +68,12 @@ def test_helper_with_expected_failures(tmp_path: Path) -> None:
     assert "[XPASS(strict)] law.probed" in out
     # the prerequisites (shape.output, shape.branch_once, shape.weights) run as tests too
     assert "1 failed, 3 passed, 1 xfailed" in out
+
+
+@pytest.mark.slow
+def test_a_target_that_does_not_resolve_is_one_usage_error(tmp_path: Path) -> None:
+    result = pytest_run(tmp_path, "--hc-target", "no_such_module_xyz:make")
+    assert result.returncode == 4, result.stdout + result.stderr  # pytest's usage error
+    assert ("ERROR: hcspec conformance kit, target 'no_such_module_xyz:make'" in result.stderr
+            and "No module named 'no_such_module_xyz'" in result.stderr)
+    assert "shape.output" not in result.stdout and "failed" not in result.stdout

@@ -3,7 +3,8 @@ pre-activation logits (mHC arXiv:2512.24880 Eq. 7) recomputed from the module's 
 a mutant can change what happens after them, and a plain mHC whose H_res step is replaceable.
 
 Every mutant module defines ``make(n, d, *, layer_index, dtype, device, seed)`` (the kit's
-factory protocol), ``BUG_CLASS`` (the family of bug, as issue 6 lists them), ``CAUGHT_BY`` (the
+factory protocol), ``BUG_CLASS`` (the family of bug; "public report #k" is row k of the table
+"Bug classes from public reports" in docs/conformance.md), ``CAUGHT_BY`` (the
 property ids that must catch it; each is named in the module docstring) and optionally
 ``NEEDS`` (``"cuda"``: the bug only shows where a CUDA device exists).
 """

@@ -138,3 +138,50 @@ def test_spec_never_imports_torch() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          cwd=REPO, env={"PYTHONPATH": str(REPO), "PATH": ""})
     assert out.stdout.strip() == "False"
+
+
+def test_docs_check_outside_the_repository_names_the_directory(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["docs", "--check"]) == 2
+    err = capsys.readouterr().err
+    assert str(tmp_path / "docs" / "derivations") in " ".join(err.split())
+    assert "--out DIR" in err and "missing:" not in err
+
+
+def test_docs_check_names_the_checked_directory_when_pages_differ(
+        tmp_path: Path, cached: None, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pages").mkdir()
+    assert cli.main(["docs", "--check", "--out", "pages"]) == 1
+    err = " ".join(capsys.readouterr().err.split())
+    assert f"checked pages ({tmp_path / 'pages'})" in err and "--out DIR" in err
+
+
+def test_help_is_plain_text(capsys: pytest.CaptureFixture[str]) -> None:
+    for argv in ([], ["prove"], ["list"], ["docs"]):
+        with pytest.raises(SystemExit):
+            cli.main([*argv, "--help"])
+        text = capsys.readouterr().out
+        assert "``" not in text and "::" not in text, argv
+
+
+def test_closed_stdout_ends_quietly() -> None:
+    """`hc-spec list | head`: the reader is gone before anything is written; exit 1 with no
+    BrokenPipeError traceback."""
+    import os
+    import subprocess
+    import sys
+
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        done = subprocess.run([sys.executable, "-m", "spec", "list"], cwd=REPO,
+                              env={"PYTHONPATH": str(REPO), "PATH": ""}, stdout=write_end,
+                              stderr=subprocess.PIPE, text=True, timeout=60, check=False)
+    finally:
+        os.close(write_end)
+    assert done.returncode == 1, done.stderr
+    assert "BrokenPipe" not in done.stderr and "Traceback" not in done.stderr, done.stderr
