@@ -238,24 +238,29 @@ class Context:
         return CheckedBranch(fn, case.d, record=record)
 
     def forward(self, impl: HyperConnectionImpl, x: torch.Tensor,
-                branch: CountingBranch) -> torch.Tensor:
+                branch: CountingBranch, *, copy: bool = True) -> torch.Tensor:
         """``impl.forward(x, branch)``, its output checked to be a tensor of ``x``'s shape.
+        The impl receives a copy of ``x`` unless ``copy=False`` (only
+        ``state.input_unchanged`` passes the state itself; see
+        :func:`conformance.probes.forward_on_copy`).
 
         Raises:
             PropertyFailure: wrong type/shape or the branch was not called.
         """
         try:
-            return probes.call(impl, x, branch)
+            return probes.call(impl, x, branch, copy=copy)
         except probes.ProbeError as exc:
             raise PropertyFailure(str(exc)) from exc
 
     def weights(self, impl: HyperConnectionImpl, x: torch.Tensor) -> Weights:
-        """``impl.weights(x)`` checked for shapes ``[B,T,n]``, ``[B,T,n]``, ``[B,T,n,n]``.
+        """``impl.weights(x)`` on a copy of ``x`` (an autograd clone, so the weights stay
+        differentiable w.r.t. ``x``), checked for shapes ``[B,T,n]``, ``[B,T,n]``,
+        ``[B,T,n,n]``.
 
         Raises:
             PropertyFailure: not a triple of tensors of those shapes.
         """
-        got = impl.weights(x)  # type: ignore[attr-defined]
+        got = impl.weights(x.clone())  # type: ignore[attr-defined]
         batch, tokens, n, _ = x.shape
         expected = ((batch, tokens, n), (batch, tokens, n), (batch, tokens, n, n))
         names = ("h_pre", "h_post", "H_res")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 from hypothesis import strategies as st
 
-from conformance import strategies, tolerances
+from conformance import probes, strategies, tolerances
 from conformance.properties.base import (
     Context,
     FactoryRejected,
@@ -40,7 +40,7 @@ def _run(ctx: Context, impl: HyperConnectionImpl, x: torch.Tensor, branch: Branc
     """``impl.forward(x, branch)``; an exception (other than the kit's own failures) becomes a
     failure naming it and the valid input it was raised for."""
     try:
-        return impl.forward(x, branch)
+        return probes.forward_on_copy(impl, x, branch)
     except PropertyFailure:
         raise
     except Exception as exc:  # the impl cannot run a valid case its factory accepted
@@ -152,7 +152,7 @@ def check_other_sequence_axes(ctx: Context, case: Case) -> None:
     )
     for label, state, expected in variants:
         try:
-            got = impl.forward(state.clone(), strategies.CountingBranch(fn, record=False))
+            got = probes.forward_on_copy(impl, state, strategies.CountingBranch(fn, record=False))
         except Exception:  # rejecting another rank is allowed: the protocol is [B, T, n, d]
             continue
         ctx.require(isinstance(got, torch.Tensor) and got.shape == state.shape,

@@ -10,7 +10,7 @@ from conformance.adapters.reference import make_hc_static
 from conformance.properties import SelectionError
 from conformance.runner import check_implementation
 from conformance.targets import TargetError
-from tests.conformance.helpers import LinearHC, make_linear
+from tests.conformance.helpers import LinearHC, make_linear, make_overwrites_input
 
 
 def statuses(report: rp.Report) -> dict[str, str]:
@@ -152,3 +152,17 @@ def test_report_json_round_trip(tmp_path) -> None:  # type: ignore[no-untyped-de
         assert key in data
     assert set(data["results"][0]) >= {"id", "status", "examples", "seconds", "message"}
     assert data["summary"]["passed"] == 6 and torch.__version__ in data["versions"]["torch"]
+
+
+def test_an_input_overwriting_forward_is_diagnosed_by_input_unchanged_alone() -> None:
+    """The kit hands forward a copy of its state, so overwriting the input cannot corrupt
+    the state its expectations are computed from: no law/independence/reduction failure with
+    a message pointing elsewhere, only state.input_unchanged."""
+    report = check_implementation(make_overwrites_input, profile="quick", device="cpu",
+                                  skip=["compile", "dtype"])
+    failed = {r.id: r.message for r in report.results if r.status != rp.PASSED
+              and r.status != rp.NOT_APPLICABLE}
+    assert list(failed) == ["state.input_unchanged"], failed
+    assert "forward modified its input in place" in failed["state.input_unchanged"]
+    assert statuses(report)["law.reported"] == rp.PASSED
+    assert statuses(report)["state.deterministic_eval"] == rp.PASSED
