@@ -1,8 +1,9 @@
 """Running the catalogue against a target: :func:`check_implementation`.
 
-For each property, in catalogue order: blocked if a prerequisite failed; not applicable if the
-target's kind or capabilities do not fit (with the reason); otherwise the explicit examples run
-first, then hypothesis explores with the profile's settings. Every case builds a fresh impl, so
+For each property, in catalogue order: not applicable if the target's kind or capabilities do
+not fit (with the reason, even when a prerequisite failed); blocked if a prerequisite failed;
+otherwise the explicit examples run first, then hypothesis explores with the profile's
+settings. Every case builds a fresh impl, so
 no property sees another's changes. An unexpected exception is reported as ``error`` with its
 traceback and the run goes on; ``KeyboardInterrupt`` stops the run and returns the partial
 report (``interrupted``). pytest (:mod:`conformance.pytest_plugin`) and the CLI
@@ -318,34 +319,45 @@ def check_implementation(
     return report
 
 
+def _not_applicable_reason(prop: Property, info: TargetInfo) -> str | None:
+    """Why ``prop`` cannot run on the target (its kind, a missing capability), or None."""
+    if info.kind in KINDS and info.kind not in prop.kinds:
+        return (f"applies to {', '.join(sorted(prop.kinds))}; the target's kind is "
+                f"{info.kind}")
+    missing = sorted(prop.needs - info.capabilities)
+    if missing:
+        return (f"needs the capability {', '.join(missing)}, which the impl does not offer "
+                "(see conformance.protocol)")
+    return None
+
+
 def evaluate_property(
     setup: RunSetup, prop: Property, statuses: Mapping[str, str], expected: str | None = None,
     replay: Case | None = None,
 ) -> rp.PropertyResult:
-    """One property's result: blocked (a prerequisite in ``statuses`` failed), not applicable
-    (kind, capability), or run (:func:`run_property`), with the expected-failure mapping.
-    Never raises except ``KeyboardInterrupt``."""
+    """One property's result: not applicable (kind, capability: decided first, so a property
+    that cannot apply is never reported blocked), blocked (a prerequisite in ``statuses``
+    failed), or run (:func:`run_property`), with the expected-failure mapping. Never raises
+    except ``KeyboardInterrupt``."""
     info, device, profile, seed = setup.info, setup.device, setup.profile, setup.seed
     target_name, factory = setup.target.name, setup.target.factory
     result = rp.PropertyResult(prop.id, prop.family, prop.statement, prop.theorem, rp.PASSED,
                                expected_failure=expected)
+    # Applicability is a fact about the target (its kind and capabilities, read from a sample
+    # impl) and is decided before blocking: a property that could never run is not
+    # applicable, whatever its prerequisites did. With the kind unknown (no sample impl could
+    # be inspected) the capabilities are unknown too, so a failed prerequisite blocks first.
+    reason = _not_applicable_reason(prop, info)
     failed_pre = [pre for pre in prop.prerequisites
                   if statuses.get(pre) in (rp.FAILED, rp.ERROR, rp.BLOCKED, rp.XFAIL)]
-    if failed_pre:
+    if failed_pre and (reason is None or info.kind not in KINDS):
         result.status = rp.BLOCKED
         result.message = "blocked: prerequisite " + ", ".join(
             f"{pre} {statuses[pre]}" for pre in failed_pre)
         return result
-    if info.kind in KINDS and info.kind not in prop.kinds:
+    if reason is not None:
         result.status = rp.NOT_APPLICABLE
-        result.message = (f"applies to {', '.join(sorted(prop.kinds))}; the target's kind is "
-                          f"{info.kind}")
-        return result
-    missing = sorted(prop.needs - info.capabilities)
-    if missing:
-        result.status = rp.NOT_APPLICABLE
-        result.message = (f"needs the capability {', '.join(missing)}, which the impl does not "
-                          "offer (see conformance.protocol)")
+        result.message = reason
         return result
     ctx = Context(factory=factory, target_name=target_name, kind=info.kind,
                   conventions=info.conventions, capabilities=info.capabilities,

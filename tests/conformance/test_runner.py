@@ -48,6 +48,15 @@ def test_wrong_output_shape_fails_shape_and_blocks_the_rest() -> None:
     blocked = next(r for r in report.results if r.id == "law.probed")
     assert "shape.output failed" in blocked.message
     assert len(report.results) == len(statuses(report)) >= 35  # every property still reports
+    # what cannot apply to a static HC is not applicable (with the reason), never blocked,
+    # and does not count against its family's score
+    mhc_only = [r for r in report.results if r.family == "constraints"]
+    assert len(mhc_only) == 9
+    for r in mhc_only:
+        assert r.status == rp.NOT_APPLICABLE and r.message.startswith("applies to mhc"), r
+    assert got["shape.expand"] == rp.NOT_APPLICABLE  # a missing capability: same rule
+    assert report.family_scores()["constraints"]["checked"] == 0
+    assert report.family_scores()["law"]["checked"] == 4  # law.permutation_mixing needs params
 
 
 def test_factory_that_raises_is_a_failure_not_a_silent_skip() -> None:
