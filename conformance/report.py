@@ -81,6 +81,9 @@ class Report:
         warnings: run-level findings about the target as built (a sample impl that could not
             be built or whose conventions could not be read, a forward that is not
             deterministic in the mode the factory builds it), shown in the header.
+        case: the one case replayed (``--case``), every field filled in, as JSON; None for
+            a normal run. case_at_defaults: the names of its fields that hold their default
+            value (``--case`` fills a field it does not give with the default).
     """
 
     target: str
@@ -99,6 +102,8 @@ class Report:
     not_run: list[str] = field(default_factory=list)
     setup_error: str | None = None
     warnings: list[str] = field(default_factory=list)
+    case: str | None = None
+    case_at_defaults: list[str] = field(default_factory=list)
 
     @property
     def summary(self) -> dict[str, int]:
@@ -218,6 +223,10 @@ def to_markdown(report: Report, heading_level: int = 2) -> str:
         f"- versions: {versions}",
         f"- capabilities: {', '.join(report.capabilities) or 'none'}",
     ]
+    if report.case is not None:
+        lines.append(f"- one case replayed (`--case`): `{report.case}`; fields at their default "
+                     f"(a field `--case` does not give takes its default): "
+                     f"{', '.join(report.case_at_defaults) or 'none'}")
     if report.setup_error:
         lines.append(f"- setup error: {report.setup_error}")
     lines += [f"- **warning**: {_md(w)}" for w in report.warnings]

@@ -299,6 +299,9 @@ def check_implementation(
     selected = catalogue.select(only, skip)
     setup = prepare(target, profile=profile, device=device, seed=seed)
     report = setup.report()
+    if case is not None:
+        report.case = case.to_json()
+        report.case_at_defaults = case.fields_at_default()
     statuses: dict[str, str] = {}
     for index, prop in enumerate(selected):
         if on_start is not None:
