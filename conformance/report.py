@@ -49,7 +49,10 @@ class PropertyResult:
         reproduce: a one-line command that reproduces the failure.
         traceback: the traceback of an unexpected exception (status ``error``).
         rejected: how many cases the factory rejected (unsupported configurations).
+        inconclusive: how many cases could not show the property either way (not counted).
         expected_failure: the reason given in the expected-failures file, if any.
+        shrunk_from: the failing explicit example ``counterexample`` was shrunk from (JSON),
+            None when it was not shrunk; shrink_runs: the re-runs the shrinking took.
     """
 
     id: str
@@ -65,7 +68,10 @@ class PropertyResult:
     reproduce: str | None = None
     traceback: str | None = None
     rejected: int = 0
+    inconclusive: int = 0
     expected_failure: str | None = None
+    shrunk_from: str | None = None
+    shrink_runs: int = 0
 
 
 @dataclass
@@ -257,6 +263,9 @@ def to_markdown(report: Report, heading_level: int = 2) -> str:
                          f"{r.achieved['error']:.3g}, tolerance {r.achieved['tolerance']:.3g}")
         if r.counterexample:
             lines.append(f"- minimal counterexample: `{r.counterexample}`")
+        if r.shrunk_from:
+            lines.append(f"- shrunk from the explicit example `{r.shrunk_from}` "
+                         f"({r.shrink_runs} re-runs)")
         if r.reproduce:
             lines.append(f"- reproduce: `{r.reproduce}`")
         if r.status == ERROR and r.traceback:

@@ -26,13 +26,14 @@ from hypothesis import Verbosity, given, reject, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis.errors import Unsatisfiable
 
-from conformance import diagnostics
+from conformance import diagnostics, shrink
 from conformance import properties as catalogue
 from conformance import report as rp
 from conformance.profiles import Profile, get_profile
 from conformance.properties.base import (
     Context,
     FactoryRejected,
+    Inconclusive,
     NotApplicable,
     Property,
     PropertyFailure,
@@ -134,12 +135,25 @@ class _Outcome:
     message: str = ""
     failing: Case | None = None
     trace: str | None = None
+    shrunk_from: Case | None = None
+    shrink_runs: int = 0
+
+
+def _classify(exc: BaseException, case: Case | None) -> _Outcome:
+    if isinstance(exc, PropertyFailure):
+        return _Outcome(rp.FAILED, str(exc), case)
+    trace = "".join(traceback.format_exception(exc))
+    return _Outcome(rp.ERROR, f"{type(exc).__name__}: {exc}", case, trace)
 
 
 def run_property(
     prop: Property, ctx: Context, *, replay: Case | None = None,
 ) -> tuple[_Outcome, int]:
     """Run one property in ``ctx``: explicit examples, then hypothesis (or only ``replay``).
+
+    A failure of an explicit example is shrunk (:func:`conformance.shrink.shrink`; hypothesis
+    shrinks its own); a replayed case is reported as given. A case the factory rejects or
+    that is inconclusive (:class:`conformance.properties.base.Inconclusive`) is not counted.
 
     Returns the outcome and the number of cases checked. Never raises except
     ``KeyboardInterrupt``.
@@ -153,24 +167,31 @@ def run_property(
             prop.check(ctx, case)
         except (FactoryRejected, NotApplicable):
             raise
+        except Inconclusive as exc:
+            ctx.inconclusive.append(str(exc))
+            raise
         except BaseException:
             failing.append(case)
             raise
         checked += 1
-
-    def classify(exc: BaseException) -> _Outcome:
-        case = failing[-1] if failing else None
-        if isinstance(exc, PropertyFailure):
-            return _Outcome(rp.FAILED, str(exc), case)
-        return _Outcome(rp.ERROR, f"{type(exc).__name__}: {exc}", case, traceback.format_exc())
 
     try:
         cases = [replay] if replay is not None else list(prop.examples(ctx))
         for case in cases:
             try:
                 run_one(case)
-            except FactoryRejected:
+            except (FactoryRejected, Inconclusive):
                 continue
+            except (NotApplicable, KeyboardInterrupt):
+                raise
+            except Exception as exc:
+                if replay is not None:
+                    return _classify(exc, case), checked
+                shrunk = shrink.shrink(prop, ctx, case, exc)
+                outcome = _classify(shrunk.error, shrunk.case)
+                if shrunk.case != case:
+                    outcome.shrunk_from, outcome.shrink_runs = case, shrunk.runs
+                return outcome, checked
         if replay is None and prop.explore and ctx.profile.max_examples > 0:
             explore = _explorer(prop, ctx, run_one)
             with contextlib.suppress(Unsatisfiable):  # every case rejected: counted below
@@ -180,13 +201,21 @@ def run_property(
     except KeyboardInterrupt:
         raise
     except Exception as exc:
-        return classify(exc), checked
+        return _classify(exc, failing[-1] if failing else None), checked
     if checked == 0:
+        if ctx.inconclusive:
+            return _Outcome(rp.NOT_APPLICABLE,
+                            f"not demonstrated: none of the {len(ctx.inconclusive)} cases was "
+                            f"conclusive, e.g. {ctx.inconclusive[0]}"), 0
         if not ctx.rejected:
             return _Outcome(rp.NOT_APPLICABLE, "no case was generated"), 0
         return _Outcome(rp.NOT_APPLICABLE,
                         f"the factory rejected every case ({len(ctx.rejected)}), e.g. "
                         f"{ctx.rejected[0]}"), 0
+    if ctx.inconclusive:
+        return _Outcome(rp.PASSED,
+                        f"{len(ctx.inconclusive)} inconclusive cases not counted, e.g. "
+                        f"{ctx.inconclusive[0]}"), checked
     return _Outcome(rp.PASSED), checked
 
 
@@ -200,7 +229,7 @@ def _explorer(prop: Property, ctx: Context, run_one: Callable[[Case], None]) -> 
     def explore(case: Case) -> None:
         try:
             run_one(case)
-        except FactoryRejected:
+        except (FactoryRejected, Inconclusive):
             reject()
 
     if not profile.derandomize:
@@ -376,10 +405,14 @@ def evaluate_property(
     if ctx.worst.label:
         result.achieved = {"label": ctx.worst.label, "error": ctx.worst.error,
                            "tolerance": ctx.worst.tolerance}
+    result.inconclusive = len(ctx.inconclusive)
     if outcome.failing is not None:
         result.counterexample = outcome.failing.to_json()
         result.reproduce = reproduce_command(target_name, prop.id, profile.name, device,
                                              outcome.failing)
+    if outcome.shrunk_from is not None:
+        result.shrunk_from = outcome.shrunk_from.to_json()
+        result.shrink_runs = outcome.shrink_runs
     if expected is not None:
         if result.status == rp.FAILED:
             result.status = rp.XFAIL

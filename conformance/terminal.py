@@ -95,6 +95,9 @@ def print_details(console: Console, report: rp.Report, verbose: bool = False) ->
         console.print(f"  {escape(r.message)}")
         if r.counterexample:
             console.print(f"  minimal counterexample: {escape(r.counterexample)}")
+        if r.shrunk_from:
+            console.print(f"  (shrunk from the explicit example {escape(r.shrunk_from)} in "
+                          f"{r.shrink_runs} re-runs)", soft_wrap=True)
         if r.reproduce:
             console.print(f"  reproduce: {escape(r.reproduce)}", soft_wrap=True)
         if r.status == rp.ERROR and r.traceback:

@@ -42,6 +42,12 @@ class FactoryRejected(Exception):
     """The factory raised for a case's configuration; the case is skipped and recorded."""
 
 
+class Inconclusive(Exception):
+    """The case could not show what the property checks, either way (message: what was
+    observed). It is recorded and not counted as evidence: a property none of whose cases was
+    conclusive is reported not applicable ("not demonstrated"), never passed."""
+
+
 class BranchMisuse(PropertyFailure):
     """The impl called the kit's branch with something other than a ``[B, T, d]`` tensor."""
 
@@ -114,6 +120,7 @@ class Context:
     seed: int = 0
     worst: Worst = field(default_factory=Worst)
     rejected: list[str] = field(default_factory=list)
+    inconclusive: list[str] = field(default_factory=list)
 
     # --- tolerances --------------------------------------------------------------------------
     @property

@@ -175,3 +175,34 @@ def test_an_input_overwriting_forward_is_diagnosed_by_input_unchanged_alone() ->
     assert "forward modified its input in place" in failed["state.input_unchanged"]
     assert statuses(report)["law.reported"] == rp.PASSED
     assert statuses(report)["state.deterministic_eval"] == rp.PASSED
+
+
+def test_inconclusive_cases_are_not_counted_and_none_conclusive_is_not_a_pass() -> None:
+    from conformance.profiles import get_profile
+    from conformance.properties.base import Context, Inconclusive, Property
+    from conformance.protocol import Conventions
+    from conformance.runner import run_property
+    from conformance.strategies import Case
+
+    def check(ctx: Context, case: Case) -> None:
+        if case.seed % 2:
+            raise Inconclusive(f"seed {case.seed} shows nothing")
+
+    def prop(seeds: list[int]) -> Property:
+        return Property("law.synthetic", "law", "s", None, frozenset(),
+                        frozenset({"hc-static"}), check,
+                        lambda ctx: [Case(seed=s) for s in seeds],
+                        lambda ctx: None, explore=False)  # type: ignore[arg-type,return-value]
+
+    def ctx() -> Context:
+        return Context(factory=make_linear, target_name="t", kind="hc-static",
+                       conventions=Conventions(), capabilities=frozenset(),
+                       dtype=torch.float64, device="cpu", profile=get_profile("ci"))
+
+    mixed, checked = run_property(prop([0, 1, 2, 3]), ctx())
+    assert (mixed.status, checked) == (rp.PASSED, 2)
+    assert mixed.message == "2 inconclusive cases not counted, e.g. seed 1 shows nothing"
+    none, checked = run_property(prop([1, 3]), ctx())
+    assert (none.status, checked) == (rp.NOT_APPLICABLE, 0)
+    assert none.message == ("not demonstrated: none of the 2 cases was conclusive, e.g. seed 1 "
+                            "shows nothing")
