@@ -151,9 +151,10 @@ def run_property(
 ) -> tuple[_Outcome, int]:
     """Run one property in ``ctx``: explicit examples, then hypothesis (or only ``replay``).
 
-    A failure of an explicit example is shrunk (:func:`conformance.shrink.shrink`; hypothesis
-    shrinks its own); a replayed case is reported as given. A case the factory rejects or
-    that is inconclusive (:class:`conformance.properties.base.Inconclusive`) is not counted.
+    A failure of an explicit example is shrunk (:func:`conformance.shrink.shrink`, unless
+    the property opts out; hypothesis shrinks its own); a replayed case is reported as given.
+    A case the factory rejects or that is inconclusive
+    (:class:`conformance.properties.base.Inconclusive`) is not counted.
 
     Returns the outcome and the number of cases checked. Never raises except
     ``KeyboardInterrupt``.
@@ -185,7 +186,7 @@ def run_property(
             except (NotApplicable, KeyboardInterrupt):
                 raise
             except Exception as exc:
-                if replay is not None:
+                if replay is not None or not prop.shrink:
                     return _classify(exc, case), checked
                 shrunk = shrink.shrink(prop, ctx, case, exc)
                 outcome = _classify(shrunk.error, shrunk.case)

@@ -347,6 +347,10 @@ class Property:
         about_init: True when the property is about the factory's init (cases are not
             perturbed); otherwise the cases include perturbed parameters.
         explore: False for properties whose explicit examples are exhaustive (no hypothesis).
+        shrink: False to report a failing explicit example as is instead of shrinking it
+            (:mod:`conformance.shrink`): the shape family, whose messages tell the axes apart
+            by the canonical case's distinct sizes (B=2, T=3, n=4, d=8) — a [1, 1, 1, 1]
+            would not.
     """
 
     id: str
@@ -361,3 +365,4 @@ class Property:
     prerequisites: tuple[str, ...] = ()
     about_init: bool = False
     explore: bool = True
+    shrink: bool = True
