@@ -125,7 +125,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--no-progress", action="store_true",
                      help="no progress bar (on a terminal) or status lines (otherwise)")
     run.add_argument("-v", "--verbose", action="store_true",
-                     help="also print why properties are blocked or not applicable")
+                     help="also print, one by one, the properties that did not fail but carry a "
+                          "message (blocked, not applicable, a pass with a note)")
     run.set_defaults(handler=cmd_run)
     lister = sub.add_parser(
         "list", help="print the property catalogue", formatter_class=raw,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import torch
 
-from conformance import strategies
+from conformance import probes, strategies
 from conformance.protocol import Conventions, HyperConnectionImpl
 
 
@@ -34,8 +34,8 @@ def diagnose(impl: HyperConnectionImpl, dtype: torch.dtype, device: str,
         x = sample_state(impl.n, impl.d, dtype, device, conventions)
         branch = strategies.make_branch("mlp", impl.d, dtype, device, seed=7)
         with torch.no_grad():
-            first = impl.forward(x, branch)
-            second = impl.forward(x, branch)
+            first = probes.forward_on_copy(impl, x, branch)
+            second = probes.forward_on_copy(impl, x, branch)
         if not (isinstance(first, torch.Tensor) and isinstance(second, torch.Tensor)
                 and first.shape == second.shape):
             return []

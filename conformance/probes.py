@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import torch
 
 from conformance import strategies
-from conformance.protocol import Conventions, HyperConnectionImpl
+from conformance.protocol import Branch, Conventions, HyperConnectionImpl
 
 
 class ProbeError(Exception):
@@ -67,16 +67,28 @@ def _scaled(diff: torch.Tensor, scale: torch.Tensor) -> float:
     return float(diff.abs().max()) / max(1.0, float(scale.abs().max()))
 
 
+def forward_on_copy(impl: HyperConnectionImpl, x: torch.Tensor, branch: Branch) -> torch.Tensor:
+    """``impl.forward(x.clone(), branch)``, unchecked: the impl receives a copy of the kit's
+    state, so a forward that modifies its input in place cannot change the tensor the kit
+    computes its expectations from. Such a forward is diagnosed once, by
+    ``state.input_unchanged`` (which passes the state itself), instead of surfacing as law,
+    independence or determinism failures whose messages point elsewhere. The copy is an
+    autograd ``clone``: gradients w.r.t. ``x`` flow through it unchanged."""
+    return impl.forward(x.clone(), branch)
+
+
 def call(
     impl: HyperConnectionImpl, x: torch.Tensor, branch: strategies.CountingBranch,
+    *, copy: bool = True,
 ) -> torch.Tensor:
-    """``impl.forward(x, branch)`` with the output checked to be a ``[B, T, n, d]`` tensor.
+    """``impl.forward(x, branch)`` with the output checked to be a ``[B, T, n, d]`` tensor; on
+    a copy of ``x`` (:func:`forward_on_copy`) unless ``copy=False``.
 
     Raises:
         ProbeError: the output is not a tensor of ``x``'s shape (message: expected vs got), or
             the branch was not called.
     """
-    out = impl.forward(x, branch)
+    out = forward_on_copy(impl, x, branch) if copy else impl.forward(x, branch)
     if not isinstance(out, torch.Tensor):
         raise ProbeError(f"forward returned {type(out).__name__}, expected a tensor")
     if out.shape != x.shape:

@@ -49,7 +49,10 @@ class PropertyResult:
         reproduce: a one-line command that reproduces the failure.
         traceback: the traceback of an unexpected exception (status ``error``).
         rejected: how many cases the factory rejected (unsupported configurations).
+        inconclusive: how many cases could not show the property either way (not counted).
         expected_failure: the reason given in the expected-failures file, if any.
+        shrunk_from: the failing explicit example ``counterexample`` was shrunk from (JSON),
+            None when it was not shrunk; shrink_runs: the re-runs the shrinking took.
     """
 
     id: str
@@ -65,7 +68,10 @@ class PropertyResult:
     reproduce: str | None = None
     traceback: str | None = None
     rejected: int = 0
+    inconclusive: int = 0
     expected_failure: str | None = None
+    shrunk_from: str | None = None
+    shrink_runs: int = 0
 
 
 @dataclass
@@ -81,6 +87,9 @@ class Report:
         warnings: run-level findings about the target as built (a sample impl that could not
             be built or whose conventions could not be read, a forward that is not
             deterministic in the mode the factory builds it), shown in the header.
+        case: the one case replayed (``--case``), every field filled in, as JSON; None for
+            a normal run. case_at_defaults: the names of its fields that hold their default
+            value (``--case`` fills a field it does not give with the default).
     """
 
     target: str
@@ -99,6 +108,8 @@ class Report:
     not_run: list[str] = field(default_factory=list)
     setup_error: str | None = None
     warnings: list[str] = field(default_factory=list)
+    case: str | None = None
+    case_at_defaults: list[str] = field(default_factory=list)
 
     @property
     def summary(self) -> dict[str, int]:
@@ -218,6 +229,10 @@ def to_markdown(report: Report, heading_level: int = 2) -> str:
         f"- versions: {versions}",
         f"- capabilities: {', '.join(report.capabilities) or 'none'}",
     ]
+    if report.case is not None:
+        lines.append(f"- one case replayed (`--case`): `{report.case}`; fields at their default "
+                     f"(a field `--case` does not give takes its default): "
+                     f"{', '.join(report.case_at_defaults) or 'none'}")
     if report.setup_error:
         lines.append(f"- setup error: {report.setup_error}")
     lines += [f"- **warning**: {_md(w)}" for w in report.warnings]
@@ -248,6 +263,9 @@ def to_markdown(report: Report, heading_level: int = 2) -> str:
                          f"{r.achieved['error']:.3g}, tolerance {r.achieved['tolerance']:.3g}")
         if r.counterexample:
             lines.append(f"- minimal counterexample: `{r.counterexample}`")
+        if r.shrunk_from:
+            lines.append(f"- shrunk from the explicit example `{r.shrunk_from}` "
+                         f"({r.shrink_runs} re-runs)")
         if r.reproduce:
             lines.append(f"- reproduce: `{r.reproduce}`")
         if r.status == ERROR and r.traceback:

@@ -1,8 +1,9 @@
 """Running the catalogue against a target: :func:`check_implementation`.
 
-For each property, in catalogue order: blocked if a prerequisite failed; not applicable if the
-target's kind or capabilities do not fit (with the reason); otherwise the explicit examples run
-first, then hypothesis explores with the profile's settings. Every case builds a fresh impl, so
+For each property, in catalogue order: not applicable if the target's kind or capabilities do
+not fit (with the reason, even when a prerequisite failed); blocked if a prerequisite failed;
+otherwise the explicit examples run first, then hypothesis explores with the profile's
+settings. Every case builds a fresh impl, so
 no property sees another's changes. An unexpected exception is reported as ``error`` with its
 traceback and the run goes on; ``KeyboardInterrupt`` stops the run and returns the partial
 report (``interrupted``). pytest (:mod:`conformance.pytest_plugin`) and the CLI
@@ -25,13 +26,14 @@ from hypothesis import Verbosity, given, reject, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis.errors import Unsatisfiable
 
-from conformance import diagnostics
+from conformance import diagnostics, shrink
 from conformance import properties as catalogue
 from conformance import report as rp
 from conformance.profiles import Profile, get_profile
 from conformance.properties.base import (
     Context,
     FactoryRejected,
+    Inconclusive,
     NotApplicable,
     Property,
     PropertyFailure,
@@ -133,12 +135,26 @@ class _Outcome:
     message: str = ""
     failing: Case | None = None
     trace: str | None = None
+    shrunk_from: Case | None = None
+    shrink_runs: int = 0
+
+
+def _classify(exc: BaseException, case: Case | None) -> _Outcome:
+    if isinstance(exc, PropertyFailure):
+        return _Outcome(rp.FAILED, str(exc), case)
+    trace = "".join(traceback.format_exception(exc))
+    return _Outcome(rp.ERROR, f"{type(exc).__name__}: {exc}", case, trace)
 
 
 def run_property(
     prop: Property, ctx: Context, *, replay: Case | None = None,
 ) -> tuple[_Outcome, int]:
     """Run one property in ``ctx``: explicit examples, then hypothesis (or only ``replay``).
+
+    A failure of an explicit example is shrunk (:func:`conformance.shrink.shrink`, unless
+    the property opts out; hypothesis shrinks its own); a replayed case is reported as given.
+    A case the factory rejects or that is inconclusive
+    (:class:`conformance.properties.base.Inconclusive`) is not counted.
 
     Returns the outcome and the number of cases checked. Never raises except
     ``KeyboardInterrupt``.
@@ -152,24 +168,31 @@ def run_property(
             prop.check(ctx, case)
         except (FactoryRejected, NotApplicable):
             raise
+        except Inconclusive as exc:
+            ctx.inconclusive.append(str(exc))
+            raise
         except BaseException:
             failing.append(case)
             raise
         checked += 1
-
-    def classify(exc: BaseException) -> _Outcome:
-        case = failing[-1] if failing else None
-        if isinstance(exc, PropertyFailure):
-            return _Outcome(rp.FAILED, str(exc), case)
-        return _Outcome(rp.ERROR, f"{type(exc).__name__}: {exc}", case, traceback.format_exc())
 
     try:
         cases = [replay] if replay is not None else list(prop.examples(ctx))
         for case in cases:
             try:
                 run_one(case)
-            except FactoryRejected:
+            except (FactoryRejected, Inconclusive):
                 continue
+            except (NotApplicable, KeyboardInterrupt):
+                raise
+            except Exception as exc:
+                if replay is not None or not prop.shrink:
+                    return _classify(exc, case), checked
+                shrunk = shrink.shrink(prop, ctx, case, exc)
+                outcome = _classify(shrunk.error, shrunk.case)
+                if shrunk.case != case:
+                    outcome.shrunk_from, outcome.shrink_runs = case, shrunk.runs
+                return outcome, checked
         if replay is None and prop.explore and ctx.profile.max_examples > 0:
             explore = _explorer(prop, ctx, run_one)
             with contextlib.suppress(Unsatisfiable):  # every case rejected: counted below
@@ -179,13 +202,21 @@ def run_property(
     except KeyboardInterrupt:
         raise
     except Exception as exc:
-        return classify(exc), checked
+        return _classify(exc, failing[-1] if failing else None), checked
     if checked == 0:
+        if ctx.inconclusive:
+            return _Outcome(rp.NOT_APPLICABLE,
+                            f"not demonstrated: none of the {len(ctx.inconclusive)} cases was "
+                            f"conclusive, e.g. {ctx.inconclusive[0]}"), 0
         if not ctx.rejected:
             return _Outcome(rp.NOT_APPLICABLE, "no case was generated"), 0
         return _Outcome(rp.NOT_APPLICABLE,
                         f"the factory rejected every case ({len(ctx.rejected)}), e.g. "
                         f"{ctx.rejected[0]}"), 0
+    if ctx.inconclusive:
+        return _Outcome(rp.PASSED,
+                        f"{len(ctx.inconclusive)} inconclusive cases not counted, e.g. "
+                        f"{ctx.inconclusive[0]}"), checked
     return _Outcome(rp.PASSED), checked
 
 
@@ -199,7 +230,7 @@ def _explorer(prop: Property, ctx: Context, run_one: Callable[[Case], None]) -> 
     def explore(case: Case) -> None:
         try:
             run_one(case)
-        except FactoryRejected:
+        except (FactoryRejected, Inconclusive):
             reject()
 
     if not profile.derandomize:
@@ -302,6 +333,9 @@ def check_implementation(
     selected = catalogue.select(only, skip)
     setup = prepare(target, profile=profile, device=device, seed=seed)
     report = setup.report()
+    if case is not None:
+        report.case = case.to_json()
+        report.case_at_defaults = case.fields_at_default()
     if on_setup is not None:
         on_setup(report)
     statuses: dict[str, str] = {}
@@ -324,34 +358,45 @@ def check_implementation(
     return report
 
 
+def _not_applicable_reason(prop: Property, info: TargetInfo) -> str | None:
+    """Why ``prop`` cannot run on the target (its kind, a missing capability), or None."""
+    if info.kind in KINDS and info.kind not in prop.kinds:
+        return (f"applies to {', '.join(sorted(prop.kinds))}; the target's kind is "
+                f"{info.kind}")
+    missing = sorted(prop.needs - info.capabilities)
+    if missing:
+        return (f"needs the capability {', '.join(missing)}, which the impl does not offer "
+                "(see conformance.protocol)")
+    return None
+
+
 def evaluate_property(
     setup: RunSetup, prop: Property, statuses: Mapping[str, str], expected: str | None = None,
     replay: Case | None = None,
 ) -> rp.PropertyResult:
-    """One property's result: blocked (a prerequisite in ``statuses`` failed), not applicable
-    (kind, capability), or run (:func:`run_property`), with the expected-failure mapping.
-    Never raises except ``KeyboardInterrupt``."""
+    """One property's result: not applicable (kind, capability: decided first, so a property
+    that cannot apply is never reported blocked), blocked (a prerequisite in ``statuses``
+    failed), or run (:func:`run_property`), with the expected-failure mapping. Never raises
+    except ``KeyboardInterrupt``."""
     info, device, profile, seed = setup.info, setup.device, setup.profile, setup.seed
     target_name, factory = setup.target.name, setup.target.factory
     result = rp.PropertyResult(prop.id, prop.family, prop.statement, prop.theorem, rp.PASSED,
                                expected_failure=expected)
+    # Applicability is a fact about the target (its kind and capabilities, read from a sample
+    # impl) and is decided before blocking: a property that could never run is not
+    # applicable, whatever its prerequisites did. With the kind unknown (no sample impl could
+    # be inspected) the capabilities are unknown too, so a failed prerequisite blocks first.
+    reason = _not_applicable_reason(prop, info)
     failed_pre = [pre for pre in prop.prerequisites
                   if statuses.get(pre) in (rp.FAILED, rp.ERROR, rp.BLOCKED, rp.XFAIL)]
-    if failed_pre:
+    if failed_pre and (reason is None or info.kind not in KINDS):
         result.status = rp.BLOCKED
         result.message = "blocked: prerequisite " + ", ".join(
             f"{pre} {statuses[pre]}" for pre in failed_pre)
         return result
-    if info.kind in KINDS and info.kind not in prop.kinds:
+    if reason is not None:
         result.status = rp.NOT_APPLICABLE
-        result.message = (f"applies to {', '.join(sorted(prop.kinds))}; the target's kind is "
-                          f"{info.kind}")
-        return result
-    missing = sorted(prop.needs - info.capabilities)
-    if missing:
-        result.status = rp.NOT_APPLICABLE
-        result.message = (f"needs the capability {', '.join(missing)}, which the impl does not "
-                          "offer (see conformance.protocol)")
+        result.message = reason
         return result
     ctx = Context(factory=factory, target_name=target_name, kind=info.kind,
                   conventions=info.conventions, capabilities=info.capabilities,
@@ -367,10 +412,14 @@ def evaluate_property(
     if ctx.worst.label:
         result.achieved = {"label": ctx.worst.label, "error": ctx.worst.error,
                            "tolerance": ctx.worst.tolerance}
+    result.inconclusive = len(ctx.inconclusive)
     if outcome.failing is not None:
         result.counterexample = outcome.failing.to_json()
         result.reproduce = reproduce_command(target_name, prop.id, profile.name, device,
                                              outcome.failing)
+    if outcome.shrunk_from is not None:
+        result.shrunk_from = outcome.shrunk_from.to_json()
+        result.shrink_runs = outcome.shrink_runs
     if expected is not None:
         if result.status == rp.FAILED:
             result.status = rp.XFAIL

@@ -98,6 +98,10 @@ class Case:
         """``(B, T, n, d)``."""
         return (self.batch, self.tokens, self.n, self.d)
 
+    def fields_at_default(self) -> list[str]:
+        """The names of the fields that hold their default value, in field order."""
+        return [f.name for f in dataclasses.fields(self) if getattr(self, f.name) == f.default]
+
     def to_json(self) -> str:
         """Compact JSON (the CLI's ``--case`` reads it back with :meth:`from_json`)."""
         return json.dumps(dataclasses.asdict(self), separators=(",", ":"))

@@ -30,6 +30,15 @@ def print_header(console: Console, report: rp.Report) -> None:
     console.print(f"  capabilities: {', '.join(report.capabilities) or 'none'}")
     conventions = "; ".join(f"{k}={v}" for k, v in report.conventions.items() if v)
     console.print(f"  conventions: {escape(conventions)}")
+    if report.case is not None:
+        console.print(f"  [bold]case[/bold] (one case replayed, --case): {escape(report.case)}",
+                      soft_wrap=True)
+        defaulted = ", ".join(report.case_at_defaults) or "none"
+        console.print(f"    a field --case does not give takes its default; fields at their "
+                      f"default here: {escape(defaulted)}", soft_wrap=True)
+        if "perturb" in report.case_at_defaults and "param_scale" in report.case_at_defaults:
+            console.print("    perturb 0: the parameters stay at the factory's init, where "
+                          "e.g. a static HC's H_res = I hides a transpose", soft_wrap=True)
     for warning in report.warnings:
         console.print(f"  [bold yellow]warning:[/] {escape(warning)}")
 
@@ -41,7 +50,8 @@ def _achieved(r: rp.PropertyResult) -> str:
 
 
 def print_table(console: Console, report: rp.Report) -> None:
-    """One row per property: id, status, examples, seconds, achieved error."""
+    """One row per property: id, status, examples, seconds, achieved error; then why the
+    rows that did not run are not applicable or blocked (:func:`print_reasons`)."""
     table = Table(show_lines=False, header_style="bold")
     table.add_column("property", no_wrap=True)
     table.add_column("status", no_wrap=True)
@@ -52,6 +62,26 @@ def print_table(console: Console, report: rp.Report) -> None:
         table.add_row(r.id, f"[{STYLES[r.status]}]{r.status}[/]", str(r.examples),
                       f"{r.seconds:.2f}", _achieved(r))
     console.print(table)
+    print_reasons(console, report)
+
+
+REASONED: tuple[str, ...] = (rp.NOT_APPLICABLE, rp.BLOCKED)
+"""Statuses of properties that did not run; the table is followed by their reasons."""
+
+
+def print_reasons(console: Console, report: rp.Report) -> None:
+    """Why properties did not run, grouped by reason: one line per (status, reason), then the
+    ids it concerns, e.g. ``not applicable: applies to mhc; the target's kind is hc-static``
+    followed by the nine constraints ids."""
+    groups: dict[tuple[str, str], list[str]] = {}
+    for r in report.results:
+        if r.status in REASONED:
+            reason = r.message.removeprefix("blocked: ") or "(no reason given)"
+            groups.setdefault((r.status, reason), []).append(r.id)
+    for (status, reason), ids in sorted(groups.items(), key=lambda g: REASONED.index(g[0][0])):
+        label = status.replace("_", " ")
+        console.print(f"[{STYLES[status]}]{label}[/]: {escape(reason)}", soft_wrap=True)
+        console.print(f"  {', '.join(ids)}", style="dim", soft_wrap=True)
 
 
 def print_details(console: Console, report: rp.Report, verbose: bool = False) -> None:
@@ -65,6 +95,9 @@ def print_details(console: Console, report: rp.Report, verbose: bool = False) ->
         console.print(f"  {escape(r.message)}")
         if r.counterexample:
             console.print(f"  minimal counterexample: {escape(r.counterexample)}")
+        if r.shrunk_from:
+            console.print(f"  (shrunk from the explicit example {escape(r.shrunk_from)} in "
+                          f"{r.shrink_runs} re-runs)", soft_wrap=True)
         if r.reproduce:
             console.print(f"  reproduce: {escape(r.reproduce)}", soft_wrap=True)
         if r.status == rp.ERROR and r.traceback:

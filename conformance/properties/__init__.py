@@ -28,6 +28,7 @@ from conformance.properties import (
 from conformance.properties.base import (
     Context,
     FactoryRejected,
+    Inconclusive,
     NotApplicable,
     Property,
     PropertyFailure,
@@ -125,6 +126,7 @@ __all__ = [
     "FAMILIES",
     "Context",
     "FactoryRejected",
+    "Inconclusive",
     "NotApplicable",
     "Property",
     "PropertyFailure",

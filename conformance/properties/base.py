@@ -42,6 +42,12 @@ class FactoryRejected(Exception):
     """The factory raised for a case's configuration; the case is skipped and recorded."""
 
 
+class Inconclusive(Exception):
+    """The case could not show what the property checks, either way (message: what was
+    observed). It is recorded and not counted as evidence: a property none of whose cases was
+    conclusive is reported not applicable ("not demonstrated"), never passed."""
+
+
 class BranchMisuse(PropertyFailure):
     """The impl called the kit's branch with something other than a ``[B, T, d]`` tensor."""
 
@@ -114,6 +120,7 @@ class Context:
     seed: int = 0
     worst: Worst = field(default_factory=Worst)
     rejected: list[str] = field(default_factory=list)
+    inconclusive: list[str] = field(default_factory=list)
 
     # --- tolerances --------------------------------------------------------------------------
     @property
@@ -238,24 +245,29 @@ class Context:
         return CheckedBranch(fn, case.d, record=record)
 
     def forward(self, impl: HyperConnectionImpl, x: torch.Tensor,
-                branch: CountingBranch) -> torch.Tensor:
+                branch: CountingBranch, *, copy: bool = True) -> torch.Tensor:
         """``impl.forward(x, branch)``, its output checked to be a tensor of ``x``'s shape.
+        The impl receives a copy of ``x`` unless ``copy=False`` (only
+        ``state.input_unchanged`` passes the state itself; see
+        :func:`conformance.probes.forward_on_copy`).
 
         Raises:
             PropertyFailure: wrong type/shape or the branch was not called.
         """
         try:
-            return probes.call(impl, x, branch)
+            return probes.call(impl, x, branch, copy=copy)
         except probes.ProbeError as exc:
             raise PropertyFailure(str(exc)) from exc
 
     def weights(self, impl: HyperConnectionImpl, x: torch.Tensor) -> Weights:
-        """``impl.weights(x)`` checked for shapes ``[B,T,n]``, ``[B,T,n]``, ``[B,T,n,n]``.
+        """``impl.weights(x)`` on a copy of ``x`` (an autograd clone, so the weights stay
+        differentiable w.r.t. ``x``), checked for shapes ``[B,T,n]``, ``[B,T,n]``,
+        ``[B,T,n,n]``.
 
         Raises:
             PropertyFailure: not a triple of tensors of those shapes.
         """
-        got = impl.weights(x)  # type: ignore[attr-defined]
+        got = impl.weights(x.clone())  # type: ignore[attr-defined]
         batch, tokens, n, _ = x.shape
         expected = ((batch, tokens, n), (batch, tokens, n), (batch, tokens, n, n))
         names = ("h_pre", "h_post", "H_res")
@@ -335,6 +347,10 @@ class Property:
         about_init: True when the property is about the factory's init (cases are not
             perturbed); otherwise the cases include perturbed parameters.
         explore: False for properties whose explicit examples are exhaustive (no hypothesis).
+        shrink: False to report a failing explicit example as is instead of shrinking it
+            (:mod:`conformance.shrink`): the shape family, whose messages tell the axes apart
+            by the canonical case's distinct sizes (B=2, T=3, n=4, d=8) — a [1, 1, 1, 1]
+            would not.
     """
 
     id: str
@@ -349,3 +365,4 @@ class Property:
     prerequisites: tuple[str, ...] = ()
     about_init: bool = False
     explore: bool = True
+    shrink: bool = True

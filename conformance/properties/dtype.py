@@ -12,7 +12,7 @@ import math
 import torch
 from hypothesis import strategies as st
 
-from conformance import strategies, tolerances
+from conformance import probes, strategies, tolerances
 from conformance.properties.base import (
     Context,
     FactoryRejected,
@@ -47,7 +47,7 @@ def check_low_precision(ctx: Context, case: Case) -> None:
         ctx.align_parameters(impl32, impl)
         x = ctx.state(case, dtype=dtype)
         with torch.no_grad():
-            out = impl.forward(x, ctx.branch(case, dtype=dtype, record=False))
+            out = probes.forward_on_copy(impl, x, ctx.branch(case, dtype=dtype, record=False))
         ctx.require(isinstance(out, torch.Tensor) and out.dtype == dtype,
                     f"{dtype} forward returned {getattr(out, 'dtype', type(out).__name__)}, "
                     f"expected {dtype}")
@@ -68,7 +68,7 @@ def _gradients(ctx: Context, impl: HyperConnectionImpl, case: Case,
                if isinstance(p, torch.Tensor) and p.is_floating_point() and p.requires_grad]
               if PARAMETERS in ctx.capabilities else [])
     fn = strategies.make_branch(case.branch, case.d, dtype, ctx.device, seed=case.seed)
-    out = impl.forward(x, fn)
+    out = probes.forward_on_copy(impl, x, fn)
     loss = (out * G).sum()
     ctx.require(loss.requires_grad, f"the {dtype} forward's output is not connected to autograd")
     grads = torch.autograd.grad(loss, [x, *params], allow_unused=True)

@@ -17,7 +17,7 @@ from collections.abc import Callable
 import torch
 from hypothesis import strategies as st
 
-from conformance import strategies, tolerances
+from conformance import probes, strategies, tolerances
 from conformance.properties.base import (
     Context,
     NotApplicable,
@@ -53,11 +53,17 @@ def _loss(impl: HyperConnectionImpl, x: torch.Tensor, branch: Branch,
           G: torch.Tensor) -> torch.Tensor:
     """``⟨G', X'⟩``; fails when the output is not connected to autograd although the input or
     the parameters require grad (e.g. an output rebuilt under ``no_grad``)."""
-    loss = (impl.forward(x, branch) * G).sum()
+    given = x.clone()  # as probes.forward_on_copy, kept to recognise it in the output
+    out = impl.forward(given, branch)
+    loss = (out * G).sum()
     if torch.is_grad_enabled() and not loss.requires_grad:
+        returned_input = (isinstance(out, torch.Tensor)
+                          and out.data_ptr() == given.data_ptr())
+        hint = (" — it returned the very tensor it was given, overwritten in place (see "
+                "state.input_unchanged)" if returned_input else "")
         raise PropertyFailure(
             "forward's output is not connected to autograd (requires_grad is False although "
-            "the input or the parameters require grad): no gradient can reach them")
+            f"the input or the parameters require grad): no gradient can reach them{hint}")
     return loss
 
 
@@ -65,7 +71,7 @@ def _magnitude(impl: HyperConnectionImpl, x: torch.Tensor, branch: Branch,
                G: torch.Tensor) -> float:
     """``Σ|G'_i X'_i|``: the size of the terms of ``L`` (its rounding error scales with it)."""
     with torch.no_grad():
-        return float((impl.forward(x, branch) * G).abs().sum())
+        return float((probes.forward_on_copy(impl, x, branch) * G).abs().sum())
 
 
 def _trainable(impl: HyperConnectionImpl) -> list[torch.Tensor]:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import torch
 from hypothesis import strategies as st
 
-from conformance import strategies, tolerances
+from conformance import probes, strategies, tolerances
 from conformance.properties.base import Context, Property, f64
 from conformance.properties.common import shift, standard_examples, standard_strategy
 from conformance.protocol import EXPAND, REDUCE
@@ -53,7 +53,7 @@ def check_n1_backward(ctx: Context, case: Case) -> None:
     x = ctx.state(case).requires_grad_(True)
     fn = strategies.make_branch(case.branch, case.d, ctx.dtype, ctx.device, seed=case.seed)
     G = strategies.gaussian(x.shape, case.seed, 31, ctx.dtype, ctx.device)
-    (auto,) = torch.autograd.grad((impl.forward(x, fn) * G).sum(), x)
+    (auto,) = torch.autograd.grad((probes.forward_on_copy(impl, x, fn) * G).sum(), x)
     x64 = f64(x)[..., 0, :].requires_grad_(True)
     z = strategies.make_branch(case.branch, case.d, torch.float64, seed=case.seed)(
         ctx.branch_input(x64))
@@ -126,7 +126,7 @@ def check_prenorm_stack(ctx: Context, case: Case) -> None:
         impl = first if k == 0 else ctx.make(case, layer_index=k, perturb=False)
         seed = case.seed + 7919 * k
         fn = strategies.make_branch(case.branch, case.d, ctx.dtype, ctx.device, seed=seed)
-        x = impl.forward(x, strategies.CountingBranch(fn, record=False))
+        x = probes.forward_on_copy(impl, x, strategies.CountingBranch(fn, record=False))
         fn64 = strategies.make_branch(case.branch, case.d, torch.float64, seed=seed)
         h_ref = h_ref + fn64(ctx.branch_input(h_ref))
     out = first.reduce(x)  # type: ignore[attr-defined]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 from hypothesis import strategies as st
 
-from conformance import strategies, tolerances
+from conformance import probes, strategies, tolerances
 from conformance.properties.base import (
     Context,
     FactoryRejected,
@@ -40,7 +40,7 @@ def _run(ctx: Context, impl: HyperConnectionImpl, x: torch.Tensor, branch: Branc
     """``impl.forward(x, branch)``; an exception (other than the kit's own failures) becomes a
     failure naming it and the valid input it was raised for."""
     try:
-        return impl.forward(x, branch)
+        return probes.forward_on_copy(impl, x, branch)
     except PropertyFailure:
         raise
     except Exception as exc:  # the impl cannot run a valid case its factory accepted
@@ -152,7 +152,7 @@ def check_other_sequence_axes(ctx: Context, case: Case) -> None:
     )
     for label, state, expected in variants:
         try:
-            got = impl.forward(state.clone(), strategies.CountingBranch(fn, record=False))
+            got = probes.forward_on_copy(impl, state, strategies.CountingBranch(fn, record=False))
         except Exception:  # rejecting another rank is allowed: the protocol is [B, T, n, d]
             continue
         ctx.require(isinstance(got, torch.Tensor) and got.shape == state.shape,
@@ -184,22 +184,22 @@ def _strategy(ctx: Context) -> st.SearchStrategy[Case]:
 PROPERTIES = [
     Property("shape.output", "shape",
              "forward(x, F) returns a tensor with x's shape [B,T,n,d], dtype and device",
-             "forward.shapes", NONE, ALL, check_output, _examples, _strategy),
+             "forward.shapes", NONE, ALL, check_output, _examples, _strategy, shrink=False),
     Property("shape.branch_once", "shape",
              "the branch is called exactly once per forward, with a [B,T,d] tensor",
-             "forward.shapes", NONE, ALL, check_branch_once, _examples, _strategy),
+             "forward.shapes", NONE, ALL, check_branch_once, _examples, _strategy, shrink=False),
     Property("shape.weights", "shape",
              "weights(x) returns finite h_pre [B,T,n], h_post [B,T,n], H_res [B,T,n,n]",
              "forward.shapes", frozenset({WEIGHTS}), ALL, check_weights, _examples, _strategy,
-             prerequisites=("shape.output",)),
+             prerequisites=("shape.output",), shrink=False),
     Property("shape.expand", "shape", "expand(h [B,T,d]) returns [B,T,n,d]",
              "forward.shapes", frozenset({EXPAND}), ALL, check_expand, _examples, _strategy,
-             prerequisites=("shape.output",)),
+             prerequisites=("shape.output",), shrink=False),
     Property("shape.reduce", "shape", "reduce(x [B,T,n,d]) returns [B,T,d]",
              "forward.shapes", frozenset({REDUCE}), ALL, check_reduce, _examples, _strategy,
-             prerequisites=("shape.output",)),
+             prerequisites=("shape.output",), shrink=False),
     Property("shape.other_sequence_axes", "shape",
              "a state [B,n,d] or [B,H,W,n,d] is rejected, or handled exactly as [B,T,n,d]",
              "forward.shapes", NONE, ALL, check_other_sequence_axes, _axes_examples,
-             _axes_strategy, prerequisites=("shape.output", "shape.branch_once")),
+             _axes_strategy, prerequisites=("shape.output", "shape.branch_once"), shrink=False),
 ]

@@ -290,10 +290,12 @@ def render(observed: dict[str, Observed] | None = None) -> str:
         "cpu --json PATH --junit PATH`; the targets live in `tests/conformance/bad_inputs.py`. "
         "In every case the message names what was expected, the properties that do not depend "
         "on the broken part still run (the rest are reported *blocked*, naming the failed "
-        "prerequisite), the JSON and JUnit reports are still written (a usage error writes "
-        "them with `setup_error` set and no results; an unwritable path is found before the "
-        "run, and the other report is written that way) and the exit code is the documented "
-        "one: 0 nothing failed, 1 a property failed, 2 usage error.",
+        "prerequisite, except those that cannot apply to the target's kind or capabilities: "
+        "they are *not applicable*, with the reason), the JSON and JUnit reports are still "
+        "written (a usage error writes them with `setup_error` set and no results; an "
+        "unwritable path is found before the run, and the other report is written that way) and "
+        "the exit code is "
+        "the documented one: 0 nothing failed, 1 a property failed, 2 usage error.",
         "",
         "| case | situation | exit | statuses (JSON summary) | what the user sees |",
         "| --- | --- | --- | --- | --- |",

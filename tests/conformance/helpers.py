@@ -37,3 +37,32 @@ def make_linear(n: int, d: int, *, layer_index: int = 0, dtype: torch.dtype = to
     h_pre, h_post, H = (torch.randn(*s, generator=gen, dtype=torch.float64) for s in
                         ((n,), (n,), (n, n)))
     return LinearHC(h_pre.to(dtype), h_post.to(dtype), H.to(dtype), d)
+
+
+class OverwritesInput:
+    """A correct dynamic HC (the reference) whose forward then overwrites its input tensor
+    with the new state: the only bug is the in-place modification of the caller's tensor
+    (its autograd graph is built on a private copy, so gradients stay right)."""
+
+    def __init__(self, inner: object) -> None:
+        self.inner = inner
+        self.n, self.d, self.kind = inner.n, inner.d, inner.kind  # type: ignore[attr-defined]
+
+    def weights(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        return self.inner.weights(x)  # type: ignore[attr-defined,no-any-return]
+
+    def parameters(self):  # type: ignore[no-untyped-def]
+        return self.inner.parameters()  # type: ignore[attr-defined]
+
+    def forward(self, x: torch.Tensor, branch: Branch) -> torch.Tensor:
+        out: torch.Tensor = self.inner.forward(x.clone(), branch)  # type: ignore[attr-defined]
+        with torch.no_grad():
+            x.copy_(out)
+        return out
+
+
+def make_overwrites_input(n: int, d: int, **kwargs: object) -> OverwritesInput:
+    """:class:`OverwritesInput` around ``reference:hc-dynamic``."""
+    from conformance.adapters.reference import make_hc_dynamic
+
+    return OverwritesInput(make_hc_dynamic(n, d, **kwargs))  # type: ignore[arg-type]

@@ -24,6 +24,7 @@ from conformance import mutation
 from conformance import report as rp
 from conformance.properties import BY_ID
 from conformance.runner import check_implementation
+from conformance.strategies import Case
 
 ROOT = Path(__file__).resolve().parents[2]
 MUTANTS = mutation.discover()
@@ -110,15 +111,23 @@ def test_mutant_is_caught_by_its_properties_under_ci(name: str) -> None:
 
 def test_recipe_of_public_report_1_is_an_explicit_example() -> None:
     """n = 4, d = 8, B = 1, T = 3, stream i constant i + 1, H_res a cyclic permutation,
-    F ≡ 0: the unmixed mutant fails at that very case and the message shows the streams."""
+    F ≡ 0: the unmixed mutant fails at that very case (the explicit example the failure is
+    shrunk from), and the message of the shrunk case (two streams) still shows them."""
     report = check_implementation(BY_NAME["width_returns_unmixed"].module.make, profile="ci",
                                   device="cpu", only=["law.permutation_mixing"])
     result = next(r for r in report.results if r.id == "law.permutation_mixing")
     assert result.status == rp.FAILED
-    case = json.loads(result.counterexample or "{}")
+    case = json.loads(result.shrunk_from or "{}")
     assert (case["n"], case["d"], case["batch"], case["tokens"]) == (4, 8, 1, 3)
     assert case["branch"] == "zero" and case["perturb"] == 0.0
-    assert "came out as [1, 2, 3, 4], expected [2, 3, 4, 1]" in result.message
+    shrunk = json.loads(result.counterexample or "{}")
+    assert (shrunk["n"], shrunk["batch"], shrunk["tokens"]) == (2, 1, 1)
+    assert "came out as [1, 2], expected [2, 1]" in result.message
+    replay = check_implementation(BY_NAME["width_returns_unmixed"].module.make, device="cpu",
+                                  only=["law.permutation_mixing"],
+                                  case=Case(**case))
+    recipe = next(r for r in replay.results if r.id == "law.permutation_mixing")
+    assert "came out as [1, 2, 3, 4], expected [2, 3, 4, 1]" in recipe.message
 
 
 def test_cli_subprocess_exits_1_and_names_the_property(tmp_path: Path) -> None:

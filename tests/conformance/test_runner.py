@@ -10,7 +10,7 @@ from conformance.adapters.reference import make_hc_static
 from conformance.properties import SelectionError
 from conformance.runner import check_implementation
 from conformance.targets import TargetError
-from tests.conformance.helpers import LinearHC, make_linear
+from tests.conformance.helpers import LinearHC, make_linear, make_overwrites_input
 
 
 def statuses(report: rp.Report) -> dict[str, str]:
@@ -48,6 +48,15 @@ def test_wrong_output_shape_fails_shape_and_blocks_the_rest() -> None:
     blocked = next(r for r in report.results if r.id == "law.probed")
     assert "shape.output failed" in blocked.message
     assert len(report.results) == len(statuses(report)) >= 35  # every property still reports
+    # what cannot apply to a static HC is not applicable (with the reason), never blocked,
+    # and does not count against its family's score
+    mhc_only = [r for r in report.results if r.family == "constraints"]
+    assert len(mhc_only) == 9
+    for r in mhc_only:
+        assert r.status == rp.NOT_APPLICABLE and r.message.startswith("applies to mhc"), r
+    assert got["shape.expand"] == rp.NOT_APPLICABLE  # a missing capability: same rule
+    assert report.family_scores()["constraints"]["checked"] == 0
+    assert report.family_scores()["law"]["checked"] == 4  # law.permutation_mixing needs params
 
 
 def test_factory_that_raises_is_a_failure_not_a_silent_skip() -> None:
@@ -152,3 +161,48 @@ def test_report_json_round_trip(tmp_path) -> None:  # type: ignore[no-untyped-de
         assert key in data
     assert set(data["results"][0]) >= {"id", "status", "examples", "seconds", "message"}
     assert data["summary"]["passed"] == 6 and torch.__version__ in data["versions"]["torch"]
+
+
+def test_an_input_overwriting_forward_is_diagnosed_by_input_unchanged_alone() -> None:
+    """The kit hands forward a copy of its state, so overwriting the input cannot corrupt
+    the state its expectations are computed from: no law/independence/reduction failure with
+    a message pointing elsewhere, only state.input_unchanged."""
+    report = check_implementation(make_overwrites_input, profile="quick", device="cpu",
+                                  skip=["compile", "dtype"])
+    failed = {r.id: r.message for r in report.results if r.status != rp.PASSED
+              and r.status != rp.NOT_APPLICABLE}
+    assert list(failed) == ["state.input_unchanged"], failed
+    assert "forward modified its input in place" in failed["state.input_unchanged"]
+    assert statuses(report)["law.reported"] == rp.PASSED
+    assert statuses(report)["state.deterministic_eval"] == rp.PASSED
+
+
+def test_inconclusive_cases_are_not_counted_and_none_conclusive_is_not_a_pass() -> None:
+    from conformance.profiles import get_profile
+    from conformance.properties.base import Context, Inconclusive, Property
+    from conformance.protocol import Conventions
+    from conformance.runner import run_property
+    from conformance.strategies import Case
+
+    def check(ctx: Context, case: Case) -> None:
+        if case.seed % 2:
+            raise Inconclusive(f"seed {case.seed} shows nothing")
+
+    def prop(seeds: list[int]) -> Property:
+        return Property("law.synthetic", "law", "s", None, frozenset(),
+                        frozenset({"hc-static"}), check,
+                        lambda ctx: [Case(seed=s) for s in seeds],
+                        lambda ctx: None, explore=False)  # type: ignore[arg-type,return-value]
+
+    def ctx() -> Context:
+        return Context(factory=make_linear, target_name="t", kind="hc-static",
+                       conventions=Conventions(), capabilities=frozenset(),
+                       dtype=torch.float64, device="cpu", profile=get_profile("ci"))
+
+    mixed, checked = run_property(prop([0, 1, 2, 3]), ctx())
+    assert (mixed.status, checked) == (rp.PASSED, 2)
+    assert mixed.message == "2 inconclusive cases not counted, e.g. seed 1 shows nothing"
+    none, checked = run_property(prop([1, 3]), ctx())
+    assert (none.status, checked) == (rp.NOT_APPLICABLE, 0)
+    assert none.message == ("not demonstrated: none of the 2 cases was conclusive, e.g. seed 1 "
+                            "shows nothing")

@@ -1,0 +1,121 @@
+"""Greedy shrinking of a failing case: the smallest case that still fails the same way.
+
+hypothesis shrinks the cases it generates; a failure found by one of a property's explicit
+examples (conformance.properties.common.standard_examples: ``B=2, T=3, n=4, d=8`` at layer 5,
+…) would otherwise be printed as is. :func:`shrink` walks the :class:`Case` fields one at a
+time towards simpler values — ``batch``, ``tokens`` → 1, ``n`` → the smallest the property
+accepts, ``d`` → small, ``layer_index`` → 0, ``scale``/``param_scale`` → 1, ``perturb`` → less,
+``branch`` → a simpler one, ``seed`` → the run seed — re-running the property on each candidate
+and keeping a candidate when it fails *the same way* (:func:`signature`), until a whole pass
+over the fields changes nothing or :data:`MAX_RUNS` re-runs are spent. The bound is a number of
+runs, not a time, so the shrunk case is the same on every machine.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from conformance.properties.base import (
+    Context,
+    FactoryRejected,
+    Inconclusive,
+    NotApplicable,
+    Property,
+)
+from conformance.strategies import BRANCHES, Case
+
+MAX_RUNS = 40
+"""Re-runs of the property one shrink may spend."""
+
+_NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
+_LIST = re.compile(r"#(?:,\s*#)+")
+
+
+def signature(exc: BaseException) -> tuple[str, str]:
+    """What "failing the same way" compares: the exception's type and its message with every
+    number replaced by ``#`` (lists of numbers collapsed), cut before ``: error`` (the label of
+    a :meth:`Context.expect` comparison, without the measured error). So a transposed H_res
+    fails the same way at ``n = 2`` as at ``n = 4`` although the printed values differ."""
+    text = _LIST.sub("#", _NUMBER.sub("#", str(exc)))
+    return type(exc).__name__, text.split(": error ")[0]
+
+
+@dataclass
+class Shrunk:
+    """The result of :func:`shrink`.
+
+    Attributes:
+        case: the smallest failing case found (the original when nothing smaller fails).
+        error: the exception ``case`` raised.
+        runs: how many re-runs were spent.
+    """
+
+    case: Case
+    error: BaseException
+    runs: int
+
+
+def _candidates(case: Case, run_seed: int) -> Iterator[tuple[str, Any]]:
+    """(field, simpler value) pairs for ``case``, simplest first within each field."""
+    yield from (("batch", 1), ("tokens", 1))
+    yield from (("n", n) for n in range(1, case.n))
+    yield from (("d", d) for d in sorted({1, 2, case.n + 1, case.d // 2}) if 0 < d < case.d)
+    yield ("layer_index", 0)
+    yield ("scale", 1.0)
+    yield ("param_scale", 1.0)
+    yield from (("perturb", p) for p in (0.0, 0.03, 0.1, 0.3) if p < case.perturb)
+    yield from (("branch", b) for b in BRANCHES[:BRANCHES.index(case.branch)])
+    yield ("seed", run_seed)
+
+
+def _failure(prop: Property, ctx: Context, case: Case) -> BaseException | None:
+    """The exception ``prop`` raises on ``case``, or None (it passed, did not apply, or the
+    factory rejected the configuration)."""
+    try:
+        prop.check(ctx, case)
+    except KeyboardInterrupt:
+        raise
+    except (FactoryRejected, NotApplicable, Inconclusive):
+        return None
+    except Exception as exc:
+        return exc
+    return None
+
+
+def shrink(prop: Property, ctx: Context, case: Case, error: BaseException,
+           max_runs: int = MAX_RUNS) -> Shrunk:
+    """Shrink ``case``, on which ``prop`` raised ``error``, greedily (module docstring).
+
+    ``ctx``'s records (worst error, rejected and inconclusive cases) are left as they were
+    before the re-runs. Never raises except ``KeyboardInterrupt``.
+    """
+    saved = (ctx.worst, list(ctx.rejected), list(ctx.inconclusive))
+    wanted = signature(error)
+    best, tried = Shrunk(case, error, 0), {case}
+    try:
+        changed = True
+        while changed and best.runs < max_runs:
+            changed = False  # a pass over the fields; it starts again after each step taken
+            for name, value in _candidates(best.case, ctx.seed):
+                try:
+                    candidate = dataclasses.replace(best.case, **{name: value})
+                except ValueError:  # not a valid Case
+                    continue
+                if candidate in tried:
+                    continue
+                if best.runs >= max_runs:
+                    break
+                tried.add(candidate)
+                best.runs += 1
+                found = _failure(prop, ctx, candidate)
+                if found is not None and signature(found) == wanted:
+                    best = Shrunk(candidate, found, best.runs)
+                    changed = True
+                    break
+    finally:
+        ctx.worst, ctx.rejected, ctx.inconclusive = saved
+    return best

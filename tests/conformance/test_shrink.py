@@ -1,0 +1,111 @@
+"""Greedy shrinking of failures found by the explicit examples: the printed counterexample is
+the smallest case that still fails the same way, it says what it was shrunk from, and its
+reproduction command reproduces the failure."""
+
+from __future__ import annotations
+
+import shlex
+
+import pytest
+
+from conformance import cli, shrink
+from conformance import report as rp
+from conformance.profiles import get_profile
+from conformance.properties import BY_ID, PropertyFailure
+from conformance.properties.base import Context, Property
+from conformance.protocol import Conventions
+from conformance.runner import check_implementation
+from conformance.strategies import Case
+from tests.conformance.helpers import make_linear
+
+
+def _ctx(seed: int = 0) -> Context:
+    return Context(factory=make_linear, target_name="t", kind="hc-static",
+                   conventions=Conventions(), capabilities=frozenset(), dtype=None,  # type: ignore[arg-type]
+                   device="cpu", profile=get_profile("ci"), seed=seed)
+
+
+def _prop(check) -> Property:  # type: ignore[no-untyped-def]
+    return Property("law.synthetic", "law", "s", None, frozenset(), frozenset({"hc-static"}),
+                    check, lambda ctx: [], lambda ctx: None)  # type: ignore[arg-type,return-value]
+
+
+def test_signature_ignores_the_numbers_but_not_the_label() -> None:
+    a = PropertyFailure("streams of token 0 came out as [1, 2, 3, 4], expected [2, 3, 4, 1]")
+    b = PropertyFailure("streams of token 2 came out as [1, 2], expected [2, 1]")
+    assert shrink.signature(a) == shrink.signature(b)
+    c = PropertyFailure("X' vs the law: error 0.476 > tolerance 2.2e-11")
+    d = PropertyFailure("X' vs the law: error 1.5e-3 > tolerance 2.2e-11; more")
+    e = PropertyFailure("branch input vs h_preᵀX: error 0.476 > tolerance 2.2e-11")
+    assert shrink.signature(c) == shrink.signature(d) != shrink.signature(e)
+    assert shrink.signature(c) != shrink.signature(ValueError(str(c)))
+
+
+def test_a_case_failing_everywhere_shrinks_to_the_simplest_one() -> None:
+    def check(ctx: Context, case: Case) -> None:
+        raise PropertyFailure(f"always, n={case.n}")
+
+    start = Case(3, 4, 4, 8, layer_index=5, seed=11, scale=10.0, perturb=1.0,
+                 param_scale=100.0, branch="mlp")
+    got = shrink.shrink(_prop(check), _ctx(seed=7), start, PropertyFailure("always, n=4"))
+    assert got.case == Case(1, 1, 1, 1, layer_index=0, seed=7, scale=1.0, perturb=0.0,
+                            param_scale=1.0, branch="zero")
+    assert 0 < got.runs <= shrink.MAX_RUNS and str(got.error) == "always, n=1"
+
+
+def test_only_candidates_that_fail_the_same_way_are_kept() -> None:
+    def check(ctx: Context, case: Case) -> None:
+        if case.batch == 1:
+            raise PropertyFailure("another failure")
+        if case.tokens == 1:
+            raise RuntimeError("n too large")  # same text, another type
+        if case.n >= 3 and case.d > case.n:
+            raise PropertyFailure("n too large")
+
+    start = Case(2, 3, 4, 8)
+    got = shrink.shrink(_prop(check), _ctx(), start, PropertyFailure("n too large"))
+    assert (got.case.batch, got.case.tokens, got.case.n, got.case.d) == (2, 3, 3, 4)
+
+
+def test_the_number_of_reruns_is_bounded() -> None:
+    calls: list[Case] = []
+
+    def check(ctx: Context, case: Case) -> None:
+        calls.append(case)
+
+    got = shrink.shrink(_prop(check), _ctx(), Case(), PropertyFailure("x"), max_runs=3)
+    assert got.runs == len(calls) == 3 and got.case == Case()
+
+
+def test_explicit_example_failure_is_shrunk_and_its_reproduction_reproduces(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    report = check_implementation("tests.mutants.h_res_transposed:make", profile="ci",
+                                  device="cpu", only=["law.reported"])
+    result = next(r for r in report.results if r.id == "law.reported")
+    assert result.status == rp.FAILED
+    shrunk = Case.from_json(result.counterexample or "")
+    original = Case.from_json(result.shrunk_from or "")
+    assert original in BY_ID["law.reported"].examples(_ctx())  # an explicit example
+    assert (shrunk.batch, shrunk.tokens, shrunk.n, shrunk.layer_index) == (1, 1, 2, 0)
+    assert shrunk.d < original.d and 0 < result.shrink_runs <= shrink.MAX_RUNS
+    assert result.reproduce and result.counterexample in shlex.split(result.reproduce)
+    code = cli.main([*shlex.split(result.reproduce)[1:], "--no-progress"])
+    out = capsys.readouterr().out
+    assert code == 1 and "FAILED law.reported" in out
+    assert result.message in out  # the same failure, the same measured error
+    assert "shrunk from" not in out  # a replayed case is reported as given
+
+
+def test_terminal_and_markdown_say_what_the_case_was_shrunk_from() -> None:
+    from rich.console import Console
+
+    from conformance import terminal
+
+    report = check_implementation("tests.mutants.h_res_transposed:make", profile="ci",
+                                  device="cpu", only=["law.reported"])
+    result = next(r for r in report.results if r.id == "law.reported")
+    console = Console(record=True, width=400)
+    terminal.print_details(console, report)
+    text = console.export_text()
+    assert f"(shrunk from the explicit example {result.shrunk_from} in" in text
+    assert f"shrunk from the explicit example `{result.shrunk_from}`" in rp.to_markdown(report)
