@@ -109,13 +109,14 @@ def build_parser() -> argparse.ArgumentParser:
                           f"targets`) or package.module:factory (default: ${ENV_VAR}, else "
                           f"{DEFAULT_TARGET})")
     run.add_argument("--profile", choices=sorted(PROFILES), default=DEFAULT_PROFILE,
-                     help="quick, ci (derandomized; default) or thorough")
+                     help="quick, ci (default) or thorough; all are deterministic (seeded)")
     run.add_argument("--device", choices=("cpu", "cuda", "auto"), default="auto",
                      help="auto (default): cuda where a CUDA device exists, else cpu")
     run.add_argument("--only", action="append", metavar="IDS",
                      help="property ids, families or globs (comma-separated, repeatable)")
     run.add_argument("--skip", action="append", metavar="IDS", help="as --only, to leave out")
-    run.add_argument("--seed", type=int, default=0, help="added to every case's seed")
+    run.add_argument("--seed", type=int, default=0,
+                     help="added to every case's seed and each property's hypothesis seed")
     run.add_argument("--json", metavar="PATH", help="write the JSON report here")
     run.add_argument("--junit", metavar="PATH", help="write JUnit XML here")
     run.add_argument("--expected-failures", metavar="FILE",

@@ -1,7 +1,11 @@
 """Run profiles: how much the kit explores (hypothesis settings and the size of generated cases).
 
 * ``quick`` — a smoke run: the explicit examples plus a few random ones.
-* ``ci`` — derandomized (the same cases every run, so a CI gate is reproducible).
+* ``ci`` — enough examples for a CI gate.
+
+Every profile is deterministic: the runner seeds each property's exploration from the
+property id and ``--seed`` (:func:`conformance.runner.exploration_seed`), so a CI gate sees the
+same cases every run.
 * ``thorough`` — many more examples, larger shapes and extreme magnitudes.
 
 Each profile is also registered with hypothesis as ``hcspec-<name>`` so users' own tests can
@@ -23,7 +27,8 @@ class Profile:
     Attributes:
         name: ``quick``, ``ci`` or ``thorough``.
         max_examples: hypothesis examples per property, after the explicit ones.
-        derandomize: hypothesis draws the same examples every run.
+        derandomize: the registered hypothesis profile (``hcspec-<name>``, for users' own
+            tests) draws the same examples every run; the kit's runner seeds explicitly.
         max_batch, max_tokens, max_n, max_d: bounds of generated shapes ``[B, T, n, d]``.
         extreme: also draw extreme magnitudes (states scaled to 1e±6, parameters scaled ×1e4).
     """

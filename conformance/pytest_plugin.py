@@ -48,7 +48,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--hc-target", default=None, metavar="TARGET",
                     help=f"run the conformance properties against TARGET (default: ${ENV_VAR})")
     group.addoption("--hc-profile", default="ci", choices=("quick", "ci", "thorough"),
-                    help="conformance profile (default: ci, derandomized)")
+                    help="conformance profile (default: ci; deterministic)")
     group.addoption("--hc-device", default="auto", choices=("cpu", "cuda", "auto"),
                     help="device for the conformance properties (default: auto)")
     group.addoption("--hc-seed", default=0, type=int, help="conformance run seed (default 0)")

@@ -76,7 +76,7 @@ def _failure(prop: Property, ctx: Context, case: Case) -> BaseException | None:
     """The exception ``prop`` raises on ``case``, or None (it passed, did not apply, or the
     factory rejected the configuration)."""
     try:
-        prop.check(ctx, case)
+        prop.run(ctx, case)
     except KeyboardInterrupt:
         raise
     except (FactoryRejected, NotApplicable, Inconclusive):

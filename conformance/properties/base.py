@@ -9,8 +9,9 @@ records the achieved error and raises :class:`PropertyFailure` beyond the tolera
 
 from __future__ import annotations
 
+import contextlib
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -327,6 +328,19 @@ StrategyFn = Callable[[Context], st.SearchStrategy[Case]]
 CheckFn = Callable[[Context, Case], None]
 
 
+@contextlib.contextmanager
+def seeded_global_rng(seed: int, device: str) -> Iterator[None]:
+    """Run a block with torch's global RNG (CPU, and ``device`` when it is CUDA) seeded from
+    a case's seed, restoring the caller's state afterwards: a target that draws from the global
+    RNG (dropout, a random init) then sees the same numbers whenever the case is replayed, so
+    its report and its reproduction command do not vary from run to run."""
+    cuda = [torch.device(device).index or 0] if torch.device(device).type == "cuda" else []
+    with torch.random.fork_rng(devices=cuda):
+        torch.manual_seed(seed)
+        yield
+
+
+
 @dataclass(frozen=True)
 class Property:
     """One entry of the catalogue.
@@ -366,3 +380,13 @@ class Property:
     about_init: bool = False
     explore: bool = True
     shrink: bool = True
+
+    def run(self, ctx: Context, case: Case) -> None:
+        """``check(ctx, case)`` with torch's global RNG seeded from ``case.seed``
+        (:func:`seeded_global_rng`), as the runner and the shrinker run every case.
+
+        Raises:
+            whatever ``check`` raises.
+        """
+        with seeded_global_rng(case.seed, ctx.device):
+            self.check(ctx, case)

@@ -66,3 +66,17 @@ def make_overwrites_input(n: int, d: int, **kwargs: object) -> OverwritesInput:
     from conformance.adapters.reference import make_hc_dynamic
 
     return OverwritesInput(make_hc_dynamic(n, d, **kwargs))  # type: ignore[arg-type]
+
+
+class DropoutOnOutput(LinearHC):
+    """:class:`LinearHC` whose output goes through dropout (p = 0.5, always in training mode):
+    its random draws come from torch's global RNG, so its failures depend on that RNG."""
+
+    def forward(self, x: torch.Tensor, branch: Branch) -> torch.Tensor:
+        return torch.nn.functional.dropout(super().forward(x, branch), 0.5, training=True)
+
+
+def make_dropout_on_output(n: int, d: int, **kwargs: object) -> DropoutOnOutput:
+    """:class:`DropoutOnOutput` with :func:`make_linear`'s seeded weights."""
+    inner = make_linear(n, d, **kwargs)  # type: ignore[arg-type]
+    return DropoutOnOutput(inner.h_pre, inner.h_post, inner.H_res, d)
