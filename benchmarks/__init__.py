@@ -1,4 +1,4 @@
-"""hcspec benchmarks (issue 7): connection cost, roofline, Sinkhorn–Knopp, the kit's own speed.
+"""hcspec benchmarks: connection cost, roofline, Sinkhorn–Knopp, the kit's own speed.
 
 Run ``python -m benchmarks`` (or ``python benchmarks/run.py``); ``--quick`` is the smoke-test
 size. The figures go to docs/benchmarks.md and the plots to docs/benchmarks/. Speed and memory

@@ -1,4 +1,4 @@
-"""``python -m benchmarks``: every benchmark of issue 7 in one run, written to docs/benchmarks.md.
+"""``python -m benchmarks``: every benchmark in one run, written to docs/benchmarks.md.
 
 Sections (``--sections`` selects):
 
@@ -153,7 +153,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 
 def _goals(main: ConfigResult | None, ratios: dict[str, float], gpu_ran: bool) -> md.Table:
-    t = md.Table("Goals (issue 7), at the main configuration, this run", ["goal", "measured",
+    t = md.Table("Goals, at the main configuration, this run", ["goal", "measured",
                                                                           "status"])
     rows = [] if main is None else [r for r in main.rows if not r.skipped]
     peers = [r for r in rows if is_third_party(r.name) and r.kind == "mhc"

@@ -6,7 +6,7 @@ parameter), so that "connection minus branch" is the connection's own cost:
 * ``branch only`` — ``F(h)`` on ``h [B, T, d]``: the common part, subtracted from the others;
 * ``residual`` — ``h + F(h)``;
 * every built-in target of the conformance kit (``reference:hc-static``, ``reference:mhc``,
-  ``reference:mhc-fast``, and the third-party adapters that issue 5 registers, such as
+  ``reference:mhc-fast``, and the third-party adapters the kit registers, such as
   ``hyper_connections:mhc``), resolved through :mod:`conformance.targets` — a target whose
   package is not importable is skipped with the reason;
 * the reference mHC with ``recompute=True`` (readable and fast), for the memory option;

@@ -4,8 +4,8 @@ A *mutant* is a module with a factory ``make(n, d, *, layer_index, dtype, device
 kit's protocol, :mod:`conformance.protocol`) that is wrong in one realistic way, and three
 module attributes:
 
-* ``BUG_CLASS`` — one line naming the class of bug (issue 6's list: layout, sublayer,
-  Sinkhorn, ranges, gradients, state/dtype/device, public bug reports);
+* ``BUG_CLASS`` — one line naming the class of bug (the classes in docs/conformance.md:
+  layout, sublayer, Sinkhorn, ranges, gradients, state/dtype/device, public bug reports);
 * ``CAUGHT_BY`` — the property ids that must catch it (each named in the module docstring);
 * ``NEEDS`` (optional) — ``"cuda"`` when the bug can only show on a CUDA device.
 
@@ -16,7 +16,7 @@ alone to confirm they fail as documented. ``python -m conformance.mutation`` pri
 and the kill rate; the mutants of this project live in ``tests/mutants`` (run from the source
 tree's root).
 
-The goal (issue 6): every mutant killed under ``ci``, each within 10 s.
+The goal: every mutant killed under ``ci``, each within 10 s.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ from conformance.runner import check_implementation
 
 DEFAULT_PACKAGE = "tests.mutants"
 KILL_GOAL_SECONDS = 10.0
-"""Issue 6's goal: every mutant caught within this many seconds under ``ci``."""
+"""The goal: every mutant caught within this many seconds under ``ci``."""
 
 
 class MutantError(ValueError):

@@ -1,9 +1,9 @@
 """Factories in the conformance kit's target form, one per connection kind.
 
 Each is ``make(n, d, *, layer_index=0, dtype=torch.float64, device="cpu", seed=0) -> module``
-(issue 4's adapter protocol); the modules provide ``n``, ``d``, ``kind``, ``forward``,
-``weights``, ``expand``, ``reduce`` and ``parameters`` directly, and mHC also declares
-``sinkhorn_iterations``. So ``reference.targets:hc_static`` (etc.) is a valid TARGET string.
+(the kit's protocol, :mod:`conformance.protocol`); the modules provide ``n``, ``d``,
+``kind``, ``forward``, ``weights``, ``expand``, ``reduce`` and ``parameters`` directly, and
+mHC also declares ``sinkhorn_iterations``. So ``reference.targets:hc_static`` (etc.) is a valid TARGET string.
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ def test_quick_run_writes_every_table(tmp_path: Path) -> None:
                   "**Machine limits (cpu, float32)**", "**Roofline, main:",
                   "**Allocator effect, main:",
                   "**Sinkhorn–Knopp error,", "**Sinkhorn–Knopp cost,",
-                  "**The kit itself", "## GPU", "**Goals (issue 7)"):
+                  "**The kit itself", "## GPU", "**Goals, at the main"):
         assert title in text, title
     for subject in ("| branch only |", "| residual |", "| reference:hc-static |",
                     "| reference:hc-dynamic |", "| reference:mhc |", "| reference:mhc-fast |",
