@@ -3,7 +3,8 @@
 Each is ``make(n, d, *, layer_index=0, dtype=torch.float64, device="cpu", seed=0) -> module``
 (the kit's protocol, :mod:`conformance.protocol`); the modules provide ``n``, ``d``,
 ``kind``, ``forward``, ``weights``, ``expand``, ``reduce`` and ``parameters`` directly, and
-mHC also declares ``sinkhorn_iterations``. So ``reference.targets:hc_static`` (etc.) is a valid TARGET string.
+mHC also declares ``sinkhorn_iterations``. So ``reference.targets:hc_static`` (etc.) is a
+valid TARGET string.
 """
 
 from __future__ import annotations
