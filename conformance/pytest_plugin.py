@@ -201,13 +201,18 @@ def conformance_tests(
     Raises:
         conformance.properties.SelectionError: ``only``/``skip`` name no property.
         ValueError: ``expected_failures`` names an unknown property id.
+        conformance.targets.TargetError: an explicit ``target`` cannot be resolved (raised
+            here, so pytest reports one collection error instead of a failure per property).
     """
     from conformance import properties
+    from conformance.targets import resolve
 
     ids = [p.id for p in properties.select(only, skip)]
     unknown = sorted(set(expected_failures or {}) - set(properties.BY_ID))
     if unknown:
         raise ValueError(f"expected_failures names unknown property ids: {', '.join(unknown)}")
+    if target is not None:
+        resolve(target)
 
     @pytest.mark.hc_conformance
     @pytest.mark.parametrize("hc_property", ids, ids=ids)

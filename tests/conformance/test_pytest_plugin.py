@@ -77,3 +77,18 @@ def test_a_target_that_does_not_resolve_is_one_usage_error(tmp_path: Path) -> No
     assert ("ERROR: hcspec conformance kit, target 'no_such_module_xyz:make'" in result.stderr
             and "No module named 'no_such_module_xyz'" in result.stderr)
     assert "shape.output" not in result.stdout and "failed" not in result.stdout
+
+
+@pytest.mark.slow
+def test_helper_with_a_target_that_does_not_resolve_is_one_collection_error(
+        tmp_path: Path) -> None:
+    (tmp_path / "test_mine.py").write_text(
+        "from conformance.pytest_plugin import conformance_tests\n"
+        "test_mine = conformance_tests('no_such_module_xyz:make', profile='quick')\n"
+    )
+    result = pytest_run(tmp_path)
+    out = result.stdout
+    assert result.returncode == 2, out + result.stderr  # pytest: errors during collection
+    assert "1 error during collection" in out
+    assert "TargetError: TARGET 'no_such_module_xyz:make': importing" in out
+    assert "shape.output" not in out and "passed" not in out and "FAILED" not in out
