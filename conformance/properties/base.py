@@ -364,7 +364,7 @@ class Property:
         shrink: False to report a failing explicit example as is instead of shrinking it
             (:mod:`conformance.shrink`): the shape family, whose messages tell the axes apart
             by the canonical case's distinct sizes (B=2, T=3, n=4, d=8) — a [1, 1, 1, 1]
-            would not.
+            would not — and ``compile.fullgraph``, whose every re-run compiles anew.
     """
 
     id: str

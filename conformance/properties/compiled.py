@@ -122,5 +122,6 @@ PROPERTIES = [
     Property("compile.fullgraph", "compile",
              "torch.compile(fullgraph=True) traces forward; compiled forward/backward equal eager",
              None, frozenset(), frozenset(KINDS), check_fullgraph, _examples, _strategy,
-             prerequisites=("shape.output", "shape.branch_once"), explore=False),
+             prerequisites=("shape.output", "shape.branch_once"), explore=False,
+             shrink=False),  # each re-run would compile anew: up to 40 × ~20 s (inductor)
 ]
