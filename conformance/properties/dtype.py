@@ -1,6 +1,9 @@
 """Dtype family: a bfloat16/float16 forward is close to the float32 forward of the same impl
 (same seed, same perturbation, the same state and branch rounded to the low dtype), within
-:func:`conformance.tolerances.low_precision`, and returns the low dtype. A dtype the factory
+:func:`conformance.tolerances.low_precision`, and returns the low dtype; float32 gradients are
+close to float64 ones. Every forward of the family starts from the same global RNG state, so
+an impl that draws random numbers (dropout) is compared with itself under the same draws: its
+randomness is the business of the law and state families, not of this one. A dtype the factory
 rejects is skipped, with the factory's message; both rejected makes the property not
 applicable.
 """
@@ -19,6 +22,7 @@ from conformance.properties.base import (
     NotApplicable,
     Property,
     f64,
+    seeded_global_rng,
 )
 from conformance.properties.common import standard_examples, standard_strategy
 from conformance.protocol import KINDS, PARAMETERS, HyperConnectionImpl
@@ -35,7 +39,7 @@ def check_low_precision(ctx: Context, case: Case) -> None:
     except FactoryRejected as exc:
         raise NotApplicable(f"the factory rejects float32: {exc}") from exc
     x32 = ctx.state(case, dtype=torch.float32)
-    with torch.no_grad():
+    with torch.no_grad(), seeded_global_rng(case.seed, ctx.device):
         out32 = ctx.forward(impl32, x32, ctx.branch(case, dtype=torch.float32, record=False))
     ran = []
     for dtype in LOW:
@@ -46,7 +50,7 @@ def check_low_precision(ctx: Context, case: Case) -> None:
         ran.append(dtype)
         ctx.align_parameters(impl32, impl)
         x = ctx.state(case, dtype=dtype)
-        with torch.no_grad():
+        with torch.no_grad(), seeded_global_rng(case.seed, ctx.device):  # the same draws
             out = probes.forward_on_copy(impl, x, ctx.branch(case, dtype=dtype, record=False))
         ctx.require(isinstance(out, torch.Tensor) and out.dtype == dtype,
                     f"{dtype} forward returned {getattr(out, 'dtype', type(out).__name__)}, "
@@ -67,8 +71,9 @@ def _gradients(ctx: Context, impl: HyperConnectionImpl, case: Case, dtype: torch
     random signs (sample ``jitter``; the parameters are restored afterwards)."""
     x = ctx.state(case, dtype=dtype)
     gen = None if jitter is None else torch.Generator().manual_seed(case.seed * 7919 + jitter)
-    if gen is not None:
-        x = x * _unit_roundoff_factors(x, gen)
+    if gen is not None:  # one factor per stream-0 entry when the state must stay replicated
+        factors = _unit_roundoff_factors(x[..., :1, :] if ctx.replicated else x, gen)
+        x = x * factors.expand_as(x)
     x.requires_grad_(True)
     G = strategies.gaussian(x.shape, case.seed, 31, dtype, ctx.device)
     params = ([p for p in impl.parameters()  # type: ignore[attr-defined]
@@ -81,11 +86,12 @@ def _gradients(ctx: Context, impl: HyperConnectionImpl, case: Case, dtype: torch
             with torch.no_grad():
                 for p in params:
                     p.mul_(_unit_roundoff_factors(p, gen))
-        out = probes.forward_on_copy(impl, x, fn)
-        loss = (out * G).sum()
-        ctx.require(loss.requires_grad,
-                    f"the {dtype} forward's output is not connected to autograd")
-        grads = torch.autograd.grad(loss, [x, *params], allow_unused=True)
+        with seeded_global_rng(case.seed, ctx.device):  # every call draws the same numbers
+            out = probes.forward_on_copy(impl, x, fn)
+            loss = (out * G).sum()
+            ctx.require(loss.requires_grad,
+                        f"the {dtype} forward's output is not connected to autograd")
+            grads = torch.autograd.grad(loss, [x, *params], allow_unused=True)
     finally:
         if gen is not None:
             with torch.no_grad():

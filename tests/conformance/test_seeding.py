@@ -74,3 +74,14 @@ def _explored_shapes(seed: int) -> list[tuple[int, ...]]:
 def test_ci_explores_the_same_cases_for_a_seed_and_other_cases_for_another() -> None:
     assert _explored_shapes(0) == _explored_shapes(0)
     assert _explored_shapes(0) != _explored_shapes(1)
+
+
+def test_the_dtype_family_compares_a_random_impl_with_itself_under_the_same_draws() -> None:
+    """Dropout makes the law fail, but float32 vs float64 gradients and float16 vs float32
+    forwards see the same masks: precision is judged on precision alone."""
+    report = check_implementation(make_dropout_on_output, profile="quick", device="cpu",
+                                  only=["dtype", "law.reported"])
+    statuses = {r.id: r.status for r in report.results}
+    assert statuses["law.reported"] == rp.FAILED
+    assert statuses["dtype.float32_gradients"] == rp.PASSED
+    assert statuses["dtype.low_precision"] == rp.PASSED
