@@ -2,11 +2,11 @@
 
 * ``quick`` — a smoke run: the explicit examples plus a few random ones.
 * ``ci`` — enough examples for a CI gate.
+* ``thorough`` — many more examples, larger shapes and extreme magnitudes.
 
 Every profile is deterministic: the runner seeds each property's exploration from the
 property id and ``--seed`` (:func:`conformance.runner.exploration_seed`), so a CI gate sees the
 same cases every run.
-* ``thorough`` — many more examples, larger shapes and extreme magnitudes.
 
 Each profile is also registered with hypothesis as ``hcspec-<name>`` so users' own tests can
 ``hypothesis.settings.load_profile("hcspec-ci")``.

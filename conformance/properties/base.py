@@ -340,7 +340,6 @@ def seeded_global_rng(seed: int, device: str) -> Iterator[None]:
         yield
 
 
-
 @dataclass(frozen=True)
 class Property:
     """One entry of the catalogue.
