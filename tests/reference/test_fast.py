@@ -16,6 +16,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
+from benchmarks.measure import Step, saved_bytes
 from conformance import report as rp
 from conformance.runner import check_implementation
 from reference import ManifoldHyperConnection, sinkhorn_knopp
@@ -76,20 +77,10 @@ def test_readable_recompute_changes_no_value(perturb: Callable[..., torch.nn.Mod
 
 
 def _saved_bytes(module: ManifoldHyperConnection, x: torch.Tensor) -> int:
-    """Bytes of the distinct storages autograd keeps for backward, x and parameters excluded."""
-    excluded = {t.untyped_storage().data_ptr() for t in (x, *module.parameters())}
-    storages: dict[int, int] = {}
-
-    def pack(t: torch.Tensor) -> torch.Tensor:
-        storage = t.untyped_storage()
-        if storage.data_ptr() not in excluded:
-            storages[storage.data_ptr()] = storage.nbytes()
-        return t
-
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        out = module(x, torch.sin)
-    out.sum().backward()
-    return sum(storages.values())
+    """Bytes of the distinct storages autograd keeps for backward, x and parameters excluded
+    (the benchmarks' measurement, :func:`benchmarks.measure.saved_bytes`)."""
+    return saved_bytes(Step(forward=lambda: module(x, torch.sin), upstream=torch.ones_like(x),
+                            leaves=[x, *module.parameters()]))
 
 
 def _saved_with(implementation: str, recompute: bool, iterations: int) -> int:
