@@ -20,6 +20,8 @@ from typing import Any
 import torch
 from torch.overrides import TorchFunctionMode
 
+from conformance.properties.base import seeded_global_rng
+
 
 class PackageChanged(RuntimeError):
     """The wrapped package no longer computes what its adapter reads (e.g. a different number
@@ -92,16 +94,16 @@ def check_branch_output(z: object, like: torch.Tensor) -> torch.Tensor:
 
 
 @contextlib.contextmanager
-def seeded(seed: int) -> Iterator[None]:
-    """Seed torch's CPU generator for a package constructor without changing the caller's
-    random state (``torch.random.fork_rng``), so ``make(..., seed=s)`` is reproducible and
-    has no side effect.
+def seeded(seed: int, device: str = "cpu") -> Iterator[None]:
+    """Seed torch's global generator (CPU, and ``device`` when it is CUDA) for a package
+    constructor without changing the caller's random state
+    (:func:`conformance.properties.base.seeded_global_rng`), so ``make(..., seed=s)`` is
+    reproducible and has no side effect.
 
     Raises:
         ValueError: ``seed < 0``.
     """
     if seed < 0:
         raise ValueError(f"seed: expected >= 0, got {seed}")
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
+    with seeded_global_rng(seed, device):
         yield

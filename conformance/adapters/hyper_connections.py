@@ -333,7 +333,7 @@ def _mhc_conventions(cls: str, layout: str, iters: int, log_domain: bool, propos
 def _factory(cls: Callable[..., _HyperConnectionsBase], doc: str) -> Callable[..., Any]:
     def make(n: int, d: int, *, layer_index: int = 0, dtype: torch.dtype = torch.float64,
              device: str = "cpu", seed: int = 0, **options: Any) -> _HyperConnectionsBase:
-        with seeded(seed):
+        with seeded(seed, device):
             return cls(n, d, layer_index=layer_index, dtype=dtype, device=device, **options)
 
     make.__doc__ = doc

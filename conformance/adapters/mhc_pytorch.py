@@ -218,5 +218,5 @@ def make(n: int, d: int, *, layer_index: int = 0, dtype: torch.dtype = torch.flo
         ImportError: mhc-pytorch is not installed. ValueError: see the adapter class.
     """
     del layer_index
-    with seeded(seed):
+    with seeded(seed, device):
         return MhcPytorchAdapter(n, d, dtype=dtype, device=device, collapse_mode=collapse_mode)
