@@ -1,8 +1,9 @@
 """The kit's own speed: ``hc-conformance run`` per target and profile, and ``hc-spec prove``.
 
-Each run is a fresh process, as a user starts it — ``python -m conformance run TARGET
+Each run is a fresh process, as a user starts it — ``python -m hcspec.conformance run TARGET
 --profile P --device cpu --no-progress --json FILE`` (the ``hc-conformance`` console script
-runs the same ``conformance.cli:main``), and ``python -m spec prove`` — so the wall time
+runs the same ``hcspec.conformance.cli:main``), and ``python -m hcspec.spec prove`` — so the
+wall time
 includes the interpreter and the imports. Examples per second = the examples the JSON report
 counts (explicit + hypothesis, over all properties) ÷ wall time.
 """
@@ -53,7 +54,7 @@ def run_kit(target: str, profile: str, threads: int, extra_paths: list[str],
     """Time one ``hc-conformance run`` of ``target`` under ``profile``."""
     with tempfile.TemporaryDirectory() as tmp:
         report = Path(tmp) / "report.json"
-        command = [sys.executable, "-m", "conformance", "run", target, "--profile", profile,
+        command = [sys.executable, "-m", "hcspec.conformance", "run", target, "--profile", profile,
                    "--device", "cpu", "--no-progress", "--json", str(report)]
         start = time.perf_counter()
         try:
@@ -76,7 +77,7 @@ def run_kit(target: str, profile: str, threads: int, extra_paths: list[str],
 
 def run_prove(threads: int, only: list[str] | None, timeout: float) -> KitRun:
     """Time ``hc-spec prove`` (all theorems, or ``only``)."""
-    command = [sys.executable, "-m", "spec", "prove", *(["--only", *only] if only else [])]
+    command = [sys.executable, "-m", "hcspec.spec", "prove", *(["--only", *only] if only else [])]
     label = "hc-spec prove" + (f" --only {' '.join(only)}" if only else "")
     start = time.perf_counter()
     try:

@@ -14,7 +14,8 @@ element), ``h = B·T·d·s`` (one stream) and ``P`` the bytes of the weight-gene
 * bytes — HC/mHC: forward reads X, writes X' and x_in, reads z: ``2S + 2h``; backward reads G'
   and X, writes ∂X, reads g_in and z, writes g_z: ``3S + 3h``; parameters read twice and their
   gradient written: ``3P``. Residual ``x + F(x)``: ``3h`` forward, ``3h`` backward.
-* FLOPs — forward per token from the spec where it has one (``spec.counts``: SHC ``2nd(n+2)``,
+* FLOPs — forward per token from the spec where it has one (``hcspec.spec.counts``: SHC
+``2nd(n+2)``,
   DHC ``4nd(n+2) + 5nd + 3n(n+2)``); for mHC this benchmark counts ``2nd(n+2)`` (read, mix,
   write back) ``+ 2nd(n² + 2n)`` (the projection φ) ``+ 2nd`` (the RMS) ``+ 10·t_max·n²``
   (Sinkhorn–Knopp, ~5 per entry per normalisation) ``+ 5(n² + 2n)`` (gates); the residual
@@ -35,8 +36,8 @@ from benchmarks import markdown as md
 from benchmarks.connection import ConfigResult
 from benchmarks.measure import Timing
 from benchmarks.subjects import BRANCH_ONLY, Config
-from reference.sinkhorn import DEFAULT_ITERATIONS
-from spec import counts
+from hcspec.reference.sinkhorn import DEFAULT_ITERATIONS
+from hcspec.spec import counts
 
 
 @dataclass(frozen=True)

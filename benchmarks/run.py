@@ -49,7 +49,7 @@ from benchmarks.subjects import (
     is_third_party,
     subjects,
 )
-from conformance.targets import builtin_status
+from hcspec.conformance.targets import builtin_status
 
 ROOT = Path(__file__).resolve().parents[1]
 SECTIONS = ("connection", "roofline", "allocator", "sinkhorn", "kit", "gpu")

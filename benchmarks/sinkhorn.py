@@ -9,7 +9,7 @@ training: the spread of the logits grows, and convergence slows). Error after t 
 (mHC Eq. 9, column then row normalisation): max over matrices of ``max |row sum − 1|`` and
 ``max |column sum − 1|``. Rows are normalised last, so their error is rounding; the column error
 is the convergence error. Cost: forward and forward + backward of ``reference.sinkhorn_knopp``
-(readable) and ``reference.fast.sinkhorn_knopp_fast`` on the same ``[B·T, n, n]`` logits.
+(readable) and ``hcspec.reference.fast.sinkhorn_knopp_fast`` on the same ``[B·T, n, n]`` logits.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ import torch
 
 from benchmarks import markdown as md
 from benchmarks.measure import Timing
-from reference import ManifoldHyperConnection, sinkhorn_knopp
-from reference.fast import sinkhorn_knopp_fast
+from hcspec.reference import ManifoldHyperConnection, sinkhorn_knopp
+from hcspec.reference.fast import sinkhorn_knopp_fast
 
 FAMILIES: tuple[tuple[str, float, float], ...] = (
     ("init", 1.0, 1.0),

@@ -7,7 +7,7 @@ parameter), so that "connection minus branch" is the connection's own cost:
 * ``residual`` — ``h + F(h)``;
 * every built-in target of the conformance kit (``reference:hc-static``, ``reference:mhc``,
   ``reference:mhc-fast``, and the third-party adapters the kit registers, such as
-  ``hyper_connections:mhc``), resolved through :mod:`conformance.targets` — a target whose
+  ``hyper_connections:mhc``), resolved through :mod:`hcspec.conformance.targets` — a target whose
   package is not importable is skipped with the reason;
 * the reference mHC with ``recompute=True`` (readable and fast), for the memory option;
 * any extra ``package.module:factory`` TARGET given on the command line;
@@ -31,8 +31,8 @@ import torch
 from torch import nn
 
 from benchmarks.measure import Step
-from conformance import targets as kit_targets
-from reference import targets as reference_targets
+from hcspec.conformance import targets as kit_targets
+from hcspec.reference import targets as reference_targets
 
 BRANCH_ONLY = "branch only"
 RESIDUAL = "residual"
@@ -203,11 +203,11 @@ def builtin_target_names() -> list[str]:
             + [n for n in names if not n.startswith("reference:")])
 
 
-HCSPEC_PACKAGES = frozenset({"reference", "conformance", "spec", "benchmarks"})
+HCSPEC_PACKAGES = frozenset({"hcspec", "reference", "benchmarks"})  # import names and target prefixes
 
 
 def is_third_party(name: str) -> bool:
-    """Whether a subject is not hcspec's (``reference:mhc`` and ``reference.targets:mhc`` are
+    """Whether a subject is not hcspec's (``reference:mhc`` and ``hcspec.reference.targets:mhc`` are
     hcspec's; ``hyper_connections:mhc`` and the raw mhc-pytorch call are not)."""
     if name == MHC_PYTORCH_RAW:
         return True

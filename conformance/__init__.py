@@ -1,13 +1,13 @@
 """hcspec conformance kit: property-based tests any HC/mHC implementation can run.
 
-Main entry points (imported lazily, so ``import conformance`` stays cheap — the pytest plugin
+Main entry points (imported lazily, so ``import hcspec.conformance`` stays cheap — the pytest plugin
 loads in every pytest run of a project that installs hcspec):
 
 * :func:`check_implementation` — run the catalogue against a target, return a
-  :class:`~conformance.report.Report` (see :mod:`conformance.runner`);
-* :class:`Conventions` and the protocol classes in :mod:`conformance.protocol`;
-* public hypothesis strategies in :mod:`conformance.strategies`;
-* the catalogue in :mod:`conformance.properties` (``hc-conformance list``).
+  :class:`~hcspec.conformance.report.Report` (see :mod:`hcspec.conformance.runner`);
+* :class:`Conventions` and the protocol classes in :mod:`hcspec.conformance.protocol`;
+* public hypothesis strategies in :mod:`hcspec.conformance.strategies`;
+* the catalogue in :mod:`hcspec.conformance.properties` (``hc-conformance list``).
 """
 
 from __future__ import annotations
@@ -15,17 +15,17 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from conformance.protocol import Conventions, HyperConnectionImpl
-    from conformance.report import Report
-    from conformance.runner import check_implementation
+    from hcspec.conformance.protocol import Conventions, HyperConnectionImpl
+    from hcspec.conformance.report import Report
+    from hcspec.conformance.runner import check_implementation
 
 __all__ = ["Conventions", "HyperConnectionImpl", "Report", "check_implementation"]
 
 _LAZY = {
-    "check_implementation": "conformance.runner",
-    "Conventions": "conformance.protocol",
-    "HyperConnectionImpl": "conformance.protocol",
-    "Report": "conformance.report",
+    "check_implementation": "hcspec.conformance.runner",
+    "Conventions": "hcspec.conformance.protocol",
+    "HyperConnectionImpl": "hcspec.conformance.protocol",
+    "Report": "hcspec.conformance.report",
 }
 
 

@@ -1,7 +1,7 @@
-"""``python -m conformance`` is ``hc-conformance``."""
+"""``python -m hcspec.conformance`` is ``hc-conformance``."""
 
 import sys
 
-from conformance.cli import main
+from hcspec.conformance.cli import main
 
 sys.exit(main())

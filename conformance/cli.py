@@ -27,13 +27,13 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from conformance import expected, junit, terminal
-from conformance import properties as catalogue
-from conformance import report as rp
-from conformance.profiles import DEFAULT_PROFILE, PROFILES
-from conformance.runner import check_implementation, kit_version
-from conformance.strategies import Case
-from conformance.targets import (
+from hcspec.conformance import expected, junit, terminal
+from hcspec.conformance import properties as catalogue
+from hcspec.conformance import report as rp
+from hcspec.conformance.profiles import DEFAULT_PROFILE, PROFILES
+from hcspec.conformance.runner import check_implementation, kit_version
+from hcspec.conformance.strategies import Case
+from hcspec.conformance.targets import (
     BUILTIN,
     DEFAULT_TARGET,
     ENV_VAR,

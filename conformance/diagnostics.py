@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import torch
 
-from conformance import probes, strategies
-from conformance.protocol import Conventions, HyperConnectionImpl
+from hcspec.conformance import probes, strategies
+from hcspec.conformance.protocol import Conventions, HyperConnectionImpl
 
 
 def sample_state(n: int, d: int, dtype: torch.dtype, device: str,

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from junitparser import Error, Failure, JUnitXml, Skipped, TestCase, TestSuite
 
-from conformance import report as rp
+from hcspec.conformance import report as rp
 
 
 def to_junit(report: rp.Report) -> JUnitXml:

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 
 import torch
 
-from conformance import strategies
-from conformance.protocol import Branch, Conventions, HyperConnectionImpl
+from hcspec.conformance import strategies
+from hcspec.conformance.protocol import Branch, Conventions, HyperConnectionImpl
 
 
 class ProbeError(Exception):

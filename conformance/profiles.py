@@ -5,7 +5,8 @@
 * ``thorough`` — many more examples, larger shapes and extreme magnitudes.
 
 Every profile is deterministic: the runner seeds each property's exploration from the
-property id and ``--seed`` (:func:`conformance.runner.exploration_seed`), so a CI gate sees the
+property id and ``--seed`` (:func:`hcspec.conformance.runner.exploration_seed`), so a CI gate
+sees the
 same cases every run.
 
 Each profile is also registered with hypothesis as ``hcspec-<name>`` so users' own tests can

@@ -332,7 +332,8 @@ def conventions_of(impl: object) -> Conventions:
         conventions = Conventions.from_mapping(declared)
     else:
         raise ConventionsError(
-            "impl.conventions: expected a conformance.protocol.Conventions or a mapping of its "
+            "impl.conventions: expected a hcspec.conformance.protocol.Conventions or a mapping "
+            "of its "
             f"fields, got {type(declared).__name__}"
         )
     attribute = getattr(impl, "sinkhorn_iterations", None)
@@ -358,7 +359,7 @@ def check_required(impl: object) -> None:
     if missing:
         raise TypeError(
             f"the factory returned a {type(impl).__name__} without the required "
-            f"{', '.join(missing)} (see conformance.protocol.HyperConnectionImpl)"
+            f"{', '.join(missing)} (see hcspec.conformance.protocol.HyperConnectionImpl)"
         )
     for name in ("n", "d"):
         value = getattr(impl, name)

@@ -8,7 +8,7 @@ Two ways to use it:
 2. In your own test file, :func:`conformance_tests` returns a test function parametrized over
    every property for your target, with expected failures by property id::
 
-       from conformance.pytest_plugin import conformance_tests
+       from hcspec.conformance.pytest_plugin import conformance_tests
 
        test_my_hc = conformance_tests(
            "mypackage.adapter:make",
@@ -34,10 +34,10 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from conformance.report import PropertyResult
-    from conformance.runner import RunSetup
+    from hcspec.conformance.report import PropertyResult
+    from hcspec.conformance.runner import RunSetup
 
-ENV_VAR = "HC_CONFORMANCE_TARGET"  # = conformance.targets.ENV_VAR, kept import-free here
+ENV_VAR = "HC_CONFORMANCE_TARGET"  # = hcspec.conformance.targets.ENV_VAR, kept import-free here
 MARKER = "hc_conformance"
 _RUNS_KEY = pytest.StashKey[dict[tuple[Any, ...], "_TargetRun"]]()
 
@@ -76,8 +76,8 @@ class _TargetRun:
         self.statuses: dict[str, str] = {}
 
     def run(self, prop_id: str) -> PropertyResult:
-        from conformance import properties
-        from conformance.runner import evaluate_property
+        from hcspec.conformance import properties
+        from hcspec.conformance.runner import evaluate_property
 
         prop = properties.BY_ID[prop_id]
         result = evaluate_property(self.setup, prop, self.statuses, self.expected.get(prop_id))
@@ -88,8 +88,8 @@ class _TargetRun:
 def _target_run(config: pytest.Config, target: str | None, profile: str | None,
                 device: str | None, seed: int | None,
                 expected: Mapping[str, str] | None) -> _TargetRun:
-    from conformance import expected as expected_files
-    from conformance.runner import prepare
+    from hcspec.conformance import expected as expected_files
+    from hcspec.conformance.runner import prepare
 
     target = target or _selected_target(config)
     if target is None:
@@ -111,7 +111,7 @@ def _target_run(config: pytest.Config, target: str | None, profile: str | None,
 
 def _report(result: PropertyResult) -> None:
     """Turn a property result into the pytest outcome."""
-    from conformance import report as rp
+    from hcspec.conformance import report as rp
 
     if result.status == rp.PASSED:
         return
@@ -151,7 +151,7 @@ class ConformanceCollector(pytest.Collector):
     """Holds the :class:`ConformanceItem` of every selected property."""
 
     def collect(self) -> Iterable[pytest.Item]:
-        from conformance import properties
+        from hcspec.conformance import properties
 
         for prop in properties.CATALOGUE:
             yield ConformanceItem.from_parent(self, name=prop.id, prop_id=prop.id)
@@ -199,13 +199,13 @@ def conformance_tests(
     reported as xfail and a pass as a strict XPASS failure.
 
     Raises:
-        conformance.properties.SelectionError: ``only``/``skip`` name no property.
+        hcspec.conformance.properties.SelectionError: ``only``/``skip`` name no property.
         ValueError: ``expected_failures`` names an unknown property id.
-        conformance.targets.TargetError: an explicit ``target`` cannot be resolved (raised
+        hcspec.conformance.targets.TargetError: an explicit ``target`` cannot be resolved (raised
             here, so pytest reports one collection error instead of a failure per property).
     """
-    from conformance import properties
-    from conformance.targets import resolve
+    from hcspec.conformance import properties
+    from hcspec.conformance.targets import resolve
 
     ids = [p.id for p in properties.select(only, skip)]
     unknown = sorted(set(expected_failures or {}) - set(properties.BY_ID))

@@ -6,8 +6,8 @@ otherwise the explicit examples run first, then hypothesis explores with the pro
 settings. Every case builds a fresh impl, so
 no property sees another's changes. An unexpected exception is reported as ``error`` with its
 traceback and the run goes on; ``KeyboardInterrupt`` stops the run and returns the partial
-report (``interrupted``). pytest (:mod:`conformance.pytest_plugin`) and the CLI
-(:mod:`conformance.cli`) are thin layers over this module.
+report (``interrupted``). pytest (:mod:`hcspec.conformance.pytest_plugin`) and the CLI
+(:mod:`hcspec.conformance.cli`) are thin layers over this module.
 """
 
 from __future__ import annotations
@@ -27,11 +27,11 @@ from hypothesis import Verbosity, given, reject, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis.errors import Unsatisfiable
 
-from conformance import diagnostics, shrink
-from conformance import properties as catalogue
-from conformance import report as rp
-from conformance.profiles import Profile, get_profile
-from conformance.properties.base import (
+from hcspec.conformance import diagnostics, shrink
+from hcspec.conformance import properties as catalogue
+from hcspec.conformance import report as rp
+from hcspec.conformance.profiles import Profile, get_profile
+from hcspec.conformance.properties.base import (
     Context,
     FactoryRejected,
     Inconclusive,
@@ -40,7 +40,7 @@ from conformance.properties.base import (
     PropertyFailure,
     seeded_global_rng,
 )
-from conformance.protocol import (
+from hcspec.conformance.protocol import (
     KINDS,
     Conventions,
     Factory,
@@ -48,8 +48,8 @@ from conformance.protocol import (
     check_required,
     conventions_of,
 )
-from conformance.strategies import Case
-from conformance.targets import Target, resolve
+from hcspec.conformance.strategies import Case
+from hcspec.conformance.targets import Target, resolve
 
 
 def kit_version() -> str:
@@ -158,10 +158,10 @@ def run_property(
 ) -> tuple[_Outcome, int]:
     """Run one property in ``ctx``: explicit examples, then hypothesis (or only ``replay``).
 
-    A failure of an explicit example is shrunk (:func:`conformance.shrink.shrink`, unless
+    A failure of an explicit example is shrunk (:func:`hcspec.conformance.shrink.shrink`, unless
     the property opts out; hypothesis shrinks its own); a replayed case is reported as given.
     A case the factory rejects or that is inconclusive
-    (:class:`conformance.properties.base.Inconclusive`) is not counted.
+    (:class:`hcspec.conformance.properties.base.Inconclusive`) is not counted.
 
     Returns the outcome and the number of cases checked. Never raises except
     ``KeyboardInterrupt``.
@@ -286,7 +286,7 @@ def prepare(
     """Resolve the target, profile and device and inspect a sample impl.
 
     Raises:
-        conformance.targets.TargetError, ValueError: as :func:`check_implementation`.
+        hcspec.conformance.targets.TargetError, ValueError: as :func:`check_implementation`.
     """
     chosen = get_profile(profile)
     resolved = resolve(target)
@@ -333,12 +333,12 @@ def check_implementation(
             xpass); the ids left are listed in ``not_run`` (the mutation table uses this).
 
     Returns:
-        The :class:`conformance.report.Report`; ``KeyboardInterrupt`` during the run returns
+        The :class:`hcspec.conformance.report.Report`; ``KeyboardInterrupt`` during the run returns
         the partial report with ``interrupted`` set.
 
     Raises:
-        conformance.targets.TargetError: the target cannot be resolved or imported.
-        conformance.properties.SelectionError: ``only``/``skip`` name no property.
+        hcspec.conformance.targets.TargetError: the target cannot be resolved or imported.
+        hcspec.conformance.properties.SelectionError: ``only``/``skip`` name no property.
         ValueError: unknown profile or device, or an expected failure with an unknown id.
     """
     expected = dict(expected_failures or {})
@@ -381,7 +381,7 @@ def _not_applicable_reason(prop: Property, info: TargetInfo) -> str | None:
     missing = sorted(prop.needs - info.capabilities)
     if missing:
         return (f"needs the capability {', '.join(missing)}, which the impl does not offer "
-                "(see conformance.protocol)")
+                "(see hcspec.conformance.protocol)")
     return None
 
 

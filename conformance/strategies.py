@@ -9,7 +9,7 @@ counterexample reproducible from a few integers (see :class:`Case`).
 Use them in your own tests::
 
     from hypothesis import given
-    from conformance import strategies as hst
+    from hcspec.conformance import strategies as hst
 
     @given(hst.cases(max_n=4))
     def test_my_property(case):
@@ -31,7 +31,7 @@ from typing import Any, Final
 import torch
 from hypothesis import strategies as st
 
-from conformance.protocol import Branch
+from hcspec.conformance.protocol import Branch
 
 BRANCHES: Final[tuple[str, ...]] = (
     "zero", "constant", "identity", "linear", "mlp", "token_mixing",

@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from conformance.protocol import Factory
+from hcspec.conformance.protocol import Factory
 
 ENV_VAR: Final = "HC_CONFORMANCE_TARGET"
 DEFAULT_TARGET: Final = "reference:mhc"
@@ -90,11 +90,11 @@ for _kind, _fn, _what in (
     ("mhc-fast", "make_mhc_fast", "mHC, fast path (same math as reference:mhc)"),
 ):
     register_builtin(BuiltinTarget(
-        f"reference:{_kind}", f"conformance.adapters.reference:{_fn}",
+        f"reference:{_kind}", f"hcspec.conformance.adapters.reference:{_fn}",
         f"hcspec reference implementation: {_what}",
     ))
 
-_HC_MODULE: Final = "conformance.adapters.hyper_connections"
+_HC_MODULE: Final = "hcspec.conformance.adapters.hyper_connections"
 _HC_VERSION: Final = "0.4.11"
 _HC_TARGETS: Final[tuple[tuple[str, str, str, dict[str, Any]], ...]] = (
     ("hc", "make_hc", "HyperConnections (dynamic HC), defaults (tanh)", {}),
@@ -122,7 +122,7 @@ for _name, _fn, _what, _options in _HC_TARGETS:
         written_for=_HC_VERSION,
     ))
 register_builtin(BuiltinTarget(
-    "mhc_pytorch:mhc", "conformance.adapters.mhc_pytorch:make",
+    "mhc_pytorch:mhc", "hcspec.conformance.adapters.mhc_pytorch:make",
     "mhc-pytorch: ManifoldHyperConnections (replicates h into n streams and collapses them "
     "inside every call; checked on replicated states)",
     requires="mhc", distribution="mhc-pytorch", written_for="0.2.3",

@@ -9,8 +9,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from conformance import report as rp
-from conformance.properties.base import Property
+from hcspec.conformance import report as rp
+from hcspec.conformance.properties.base import Property
 
 STYLES = {
     rp.PASSED: "green", rp.FAILED: "bold red", rp.ERROR: "bold magenta", rp.BLOCKED: "yellow",

@@ -8,7 +8,7 @@ tolerance per dtype valid across input scales.
 
 The unit of every tolerance is the machine epsilon ``eps`` of the *effective* dtype: the coarser
 of the tensor dtype and the precision the impl declares it computes in
-(:attr:`conformance.protocol.Conventions.compute_dtype`).
+(:attr:`hcspec.conformance.protocol.Conventions.compute_dtype`).
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
-from conformance.protocol import Conventions
+from hcspec.conformance.protocol import Conventions
 
 Branch = Callable[[torch.Tensor], torch.Tensor]
 
@@ -44,7 +44,7 @@ class FoldedStaticHC(nn.Module):
 
 
 class Adapter(nn.Module):
-    """Presents :class:`FoldedStaticHC` as the kit's protocol (conformance.protocol)."""
+    """Presents :class:`FoldedStaticHC` as the kit's protocol (hcspec.conformance.protocol)."""
 
     kind = "hc-static"
     conventions = Conventions(

@@ -26,8 +26,8 @@ import torch.nn.functional as F
 from rich.console import Console
 from rich.table import Table
 
-from reference import HCTransformer
-from reference.transformer import CONNECTIONS, ConnectionName
+from hcspec.reference import HCTransformer
+from hcspec.reference.transformer import CONNECTIONS, ConnectionName
 
 
 def load_text() -> str:

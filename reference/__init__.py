@@ -5,13 +5,13 @@ Layout everywhere: multi-stream state ``x: [B, T, n, d]`` (streams on axis -2), 
 choices the papers leave open.
 """
 
-from reference.connection import Branch, HyperConnection, Weights, apply_connection
-from reference.dynamic import DynamicHyperConnection
-from reference.manifold import ManifoldHyperConnection
-from reference.sinkhorn import sinkhorn_knopp
-from reference.static import StaticHyperConnection
-from reference.streams import expand_streams, reduce_streams
-from reference.transformer import HCTransformer
+from hcspec.reference.connection import Branch, HyperConnection, Weights, apply_connection
+from hcspec.reference.dynamic import DynamicHyperConnection
+from hcspec.reference.manifold import ManifoldHyperConnection
+from hcspec.reference.sinkhorn import sinkhorn_knopp
+from hcspec.reference.static import StaticHyperConnection
+from hcspec.reference.streams import expand_streams, reduce_streams
+from hcspec.reference.transformer import HCTransformer
 
 __all__ = [
     "Branch",

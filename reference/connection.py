@@ -21,8 +21,8 @@ from typing import ClassVar
 import torch
 from torch import nn
 
-from reference import _checks
-from reference.streams import expand_streams, reduce_streams
+from hcspec.reference import _checks
+from hcspec.reference.streams import expand_streams, reduce_streams
 
 Branch = Callable[[torch.Tensor], torch.Tensor]
 """A sublayer ``F``: ``[B, T, d] -> [B, T, d]`` (e.g. pre-norm attention or FFN)."""
@@ -135,7 +135,7 @@ class HyperConnection(nn.Module):
         """Replicate ``h [B, T, d]`` into this module's ``n`` streams (:func:`expand_streams`).
 
         Raises:
-            TypeError, ValueError: as :func:`reference.streams.expand_streams`, and when
+            TypeError, ValueError: as :func:`hcspec.reference.streams.expand_streams`, and when
                 ``h``'s last axis is not ``d``.
         """
         return expand_streams(_checks.hidden_state(h, self.d), self.n)

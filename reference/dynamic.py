@@ -20,8 +20,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from reference.connection import Weights
-from reference.static import StaticHyperConnection
+from hcspec.reference.connection import Weights
+from hcspec.reference.static import StaticHyperConnection
 
 SCALE_INIT = 0.01
 """Initial ``s_α`` and ``s_β`` (HC Eq. 10–13 / Alg. 2: small scales, dynamic part W = 0)."""
@@ -31,7 +31,7 @@ class DynamicHyperConnection(StaticHyperConnection):
     """Dynamic HC around one sublayer: static weights + ``s · tanh(norm(X) W)`` per token.
 
     Parameters: the static part ``h_pre [n]``, ``h_post [n]``, ``H_res [n, n]`` (as
-    :class:`~reference.static.StaticHyperConnection`, same init), and the dynamic part
+    :class:`~hcspec.reference.static.StaticHyperConnection`, same init), and the dynamic part
     ``W_pre [d]`` (HC ``W_m``), ``W_post [d]`` (HC ``W_β``), ``W_res [d, n]`` (HC ``W_r``, paper
     layout: column j gives entry ``A_r[i, j]`` from stream i), and the scalars ``s_alpha``
     (shared by ``A_m`` and ``A_r``) and ``s_beta``. Init: ``W = 0``, ``s_α = s_β = 0.01``, so at
@@ -42,7 +42,7 @@ class DynamicHyperConnection(StaticHyperConnection):
         norm_eps: ε of the parameter-free per-stream LayerNorm.
         scale_init: initial value of ``s_α`` and ``s_β``.
 
-    Shapes/dtype/device of calls: see :class:`reference.connection.HyperConnection`;
+    Shapes/dtype/device of calls: see :class:`hcspec.reference.connection.HyperConnection`;
     :meth:`weights` returns per-token weights that depend on ``x``.
 
     Raises:

@@ -1,4 +1,4 @@
-"""The fast path of mHC: the same math as :mod:`reference.manifold`, arranged for speed.
+"""The fast path of mHC: the same math as :mod:`hcspec.reference.manifold`, arranged for speed.
 
 Selected by ``ManifoldHyperConnection(..., implementation="fast")``; the readable version stays
 the default. Same equations (mHC arXiv:2512.24880 Eq. 3, 7–9; row form of DESIGN.md §1), same
@@ -42,7 +42,7 @@ from typing import Any
 import torch
 from torch.autograd.function import once_differentiable
 
-from reference.sinkhorn import DEFAULT_ITERATIONS, check_arguments, working_precision
+from hcspec.reference.sinkhorn import DEFAULT_ITERATIONS, check_arguments, working_precision
 
 Tensor = torch.Tensor
 

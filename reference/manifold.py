@@ -24,9 +24,9 @@ import torch
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
-from reference import _checks, fast
-from reference.connection import Branch, HyperConnection, Weights
-from reference.sinkhorn import DEFAULT_ITERATIONS, sinkhorn_knopp
+from hcspec.reference import _checks, fast
+from hcspec.reference.connection import Branch, HyperConnection, Weights
+from hcspec.reference.sinkhorn import DEFAULT_ITERATIONS, sinkhorn_knopp
 
 ALPHA_INIT = 0.01
 """Initial gating scalars α_pre, α_post, α_res (mHC App. A.1, Table 5)."""
@@ -36,7 +36,8 @@ RES_INIT_DIAGONAL = 0.7
 
 Implementation = Literal["readable", "fast"]
 IMPLEMENTATIONS: tuple[str, ...] = get_args(Implementation)
-"""``readable`` (default): plain autograd over the equations; ``fast``: :mod:`reference.fast`."""
+"""``readable`` (default): plain autograd over the equations; ``fast``:
+:mod:`hcspec.reference.fast`."""
 
 
 def res_bias_for_diagonal(n: int, diagonal: float) -> float:
@@ -95,7 +96,7 @@ class ManifoldHyperConnection(HyperConnection):
         alpha_init: initial α. res_init_diagonal: diagonal of ``H_res`` at init, in (0, 1).
         norm_eps: ε of the RMSNorm of the flattened state.
         implementation: ``"readable"`` (default) computes the equations above with plain
-            autograd; ``"fast"`` computes the same values with :mod:`reference.fast`
+            autograd; ``"fast"`` computes the same values with :mod:`hcspec.reference.fast`
             (custom autograd Functions sharing one gradient buffer, token-last Sinkhorn–Knopp
             with a recomputing backward; once-differentiable). The two agree to rounding
             (tested in float64; the kit checks ``reference:mhc-fast`` under the ci profile).
@@ -106,7 +107,7 @@ class ManifoldHyperConnection(HyperConnection):
             own activations are not affected.
         dtype, device: of the parameters (torch's defaults when None).
 
-    Shapes/dtype/device of calls: see :class:`reference.connection.HyperConnection`. float16
+    Shapes/dtype/device of calls: see :class:`hcspec.reference.connection.HyperConnection`. float16
     and bfloat16 run the Sinkhorn–Knopp rounds in float32 (see :func:`sinkhorn_knopp`).
     Guarantees of :meth:`weights`: ``H_pre ∈ [0, 1]``, ``H_post ∈ [0, 2]``, ``H_res ≥ 0`` with
     rows summing to 1 to rounding and columns to within the Sinkhorn–Knopp convergence error.

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from reference import _checks
+from hcspec.reference import _checks
 
 DEFAULT_ITERATIONS = 20
 """The mHC paper's ``t_max`` (§4.2)."""

@@ -11,8 +11,8 @@ from typing import ClassVar
 import torch
 from torch import nn
 
-from reference import _checks
-from reference.connection import HyperConnection, Weights
+from hcspec.reference import _checks
+from hcspec.reference.connection import HyperConnection, Weights
 
 
 class StaticHyperConnection(HyperConnection):
@@ -29,7 +29,7 @@ class StaticHyperConnection(HyperConnection):
         layer_index: index k of the sublayer in the network, ≥ 0.
         dtype, device: of the parameters (torch's defaults when None).
 
-    Shapes/dtype/device of calls: see :class:`reference.connection.HyperConnection`.
+    Shapes/dtype/device of calls: see :class:`hcspec.reference.connection.HyperConnection`.
     :meth:`weights` returns the three parameters broadcast to ``[B, T, ...]``.
 
     Raises:

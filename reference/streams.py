@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from reference import _checks
+from hcspec.reference import _checks
 
 
 def expand_streams(h: torch.Tensor, n: int) -> torch.Tensor:

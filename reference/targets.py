@@ -1,9 +1,9 @@
 """Factories in the conformance kit's target form, one per connection kind.
 
 Each is ``make(n, d, *, layer_index=0, dtype=torch.float64, device="cpu", seed=0) -> module``
-(the kit's protocol, :mod:`conformance.protocol`); the modules provide ``n``, ``d``,
+(the kit's protocol, :mod:`hcspec.conformance.protocol`); the modules provide ``n``, ``d``,
 ``kind``, ``forward``, ``weights``, ``expand``, ``reduce`` and ``parameters`` directly, and
-mHC also declares ``sinkhorn_iterations``. So ``reference.targets:hc_static`` (etc.) is a
+mHC also declares ``sinkhorn_iterations``. So ``hcspec.reference.targets:hc_static`` (etc.) is a
 valid TARGET string.
 """
 
@@ -13,10 +13,10 @@ from collections.abc import Callable
 
 import torch
 
-from reference.connection import HyperConnection
-from reference.dynamic import DynamicHyperConnection
-from reference.manifold import Implementation, ManifoldHyperConnection
-from reference.static import StaticHyperConnection
+from hcspec.reference.connection import HyperConnection
+from hcspec.reference.dynamic import DynamicHyperConnection
+from hcspec.reference.manifold import Implementation, ManifoldHyperConnection
+from hcspec.reference.static import StaticHyperConnection
 
 
 def _seeded(build: Callable[[], HyperConnection], seed: int,
@@ -79,7 +79,7 @@ def mhc(n: int, d: int, *, layer_index: int = 0, dtype: torch.dtype = torch.floa
 def mhc_fast(n: int, d: int, *, layer_index: int = 0, dtype: torch.dtype = torch.float64,
              device: torch.device | str = "cpu", seed: int = 0) -> ManifoldHyperConnection:
     """:func:`mhc` with ``implementation="fast"``: the same parameters for the same seed,
-    computed by :mod:`reference.fast`.
+    computed by :mod:`hcspec.reference.fast`.
 
     Raises:
         ValueError: as the constructor.

@@ -17,13 +17,13 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from reference import _checks
-from reference.connection import HyperConnection
-from reference.dynamic import DynamicHyperConnection
-from reference.manifold import ManifoldHyperConnection
-from reference.sinkhorn import DEFAULT_ITERATIONS
-from reference.static import StaticHyperConnection
-from reference.streams import expand_streams, reduce_streams
+from hcspec.reference import _checks
+from hcspec.reference.connection import HyperConnection
+from hcspec.reference.dynamic import DynamicHyperConnection
+from hcspec.reference.manifold import ManifoldHyperConnection
+from hcspec.reference.sinkhorn import DEFAULT_ITERATIONS
+from hcspec.reference.static import StaticHyperConnection
+from hcspec.reference.streams import expand_streams, reduce_streams
 
 ConnectionName = Literal["residual", "hc-static", "hc-dynamic", "mhc"]
 OutputInit = Literal["divide", "multiply", "off"]

@@ -1,5 +1,5 @@
-"""``python -m spec``: the same command line as ``hc-spec`` (see :mod:`spec.cli`)."""
+"""``python -m hcspec.spec``: the same command line as ``hc-spec`` (see :mod:`hcspec.spec.cli`)."""
 
-from spec.cli import main
+from hcspec.spec.cli import main
 
 raise SystemExit(main())

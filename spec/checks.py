@@ -24,7 +24,7 @@ from typing import Any
 import sympy
 from sympy.core.function import AppliedUndef
 
-from spec.registry import ProofFailure, Step
+from hcspec.spec.registry import ProofFailure, Step
 
 GATE_POINTS = 2
 """Random points per numeric gate."""

@@ -20,8 +20,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from spec import docs
-from spec.registry import ProofResult, Theorem, all_theorems, get
+from hcspec.spec import docs
+from hcspec.spec.registry import ProofResult, Theorem, all_theorems, get
 
 DEFAULT_DOCS_DIR = Path("docs/derivations")
 

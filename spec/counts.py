@@ -26,7 +26,7 @@ from typing import Any
 
 import sympy
 
-from spec.formulas import d, n
+from hcspec.spec.formulas import d, n
 
 L = sympy.Symbol("L", integer=True, positive=True)
 """Number of transformer layers (each has an attention and an FFN sublayer)."""

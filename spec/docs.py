@@ -15,8 +15,8 @@ from pathlib import Path
 import sympy
 from sympy.printing.latex import LatexPrinter
 
-from spec.examples import EXAMPLES
-from spec.registry import ProofResult, Theorem
+from hcspec.spec.examples import EXAMPLES
+from hcspec.spec.registry import ProofResult, Theorem
 
 INDEX = "index.md"
 GENERATED_NOTE = (

@@ -18,8 +18,8 @@ from typing import Any
 
 import sympy
 
-from spec.checks import require_size, symbol_matrix
-from spec.registry import ProofFailure
+from hcspec.spec.checks import require_size, symbol_matrix
+from hcspec.spec.registry import ProofFailure
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,7 @@
 """Small worked examples for the generated docs, computed by the spec's own numeric callables.
 
-Nothing here is typed in: every number comes from :mod:`spec.numeric` or :mod:`spec.counts`.
+Nothing here is typed in: every number comes from :mod:`hcspec.spec.numeric` or
+:mod:`hcspec.spec.counts`.
 Numbers are printed with 6 decimals so the rendered pages are identical across platforms.
 """
 
@@ -10,8 +11,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from spec import counts, numeric
-from spec.theorems.counts import OLMO_1B, OLMO_7B, OLMOE_1B_7B, PRINTED_FLOPS_GFLOPS
+from hcspec.spec import counts, numeric
+from hcspec.spec.theorems.counts import OLMO_1B, OLMO_7B, OLMOE_1B_7B, PRINTED_FLOPS_GFLOPS
 
 
 def _fmt(values: np.ndarray) -> str:
@@ -42,7 +43,8 @@ def connection_example() -> str:
     bypass = H_res.T @ G
 
     lines = [
-        "Two streams, one feature (n = 2, d = 1), branch F = tanh, computed with `spec.numeric`:",
+        "Two streams, one feature (n = 2, d = 1), branch F = tanh, "
+        "computed with `hcspec.spec.numeric`:",
         "",
         "| quantity | formula | value |",
         "| --- | --- | --- |",
@@ -70,9 +72,9 @@ def connection_example() -> str:
 
 
 def params_example() -> str:
-    """Extra parameters of the paper's models, from :func:`spec.counts.extra_params`."""
+    """Extra parameters of the paper's models, from :func:`hcspec.spec.counts.extra_params`."""
     lines = [
-        "Computed with `spec.counts.extra_params` (|θ_norm| = 0):",
+        "Computed with `hcspec.spec.counts.extra_params` (|θ_norm| = 0):",
         "",
         "| model | L | d | SHC×2 | SHC×4 | DHC×2 | DHC×4 | mHC×4 |",
         "| --- | --- | --- | --- | --- | --- | --- | --- |",
@@ -93,9 +95,10 @@ def params_example() -> str:
 
 
 def flops_example() -> str:
-    """Extra forward FLOPs per token, from :func:`spec.counts.extra_flops`, next to Table 8."""
+    """Extra forward FLOPs per token, from :func:`hcspec.spec.counts.extra_flops`, next to
+    Table 8."""
     lines = [
-        "Computed with `spec.counts.extra_flops` (per token, forward, all 2L modules):",
+        "Computed with `hcspec.spec.counts.extra_flops` (per token, forward, all 2L modules):",
         "",
         "| model | SHC×4 | DHC×4 | Table 8, DHC×4 (as transcribed) |",
         "| --- | --- | --- | --- |",

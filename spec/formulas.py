@@ -12,8 +12,8 @@ Backward with upstream ``G = ∂L/∂X'`` and ``g_in = Jᵀ g_z`` (J the branch 
     ∂L/∂H_res = G Xᵀ,  ∂L/∂h_post = G z,  ∂L/∂h_pre = X g_in
 
 Sources: HC arXiv:2409.19606 §2 Eq. 1–5 (the (n+1)×(n+1) HC matrix); mHC arXiv:2512.24880 Eq. 3.
-The theorems in :mod:`spec.theorems` prove these forms (``layout.paper_rows``,
-``backward.closed_form``); :mod:`spec.numeric` lambdifies exactly these expressions.
+The theorems in :mod:`hcspec.spec.theorems` prove these forms (``layout.paper_rows``,
+``backward.closed_form``); :mod:`hcspec.spec.numeric` lambdifies exactly these expressions.
 """
 
 from __future__ import annotations

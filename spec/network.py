@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import sympy
 
-from spec.checks import require_size
+from hcspec.spec.checks import require_size
 
 Branch = Callable[[sympy.Matrix], sympy.Matrix]
 """A sublayer F: a d×1 input to a d×1 output."""

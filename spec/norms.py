@@ -16,7 +16,7 @@ from typing import Any
 
 import sympy
 
-from spec.checks import require_size
+from hcspec.spec.checks import require_size
 
 
 def _check(x: sympy.Matrix) -> int:

@@ -20,7 +20,7 @@ import numpy as np
 import sympy
 from numpy.typing import ArrayLike, NDArray
 
-from spec import formulas
+from hcspec.spec import formulas
 
 Array = NDArray[np.float64]
 

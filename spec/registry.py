@@ -124,8 +124,9 @@ def theorem(
 
 
 def all_theorems() -> list[Theorem]:
-    """Every registered theorem, sorted by id (importing :mod:`spec.theorems` registers them)."""
-    import spec.theorems  # noqa: F401  (import for its registration side effect)
+    """Every registered theorem, sorted by id (importing :mod:`hcspec.spec.theorems` registers
+    them)."""
+    import hcspec.spec.theorems  # noqa: F401  (import for its registration side effect)
 
     return [_REGISTRY[key] for key in sorted(_REGISTRY)]
 
@@ -136,7 +137,7 @@ def get(theorem_id: str) -> Theorem:
     Raises:
         KeyError: naming the unknown id and listing the known ones.
     """
-    import spec.theorems  # noqa: F401
+    import hcspec.spec.theorems  # noqa: F401
 
     try:
         return _REGISTRY[theorem_id]

@@ -20,7 +20,7 @@ from typing import Any
 import torch
 from torch.overrides import TorchFunctionMode
 
-from conformance.properties.base import seeded_global_rng
+from hcspec.conformance.properties.base import seeded_global_rng
 
 
 class PackageChanged(RuntimeError):
@@ -97,7 +97,7 @@ def check_branch_output(z: object, like: torch.Tensor) -> torch.Tensor:
 def seeded(seed: int, device: str = "cpu") -> Iterator[None]:
     """Seed torch's global generator (CPU, and ``device`` when it is CUDA) for a package
     constructor without changing the caller's random state
-    (:func:`conformance.properties.base.seeded_global_rng`), so ``make(..., seed=s)`` is
+    (:func:`hcspec.conformance.properties.base.seeded_global_rng`), so ``make(..., seed=s)`` is
     reproducible and has no side effect.
 
     Raises:

@@ -11,7 +11,7 @@ Three modules of the package, each one HC-wrapped sublayer:
   streams on axis −2 (``[B, T, n, d]``, the kit's layout), ``hyper_connections:mhc-v2``.
 
 What the adapters translate (read from the package source; every item is also declared in
-the impl's :class:`~conformance.protocol.Conventions` and shown in the report):
+the impl's :class:`~hcspec.conformance.protocol.Conventions` and shown in the report):
 
 * **Layout.** ``HyperConnections`` and the first mHC module take the streams folded into the
   batch, ``[(B·n), T, d]`` with the batch index outer (row ``b·n + s``); the adapters fold and
@@ -32,14 +32,15 @@ the impl's :class:`~conformance.protocol.Conventions` and shown in the report):
 * **Expand / reduce**: the package's own functions (replicate; sum over the streams).
 * **Init**: ``layer_index`` is always passed (the package picks a *random* stream for
   ``h_pre`` when it is ``None``). The packages' inits are deterministic; ``seed`` is still
-  applied (:func:`conformance.adapters._capture.seeded`) for dropout masks drawn at build time
+  applied (:func:`hcspec.conformance.adapters._capture.seeded`) for dropout masks drawn at build
+  time
   and for future versions.
 * **Train/eval**: the modules are returned as PyTorch builds them, in training mode. With
   ``dropout > 0`` the package drops entries of the whole updated state (residual path
   included) in training mode; the adapter does not switch it off.
 
 ``weights(x)`` reads the ``alpha`` tensor that the package's mixing ``einsum`` really used
-(recorded with :class:`~conformance.adapters._capture.CallRecorder`; einops routes its
+(recorded with :class:`~hcspec.conformance.adapters._capture.CallRecorder`; einops routes its
 ``einsum`` to ``torch.einsum``) and the ``beta`` (= ``h_post``) that ``width_connection``
 returns; nothing is recomputed by the adapter.
 """
@@ -51,14 +52,14 @@ from typing import Any, Final
 
 import torch
 
-from conformance.adapters._capture import (
+from hcspec.conformance.adapters._capture import (
     CallRecorder,
     PackageChanged,
     check_branch_output,
     check_state,
     seeded,
 )
-from conformance.protocol import Branch, Conventions, Kind, Weights
+from hcspec.conformance.protocol import Branch, Conventions, Kind, Weights
 
 WRITTEN_FOR: Final = "0.4.11"
 """The hyper-connections version these adapters were written and checked against."""

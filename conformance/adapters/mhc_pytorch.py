@@ -4,7 +4,7 @@
 **Import-name clash.** The distribution installs the top-level module ``mhc``, which other
 packages also use. Never install two distributions that provide ``mhc`` into one environment:
 one silently overwrites the other's files. The kit checks which distribution provides ``mhc``
-before it loads this adapter (:mod:`conformance.targets`).
+before it loads this adapter (:mod:`hcspec.conformance.targets`).
 
 What ``mhc.ManifoldHyperConnections(dim, num_streams, block, collapse_mode)`` does (read from
 its source): ``forward(h [B, T, d])`` replicates ``h`` into n streams, ``X = 1_n hᵀ``; computes
@@ -41,14 +41,14 @@ from typing import Any, Final, Literal
 import torch
 from torch import nn
 
-from conformance.adapters._capture import (
+from hcspec.conformance.adapters._capture import (
     CallRecorder,
     PackageChanged,
     check_branch_output,
     check_state,
     seeded,
 )
-from conformance.protocol import Branch, Conventions, Kind, Weights
+from hcspec.conformance.protocol import Branch, Conventions, Kind, Weights
 
 WRITTEN_FOR: Final = "0.2.3"
 """The mhc-pytorch version this adapter was written and checked against."""

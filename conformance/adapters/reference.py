@@ -2,7 +2,7 @@
 ``reference:hc-dynamic``, ``reference:mhc``, and ``reference:mhc-fast``, the fast path of mHC).
 
 The reference modules follow the protocol directly (``module(x, branch)``, ``weights``,
-``expand``, ``reduce``, ``parameters``, ``n``, ``d``, ``kind``) and :mod:`reference.targets`
+``expand``, ``reduce``, ``parameters``, ``n``, ``d``, ``kind``) and :mod:`hcspec.reference.targets`
 builds them in the factory form; these wrappers only add the declared conventions: the branch
 receives ``x_in`` itself (pre-norm lives inside the branch), ``reduce`` sums the streams (HC's
 ``1ᵀ X``), and mHC runs ``sinkhorn_iterations`` column-then-row rounds (rows exact).
@@ -14,7 +14,7 @@ from typing import Any, cast
 
 import torch
 
-from conformance.protocol import Conventions, HyperConnectionImpl
+from hcspec.conformance.protocol import Conventions, HyperConnectionImpl
 
 REFERENCE_CONVENTIONS = Conventions(
     notes="hcspec reference: branch receives x_in, reduce sums the streams"
@@ -30,12 +30,12 @@ def make_hc_static(
     n: int, d: int, *, layer_index: int = 0, dtype: torch.dtype = torch.float64,
     device: str = "cpu", seed: int = 0,
 ) -> HyperConnectionImpl:
-    """``reference.targets.hc_static`` (HC §2.2, init Eq. 14) with its conventions declared.
+    """``hcspec.reference.targets.hc_static`` (HC §2.2, init Eq. 14) with its conventions declared.
 
     Raises:
         ValueError: as the reference constructor (n, d < 1; layer_index < 0).
     """
-    from reference import targets
+    from hcspec.reference import targets
 
     module = targets.hc_static(n, d, layer_index=layer_index, dtype=dtype, device=device,
                                seed=seed)
@@ -46,12 +46,12 @@ def make_hc_dynamic(
     n: int, d: int, *, layer_index: int = 0, dtype: torch.dtype = torch.float64,
     device: str = "cpu", seed: int = 0,
 ) -> HyperConnectionImpl:
-    """``reference.targets.hc_dynamic`` (HC §2.3, Eq. 10–13) with its conventions declared.
+    """``hcspec.reference.targets.hc_dynamic`` (HC §2.3, Eq. 10–13) with its conventions declared.
 
     Raises:
         ValueError: as the reference constructor.
     """
-    from reference import targets
+    from hcspec.reference import targets
 
     module = targets.hc_dynamic(n, d, layer_index=layer_index, dtype=dtype, device=device,
                                 seed=seed)
@@ -62,12 +62,12 @@ def make_mhc(
     n: int, d: int, *, layer_index: int = 0, dtype: torch.dtype = torch.float64,
     device: str = "cpu", seed: int = 0,
 ) -> HyperConnectionImpl:
-    """``reference.targets.mhc`` (mHC §4.2, Eq. 7–9), declaring its Sinkhorn–Knopp rounds.
+    """``hcspec.reference.targets.mhc`` (mHC §4.2, Eq. 7–9), declaring its Sinkhorn–Knopp rounds.
 
     Raises:
         ValueError: as the reference constructor.
     """
-    from reference import targets
+    from hcspec.reference import targets
 
     module = targets.mhc(n, d, layer_index=layer_index, dtype=dtype, device=device, seed=seed)
     iterations = int(module.sinkhorn_iterations)
@@ -79,13 +79,14 @@ def make_mhc_fast(
     n: int, d: int, *, layer_index: int = 0, dtype: torch.dtype = torch.float64,
     device: str = "cpu", seed: int = 0,
 ) -> HyperConnectionImpl:
-    """``reference.targets.mhc_fast``: mHC computed by ``reference.fast`` (same parameters as
+    """``hcspec.reference.targets.mhc_fast``: mHC computed by ``hcspec.reference.fast`` (same
+    parameters as
     ``reference:mhc`` for the same seed), declaring its Sinkhorn–Knopp rounds.
 
     Raises:
         ValueError: as the reference constructor.
     """
-    from reference import targets
+    from hcspec.reference import targets
 
     module = targets.mhc_fast(n, d, layer_index=layer_index, dtype=dtype, device=device,
                               seed=seed)

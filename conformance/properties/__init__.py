@@ -12,7 +12,7 @@ import fnmatch
 from collections.abc import Iterable
 from typing import Final
 
-from conformance.properties import (
+from hcspec.conformance.properties import (
     compiled,
     constraints,
     conventions,
@@ -25,7 +25,7 @@ from conformance.properties import (
     shape,
     state,
 )
-from conformance.properties.base import (
+from hcspec.conformance.properties.base import (
     Context,
     FactoryRejected,
     Inconclusive,

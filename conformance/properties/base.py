@@ -19,16 +19,16 @@ import numpy as np
 import torch
 from hypothesis import strategies as st
 
-from conformance import probes, strategies, tolerances
-from conformance.profiles import Profile
-from conformance.protocol import (
+from hcspec.conformance import probes, strategies, tolerances
+from hcspec.conformance.profiles import Profile
+from hcspec.conformance.protocol import (
     PARAMETERS,
     Conventions,
     HyperConnectionImpl,
     Weights,
     check_required,
 )
-from conformance.strategies import Case, CountingBranch
+from hcspec.conformance.strategies import Case, CountingBranch
 
 
 class PropertyFailure(AssertionError):
@@ -250,7 +250,7 @@ class Context:
         """``impl.forward(x, branch)``, its output checked to be a tensor of ``x``'s shape.
         The impl receives a copy of ``x`` unless ``copy=False`` (only
         ``state.input_unchanged`` passes the state itself; see
-        :func:`conformance.probes.forward_on_copy`).
+        :func:`hcspec.conformance.probes.forward_on_copy`).
 
         Raises:
             PropertyFailure: wrong type/shape or the branch was not called.
@@ -285,7 +285,7 @@ class Context:
 
     def probe(self, impl: HyperConnectionImpl, x: torch.Tensor,
               case: Case) -> probes.ProbedWeights:
-        """Black-box weights of ``impl`` at ``x`` (see :mod:`conformance.probes`).
+        """Black-box weights of ``impl`` at ``x`` (see :mod:`hcspec.conformance.probes`).
 
         Raises:
             PropertyFailure: the impl cannot be probed (wrong output, branch not called).
@@ -319,7 +319,7 @@ def f64(t: torch.Tensor) -> torch.Tensor:
 
 
 def np64(t: torch.Tensor) -> np.ndarray[Any, np.dtype[np.float64]]:
-    """Detached float64 numpy array (for :mod:`spec.numeric`)."""
+    """Detached float64 numpy array (for :mod:`hcspec.spec.numeric`)."""
     return f64(t).numpy()
 
 
@@ -351,7 +351,7 @@ class Property:
         statement: one line: what must hold.
         theorem: the spec theorem id it checks (``None`` for robustness/state checks that no
             theorem states).
-        needs: capabilities the impl must offer (:data:`conformance.protocol.CAPABILITIES`).
+        needs: capabilities the impl must offer (:data:`hcspec.conformance.protocol.CAPABILITIES`).
         kinds: the kinds it applies to.
         check: ``check(ctx, case)``.
         examples: the explicit examples, replayed before hypothesis explores.
@@ -361,7 +361,7 @@ class Property:
             perturbed); otherwise the cases include perturbed parameters.
         explore: False for properties whose explicit examples are exhaustive (no hypothesis).
         shrink: False to report a failing explicit example as is instead of shrinking it
-            (:mod:`conformance.shrink`): the shape family, whose messages tell the axes apart
+            (:mod:`hcspec.conformance.shrink`): the shape family, whose messages tell the axes apart
             by the canonical case's distinct sizes (B=2, T=3, n=4, d=8) — a [1, 1, 1, 1]
             would not — and ``compile.fullgraph``, whose every re-run compiles anew.
     """

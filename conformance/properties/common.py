@@ -9,11 +9,11 @@ from collections.abc import Sequence
 import torch
 from hypothesis import strategies as st
 
-from conformance import strategies, tolerances
-from conformance.properties.base import Context, f64, np64
-from conformance.protocol import Branch
-from conformance.strategies import Case
-from spec import numeric
+from hcspec.conformance import strategies, tolerances
+from hcspec.conformance.properties.base import Context, f64, np64
+from hcspec.conformance.protocol import Branch
+from hcspec.conformance.strategies import Case
+from hcspec.spec import numeric
 
 
 def shift(ctx: Context, cases: Sequence[Case]) -> list[Case]:
@@ -88,7 +88,7 @@ def expected_output(
     H_res: torch.Tensor, branch_name: str | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, float]:
     """``(X', expected branch input, scale)`` from the spec's closed form
-    (:func:`spec.numeric.forward`) with the given weights, all float64."""
+    (:func:`hcspec.spec.numeric.forward`) with the given weights, all float64."""
     x_in = torch.from_numpy(numeric.aggregate(np64(X), np64(h_pre)))
     inp = ctx.branch_input(x_in)
     z = branch64(ctx, case, branch_name)(inp)
@@ -99,5 +99,5 @@ def expected_output(
 
 
 def law_tol(ctx: Context) -> float:
-    """:func:`conformance.tolerances.law` for the run's effective dtype."""
+    """:func:`hcspec.conformance.tolerances.law` for the run's effective dtype."""
     return tolerances.law(ctx.tol_dtype)

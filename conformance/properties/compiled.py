@@ -23,11 +23,17 @@ import shutil
 import torch
 from hypothesis import strategies as st
 
-from conformance import strategies, tolerances
-from conformance.properties.base import Context, NotApplicable, Property, PropertyFailure, f64
-from conformance.properties.common import shift, standard_strategy
-from conformance.protocol import KINDS
-from conformance.strategies import Case
+from hcspec.conformance import strategies, tolerances
+from hcspec.conformance.properties.base import (
+    Context,
+    NotApplicable,
+    Property,
+    PropertyFailure,
+    f64,
+)
+from hcspec.conformance.properties.common import shift, standard_strategy
+from hcspec.conformance.protocol import KINDS
+from hcspec.conformance.strategies import Case
 
 CHEAP_BACKEND = "aot_eager"
 FULL_BACKEND = "inductor"

@@ -5,7 +5,7 @@ is non-expansive, and robustness at extreme logits.
 Source: mHC arXiv:2512.24880 Eq. 8–9 (σ, 2σ, Sinkhorn–Knopp with t_max rounds of column then
 row normalisation); spec theorems ``ds.*``. The axis Sinkhorn–Knopp normalised last is checked
 at dtype precision, the other against the Birkhoff–Hopf bound of
-:func:`conformance.tolerances.sinkhorn_other_axis_bound` for the declared iteration count.
+:func:`hcspec.conformance.tolerances.sinkhorn_other_axis_bound` for the declared iteration count.
 Every implementation normalises X before computing its weights, so the kit stresses
 Sinkhorn–Knopp by scaling the weight-generating parameters (capability ``parameters``).
 """
@@ -17,11 +17,16 @@ import math
 import torch
 from hypothesis import strategies as st
 
-from conformance import strategies, tolerances
-from conformance.properties.base import Context, Inconclusive, Property, f64
-from conformance.properties.common import law_tol, shift, standard_examples, standard_strategy
-from conformance.protocol import PARAMETERS, WEIGHTS, HyperConnectionImpl
-from conformance.strategies import Case
+from hcspec.conformance import strategies, tolerances
+from hcspec.conformance.properties.base import Context, Inconclusive, Property, f64
+from hcspec.conformance.properties.common import (
+    law_tol,
+    shift,
+    standard_examples,
+    standard_strategy,
+)
+from hcspec.conformance.protocol import PARAMETERS, WEIGHTS, HyperConnectionImpl
+from hcspec.conformance.strategies import Case
 
 MHC = frozenset({"mhc"})
 BASE = ("shape.output", "shape.branch_once")

@@ -1,4 +1,5 @@
-"""Declared-conventions family: what an adapter declares (:class:`conformance.protocol.Conventions`)
+"""Declared-conventions family: what an adapter declares
+(:class:`hcspec.conformance.protocol.Conventions`)
 holds — the branch receives the declared input, ``expand`` replicates (HC: ``X₀ = 1_n h₀ᵀ``),
 ``reduce`` sums or averages the streams as declared (HC: ``h_L = 1ᵀ X_L``), and every impl the
 factory builds declares the same conventions (the report shows one declaration).
@@ -9,11 +10,11 @@ from __future__ import annotations
 import torch
 from hypothesis import strategies as st
 
-from conformance import tolerances
-from conformance.properties.base import Context, Property, f64
-from conformance.properties.common import law_tol, standard_examples, standard_strategy
-from conformance.protocol import EXPAND, KINDS, REDUCE, conventions_of
-from conformance.strategies import Case, gaussian
+from hcspec.conformance import tolerances
+from hcspec.conformance.properties.base import Context, Property, f64
+from hcspec.conformance.properties.common import law_tol, standard_examples, standard_strategy
+from hcspec.conformance.protocol import EXPAND, KINDS, REDUCE, conventions_of
+from hcspec.conformance.strategies import Case, gaussian
 
 ALL = frozenset(KINDS)
 NORM_SLACK = 1e-2

@@ -1,5 +1,6 @@
 """Device family: the CUDA forward equals the CPU forward of the same impl (same seed, same
-state) within :func:`conformance.tolerances.device`, and stays on CUDA. Not applicable, with the
+state) within :func:`hcspec.conformance.tolerances.device`, and stays on CUDA. Not applicable,
+with the
 reason, where CUDA is absent or the factory rejects it.
 """
 
@@ -8,11 +9,17 @@ from __future__ import annotations
 import torch
 from hypothesis import strategies as st
 
-from conformance import tolerances
-from conformance.properties.base import Context, FactoryRejected, NotApplicable, Property, f64
-from conformance.properties.common import standard_examples, standard_strategy
-from conformance.protocol import KINDS
-from conformance.strategies import Case
+from hcspec.conformance import tolerances
+from hcspec.conformance.properties.base import (
+    Context,
+    FactoryRejected,
+    NotApplicable,
+    Property,
+    f64,
+)
+from hcspec.conformance.properties.common import standard_examples, standard_strategy
+from hcspec.conformance.protocol import KINDS
+from hcspec.conformance.strategies import Case
 
 
 def cuda_reason() -> str | None:

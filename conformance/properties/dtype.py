@@ -1,6 +1,7 @@
 """Dtype family: a bfloat16/float16 forward is close to the float32 forward of the same impl
 (same seed, same perturbation, the same state and branch rounded to the low dtype), within
-:func:`conformance.tolerances.low_precision`, and returns the low dtype; float32 gradients are
+:func:`hcspec.conformance.tolerances.low_precision`, and returns the low dtype; float32
+gradients are
 close to float64 ones. Every forward of the family starts from the same global RNG state, so
 an impl that draws random numbers (dropout) is compared with itself under the same draws: its
 randomness is the business of the law and state families, not of this one. A dtype the factory
@@ -15,8 +16,8 @@ import math
 import torch
 from hypothesis import strategies as st
 
-from conformance import probes, strategies, tolerances
-from conformance.properties.base import (
+from hcspec.conformance import probes, strategies, tolerances
+from hcspec.conformance.properties.base import (
     Context,
     FactoryRejected,
     NotApplicable,
@@ -24,9 +25,9 @@ from conformance.properties.base import (
     f64,
     seeded_global_rng,
 )
-from conformance.properties.common import standard_examples, standard_strategy
-from conformance.protocol import KINDS, PARAMETERS, HyperConnectionImpl
-from conformance.strategies import SMOOTH_BRANCHES, Case
+from hcspec.conformance.properties.common import standard_examples, standard_strategy
+from hcspec.conformance.protocol import KINDS, PARAMETERS, HyperConnectionImpl
+from hcspec.conformance.strategies import SMOOTH_BRANCHES, Case
 
 LOW = (torch.bfloat16, torch.float16)
 
@@ -105,7 +106,7 @@ def _gradients(ctx: Context, impl: HyperConnectionImpl, case: Case, dtype: torch
 def check_float32_gradients(ctx: Context, case: Case) -> None:
     """float32 gradients (w.r.t. x and the parameters, one vector) equal the float64 ones
     (same parameter values) in relative 2-norm within
-    :func:`conformance.tolerances.gradient_float32` at the case's measured conditioning (how
+    :func:`hcspec.conformance.tolerances.gradient_float32` at the case's measured conditioning (how
     far the float64 gradients move when x and θ move by one float32 unit roundoff) — catches
     a backward that is wrong only in float32 (e.g. a cast inside a custom backward), which
     float64 finite differences cannot see."""

@@ -1,5 +1,6 @@
 """Gradients family: finite differences vs autograd in float64 (w.r.t. the input and the
-exposed parameters), autograd vs the spec's closed-form backward (:func:`spec.numeric.backward`)
+exposed parameters), autograd vs the spec's closed-form backward
+(:func:`hcspec.spec.numeric.backward`)
 on the reported (or, for static HC, probed) weights, and finite gradients at extreme logits.
 
 Loss: ``L = ⟨G', X'⟩`` for a random upstream gradient ``G'``, so ``∂L/∂X'`` = ``G'``.
@@ -17,8 +18,8 @@ from collections.abc import Callable
 import torch
 from hypothesis import strategies as st
 
-from conformance import probes, strategies, tolerances
-from conformance.properties.base import (
+from hcspec.conformance import probes, strategies, tolerances
+from hcspec.conformance.properties.base import (
     Context,
     NotApplicable,
     Property,
@@ -26,16 +27,16 @@ from conformance.properties.base import (
     f64,
     np64,
 )
-from conformance.properties.common import (
+from hcspec.conformance.properties.common import (
     branch64,
     law_tol,
     shift,
     standard_examples,
     standard_strategy,
 )
-from conformance.protocol import KINDS, PARAMETERS, WEIGHTS, Branch, HyperConnectionImpl
-from conformance.strategies import SMOOTH_BRANCHES, Case
-from spec import numeric
+from hcspec.conformance.protocol import KINDS, PARAMETERS, WEIGHTS, Branch, HyperConnectionImpl
+from hcspec.conformance.strategies import SMOOTH_BRANCHES, Case
+from hcspec.spec import numeric
 
 ALL = frozenset(KINDS)
 BASE = ("shape.output", "shape.branch_once")

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from conformance import tolerances
-from conformance.properties.base import Context, Property
-from conformance.properties.common import law_tol, standard_examples, standard_strategy
-from conformance.protocol import KINDS
-from conformance.strategies import TOKEN_WISE_BRANCHES, Case
+from hcspec.conformance import tolerances
+from hcspec.conformance.properties.base import Context, Property
+from hcspec.conformance.properties.common import law_tol, standard_examples, standard_strategy
+from hcspec.conformance.protocol import KINDS
+from hcspec.conformance.strategies import TOKEN_WISE_BRANCHES, Case
 
 ALL = frozenset(KINDS)
 BASE = ("shape.output", "shape.branch_once")

@@ -1,7 +1,7 @@
 """Law family: ``X' = H_res X + h_post F(h_preᵀ X)ᵀ`` per token (HC Eq. 3–5, mHC Eq. 3),
 against the reported weights, against black-box probed weights, and reported ≡ probed.
 
-The spec's closed form (:func:`spec.numeric.forward`) computes the expected output; the
+The spec's closed form (:func:`hcspec.spec.numeric.forward`) computes the expected output; the
 theorem ``layout.paper_rows`` proves it equals the papers' matrix form.
 """
 
@@ -12,9 +12,9 @@ import dataclasses
 import torch
 from hypothesis import strategies as st
 
-from conformance import tolerances
-from conformance.properties.base import Context, NotApplicable, Property, f64
-from conformance.properties.common import (
+from hcspec.conformance import tolerances
+from hcspec.conformance.properties.base import Context, NotApplicable, Property, f64
+from hcspec.conformance.properties.common import (
     branch64,
     expected_output,
     law_tol,
@@ -22,9 +22,9 @@ from conformance.properties.common import (
     standard_examples,
     standard_strategy,
 )
-from conformance.protocol import KINDS, PARAMETERS, WEIGHTS, HyperConnectionImpl
-from conformance.strategies import Case
-from spec import numeric
+from hcspec.conformance.protocol import KINDS, PARAMETERS, WEIGHTS, HyperConnectionImpl
+from hcspec.conformance.strategies import Case
+from hcspec.spec import numeric
 
 ALL = frozenset(KINDS)
 HC = frozenset({"hc-static", "hc-dynamic"})

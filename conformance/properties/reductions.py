@@ -16,11 +16,11 @@ from __future__ import annotations
 import torch
 from hypothesis import strategies as st
 
-from conformance import probes, strategies, tolerances
-from conformance.properties.base import Context, Property, f64
-from conformance.properties.common import shift, standard_examples, standard_strategy
-from conformance.protocol import EXPAND, REDUCE
-from conformance.strategies import SMOOTH_BRANCHES, Case
+from hcspec.conformance import probes, strategies, tolerances
+from hcspec.conformance.properties.base import Context, Property, f64
+from hcspec.conformance.properties.common import shift, standard_examples, standard_strategy
+from hcspec.conformance.protocol import EXPAND, REDUCE
+from hcspec.conformance.strategies import SMOOTH_BRANCHES, Case
 
 HC = frozenset({"hc-static", "hc-dynamic"})
 BASE = ("shape.output", "shape.branch_once")

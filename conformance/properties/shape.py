@@ -10,16 +10,16 @@ from __future__ import annotations
 import torch
 from hypothesis import strategies as st
 
-from conformance import probes, strategies, tolerances
-from conformance.properties.base import (
+from hcspec.conformance import probes, strategies, tolerances
+from hcspec.conformance.properties.base import (
     Context,
     FactoryRejected,
     Property,
     PropertyFailure,
 )
-from conformance.properties.common import standard_examples, standard_strategy
-from conformance.protocol import EXPAND, KINDS, REDUCE, WEIGHTS, Branch, HyperConnectionImpl
-from conformance.strategies import Case, gaussian
+from hcspec.conformance.properties.common import standard_examples, standard_strategy
+from hcspec.conformance.protocol import EXPAND, KINDS, REDUCE, WEIGHTS, Branch, HyperConnectionImpl
+from hcspec.conformance.strategies import Case, gaussian
 
 ALL = frozenset(KINDS)
 NONE: frozenset[str] = frozenset()

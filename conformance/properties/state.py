@@ -10,10 +10,10 @@ from __future__ import annotations
 import torch
 from hypothesis import strategies as st
 
-from conformance.properties.base import Context, Property
-from conformance.properties.common import standard_examples, standard_strategy
-from conformance.protocol import KINDS, PARAMETERS, TRAIN_EVAL, WEIGHTS, HyperConnectionImpl
-from conformance.strategies import Case
+from hcspec.conformance.properties.base import Context, Property
+from hcspec.conformance.properties.common import standard_examples, standard_strategy
+from hcspec.conformance.protocol import KINDS, PARAMETERS, TRAIN_EVAL, WEIGHTS, HyperConnectionImpl
+from hcspec.conformance.strategies import Case
 
 ALL = frozenset(KINDS)
 
@@ -76,7 +76,7 @@ def check_deterministic(ctx: Context, case: Case) -> None:
                     f"two eval-mode forwards differ (max |diff| "
                     f"{float((first - second).abs().max()):.3g})")
     else:
-        from conformance import tolerances
+        from hcspec.conformance import tolerances
 
         ctx.expect("two eval-mode forwards", tolerances.scaled_error(second, first),
                    tolerances.device(ctx.tol_dtype))

@@ -11,7 +11,7 @@
 - :mod:`.norm`: ``norm.jacobians``
 """
 
-from spec.theorems import (  # noqa: F401  (imported for their registration side effect)
+from hcspec.spec.theorems import (  # noqa: F401  (imported for their registration side effect)
     backprop,
     connection,
     counts,

@@ -13,9 +13,9 @@ from collections.abc import Callable
 
 import sympy
 
-from spec import norms
-from spec.checks import require_equal, require_true, symbol_matrix, symbol_vector
-from spec.registry import ProofFailure, Step, theorem
+from hcspec.spec import norms
+from hcspec.spec.checks import require_equal, require_true, symbol_matrix, symbol_vector
+from hcspec.spec.registry import ProofFailure, Step, theorem
 
 
 def frobenius_loss(upstream: sympy.Matrix, output: sympy.Matrix) -> sympy.Expr:

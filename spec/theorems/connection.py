@@ -12,10 +12,10 @@ from dataclasses import dataclass
 
 import sympy
 
-from spec import formulas
-from spec.checks import instantiate, require_equal, symbol_matrix, symbol_vector
-from spec.formulas import ConnectionSymbols
-from spec.registry import ProofFailure, Step, theorem
+from hcspec.spec import formulas
+from hcspec.spec.checks import instantiate, require_equal, symbol_matrix, symbol_vector
+from hcspec.spec.formulas import ConnectionSymbols
+from hcspec.spec.registry import ProofFailure, Step, theorem
 
 SIZES_N = (1, 2, 3, 4)
 SIZES_D = (1, 2, 3)
@@ -149,7 +149,7 @@ GradientForm = Callable[[ConnectionSymbols], sympy.MatrixExpr]
 
 @dataclass(frozen=True)
 class BackwardClaim:
-    """The closed forms a backward proof checks (the defaults are :mod:`spec.formulas`).
+    """The closed forms a backward proof checks (the defaults are :mod:`hcspec.spec.formulas`).
 
     Tests build deliberately wrong claims (e.g. H_res in place of H_resᵀ) to see the prover fail.
     """

@@ -11,10 +11,10 @@ from dataclasses import dataclass
 
 import sympy
 
-from spec import counts
-from spec.checks import require_equal, require_true
-from spec.formulas import d, n
-from spec.registry import ProofFailure, Step, theorem
+from hcspec.spec import counts
+from hcspec.spec.checks import require_equal, require_true
+from hcspec.spec.formulas import d, n
+from hcspec.spec.registry import ProofFailure, Step, theorem
 
 
 def count(shapes: list[tuple[sympy.Expr, ...]]) -> sympy.Expr:

@@ -15,9 +15,9 @@ from collections.abc import Callable, Sequence
 
 import sympy
 
-from spec import doubly_stochastic as ds
-from spec import formulas, norms
-from spec.checks import (
+from hcspec.spec import doubly_stochastic as ds
+from hcspec.spec import formulas, norms
+from hcspec.spec.checks import (
     instantiate,
     require_equal,
     require_nonnegative,
@@ -26,8 +26,8 @@ from spec.checks import (
     symbol_matrix,
     symbol_vector,
 )
-from spec.registry import ProofFailure, Step, theorem
-from spec.theorems.backprop import generic_map
+from hcspec.spec.registry import ProofFailure, Step, theorem
+from hcspec.spec.theorems.backprop import generic_map
 
 SIZES_N = (1, 2, 3, 4)
 LAMBDA = sympy.Symbol("lambda", nonnegative=True)

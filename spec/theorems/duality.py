@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import sympy
 
-from spec import network
-from spec.checks import require_equal, symbol_matrix, symbol_vector
-from spec.network import ConnectionWeights
-from spec.registry import ProofFailure, Step, theorem
+from hcspec.spec import network
+from hcspec.spec.checks import require_equal, symbol_matrix, symbol_vector
+from hcspec.spec.network import ConnectionWeights
+from hcspec.spec.registry import ProofFailure, Step, theorem
 
 D = 3  # feature size of the stacks below: never equal to n = 2 (catches transposition slips)
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import sympy
 
-from spec import formulas, network, norms
-from spec.checks import instantiate, require_equal, symbol_matrix, symbol_vector
-from spec.registry import Step, theorem
-from spec.theorems.duality import generic_branch
+from hcspec.spec import formulas, network, norms
+from hcspec.spec.checks import instantiate, require_equal, symbol_matrix, symbol_vector
+from hcspec.spec.registry import Step, theorem
+from hcspec.spec.theorems.duality import generic_branch
 
 D = 5  # feature size: never equal to n in {1, 2, 3, 4}
 LAYERS = 6

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import sympy
 
-from spec import norms
-from spec.checks import require_equal, symbol_vector
-from spec.registry import Step, theorem
+from hcspec.spec import norms
+from hcspec.spec.checks import require_equal, symbol_vector
+from hcspec.spec.registry import Step, theorem
 
 SIZES_D = (1, 2, 3, 4)
 SIZES_D_INVARIANCE = (2, 3)  # at d = 1 LayerNorm is identically 0 and RMSNorm is sign(x)

@@ -9,10 +9,16 @@ from __future__ import annotations
 
 import sympy
 
-from spec import formulas, network, norms
-from spec.checks import instantiate, require_equal, require_true, symbol_matrix, symbol_vector
-from spec.registry import ProofFailure, Step, theorem
-from spec.theorems.backprop import frobenius_loss, generic_map, gradient
+from hcspec.spec import formulas, network, norms
+from hcspec.spec.checks import (
+    instantiate,
+    require_equal,
+    require_true,
+    symbol_matrix,
+    symbol_vector,
+)
+from hcspec.spec.registry import ProofFailure, Step, theorem
+from hcspec.spec.theorems.backprop import frobenius_loss, generic_map, gradient
 
 HC_PRENORM = sympy.Matrix([[0, 1], [1, 1]])
 """HC Eq. 15: the pre-norm residual as a (1+1)×(1+1) HC matrix."""

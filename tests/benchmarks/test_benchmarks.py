@@ -133,5 +133,6 @@ def test_subjects_include_builtin_targets_and_classify_origin() -> None:
     assert {"reference:mhc", "reference:mhc-fast", "reference:mhc recompute"} <= set(names)
     assert names[-1] == "some_pkg.adapter:make"
     assert is_third_party("hyper_connections:mhc") and is_third_party("some_pkg.adapter:make")
-    assert not is_third_party("reference:mhc") and not is_third_party("reference.targets:mhc")
+    assert not is_third_party("reference:mhc")
+    assert not is_third_party("hcspec.reference.targets:mhc")
     assert not is_third_party("residual")

@@ -23,8 +23,8 @@ from typing import Any
 
 import torch
 
-from conformance import cli
-from conformance.adapters.reference import make_hc_dynamic, make_hc_static
+from hcspec.conformance import cli
+from hcspec.conformance.adapters.reference import make_hc_dynamic, make_hc_static
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "bad-input.md"

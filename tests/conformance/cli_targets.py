@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from conformance.adapters.reference import make_hc_static
+from hcspec.conformance.adapters.reference import make_hc_static
 
 _calls = {"n": 0}
 

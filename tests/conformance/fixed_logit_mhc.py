@@ -21,7 +21,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from reference import sinkhorn_knopp
+from hcspec.reference import sinkhorn_knopp
 
 Branch = Callable[[torch.Tensor], torch.Tensor]
 

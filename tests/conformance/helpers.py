@@ -63,7 +63,7 @@ class OverwritesInput:
 
 def make_overwrites_input(n: int, d: int, **kwargs: object) -> OverwritesInput:
     """:class:`OverwritesInput` around ``reference:hc-dynamic``."""
-    from conformance.adapters.reference import make_hc_dynamic
+    from hcspec.conformance.adapters.reference import make_hc_dynamic
 
     return OverwritesInput(make_hc_dynamic(n, d, **kwargs))  # type: ignore[arg-type]
 

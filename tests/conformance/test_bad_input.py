@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.properties import CATALOGUE
+from hcspec.conformance.properties import CATALOGUE
 from tests.conformance import bad_inputs
 from tests.conformance.bad_inputs import CASES, DOC, BadInput, Observed, observe
 

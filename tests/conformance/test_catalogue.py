@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.properties import BY_ID, CATALOGUE, FAMILIES, select
-from conformance.protocol import CAPABILITIES, KINDS
+from hcspec.conformance.properties import BY_ID, CATALOGUE, FAMILIES, select
+from hcspec.conformance.protocol import CAPABILITIES, KINDS
 
 
 def test_every_family_of_the_issue_has_properties() -> None:
@@ -21,11 +21,11 @@ def test_entries_are_well_formed() -> None:
 
 
 def test_cited_theorems_exist_in_the_spec() -> None:
-    from spec import registry
+    from hcspec.spec import registry
 
     known = {t.id for t in registry.all_theorems()}
     if not known:
-        pytest.skip("spec.theorems registers no theorem yet (the spec layer has not landed)")
+        pytest.skip("hcspec.spec.theorems registers no theorem yet (the spec layer has not landed)")
     cited = {p.theorem for p in CATALOGUE if p.theorem is not None}
     assert cited - known == set()
 

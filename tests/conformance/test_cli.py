@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from junitparser import JUnitXml
 
-from conformance import cli
-from conformance.report import Report
-from conformance.targets import BUILTIN, BuiltinTarget
+from hcspec.conformance import cli
+from hcspec.conformance.report import Report
+from hcspec.conformance.targets import BUILTIN, BuiltinTarget
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -75,7 +75,7 @@ def test_expected_failures_file(capsys: pytest.CaptureFixture[str], tmp_path: Pa
 
 @pytest.mark.parametrize(("argv", "message"), [
     (["run", "no_such_module_xyz:make"], "No module named 'no_such_module_xyz'"),
-    (["run", "conformance.adapters.reference:nope"], "has no attribute 'nope'"),
+    (["run", "hcspec.conformance.adapters.reference:nope"], "has no attribute 'nope'"),
     (["run", "reference:hc-static", "--only", "law.nope"], "unknown property id"),
     (["run", "reference:hc-static", "--case", "{bad"], "expected a JSON object"),
 ])
@@ -149,7 +149,7 @@ def test_target_importable_from_the_current_directory(
         capsys: pytest.CaptureFixture[str], tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "my_local_adapter.py").write_text(
-        "from conformance.adapters.reference import make_hc_dynamic as make\n")
+        "from hcspec.conformance.adapters.reference import make_hc_dynamic as make\n")
     monkeypatch.chdir(tmp_path)
     code, out, _ = run(capsys, "run", "my_local_adapter:make", "--profile", "quick",
                        "--only", "shape.output", "--device", "cpu", "--no-progress")
@@ -177,7 +177,8 @@ def test_run_help_lists_every_built_in_target_from_the_registry(
     for name in BUILTIN:
         assert name in text, name
     assert "reference:hc-dynamic|hc-static|mhc|mhc-fast" in " ".join(text.split())
-    new = BuiltinTarget("reference:newly-added", "conformance.adapters.reference:make_mhc", "x")
+    new = BuiltinTarget("reference:newly-added",
+                        "hcspec.conformance.adapters.reference:make_mhc", "x")
     monkeypatch.setitem(BUILTIN, new.name, new)
     assert "reference:newly-added" in _help(capsys, "run")
 
@@ -215,7 +216,7 @@ def test_header_precedes_status_lines_in_a_combined_log(tmp_path: Path) -> None:
     """Not a terminal, both streams into one log: the status lines (stderr) follow the header
     (stdout) instead of all coming first."""
     done = subprocess.run(
-        [sys.executable, "-m", "conformance", "run", "reference:hc-static", "--profile",
+        [sys.executable, "-m", "hcspec.conformance", "run", "reference:hc-static", "--profile",
          "quick", "--device", "cpu", "--only", "shape"],
         cwd=tmp_path, env=_subprocess_env(), stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT, text=True, timeout=120, check=False)
@@ -243,7 +244,7 @@ def test_closed_stdout_ends_quietly(tmp_path: Path, argv: list[str]) -> None:
     read_end, write_end = os.pipe()
     os.close(read_end)
     try:
-        done = subprocess.run([sys.executable, "-m", "conformance", *argv], cwd=tmp_path,
+        done = subprocess.run([sys.executable, "-m", "hcspec.conformance", *argv], cwd=tmp_path,
                               env=_subprocess_env(), stdout=write_end, stderr=subprocess.PIPE,
                               text=True, timeout=120, check=False)
     finally:

@@ -6,11 +6,11 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from conformance import mutation
-from conformance import report as rp
-from conformance.properties import CATALOGUE
-from conformance.runner import check_implementation
-from conformance.targets import BUILTIN
+from hcspec.conformance import report as rp
+from hcspec.conformance.properties import CATALOGUE
+from hcspec.conformance.runner import check_implementation
+from hcspec.conformance.targets import BUILTIN
+from tools import mutation
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = (ROOT / "docs" / "conformance.md").read_text(encoding="utf-8")

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from conformance import report as rp
-from conformance.runner import check_implementation
+from hcspec.conformance import report as rp
+from hcspec.conformance.runner import check_implementation
 from tests.conformance import fixed_logit_mhc
 
 SPAN = "constraints.h_post_span"
@@ -28,7 +28,7 @@ def test_correct_fixed_logit_mhc_passes_whatever_its_post_init(post_init: float)
 def test_the_fresh_users_case_passes() -> None:
     """n = 2, post logits initialised at −1, seed 104: every post logit of the old nudge
     θ ← 100·(θ₀ + ε) stayed negative, and the old check failed."""
-    from conformance.strategies import Case
+    from hcspec.conformance.strategies import Case
 
     report = check_implementation(fixed_logit_mhc.make_negative, device="cpu", only=[SPAN],
                                   case=Case(8, 4, 2, 8, seed=104, perturb=1.0,

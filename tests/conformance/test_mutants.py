@@ -5,7 +5,7 @@ bug class issue 6 lists (including the twelve public bug reports).
 Each mutant is run in-process with ``only=CAUGHT_BY``: a property's status depends only on its
 own check and on its prerequisites (which ``only`` adds), so this is the verdict a full ``ci``
 run gives for those ids, at a fraction of the time. One test runs the real CLI in a
-subprocess; ``python -m conformance.mutation`` runs the full catalogue per mutant (the table).
+subprocess; ``python -m tools.mutation`` runs the full catalogue per mutant (the table).
 """
 
 from __future__ import annotations
@@ -20,11 +20,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from conformance import mutation
-from conformance import report as rp
-from conformance.properties import BY_ID
-from conformance.runner import check_implementation
-from conformance.strategies import Case
+from hcspec.conformance import report as rp
+from hcspec.conformance.properties import BY_ID
+from hcspec.conformance.runner import check_implementation
+from hcspec.conformance.strategies import Case
+from tools import mutation
 
 ROOT = Path(__file__).resolve().parents[2]
 MUTANTS = mutation.discover()
@@ -135,7 +135,7 @@ def test_cli_subprocess_exits_1_and_names_the_property(tmp_path: Path) -> None:
     env = dict(os.environ, OMP_NUM_THREADS="1")
     env.pop("HC_CONFORMANCE_TARGET", None)
     done = subprocess.run(
-        [sys.executable, "-m", "conformance", "run", "tests.mutants.sinkhorn_rows_only:make",
+        [sys.executable, "-m", "hcspec.conformance", "run", "tests.mutants.sinkhorn_rows_only:make",
          "--profile", "ci", "--device", "cpu", "--only", "constraints.h_res_other_axis",
          "--json", str(path), "--no-progress"],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=120, check=False)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from conformance import probes
-from conformance.protocol import Conventions
-from conformance.strategies import Case, stream_state
+from hcspec.conformance import probes
+from hcspec.conformance.protocol import Conventions
+from hcspec.conformance.strategies import Case, stream_state
 from tests.conformance.helpers import LinearHC, make_linear
 
 

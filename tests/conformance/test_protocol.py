@@ -5,14 +5,14 @@ from __future__ import annotations
 import pytest
 import torch
 
-from conformance.protocol import (
+from hcspec.conformance.protocol import (
     Conventions,
     HyperConnectionImpl,
     capabilities,
     check_required,
     conventions_of,
 )
-from reference import ManifoldHyperConnection
+from hcspec.reference import ManifoldHyperConnection
 from tests.conformance.helpers import make_linear
 
 

@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def _plugin_args() -> list[str]:
     installed = any(ep.name == "hcspec" for ep in importlib.metadata.entry_points(group="pytest11"))
-    return [] if installed else ["-p", "conformance.pytest_plugin"]
+    return [] if installed else ["-p", "hcspec.conformance.pytest_plugin"]
 
 
 def pytest_run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -35,7 +35,7 @@ def test_inert_without_a_target(tmp_path: Path) -> None:
     (tmp_path / "conftest.py").write_text(
         "import sys\n"
         "def pytest_sessionfinish(session):\n"
-        "    print('KIT_LOADED', 'conformance.runner' in sys.modules)\n")
+        "    print('KIT_LOADED', 'hcspec.conformance.runner' in sys.modules)\n")
     result = pytest_run(tmp_path, "-s")
     assert result.returncode == 0, result.stdout + result.stderr
     assert "1 passed" in result.stdout and "hc-conformance" not in result.stdout
@@ -55,7 +55,7 @@ def test_hc_target_adds_one_item_per_property(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_helper_with_expected_failures(tmp_path: Path) -> None:
     (tmp_path / "test_mine.py").write_text(
-        "from conformance.pytest_plugin import conformance_tests\n"
+        "from hcspec.conformance.pytest_plugin import conformance_tests\n"
         "test_bad = conformance_tests('tests.mutants.h_res_transposed:make', profile='quick',\n"
         "    device='cpu', only=['law.reported', 'law.probed'],\n"
         "    expected_failures={'law.reported': 'known transposed mixing',\n"
@@ -83,7 +83,7 @@ def test_a_target_that_does_not_resolve_is_one_usage_error(tmp_path: Path) -> No
 def test_helper_with_a_target_that_does_not_resolve_is_one_collection_error(
         tmp_path: Path) -> None:
     (tmp_path / "test_mine.py").write_text(
-        "from conformance.pytest_plugin import conformance_tests\n"
+        "from hcspec.conformance.pytest_plugin import conformance_tests\n"
         "test_mine = conformance_tests('no_such_module_xyz:make', profile='quick')\n"
     )
     result = pytest_run(tmp_path)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from conformance import report as rp
-from conformance.runner import check_implementation
+from hcspec.conformance import report as rp
+from hcspec.conformance.runner import check_implementation
 
 ALLOWED_NOT_APPLICABLE = ("applies to ", "no CUDA device")
 ONE_EXAMPLE_BY_DESIGN = {"compile.fullgraph"}  # one torch.compile under ci (its cost, ~2 s)

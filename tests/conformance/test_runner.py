@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-from conformance import report as rp
-from conformance.adapters.reference import make_hc_static
-from conformance.properties import SelectionError
-from conformance.runner import check_implementation
-from conformance.targets import TargetError
+from hcspec.conformance import report as rp
+from hcspec.conformance.adapters.reference import make_hc_static
+from hcspec.conformance.properties import SelectionError
+from hcspec.conformance.runner import check_implementation
+from hcspec.conformance.targets import TargetError
 from tests.conformance.helpers import LinearHC, make_linear, make_overwrites_input
 
 
@@ -141,7 +141,7 @@ def test_selection_and_target_errors() -> None:
 
 
 def test_replaying_one_case() -> None:
-    from conformance.strategies import Case
+    from hcspec.conformance.strategies import Case
 
     report = check_implementation("reference:hc-static", device="cpu", only=["law.probed"],
                                   case=Case(1, 2, 3, 5, seed=4, perturb=0.3))
@@ -178,11 +178,11 @@ def test_an_input_overwriting_forward_is_diagnosed_by_input_unchanged_alone() ->
 
 
 def test_inconclusive_cases_are_not_counted_and_none_conclusive_is_not_a_pass() -> None:
-    from conformance.profiles import get_profile
-    from conformance.properties.base import Context, Inconclusive, Property
-    from conformance.protocol import Conventions
-    from conformance.runner import run_property
-    from conformance.strategies import Case
+    from hcspec.conformance.profiles import get_profile
+    from hcspec.conformance.properties.base import Context, Inconclusive, Property
+    from hcspec.conformance.protocol import Conventions
+    from hcspec.conformance.runner import run_property
+    from hcspec.conformance.strategies import Case
 
     def check(ctx: Context, case: Case) -> None:
         if case.seed % 2:

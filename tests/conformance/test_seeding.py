@@ -7,9 +7,9 @@ import json
 
 import torch
 
-from conformance import report as rp
-from conformance.runner import check_implementation
-from conformance.strategies import Case
+from hcspec.conformance import report as rp
+from hcspec.conformance.runner import check_implementation
+from hcspec.conformance.strategies import Case
 from tests.conformance.helpers import LinearHC, make_dropout_on_output, make_linear
 
 LAWS = ["law.reported", "law.probed", "independence.batch"]

@@ -8,14 +8,14 @@ import shlex
 
 import pytest
 
-from conformance import cli, shrink
-from conformance import report as rp
-from conformance.profiles import get_profile
-from conformance.properties import BY_ID, PropertyFailure
-from conformance.properties.base import Context, Property
-from conformance.protocol import Conventions
-from conformance.runner import check_implementation
-from conformance.strategies import Case
+from hcspec.conformance import cli, shrink
+from hcspec.conformance import report as rp
+from hcspec.conformance.profiles import get_profile
+from hcspec.conformance.properties import BY_ID, PropertyFailure
+from hcspec.conformance.properties.base import Context, Property
+from hcspec.conformance.protocol import Conventions
+from hcspec.conformance.runner import check_implementation
+from hcspec.conformance.strategies import Case
 from tests.conformance.helpers import make_linear
 
 
@@ -99,7 +99,7 @@ def test_explicit_example_failure_is_shrunk_and_its_reproduction_reproduces(
 def test_terminal_and_markdown_say_what_the_case_was_shrunk_from() -> None:
     from rich.console import Console
 
-    from conformance import terminal
+    from hcspec.conformance import terminal
 
     report = check_implementation("tests.mutants.h_res_transposed:make", profile="ci",
                                   device="cpu", only=["law.reported"])

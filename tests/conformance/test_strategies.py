@@ -6,8 +6,8 @@ import pytest
 import torch
 from hypothesis import given, settings
 
-from conformance import strategies as hst
-from conformance.strategies import Case
+from hcspec.conformance import strategies as hst
+from hcspec.conformance.strategies import Case
 
 
 @settings(max_examples=30, deadline=None, database=None)

@@ -8,10 +8,10 @@ import json
 import pytest
 from rich.console import Console
 
-from conformance import report as rp
-from conformance import terminal
-from conformance.runner import check_implementation
-from conformance.strategies import Case
+from hcspec.conformance import report as rp
+from hcspec.conformance import terminal
+from hcspec.conformance.runner import check_implementation
+from hcspec.conformance.strategies import Case
 from tests.conformance.test_cli import run
 
 

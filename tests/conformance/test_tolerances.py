@@ -8,8 +8,8 @@ import math
 import pytest
 import torch
 
-from conformance import tolerances
-from reference import sinkhorn_knopp
+from hcspec.conformance import tolerances
+from hcspec.reference import sinkhorn_knopp
 
 
 @pytest.mark.parametrize("n", [2, 4, 8])
@@ -64,9 +64,9 @@ def test_float32_gradients_allow_for_an_ill_conditioned_case_of_correct_code() -
     cancels) and state scale 10 has float32 gradients 3.2e-4 away from float64 — above the
     well-conditioned floor 1024·eps32, within the allowance for the case's measured
     sensitivity."""
-    from conformance import report as rp
-    from conformance.runner import check_implementation
-    from conformance.strategies import Case
+    from hcspec.conformance import report as rp
+    from hcspec.conformance.runner import check_implementation
+    from hcspec.conformance.strategies import Case
 
     case = Case(batch=1, tokens=1, n=3, d=2, layer_index=0, seed=175, scale=10.0, perturb=1.0,
                 param_scale=1.0, branch="linear")

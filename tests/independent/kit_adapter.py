@@ -3,7 +3,7 @@ the kit's type.
 
 The independent mHC declares its conventions as a plain ``dict`` (plus a
 ``sinkhorn_iterations`` attribute); on main the kit requires a
-:class:`conformance.protocol.Conventions` (issue 5 changes the protocol to accept a mapping).
+:class:`hcspec.conformance.protocol.Conventions` (issue 5 changes the protocol to accept a mapping).
 Until then these factories translate the declaration and change nothing else::
 
     hc-conformance run tests.independent.kit_adapter:make_mhc
@@ -16,7 +16,7 @@ from typing import Any
 
 import torch
 
-from conformance.protocol import Conventions
+from hcspec.conformance.protocol import Conventions
 from tests.independent import hc_dynamic, hc_static, mhc
 
 _FIELDS = ("branch_input", "reduce", "sinkhorn_exact_axis")

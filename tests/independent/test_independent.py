@@ -1,6 +1,6 @@
 """Tests of the independent HC/DHC/mHC implementation against the spec and the papers.
 
-- the structural law and the backward against ``spec.numeric`` closed forms (1e-10, float64),
+- the structural law and the backward against ``hcspec.spec.numeric`` closed forms (1e-10, float64),
   evaluated on the weights the module reports, after a random perturbation of its parameters;
 - hand-worked examples in the paper layout (HC Eq. 1–5), the DHC formulas (Eq. 10–13) and the
   mHC formulas (Eq. 7–9) recomputed directly with plain torch ops;
@@ -22,7 +22,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from spec import numeric
+from hcspec.spec import numeric
 from tests.independent import hc_dynamic, hc_static, mhc
 from tests.independent._paper_layout import PaperLayoutConnection
 from tests.independent.sinkhorn import log_sinkhorn_knopp, sinkhorn_knopp
@@ -77,7 +77,7 @@ def assert_close(got: Tensor | np.ndarray, want: Tensor | np.ndarray, tol: float
     assert err <= tol, f"{what}: max abs error {err:.3e} > {tol:.1e}"
 
 
-# --- the law and the backward against spec.numeric ------------------------------------------
+# --- the law and the backward against hcspec.spec.numeric ------------------------------------
 
 @pytest.mark.parametrize("kind", list(KINDS))
 @pytest.mark.parametrize(("n", "d", "layer_index"), [(1, 3, 0), (3, 5, 4), (4, 6, 1)])

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import pytest
 
-from conformance import report as rp
-from conformance.protocol import Conventions, conventions_of
-from conformance.runner import check_implementation
+from hcspec.conformance import report as rp
+from hcspec.conformance.protocol import Conventions, conventions_of
+from hcspec.conformance.runner import check_implementation
 from tests.independent import kit_adapter, mhc
 
 ALLOWED_NOT_APPLICABLE = ("applies to ", "no CUDA device")

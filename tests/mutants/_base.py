@@ -16,9 +16,9 @@ from typing import Any, cast
 import torch
 import torch.nn.functional as F
 
-from conformance.adapters.reference import REFERENCE_CONVENTIONS
-from conformance.protocol import Conventions, HyperConnectionImpl
-from reference import ManifoldHyperConnection, sinkhorn_knopp
+from hcspec.conformance.adapters.reference import REFERENCE_CONVENTIONS
+from hcspec.conformance.protocol import Conventions, HyperConnectionImpl
+from hcspec.reference import ManifoldHyperConnection, sinkhorn_knopp
 
 
 def build(cls: type[torch.nn.Module], n: int, d: int, layer_index: int, dtype: torch.dtype,

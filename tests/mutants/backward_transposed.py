@@ -12,7 +12,7 @@ from typing import Any
 
 import torch
 
-from reference import StaticHyperConnection
+from hcspec.reference import StaticHyperConnection
 from tests.mutants._base import build
 
 BUG_CLASS = "gradients: custom backward returns the transpose"

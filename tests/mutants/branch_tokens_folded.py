@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from reference import StaticHyperConnection
+from hcspec.reference import StaticHyperConnection
 from tests.mutants._base import build
 
 BUG_CLASS = "sublayer: branch receives [B·T, d] (public report #3)"

@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from reference import DynamicHyperConnection
+from hcspec.reference import DynamicHyperConnection
 from tests.mutants._base import build
 
 BUG_CLASS = "gradients: wrong only in float32 (a cast inside the backward)"

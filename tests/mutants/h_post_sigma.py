@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from reference import ManifoldHyperConnection, sinkhorn_knopp
+from hcspec.reference import ManifoldHyperConnection, sinkhorn_knopp
 from tests.mutants._base import build, mhc_conventions, mhc_logits
 
 BUG_CLASS = "ranges: H_post = σ, not 2σ (public report #5)"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from reference import sinkhorn_knopp
+from hcspec.reference import sinkhorn_knopp
 from tests.mutants._base import MHCWithProjection, build, mhc_conventions, mhc_logits
 
 BUG_CLASS = "ranges: H_post = 2σ(dynamic) + static, unbounded (public report #5)"

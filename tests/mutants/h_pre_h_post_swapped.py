@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from reference import DynamicHyperConnection, apply_connection
+from hcspec.reference import DynamicHyperConnection, apply_connection
 from tests.mutants._base import build
 
 BUG_CLASS = "layout: h_pre and h_post swapped"

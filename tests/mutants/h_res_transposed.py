@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import torch
 
-from reference import StaticHyperConnection, apply_connection
+from hcspec.reference import StaticHyperConnection, apply_connection
 from tests.mutants._base import build
 
 BUG_CLASS = "layout: H_resᵀ for H_res"

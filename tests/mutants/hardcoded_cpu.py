@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from reference import DynamicHyperConnection
+from hcspec.reference import DynamicHyperConnection
 from tests.mutants._base import build
 
 BUG_CLASS = "device: hard-coded .cpu()"

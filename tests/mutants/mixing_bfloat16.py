@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import torch
 
-from reference import sinkhorn_knopp
+from hcspec.reference import sinkhorn_knopp
 from tests.mutants._base import MHCWithProjection, build, mhc_conventions
 
 BUG_CLASS = "dtype: H_res computed in bfloat16 and not cast back"

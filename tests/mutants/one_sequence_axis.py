@@ -13,7 +13,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from reference import ManifoldHyperConnection, sinkhorn_knopp
+from hcspec.reference import ManifoldHyperConnection, sinkhorn_knopp
 from tests.mutants._base import build, mhc_conventions
 
 BUG_CLASS = "shape: assumes exactly one sequence axis (public report #4)"

@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from reference import ManifoldHyperConnection
+from hcspec.reference import ManifoldHyperConnection
 from tests.mutants._base import build, mhc_conventions
 
 BUG_CLASS = "layout: final norm applied per stream before the reduce (public report #11)"

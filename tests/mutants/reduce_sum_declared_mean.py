@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import torch
 
-from conformance.protocol import Conventions
-from reference import StaticHyperConnection
+from hcspec.conformance.protocol import Conventions
+from hcspec.reference import StaticHyperConnection
 from tests.mutants._base import build
 
 BUG_CLASS = "layout: reduce by sum where mean is declared"

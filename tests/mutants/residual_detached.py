@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from reference import StaticHyperConnection
+from hcspec.reference import StaticHyperConnection
 from tests.mutants._base import build
 
 BUG_CLASS = "gradients: residual path detached"

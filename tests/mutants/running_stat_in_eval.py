@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from reference import ManifoldHyperConnection
+from hcspec.reference import ManifoldHyperConnection
 from tests.mutants._base import build, mhc_conventions
 
 BUG_CLASS = "state: running statistic updated in eval mode"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from reference import ManifoldHyperConnection
+from hcspec.reference import ManifoldHyperConnection
 from tests.mutants._base import build, mhc_conventions, mhc_logits
 
 BUG_CLASS = "Sinkhorn: rows only (softmax over rows in place of Sinkhorn)"

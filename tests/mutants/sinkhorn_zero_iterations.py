@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from reference import ManifoldHyperConnection
+from hcspec.reference import ManifoldHyperConnection
 from tests.mutants._base import MHCWithProjection, build, mhc_conventions
 
 BUG_CLASS = "Sinkhorn: zero iterations accepted silently (public report #6)"

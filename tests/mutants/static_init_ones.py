@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from reference import StaticHyperConnection
+from hcspec.reference import StaticHyperConnection
 from tests.mutants._base import build
 
 BUG_CLASS = "ranges/init: static init with A_m = ones, not e_(k mod n)"

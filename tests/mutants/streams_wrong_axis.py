@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import torch
 
-from reference import ManifoldHyperConnection
+from hcspec.reference import ManifoldHyperConnection
 from tests.mutants._base import build, mhc_conventions
 
 BUG_CLASS = "layout: streams on the wrong axis"

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import torch
 
-from reference import DynamicHyperConnection
+from hcspec.reference import DynamicHyperConnection
 from tests.mutants._base import build
 
 BUG_CLASS = "ranges/init: tanh around static + dynamic erases the residual (public report #10)"

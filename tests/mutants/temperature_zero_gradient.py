@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import torch
 
-from reference import sinkhorn_knopp
+from hcspec.reference import sinkhorn_knopp
 from tests.mutants._base import MHCWithProjection, build, mhc_conventions
 
 BUG_CLASS = "gradients: temperature/init with an exactly zero gradient (public report #9)"

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import torch
 
-from reference import StaticHyperConnection
+from hcspec.reference import StaticHyperConnection
 from tests.mutants._base import build
 
 BUG_CLASS = "layout: width connection returns pre-mixing streams (public report #1)"

@@ -10,7 +10,7 @@ import torch
 from torch import nn
 from torch.func import functional_call
 
-from reference import (
+from hcspec.reference import (
     DynamicHyperConnection,
     HyperConnection,
     ManifoldHyperConnection,

@@ -1,4 +1,4 @@
-"""The three connections against the spec's closed forms (spec.numeric), in float64 to 1e-10.
+"""The three connections against the spec's closed forms (hcspec.spec.numeric), in float64 to 1e-10.
 
 Every module is perturbed first (static init hides transposes). For each one the test reads
 the module's own reported weights, then checks
@@ -19,14 +19,14 @@ import pytest
 import torch
 from torch import nn
 
-from reference import (
+from hcspec.reference import (
     DynamicHyperConnection,
     HyperConnection,
     ManifoldHyperConnection,
     StaticHyperConnection,
     apply_connection,
 )
-from spec import numeric
+from hcspec.spec import numeric
 
 TOL = 1e-10
 B, T, D = 2, 3, 5

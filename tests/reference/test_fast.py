@@ -17,11 +17,11 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
 from benchmarks.measure import Step, saved_bytes
-from conformance import report as rp
-from conformance.runner import check_implementation
-from reference import ManifoldHyperConnection, sinkhorn_knopp
-from reference.fast import sinkhorn_knopp_fast
-from reference.manifold import IMPLEMENTATIONS
+from hcspec.conformance import report as rp
+from hcspec.conformance.runner import check_implementation
+from hcspec.reference import ManifoldHyperConnection, sinkhorn_knopp
+from hcspec.reference.fast import sinkhorn_knopp_fast
+from hcspec.reference.manifold import IMPLEMENTATIONS
 
 F64 = torch.float64
 TOL = 1e-12  # relative to the largest entry compared; measured differences are ~1e-15
@@ -157,7 +157,7 @@ def _full_size_allocations(implementation: str) -> int:
 
 
 def test_fast_allocates_one_full_size_gradient() -> None:
-    # the point of reference.fast's shared gradient buffer: the output and ∂L/∂X are the only
+    # the point of hcspec.reference.fast's shared gradient buffer: the output and ∂L/∂X are the only
     # state-sized tensors of a forward + backward; the readable version makes one ∂L/∂X term
     # per use of X (norm, projection, read, mix) and more
     assert _full_size_allocations("fast") == 2

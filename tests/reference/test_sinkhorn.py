@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from reference.sinkhorn import sinkhorn_knopp
+from hcspec.reference.sinkhorn import sinkhorn_knopp
 
 N = 4
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from reference import (
+from hcspec.reference import (
     DynamicHyperConnection,
     ManifoldHyperConnection,
     StaticHyperConnection,

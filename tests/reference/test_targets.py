@@ -1,11 +1,11 @@
-"""reference.targets: the kit-protocol factories."""
+"""hcspec.reference.targets: the kit-protocol factories."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from reference.targets import TARGETS
+from hcspec.reference.targets import TARGETS
 
 
 @pytest.mark.parametrize("kind", sorted(TARGETS))

@@ -5,13 +5,13 @@ from __future__ import annotations
 import pytest
 import torch
 
-from reference import (
+from hcspec.reference import (
     DynamicHyperConnection,
     HCTransformer,
     ManifoldHyperConnection,
     StaticHyperConnection,
 )
-from reference.transformer import CONNECTIONS
+from hcspec.reference.transformer import CONNECTIONS
 
 VOCAB, D, LAYERS, HEADS, N = 37, 16, 4, 2, 4
 

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 import torch
 
-from reference import DynamicHyperConnection, ManifoldHyperConnection, StaticHyperConnection
-from reference.sinkhorn import sinkhorn_knopp
+from hcspec.reference import DynamicHyperConnection, ManifoldHyperConnection, StaticHyperConnection
+from hcspec.reference.sinkhorn import sinkhorn_knopp
 
 B, T, D = 2, 3, 5
 

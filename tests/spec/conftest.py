@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from spec.registry import ProofResult, Theorem, all_theorems
+from hcspec.spec.registry import ProofResult, Theorem, all_theorems
 
 
 @pytest.fixture(scope="session")

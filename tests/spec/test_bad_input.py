@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import sympy
 
-from spec import checks, counts, formulas, network, norms, numeric
-from spec import doubly_stochastic as ds
+from hcspec.spec import checks, counts, formulas, network, norms, numeric
+from hcspec.spec import doubly_stochastic as ds
 
 
 @pytest.mark.parametrize(("rows", "cols", "message"), [

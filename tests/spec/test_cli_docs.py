@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from spec import cli, docs
-from spec.registry import ProofResult, Theorem
+from hcspec.spec import cli, docs
+from hcspec.spec.registry import ProofResult, Theorem
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -115,7 +115,7 @@ def test_pages_carry_statement_assumptions_cases_source_steps_and_examples(
     for text in (theorem.statement, theorem.cases, theorem.source, *theorem.assumptions):
         assert text in page
     assert page.count("$$") >= 2 and "## Worked example" in page
-    assert "0.905148" in page  # tanh(1.5), computed by spec.numeric for the n = 2, d = 1 example
+    assert "0.905148" in page  # tanh(1.5), by hcspec.spec.numeric for the n = 2, d = 1 example
     assert "394,048" in pages["counts.params.md"]
     for theorem in theorems:
         assert f"({theorem.id}.md)" in pages["index.md"]
@@ -133,7 +133,8 @@ def test_spec_never_imports_torch() -> None:
     import subprocess
     import sys
 
-    code = ("import sys, spec, spec.theorems, spec.cli, spec.numeric, spec.counts, spec.docs; "
+    code = ("import sys, hcspec.spec as spec, hcspec.spec.theorems, hcspec.spec.cli, "
+            "hcspec.spec.numeric, hcspec.spec.counts, hcspec.spec.docs; "
             "spec.all_theorems(); print('torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          cwd=REPO, env={"PYTHONPATH": str(REPO), "PATH": ""})
@@ -178,7 +179,7 @@ def test_closed_stdout_ends_quietly() -> None:
     read_end, write_end = os.pipe()
     os.close(read_end)
     try:
-        done = subprocess.run([sys.executable, "-m", "spec", "list"], cwd=REPO,
+        done = subprocess.run([sys.executable, "-m", "hcspec.spec", "list"], cwd=REPO,
                               env={"PYTHONPATH": str(REPO), "PATH": ""}, stdout=write_end,
                               stderr=subprocess.PIPE, text=True, timeout=60, check=False)
     finally:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from spec import counts
-from spec.formulas import d, n
+from hcspec.spec import counts
+from hcspec.spec.formulas import d, n
 
 
 def test_paper_figures_for_olmo_1b() -> None:

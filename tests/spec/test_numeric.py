@@ -1,11 +1,11 @@
-"""spec.numeric agrees with a direct numpy einsum on random batched input."""
+"""hcspec.spec.numeric agrees with a direct numpy einsum on random batched input."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from spec import numeric
+from hcspec.spec import numeric
 
 B, T, N, D = 2, 3, 4, 5  # n != d so a transposition slip changes shapes or values
 

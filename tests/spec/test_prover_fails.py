@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import sympy
 
-from spec import checks
-from spec import doubly_stochastic as ds
-from spec.registry import ProofFailure, Theorem
-from spec.theorems.connection import BackwardClaim, backward_proof
-from spec.theorems.doubly_stochastic import closure_proof
+from hcspec.spec import checks
+from hcspec.spec import doubly_stochastic as ds
+from hcspec.spec.registry import ProofFailure, Theorem
+from hcspec.spec.theorems.connection import BackwardClaim, backward_proof
+from hcspec.spec.theorems.doubly_stochastic import closure_proof
 
 
 def throwaway(theorem_id: str, proof: object) -> Theorem:

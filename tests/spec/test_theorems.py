@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import sympy
 
-from spec.registry import ProofResult, Theorem, all_theorems, get
+from hcspec.spec.registry import ProofResult, Theorem, all_theorems, get
 
 REQUIRED_IDS = [
     "layout.paper_rows", "forward.shapes", "backward.closed_form",

@@ -10,8 +10,8 @@ from typing import Any
 
 import torch
 
-from reference import targets
-from reference.manifold import ManifoldHyperConnection
+from hcspec.reference import targets
+from hcspec.reference.manifold import ManifoldHyperConnection
 
 Branch = Callable[[torch.Tensor], torch.Tensor]
 

@@ -8,10 +8,10 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from conformance import report as rp
-from conformance.protocol import Conventions, ConventionsError, conventions_of
-from conformance.runner import check_implementation
-from reference import targets
+from hcspec.conformance import report as rp
+from hcspec.conformance.protocol import Conventions, ConventionsError, conventions_of
+from hcspec.conformance.runner import check_implementation
+from hcspec.reference import targets
 
 
 def test_mapping_is_read_as_conventions() -> None:

@@ -8,12 +8,12 @@ import torch
 
 pytest.importorskip("mhc", reason="mhc-pytorch is not installed")
 
-from conformance import targets
+from hcspec.conformance import targets
 
 if targets.package_problem(targets.BUILTIN["mhc_pytorch:mhc"]) is not None:
     pytest.skip("the import name 'mhc' is not mhc-pytorch's here", allow_module_level=True)
 
-from conformance.adapters import mhc_pytorch
+from hcspec.conformance.adapters import mhc_pytorch
 
 
 def _replicated(b: int, t: int, n: int, d: int) -> tuple[torch.Tensor, torch.Tensor]:

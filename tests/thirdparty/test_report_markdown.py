@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from conformance import cli
-from conformance import report as rp
+from hcspec.conformance import cli
+from hcspec.conformance import report as rp
 
 
 def _report() -> rp.Report:

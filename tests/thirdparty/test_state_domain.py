@@ -8,10 +8,10 @@ import functools
 
 import torch
 
-from conformance import report as rp
-from conformance.properties.base import Context
-from conformance.runner import check_implementation, inspect_target
-from conformance.strategies import Case
+from hcspec.conformance import report as rp
+from hcspec.conformance.properties.base import Context
+from hcspec.conformance.runner import check_implementation, inspect_target
+from hcspec.conformance.strategies import Case
 from tests.thirdparty.standins import make_replicated
 
 ONLY = ["shape", "law", "independence", "conventions.branch_input", "constraints.h_res_exact_axis",
@@ -24,7 +24,7 @@ def test_declared_domain_draws_replicated_states() -> None:
     info = inspect_target(make_replicated, "cpu", 0)
     assert info.conventions.state_domain == "replicated"
     assert info.conventions.sinkhorn_iterations == 20  # from the attribute, not declared
-    from conformance.profiles import get_profile
+    from hcspec.conformance.profiles import get_profile
     ctx = Context(factory=make_replicated, target_name="t", kind="mhc",
                   conventions=info.conventions, capabilities=info.capabilities,
                   dtype=torch.float64, device="cpu", profile=get_profile("quick"))

@@ -11,8 +11,8 @@ import types
 
 import pytest
 
-from conformance import cli, targets
-from conformance.targets import BuiltinTarget, TargetError
+from hcspec.conformance import cli, targets
+from hcspec.conformance.targets import BuiltinTarget, TargetError
 
 THIRD_PARTY = {
     "hyper_connections:hc": "hyper_connections", "hyper_connections:mhc": "hyper_connections",
@@ -31,8 +31,8 @@ def test_third_party_targets_are_registered() -> None:
 
 def test_adapter_modules_import_without_their_packages() -> None:
     # the kit must load (and list its targets) where the packages are absent
-    importlib.import_module("conformance.adapters.hyper_connections")
-    importlib.import_module("conformance.adapters.mhc_pytorch")
+    importlib.import_module("hcspec.conformance.adapters.hyper_connections")
+    importlib.import_module("hcspec.conformance.adapters.mhc_pytorch")
 
 
 def test_targets_command_lists_every_builtin_with_importability(

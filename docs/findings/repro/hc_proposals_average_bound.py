@@ -13,8 +13,8 @@ theirs. Run (hcspec source tree, hyper-connections installed):
 
 import torch
 
-from conformance import strategies, tolerances
-from conformance.adapters.hyper_connections import make_mhc
+from hcspec.conformance import strategies, tolerances
+from hcspec.conformance.adapters.hyper_connections import make_mhc
 
 case = strategies.Case(batch=1, tokens=1, n=2, d=3, layer_index=0, seed=1, perturb=1.0,
                        branch="zero")  # the minimal counterexample printed by the kit

@@ -19,7 +19,7 @@ import torch._dynamo as dynamo
 from mhc import ManifoldHyperConnections
 from torch import nn
 
-from conformance.adapters.mhc_pytorch import make
+from hcspec.conformance.adapters.mhc_pytorch import make
 
 backend = sys.argv[1] if len(sys.argv) > 1 else "aot_eager"
 torch.manual_seed(0)

@@ -1,6 +1,6 @@
 """False-positive soak: run the kit on correct implementations many times and count failures.
 
-``python -m conformance.soak`` runs the ``ci`` profile on every target with ``--seeds``
+``python -m tools.soak`` runs the ``ci`` profile on every target with ``--seeds``
 different seeds (30 by default; the seed shifts every case's tensors, so each run draws other
 states, parameters and perturbations) and the ``thorough`` profile once per target, and prints
 per run kind: runs, failures, wall time, and for every property the worst achieved
@@ -27,8 +27,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from conformance import report as rp
-from conformance.runner import check_implementation
+from hcspec.conformance import report as rp
+from hcspec.conformance.runner import check_implementation
 
 REFERENCE_TARGETS = ("reference:hc-static", "reference:hc-dynamic", "reference:mhc")
 INDEPENDENT_TARGETS = (
@@ -120,8 +120,8 @@ def summarise(console: Console, runs: Sequence[Run]) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """Arguments of ``python -m conformance.soak``."""
-    parser = argparse.ArgumentParser(prog="python -m conformance.soak", description=__doc__,
+    """Arguments of ``python -m tools.soak``."""
+    parser = argparse.ArgumentParser(prog="python -m tools.soak", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("targets", nargs="*", help="TARGET strings (default: the reference)")
     parser.add_argument("--independent", action="store_true",

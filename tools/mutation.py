@@ -1,7 +1,7 @@
 """Mutation testing of the kit: how many known-bad implementations does it kill, and how fast?
 
 A *mutant* is a module with a factory ``make(n, d, *, layer_index, dtype, device, seed)`` (the
-kit's protocol, :mod:`conformance.protocol`) that is wrong in one realistic way, and three
+kit's protocol, :mod:`hcspec.conformance.protocol`) that is wrong in one realistic way, and three
 module attributes:
 
 * ``BUG_CLASS`` — one line naming the class of bug (the classes in docs/conformance.md:
@@ -12,7 +12,7 @@ module attributes:
 For each mutant, :func:`run_mutant` runs the whole catalogue in run order under a profile
 (``ci`` by default) and stops at the first unexpected failure (*killed*: the first property that
 caught it and the seconds from the start of the run), then runs the ``CAUGHT_BY`` properties
-alone to confirm they fail as documented. ``python -m conformance.mutation`` prints the table
+alone to confirm they fail as documented. ``python -m tools.mutation`` prints the table
 and the kill rate; the mutants of this project live in ``tests/mutants`` (run from the source
 tree's root).
 
@@ -38,9 +38,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from conformance import properties as catalogue
-from conformance import report as rp
-from conformance.runner import check_implementation
+from hcspec.conformance import properties as catalogue
+from hcspec.conformance import report as rp
+from hcspec.conformance.runner import check_implementation
 
 DEFAULT_PACKAGE = "tests.mutants"
 KILL_GOAL_SECONDS = 10.0
@@ -228,9 +228,9 @@ def print_table(console: Console, results: Sequence[MutantResult], profile: str)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """Arguments of ``python -m conformance.mutation``."""
+    """Arguments of ``python -m tools.mutation``."""
     parser = argparse.ArgumentParser(
-        prog="python -m conformance.mutation",
+        prog="python -m tools.mutation",
         description="Run the kit against every mutant and print the kill table.")
     parser.add_argument("names", nargs="*", help="mutant names or globs (default: all)")
     parser.add_argument("--package", default=DEFAULT_PACKAGE,
