@@ -309,9 +309,9 @@ def check_parallel(
                 "backend": backend, "collective_timeout": max(1.0, timeout)}
     outcome = run_ranks(job_args, world_size, timeout)
     _declare_reductions(report, cases, outcome)
-    report.warnings.append(
-        f"parallel: {world_size} ranks ({backend}, {_start_method(device)}) ran "
-        f"{len(cases)} cases over the splits {', '.join(splits)} in {outcome.seconds:.2f} s")
+    report.conventions["parallel.run"] = (
+        f"{world_size} ranks ({backend}, {_start_method(device)}) ran {len(cases)} cases over "
+        f"the splits {', '.join(splits)} in {outcome.seconds:.2f} s")
     done = [c for c in cases if all(c.index in outcome.ranks[r] for r in range(world_size))]
     for prop in selected:
         if reasons[prop.id]:

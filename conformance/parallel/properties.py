@@ -190,9 +190,17 @@ def check_forward(ev: Evaluation) -> None:
     for case in ev.cases:
         want = ev.unsharded[case.index].output
         ev.expect(f"case {case.index} ({case.describe()}): gathered forward vs unsharded",
-                  _per_rank(ev, case, "output", want), ev.tolerance,
-                  "rank chunks compared with the unsharded output (a reduction over d missing "
-                  "or a partial sum not all-reduced?)")
+                  _per_rank(ev, case, "output", want), ev.tolerance, _FORWARD_HINT[case.split])
+
+
+_FORWARD_HINT: Final[dict[str, str]] = {
+    "tokens": "each rank's chunk compared with the same tokens of the unsharded output (the "
+              "weights are per token and need no collective: different parameters, or a "
+              "branch not given the whole sequence?)",
+    "hidden": "each rank's chunk compared with the same columns of the unsharded output (a "
+              "reduction over d not all-reduced: the RMS/LayerNorm statistics or a partial "
+              "projection?)",
+}
 
 
 def _order(got: torch.Tensor, want: torch.Tensor, case: ParallelCase, world: int,
