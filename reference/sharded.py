@@ -95,7 +95,8 @@ class _AllReduceSum(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, None]:
-        return _AllReduceSum.apply(grad, ctx.group), None
+        summed: torch.Tensor = _AllReduceSum.apply(grad, ctx.group)  # type: ignore[no-untyped-call]
+        return summed, None
 
 
 class _AllGather(torch.autograd.Function):
@@ -134,7 +135,7 @@ def all_reduce_sum(tensor: torch.Tensor, group: dist.ProcessGroup | None = None)
     Shapes/dtype/device: those of ``tensor`` (the same on every rank). Raises as
     ``torch.distributed.all_reduce`` (no initialised process group, mismatched shapes).
     """
-    out: torch.Tensor = _AllReduceSum.apply(tensor, group)
+    out: torch.Tensor = _AllReduceSum.apply(tensor, group)  # type: ignore[no-untyped-call]
     return out
 
 
@@ -146,7 +147,7 @@ def all_gather(tensor: torch.Tensor, axis: int,
     Shapes: every rank's ``tensor`` has the same shape; the result is ``W`` times longer along
     ``axis``. Raises as ``torch.distributed.all_gather``.
     """
-    out: torch.Tensor = _AllGather.apply(tensor, axis, group)
+    out: torch.Tensor = _AllGather.apply(tensor, axis, group)  # type: ignore[no-untyped-call]
     return out
 
 
@@ -286,6 +287,11 @@ class ShardedDynamicHyperConnection(ShardedHyperConnection):
     which ``X̄ W = (X − μ) W / σ``); ``W_pre``, ``W_post``, ``W_res`` are split by rows."""
 
     kind: ClassVar[str] = "hc-dynamic"
+    W_pre: torch.Tensor
+    W_post: torch.Tensor
+    W_res: torch.Tensor
+    s_alpha: torch.Tensor
+    s_beta: torch.Tensor
     sharded_by_hidden: ClassVar[tuple[str, ...]] = ("W_pre", "W_post", "W_res")
 
     def shard_parameter(self, name: str, full: torch.Tensor) -> torch.Tensor:
@@ -317,6 +323,15 @@ class ShardedManifoldHyperConnection(ShardedHyperConnection):
     ``H_pre``, ``H_post`` and Sinkhorn–Knopp ``H_res``."""
 
     kind: ClassVar[str] = "mhc"
+    phi_pre: torch.Tensor
+    phi_post: torch.Tensor
+    phi_res: torch.Tensor
+    b_pre: torch.Tensor
+    b_post: torch.Tensor
+    b_res: torch.Tensor
+    alpha_pre: torch.Tensor
+    alpha_post: torch.Tensor
+    alpha_res: torch.Tensor
     sharded_by_hidden: ClassVar[tuple[str, ...]] = ("phi_pre", "phi_post", "phi_res")
 
     def shard_parameter(self, name: str, full: torch.Tensor) -> torch.Tensor:

@@ -56,7 +56,7 @@ def make_cases(world_size: int, splits: tuple[Split, ...], seed: int = 0) -> lis
     """
     if world_size < 1:
         raise ValueError(f"world_size must be >= 1, got {world_size}")
-    cases = []
+    cases: list[ParallelCase] = []
     for split in splits:
         for n, d_per, batch, t_per in _SHAPES:
             index = len(cases)

@@ -28,7 +28,7 @@ from typing import Any, Final
 
 import torch
 import torch.distributed as dist
-import torch.multiprocessing as mp
+from torch.multiprocessing.spawn import ProcessException, start_processes
 
 from hcspec.conformance import report as rp
 from hcspec.conformance import targets as tg
@@ -84,8 +84,9 @@ def run_ranks(job_args: dict[str, Any], world_size: int, timeout: float) -> Rank
     with tempfile.TemporaryDirectory(prefix="hcspec-parallel-") as tmp:
         job = worker.Job(store=str(Path(tmp) / "store"), out_dir=tmp,
                          world_size=world_size, **job_args)
-        context = mp.start_processes(worker.rank_main, args=(job,), nprocs=world_size,
-                                     join=False, start_method=_start_method(job.device))
+        context = start_processes(  # type: ignore[no-untyped-call]
+            worker.rank_main, args=(job,), nprocs=world_size, join=False,
+            start_method=_start_method(job.device))
         crashed: str | None = None
         timed_out = False
         try:
@@ -94,7 +95,7 @@ def run_ranks(job_args: dict[str, Any], world_size: int, timeout: float) -> Rank
                 if time.monotonic() > deadline:
                     timed_out = True
                     break
-        except mp.ProcessException as exc:  # a rank died without saving (signal, exit code)
+        except ProcessException as exc:  # a rank died without saving (signal, exit code)
             crashed = str(exc).strip()
         finally:
             for process in context.processes:
@@ -148,8 +149,8 @@ def _collect(outcome: RankOutcome, tmp: str, world_size: int, timed_out: float |
 
 def _describe(rank: int, error: dict[str, Any]) -> str:
     case = "" if error["case"] is None else f"case {error['case']}, "
-    return (f"rank {rank} raised in {case}step '{error['step']}': "
-            f"{error['type']}: {error['message'].strip().splitlines()[0] if error['message'] else ''}")
+    first_line = error["message"].strip().splitlines()[0] if error["message"].strip() else ""
+    return f"rank {rank} raised in {case}step '{error['step']}': {error['type']}: {first_line}"
 
 
 def _read(path: Path) -> str:
@@ -173,7 +174,7 @@ def run_unsharded(factory: Callable[..., Any], case: cs.ParallelCase, dtype: tor
     x = data.x.clone().requires_grad_(True)
     branch = cs.MixingBranch(data.mixing)
     out = impl.forward(x, branch)
-    (out * data.grad_out).sum().backward()
+    torch.autograd.backward((out * data.grad_out).sum())
     grads = {name: None if p.grad is None else p.grad.detach().to("cpu").clone()
              for name, p in cs.named_parameters(impl)}
     return Unsharded(out.detach().to("cpu"), None if x.grad is None else x.grad.to("cpu"),
@@ -236,7 +237,7 @@ def resolve_device(device: str, world_size: int) -> tuple[str, str, str | None]:
 
 def _resolve_factory(target: str | Callable[..., Any] | None) -> tuple[str, Callable[..., Any],
                                                                        str, dict[str, str]]:
-    resolved = tg.resolve(target)  # type: ignore[arg-type]
+    resolved = tg.resolve(target)
     factory = SHARDED_BUILTINS.get(resolved.name, resolved.factory)
     return resolved.name, factory, resolved.description, resolved.versions
 

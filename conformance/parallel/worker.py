@@ -136,7 +136,7 @@ def _run_case(job: Job, case: cs.ParallelCase, rank: int, device: str,
     record["branch_inputs"] = [t.to("cpu") for t in branch.inputs]
     progress.at("sharded backward")
     grad_out = local_chunk(data.grad_out, case.split, rank, world)
-    (out * grad_out).sum().backward()
+    torch.autograd.backward((out * grad_out).sum())
     record["input_grad"] = None if x_local.grad is None else x_local.grad.to("cpu").clone()
     progress.at("reducing the gradients the framework reduces (sum all-reduce)")
     grads: dict[str, torch.Tensor | None] = {}
