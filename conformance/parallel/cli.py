@@ -17,13 +17,13 @@ from hcspec.conformance import junit, terminal
 from hcspec.conformance.parallel.harness import DEFAULT_TIMEOUT, check_parallel
 from hcspec.conformance.targets import DEFAULT_TARGET, ENV_VAR, TargetError
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
 def cmd_run_parallel(args: argparse.Namespace) -> int:
     """Run the parallel family for the parsed ``run`` arguments; return the exit code (0 ok,
     1 a property failed or errored, 2 a usage error: bad TARGET, world size, property id, or
-    ``--case``/``--expected-failures``, which the family does not take)."""
+    ``--case``/``--expected-failures``, which the family does not take; 130 interrupted)."""
     out = Console() if Console().is_terminal else Console(width=160)
     err = Console(stderr=True)
     target = args.target or os.environ.get(ENV_VAR) or DEFAULT_TARGET
@@ -40,6 +40,9 @@ def cmd_run_parallel(args: argparse.Namespace) -> int:
     except (TargetError, ValueError) as exc:
         err.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
         return EXIT_USAGE
+    except KeyboardInterrupt:
+        err.print("interrupted: the ranks were stopped; no report")
+        return EXIT_INTERRUPTED
     terminal.print_header(out, report)
     if report.setup_error:
         err.print(f"[bold red]error:[/] {report.setup_error}", highlight=False)

@@ -305,7 +305,17 @@ def check_parallel(
         report.results = [_result(p, rp.NOT_APPLICABLE, reasons[p.id] or "") for p in selected]
         return report
     cases = cs.make_cases(world_size, splits, seed)
-    unsharded = {case.index: run_unsharded(factory, case, dtype, device) for case in cases}
+    unsharded: dict[int, Unsharded] = {}
+    for case in cases:
+        try:
+            unsharded[case.index] = run_unsharded(factory, case, dtype, device)
+        except Exception as exc:  # the target's own failure, unsharded: nothing to compare
+            message = (f"the unsharded run raised in case {case.index} ({case.describe()}): "
+                       f"{type(exc).__name__}: {exc}")
+            report.results = [
+                _result(p, rp.NOT_APPLICABLE, reasons[p.id] or "") if reasons[p.id] else
+                _result(p, rp.ERROR, message, traceback=_format_traceback()) for p in selected]
+            return report
     job_args = {"factory": factory, "cases": tuple(cases), "dtype": dtype, "device": device,
                 "backend": backend, "collective_timeout": max(1.0, timeout)}
     outcome = run_ranks(job_args, world_size, timeout)

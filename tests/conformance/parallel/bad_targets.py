@@ -43,3 +43,14 @@ def _make(cls: type[ReferenceShard], n: int, d: int, **kwargs: Any) -> HyperConn
 
 make_raising = functools.partial(_make, RaisesOnRank1)
 make_hanging = functools.partial(_make, HangsOnRank1)
+
+
+def make_unsharded_raising(n: int, d: int, **kwargs: Any) -> HyperConnectionImpl:
+    """Builds, but its unsharded forward raises (the sample impl is only built, not run)."""
+    impl = make_sharded_mhc(n, d, **kwargs)
+
+    def forward(x: torch.Tensor, branch: Branch) -> torch.Tensor:
+        raise ValueError("unsharded forward refused")
+
+    cast(Any, impl).forward = forward
+    return impl

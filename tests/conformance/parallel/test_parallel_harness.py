@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import tempfile
 import time
 from pathlib import Path
 
@@ -14,7 +15,12 @@ import torch
 
 from hcspec.conformance import cli
 from hcspec.conformance import report as rp
-from hcspec.conformance.parallel import check_parallel
+from hcspec.conformance.parallel import (
+    PROPERTIES,
+    assert_parallel_conforms,
+    check_parallel,
+    harness,
+)
 from hcspec.conformance.parallel.harness import resolve_device, select
 from hcspec.conformance.parallel.properties import BY_ID
 from hcspec.conformance.targets import TargetError
@@ -90,7 +96,9 @@ def test_cuda_without_enough_devices_is_not_applicable_with_the_reason() -> None
     assert resolve_device("auto", 2)[:2] == ("cpu", "gloo")
 
 
-def test_a_rank_that_raises_is_named_once() -> None:
+def test_a_rank_that_raises_is_named_once(tmp_path: Path,
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     report = check_parallel(bad_targets.make_raising, world_size=2, device="cpu",
                             only=["parallel.forward", "parallel.replicated_init"])
     forward = report.results[1]
@@ -103,9 +111,12 @@ def test_a_rank_that_raises_is_named_once() -> None:
     assert report.results[0].message == forward.message
     assert not report.ok
     assert not multiprocessing.active_children()
+    assert list(tmp_path.iterdir()) == []  # the store and the results are removed
 
 
-def test_a_rank_that_hangs_in_a_collective_times_out() -> None:
+def test_a_rank_that_hangs_in_a_collective_times_out(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     start = time.monotonic()
     report = check_parallel(bad_targets.make_hanging, world_size=2, device="cpu",
                             only=["parallel.forward"], timeout=4.0)
@@ -115,6 +126,7 @@ def test_a_rank_that_hangs_in_a_collective_times_out() -> None:
     assert "did not finish within 4 s and were terminated" in result.message
     assert "rank 1 was at: case 0" in result.message and "sharded forward" in result.message
     assert not multiprocessing.active_children()
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_select_and_bad_arguments() -> None:
@@ -144,3 +156,46 @@ def test_failure_report_names_rank_case_and_reproduction() -> None:
         result.reproduce)
     assert result.achieved is not None
     assert float(result.achieved["error"]) > 0.1 and result.achieved["tolerance"] == 0.0
+
+
+def test_an_unsharded_run_that_raises_is_an_error_not_a_crash() -> None:
+    report = check_parallel(bad_targets.make_unsharded_raising, world_size=2, device="cpu",
+                            only=["parallel.forward"])
+    (result,) = report.results
+    assert result.status == rp.ERROR
+    assert result.message.startswith("the unsharded run raised in case 0 (split=tokens")
+    assert "ValueError: unsharded forward refused" in result.message
+
+
+def test_assert_parallel_conforms() -> None:
+    from tests.mutants._parallel import partial_projection_not_summed as mutant
+
+    report = assert_parallel_conforms("reference:hc-dynamic", world_size=2, device="cpu",
+                                      only=["parallel.forward"])
+    assert [r.status for r in report.results] == [rp.PASSED]
+    with pytest.raises(AssertionError, match=r"parallel.forward failed: case 3 \(split=hidden"):
+        assert_parallel_conforms(mutant.make, world_size=2, device="cpu",
+                                 only=["parallel.forward"])
+
+
+@pytest.mark.slow
+def test_spawned_ranks_pass(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The start method CUDA needs (spawn: the job is pickled, each rank imports the kit)."""
+    monkeypatch.setattr(harness, "_start_method", lambda device: "spawn")
+    report = check_parallel("reference:mhc", world_size=2, device="cpu",
+                            only=["parallel.forward", "parallel.parameter_gradients"])
+    assert [r.status for r in report.results] == [rp.PASSED, rp.PASSED]
+    assert "(gloo, spawn)" in report.conventions["parallel.run"]
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(torch.cuda.device_count() < 1, reason="no CUDA device available")
+def test_nccl_one_rank_per_gpu() -> None:
+    """NCCL with as many ranks as GPUs (at most 2): the reference passes on CUDA."""
+    world = min(2, torch.cuda.device_count())
+    report = check_parallel("reference:mhc", world_size=world, device="cuda")
+    assert report.device == "cuda"
+    expected = {p.id: rp.PASSED for p in PROPERTIES}
+    if world < 2:
+        expected["parallel.world_size"] = rp.NOT_APPLICABLE
+    assert {r.id: r.status for r in report.results} == expected, report.results
