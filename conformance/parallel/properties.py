@@ -108,9 +108,7 @@ class Evaluation:
         """
         self.checked += 1
         for error in errors.values():
-            ratio = math.inf if (math.isnan(error) or (error > 0 and tolerance == 0)) else (
-                error / tolerance if tolerance else 0.0)
-            if not self.worst[0] or ratio > _ratio(self.worst):
+            if not self.worst[0] or _ratio((label, error, tolerance)) > _ratio(self.worst):
                 self.worst = (label, error, tolerance)
         bad = {r: e for r, e in errors.items() if math.isnan(e) or e > tolerance}
         if not bad:
