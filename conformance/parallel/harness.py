@@ -317,7 +317,9 @@ def check_parallel(
                 _result(p, rp.ERROR, message, traceback=_format_traceback()) for p in selected]
             return report
     job_args = {"factory": factory, "cases": tuple(cases), "dtype": dtype, "device": device,
-                "backend": backend, "collective_timeout": max(1.0, timeout)}
+                "backend": backend,
+                # longer than the run's deadline, so that the harness names a hung rank first
+                "collective_timeout": timeout + 30.0}
     outcome = run_ranks(job_args, world_size, timeout)
     _declare_reductions(report, cases, outcome)
     report.conventions["parallel.run"] = (

@@ -5,6 +5,7 @@ collectives each kind and split needs (the counts docs/reference.md states)."""
 from __future__ import annotations
 
 import datetime
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -91,13 +92,17 @@ def ranks(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
     tmp = tmp_path_factory.mktemp("sharded")
     context = mp.start_processes(_rank, args=(str(tmp / "store"), str(tmp)), nprocs=WORLD,
                                  join=False, start_method="fork")
-    try:
-        while not context.join(timeout=120):
-            pass
+    deadline = time.monotonic() + 120
+    try:  # join returns as soon as one rank ends; True once all have
+        finished = False
+        while not finished and time.monotonic() < deadline:
+            finished = context.join(timeout=1)
     finally:
         for process in context.processes:
             if process.is_alive():
                 process.kill()
+                process.join()
+    assert finished, "the ranks did not finish within 120 s"
     return [torch.load(tmp / f"rank{r}.pt", weights_only=False) for r in range(WORLD)]
 
 
