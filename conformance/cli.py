@@ -123,6 +123,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="lines 'PROPERTY_ID: reason' (failures become xfail)")
     run.add_argument("--case", metavar="JSON",
                      help="replay one case (as printed in a reproduction command)")
+    run.add_argument("--world-size", type=int, metavar="N",
+                     help="run only the parallel family, sharded over N ranks started here "
+                          "(gloo on cpu, NCCL on cuda; hcspec.conformance.parallel)")
     run.add_argument("--no-progress", action="store_true",
                      help="no progress bar (on a terminal) or status lines (otherwise)")
     run.add_argument("-v", "--verbose", action="store_true",
@@ -234,6 +237,10 @@ def _usage_error(console: Console, message: str) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     """Run the kit: print the header as soon as the target is resolved, then the table,
     failures and summary; write the reports (their paths are checked before the run)."""
+    if args.world_size is not None:
+        from hcspec.conformance.parallel.cli import cmd_run_parallel
+
+        return cmd_run_parallel(args)
     out, err = _console(), Console(stderr=True)
     target = args.target or os.environ.get(ENV_VAR) or DEFAULT_TARGET
     try:

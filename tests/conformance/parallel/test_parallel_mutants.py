@@ -1,0 +1,49 @@
+"""Every distributed mutant (tests/mutants/_parallel) is killed on 2 gloo ranks by the
+property that names its bug; the reference passes the same properties
+(test_parallel_harness.py)."""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+
+import pytest
+
+from hcspec.conformance import report as rp
+from hcspec.conformance.parallel import check_parallel
+from hcspec.conformance.parallel.properties import BY_ID
+from tests.mutants import _parallel
+
+NAMES = sorted(m.name for m in pkgutil.iter_modules(_parallel.__path__)
+               if not m.name.startswith("_"))
+
+ONLY_FAILURES = {  # mutants whose bug leaves every other property passing
+    "unreduced_replicated_gradients": {"parallel.parameter_gradients"},
+}
+IN_MESSAGE = {  # what the failure of the naming property must say
+    "missing_rms_all_reduce": "split=hidden",
+    "partial_projection_not_summed": "split=hidden",
+    "rank_seeded_init": "parameters at init, rank 1: error",
+    "wrong_gather_order": "its chunks are the expected chunks [1, 0]",
+    "unreduced_replicated_gradients": "declared gradient='target'",
+}
+
+
+def test_one_mutant_per_distributed_bug_class() -> None:
+    assert sorted(IN_MESSAGE) == NAMES
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_mutant_is_killed_by_the_property_naming_its_bug(name: str) -> None:
+    module = importlib.import_module(f"tests.mutants._parallel.{name}")
+    assert module.CAUGHT_BY and all(pid in BY_ID for pid in module.CAUGHT_BY)
+    assert all(pid in module.__doc__ for pid in module.CAUGHT_BY)
+    report = check_parallel(module.make, world_size=2, device="cpu")
+    statuses = {r.id: r.status for r in report.results}
+    for pid in module.CAUGHT_BY:
+        assert statuses[pid] == rp.FAILED, (pid, statuses)
+        message = next(r.message for r in report.results if r.id == pid)
+        assert "rank " in message and "case " in message
+        assert IN_MESSAGE[name] in message, message
+    if name in ONLY_FAILURES:
+        assert {pid for pid, s in statuses.items() if s != rp.PASSED} == ONLY_FAILURES[name]
