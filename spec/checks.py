@@ -233,8 +233,9 @@ def require_equal(label: str, lhs: Any, rhs: Any, *, show: tuple[Any, Any] | Non
     Raises:
         ProofFailure: naming ``label`` when the identity does not hold.
     """
-    both_explicit = isinstance(lhs, sympy.MatrixBase) and isinstance(rhs, sympy.MatrixBase)
-    if both_explicit and lhs.shape != rhs.shape:
+    both_matrices = all(isinstance(side, (sympy.MatrixBase, sympy.MatrixExpr))
+                        for side in (lhs, rhs))
+    if both_matrices and sympy.Tuple(*lhs.shape) != sympy.Tuple(*rhs.shape):
         raise ProofFailure(f"{label}: shapes differ, {lhs.shape} vs {rhs.shape}")
     require_zero(label, lhs - rhs)
     left, right = show if show is not None else (lhs, rhs)
@@ -261,3 +262,19 @@ def require_nonnegative(label: str, entries: Iterable[Any]) -> None:
     for entry in entries:
         if entry.is_nonnegative is not True and sympy.expand(entry).is_nonnegative is not True:
             raise ProofFailure(f"{label}: entry {entry} is not provably nonnegative")
+
+
+def chain(*exprs: Any) -> sympy.Symbol:
+    """A display ``e₀ = e₁ = …`` for a derivation step, each side in LaTeX; a side printed the
+    same as the one before it is dropped, so a step never shows ``A = A``.
+
+    Strings are taken as LaTeX already. Raises ValueError if fewer than two distinct sides remain.
+    """
+    sides: list[str] = []
+    for expr in exprs:
+        text = expr if isinstance(expr, str) else sympy.latex(expr)
+        if not sides or text != sides[-1]:
+            sides.append(text)
+    if len(sides) < 2:
+        raise ValueError(f"a chain needs two different sides, got {sides}")
+    return sympy.Symbol(" = ".join(sides))

@@ -46,6 +46,7 @@ def derivative_at(phi: sympy.Function, point: sympy.Expr) -> sympy.Expr:
     "Y = X W + 1 bᵀ gives G_X = G_Y Wᵀ, G_W = Xᵀ G_Y, G_b = G_Yᵀ 1.",
     assumptions=("X: m×k (rows are samples), W: k×p, b ∈ R^p, L = Σ G_Y ∘ Y.",),
     cases="explicit (m, k, p) in {(1,2,3), (2,3,4), (3,1,2), (4,3,2), (2,2,2)}",
+    generality="explicit sizes",
     source="chain rule (the linear maps inside an HC branch; HC arXiv:2409.19606 §2)",
 )
 def _linear_backward() -> list[Step]:
@@ -83,6 +84,7 @@ def _chain_gradients(
     assumptions=("Conformable A, B, C, D; L = Σ G_Y ∘ Y.",),
     cases="explicit shapes 2×3·3×1·1×2·2×3 and all-square 2×2 (where the wrong order is "
           "well-shaped)",
+    generality="explicit sizes",
     source="chain rule; (CD)ᵀ = DᵀCᵀ",
 )
 def _matmul_chain_backward() -> list[Step]:
@@ -122,6 +124,7 @@ def _matmul_chain_backward() -> list[Step]:
         "elementwise function; L = Σ G_X ∘ X.",
     ),
     cases="explicit (m, d, f) in {(1,2,3), (2,3,2)}",
+    generality="explicit sizes",
     source="chain rule on the FFN branch of an HC sublayer (HC arXiv:2409.19606 §2, App. I Alg. 3)",
 )
 def _ffn_backward() -> list[Step]:
@@ -162,6 +165,7 @@ def _ffn_backward() -> list[Step]:
     "Y = X + F(X) gives G_X = J_Fᵀ G_Y + G_Y (per sample: g_x = J_Fᵀ g_y + g_y).",
     assumptions=("F: R^d → R^d arbitrary and differentiable, applied per sample (row).",),
     cases="explicit d in {1,2,3,4}",
+    generality="explicit sizes",
     source="He et al. 2016 residual; mHC arXiv:2512.24880 §1 Eq. 1–2 (identity mapping)",
 )
 def _residual_direct_term() -> list[Step]:
@@ -192,6 +196,7 @@ def _prenorm_gradients(d: int) -> tuple[sympy.Matrix, sympy.Matrix, sympy.Matrix
     "Pre-norm y = x + F(N(x)) gives g_x = g_y + J_Nᵀ J_Fᵀ g_y: the bare g_y term survives.",
     assumptions=("N, F: R^d → R^d arbitrary and differentiable (N a normalisation).",),
     cases="explicit d in {1,2,3}",
+    generality="explicit sizes",
     source="HC arXiv:2409.19606 §1 (pre-norm avoids gradient vanishing) and §3.1 Eq. 15",
 )
 def _prenorm_direct_term() -> list[Step]:
@@ -231,6 +236,7 @@ def bare_term_counterexample(norm: Callable[[sympy.Matrix], sympy.Matrix]) -> sy
         "Counterexample: RMSNorm or LayerNorm (no affine, ε = 0), d = 2, x = (1, 2), F ≡ 0.",
     ),
     cases="general form: explicit d in {1,2,3}; counterexample: d = 2",
+    generality="explicit sizes",
     source="HC arXiv:2409.19606 §1 (post-norm reintroduces gradient vanishing), App. G Eq. 35",
 )
 def _postnorm_no_bare_direct_term() -> list[Step]:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import sympy
 
 from hcspec.spec import formulas
-from hcspec.spec.checks import instantiate, require_equal, symbol_matrix, symbol_vector
+from hcspec.spec.checks import chain, instantiate, require_equal, symbol_matrix, symbol_vector
 from hcspec.spec.formulas import ConnectionSymbols
 from hcspec.spec.registry import ProofFailure, Step, theorem
 
@@ -49,6 +49,7 @@ def _row_form_in_paper_terms(
     ),
     cases="symbolic n, d (MatrixSymbol algebra); explicit entries for n in {1,2,3,4} × "
           "d in {1,2,3}",
+    generality="all sizes",
     source="HC arXiv:2409.19606 §2.1 Eq. 1–5 and Eq. 7 (width connection); "
            "mHC arXiv:2512.24880 Eq. 3",
 )
@@ -112,6 +113,7 @@ def _shape_step(label: str, expr: sympy.MatrixExpr, expected: tuple[sympy.Expr, 
     ),
     cases="symbolic n, d; re-checked with explicit entries at (n, d) in "
           "{(1,2), (2,3), (3,1), (4,2)}",
+    generality="all sizes",
     source="HC arXiv:2409.19606 §2.1 Eq. 2–5; mHC arXiv:2512.24880 Eq. 3",
 )
 def _forward_shapes() -> list[Step]:
@@ -146,6 +148,9 @@ def _forward_shapes() -> list[Step]:
 
 GradientForm = Callable[[ConnectionSymbols], sympy.MatrixExpr]
 
+EXAMPLE_SIZES = ((2, 3), (3, 2))
+"""(n, d) where the symbolic backward is re-derived entry by entry with a nonlinear branch."""
+
 
 @dataclass(frozen=True)
 class BackwardClaim:
@@ -158,9 +163,11 @@ class BackwardClaim:
     grad_H_res: GradientForm = formulas.grad_H_res
     grad_h_pre: GradientForm = formulas.grad_h_pre
     grad_h_post: GradientForm = formulas.grad_h_post
+    branch_cotangent: GradientForm = formulas.branch_cotangent
 
 
 def _backward_case(claim: BackwardClaim, n: int, d: int) -> None:
+    """Entry-by-entry check at explicit (n, d): F = φ∘W with φ undefined elementwise."""
     X, G = symbol_matrix("X", n, d), symbol_matrix("G", n, d)
     h_pre, h_post = symbol_vector("p", n), symbol_vector("q", n)
     H_res, W = symbol_matrix("H", n, n), symbol_matrix("W", d, d)
@@ -175,11 +182,15 @@ def _backward_case(claim: BackwardClaim, n: int, d: int) -> None:
 
     xi = symbol_vector("xi", d)
     jacobian = (W * xi).applyfunc(phi).jacobian(xi).subs(dict(zip(xi, x_in, strict=True)))
-    g_z = G.T * h_post
-    g_in = jacobian.T * g_z
     c = formulas.connection_symbols(n, d)
+    g_z = instantiate(claim.branch_cotangent(c), {c.G: G, c.h_post: h_post, c.h_pre: h_pre,
+                                                  c.X: X, c.H_res: H_res})
     values = {c.X: X, c.G: G, c.h_pre: h_pre, c.h_post: h_post, c.H_res: H_res, c.z: z,
-              c.g_in: g_in}
+              c.g_in: jacobian.T * g_z}
+    zeta = symbol_vector("zeta", d)
+    free_loss = sum(G.multiply_elementwise(H_res * X + h_post * zeta.T), sympy.Integer(0))
+    require_equal(f"g_z at n={n}, d={d}", zeta.applyfunc(lambda e: sympy.diff(free_loss, e)),
+                  g_z)
     for name, variable, form in (
         ("∂L/∂X", X, claim.grad_X),
         ("∂L/∂H_res", H_res, claim.grad_H_res),
@@ -194,42 +205,71 @@ def _backward_case(claim: BackwardClaim, n: int, d: int) -> None:
         require_equal(f"{name} at n={n}, d={d}", derived(variable), closed)
 
 
+def _symbolic_backward(claim: BackwardClaim) -> list[Step]:
+    """Matrix calculus for symbolic n, d on L = tr(G'ᵀ X') with the branch linearised at the
+    point: z = z₀ + J x_in (the gradient depends on the branch only through dz = J dx_in)."""
+    s = formulas.connection_symbols()
+    d = formulas.d
+    J, z0 = sympy.MatrixSymbol("J", d, d), sympy.MatrixSymbol("z_0", d, 1)
+    x_in = formulas.aggregate(s)
+    z_lin = z0 + J * x_in
+    loss_z = sympy.Trace(s.G.T * formulas.forward(s))
+    loss = sympy.Trace(s.G.T * formulas.forward(s).xreplace({s.z: z_lin}))
+    try:
+        g_z = claim.branch_cotangent(s)
+    except sympy.ShapeError as error:
+        raise ProofFailure(f"g_z: the claimed form is ill-shaped: {error}") from None
+    require_equal("g_z = ∂L/∂z, symbolic n, d", loss_z.diff(s.z), g_z)
+    L = sympy.Symbol("L")
+    steps: list[Step] = [
+        ("the loss: the Frobenius inner product of the upstream gradient G' with X'",
+         sympy.Eq(L, loss_z, evaluate=False)),
+        ("the branch enters only through its differential dz = J dx_in, so at the point "
+         "z = z₀ + J x_in with z₀ = F(x_in) − J x_in fixed (J the branch Jacobian)",
+         sympy.Eq(L, loss, evaluate=False)),
+        ("gradient reaching the branch output: differentiate the trace in z",
+         chain(r"g_z = \frac{\partial L}{\partial z}", loss_z.diff(s.z), g_z)),
+    ]
+    values = {s.g_in: J.T * g_z, s.z: z_lin}
+    for name, variable, form in (
+        (r"\frac{\partial L}{\partial X}", s.X, claim.grad_X),
+        (r"\frac{\partial L}{\partial H_{res}}", s.H_res, claim.grad_H_res),
+        (r"\frac{\partial L}{\partial h_{pre}}", s.h_pre, claim.grad_h_pre),
+        (r"\frac{\partial L}{\partial h_{post}}", s.h_post, claim.grad_h_post),
+    ):
+        try:
+            closed = form(s)
+            at_point = closed.xreplace(values)
+        except sympy.ShapeError as error:
+            raise ProofFailure(f"{variable} (symbolic n, d): the claimed form is ill-shaped: "
+                               f"{error}") from None
+        derived = loss.diff(variable)
+        require_equal(f"∂L/∂{variable}, symbolic n, d", derived, at_point)
+        steps.append((f"differentiate the trace in {variable} (matrix calculus); with "
+                      "g_in = Jᵀ g_z this is the closed form",
+                      chain(name, derived, closed)))
+    return steps
+
+
 def backward_proof(
     claim: BackwardClaim = BackwardClaim(),
-    sizes_n: Sequence[int] = SIZES_N,
-    sizes_d: Sequence[int] = SIZES_D,
+    sizes: Sequence[tuple[int, int]] = EXAMPLE_SIZES,
+    *,
+    symbolic: bool = True,
 ) -> Callable[[], list[Step]]:
-    """A proof function for ``backward.closed_form`` checking ``claim`` at the given sizes.
+    """A proof function for ``backward.closed_form`` checking ``claim``.
 
-    For every (n, d): explicit symbol matrices X, G (n×d), h_pre, h_post (n), H_res (n×n), W (d×d);
-    F = φ∘W with φ an undefined elementwise function; L = Σ G ∘ X'. Each gradient obtained by
-    differentiating L entrywise must equal the claimed closed form with g_in = Jᵀ Gᵀ h_post.
+    With ``symbolic`` (the registered proof): matrix calculus on L = tr(G'ᵀ X') for symbolic
+    n, d, the branch linearised at the point (z = z₀ + J x_in). Then, at each explicit (n, d) of
+    ``sizes``: symbol matrices X, G (n×d), h_pre, h_post (n), H_res (n×n), W (d×d), F = φ∘W with
+    φ an undefined elementwise function, L = Σ G ∘ X'; each gradient obtained by differentiating
+    L entrywise must equal the claimed closed form with g_in = Jᵀ g_z.
     """
 
     def prove() -> list[Step]:
-        for n in sizes_n:
-            for d in sizes_d:
-                _backward_case(claim, n, d)
-        s = formulas.connection_symbols()
-        loss = sympy.Symbol("L")
-        G, X_new = s.G, formulas.forward(s)
-        steps: list[Step] = [
-            ("the scalar loss with upstream gradient G' (Frobenius inner product)",
-             sympy.Eq(loss, sympy.Trace(G.T * X_new), evaluate=False)),
-            ("the gradient reaching the branch output", sympy.Eq(
-                sympy.Symbol("g_z"), formulas.branch_cotangent(s), evaluate=False)),
-        ]
-        for name, form in (
-            (r"\frac{\partial L}{\partial X}", claim.grad_X),
-            (r"\frac{\partial L}{\partial H_{res}}", claim.grad_H_res),
-            (r"\frac{\partial L}{\partial h_{pre}}", claim.grad_h_pre),
-            (r"\frac{\partial L}{\partial h_{post}}", claim.grad_h_post),
-        ):
-            steps.append((
-                f"entrywise derivative equals the closed form at every n in {set(sizes_n)}, "
-                f"d in {set(sizes_d)}",
-                sympy.Eq(sympy.Symbol(name), form(s), evaluate=False),
-            ))
+        steps = _symbolic_backward(claim) if symbolic else []
+        for n, d in sizes:
+            _backward_case(claim, n, d)
         steps.append(_worked_backward_case())
         return steps
 
@@ -245,8 +285,8 @@ def _worked_backward_case() -> Step:
         symbol_matrix("H", n, n) * X + h_post * (W * X.T * h_pre).applyfunc(phi).T
     ), sympy.Integer(0))
     derived = h_pre.applyfunc(lambda entry: sympy.diff(loss, entry))
-    return ("worked case n = 2, d = 1 (p = h_pre, q = h_post): ∂L/∂h_pre = X g_in, "
-            "with g_in = W φ'(W x_in) g_z",
+    return ("example with explicit entries, n = 2, d = 1, F = φ(W x) (p = h_pre, q = h_post): "
+            "∂L/∂h_pre = X g_in with g_in = W φ'(W x_in) g_z",
             sympy.Eq(sympy.Symbol(r"\frac{\partial L}{\partial h_{pre}}"), derived,
                      evaluate=False))
 
@@ -256,12 +296,16 @@ theorem(
     "Differentiating L = Σ G' ∘ X' gives ∂L/∂X = H_resᵀ G' + h_pre g_inᵀ, ∂L/∂H_res = G' Xᵀ, "
     "∂L/∂h_pre = X g_in, ∂L/∂h_post = G' z, with g_z = G'ᵀ h_post and g_in = Jᵀ g_z.",
     assumptions=(
-        "F = φ∘W: W a d×d symbol matrix, φ an arbitrary (undefined) differentiable elementwise "
-        "function; J = diag(φ'(W x_in)) W is the branch Jacobian at x_in.",
+        "F: R^d → R^d any differentiable branch with Jacobian J (a d×d MatrixSymbol) at x_in; the "
+        "gradient depends on F only through dz = J dx_in.",
+        "Examples: F = φ∘W, W a d×d symbol matrix, φ an undefined elementwise function, "
+        "J = diag(φ'(W x_in)) W.",
         "X feeds both the bypass H_res X and the branch input x_in, so its two terms add.",
         "The weights h_pre, h_post, H_res are treated as independent of X (static HC; for dynamic "
         "weights the chain rule adds their own terms).",
     ),
-    cases="explicit entries for n in {1,2,3,4} × d in {1,2,3}",
+    cases="symbolic n, d (matrix calculus); examples with explicit entries and a nonlinear branch "
+          "at (n, d) in {(2,3), (3,2)}",
+    generality="all sizes",
     source="chain rule on HC arXiv:2409.19606 Eq. 2–5 / mHC arXiv:2512.24880 Eq. 3",
 )(backward_proof())

@@ -75,6 +75,7 @@ theorem(
     "If H is doubly stochastic, so is Hᵀ.",
     assumptions=DS_ASSUMPTIONS,
     cases="explicit n in {1,2,3,4}",
+    generality="explicit sizes",
     source="mHC arXiv:2512.24880 §4.1 Eq. 6",
 )(closure_proof("Hᵀ", lambda H, K: H.T))
 
@@ -83,6 +84,7 @@ theorem(
     "If H and K are doubly stochastic, so is H K (compositional closure).",
     assumptions=DS_ASSUMPTIONS,
     cases="explicit n in {1,2,3,4}",
+    generality="explicit sizes",
     source="mHC arXiv:2512.24880 §4.1 (compositional closure), Eq. 4 (products over depth)",
 )(closure_proof("H K", lambda H, K: H * K))
 
@@ -91,6 +93,7 @@ theorem(
     "If H and K are doubly stochastic and 0 ≤ λ ≤ 1, then λ H + (1 − λ) K is doubly stochastic.",
     assumptions=(*DS_ASSUMPTIONS, "λ, μ ≥ 0 with μ = 1 − λ."),
     cases="explicit n in {1,2,3,4}",
+    generality="explicit sizes",
     source="mHC arXiv:2512.24880 §4.1 (Birkhoff polytope: convex set)",
 )(closure_proof("λ H + (1 − λ) K", lambda H, K: LAMBDA * H + MU * K))
 
@@ -100,6 +103,7 @@ theorem(
     "The only 1×1 doubly stochastic matrix is [1].",
     assumptions=("H = [h] with h ≥ 0, row sum h = 1, column sum h = 1.",),
     cases="n = 1",
+    generality="instance",
     source="mHC arXiv:2512.24880 §4.1 (\"when n = 1 the doubly stochastic condition degenerates "
            "to the scalar 1\")",
 )
@@ -122,6 +126,7 @@ def _ds_n1_unique() -> list[Step]:
     "it is doubly stochastic iff 0 ≤ a ≤ 1.",
     assumptions=("a real; P the swap permutation.",),
     cases="n = 2",
+    generality="instance",
     source="mHC arXiv:2512.24880 §4.1 Eq. 6 and the Birkhoff polytope",
 )
 def _ds_two_by_two() -> list[Step]:
@@ -153,6 +158,7 @@ def _ds_two_by_two() -> list[Step]:
     "0 < λ < 1 forces A = B = P.",
     assumptions=(*DS_ASSUMPTIONS, "A, B doubly stochastic, 0 < λ < 1."),
     cases="all n! permutations for n in {1,2,3,4}",
+    generality="explicit sizes",
     source="mHC arXiv:2512.24880 §4.1 (Birkhoff polytope: convex hull of the permutations)",
 )
 def _ds_permutation_vertices() -> list[Step]:
@@ -196,6 +202,7 @@ def sum_of_squares(H: sympy.Matrix, x: sympy.Matrix) -> sympy.Expr:
     "‖H x‖₂ ≤ ‖x‖₂ for doubly stochastic H: ‖x‖² − ‖Hx‖² = Σ_i Σ_{j<k} H_ij H_ik (x_j − x_k)² ≥ 0.",
     assumptions=(*DS_ASSUMPTIONS, "x ∈ R^n real."),
     cases="explicit n in {1,2,3,4}",
+    generality="explicit sizes",
     source="mHC arXiv:2512.24880 §4.1 (\"the spectral norm … is bounded by 1\", non-expansive)",
 )
 def _ds_nonexpansive() -> list[Step]:
@@ -223,6 +230,7 @@ def _ds_nonexpansive() -> list[Step]:
     "mHC sublayer evolves like a residual: 1ᵀ X' = 1ᵀ X + (1ᵀ h_post) zᵀ.",
     assumptions=("H ≥ 0 with unit column sums (a doubly stochastic H has them); X ∈ R^{n×d}.",),
     cases="explicit n in {1,2,3,4} × d in {1,2,3}",
+    generality="explicit sizes",
     source="mHC arXiv:2512.24880 §4.1 Eq. 6 (\"preserve the global mean\"), Eq. 3–4",
 )
 def _ds_stream_sum() -> list[Step]:
@@ -251,6 +259,7 @@ def _ds_stream_sum() -> list[Step]:
     assumptions=("H ≥ 0 with unit row sums; G' ∈ R^{n×d} the upstream gradient.",
                  "Counterexample: H = [[1, 1], [0, 0]] (unit column sums, row sums 2 and 0)."),
     cases="explicit n in {1,2,3,4} × d in {1,2,3}; counterexample at n = 2, d = 2",
+    generality="explicit sizes",
     source="mHC arXiv:2512.24880 §4.1 Eq. 6; the bypass term of backward.closed_form",
 )
 def _ds_gradient_stream_sum() -> list[Step]:
@@ -286,6 +295,7 @@ def _ds_gradient_stream_sum() -> list[Step]:
         "H_pre = c > 0 is absorbed by the scale invariance of RMSNorm (norm.jacobians).",
     ),
     cases="n = 1; d in {2,3}; Sinkhorn–Knopp with t_max = 20",
+    generality="instance",
     source="mHC arXiv:2512.24880 §4.1 (n = 1 degenerates to 1), Eq. 3, Eq. 8–9",
 )
 def _mhc_n1_residual() -> list[Step]:
@@ -321,6 +331,7 @@ def _mhc_n1_residual() -> list[Step]:
     ),
     cases="lemma: generic positive A, n in {1,2,3,4}; column sums not exact: n = 2, logits "
           "[[0, 1], [2, 0]], one round",
+    generality="explicit sizes",
     source="mHC arXiv:2512.24880 §4.2 Eq. 8–9",
 )
 def _sinkhorn_rows_exact() -> list[Step]:

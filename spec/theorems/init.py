@@ -28,6 +28,7 @@ LAYERS = 6
     ),
     cases="n in {1,2,3,4}, every prefix of L = 6 sublayers (so L in {1..6}), d = 5; final-norm "
           "step at d = 2",
+    generality="explicit sizes",
     source="HC arXiv:2409.19606 §2.3 Eq. 14, App. J Algorithm 2, §2.1 (row-sum output)",
 )
 def _init_static_prenorm() -> list[Step]:
@@ -95,6 +96,7 @@ def dynamic_weights(
         "The branch F is arbitrary.",
     ),
     cases="explicit n in {1,2,3,4} × d in {1,2,3}",
+    generality="explicit sizes",
     source="HC arXiv:2409.19606 §2.2 Eq. 10–13, §2.3 (W initialised to 0), App. J Algorithm 2",
 )
 def _dynamic_init_equals_static() -> list[Step]:

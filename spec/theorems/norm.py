@@ -27,6 +27,7 @@ SIZES_D_INVARIANCE = (2, 3)  # at d = 1 LayerNorm is identically 0 and RMSNorm i
         "No gain or bias (HC's dynamic-weight norm and the absorbed post-norm, App. G Eq. 36).",
     ),
     cases="Jacobians: explicit d in {1,2,3,4}; invariances and J x = 0: d in {2,3}",
+    generality="explicit sizes",
     source="HC arXiv:2409.19606 §2.2 Eq. 10, App. G Eq. 35–40; mHC arXiv:2512.24880 Eq. 7",
 )
 def _norm_jacobians() -> list[Step]:
