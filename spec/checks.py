@@ -190,6 +190,9 @@ def exact_zero(residual: Any) -> bool:
     A MatrixExpr with symbolic shape must simplify to a ZeroMatrix.
     """
     if _symbolic_matrix_expr(residual):
+        expanded = sympy.expand(residual.doit())
+        if bool(expanded.is_ZeroMatrix) or expanded == 0:
+            return True
         reduced = sympy.simplify(residual.doit())
         return bool(reduced.is_ZeroMatrix) or reduced == 0
     entries = [sympy.expand(entry.doit()) for entry in _entries(residual)]
@@ -228,7 +231,8 @@ def require_equal(label: str, lhs: Any, rhs: Any, *, show: tuple[Any, Any] | Non
     """Prove ``lhs == rhs`` exactly (numeric gate, then exact residual) and return the step.
 
     ``show`` replaces the pair printed in the derivation (e.g. the compact MatrixSymbol form of an
-    identity proven on explicit entries).
+    identity proven on explicit entries). When both sides print the same, the step shows that
+    one form (a derivation never displays ``A = A``).
 
     Raises:
         ProofFailure: naming ``label`` when the identity does not hold.
@@ -239,6 +243,8 @@ def require_equal(label: str, lhs: Any, rhs: Any, *, show: tuple[Any, Any] | Non
         raise ProofFailure(f"{label}: shapes differ, {lhs.shape} vs {rhs.shape}")
     require_zero(label, lhs - rhs)
     left, right = show if show is not None else (lhs, rhs)
+    if sympy.latex(left) == sympy.latex(right):  # never display A = A
+        return (f"{label} (the derivation gives this form directly)", left)
     return (label, sympy.Eq(left, right, evaluate=False))
 
 

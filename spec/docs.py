@@ -139,6 +139,39 @@ def _latex(expr: sympy.Basic) -> str:
     return str(_LatexPrinter().doprint(expr))
 
 
+_GENERALLY = {
+    "all sizes": "for every size (symbolic n, d)",
+    "induction": "for every number of layers, by induction",
+    "explicit sizes": "exactly at the explicit sizes listed, and only there",
+    "instance": "for the specific case named",
+}
+
+MAX_DISPLAY = 400
+"""The longest display (characters of LaTeX) a page shows; longer steps are abbreviated."""
+
+
+def display(label: str, expr: sympy.Basic) -> tuple[str, str]:
+    """The label and LaTeX of a step as a page shows it: an identity between explicit matrices
+    longer than :data:`MAX_DISPLAY` is shown by its entry (0, 0), and one still too long by its
+    shape only (the proof checked every entry either way)."""
+    text = _latex(expr)
+    if len(text) <= MAX_DISPLAY:
+        return label, text
+    sides: tuple[sympy.Basic, ...] = expr.args if isinstance(expr, sympy.Eq) else (expr,)
+    if all(isinstance(side, sympy.MatrixBase) for side in sides):
+        rows, cols = sides[0].shape
+        corners = [side[0, 0] for side in sides]
+        entry = (sympy.Eq(corners[0], corners[1], evaluate=False) if len(corners) == 2
+                 else corners[0])
+        short = _latex(entry)
+        if len(short) <= MAX_DISPLAY:
+            return f"{label} — entry (0, 0) of the {rows}×{cols} identity shown", short
+        return (f"{label} — a {rows}×{cols} identity checked entry by entry (each entry too "
+                "long to display)", rf"\text{{{rows}×{cols} identity, every entry checked}}")
+    return (f"{label} — checked exactly (the expression is too long to display)",
+            r"\text{checked exactly; too long to display}")
+
+
 def render_page(theorem: Theorem, result: ProofResult) -> str:
     """The Markdown page of one proven theorem.
 
@@ -152,6 +185,9 @@ def render_page(theorem: Theorem, result: ProofResult) -> str:
         GENERATED_NOTE,
         "",
         f"# `{theorem.id}`",
+        "",
+        f"This page proves, {_GENERALLY[theorem.generality]} ({theorem.cases}), that: "
+        f"{theorem.statement}",
         "",
         f"**Statement.** {theorem.statement}",
         "",
@@ -175,7 +211,8 @@ def render_page(theorem: Theorem, result: ProofResult) -> str:
         "",
     ]
     for number, (label, expr) in enumerate(result.steps, start=1):
-        lines += [f"{number}. {label}", "", "$$", _latex(expr), "$$", ""]
+        shown_label, text = display(label, expr)
+        lines += [f"{number}. {shown_label}", "", "$$", text, "$$", ""]
     example = EXAMPLES.get(theorem.id)
     if example is not None:
         lines += ["## Worked example", "", example(), ""]

@@ -157,8 +157,8 @@ def forward_flops(kind: str, n: int, d: int, rounds: int = 20) -> int:
         for entry in flat[0]:
             square = square + entry * entry
         rms = _fn(square / (n * d) + 1e-6)
-        projected = _matmul(flat, _leaf(tally, n * d, n * n + 2 * n))[0]
-        gated = [(value / rms) * Scalar(tally) + Scalar(tally) for value in projected]
+        mixed = _matmul(flat, _leaf(tally, n * d, n * n + 2 * n))[0]
+        gated = [(value / rms) * Scalar(tally) + Scalar(tally) for value in mixed]
         h_pre = [[_fn(g)] for g in gated[:n]]
         h_post = [[2 * _fn(g)] for g in gated[n:2 * n]]
         logits = [gated[2 * n + i * n: 2 * n + (i + 1) * n] for i in range(n)]

@@ -1,6 +1,7 @@
 """One HC sublayer: the paper's layout, the shapes, and the closed-form backward.
 
-Theorems: ``layout.paper_rows``, ``forward.shapes``, ``backward.closed_form``.
+Theorems: ``layout.paper_rows``, ``forward.shapes``, ``backward.closed_form``,
+``numeric.matches_formulas``.
 Sources: HC arXiv:2409.19606 §2.1 Eq. 1–7 (the (n+1)×(n+1) matrix, width/depth connections);
 mHC arXiv:2512.24880 Eq. 3 (the same map in row form).
 """
@@ -12,8 +13,15 @@ from dataclasses import dataclass
 
 import sympy
 
-from hcspec.spec import formulas
-from hcspec.spec.checks import chain, instantiate, require_equal, symbol_matrix, symbol_vector
+from hcspec.spec import formulas, network
+from hcspec.spec.checks import (
+    chain,
+    instantiate,
+    require_equal,
+    require_true,
+    symbol_matrix,
+    symbol_vector,
+)
 from hcspec.spec.formulas import ConnectionSymbols
 from hcspec.spec.registry import ProofFailure, Step, theorem
 
@@ -85,6 +93,17 @@ def _layout_paper_rows() -> list[Step]:
     hc = sympy.Matrix(sympy.BlockMatrix([[sympy.zeros(1, 1), B], [A_m, A_r]]))
     steps.append(("the HC matrix at n = 2 (Eq. 1): [[0, B], [A_m, A_r]]",
                   sympy.Eq(sympy.Symbol(r"\mathcal{HC}"), hc, evaluate=False)))
+    for size in (2, 3):  # the reader network.from_paper on a generic (non-symmetric) matrix
+        B_, A_m_, A_r_ = (symbol_matrix("B", 1, size), symbol_vector("A_m", size),
+                          symbol_matrix("A_r", size, size))
+        read = network.from_paper(sympy.Matrix(sympy.BlockMatrix(
+            [[sympy.zeros(1, 1), B_], [A_m_, A_r_]])))
+        for name, got, want in (("h_pre", read.h_pre, A_m_), ("h_post", read.h_post, B_.T),
+                                ("H_res", read.H_res, A_r_.T)):
+            step = require_equal(f"network.from_paper reads {name}, n={size}", got, want)
+        if size == 2:
+            steps.append(("the reader network.from_paper on a generic, non-symmetric HC matrix "
+                          "(n = 2) gives H_res = A_rᵀ", step[1]))
     H = symbol_matrix("H", n, d)
     fused = sympy.Matrix.hstack(A_m, A_r).T * H
     steps.append((
@@ -100,7 +119,8 @@ def _shape_step(label: str, expr: sympy.MatrixExpr, expected: tuple[sympy.Expr, 
     want = sympy.Tuple(*expected)
     if got != want:
         raise ProofFailure(f"{label}: shape {tuple(got)} != expected {tuple(want)}")
-    return (f"{label}: shape of ${sympy.latex(expr)}$", sympy.Eq(got, want, evaluate=False))
+    return (f"{label}: its shape", chain(
+        r"\operatorname{shape}\left(" + sympy.latex(expr) + r"\right)", want))
 
 
 @theorem(
@@ -286,8 +306,8 @@ def _worked_backward_case() -> Step:
     ), sympy.Integer(0))
     derived = h_pre.applyfunc(lambda entry: sympy.diff(loss, entry))
     return ("example with explicit entries, n = 2, d = 1, F = φ(W x) (p = h_pre, q = h_post): "
-            "∂L/∂h_pre = X g_in with g_in = W φ'(W x_in) g_z",
-            sympy.Eq(sympy.Symbol(r"\frac{\partial L}{\partial h_{pre}}"), derived,
+            "the first entry of ∂L/∂h_pre is X₀ g_in with g_in = W φ'(W x_in) g_z",
+            sympy.Eq(sympy.Symbol(r"\frac{\partial L}{\partial p_{0}}"), derived[0],
                      evaluate=False))
 
 
@@ -309,3 +329,62 @@ theorem(
     generality="all sizes",
     source="chain rule on HC arXiv:2409.19606 Eq. 2–5 / mHC arXiv:2512.24880 Eq. 3",
 )(backward_proof())
+
+
+NUMERIC_POINT_SIZES = ((3, 2), (2, 5))
+"""(n, d) where the numeric callables are compared with the sympy expressions."""
+
+
+@theorem(
+    "numeric.matches_formulas",
+    "The numeric callables of hcspec.spec.numeric (aggregate, forward, branch_cotangent, "
+    "backward, rms_norm, layer_norm) give the values of the spec's sympy expressions.",
+    assumptions=("Seeded random float64 inputs; agreement to 1e-12 relative (float64 "
+                 "evaluation of the same expressions).",),
+    cases="random points at (n, d) in {(3,2), (2,5)}",
+    generality="instance",
+    source="hcspec.spec.formulas and hcspec.spec.norms (the expressions the kit compares with)",
+)
+def _numeric_matches_formulas() -> list[Step]:
+    import numpy as np
+
+    from hcspec.spec import norms, numeric
+
+    rng = np.random.default_rng(11)
+    worst = 0.0
+
+    def agree(label: str, got: object, sympy_value: sympy.Matrix) -> None:
+        nonlocal worst
+        want = np.array(sympy_value.evalf(), dtype=float)
+        got_ = np.asarray(got, dtype=float).reshape(want.shape)
+        error = float(np.max(np.abs(got_ - want)) / max(1.0, float(np.max(np.abs(want)))))
+        worst = max(worst, error)
+        if not error < 1e-12:
+            raise ProofFailure(f"numeric.{label} differs from the sympy expression by {error:.3g}")
+
+    for n, d in NUMERIC_POINT_SIZES:
+        s = formulas.connection_symbols(n, d)
+        values = {m: sympy.Matrix(rng.normal(size=tuple(int(k) for k in m.shape)))
+                  for m in (s.X, s.h_pre, s.h_post, s.H_res, s.z, s.G, s.g_in)}
+        arr = {m: np.array(v, dtype=float) for m, v in values.items()}
+        vec = {m: a[:, 0] for m, a in arr.items() if a.shape[1] == 1}
+        agree("aggregate", numeric.aggregate(arr[s.X], vec[s.h_pre]),
+              instantiate(formulas.aggregate(s), values))
+        agree("forward", numeric.forward(arr[s.X], vec[s.h_post], arr[s.H_res], vec[s.z]),
+              instantiate(formulas.forward(s), values))
+        agree("branch_cotangent", numeric.branch_cotangent(arr[s.G], vec[s.h_post]),
+              instantiate(formulas.branch_cotangent(s), values))
+        grads = numeric.backward(arr[s.G], arr[s.X], vec[s.h_pre], vec[s.h_post], arr[s.H_res],
+                                 vec[s.z], vec[s.g_in])
+        for name, form in (("X", formulas.grad_X), ("H_res", formulas.grad_H_res),
+                           ("h_pre", formulas.grad_h_pre), ("h_post", formulas.grad_h_post)):
+            agree(f"backward.{name}", getattr(grads, name), instantiate(form(s), values))
+        x = sympy.Matrix(rng.normal(size=(d, 1)))
+        for eps in (0.0, 1e-3):
+            agree("rms_norm", numeric.rms_norm(np.array(x, dtype=float)[:, 0], eps),
+                  norms.rms_norm(x, eps))
+            agree("layer_norm", numeric.layer_norm(np.array(x, dtype=float)[:, 0], eps),
+                  norms.layer_norm(x, eps))
+    return [require_true("largest relative difference over every callable and point",
+                         worst < 1e-12, sympy.StrictLessThan(sympy.Float(worst, 3),
+                                                             sympy.Float(1e-12)))]
