@@ -243,7 +243,7 @@ def require_equal(label: str, lhs: Any, rhs: Any, *, show: tuple[Any, Any] | Non
         raise ProofFailure(f"{label}: shapes differ, {lhs.shape} vs {rhs.shape}")
     require_zero(label, lhs - rhs)
     left, right = show if show is not None else (lhs, rhs)
-    if sympy.latex(left) == sympy.latex(right):  # never display A = A
+    if left == right:  # never display A = A
         return (f"{label} (the derivation gives this form directly)", left)
     return (label, sympy.Eq(left, right, evaluate=False))
 
@@ -284,3 +284,29 @@ def chain(*exprs: Any) -> sympy.Symbol:
     if len(sides) < 2:
         raise ValueError(f"a chain needs two different sides, got {sides}")
     return sympy.Symbol(" = ".join(sides))
+
+
+def evaluate(expr: Any, mapping: Mapping[Any, Any]) -> Any:
+    """Evaluate a matrix expression built from MatrixSymbols, products, sums and transposes with
+    the explicit matrices of ``mapping``, operation by operation (the entries are combined by
+    explicit matrix arithmetic and never simplified or ``doit``-ed).
+
+    Raises:
+        ValueError: for a MatrixSymbol missing from ``mapping``.
+    """
+    if expr in mapping:
+        return sympy.Matrix(mapping[expr])
+    if isinstance(expr, sympy.MatrixSymbol):
+        raise ValueError(f"no value given for {expr}")
+    if isinstance(expr, sympy.MatMul):
+        values = [evaluate(arg, mapping) for arg in expr.args]
+        result = values[0]
+        for value in values[1:]:
+            result = result * value
+        return result
+    if isinstance(expr, sympy.MatAdd):
+        values = [evaluate(arg, mapping) for arg in expr.args]
+        return sum(values[1:], values[0])
+    if isinstance(expr, sympy.Transpose):
+        return evaluate(expr.arg, mapping).T
+    return expr

@@ -248,8 +248,41 @@ def render_index(theorems: Sequence[Theorem]) -> str:
         cases = theorem.cases.replace("|", "\\|")
         lines.append(f"| [`{theorem.id}`]({page_name(theorem.id)}) | {statement} | "
                      f"{theorem.generality} | {cases} |")
+    lines += ["", "## Claims not proven here", "",
+              "Facts from the papers and the project's seed notes that are not (yet) theorems, "
+              "or are proven only in part, and why:", ""]
+    lines += [f"- **{claim}** {reason}" for claim, reason in NOT_PROVEN]
     lines += ["", "## Worked example", "", EXAMPLES["backward.closed_form"](), ""]
     return "\n".join(lines)
+
+
+NOT_PROVEN: tuple[tuple[str, str], ...] = (
+    ("Birkhoff–von Neumann for every n.", "The general proof rests on Hall's marriage theorem, "
+     "a combinatorial argument sympy does not check; `ds.two_by_two_family` proves n = 2 and "
+     "`ds.birkhoff_decompositions` decomposes four rational 3×3 and 4×4 matrices exactly."),
+    ("Non-expansiveness for symbolic n.", "`ds.nonexpansive` checks the sum-of-squares identity "
+     "at n ≤ 4; the Schur-test argument for every n is not yet written as a symbolic proof."),
+    ("LayerNorm Jacobian, linear/FFN backward and unrolled weights for symbolic sizes.",
+     "Explicit sizes only (RMSNorm's Jacobian is proven for every d); not yet done."),
+    ("The sequential duality for every n.", "`duality.sequential` runs Eq. 42 at n ≤ 4; its "
+     "sublayer reads as the static init with k = 0, whose induction step `init.static_prenorm` "
+     "proves for every n, d, L."),
+    ("The general-n parallel arrangement (HC App. H Eq. 54–55).", "`duality.parallel` proves "
+     "n = 2 only; not yet done."),
+    ("The unrolled-gradient identity over L layers.", "Not yet a theorem."),
+    ("mHC's \"soft start\" (small α at init behaves like a residual).", "Not yet a theorem: it "
+     "depends on the bias initialisation, which the paper does not give."),
+    ("Tensor-parallel locality of the stream mixing.", "Not yet a theorem (H_res X acts on each "
+     "feature column separately)."),
+    ("The n = 1 expressiveness remark.", "Not yet a theorem; `mhc.n1_residual` and the "
+     "`reduction.*` theorems cover what n = 1 reduces to."),
+    ("The seeds' own Sinkhorn loop (rows first, +1e-8, temperature τ).", "Only the DeepSeek-V4 "
+     "variant (ε in the denominators, softmax start) is a theorem (`mhc.sinkhorn_variants`)."),
+    ("The seeds' worked exercises (X' = [7, −1]; X' = (8.5, 6.5) with G_X = (3.25, 3.75)).",
+     "Their inputs are not part of the repository, so they cannot be recomputed here; the "
+     "worked example below is computed by the spec."),
+)
+"""Claims the index lists as not (or only partly) proven, with the reason."""
 
 
 def render(theorems: Sequence[Theorem], results: Sequence[ProofResult],

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import sympy
 
 from hcspec.spec import formulas
-from hcspec.spec.checks import instantiate, require_size
+from hcspec.spec.checks import evaluate, require_size
 
 Branch = Callable[[sympy.Matrix], sympy.Matrix]
 """A sublayer F: a d×1 input to a d×1 output."""
@@ -104,7 +104,7 @@ def run_stack(
     X0: sympy.Matrix, weights: Sequence[ConnectionWeights], branches: Sequence[Branch]
 ) -> StackTrace:
     """Apply the sublayers in order: x_in = Xᵀ h_pre, z = F(x_in), X' = H_res X + h_post zᵀ,
-    each step instantiating :func:`hcspec.spec.formulas.aggregate` and
+    each step evaluating :func:`hcspec.spec.formulas.aggregate` and
     :func:`hcspec.spec.formulas.forward` (the stack never re-types the connection).
 
     Raises:
@@ -119,14 +119,14 @@ def run_stack(
         if X.shape[0] != w.n:
             raise ValueError(f"state has {X.shape[0]} streams, sublayer expects n = {w.n}")
         s = formulas.connection_symbols(w.n, X.shape[1])
-        x_in = instantiate(formulas.aggregate(s), {s.X: X, s.h_pre: w.h_pre})
+        x_in = evaluate(formulas.aggregate(s), {s.X: X, s.h_pre: w.h_pre})
         z = branch(x_in)
         if z.shape != x_in.shape:
             raise ValueError(f"branch output shape {z.shape} != input shape {x_in.shape}")
         inputs.append(x_in)
         outputs.append(z)
-        states.append(instantiate(formulas.forward(s), {s.X: X, s.H_res: w.H_res,
-                                                        s.h_post: w.h_post, s.z: z}))
+        states.append(evaluate(formulas.forward(s), {s.X: X, s.H_res: w.H_res,
+                                                     s.h_post: w.h_post, s.z: z}))
     return StackTrace(tuple(states), tuple(inputs), tuple(outputs))
 
 

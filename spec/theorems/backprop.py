@@ -14,7 +14,7 @@ from collections.abc import Callable
 import sympy
 
 from hcspec.spec import norms
-from hcspec.spec.checks import require_equal, require_true, symbol_matrix, symbol_vector
+from hcspec.spec.checks import chain, require_equal, require_true, symbol_matrix, symbol_vector
 from hcspec.spec.registry import ProofFailure, Step, theorem
 
 
@@ -255,4 +255,33 @@ def _postnorm_no_bare_direct_term() -> list[Step]:
     x, g = symbol_vector("x", 2), symbol_vector("g", 2)
     steps.append(require_equal("contrast, pre-norm x + F(N(x)) with F ≡ 0: g_x = g_y",
                                gradient(frobenius_loss(g, x + sympy.zeros(2, 1)), x), g))
+    return steps
+
+
+@theorem(
+    "residual.gradient_norm_not_preserved",
+    "A residual connection keeps a direct gradient path but does not preserve the gradient "
+    "norm: for y = x + F(x) with F(x) = −x/2, g_x = g_y / 2, so ‖g_x‖ = ‖g_y‖ / 2 (and F = x "
+    "doubles it).",
+    assumptions=("x, g_y ∈ R^d real; the two linear branches F(x) = −x/2 and F(x) = x.",),
+    cases="symbolic d (MatrixSymbol algebra)",
+    generality="all sizes",
+    source="HC arXiv:2409.19606 §1 (residuals ease gradient vanishing); the seeds' remark that "
+           "they do not guarantee a lossless gradient norm",
+)
+def _residual_gradient_norm() -> list[Step]:
+    d = sympy.Symbol("d", integer=True, positive=True)
+    x, g = sympy.MatrixSymbol("x", d, 1), sympy.MatrixSymbol("g_y", d, 1)
+    steps: list[Step] = []
+    for name, branch, factor in (("F(x) = −x/2", -x / 2, sympy.Rational(1, 2)),
+                                 ("F(x) = x", x, sympy.Integer(2))):
+        loss = sympy.Trace(g.T * (x + branch))
+        derived = loss.diff(x)
+        require_equal(f"{name}: g_x = {factor} g_y, symbolic d", derived, factor * g)
+        steps.append((f"{name}: differentiate L = g_yᵀ (x + F(x)) in x",
+                      chain(r"g_x", derived, factor * g)))
+    squared = sympy.Symbol(r"\|g_x\|^2")
+    steps.append(("hence ‖g_x‖² = ‖g_y‖²/4 for the first branch: the direct path alone does "
+                  "not make the norm lossless", sympy.Eq(squared, sympy.Symbol(r"\|g_y\|^2") / 4,
+                                                          evaluate=False)))
     return steps

@@ -343,7 +343,8 @@ NUMERIC_POINT_SIZES = ((3, 2), (2, 5))
                  "evaluation of the same expressions).",),
     cases="random points at (n, d) in {(3,2), (2,5)}",
     generality="instance",
-    source="hcspec.spec.formulas and hcspec.spec.norms (the expressions the kit compares with)",
+    source="the expressions of hcspec.spec.formulas and hcspec.spec.norms: HC arXiv:2409.19606 "
+           "Eq. 2–5, mHC arXiv:2512.24880 Eq. 3 and 7",
 )
 def _numeric_matches_formulas() -> list[Step]:
     import numpy as np
