@@ -156,11 +156,12 @@ def apply(patch: Patch, spec_copy: Path) -> None:
     target.write_text(text.replace(patch.old, patch.new), encoding="utf-8")
 
 
-def run_patch(patch: Patch, timeout: float) -> Outcome:
-    """Prove every theorem against spec/ with ``patch`` applied, in a temporary copy."""
+def run_patch(patch: Patch, timeout: float, source: Path = SPEC) -> Outcome:
+    """Prove every theorem against ``source`` (spec/ or a snapshot of it) with ``patch``
+    applied, in a temporary copy."""
     with tempfile.TemporaryDirectory(prefix="spec-mutant-") as tmp:
         copy = Path(tmp) / "hcspec" / "spec"
-        shutil.copytree(SPEC, copy, ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copytree(source, copy, ignore=shutil.ignore_patterns("__pycache__"))
         try:
             apply(patch, copy)
         except ValueError as error:
@@ -196,8 +197,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if unknown:
         parser.error(f"unknown mutant(s) {unknown}; known: {sorted(known)}")
     patches = [known[name] for name in args.only] if args.only else list(CORPUS)
-    with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        outcomes = list(pool.map(lambda p: run_patch(p, args.timeout), patches))
+    with tempfile.TemporaryDirectory(prefix="spec-snapshot-") as snapshot:
+        source = Path(snapshot) / "spec"  # one snapshot: edits made during the run do not leak in
+        shutil.copytree(SPEC, source, ignore=shutil.ignore_patterns("__pycache__"))
+        with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+            outcomes = list(pool.map(lambda p: run_patch(p, args.timeout, source), patches))
     table = Table(title="spec mutants under `hc-spec prove`")
     for column in ("mutant", "planted error", "status", "first failing theorem", "seconds"):
         table.add_column(column, overflow="fold")
