@@ -235,7 +235,14 @@ def render_index(theorems: Sequence[Theorem]) -> str:
         "Every proof is exact (sympy: a symbolic residual that simplifies to zero, or a solve "
         "that shows a system has no solution) and is gated by a numeric check at random points. "
         "Where sympy can only prove a fact per size, the cases column lists the sizes.",
-        "Regenerate with `hc-spec docs`; CI runs `hc-spec docs --check`.",
+        "Regenerate with `hc-spec docs` (pages whose theorem and sources did not change are reused "
+        "without proving again; the manifest `.hc-spec-manifest.json` records them); CI runs "
+        "`hc-spec docs --check`.",
+        "",
+        "Checking the spec itself, from the repository root: `python -m tools.spec_mutation` "
+        "plants one-point errors in a copy of spec/ and reports how many `hc-spec prove` alone "
+        "catches (the goal is all of them); `python -m tools.render_derivations` typesets every "
+        "formula of these pages with KaTeX in headless Chromium and fails on a math error.",
         "",
         "Generality: " + "; ".join(f"**{key}**: {meaning}" for key, meaning in
                                    GENERALITIES.items()) + ".",
