@@ -14,12 +14,11 @@ element), ``h = B·T·d·s`` (one stream) and ``P`` the bytes of the weight-gene
 * bytes — HC/mHC: forward reads X, writes X' and x_in, reads z: ``2S + 2h``; backward reads G'
   and X, writes ∂X, reads g_in and z, writes g_z: ``3S + 3h``; parameters read twice and their
   gradient written: ``3P``. Residual ``x + F(x)``: ``3h`` forward, ``3h`` backward.
-* FLOPs — forward per token from the spec where it has one (``hcspec.spec.counts``: SHC
-``2nd(n+2)``,
-  DHC ``4nd(n+2) + 5nd + 3n(n+2)``); for mHC this benchmark counts ``2nd(n+2)`` (read, mix,
-  write back) ``+ 2nd(n² + 2n)`` (the projection φ) ``+ 2nd`` (the RMS) ``+ 10·t_max·n²``
-  (Sinkhorn–Knopp, ~5 per entry per normalisation) ``+ 5(n² + 2n)`` (gates); the residual
-  ``d``. Backward = 2 × forward, so forward + backward = 3 × forward.
+* FLOPs — forward per token of each kind from the spec
+  (:func:`hcspec.spec.counts.flops_per_module`, with ``t_max`` Sinkhorn–Knopp rounds for mHC);
+  the residual ``d``. Backward = 2 × forward, so forward + backward = 3 × forward.
+* parameters — :func:`hcspec.spec.counts.params_per_module` (hc-dynamic without norm
+  parameters).
 
 Bound = max(bytes / copy bandwidth, FLOPs / matmul rate); the table prints achieved time
 (fwd+bwd − branch, from the connection section of the same run) ÷ bound.
@@ -38,6 +37,7 @@ from benchmarks.measure import Timing
 from benchmarks.subjects import BRANCH_ONLY, Config
 from hcspec.reference.sinkhorn import DEFAULT_ITERATIONS
 from hcspec.spec import counts
+from hcspec.spec.kinds import KINDS
 
 
 @dataclass(frozen=True)
@@ -89,25 +89,15 @@ def forward_flops_per_token(kind: str, n: int, d: int,
     None for a kind without a count."""
     if kind == "residual":
         return d
-    if kind == "hc-static":
-        return counts.flops_per_module("shc", n, d)
-    if kind == "hc-dynamic":
-        return counts.flops_per_module("dhc", n, d)
-    if kind == "mhc":
-        m = n * n + 2 * n
-        return 2 * n * d * (n + 2) + 2 * n * d * m + 2 * n * d + 10 * iterations * n * n + 5 * m
+    if kind in KINDS:
+        return counts.flops_per_module(kind, n, d, iterations)
     return None
 
 
 def weight_parameter_count(kind: str, n: int, d: int) -> int:
     """Parameters that generate the weights (read in forward and backward, gradient written)."""
-    if kind == "hc-static":
-        return n * (n + 2)
-    if kind == "hc-dynamic":
-        return d * (n + 2) + n * (n + 2) + 2
-    if kind == "mhc":
-        m = n * n + 2 * n
-        return n * d * m + m + 3
+    if kind in KINDS:
+        return counts.params_per_module(kind, n, d)
     return 0
 
 

@@ -190,6 +190,9 @@ def exact_zero(residual: Any) -> bool:
     A MatrixExpr with symbolic shape must simplify to a ZeroMatrix.
     """
     if _symbolic_matrix_expr(residual):
+        expanded = sympy.expand(residual.doit())
+        if bool(expanded.is_ZeroMatrix) or expanded == 0:
+            return True
         reduced = sympy.simplify(residual.doit())
         return bool(reduced.is_ZeroMatrix) or reduced == 0
     entries = [sympy.expand(entry.doit()) for entry in _entries(residual)]
@@ -228,16 +231,20 @@ def require_equal(label: str, lhs: Any, rhs: Any, *, show: tuple[Any, Any] | Non
     """Prove ``lhs == rhs`` exactly (numeric gate, then exact residual) and return the step.
 
     ``show`` replaces the pair printed in the derivation (e.g. the compact MatrixSymbol form of an
-    identity proven on explicit entries).
+    identity proven on explicit entries). When both sides print the same, the step shows that
+    one form (a derivation never displays ``A = A``).
 
     Raises:
         ProofFailure: naming ``label`` when the identity does not hold.
     """
-    both_explicit = isinstance(lhs, sympy.MatrixBase) and isinstance(rhs, sympy.MatrixBase)
-    if both_explicit and lhs.shape != rhs.shape:
+    both_matrices = all(isinstance(side, (sympy.MatrixBase, sympy.MatrixExpr))
+                        for side in (lhs, rhs))
+    if both_matrices and sympy.Tuple(*lhs.shape) != sympy.Tuple(*rhs.shape):
         raise ProofFailure(f"{label}: shapes differ, {lhs.shape} vs {rhs.shape}")
     require_zero(label, lhs - rhs)
     left, right = show if show is not None else (lhs, rhs)
+    if left == right:  # never display A = A
+        return (f"{label} (the derivation gives this form directly)", left)
     return (label, sympy.Eq(left, right, evaluate=False))
 
 
@@ -261,3 +268,45 @@ def require_nonnegative(label: str, entries: Iterable[Any]) -> None:
     for entry in entries:
         if entry.is_nonnegative is not True and sympy.expand(entry).is_nonnegative is not True:
             raise ProofFailure(f"{label}: entry {entry} is not provably nonnegative")
+
+
+def chain(*exprs: Any) -> sympy.Symbol:
+    """A display ``e₀ = e₁ = …`` for a derivation step, each side in LaTeX; a side printed the
+    same as the one before it is dropped, so a step never shows ``A = A``.
+
+    Strings are taken as LaTeX already. Raises ValueError if fewer than two distinct sides remain.
+    """
+    sides: list[str] = []
+    for expr in exprs:
+        text = expr if isinstance(expr, str) else sympy.latex(expr)
+        if not sides or text != sides[-1]:
+            sides.append(text)
+    if len(sides) < 2:
+        raise ValueError(f"a chain needs two different sides, got {sides}")
+    return sympy.Symbol(" = ".join(sides))
+
+
+def evaluate(expr: Any, mapping: Mapping[Any, Any]) -> Any:
+    """Evaluate a matrix expression built from MatrixSymbols, products, sums and transposes with
+    the explicit matrices of ``mapping``, operation by operation (the entries are combined by
+    explicit matrix arithmetic and never simplified or ``doit``-ed).
+
+    Raises:
+        ValueError: for a MatrixSymbol missing from ``mapping``.
+    """
+    if expr in mapping:
+        return sympy.Matrix(mapping[expr])
+    if isinstance(expr, sympy.MatrixSymbol):
+        raise ValueError(f"no value given for {expr}")
+    if isinstance(expr, sympy.MatMul):
+        values = [evaluate(arg, mapping) for arg in expr.args]
+        result = values[0]
+        for value in values[1:]:
+            result = result * value
+        return result
+    if isinstance(expr, sympy.MatAdd):
+        values = [evaluate(arg, mapping) for arg in expr.args]
+        return sum(values[1:], values[0])
+    if isinstance(expr, sympy.Transpose):
+        return evaluate(expr.arg, mapping).T
+    return expr

@@ -1,11 +1,12 @@
 """``hc-spec``: prove the registered theorems, list them, and generate/check their docs.
 
     hc-spec prove [--only ID ...]      prove (all or some) and print a table; exit 1 on a failure
-    hc-spec list                       ids and statements
+    hc-spec list                       ids, generality and statements
     hc-spec docs [--check] [--out DIR] write docs/derivations/, or check the committed copy
 
-Exit codes: 0 success; 1 a proof failed or the docs are stale; 2 usage error (an unknown id, or
-``docs --check`` on a directory that does not exist).
+Exit codes: 0 success; 1 a proof failed or the docs are stale; 2 usage error (an unknown id,
+``docs`` without ``--out`` outside the hcspec repository, or ``docs --check`` on a directory that
+does not exist).
 """
 
 from __future__ import annotations
@@ -57,7 +58,8 @@ def _cmd_prove(args: argparse.Namespace, out: Console, err: Console) -> int:
                          overflow="fold")
     for theorem, result in zip(theorems, results, strict=True):
         mark = "[green]yes[/green]" if result.ok else "[red]NO[/red]"
-        table.add_row(theorem.id, theorem.statement, theorem.cases, f"{result.seconds:.2f}", mark)
+        table.add_row(theorem.id, theorem.statement, f"{theorem.generality}: {theorem.cases}",
+                      f"{result.seconds:.2f}", mark)
     out.print(table)
     failed = [r for r in results if not r.ok]
     for result in failed:
@@ -70,31 +72,56 @@ def _cmd_prove(args: argparse.Namespace, out: Console, err: Console) -> int:
 
 def _cmd_list(args: argparse.Namespace, out: Console, err: Console) -> int:
     for theorem in all_theorems():  # plain print: tab-separated lines stay greppable
-        print(f"{theorem.id}\t{theorem.statement}")
+        print(f"{theorem.id}\t{theorem.generality}\t{theorem.statement}")
     return 0
 
 
+def in_hcspec_repository(directory: Path) -> bool:
+    """True when ``directory`` is the root of an hcspec source tree: a ``pyproject.toml`` naming
+    the project ``hcspec`` next to ``spec/registry.py``."""
+    pyproject = directory / "pyproject.toml"
+    if not pyproject.is_file() or not (directory / "spec" / "registry.py").is_file():
+        return False
+    try:
+        text = pyproject.read_text(encoding="utf-8")
+    except OSError:
+        return False
+    return any(line.replace(" ", "") == 'name="hcspec"' for line in text.splitlines())
+
+
 def _cmd_docs(args: argparse.Namespace, out: Console, err: Console) -> int:
-    out_dir: Path = args.out
+    start = time.perf_counter()
+    out_dir: Path = args.out if args.out is not None else DEFAULT_DOCS_DIR
     where = f"{out_dir} ({out_dir.resolve()})" if not out_dir.is_absolute() else str(out_dir)
-    if args.check and not out_dir.is_dir():  # e.g. run outside the repository
+    if args.out is None and not in_hcspec_repository(Path.cwd()):
+        verb = "check" if args.check else "write"
+        err.print(f"hc-spec docs: {Path.cwd()} is not the hcspec repository; without --out it "
+                  f"would {verb} {where}; pass --out DIR to {verb} the pages elsewhere",
+                  markup=False, highlight=False, soft_wrap=True)
+        return 2
+    if args.check and not out_dir.is_dir():
         err.print(f"hc-spec docs --check: there is no directory {where} to check; --out "
                   f"(default {DEFAULT_DOCS_DIR}) is relative to the current directory: run "
                   "from the repository root or pass --out DIR", markup=False, highlight=False,
                   soft_wrap=True)
         return 2
     theorems = all_theorems()
-    results = _prove(theorems)
+    reused = docs.reusable(theorems, out_dir)
+    to_prove = [t for t in theorems if t.id not in reused]
+    results = _prove(to_prove)
     failed = [r.theorem_id for r in results if not r.ok]
     if failed:
         err.print(f"hc-spec docs: cannot render, not proven: {', '.join(failed)} "
                   "(run `hc-spec prove` for details)", markup=False, highlight=False)
         return 1
-    pages = docs.render(theorems, results)
+    pages = docs.render(theorems, results, reused)
+    timing = (f"{len(to_prove)} proven, {len(reused)} reused unchanged, "
+              f"{time.perf_counter() - start:.1f} s")
     if args.check:
         report = docs.check(pages, out_dir)
         if report.ok:
-            out.print(f"{out_dir}: {len(pages)} pages up to date", markup=False, highlight=False)
+            out.print(f"{out_dir}: {len(pages)} pages up to date ({timing})", markup=False,
+                      highlight=False)
             return 0
         for kind, names in (("stale", report.stale), ("missing", report.missing),
                             ("extra", report.extra)):
@@ -104,9 +131,10 @@ def _cmd_docs(args: argparse.Namespace, out: Console, err: Console) -> int:
                   "from a fresh render; run `hc-spec docs` and commit the result",
                   markup=False, highlight=False)
         return 1
-    removed = docs.write(pages, out_dir)
-    out.print(f"wrote {len(pages)} pages to {out_dir}"
-              + (f"; removed {', '.join(removed)}" if removed else ""),
+    keys = {docs.page_name(t.id): docs.source_key(t) for t in theorems}
+    removed = docs.write(pages, out_dir, keys)
+    out.print(f"wrote {len(pages)} pages to {out_dir} ({timing})"
+              + (f"; removed stale generated pages: {', '.join(removed)}" if removed else ""),
               markup=False, highlight=False)
     return 0
 
@@ -129,22 +157,28 @@ def build_parser() -> argparse.ArgumentParser:
     prove.add_argument("--only", nargs="+", metavar="ID",
                        help="prove only these theorem ids (see `hc-spec list`)")
     prove.set_defaults(handler=_cmd_prove)
-    listing = sub.add_parser("list", help="print theorem ids and statements",
-                             description="Print every registered theorem id and its statement, "
-                                         "one per line (tab-separated).")
+    listing = sub.add_parser("list", help="print theorem ids, generality and statements",
+                             description="Print every registered theorem: id, how general its "
+                                         "proof is (all sizes, induction, explicit sizes, "
+                                         "instance) and its statement, one per line "
+                                         "(tab-separated).")
     listing.set_defaults(handler=_cmd_list)
     docs_cmd = sub.add_parser(
         "docs", help="write (or --check) the derivation pages",
-        description="Prove every theorem and render one Markdown page per theorem plus index.md "
-                    "into --out (default docs/derivations, relative to the current directory: "
-                    "run from the repository root). With --check, write nothing and exit 1 "
-                    "naming the stale, missing or extra pages when the directory differs from a "
-                    "fresh render, or 2 when the directory does not exist.")
+        description="Render one Markdown page per theorem plus index.md into --out. Without "
+                    "--out the pages go to docs/derivations of the hcspec repository, and only "
+                    "when run from its root (elsewhere the command refuses, exit 2). A page "
+                    "whose theorem and sources did not change since it was written (the "
+                    "manifest .hc-spec-manifest.json records this) is reused without proving "
+                    "again. Only files the command generated (marked in their first line and "
+                    "listed in the manifest) are ever removed. With --check, write nothing and "
+                    "exit 1 naming the stale, missing or extra pages when the directory differs "
+                    "from a fresh render, or 2 when the directory does not exist.")
     docs_cmd.add_argument("--check", action="store_true",
                           help="compare with a fresh render instead of writing")
-    docs_cmd.add_argument("--out", type=Path, default=DEFAULT_DOCS_DIR, metavar="DIR",
-                          help=f"pages directory (default: {DEFAULT_DOCS_DIR}, relative to "
-                               "the current directory)")
+    docs_cmd.add_argument("--out", type=Path, default=None, metavar="DIR",
+                          help=f"pages directory (default: {DEFAULT_DOCS_DIR} of the hcspec "
+                               "repository, only when run from its root)")
     docs_cmd.set_defaults(handler=_cmd_docs)
     return parser
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import itertools
 import random
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -187,3 +187,28 @@ def normalise_columns(M: sympy.Matrix) -> sympy.Matrix:
     """T_c(M): divide each column by its sum (mHC Eq. 9)."""
     column = col_sums(M)
     return sympy.Matrix(M.shape[0], M.shape[1], lambda i, j: M[i, j] / column[0, j])
+
+
+def rewrite(expr: Any, lhs: Sequence[Any], rhs: Any) -> Any:
+    """``expr`` (a matrix expression) with every product containing the factors ``lhs`` in a row
+    replaced by ``rhs`` — one use of a constraint such as ``H 1 = 1`` (lhs ``[H, 1]``, rhs ``1``).
+    The expression is expanded first; both it and its transpose are searched, so ``1ᵀ Hᵀ`` is
+    rewritten by ``H 1 = 1`` too."""
+    pattern = list(lhs)
+
+    def visit(product: Any) -> Any:
+        args = list(product.args)
+        changed = True
+        while changed:
+            changed = False
+            for i in range(len(args) - len(pattern) + 1):
+                if args[i:i + len(pattern)] == pattern:
+                    args[i:i + len(pattern)] = [rhs]
+                    changed = True
+                    break
+        return sympy.MatMul(*args).doit() if len(args) > 1 else args[0]
+
+    def once(e: Any) -> Any:
+        return sympy.expand(e.doit()).replace(lambda m: isinstance(m, sympy.MatMul), visit)
+
+    return once(once(expr).T.doit()).T.doit()

@@ -12,6 +12,7 @@ from collections.abc import Callable
 import numpy as np
 
 from hcspec.spec import counts, numeric
+from hcspec.spec.kinds import HC_DYNAMIC, HC_STATIC, MHC
 from hcspec.spec.theorems.counts import OLMO_1B, OLMO_7B, OLMOE_1B_7B, PRINTED_FLOPS_GFLOPS
 
 
@@ -76,12 +77,13 @@ def params_example() -> str:
     lines = [
         "Computed with `hcspec.spec.counts.extra_params` (|θ_norm| = 0):",
         "",
-        "| model | L | d | SHC×2 | SHC×4 | DHC×2 | DHC×4 | mHC×4 |",
+        "| model | L | d | hc-static×2 | hc-static×4 | hc-dynamic×2 | hc-dynamic×4 | mhc×4 |",
         "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for m in (OLMO_1B, OLMO_7B, OLMOE_1B_7B):
         values = [counts.extra_params(kind, rate, m.d, m.layers)
-                  for kind, rate in (("shc", 2), ("shc", 4), ("dhc", 2), ("dhc", 4), ("mhc", 4))]
+                  for kind, rate in ((HC_STATIC, 2), (HC_STATIC, 4), (HC_DYNAMIC, 2),
+                                     (HC_DYNAMIC, 4), (MHC, 4))]
         lines.append(f"| {m.name} | {m.layers} | {m.d} | "
                      + " | ".join(f"{v:,}" for v in values) + " |")
     lines += [
@@ -90,6 +92,13 @@ def params_example() -> str:
         "examples; Table 7 prints 0.0003940 B). The other cells are this spec's formulas; the "
         "paper's relative increases (+0.0335 %, +0.0229 %, +0.0057 % for DHC×4) are consistent "
         "with them and the models' nominal sizes (see the derivation).",
+        "",
+        "Seed figures these formulas do not reproduce: \"≈2600\" and \"≈7700\" SHC parameters "
+        f"(the formulas give {counts.extra_params(HC_STATIC, 4, 2048, 16):,} for OLMo-1B×4 and "
+        f"{counts.extra_params(HC_STATIC, 4, 4096, 32):,} for OLMo-7B×4: static HC adds n(n+2) "
+        "per module, independent of d), and \"≈1.31 M\" for 7B (the formulas give "
+        f"{counts.extra_params(HC_DYNAMIC, 2, 4096, 32):,} for DHC×2 and "
+        f"{counts.extra_params(HC_DYNAMIC, 4, 4096, 32):,} for DHC×4).",
     ]
     return "\n".join(lines)
 
@@ -105,7 +114,7 @@ def flops_example() -> str:
     ]
     ratios = []
     for m in (OLMO_1B, OLMO_7B, OLMOE_1B_7B):
-        shc, dhc = (counts.extra_flops(kind, 4, m.d, m.layers) for kind in ("shc", "dhc"))
+        shc, dhc = (counts.extra_flops(kind, 4, m.d, m.layers) for kind in (HC_STATIC, HC_DYNAMIC))
         printed = PRINTED_FLOPS_GFLOPS[m.name]
         ratios.append(float(printed) * 1e9 / dhc)
         lines.append(f"| {m.name} | {shc:,} | {dhc:,} | {printed} G |")

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 
 import sympy
 
-from hcspec.spec.checks import require_size
+from hcspec.spec import formulas
+from hcspec.spec.checks import evaluate, require_size
 
 Branch = Callable[[sympy.Matrix], sympy.Matrix]
 """A sublayer F: a d×1 input to a d×1 output."""
@@ -102,7 +103,9 @@ class StackTrace:
 def run_stack(
     X0: sympy.Matrix, weights: Sequence[ConnectionWeights], branches: Sequence[Branch]
 ) -> StackTrace:
-    """Apply the sublayers in order: x_in = Xᵀ h_pre, z = F(x_in), X' = H_res X + h_post zᵀ.
+    """Apply the sublayers in order: x_in = Xᵀ h_pre, z = F(x_in), X' = H_res X + h_post zᵀ,
+    each step evaluating :func:`hcspec.spec.formulas.aggregate` and
+    :func:`hcspec.spec.formulas.forward` (the stack never re-types the connection).
 
     Raises:
         ValueError: if the numbers of weights and branches differ, or a shape does not match.
@@ -115,13 +118,15 @@ def run_stack(
         X = states[-1]
         if X.shape[0] != w.n:
             raise ValueError(f"state has {X.shape[0]} streams, sublayer expects n = {w.n}")
-        x_in = X.T * w.h_pre
+        s = formulas.connection_symbols(w.n, X.shape[1])
+        x_in = evaluate(formulas.aggregate(s), {s.X: X, s.h_pre: w.h_pre})
         z = branch(x_in)
         if z.shape != x_in.shape:
             raise ValueError(f"branch output shape {z.shape} != input shape {x_in.shape}")
         inputs.append(x_in)
         outputs.append(z)
-        states.append(w.H_res * X + w.h_post * z.T)
+        states.append(evaluate(formulas.forward(s), {s.X: X, s.H_res: w.H_res,
+                                                     s.h_post: w.h_post, s.z: z}))
     return StackTrace(tuple(states), tuple(inputs), tuple(outputs))
 
 

@@ -179,3 +179,44 @@ def backward(
         h_post=np.asarray(gpost, dtype=np.float64),
         H_res=np.asarray(gH, dtype=np.float64),
     )
+
+
+def _last_axis(name: str, x: ArrayLike, eps: float) -> Array:
+    xa = _f64(name, x, 1)
+    if xa.shape[-1] < 1:
+        raise ValueError(f"{name}: expected d >= 1 features on axis -1, got d = {xa.shape[-1]}")
+    if not eps >= 0:
+        raise ValueError(f"eps must be >= 0, got {eps!r}")
+    return xa
+
+
+def rms_norm(x: ArrayLike, eps: float = 0.0) -> Array:
+    """RMSNorm without gain over the last axis: ``x / sqrt(‖x‖²/d + ε)``.
+
+    Shapes: ``[..., d]`` -> ``[..., d]`` (float64). The formula of
+    :func:`hcspec.spec.norms.rms_norm` (checked against it in the tests); mHC arXiv:2512.24880
+    Eq. 7 applies it to vec(X).
+
+    Raises:
+        ValueError: ``x`` has no axis or an empty last axis, or ``eps`` < 0.
+    """
+    xa = _last_axis("x", x, eps)
+    return np.asarray(xa / np.sqrt(np.mean(xa * xa, axis=-1, keepdims=True) + eps),
+                      dtype=np.float64)
+
+
+def layer_norm(x: ArrayLike, eps: float = 0.0) -> Array:
+    """LayerNorm without affine over the last axis: ``(x − μ) / sqrt(σ² + ε)`` with the
+    population variance σ².
+
+    Shapes: ``[..., d]`` -> ``[..., d]`` (float64). The formula of
+    :func:`hcspec.spec.norms.layer_norm` (checked against it in the tests); HC arXiv:2409.19606
+    Eq. 10 applies it per stream before the dynamic projections.
+
+    Raises:
+        ValueError: ``x`` has no axis or an empty last axis, or ``eps`` < 0.
+    """
+    xa = _last_axis("x", x, eps)
+    centred = xa - np.mean(xa, axis=-1, keepdims=True)
+    return np.asarray(centred / np.sqrt(np.mean(centred * centred, axis=-1, keepdims=True) + eps),
+                      dtype=np.float64)

@@ -22,6 +22,14 @@ import sympy
 Step = tuple[str, sympy.Basic]
 """One derivation step: a human label and the sympy expression it shows."""
 
+GENERALITIES: dict[str, str] = {
+    "all sizes": "proven for symbolic sizes: every n, d (and L, t) the statement covers",
+    "induction": "proven for every number of layers L by induction (base case and step)",
+    "explicit sizes": "proven exactly at the sizes listed, and only there",
+    "instance": "a fact about one specific case: a size, a matrix or a counterexample",
+}
+"""How general a proof is: the values of :attr:`Theorem.generality`, with their meaning."""
+
 
 class ProofFailure(Exception):
     """Raised inside a proof function when a step that must hold does not.
@@ -58,6 +66,7 @@ class Theorem:
         statement: one line, in the project's row convention (DESIGN.md §1).
         assumptions: the hypotheses the proof uses, one line each.
         cases: what it is proven for, e.g. ``"n in {1,2,3,4}, d in {1,2,3}"`` or ``"symbolic n"``.
+        generality: how general the proof is, one of :data:`GENERALITIES`.
         source: the paper equation or section it follows (e.g. ``"HC arXiv:2409.19606 Eq. 14"``).
         proof: a function returning the derivation steps; it raises :class:`ProofFailure` when a
             step does not hold.
@@ -69,6 +78,7 @@ class Theorem:
     cases: str
     source: str
     proof: Callable[[], list[Step]] = field(repr=False, compare=False)
+    generality: str = "explicit sizes"
 
     def prove(self) -> ProofResult:
         """Run the proof and time it.
@@ -101,6 +111,9 @@ def register(theorem: Theorem) -> Theorem:
     """
     if "." not in theorem.id or theorem.id.startswith(".") or theorem.id.endswith("."):
         raise ValueError(f"theorem id must look like 'family.name', got {theorem.id!r}")
+    if theorem.generality not in GENERALITIES:
+        raise ValueError(f"theorem {theorem.id!r}: generality must be one of "
+                         f"{tuple(GENERALITIES)}, got {theorem.generality!r}")
     if theorem.id in _REGISTRY:
         raise ValueError(f"theorem id {theorem.id!r} is already registered")
     _REGISTRY[theorem.id] = theorem
@@ -113,12 +126,15 @@ def theorem(
     *,
     assumptions: Iterable[str] = (),
     cases: str,
+    generality: str,
     source: str,
 ) -> Callable[[Callable[[], list[Step]]], Theorem]:
-    """Decorator form of :func:`register`: turns a proof function into a registered theorem."""
+    """Decorator form of :func:`register`: turns a proof function into a registered theorem
+    (``generality``: one of :data:`GENERALITIES`)."""
 
     def decorate(proof: Callable[[], list[Step]]) -> Theorem:
-        return register(Theorem(id, statement, tuple(assumptions), cases, source, proof))
+        return register(Theorem(id, statement, tuple(assumptions), cases, source, proof,
+                                generality))
 
     return decorate
 

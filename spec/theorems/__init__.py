@@ -9,6 +9,8 @@
 - :mod:`.backprop`: ``linear.*``, ``matmul_chain.*``, ``ffn.*``, ``residual.*``, ``prenorm.*``,
   ``postnorm.*``
 - :mod:`.norm`: ``norm.jacobians``
+- :mod:`.mhc`: ``mhc.h_pre_range``, ``mhc.h_post_range``, ``mhc.sinkhorn_*``,
+  ``ds.permutation_isometry``, ``ds.birkhoff_decompositions``
 """
 
 from hcspec.spec.theorems import (  # noqa: F401  (imported for their registration side effect)
@@ -18,6 +20,7 @@ from hcspec.spec.theorems import (  # noqa: F401  (imported for their registrati
     doubly_stochastic,
     duality,
     init,
+    mhc,
     norm,
     reduction,
 )

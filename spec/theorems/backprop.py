@@ -14,7 +14,7 @@ from collections.abc import Callable
 import sympy
 
 from hcspec.spec import norms
-from hcspec.spec.checks import require_equal, require_true, symbol_matrix, symbol_vector
+from hcspec.spec.checks import chain, require_equal, require_true, symbol_matrix, symbol_vector
 from hcspec.spec.registry import ProofFailure, Step, theorem
 
 
@@ -46,6 +46,7 @@ def derivative_at(phi: sympy.Function, point: sympy.Expr) -> sympy.Expr:
     "Y = X W + 1 bᵀ gives G_X = G_Y Wᵀ, G_W = Xᵀ G_Y, G_b = G_Yᵀ 1.",
     assumptions=("X: m×k (rows are samples), W: k×p, b ∈ R^p, L = Σ G_Y ∘ Y.",),
     cases="explicit (m, k, p) in {(1,2,3), (2,3,4), (3,1,2), (4,3,2), (2,2,2)}",
+    generality="explicit sizes",
     source="chain rule (the linear maps inside an HC branch; HC arXiv:2409.19606 §2)",
 )
 def _linear_backward() -> list[Step]:
@@ -83,6 +84,7 @@ def _chain_gradients(
     assumptions=("Conformable A, B, C, D; L = Σ G_Y ∘ Y.",),
     cases="explicit shapes 2×3·3×1·1×2·2×3 and all-square 2×2 (where the wrong order is "
           "well-shaped)",
+    generality="explicit sizes",
     source="chain rule; (CD)ᵀ = DᵀCᵀ",
 )
 def _matmul_chain_backward() -> list[Step]:
@@ -122,6 +124,7 @@ def _matmul_chain_backward() -> list[Step]:
         "elementwise function; L = Σ G_X ∘ X.",
     ),
     cases="explicit (m, d, f) in {(1,2,3), (2,3,2)}",
+    generality="explicit sizes",
     source="chain rule on the FFN branch of an HC sublayer (HC arXiv:2409.19606 §2, App. I Alg. 3)",
 )
 def _ffn_backward() -> list[Step]:
@@ -162,6 +165,7 @@ def _ffn_backward() -> list[Step]:
     "Y = X + F(X) gives G_X = J_Fᵀ G_Y + G_Y (per sample: g_x = J_Fᵀ g_y + g_y).",
     assumptions=("F: R^d → R^d arbitrary and differentiable, applied per sample (row).",),
     cases="explicit d in {1,2,3,4}",
+    generality="explicit sizes",
     source="He et al. 2016 residual; mHC arXiv:2512.24880 §1 Eq. 1–2 (identity mapping)",
 )
 def _residual_direct_term() -> list[Step]:
@@ -192,6 +196,7 @@ def _prenorm_gradients(d: int) -> tuple[sympy.Matrix, sympy.Matrix, sympy.Matrix
     "Pre-norm y = x + F(N(x)) gives g_x = g_y + J_Nᵀ J_Fᵀ g_y: the bare g_y term survives.",
     assumptions=("N, F: R^d → R^d arbitrary and differentiable (N a normalisation).",),
     cases="explicit d in {1,2,3}",
+    generality="explicit sizes",
     source="HC arXiv:2409.19606 §1 (pre-norm avoids gradient vanishing) and §3.1 Eq. 15",
 )
 def _prenorm_direct_term() -> list[Step]:
@@ -231,6 +236,7 @@ def bare_term_counterexample(norm: Callable[[sympy.Matrix], sympy.Matrix]) -> sy
         "Counterexample: RMSNorm or LayerNorm (no affine, ε = 0), d = 2, x = (1, 2), F ≡ 0.",
     ),
     cases="general form: explicit d in {1,2,3}; counterexample: d = 2",
+    generality="explicit sizes",
     source="HC arXiv:2409.19606 §1 (post-norm reintroduces gradient vanishing), App. G Eq. 35",
 )
 def _postnorm_no_bare_direct_term() -> list[Step]:
@@ -249,4 +255,33 @@ def _postnorm_no_bare_direct_term() -> list[Step]:
     x, g = symbol_vector("x", 2), symbol_vector("g", 2)
     steps.append(require_equal("contrast, pre-norm x + F(N(x)) with F ≡ 0: g_x = g_y",
                                gradient(frobenius_loss(g, x + sympy.zeros(2, 1)), x), g))
+    return steps
+
+
+@theorem(
+    "residual.gradient_norm_not_preserved",
+    "A residual connection keeps a direct gradient path but does not preserve the gradient "
+    "norm: for y = x + F(x) with F(x) = −x/2, g_x = g_y / 2, so ‖g_x‖ = ‖g_y‖ / 2 (and F = x "
+    "doubles it).",
+    assumptions=("x, g_y ∈ R^d real; the two linear branches F(x) = −x/2 and F(x) = x.",),
+    cases="symbolic d (MatrixSymbol algebra)",
+    generality="all sizes",
+    source="HC arXiv:2409.19606 §1 (residuals ease gradient vanishing); the seeds' remark that "
+           "they do not guarantee a lossless gradient norm",
+)
+def _residual_gradient_norm() -> list[Step]:
+    d = sympy.Symbol("d", integer=True, positive=True)
+    x, g = sympy.MatrixSymbol("x", d, 1), sympy.MatrixSymbol("g_y", d, 1)
+    steps: list[Step] = []
+    for name, branch, factor in (("F(x) = −x/2", -x / 2, sympy.Rational(1, 2)),
+                                 ("F(x) = x", x, sympy.Integer(2))):
+        loss = sympy.Trace(g.T * (x + branch))
+        derived = loss.diff(x)
+        require_equal(f"{name}: g_x = {factor} g_y, symbolic d", derived, factor * g)
+        steps.append((f"{name}: differentiate L = g_yᵀ (x + F(x)) in x",
+                      chain(r"g_x", derived, factor * g)))
+    squared = sympy.Symbol(r"\|g_x\|^2")
+    steps.append(("hence ‖g_x‖² = ‖g_y‖²/4 for the first branch: the direct path alone does "
+                  "not make the norm lossless", sympy.Eq(squared, sympy.Symbol(r"\|g_y\|^2") / 4,
+                                                          evaluate=False)))
     return steps

@@ -1,6 +1,7 @@
 """One HC sublayer: the paper's layout, the shapes, and the closed-form backward.
 
-Theorems: ``layout.paper_rows``, ``forward.shapes``, ``backward.closed_form``.
+Theorems: ``layout.paper_rows``, ``forward.shapes``, ``backward.closed_form``,
+``numeric.matches_formulas``.
 Sources: HC arXiv:2409.19606 §2.1 Eq. 1–7 (the (n+1)×(n+1) matrix, width/depth connections);
 mHC arXiv:2512.24880 Eq. 3 (the same map in row form).
 """
@@ -12,8 +13,15 @@ from dataclasses import dataclass
 
 import sympy
 
-from hcspec.spec import formulas
-from hcspec.spec.checks import instantiate, require_equal, symbol_matrix, symbol_vector
+from hcspec.spec import formulas, network
+from hcspec.spec.checks import (
+    chain,
+    instantiate,
+    require_equal,
+    require_true,
+    symbol_matrix,
+    symbol_vector,
+)
 from hcspec.spec.formulas import ConnectionSymbols
 from hcspec.spec.registry import ProofFailure, Step, theorem
 
@@ -49,6 +57,7 @@ def _row_form_in_paper_terms(
     ),
     cases="symbolic n, d (MatrixSymbol algebra); explicit entries for n in {1,2,3,4} × "
           "d in {1,2,3}",
+    generality="all sizes",
     source="HC arXiv:2409.19606 §2.1 Eq. 1–5 and Eq. 7 (width connection); "
            "mHC arXiv:2512.24880 Eq. 3",
 )
@@ -84,6 +93,17 @@ def _layout_paper_rows() -> list[Step]:
     hc = sympy.Matrix(sympy.BlockMatrix([[sympy.zeros(1, 1), B], [A_m, A_r]]))
     steps.append(("the HC matrix at n = 2 (Eq. 1): [[0, B], [A_m, A_r]]",
                   sympy.Eq(sympy.Symbol(r"\mathcal{HC}"), hc, evaluate=False)))
+    for size in (2, 3):  # the reader network.from_paper on a generic (non-symmetric) matrix
+        B_, A_m_, A_r_ = (symbol_matrix("B", 1, size), symbol_vector("A_m", size),
+                          symbol_matrix("A_r", size, size))
+        read = network.from_paper(sympy.Matrix(sympy.BlockMatrix(
+            [[sympy.zeros(1, 1), B_], [A_m_, A_r_]])))
+        for name, got, want in (("h_pre", read.h_pre, A_m_), ("h_post", read.h_post, B_.T),
+                                ("H_res", read.H_res, A_r_.T)):
+            step = require_equal(f"network.from_paper reads {name}, n={size}", got, want)
+        if size == 2:
+            steps.append(("the reader network.from_paper on a generic, non-symmetric HC matrix "
+                          "(n = 2) gives H_res = A_rᵀ", step[1]))
     H = symbol_matrix("H", n, d)
     fused = sympy.Matrix.hstack(A_m, A_r).T * H
     steps.append((
@@ -99,7 +119,8 @@ def _shape_step(label: str, expr: sympy.MatrixExpr, expected: tuple[sympy.Expr, 
     want = sympy.Tuple(*expected)
     if got != want:
         raise ProofFailure(f"{label}: shape {tuple(got)} != expected {tuple(want)}")
-    return (f"{label}: shape of ${sympy.latex(expr)}$", sympy.Eq(got, want, evaluate=False))
+    return (f"{label}: its shape", chain(
+        r"\operatorname{shape}\left(" + sympy.latex(expr) + r"\right)", want))
 
 
 @theorem(
@@ -112,6 +133,7 @@ def _shape_step(label: str, expr: sympy.MatrixExpr, expected: tuple[sympy.Expr, 
     ),
     cases="symbolic n, d; re-checked with explicit entries at (n, d) in "
           "{(1,2), (2,3), (3,1), (4,2)}",
+    generality="all sizes",
     source="HC arXiv:2409.19606 §2.1 Eq. 2–5; mHC arXiv:2512.24880 Eq. 3",
 )
 def _forward_shapes() -> list[Step]:
@@ -146,6 +168,9 @@ def _forward_shapes() -> list[Step]:
 
 GradientForm = Callable[[ConnectionSymbols], sympy.MatrixExpr]
 
+EXAMPLE_SIZES = ((2, 3), (3, 2))
+"""(n, d) where the symbolic backward is re-derived entry by entry with a nonlinear branch."""
+
 
 @dataclass(frozen=True)
 class BackwardClaim:
@@ -158,9 +183,11 @@ class BackwardClaim:
     grad_H_res: GradientForm = formulas.grad_H_res
     grad_h_pre: GradientForm = formulas.grad_h_pre
     grad_h_post: GradientForm = formulas.grad_h_post
+    branch_cotangent: GradientForm = formulas.branch_cotangent
 
 
 def _backward_case(claim: BackwardClaim, n: int, d: int) -> None:
+    """Entry-by-entry check at explicit (n, d): F = φ∘W with φ undefined elementwise."""
     X, G = symbol_matrix("X", n, d), symbol_matrix("G", n, d)
     h_pre, h_post = symbol_vector("p", n), symbol_vector("q", n)
     H_res, W = symbol_matrix("H", n, n), symbol_matrix("W", d, d)
@@ -175,11 +202,15 @@ def _backward_case(claim: BackwardClaim, n: int, d: int) -> None:
 
     xi = symbol_vector("xi", d)
     jacobian = (W * xi).applyfunc(phi).jacobian(xi).subs(dict(zip(xi, x_in, strict=True)))
-    g_z = G.T * h_post
-    g_in = jacobian.T * g_z
     c = formulas.connection_symbols(n, d)
+    g_z = instantiate(claim.branch_cotangent(c), {c.G: G, c.h_post: h_post, c.h_pre: h_pre,
+                                                  c.X: X, c.H_res: H_res})
     values = {c.X: X, c.G: G, c.h_pre: h_pre, c.h_post: h_post, c.H_res: H_res, c.z: z,
-              c.g_in: g_in}
+              c.g_in: jacobian.T * g_z}
+    zeta = symbol_vector("zeta", d)
+    free_loss = sum(G.multiply_elementwise(H_res * X + h_post * zeta.T), sympy.Integer(0))
+    require_equal(f"g_z at n={n}, d={d}", zeta.applyfunc(lambda e: sympy.diff(free_loss, e)),
+                  g_z)
     for name, variable, form in (
         ("∂L/∂X", X, claim.grad_X),
         ("∂L/∂H_res", H_res, claim.grad_H_res),
@@ -194,42 +225,71 @@ def _backward_case(claim: BackwardClaim, n: int, d: int) -> None:
         require_equal(f"{name} at n={n}, d={d}", derived(variable), closed)
 
 
+def _symbolic_backward(claim: BackwardClaim) -> list[Step]:
+    """Matrix calculus for symbolic n, d on L = tr(G'ᵀ X') with the branch linearised at the
+    point: z = z₀ + J x_in (the gradient depends on the branch only through dz = J dx_in)."""
+    s = formulas.connection_symbols()
+    d = formulas.d
+    J, z0 = sympy.MatrixSymbol("J", d, d), sympy.MatrixSymbol("z_0", d, 1)
+    x_in = formulas.aggregate(s)
+    z_lin = z0 + J * x_in
+    loss_z = sympy.Trace(s.G.T * formulas.forward(s))
+    loss = sympy.Trace(s.G.T * formulas.forward(s).xreplace({s.z: z_lin}))
+    try:
+        g_z = claim.branch_cotangent(s)
+    except sympy.ShapeError as error:
+        raise ProofFailure(f"g_z: the claimed form is ill-shaped: {error}") from None
+    require_equal("g_z = ∂L/∂z, symbolic n, d", loss_z.diff(s.z), g_z)
+    L = sympy.Symbol("L")
+    steps: list[Step] = [
+        ("the loss: the Frobenius inner product of the upstream gradient G' with X'",
+         sympy.Eq(L, loss_z, evaluate=False)),
+        ("the branch enters only through its differential dz = J dx_in, so at the point "
+         "z = z₀ + J x_in with z₀ = F(x_in) − J x_in fixed (J the branch Jacobian)",
+         sympy.Eq(L, loss, evaluate=False)),
+        ("gradient reaching the branch output: differentiate the trace in z",
+         chain(r"g_z = \frac{\partial L}{\partial z}", loss_z.diff(s.z), g_z)),
+    ]
+    values = {s.g_in: J.T * g_z, s.z: z_lin}
+    for name, variable, form in (
+        (r"\frac{\partial L}{\partial X}", s.X, claim.grad_X),
+        (r"\frac{\partial L}{\partial H_{res}}", s.H_res, claim.grad_H_res),
+        (r"\frac{\partial L}{\partial h_{pre}}", s.h_pre, claim.grad_h_pre),
+        (r"\frac{\partial L}{\partial h_{post}}", s.h_post, claim.grad_h_post),
+    ):
+        try:
+            closed = form(s)
+            at_point = closed.xreplace(values)
+        except sympy.ShapeError as error:
+            raise ProofFailure(f"{variable} (symbolic n, d): the claimed form is ill-shaped: "
+                               f"{error}") from None
+        derived = loss.diff(variable)
+        require_equal(f"∂L/∂{variable}, symbolic n, d", derived, at_point)
+        steps.append((f"differentiate the trace in {variable} (matrix calculus); with "
+                      "g_in = Jᵀ g_z this is the closed form",
+                      chain(name, derived, closed)))
+    return steps
+
+
 def backward_proof(
     claim: BackwardClaim = BackwardClaim(),
-    sizes_n: Sequence[int] = SIZES_N,
-    sizes_d: Sequence[int] = SIZES_D,
+    sizes: Sequence[tuple[int, int]] = EXAMPLE_SIZES,
+    *,
+    symbolic: bool = True,
 ) -> Callable[[], list[Step]]:
-    """A proof function for ``backward.closed_form`` checking ``claim`` at the given sizes.
+    """A proof function for ``backward.closed_form`` checking ``claim``.
 
-    For every (n, d): explicit symbol matrices X, G (n×d), h_pre, h_post (n), H_res (n×n), W (d×d);
-    F = φ∘W with φ an undefined elementwise function; L = Σ G ∘ X'. Each gradient obtained by
-    differentiating L entrywise must equal the claimed closed form with g_in = Jᵀ Gᵀ h_post.
+    With ``symbolic`` (the registered proof): matrix calculus on L = tr(G'ᵀ X') for symbolic
+    n, d, the branch linearised at the point (z = z₀ + J x_in). Then, at each explicit (n, d) of
+    ``sizes``: symbol matrices X, G (n×d), h_pre, h_post (n), H_res (n×n), W (d×d), F = φ∘W with
+    φ an undefined elementwise function, L = Σ G ∘ X'; each gradient obtained by differentiating
+    L entrywise must equal the claimed closed form with g_in = Jᵀ g_z.
     """
 
     def prove() -> list[Step]:
-        for n in sizes_n:
-            for d in sizes_d:
-                _backward_case(claim, n, d)
-        s = formulas.connection_symbols()
-        loss = sympy.Symbol("L")
-        G, X_new = s.G, formulas.forward(s)
-        steps: list[Step] = [
-            ("the scalar loss with upstream gradient G' (Frobenius inner product)",
-             sympy.Eq(loss, sympy.Trace(G.T * X_new), evaluate=False)),
-            ("the gradient reaching the branch output", sympy.Eq(
-                sympy.Symbol("g_z"), formulas.branch_cotangent(s), evaluate=False)),
-        ]
-        for name, form in (
-            (r"\frac{\partial L}{\partial X}", claim.grad_X),
-            (r"\frac{\partial L}{\partial H_{res}}", claim.grad_H_res),
-            (r"\frac{\partial L}{\partial h_{pre}}", claim.grad_h_pre),
-            (r"\frac{\partial L}{\partial h_{post}}", claim.grad_h_post),
-        ):
-            steps.append((
-                f"entrywise derivative equals the closed form at every n in {set(sizes_n)}, "
-                f"d in {set(sizes_d)}",
-                sympy.Eq(sympy.Symbol(name), form(s), evaluate=False),
-            ))
+        steps = _symbolic_backward(claim) if symbolic else []
+        for n, d in sizes:
+            _backward_case(claim, n, d)
         steps.append(_worked_backward_case())
         return steps
 
@@ -245,9 +305,9 @@ def _worked_backward_case() -> Step:
         symbol_matrix("H", n, n) * X + h_post * (W * X.T * h_pre).applyfunc(phi).T
     ), sympy.Integer(0))
     derived = h_pre.applyfunc(lambda entry: sympy.diff(loss, entry))
-    return ("worked case n = 2, d = 1 (p = h_pre, q = h_post): ∂L/∂h_pre = X g_in, "
-            "with g_in = W φ'(W x_in) g_z",
-            sympy.Eq(sympy.Symbol(r"\frac{\partial L}{\partial h_{pre}}"), derived,
+    return ("example with explicit entries, n = 2, d = 1, F = φ(W x) (p = h_pre, q = h_post): "
+            "the first entry of ∂L/∂h_pre is X₀ g_in with g_in = W φ'(W x_in) g_z",
+            sympy.Eq(sympy.Symbol(r"\frac{\partial L}{\partial p_{0}}"), derived[0],
                      evaluate=False))
 
 
@@ -256,12 +316,76 @@ theorem(
     "Differentiating L = Σ G' ∘ X' gives ∂L/∂X = H_resᵀ G' + h_pre g_inᵀ, ∂L/∂H_res = G' Xᵀ, "
     "∂L/∂h_pre = X g_in, ∂L/∂h_post = G' z, with g_z = G'ᵀ h_post and g_in = Jᵀ g_z.",
     assumptions=(
-        "F = φ∘W: W a d×d symbol matrix, φ an arbitrary (undefined) differentiable elementwise "
-        "function; J = diag(φ'(W x_in)) W is the branch Jacobian at x_in.",
+        "F: R^d → R^d any differentiable branch with Jacobian J (a d×d MatrixSymbol) at x_in; the "
+        "gradient depends on F only through dz = J dx_in.",
+        "Examples: F = φ∘W, W a d×d symbol matrix, φ an undefined elementwise function, "
+        "J = diag(φ'(W x_in)) W.",
         "X feeds both the bypass H_res X and the branch input x_in, so its two terms add.",
         "The weights h_pre, h_post, H_res are treated as independent of X (static HC; for dynamic "
         "weights the chain rule adds their own terms).",
     ),
-    cases="explicit entries for n in {1,2,3,4} × d in {1,2,3}",
+    cases="symbolic n, d (matrix calculus); examples with explicit entries and a nonlinear branch "
+          "at (n, d) in {(2,3), (3,2)}",
+    generality="all sizes",
     source="chain rule on HC arXiv:2409.19606 Eq. 2–5 / mHC arXiv:2512.24880 Eq. 3",
 )(backward_proof())
+
+
+NUMERIC_POINT_SIZES = ((3, 2), (2, 5))
+"""(n, d) where the numeric callables are compared with the sympy expressions."""
+
+
+@theorem(
+    "numeric.matches_formulas",
+    "The numeric callables of hcspec.spec.numeric (aggregate, forward, branch_cotangent, "
+    "backward, rms_norm, layer_norm) give the values of the spec's sympy expressions.",
+    assumptions=("Seeded random float64 inputs; agreement to 1e-12 relative (float64 "
+                 "evaluation of the same expressions).",),
+    cases="random points at (n, d) in {(3,2), (2,5)}",
+    generality="instance",
+    source="the expressions of hcspec.spec.formulas and hcspec.spec.norms: HC arXiv:2409.19606 "
+           "Eq. 2–5, mHC arXiv:2512.24880 Eq. 3 and 7",
+)
+def _numeric_matches_formulas() -> list[Step]:
+    import numpy as np
+
+    from hcspec.spec import norms, numeric
+
+    rng = np.random.default_rng(11)
+    worst = 0.0
+
+    def agree(label: str, got: object, sympy_value: sympy.Matrix) -> None:
+        nonlocal worst
+        want = np.array(sympy_value.evalf(), dtype=float)
+        got_ = np.asarray(got, dtype=float).reshape(want.shape)
+        error = float(np.max(np.abs(got_ - want)) / max(1.0, float(np.max(np.abs(want)))))
+        worst = max(worst, error)
+        if not error < 1e-12:
+            raise ProofFailure(f"numeric.{label} differs from the sympy expression by {error:.3g}")
+
+    for n, d in NUMERIC_POINT_SIZES:
+        s = formulas.connection_symbols(n, d)
+        values = {m: sympy.Matrix(rng.normal(size=tuple(int(k) for k in m.shape)))
+                  for m in (s.X, s.h_pre, s.h_post, s.H_res, s.z, s.G, s.g_in)}
+        arr = {m: np.array(v, dtype=float) for m, v in values.items()}
+        vec = {m: a[:, 0] for m, a in arr.items() if a.shape[1] == 1}
+        agree("aggregate", numeric.aggregate(arr[s.X], vec[s.h_pre]),
+              instantiate(formulas.aggregate(s), values))
+        agree("forward", numeric.forward(arr[s.X], vec[s.h_post], arr[s.H_res], vec[s.z]),
+              instantiate(formulas.forward(s), values))
+        agree("branch_cotangent", numeric.branch_cotangent(arr[s.G], vec[s.h_post]),
+              instantiate(formulas.branch_cotangent(s), values))
+        grads = numeric.backward(arr[s.G], arr[s.X], vec[s.h_pre], vec[s.h_post], arr[s.H_res],
+                                 vec[s.z], vec[s.g_in])
+        for name, form in (("X", formulas.grad_X), ("H_res", formulas.grad_H_res),
+                           ("h_pre", formulas.grad_h_pre), ("h_post", formulas.grad_h_post)):
+            agree(f"backward.{name}", getattr(grads, name), instantiate(form(s), values))
+        x = sympy.Matrix(rng.normal(size=(d, 1)))
+        for eps in (0.0, 1e-3):
+            agree("rms_norm", numeric.rms_norm(np.array(x, dtype=float)[:, 0], eps),
+                  norms.rms_norm(x, eps))
+            agree("layer_norm", numeric.layer_norm(np.array(x, dtype=float)[:, 0], eps),
+                  norms.layer_norm(x, eps))
+    return [require_true("largest relative difference over every callable and point",
+                         worst < 1e-12, sympy.StrictLessThan(sympy.Float(worst, 3),
+                                                             sympy.Float(1e-12)))]

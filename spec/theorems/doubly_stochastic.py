@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import sympy
 
 from hcspec.spec import doubly_stochastic as ds
 from hcspec.spec import formulas, norms
 from hcspec.spec.checks import (
+    chain,
     instantiate,
     require_equal,
     require_nonnegative,
@@ -70,29 +72,92 @@ def closure_proof(label: str, combine: Combine, sizes: Sequence[int] = SIZES_N
     return prove
 
 
+N = sympy.Symbol("n", integer=True, positive=True)
+ONE = sympy.MatrixSymbol(r"\mathbf{1}", N, 1)
+H_SYM, K_SYM = sympy.MatrixSymbol("H", N, N), sympy.MatrixSymbol("K", N, N)
+_I, _J, _K = sympy.symbols("i j k", integer=True, nonnegative=True)
+_H_ENTRY = sympy.IndexedBase("H", nonnegative=True)
+_K_ENTRY = sympy.IndexedBase("K", nonnegative=True)
+
+Entry = Callable[[sympy.IndexedBase, sympy.IndexedBase], sympy.Expr]
+
+
+def use_constraints(expr: Any) -> Any:
+    """Apply H 1 = 1, 1ᵀ H = 1ᵀ, K 1 = 1, 1ᵀ K = 1ᵀ until nothing changes, then μ = 1 − λ."""
+    for _ in range(4):
+        for M in (H_SYM, K_SYM):
+            expr = ds.rewrite(expr, [M, ONE], ONE)
+            expr = ds.rewrite(expr, [ONE.T, M], ONE.T)
+    return sympy.expand(expr.xreplace({MU: 1 - LAMBDA}))
+
+
+def symbolic_closure(label: str, combine: Combine, entry: Entry) -> Callable[[], list[Step]]:
+    """A proof, for symbolic n, that ``combine(H, K)`` is doubly stochastic: its row and column
+    sums reduce to 1 using only the constraints on H and K (rewriting), and its entry ``entry``
+    (a sum or product of nonnegative terms) is nonnegative from the assumptions."""
+
+    def prove() -> list[Step]:
+        M = combine(H_SYM, K_SYM)
+        steps: list[Step] = []
+        for name, product, target in (("row sums", M * ONE, ONE),
+                                      ("column sums", ONE.T * M, ONE.T)):
+            reduced = use_constraints(product)
+            require_equal(f"{label}: {name}, symbolic n", reduced, target)
+            steps.append((f"{label}, every n: {name} reduce to 1 using H 1 = 1, 1ᵀ H = 1ᵀ "
+                          "(and K's, μ = 1 − λ)", chain(product, sympy.expand(product.doit()),
+                                                        reduced)))
+        value = entry(_H_ENTRY, _K_ENTRY)
+        if value.is_nonnegative is not True:
+            raise ProofFailure(f"{label}: entry {value} is not provably nonnegative")
+        steps.append(require_true(f"{label}, every n: entry (i, j) is a sum or product of "
+                                  "nonnegative terms", True,
+                                  sympy.GreaterThan(value, 0, evaluate=False)))
+        return steps
+
+    return prove
+
+
+def _both(*proofs: Callable[[], list[Step]]) -> Callable[[], list[Step]]:
+    def prove() -> list[Step]:
+        return [step for proof in proofs for step in proof()]
+
+    return prove
+
+
 theorem(
     "ds.transpose_closure",
     "If H is doubly stochastic, so is Hᵀ.",
     assumptions=DS_ASSUMPTIONS,
-    cases="explicit n in {1,2,3,4}",
+    cases="symbolic n (rewriting with the constraints; entries from nonnegative Indexed "
+          "symbols); examples with explicit entries at n in {1,2,3}",
+    generality="all sizes",
     source="mHC arXiv:2512.24880 §4.1 Eq. 6",
-)(closure_proof("Hᵀ", lambda H, K: H.T))
+)(_both(symbolic_closure("Hᵀ", lambda H, K: H.T, lambda h, k: h[_J, _I]),
+        closure_proof("Hᵀ", lambda H, K: H.T, sizes=(1, 2, 3))))
 
 theorem(
     "ds.product_closure",
     "If H and K are doubly stochastic, so is H K (compositional closure).",
     assumptions=DS_ASSUMPTIONS,
-    cases="explicit n in {1,2,3,4}",
+    cases="symbolic n (rewriting with the constraints; entries from nonnegative Indexed "
+          "symbols); examples with explicit entries at n in {1,2,3}",
+    generality="all sizes",
     source="mHC arXiv:2512.24880 §4.1 (compositional closure), Eq. 4 (products over depth)",
-)(closure_proof("H K", lambda H, K: H * K))
+)(_both(symbolic_closure("H K", lambda H, K: H * K,
+                         lambda h, k: sympy.Sum(h[_I, _K] * k[_K, _J], (_K, 0, N - 1))),
+        closure_proof("H K", lambda H, K: H * K, sizes=(1, 2, 3))))
 
 theorem(
     "ds.convex_closure",
     "If H and K are doubly stochastic and 0 ≤ λ ≤ 1, then λ H + (1 − λ) K is doubly stochastic.",
     assumptions=(*DS_ASSUMPTIONS, "λ, μ ≥ 0 with μ = 1 − λ."),
-    cases="explicit n in {1,2,3,4}",
+    cases="symbolic n (rewriting with the constraints; entries from nonnegative Indexed "
+          "symbols); examples with explicit entries at n in {1,2,3}",
+    generality="all sizes",
     source="mHC arXiv:2512.24880 §4.1 (Birkhoff polytope: convex set)",
-)(closure_proof("λ H + (1 − λ) K", lambda H, K: LAMBDA * H + MU * K))
+)(_both(symbolic_closure("λ H + (1 − λ) K", lambda H, K: LAMBDA * H + MU * K,
+                         lambda h, k: LAMBDA * h[_I, _J] + MU * k[_I, _J]),
+        closure_proof("λ H + (1 − λ) K", lambda H, K: LAMBDA * H + MU * K, sizes=(1, 2, 3))))
 
 
 @theorem(
@@ -100,6 +165,7 @@ theorem(
     "The only 1×1 doubly stochastic matrix is [1].",
     assumptions=("H = [h] with h ≥ 0, row sum h = 1, column sum h = 1.",),
     cases="n = 1",
+    generality="instance",
     source="mHC arXiv:2512.24880 §4.1 (\"when n = 1 the doubly stochastic condition degenerates "
            "to the scalar 1\")",
 )
@@ -122,6 +188,7 @@ def _ds_n1_unique() -> list[Step]:
     "it is doubly stochastic iff 0 ≤ a ≤ 1.",
     assumptions=("a real; P the swap permutation.",),
     cases="n = 2",
+    generality="instance",
     source="mHC arXiv:2512.24880 §4.1 Eq. 6 and the Birkhoff polytope",
 )
 def _ds_two_by_two() -> list[Step]:
@@ -153,6 +220,7 @@ def _ds_two_by_two() -> list[Step]:
     "0 < λ < 1 forces A = B = P.",
     assumptions=(*DS_ASSUMPTIONS, "A, B doubly stochastic, 0 < λ < 1."),
     cases="all n! permutations for n in {1,2,3,4}",
+    generality="explicit sizes",
     source="mHC arXiv:2512.24880 §4.1 (Birkhoff polytope: convex hull of the permutations)",
 )
 def _ds_permutation_vertices() -> list[Step]:
@@ -196,6 +264,7 @@ def sum_of_squares(H: sympy.Matrix, x: sympy.Matrix) -> sympy.Expr:
     "‖H x‖₂ ≤ ‖x‖₂ for doubly stochastic H: ‖x‖² − ‖Hx‖² = Σ_i Σ_{j<k} H_ij H_ik (x_j − x_k)² ≥ 0.",
     assumptions=(*DS_ASSUMPTIONS, "x ∈ R^n real."),
     cases="explicit n in {1,2,3,4}",
+    generality="explicit sizes",
     source="mHC arXiv:2512.24880 §4.1 (\"the spectral norm … is bounded by 1\", non-expansive)",
 )
 def _ds_nonexpansive() -> list[Step]:
@@ -222,14 +291,23 @@ def _ds_nonexpansive() -> list[Step]:
     "1ᵀ H X = 1ᵀ X for doubly stochastic H (only 1ᵀH = 1ᵀ is used), so the reduced state of an "
     "mHC sublayer evolves like a residual: 1ᵀ X' = 1ᵀ X + (1ᵀ h_post) zᵀ.",
     assumptions=("H ≥ 0 with unit column sums (a doubly stochastic H has them); X ∈ R^{n×d}.",),
-    cases="explicit n in {1,2,3,4} × d in {1,2,3}",
+    cases="symbolic n, d (rewriting with 1ᵀ H = 1ᵀ); examples with explicit entries at n in "
+          "{1,2,3} × d in {1,2}",
+    generality="all sizes",
     source="mHC arXiv:2512.24880 §4.1 Eq. 6 (\"preserve the global mean\"), Eq. 3–4",
 )
 def _ds_stream_sum() -> list[Step]:
-    steps: list[Step] = []
-    for n in SIZES_N:
+    D = sympy.Symbol("d", integer=True, positive=True)
+    X, h_post, z = (sympy.MatrixSymbol("X", N, D), sympy.MatrixSymbol("h_post", N, 1),
+                    sympy.MatrixSymbol("z", D, 1))
+    new_sum = ONE.T * (H_SYM * X + h_post * z.T)
+    reduced = ds.rewrite(new_sum, [ONE.T, H_SYM], ONE.T)
+    require_equal("1ᵀ X' with 1ᵀ H = 1ᵀ, symbolic n, d", reduced, ONE.T * X + ONE.T * h_post * z.T)
+    steps: list[Step] = [("every n, d: expand 1ᵀ X' and use 1ᵀ H_res = 1ᵀ (unit column sums)",
+                          chain(new_sum, sympy.expand(new_sum.doit()), reduced))]
+    for n in (1, 2, 3):
         H = ds.generic("H", n, rows=False)
-        for d in (1, 2, 3):
+        for d in (1, 2):
             X, z, h_post = symbol_matrix("X", n, d), symbol_vector("z", d), symbol_vector("q", n)
             one = sympy.ones(1, n)
             require_zero(f"1ᵀ H X − 1ᵀ X, n={n}, d={d}",
@@ -237,8 +315,8 @@ def _ds_stream_sum() -> list[Step]:
             new_sum = one * (H.matrix * X + h_post * z.T)
             step = require_equal(f"1ᵀ X' = 1ᵀ X + (1ᵀ h_post) zᵀ, n={n}, d={d}",
                                  H.on_constraints(new_sum), one * X + (one * h_post) * z.T)
-            if (n, d) == (2, 3):
-                steps.append(("n = 2, d = 3: 1ᵀ H X with unit column sums",
+            if (n, d) == (2, 2):
+                steps.append(("example, n = 2, d = 2: 1ᵀ H X with unit column sums",
                               sympy.Eq(one * H.matrix * X, one * X, evaluate=False)))
                 steps.append(step)
     return steps
@@ -250,20 +328,39 @@ def _ds_stream_sum() -> list[Step]:
     "unit column sums alone do not suffice.",
     assumptions=("H ≥ 0 with unit row sums; G' ∈ R^{n×d} the upstream gradient.",
                  "Counterexample: H = [[1, 1], [0, 0]] (unit column sums, row sums 2 and 0)."),
-    cases="explicit n in {1,2,3,4} × d in {1,2,3}; counterexample at n = 2, d = 2",
+    cases="if: symbolic n, d (rewriting with H 1 = 1), examples at n in {1,2,3} × d in {1,2}; "
+          "only if: generic H, n in {2,3}; counterexample at n = 2, d = 2",
+    generality="explicit sizes",
     source="mHC arXiv:2512.24880 §4.1 Eq. 6; the bypass term of backward.closed_form",
 )
 def _ds_gradient_stream_sum() -> list[Step]:
-    steps: list[Step] = []
-    for n in SIZES_N:
+    D = sympy.Symbol("d", integer=True, positive=True)
+    G_sym = sympy.MatrixSymbol("G'", N, D)
+    bypass = ONE.T * H_SYM.T * G_sym
+    reduced = ds.rewrite(bypass, [H_SYM, ONE], ONE)
+    require_equal("1ᵀ Hᵀ G' with H 1 = 1, symbolic n, d", reduced, ONE.T * G_sym)
+    steps: list[Step] = [("if, every n, d: 1ᵀ Hᵀ = (H 1)ᵀ = 1ᵀ", chain(bypass, reduced))]
+    for n in (1, 2, 3):
         H = ds.generic("H", n, cols=False)
-        for d in (1, 2, 3):
+        for d in (1, 2):
             G = symbol_matrix("G", n, d)
             one = sympy.ones(1, n)
             step = require_equal(f"1ᵀ Hᵀ G' = 1ᵀ G', n={n}, d={d}",
                                  H.on_constraints(one * H.matrix.T * G), one * G)
             if (n, d) == (2, 2):
                 steps.append(step)
+    for n in (2, 3):  # only if: for a generic H the residual's coefficients are H 1 − 1
+        H_any, G = symbol_matrix("H", n, n), symbol_matrix("G", n, 2)
+        residual = sympy.ones(1, n) * H_any.T * G - sympy.ones(1, n) * G
+        for j in range(2):
+            poly = sympy.Poly(sympy.expand(residual[0, j]), *G[:, j])
+            coefficients = sympy.Matrix([poly.coeff_monomial(G[i, j]) for i in range(n)])
+            step = require_equal(f"only if: coefficient of G'_ij in the residual is "
+                                 f"(H 1 − 1)_i, n={n}", coefficients,
+                                 ds.row_sums(H_any) - sympy.ones(n, 1))
+            if (n, j) == (2, 0):
+                steps.append((step[0] + "; the residual vanishes for every G' only when H 1 = 1",
+                              step[1]))
     column_only = sympy.Matrix([[1, 1], [0, 0]])
     G = symbol_matrix("G", 2, 2)
     residual = (sympy.ones(1, 2) * column_only.T * G - sympy.ones(1, 2) * G).applyfunc(
@@ -286,6 +383,7 @@ def _ds_gradient_stream_sum() -> list[Step]:
         "H_pre = c > 0 is absorbed by the scale invariance of RMSNorm (norm.jacobians).",
     ),
     cases="n = 1; d in {2,3}; Sinkhorn–Knopp with t_max = 20",
+    generality="instance",
     source="mHC arXiv:2512.24880 §4.1 (n = 1 degenerates to 1), Eq. 3, Eq. 8–9",
 )
 def _mhc_n1_residual() -> list[Step]:
@@ -321,6 +419,7 @@ def _mhc_n1_residual() -> list[Step]:
     ),
     cases="lemma: generic positive A, n in {1,2,3,4}; column sums not exact: n = 2, logits "
           "[[0, 1], [2, 0]], one round",
+    generality="explicit sizes",
     source="mHC arXiv:2512.24880 §4.2 Eq. 8–9",
 )
 def _sinkhorn_rows_exact() -> list[Step]:

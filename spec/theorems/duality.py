@@ -62,6 +62,7 @@ def prenorm_pattern(L: int, n: int) -> sympy.Matrix:
     ),
     cases="identity: symbolic weights, n in {1,2,3} × L in {1,2,3}, d = 3; patterns: L = 6 for "
           "pre-norm (n = 1) and the static init (n in {1,2,3,4})",
+    generality="explicit sizes",
     source="HC arXiv:2409.19606 §4.5 Eq. 20, App. F Eq. 27; mHC arXiv:2512.24880 Eq. 4",
 )
 def _unroll_connection_weights() -> list[Step]:
@@ -123,6 +124,7 @@ def sequential_matrix(n: int) -> sympy.Matrix:
         "Paper matrices read in row form via layout.paper_rows.",
     ),
     cases="n = 2 (Eq. 17) and n in {3, 4} (Eq. 42), L = 6 layers, d = 3",
+    generality="explicit sizes",
     source="HC arXiv:2409.19606 §3.2 Eq. 17, Fig. 4(a); App. H Eq. 42–50",
 )
 def _duality_sequential() -> list[Step]:
@@ -165,6 +167,7 @@ def _duality_sequential() -> list[Step]:
         "Layers are counted from 1; odd layers use Eq. 18, even layers Eq. 19.",
     ),
     cases="n = 2, L = 6 layers (3 parallel pairs), d = 3",
+    generality="explicit sizes",
     source="HC arXiv:2409.19606 §3.2 Eq. 18–19, Fig. 4(b); App. H Eq. 53 (Eq. 54–55 general n)",
 )
 def _duality_parallel() -> list[Step]:

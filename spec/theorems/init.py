@@ -1,6 +1,6 @@
 """Initialisation: static HC at init is a pre-norm network; dynamic HC at init is static HC.
 
-Theorems: ``init.static_prenorm``, ``dynamic.init_equals_static``.
+Theorems: ``init.static_prenorm``, ``dynamic.init_equals_static``, ``dynamic.weights_bounded``.
 Sources: HC arXiv:2409.19606 §2.3 Eq. 14, §2.2 Eq. 10–13, App. J Algorithm 2.
 """
 
@@ -8,9 +8,17 @@ from __future__ import annotations
 
 import sympy
 
+from hcspec.spec import doubly_stochastic as ds
 from hcspec.spec import formulas, network, norms
-from hcspec.spec.checks import instantiate, require_equal, symbol_matrix, symbol_vector
-from hcspec.spec.registry import Step, theorem
+from hcspec.spec.checks import (
+    chain,
+    instantiate,
+    require_equal,
+    require_true,
+    symbol_matrix,
+    symbol_vector,
+)
+from hcspec.spec.registry import ProofFailure, Step, theorem
 from hcspec.spec.theorems.duality import generic_branch
 
 D = 5  # feature size: never equal to n in {1, 2, 3, 4}
@@ -26,14 +34,22 @@ LAYERS = 6
         "X₀ = 1_n h₀ᵀ; F_k arbitrary sublayers (each with its own pre-norm inside).",
         "Final norm RMSNorm or LayerNorm without affine, ε = 0, for the last step.",
     ),
-    cases="n in {1,2,3,4}, every prefix of L = 6 sublayers (so L in {1..6}), d = 5; final-norm "
-          "step at d = 2",
+    cases="every L by induction, symbolic n, d (step X = 1hᵀ ⇒ X' = 1(h + F(h))ᵀ); examples: "
+          "n in {1,2,3,4}, L up to 6, d = 5; final-norm step at d = 2; network.static_init equals "
+          "Eq. 14 read in row form for k in {0..5}",
+    generality="induction",
     source="HC arXiv:2409.19606 §2.3 Eq. 14, App. J Algorithm 2, §2.1 (row-sum output)",
 )
 def _init_static_prenorm() -> list[Step]:
-    steps: list[Step] = []
+    steps: list[Step] = _induction_step()
     h0 = symbol_vector("h_0", D)
     for n in (1, 2, 3, 4):
+        for k in range(LAYERS):
+            paper = network.from_paper(eq14_matrix(n, k))
+            ours = network.static_init(n, k)
+            if (paper.h_pre, paper.h_post, paper.H_res) != (ours.h_pre, ours.h_post, ours.H_res):
+                raise ProofFailure(f"network.static_init({n}, {k}) is not HC Eq. 14 read in row "
+                                   f"form: {ours} vs {paper}")
         branches = [generic_branch(k) for k in range(1, LAYERS + 1)]
         weights = [network.static_init(n, k) for k in range(LAYERS)]
         trace = network.run_stack(network.replicate(h0, n), weights, branches)
@@ -58,6 +74,45 @@ def _init_static_prenorm() -> list[Step]:
         if name == "RMSNorm":
             steps.append(step)
     return steps
+
+
+def _induction_step() -> list[Step]:
+    """For symbolic n, d: if X = 1 hᵀ then the static-init sublayer gives X' = 1 (h + F(h))ᵀ,
+    using only 1ᵀ e_k = 1; and the output 1ᵀ X_L = n h_Lᵀ using 1ᵀ 1 = n."""
+    n, d = formulas.n, formulas.d
+    one = sympy.MatrixSymbol(r"\mathbf{1}", n, 1)
+    e_k, h = sympy.MatrixSymbol("e_k", n, 1), sympy.MatrixSymbol("h", d, 1)
+    F_h = sympy.MatrixSymbol("F(h)", d, 1)
+    s = formulas.connection_symbols()
+    X = one * h.T
+    x_in = formulas.aggregate(s).xreplace({s.X: X, s.h_pre: e_k})
+    read = ds.rewrite(x_in, [one.T, e_k], sympy.Identity(1))
+    require_equal("induction step: x_in = h (1ᵀ e_k = 1), symbolic n, d", read, h)
+    new_state = formulas.forward(s).xreplace({s.X: X, s.H_res: sympy.Identity(n), s.h_post: one,
+                                              s.z: F_h})
+    require_equal("induction step: X' = 1 (h + F(h))ᵀ, symbolic n, d", new_state,
+                  one * (h + F_h).T)
+    output = ds.rewrite(one.T * X, [one.T, one], n * sympy.Identity(1))
+    require_equal("output: 1ᵀ X = n hᵀ (1ᵀ 1 = n), symbolic n, d", output, n * h.T)
+    return [
+        ("base case: the network input is X₀ = 1 h₀ᵀ (replicated embedding)",
+         sympy.Eq(sympy.Symbol("X_0"), one * sympy.MatrixSymbol("h_0", d, 1).T, evaluate=False)),
+        ("induction step, every n and d: with X = 1 hᵀ and the init h_pre = e_k the branch reads "
+         "h (1ᵀ e_k = 1)", chain(x_in, sympy.expand(x_in.doit()), read)),
+        ("then H_res = I and h_post = 1 write back X' = 1 (h + F(h))ᵀ: the next state is again "
+         "replicated, with h' = h + F(h)", chain(new_state, sympy.expand(new_state.doit()),
+                                                 one * (h + F_h).T)),
+        ("so by induction X_L = 1 h_Lᵀ for every L, and the output stream sum is n h_Lᵀ "
+         "(1ᵀ 1 = n)", chain(one.T * X, output)),
+    ]
+
+
+def eq14_matrix(n: int, k: int) -> sympy.Matrix:
+    """HC Eq. 14 for sublayer k (0-based): [[0, 1ᵀ], [e_{k mod n}, I_n]] ((n+1)×(n+1))."""
+    return sympy.Matrix(sympy.BlockMatrix([
+        [sympy.zeros(1, 1), sympy.ones(1, n)],
+        [sympy.Matrix(n, 1, lambda i, _: 1 if i == k % n else 0), sympy.eye(n)],
+    ]))
 
 
 def dynamic_weights(
@@ -95,6 +150,7 @@ def dynamic_weights(
         "The branch F is arbitrary.",
     ),
     cases="explicit n in {1,2,3,4} × d in {1,2,3}",
+    generality="explicit sizes",
     source="HC arXiv:2409.19606 §2.2 Eq. 10–13, §2.3 (W initialised to 0), App. J Algorithm 2",
 )
 def _dynamic_init_equals_static() -> list[Step]:
@@ -123,4 +179,78 @@ def _dynamic_init_equals_static() -> list[Step]:
                 steps.append(("n = 2, d = 1: the dynamic read weights at W_m = 0 (tanh(0) = 0)",
                               sympy.Eq(sympy.Symbol("h_pre(X)"), dyn.h_pre, evaluate=False)))
                 steps.append(step)
+    return steps
+
+
+@theorem(
+    "dynamic.weights_bounded",
+    "For every state X and every W_β, W_m, W_r, the DHC weights stay within |s| of the static "
+    "ones entrywise (|h_pre(X) − h_pre| < |s_α|, |h_post(X) − h_post| < |s_β|, "
+    "|H_res(X) − H_res| < |s_α|: tanh lies in (−1, 1)), and each entry is HC Eq. 10–13 written "
+    "index by index.",
+    assumptions=(
+        "DHC per HC Eq. 10–13 as dynamic.init_equals_static; X̄_i = LayerNorm(X_i) per stream.",
+        "Index form: h_pre,i = s_α tanh(Σ_k X̄_ik W_m,k) + A_m,i; h_post,i = s_β tanh(Σ_k X̄_ik "
+        "W_β,k) + B_i; A_r,ij = s_α tanh(Σ_k X̄_ik W_r,kj) + A_r,ij (static), H_res = A_rᵀ.",
+    ),
+    cases="index form: symbolic W at n in {1,2,3} × d in {1,2}; bound: numeric at 3 random "
+          "points with large W (entries up to ±10), n = 3, d = 2",
+    generality="explicit sizes",
+    source="HC arXiv:2409.19606 §2.2 Eq. 10–13",
+)
+def _dynamic_weights_bounded() -> list[Step]:
+    import random
+
+    s_alpha, s_beta = sympy.symbols("s_alpha s_beta", real=True)
+    eps = sympy.Symbol("epsilon", positive=True)
+    steps: list[Step] = []
+    for n in (1, 2, 3):
+        for d in (1, 2):
+            X = symbol_matrix("X", n, d)
+            static = network.ConnectionWeights(symbol_vector("p", n), symbol_vector("q", n),
+                                               symbol_matrix("H", n, n))
+            W_beta, W_m, W_r = symbol_vector("b", d), symbol_vector("m", d), symbol_matrix(
+                "r", d, n)
+            dyn = dynamic_weights(X, static, W_beta, W_m, W_r, s_alpha, s_beta, eps)
+            X_bar = [norms.layer_norm(X[i, :].T, eps) for i in range(n)]
+
+            def proj(i: int, W: sympy.Matrix, j: int, X_bar: list[sympy.Matrix] = X_bar,
+                     d: int = d) -> sympy.Expr:
+                return sum((X_bar[i][k] * W[k, j] for k in range(d)), sympy.Integer(0))
+
+            index_form = {
+                "h_pre": sympy.Matrix([s_alpha * sympy.tanh(proj(i, W_m, 0)) + static.h_pre[i]
+                                       for i in range(n)]),
+                "h_post": sympy.Matrix([s_beta * sympy.tanh(proj(i, W_beta, 0))
+                                        + static.h_post[i] for i in range(n)]),
+                "H_res": sympy.Matrix([[s_alpha * sympy.tanh(proj(j, W_r, i)) + static.H_res[i, j]
+                                        for j in range(n)] for i in range(n)]),
+            }
+            for name, expected in index_form.items():
+                step = require_equal(f"{name}(X), index form of Eq. 10–13, n={n}, d={d}",
+                                     getattr(dyn, name), expected)
+                if (n, d, name) == (2, 1, "h_pre"):
+                    steps.append(step)
+    rng = random.Random(3)
+    n, d = 3, 2
+    X = symbol_matrix("X", n, d)
+    static = network.ConnectionWeights(symbol_vector("p", n), symbol_vector("q", n),
+                                       symbol_matrix("H", n, n))
+    worst = sympy.Integer(0)
+    for _ in range(3):
+        W_beta, W_m, W_r = (sympy.Matrix(d, c, lambda *_: sympy.Float(rng.uniform(-10, 10), 20))
+                            for c in (1, 1, n))
+        dyn = dynamic_weights(X, static, W_beta, W_m, W_r, s_alpha, s_beta, sympy.Float(1e-5))
+        point = {x: sympy.Float(rng.uniform(-2, 2), 20) for x in X}
+        point.update({s_alpha: sympy.Float(0.5), s_beta: sympy.Float(0.25)})
+        for name, scale in (("h_pre", 0.5), ("h_post", 0.25), ("H_res", 0.5)):
+            gap = (getattr(dyn, name) - getattr(static, name)).xreplace(point).evalf(20)
+            ratio = max(abs(g) for g in gap) / sympy.Float(scale)
+            if not ratio < 1:
+                raise ProofFailure(f"{name}(X) moved {ratio} × |s| from the static weight at "
+                                   "W ≠ 0: the weights are not s·tanh(·) + static")
+            worst = max(worst, ratio)
+    steps.append(require_true("at W ≠ 0 (entries up to ±10) every weight stays within |s| of "
+                              "the static one (largest |gap|/|s| shown)", bool(worst < 1),
+                              sympy.StrictLessThan(sympy.Float(worst, 4), 1)))
     return steps

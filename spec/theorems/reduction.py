@@ -45,6 +45,7 @@ def _unit_sublayer(d: int, branch_input: sympy.Matrix | None = None
     "pre-norm residual x + f(Norm(x)).",
     assumptions=("The branch is F = f∘Norm with f and Norm arbitrary maps R^d → R^d.",),
     cases="explicit d in {1,2,3,4}",
+    generality="explicit sizes",
     source="HC arXiv:2409.19606 §3.1 Eq. 15, App. G Eq. 30–33",
 )
 def _prenorm_forward() -> list[Step]:
@@ -69,6 +70,7 @@ def _prenorm_forward() -> list[Step]:
     "F = f∘Norm at x), and this equals the derivative of L = g'ᵀ (x + F(x)).",
     assumptions=("F = f∘Norm arbitrary and differentiable; g' the upstream gradient.",),
     cases="explicit d in {1,2,3,4}",
+    generality="explicit sizes",
     source="HC arXiv:2409.19606 §3.1 Eq. 15; backward.closed_form at n = 1",
 )
 def _prenorm_backward() -> list[Step]:
@@ -106,6 +108,7 @@ X0 = sympy.Matrix([1, -1])
         "(both are r xᵀ with r a constant: (H_res 1)_i or 1ᵀ H_res 1).",
     ),
     cases="the F ≡ 0 form for n in {1,2,3,4}, d = 2; the contradiction for a generic scalar r",
+    generality="explicit sizes",
     source="HC arXiv:2409.19606 §3.1 Eq. 16 (post-norm needs input-dependent weights), App. G",
 )
 def _postnorm_unreachable_static() -> list[Step]:
@@ -158,6 +161,7 @@ def _zero_mean(name: str, d: int) -> sympy.Matrix:
     ),
     cases="LayerNorm: d in {2,3,4} with zero-mean x, F(x); RMSNorm: d in {1,2,3}; "
           "Eq. 39 (σ²_{x+F} = σ_x² + σ_F² + 2σ_xF) for d in {1,2,3,4}",
+    generality="explicit sizes",
     source="HC arXiv:2409.19606 §3.1 Eq. 16, App. G Eq. 34–41",
 )
 def _postnorm_dynamic() -> list[Step]:

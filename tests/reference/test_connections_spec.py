@@ -159,3 +159,17 @@ def test_module_backward_equals_spec_plus_weight_generator(
                      (module.H_res, spec.H_res)):
             assert p.grad is not None
             np.testing.assert_allclose(as_numpy(p.grad), g.sum(axis=(0, 1)), rtol=0, atol=TOL)
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
+@pytest.mark.parametrize(("n", "d"), [(1, 3), (2, 5), (4, 7)])
+def test_parameter_count_is_the_specs(kind: str, n: int, d: int) -> None:
+    """The reference modules' parameters, counted with ``numel``, are the spec's per-module
+    count (an independent count of the formulas in hcspec.spec.counts)."""
+    from hcspec.spec import counts
+
+    classes = {"hc-static": StaticHyperConnection, "hc-dynamic": DynamicHyperConnection,
+               "mhc": ManifoldHyperConnection}
+    module = classes[kind](n, d, 0, dtype=torch.float64)
+    assert module.kind == kind
+    assert sum(p.numel() for p in module.parameters()) == counts.params_per_module(kind, n, d)

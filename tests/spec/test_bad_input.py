@@ -53,15 +53,17 @@ def test_numeric_rejects_mismatched_shapes(call: object, message: str) -> None:
 
 
 @pytest.mark.parametrize(("call", "message"), [
-    (lambda: counts.extra_params("hc", 4, 2048, 16),
-     r"kind must be one of \('shc', 'dhc', 'mhc'\)"),
-    (lambda: counts.extra_params("dhc", 0, 2048, 16), r"n must be an integer >= 1, got 0"),
-    (lambda: counts.extra_params("dhc", 4, 0, 16), r"d must be an integer >= 1, got 0"),
-    (lambda: counts.extra_params("dhc", 4, 2048, 0), r"layers must be an integer >= 1, got 0"),
-    (lambda: counts.params_per_module("dhc", 4, 8, norm_params=-1),
+    (lambda: counts.extra_params("shc", 4, 2048, 16),
+     r"kind must be one of \('hc-static', 'hc-dynamic', 'mhc'\), got 'shc'"),
+    (lambda: counts.extra_params("hc-dynamic", 0, 2048, 16), r"n must be an integer >= 1, got 0"),
+    (lambda: counts.extra_params("hc-dynamic", 4, 0, 16), r"d must be an integer >= 1, got 0"),
+    (lambda: counts.extra_params("hc-dynamic", 4, 2048, 0),
+     r"layers must be an integer >= 1, got 0"),
+    (lambda: counts.params_per_module("hc-dynamic", 4, 8, norm_params=-1),
      r"norm_params must be an integer >= 0, got -1"),
-    (lambda: counts.flops_per_module("mhc", 4, 8), r"kind must be 'shc' or 'dhc'"),
-    (lambda: counts.params_per_module("shc", 2.5, 8), r"n must be an integer >= 1, got 2.5"),
+    (lambda: counts.flops_per_module("mhc", 4, 8, rounds=0),
+     r"rounds must be an integer >= 1, got 0"),
+    (lambda: counts.params_per_module("hc-static", 2.5, 8), r"n must be an integer >= 1, got 2.5"),
 ])
 def test_counts_reject_bad_sizes(call: object, message: str) -> None:
     with pytest.raises(ValueError, match=message):

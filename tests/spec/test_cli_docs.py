@@ -46,7 +46,8 @@ def test_prove_exits_1_when_a_proof_fails(monkeypatch: pytest.MonkeyPatch,
 def test_list_prints_ids_and_statements(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["list"]) == 0
     out = capsys.readouterr().out
-    assert "backward.closed_form\tDifferentiating L" in out
+    assert "backward.closed_form\tall sizes\tDifferentiating L" in out
+    assert "ds.n1_unique\tinstance\t" in out
     assert len(out.strip().splitlines()) >= 31
 
 
@@ -94,7 +95,8 @@ def test_docs_check_detects_stale_missing_and_extra_pages(
     page = out / "ds.nonexpansive.md"
     page.write_text(page.read_text(encoding="utf-8") + "\nhand edit\n", encoding="utf-8")
     (out / "ds.n1_unique.md").unlink()
-    (out / "old.theorem.md").write_text("gone\n", encoding="utf-8")
+    (out / "old.theorem.md").write_text(docs.GENERATED_NOTE + "\ngone\n", encoding="utf-8")
+    (out / "notes.md").write_text("the user's own notes\n", encoding="utf-8")
     capsys.readouterr()
     assert cli.main(["docs", "--check", "--out", str(out)]) == 1
     err = capsys.readouterr().err
@@ -104,6 +106,7 @@ def test_docs_check_detects_stale_missing_and_extra_pages(
 
     assert cli.main(["docs", "--out", str(out)]) == 0  # regenerating repairs all three
     assert not (out / "old.theorem.md").exists()
+    assert (out / "notes.md").read_text(encoding="utf-8") == "the user's own notes\n"
     assert cli.main(["docs", "--check", "--out", str(out)]) == 0
 
 
@@ -186,3 +189,70 @@ def test_closed_stdout_ends_quietly() -> None:
         os.close(write_end)
     assert done.returncode == 1, done.stderr
     assert "BrokenPipe" not in done.stderr and "Traceback" not in done.stderr, done.stderr
+
+
+def test_docs_outside_the_repository_refuses_without_out_and_keeps_user_files(
+        tmp_path: Path, cached: None, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A user's project with its own docs/derivations/: `hc-spec docs` refuses (exit 2, nothing
+    written or deleted); with --out it writes there and leaves the user's file alone."""
+    project = tmp_path / "project"
+    notes = project / "docs" / "derivations" / "my_notes.md"
+    notes.parent.mkdir(parents=True)
+    notes.write_text("# my notes\n", encoding="utf-8")
+    (project / "pyproject.toml").write_text('[project]\nname = "theirs"\n', encoding="utf-8")
+    monkeypatch.chdir(project)
+    assert cli.main(["docs"]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert "is not the hcspec repository" in err and "--out DIR" in err
+    assert sorted(p.name for p in notes.parent.iterdir()) == ["my_notes.md"]
+
+    assert cli.main(["docs", "--out", "docs/derivations"]) == 0
+    out = capsys.readouterr().out
+    assert "wrote" in out and "removed" not in out and " s)" in out
+    assert notes.read_text(encoding="utf-8") == "# my notes\n"
+    assert (notes.parent / "index.md").is_file() and (notes.parent / docs.MANIFEST).is_file()
+    assert cli.main(["docs", "--check", "--out", "docs/derivations"]) == 0  # the notes are ignored
+
+
+def test_docs_removes_only_stale_generated_pages_and_names_them(
+        tmp_path: Path, cached: None, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "pages"
+    assert cli.main(["docs", "--out", str(out)]) == 0
+    stale = out / "retired.theorem.md"
+    stale.write_text(docs.GENERATED_NOTE + "\nold page\n", encoding="utf-8")
+    manifest = docs.read_manifest(out)
+    manifest[stale.name] = {"sha256": "", "key": ""}
+    import json
+    (out / docs.MANIFEST).write_text(json.dumps({"pages": manifest}), encoding="utf-8")
+    mine = out / "user.md"  # no marker: never removed, even when named in the manifest
+    mine.write_text("mine\n", encoding="utf-8")
+    capsys.readouterr()
+    assert cli.main(["docs", "--out", str(out)]) == 0
+    said = capsys.readouterr().out
+    assert "removed stale generated pages: retired.theorem.md" in " ".join(said.split())
+    assert not stale.exists() and mine.read_text(encoding="utf-8") == "mine\n"
+
+
+def test_docs_reuse_unchanged_pages_without_proving(
+        tmp_path: Path, proof_results: dict[str, ProofResult], monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    proven: list[str] = []
+
+    def counting(theorems: list[Theorem]) -> list[ProofResult]:
+        proven.extend(t.id for t in theorems)
+        return [proof_results[t.id] for t in theorems]
+
+    monkeypatch.setattr(cli, "_prove", counting)
+    out = tmp_path / "pages"
+    assert cli.main(["docs", "--out", str(out)]) == 0
+    assert len(proven) == len(proof_results)
+    proven.clear()
+    assert cli.main(["docs", "--check", "--out", str(out)]) == 0
+    assert proven == []  # nothing changed: every page reused
+    page = out / "ds.nonexpansive.md"
+    page.write_text(page.read_text(encoding="utf-8") + "\nhand edit\n", encoding="utf-8")
+    capsys.readouterr()
+    assert cli.main(["docs", "--check", "--out", str(out)]) == 1
+    assert proven == ["ds.nonexpansive"]  # the edited page is re-proven and found stale
+    assert "stale:" in capsys.readouterr().err

@@ -72,3 +72,24 @@ def test_shared_weights_broadcast_over_the_batch(rng: np.random.Generator) -> No
     h_pre = rng.normal(size=N)
     np.testing.assert_allclose(numeric.aggregate(X, h_pre), np.einsum("btnd,n->btd", X, h_pre),
                                rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("eps", [0.0, 1e-3])
+def test_norms_match_the_sympy_norms(rng: np.random.Generator, eps: float) -> None:
+    import sympy
+
+    from hcspec.spec import norms
+
+    x = rng.normal(size=(2, 3, D))
+    for numeric_norm, sympy_norm in ((numeric.rms_norm, norms.rms_norm),
+                                     (numeric.layer_norm, norms.layer_norm)):
+        expected = np.array([[np.array(sympy_norm(sympy.Matrix(row), eps).evalf(), dtype=float)
+                              [:, 0] for row in batch] for batch in x])
+        np.testing.assert_allclose(numeric_norm(x, eps), expected, rtol=1e-12, atol=1e-12)
+
+
+def test_norms_reject_bad_input() -> None:
+    with pytest.raises(ValueError, match=r"eps must be >= 0, got -1"):
+        numeric.rms_norm(np.ones(3), -1.0)
+    with pytest.raises(ValueError, match=r"expected d >= 1 features on axis -1, got d = 0"):
+        numeric.layer_norm(np.ones((2, 0)))

@@ -20,29 +20,41 @@ def throwaway(theorem_id: str, proof: object) -> Theorem:
 
 def test_backward_with_H_res_in_place_of_its_transpose_is_not_proven() -> None:
     wrong = BackwardClaim(grad_X=lambda s: s.H_res * s.G + s.h_pre * s.g_in.T)
-    result = throwaway("test.wrong_backward", backward_proof(wrong, (2, 3), (1, 2))).prove()
+    result = throwaway("test.wrong_backward", backward_proof(wrong, ())).prove()
     assert not result.ok
-    assert result.error is not None and "∂L/∂X at n=2" in result.error
+    assert result.error is not None and "∂L/∂X, symbolic n, d" in result.error
     assert "numeric gate" in result.error
     assert result.steps == ()
+    explicit = backward_proof(wrong, ((2, 1),), symbolic=False)
+    result = throwaway("test.wrong_backward", explicit).prove()
+    assert not result.ok and "∂L/∂X at n=2, d=1: numeric gate" in (result.error or "")
 
 
 def test_the_same_wrong_backward_passes_at_n1_where_transposes_coincide() -> None:
     # Shows the failure above comes from the wrong form, not from a prover that always fails.
     wrong = BackwardClaim(grad_X=lambda s: s.H_res * s.G + s.h_pre * s.g_in.T)
-    assert throwaway("test.n1_backward", backward_proof(wrong, (1,), (1, 2))).prove().ok
+    proof = backward_proof(wrong, ((1, 1), (1, 2)), symbolic=False)
+    assert throwaway("test.n1_backward", proof).prove().ok
 
 
 def test_backward_with_a_wrong_h_post_gradient_is_not_proven() -> None:
     wrong = BackwardClaim(grad_h_post=lambda s: s.X * s.z)
-    result = throwaway("test.wrong_h_post", backward_proof(wrong, (2,), (2,))).prove()
+    result = throwaway("test.wrong_h_post", backward_proof(wrong, ())).prove()
     assert not result.ok and "∂L/∂h_post" in (result.error or "")
+
+
+def test_backward_with_a_wrong_branch_cotangent_is_not_proven() -> None:
+    wrong = BackwardClaim(branch_cotangent=lambda s: s.G.T * s.h_pre)
+    result = throwaway("test.wrong_g_z", backward_proof(wrong, ())).prove()
+    assert not result.ok and "g_z = ∂L/∂z, symbolic n, d" in (result.error or "")
+    result = throwaway("test.wrong_g_z", backward_proof(wrong, ((2, 2),), symbolic=False)).prove()
+    assert not result.ok and "g_z at n=2, d=2" in (result.error or "")
 
 
 def test_ill_shaped_backward_claim_is_not_proven() -> None:
     wrong = BackwardClaim(grad_H_res=lambda s: s.X.T * s.G)  # d×d, not n×n
-    result = throwaway("test.ill_shaped", backward_proof(wrong, (2,), (3,))).prove()
-    assert not result.ok and "∂L/∂H_res" in (result.error or "")
+    result = throwaway("test.ill_shaped", backward_proof(wrong, ())).prove()
+    assert not result.ok and "H_res" in (result.error or "")
 
 
 NEGATIVE = sympy.Matrix([[2, -1], [-1, 2]])  # unit row and column sums, negative entries

@@ -19,9 +19,33 @@ REQUIRED_IDS = [
     "counts.params", "counts.flops", "mhc.n1_residual",
     "linear.backward", "matmul_chain.backward", "ffn.backward", "residual.direct_term",
     "prenorm.direct_term", "postnorm.no_bare_direct_term", "norm.jacobians",
+    # cited by the conformance kit's range properties: these exact ids
+    "mhc.h_pre_range", "mhc.h_post_range",
+    "mhc.sinkhorn_variants", "mhc.sinkhorn_converges", "ds.permutation_isometry",
+    "ds.birkhoff_decompositions", "dynamic.weights_bounded", "numeric.matches_formulas",
+    "residual.gradient_norm_not_preserved",
 ]
 
 ALL_IDS = [theorem.id for theorem in all_theorems()]
+
+
+def test_generality_is_recorded_and_symbolic_where_promised() -> None:
+    from hcspec.spec.registry import GENERALITIES
+
+    by_id = {theorem.id: theorem.generality for theorem in all_theorems()}
+    assert set(by_id.values()) <= set(GENERALITIES)
+    for theorem_id in ("backward.closed_form", "ds.transpose_closure", "ds.product_closure",
+                       "ds.convex_closure", "ds.stream_sum_preserved", "mhc.h_pre_range",
+                       "mhc.h_post_range", "counts.flops"):
+        assert by_id[theorem_id] == "all sizes", theorem_id
+    assert by_id["init.static_prenorm"] == "induction"
+
+
+def test_unknown_generality_is_rejected() -> None:
+    from hcspec.spec.registry import register
+
+    with pytest.raises(ValueError, match=r"generality must be one of"):
+        register(Theorem("test.vague", "s", ("a",), "c", "src", lambda: [], "mostly"))
 
 
 def test_every_required_id_is_registered() -> None:

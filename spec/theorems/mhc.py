@@ -1,0 +1,295 @@
+"""mHC's bounded read/write weights, its Sinkhorn–Knopp iterates (the paper's and the
+DeepSeek-V4 variant), and the permutation vertices of the doubly stochastic set.
+
+Theorems: ``mhc.h_pre_range``, ``mhc.h_post_range``, ``mhc.sinkhorn_variants``,
+``mhc.sinkhorn_converges``, ``ds.permutation_isometry``, ``ds.birkhoff_decompositions``.
+Sources: mHC arXiv:2512.24880 §4.1 Eq. 6 (Birkhoff polytope), §4.2 Eq. 8–9.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import sympy
+
+from hcspec.spec import doubly_stochastic as ds
+from hcspec.spec.checks import chain, require_equal, require_true, symbol_matrix, symbol_vector
+from hcspec.spec.registry import ProofFailure, Step, theorem
+
+T = sympy.Symbol("t", real=True)
+"""A pre-activation H̃ entry (any real number)."""
+
+U = sympy.Symbol("u", positive=True)
+
+
+def sigmoid(x: sympy.Expr) -> sympy.Expr:
+    """σ(x) = 1 / (1 + e^{−x}) (mHC Eq. 8)."""
+    return 1 / (1 + sympy.exp(-x))
+
+
+def _range_steps(scale: int, name: str) -> list[Step]:
+    """``scale``·σ(t) lies in (0, scale) for every real t, and every value there is attained."""
+    gate = scale * sigmoid(T)
+    gap = scale - gate
+    if gate.is_positive is not True:
+        raise ProofFailure(f"{name} = {gate} is not provably positive for real t")
+    gap_form = scale * sympy.exp(-T) / (1 + sympy.exp(-T))
+    steps = [
+        require_true(f"{name} > 0: a positive numerator over 1 + e^(−t) > 1",
+                     gate.is_positive, sympy.StrictGreaterThan(gate, 0)),
+        (f"{scale} − {name} has the same form with e^(−t) on top",
+         chain(sympy.Symbol(f"{scale} - {name}"), gap, gap_form)),
+    ]
+    require_equal(f"{scale} − {name} = {scale} e^(−t) / (1 + e^(−t))", gap, gap_form)
+    if gap_form.is_positive is not True:
+        raise ProofFailure(f"{scale} − {name} is not provably positive")
+    steps.append(require_true(f"hence {name} < {scale}", gap_form.is_positive,
+                              sympy.StrictLessThan(gate, scale)))
+    attained = gate.subs(T, sympy.log(U))
+    steps.append((f"every value in (0, {scale}) is attained: at t = log u (u > 0)",
+                  chain(attained, scale * U / (1 + U))))
+    require_equal(f"{name}(log u) = {scale} u / (1 + u)", attained, scale * U / (1 + U))
+    return steps
+
+
+@theorem(
+    "mhc.h_pre_range",
+    "H_pre = σ(H̃_pre) has every entry in the open interval (0, 1), and every value of (0, 1) is "
+    "attained: the read weights are positive and below 1 (their sum lies in (0, n)).",
+    assumptions=("H̃_pre ∈ R^{1×n} any real pre-activation (mHC Eq. 7); σ(t) = 1/(1 + e^(−t)).",),
+    cases="every real entry t (symbolic); entrywise, so every n",
+    generality="all sizes",
+    source="mHC arXiv:2512.24880 §4.2 Eq. 8",
+)
+def _h_pre_range() -> list[Step]:
+    return _range_steps(1, "σ(t)")
+
+
+@theorem(
+    "mhc.h_post_range",
+    "H_post = 2σ(H̃_post) has every entry in the open interval (0, 2), every value of (0, 2) is "
+    "attained, and 2σ(0) = 1 (a zero pre-activation writes back with weight 1).",
+    assumptions=("H̃_post ∈ R^{1×n} any real pre-activation (mHC Eq. 7); σ(t) = 1/(1 + e^(−t)).",),
+    cases="every real entry t (symbolic); entrywise, so every n",
+    generality="all sizes",
+    source="mHC arXiv:2512.24880 §4.2 Eq. 8",
+)
+def _h_post_range() -> list[Step]:
+    steps = _range_steps(2, "2σ(t)")
+    steps.append(require_equal("at t = 0 the weight is 1", 2 * sigmoid(sympy.Integer(0)),
+                               sympy.Integer(1)))
+    return steps
+
+
+EPS = sympy.Symbol("epsilon", positive=True)
+
+
+def normalise_rows_eps(M: sympy.Matrix, eps: sympy.Expr) -> sympy.Matrix:
+    """The DeepSeek-V4 row step: divide each row by (its sum + ε)."""
+    row = ds.row_sums(M)
+    return sympy.Matrix(M.shape[0], M.shape[1], lambda i, j: M[i, j] / (row[i, 0] + eps))
+
+
+def normalise_columns_eps(M: sympy.Matrix, eps: sympy.Expr) -> sympy.Matrix:
+    """The DeepSeek-V4 column step: divide each column by (its sum + ε)."""
+    column = ds.col_sums(M)
+    return sympy.Matrix(M.shape[0], M.shape[1], lambda i, j: M[i, j] / (column[0, j] + eps))
+
+
+def softmax_rows(logits: sympy.Matrix) -> sympy.Matrix:
+    """Row-wise softmax: exp(logits) with each row divided by its sum."""
+    return ds.normalise_rows(logits.applyfunc(sympy.exp))
+
+
+@theorem(
+    "mhc.sinkhorn_variants",
+    "The paper's Sinkhorn–Knopp (M⁰ = exp(H̃), then column and row normalisation) ends every "
+    "round with row sums exactly 1; the DeepSeek-V4 variant (M⁰ = softmax_rows(H̃) + ε, ε added "
+    "to every denominator) ends every round with row sums r/(r + ε) — exactly below 1, never 1 "
+    "for ε > 0 — and equals the paper's step at ε = 0; in both only positivity is exact for "
+    "the columns.",
+    assumptions=(
+        "A: any n×n matrix with positive entries (the iterate before the last row step, which "
+        "is positive after any number of rounds); ε > 0.",
+        "Variant: T_c^ε(A)_ij = A_ij / (Σ_i A_ij + ε), T_r^ε(A)_ij = A_ij / (Σ_j A_ij + ε).",
+    ),
+    cases="generic positive A, n in {1,2,3}; softmax start: generic logits, n in {2,3}",
+    generality="explicit sizes",
+    source="mHC arXiv:2512.24880 §4.2 Eq. 9; the DeepSeek-V4 variant as described by the seeds",
+)
+def _sinkhorn_variants() -> list[Step]:
+    steps: list[Step] = []
+    for n in (1, 2, 3):
+        A = symbol_matrix("A", n, n, positive=True)
+        paper_step = require_equal(f"paper: T_r(A) 1 = 1, n={n}",
+                                   ds.row_sums(ds.normalise_rows(A)), sympy.ones(n, 1))
+        variant_step = require_equal(
+            f"variant: T_r^ε(A) 1 = r / (r + ε) with r = A 1, n={n}",
+            ds.row_sums(normalise_rows_eps(A, EPS)),
+            ds.row_sums(A).applyfunc(lambda r: r / (r + EPS)))
+        for M in (normalise_rows_eps(A, EPS), normalise_columns_eps(A, EPS)):
+            if not all(entry.is_positive for entry in M):
+                raise ProofFailure(f"variant, n={n}: an entry is not provably positive")
+        require_equal(f"variant at ε = 0 is the paper's step, n={n}",
+                      normalise_rows_eps(normalise_columns_eps(A, EPS), EPS).subs(EPS, 0),
+                      ds.normalise_rows(ds.normalise_columns(A)))
+        if n == 2:
+            steps += [paper_step, variant_step]
+    r = sympy.Symbol("r", positive=True)
+    steps.append(require_equal("1 − r/(r + ε) = ε/(r + ε) > 0 for r > 0, ε > 0: the variant's "
+                               "row sums lie strictly below 1", 1 - r / (r + EPS),
+                               EPS / (r + EPS)))
+    for n in (2, 3):
+        logits = symbol_matrix("h", n, n)
+        start = softmax_rows(logits)
+        step = require_equal(f"softmax start: rows of softmax_rows(H̃) sum to 1, n={n}",
+                             ds.row_sums(start), sympy.ones(n, 1))
+        if n == 2:
+            steps.append(step)
+    steps.append(("so after the last round the paper's H_res has unit row sums and the variant's "
+                  "has row sums in (0, 1); the column sums of both are 1 only in the limit "
+                  "(mhc.sinkhorn_rows_exact, mhc.sinkhorn_converges)",
+                  sympy.StrictLessThan(sympy.Symbol(r"r_i / (r_i + \varepsilon)"), 1)))
+    return steps
+
+
+CONVERGENCE_LOGITS = sympy.Matrix([[0, 2, -1], [1, 0, 3], [-2, 1, 0]])
+"""A fixed non-symmetric 3×3 logit matrix for the numeric convergence check."""
+
+
+@theorem(
+    "mhc.sinkhorn_converges",
+    "On a fixed non-symmetric 3×3 logit matrix the Sinkhorn–Knopp iterates (mHC Eq. 9) keep unit "
+    "row sums after every round while the largest column-sum error shrinks every round, below "
+    "1e-6 by round 20 (t_max of the paper).",
+    assumptions=("Logits [[0, 2, −1], [1, 0, 3], [−2, 1, 0]]; exact arithmetic, evaluated to "
+                 "30 digits for the comparisons.",),
+    cases="one 3×3 instance, rounds 1..20 (a numeric check of the iterates, not a proof of "
+          "convergence)",
+    generality="instance",
+    source="mHC arXiv:2512.24880 §4.2 Eq. 9 (t_max = 20); Sinkhorn–Knopp 1967",
+)
+def _sinkhorn_converges() -> list[Step]:
+    M = CONVERGENCE_LOGITS.applyfunc(lambda v: sympy.exp(sympy.Float(v, 40)))
+    errors = []
+    for round_ in range(1, 21):
+        M = ds.normalise_rows(ds.normalise_columns(M))
+        rows = max(abs(s - 1) for s in ds.row_sums(M))
+        if rows > 1e-25:
+            raise ProofFailure(f"round {round_}: a row sum misses 1 by {rows}")
+        errors.append(max(abs(s - 1) for s in ds.col_sums(M)))
+    shrinking = all(b < a for a, b in itertools.pairwise(errors))
+    if not shrinking:
+        raise ProofFailure(f"the column-sum error does not shrink every round: {errors}")
+    if not errors[-1] < 1e-6:
+        raise ProofFailure(f"column-sum error after 20 rounds is {errors[-1]}, not below 1e-6")
+    e = sympy.Symbol(r"e_t")
+    return [
+        ("largest column-sum error after rounds 1, 5, 10, 20",
+         sympy.Eq(sympy.Tuple(*(sympy.Symbol(f"e_{{{k}}}") for k in (1, 5, 10, 20))),
+                  sympy.Tuple(*(sympy.Float(errors[k - 1], 3) for k in (1, 5, 10, 20))),
+                  evaluate=False)),
+        require_true("the error shrinks every round and is below 1e-6 at round 20",
+                     shrinking and errors[-1] < 1e-6, sympy.StrictLessThan(e, sympy.Float(1e-6))),
+    ]
+
+
+@theorem(
+    "ds.permutation_isometry",
+    "A permutation matrix keeps the norm exactly: ‖P x‖₂ = ‖x‖₂, because PᵀP = I; so the "
+    "non-expansive bound of ds.nonexpansive is attained at the vertices.",
+    assumptions=("P a permutation matrix (one 1 in every row and column), x ∈ R^n real.",),
+    cases="all n! permutations for n in {1,2,3,4}",
+    generality="explicit sizes",
+    source="mHC arXiv:2512.24880 §4.1 (the vertices of the Birkhoff polytope)",
+)
+def _permutation_isometry() -> list[Step]:
+    steps: list[Step] = []
+    for n in (1, 2, 3, 4):
+        x = symbol_vector("x", n)
+        for P in ds.permutation_matrices(n):
+            if sympy.eye(n) != P.T * P:
+                raise ProofFailure(f"PᵀP != I for P = {P.tolist()}")
+            require_equal(f"‖Px‖² = ‖x‖², P = {P.tolist()}", (P * x).T * (P * x), x.T * x)
+    P = ds.permutation_matrices(3)[3]
+    x = symbol_vector("x", 3)
+    steps += [
+        ("n = 3 example: P x permutes the entries", chain(sympy.MatMul(P, x), P * x)),
+        ("so the squared norm is the same sum in another order",
+         chain(sympy.Symbol(r"\|P x\|^2"), ((P * x).T * (P * x))[0, 0],
+               sympy.Symbol(r"\|x\|^2"))),
+    ]
+    return steps
+
+
+BIRKHOFF_EXAMPLES = (
+    sympy.Matrix([[sympy.Rational(1, 2), sympy.Rational(1, 3), sympy.Rational(1, 6)],
+                  [sympy.Rational(1, 6), sympy.Rational(1, 2), sympy.Rational(1, 3)],
+                  [sympy.Rational(1, 3), sympy.Rational(1, 6), sympy.Rational(1, 2)]]),
+    sympy.Matrix([[sympy.Rational(2, 5), sympy.Rational(3, 5), 0],
+                  [sympy.Rational(1, 5), sympy.Rational(1, 5), sympy.Rational(3, 5)],
+                  [sympy.Rational(2, 5), sympy.Rational(1, 5), sympy.Rational(2, 5)]]),
+    sympy.Matrix(4, 4, lambda i, j: sympy.Rational([[4, 3, 2, 1], [1, 4, 3, 2], [2, 1, 4, 3],
+                                                    [3, 2, 1, 4]][i][j], 10)),
+    sympy.Matrix([[sympy.Rational(1, 2), sympy.Rational(1, 4), sympy.Rational(1, 4), 0],
+                  [0, sympy.Rational(1, 2), sympy.Rational(1, 4), sympy.Rational(1, 4)],
+                  [sympy.Rational(1, 4), 0, sympy.Rational(1, 2), sympy.Rational(1, 4)],
+                  [sympy.Rational(1, 4), sympy.Rational(1, 4), 0, sympy.Rational(1, 2)]]),
+)
+"""Rational doubly stochastic matrices decomposed exactly by ``ds.birkhoff_decompositions``."""
+
+
+def birkhoff_decomposition(M: sympy.Matrix) -> list[tuple[sympy.Expr, sympy.Matrix]]:
+    """Weights and permutation matrices with M = Σ λ_k P_k, λ_k > 0, Σ λ_k = 1 (exact): repeatedly
+    take a permutation inside the support of the remainder and remove its smallest entry there.
+
+    Raises:
+        ProofFailure: if the remainder has no permutation in its support (then M was not doubly
+            stochastic).
+    """
+    n = M.shape[0]
+    rest = sympy.Matrix(M)
+    parts: list[tuple[sympy.Expr, sympy.Matrix]] = []
+    while any(entry != 0 for entry in rest):
+        for perm in itertools.permutations(range(n)):
+            if all(rest[i, perm[i]] > 0 for i in range(n)):
+                break
+        else:
+            raise ProofFailure(f"no permutation in the support of {rest.tolist()}")
+        weight = min(rest[i, perm[i]] for i in range(n))
+        P = sympy.Matrix(n, n, lambda i, j, p=perm: 1 if p[i] == j else 0)
+        parts.append((weight, P))
+        rest -= weight * P
+    return parts
+
+
+@theorem(
+    "ds.birkhoff_decompositions",
+    "Birkhoff–von Neumann on examples: each of four rational doubly stochastic matrices (two 3×3, "
+    "two 4×4) is exactly a convex combination of permutation matrices.",
+    assumptions=("The matrices of BIRKHOFF_EXAMPLES (rational, doubly stochastic).",
+                 "The general theorem (every doubly stochastic matrix, any n) rests on Hall's "
+                 "marriage theorem, a combinatorial argument outside what sympy checks; "
+                 "ds.two_by_two_family proves it for n = 2.",),
+    cases="four explicit matrices: two 3×3, two 4×4",
+    generality="instance",
+    source="mHC arXiv:2512.24880 §4.1 (the Birkhoff polytope is the convex hull of the "
+           "permutation matrices)",
+)
+def _birkhoff_decompositions() -> list[Step]:
+    steps: list[Step] = []
+    for M in BIRKHOFF_EXAMPLES:
+        ds.require_doubly_stochastic(f"example {M.tolist()}", M)
+        parts = birkhoff_decomposition(M)
+        weights = [w for w, _ in parts]
+        if not all(w > 0 for w in weights) or sum(weights) != 1:
+            raise ProofFailure(f"weights {weights} are not a convex combination")
+        total = sum((w * P for w, P in parts), sympy.zeros(*M.shape))
+        require_equal(f"Σ λ_k P_k = M for {M.tolist()}", total, M)
+        if M.shape == (3, 3) and not steps:
+            terms = " + ".join(sympy.latex(w) + " " + sympy.latex(P) for w, P in parts)
+            steps.append((f"a 3×3 example: {len(parts)} permutations, weights summing to 1",
+                          chain(M, terms)))
+        steps.append((f"{M.shape[0]}×{M.shape[0]} example: weights of its decomposition",
+                      sympy.Tuple(*weights)))
+    return steps

@@ -1,0 +1,67 @@
+"""The committed derivation pages read as derivations: no tautological step, no overlong display,
+a one-sentence summary with the proof's generality; and (slow, needs Chromium + KaTeX) every
+formula typesets in a real browser."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from hcspec.spec.docs import MAX_DISPLAY
+from hcspec.spec.registry import GENERALITIES
+from tools import render_derivations
+
+PAGES = sorted((Path(__file__).resolve().parents[2] / "docs" / "derivations").glob("*.md"))
+THEOREM_PAGES = [page for page in PAGES if page.name != "index.md"]
+DISPLAY = re.compile(r"\$\$\n(.*?)\n\$\$", re.S)
+
+
+def tautologies(page_text: str) -> list[str]:
+    """Displays whose sides, split at top-level ' = ', repeat one another."""
+    found = []
+    for block in DISPLAY.findall(page_text):
+        sides = [side.strip() for side in block.split(" = ")]
+        if len(sides) >= 2 and len(set(sides)) < len(sides):
+            found.append(block[:120])
+    return found
+
+
+def test_the_checks_can_fail() -> None:
+    assert tautologies("$$\nA = A\n$$") == ["A = A"]
+    assert tautologies("$$\nA = B\n$$") == []
+
+
+@pytest.mark.parametrize("page", THEOREM_PAGES, ids=lambda p: p.stem)
+def test_no_tautological_step_and_no_overlong_display(page: Path) -> None:
+    text = page.read_text(encoding="utf-8")
+    assert tautologies(text) == []
+    assert [len(b) for b in DISPLAY.findall(text) if len(b) > MAX_DISPLAY] == []
+
+
+@pytest.mark.parametrize("page", THEOREM_PAGES, ids=lambda p: p.stem)
+def test_each_page_says_what_it_proves_and_how_generally(page: Path) -> None:
+    text = page.read_text(encoding="utf-8")
+    assert re.search(r"^This page proves, .*, that: ", text, re.M), page.name
+    assert any(f"**Generality:** {key} — " in text for key in GENERALITIES), page.name
+    assert text.index("**Statement.**") < text.index("## Derivation")  # the claim comes first
+
+
+@pytest.mark.slow
+def test_every_formula_typesets_in_a_browser() -> None:
+    browser, katex = render_derivations.find_browser(), render_derivations.find_katex()
+    if browser is None or katex is None:
+        pytest.skip("needs Chromium and KaTeX (Debian: apt-get install chromium libjs-katex)")
+    assert render_derivations.render(PAGES, browser, katex) == []
+
+
+@pytest.mark.slow
+def test_a_math_error_is_reported(tmp_path: Path) -> None:
+    browser, katex = render_derivations.find_browser(), render_derivations.find_katex()
+    if browser is None or katex is None:
+        pytest.skip("needs Chromium and KaTeX (Debian: apt-get install chromium libjs-katex)")
+    page = tmp_path / "broken.md"
+    page.write_text("text\n\n$$\n\\frac{1}{\n$$\n\nand $x^2$ inline\n", encoding="utf-8")
+    errors = render_derivations.render([page], browser, katex)
+    assert [e.formula for e in errors] == ["\\frac{1}{"]

@@ -1,0 +1,223 @@
+"""Mutation testing of the spec: does ``hc-spec prove`` catch planted errors in spec/?
+
+Each entry of :data:`CORPUS` is one small patch (a file under spec/, an exact text that occurs
+once, its replacement, and the bug it plants). For every patch the tool copies spec/ into a
+temporary directory as ``hcspec/spec``, applies the patch there (the source tree is never
+touched), and proves the registered theorems in a fresh interpreter that imports the copy; the
+mutant is *killed* when a proof fails (the first failing theorem id is reported) and *survives*
+when every proof passes. Only ``hc-spec prove``'s own checks count: the committed docs snapshot is
+not consulted, so an error that only a docs diff would show is a survivor.
+
+Run from the repository root::
+
+    python -m tools.spec_mutation              # the whole corpus, two mutants at a time
+    python -m tools.spec_mutation --only shc_flops mhc_params --jobs 1
+    python -m tools.spec_mutation --json out.json
+
+Exit code 0 when every mutant is killed, 1 when one survives (or a patch no longer applies).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+REPO = Path(__file__).resolve().parents[1]
+SPEC = REPO / "spec"
+
+
+@dataclass(frozen=True)
+class Patch:
+    """One planted error: replace ``old`` (occurring exactly once in ``path``) by ``new``."""
+
+    name: str
+    path: str
+    old: str
+    new: str
+    bug: str
+
+
+CORPUS: tuple[Patch, ...] = (
+    Patch("grad_x_no_transpose", "formulas.py", "s.H_res.T * s.G + s.h_pre * s.g_in.T",
+          "s.H_res * s.G + s.h_pre * s.g_in.T", "bypass gradient uses H_res, not H_resᵀ"),
+    Patch("g_z_reads_h_pre", "formulas.py", "return s.G.T * s.h_post",
+          "return s.G.T * s.h_pre", "branch cotangent through h_pre instead of h_post"),
+    Patch("grad_h_post_uses_x", "formulas.py", "return s.G * s.z", "return s.X * s.z",
+          "∂L/∂h_post = X z instead of G' z"),
+    Patch("forward_mix_transposed", "formulas.py", "return s.H_res * s.X + s.h_post * s.z.T",
+          "return s.H_res.T * s.X + s.h_post * s.z.T", "the mix applies H_resᵀ"),
+    Patch("aggregate_reads_h_post", "formulas.py", "return s.X.T * s.h_pre",
+          "return s.X.T * s.h_post", "branch input read with h_post"),
+    Patch("paper_reader_no_transpose", "network.py", "H_res=hc[1:, 1:].T)",
+          "H_res=hc[1:, 1:])", "paper-matrix reader without its transpose (A_r, not A_rᵀ)"),
+    Patch("static_init_shift", "network.py", "1 if i == k % n else 0",
+          "1 if i == (k + 1) % n else 0", "static init reads stream k+1 (an equivalent shift)"),
+    Patch("replicate_doubled", "network.py", "sympy.ones(require_size(\"n\", n), 1) * h0.T",
+          "2 * sympy.ones(require_size(\"n\", n), 1) * h0.T", "embedding replicated twice over"),
+    Patch("unroll_writes_h_pre", "network.py",
+          "writes = [sympy.ones(n, 1)] + [w.h_post for w in weights]",
+          "writes = [sympy.ones(n, 1)] + [w.h_pre for w in weights]",
+          "unrolled weights write back with h_pre"),
+    Patch("dhc_no_tanh", "theorems/init.py",
+          "h_pre=s_alpha * (X_bar * W_m).applyfunc(sympy.tanh) + static.h_pre",
+          "h_pre=s_alpha * (X_bar * W_m) + static.h_pre", "dynamic read weights without tanh"),
+    Patch("dhc_res_not_transposed", "theorems/init.py",
+          "H_res=(s_alpha * (X_bar * W_r).applyfunc(sympy.tanh) + static.H_res.T).T",
+          "H_res=(s_alpha * (X_bar * W_r).applyfunc(sympy.tanh) + static.H_res.T)",
+          "dynamic A_r used as H_res without the transpose"),
+    Patch("mhc_params", "counts.py", "(n**2 + 2 * n) + 3\n", "(n**2 + 2 * n) + 2\n",
+          "mHC parameter count misses one gate scalar"),
+    Patch("dhc_params", "counts.py", "DHC_PARAMS = theta_norm + d * (n + 2)",
+          "DHC_PARAMS = theta_norm + d * (n + 1)", "DHC parameter count misses W_β"),
+    Patch("shc_flops", "counts.py", "SHC_FLOPS = 2 * n * d * (n + 2)",
+          "SHC_FLOPS = 2 * n * d * (n + 1)", "SHC FLOPs miss the depth connection"),
+    Patch("dhc_flops", "counts.py", "+ 5 * n * d + 4 * n + 3 * n * (n + 2)",
+          "+ 5 * n * d + 3 * n * (n + 2)", "DHC FLOPs miss the per-stream statistics"),
+    Patch("mhc_flops", "counts.py", "4 * t * n**2)", "5 * t * n**2)",
+          "mHC FLOPs overcount Sinkhorn–Knopp"),
+    Patch("mhc_shapes", "theorems/counts.py", "(n * d, n**2), (n,)", "(n * d, n), (n,)",
+          "φ_res shape n·d × n instead of n·d × n²"),
+    Patch("sinkhorn_rows_first", "doubly_stochastic.py",
+          "M = normalise_rows(normalise_columns(M))", "M = normalise_columns(normalise_rows(M))",
+          "Sinkhorn–Knopp round ends with the column step"),
+    Patch("row_normalise_squared", "doubly_stochastic.py", "M[i, j] / row[i, 0])",
+          "M[i, j] / row[i, 0] ** 2)", "row normalisation divides by the squared sum"),
+    Patch("rms_norm_eps", "norms.py", "x / sympy.sqrt(mean_square(x) + eps)",
+          "x / sympy.sqrt(mean_square(x) + 2 * eps)", "RMSNorm with 2ε"),
+    Patch("layer_norm_jacobian", "norms.py", "- x_hat * x_hat.T / d) / s",
+          "- x_hat * x_hat.T) / s", "LayerNorm Jacobian misses 1/d on x̂x̂ᵀ"),
+    Patch("numeric_grad_h_pre", "numeric.py",
+          "_grad_h_pre = _lambdify([_S.X, _S.g_in], formulas.grad_h_pre(_S))",
+          "_grad_h_pre = _lambdify([_S.X, _S.g_in], 2 * formulas.grad_h_pre(_S))",
+          "numeric ∂L/∂h_pre doubled"),
+    Patch("numeric_layer_norm_rms", "numeric.py",
+          "centred = xa - np.mean(xa, axis=-1, keepdims=True)", "centred = xa",
+          "numeric LayerNorm does not centre"),
+    Patch("sigmoid_doubled", "theorems/mhc.py", "return 1 / (1 + sympy.exp(-x))",
+          "return 2 / (1 + sympy.exp(-x))", "σ with range (0, 2)"),
+    Patch("opcount_matmul", "opcount.py", "acc = acc + row[k] * b[k][j]",
+          "acc = row[k] * b[k][j]", "the independent FLOP count forgets the accumulation"),
+    Patch("parallel_even_matrix", "theorems/duality.py",
+          "HC_PARALLEL_EVEN = sympy.Matrix([[0, 0, 1], [0, 1, 0], [1, 0, 1]])",
+          "HC_PARALLEL_EVEN = sympy.Matrix([[0, 0, 1], [0, 1, 0], [1, 1, 1]])",
+          "HC Eq. 19 typed with A_r = 11ᵀ"),
+)
+"""The planted errors (≥ 20), each a one-point patch of spec/."""
+
+_PROVE = """
+import sys, time
+from hcspec.spec.registry import all_theorems
+start = time.perf_counter()
+for theorem in all_theorems():
+    result = theorem.prove()
+    if not result.ok:
+        print(f"KILLED {theorem.id} {time.perf_counter() - start:.1f}")
+        sys.exit(1)
+print(f"SURVIVED - {time.perf_counter() - start:.1f}")
+"""
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What ``hc-spec prove`` did with one mutant."""
+
+    name: str
+    bug: str
+    status: str  # killed, survived, not applied, error
+    theorem: str
+    seconds: float
+    detail: str = ""
+
+
+def apply(patch: Patch, spec_copy: Path) -> None:
+    """Apply ``patch`` to the copy of spec/ at ``spec_copy``.
+
+    Raises:
+        ValueError: when the text to replace does not occur exactly once.
+    """
+    target = spec_copy / patch.path
+    text = target.read_text(encoding="utf-8")
+    if text.count(patch.old) != 1:
+        raise ValueError(f"{patch.name}: {patch.path} contains the text to replace "
+                         f"{text.count(patch.old)} times, expected once")
+    target.write_text(text.replace(patch.old, patch.new), encoding="utf-8")
+
+
+def run_patch(patch: Patch, timeout: float, source: Path = SPEC) -> Outcome:
+    """Prove every theorem against ``source`` (spec/ or a snapshot of it) with ``patch``
+    applied, in a temporary copy."""
+    with tempfile.TemporaryDirectory(prefix="spec-mutant-") as tmp:
+        copy = Path(tmp) / "hcspec" / "spec"
+        shutil.copytree(source, copy, ignore=shutil.ignore_patterns("__pycache__"))
+        try:
+            apply(patch, copy)
+        except ValueError as error:
+            return Outcome(patch.name, patch.bug, "not applied", "-", 0.0, str(error))
+        env = dict(os.environ, PYTHONPATH=tmp, OMP_NUM_THREADS="1")
+        start = time.perf_counter()
+        try:
+            done = subprocess.run([sys.executable, "-c", _PROVE], cwd=tmp, env=env,
+                                  capture_output=True, text=True, timeout=timeout, check=False)
+        except subprocess.TimeoutExpired:
+            return Outcome(patch.name, patch.bug, "error", "-", timeout, "timed out")
+        seconds = time.perf_counter() - start
+        words = (done.stdout.strip().splitlines() or [""])[-1].split()
+        if words[:1] == ["KILLED"]:
+            return Outcome(patch.name, patch.bug, "killed", words[1], seconds)
+        if words[:1] == ["SURVIVED"]:
+            return Outcome(patch.name, patch.bug, "survived", "-", seconds)
+        return Outcome(patch.name, patch.bug, "error", "-", seconds, done.stderr[-500:])
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the corpus (or ``--only`` some of it), print the table and the kill rate."""
+    parser = argparse.ArgumentParser(prog="python -m tools.spec_mutation",
+                                     description=__doc__.split("\n\n")[0])
+    parser.add_argument("--only", nargs="+", metavar="NAME", help="run only these mutants")
+    parser.add_argument("--jobs", type=int, default=2, help="mutants proven at once (default 2)")
+    parser.add_argument("--timeout", type=float, default=900.0,
+                        help="seconds per mutant before it counts as an error (default 900)")
+    parser.add_argument("--json", type=Path, metavar="FILE", help="also write the outcomes here")
+    args = parser.parse_args(argv)
+    known = {patch.name: patch for patch in CORPUS}
+    unknown = [name for name in args.only or () if name not in known]
+    if unknown:
+        parser.error(f"unknown mutant(s) {unknown}; known: {sorted(known)}")
+    patches = [known[name] for name in args.only] if args.only else list(CORPUS)
+    with tempfile.TemporaryDirectory(prefix="spec-snapshot-") as snapshot:
+        source = Path(snapshot) / "spec"  # one snapshot: edits made during the run do not leak in
+        shutil.copytree(SPEC, source, ignore=shutil.ignore_patterns("__pycache__"))
+        with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+            outcomes = list(pool.map(lambda p: run_patch(p, args.timeout, source), patches))
+    table = Table(title="spec mutants under `hc-spec prove`")
+    for column in ("mutant", "planted error", "status", "first failing theorem", "seconds"):
+        table.add_column(column, overflow="fold")
+    for o in outcomes:
+        table.add_row(o.name, o.bug, o.status if not o.detail else f"{o.status}: {o.detail}",
+                      o.theorem, f"{o.seconds:.1f}")
+    console = Console(width=None if sys.stdout.isatty() else 160)
+    console.print(table)
+    killed = sum(o.status == "killed" for o in outcomes)
+    console.print(f"killed {killed}/{len(outcomes)} by `hc-spec prove` alone "
+                  f"({100 * killed / max(1, len(outcomes)):.0f} %)", markup=False)
+    if args.json:
+        args.json.write_text(json.dumps([asdict(o) for o in outcomes], indent=1) + "\n",
+                             encoding="utf-8")
+    return 0 if killed == len(outcomes) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
