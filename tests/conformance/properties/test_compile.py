@@ -13,6 +13,10 @@ from tests.conformance.properties.support import run, unmet
 def test_backend_follows_the_profile() -> None:
     assert compile_backend(get_profile("ci")) == "aot_eager"
     assert compile_backend(get_profile("thorough")) == "inductor"
+
+
+@pytest.mark.slow
+def test_aot_eager_is_usable_here() -> None:  # importing torch._dynamo takes seconds
     assert compile_unavailable("aot_eager", "cpu") is None
     assert unmet("compile.fullgraph") is None
 
