@@ -24,7 +24,7 @@ from hcspec.conformance.properties.cases import Cases, shift, standard_strategy
 from hcspec.conformance.properties.common import law_tol
 from hcspec.conformance.properties.declaration import declare
 from hcspec.conformance.properties.requirements import WEIGHTS_OR_PROBING, capability, kinds
-from hcspec.conformance.protocol import PARAMETERS, WEIGHTS, HyperConnectionImpl
+from hcspec.conformance.protocol import PARAMETERS, HyperConnectionImpl, has_weights
 from hcspec.conformance.strategies import Case
 
 BASE = ("shape.output", "shape.branch_once")
@@ -40,7 +40,7 @@ class MHCWeights:
     """h_pre, h_post, H_res (float64) from ``weights(x)`` when offered, else from probing."""
 
     def __init__(self, ctx: Context, impl: HyperConnectionImpl, x: torch.Tensor, case: Case):
-        self.probed = WEIGHTS not in ctx.capabilities
+        self.probed = not has_weights(impl)
         if self.probed:
             p = ctx.observe.probe(impl, x, case)
             self.h_pre: torch.Tensor | None = p.h_pre
