@@ -13,6 +13,9 @@ from tests.conformance.bad_inputs import CASES, DOC, BadInput, Observed, observe
 BY_NAME = {c.name: c for c in CASES}
 
 
+pytestmark = pytest.mark.slow  # one CLI subprocess per case (about a minute in all)
+
+
 @pytest.fixture(scope="module")
 def observed() -> dict[str, Observed]:
     return {case.name: observe(case) for case in CASES}
