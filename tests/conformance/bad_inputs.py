@@ -1,4 +1,4 @@
-"""The bad-input catalogue (issue 6): targets and command lines that go wrong in the ways users'
+"""The bad-input catalogue: targets and command lines that go wrong in the ways users'
 code does, what the kit must say, and the generator of docs/bad-input.md.
 
 Each :class:`BadInput` is one ``hc-conformance run`` command line (profile ``quick``, the JSON

@@ -1,4 +1,4 @@
-"""Bad input, tried and recorded (issue 6): for every case of tests/conformance/bad_inputs.py —
+"""Bad input, tried and recorded: for every case of tests/conformance/bad_inputs.py —
 a clear message naming what was expected, the other properties still run, the reports are
 still written, the exit code is the documented one — and docs/bad-input.md is current."""
 
@@ -11,6 +11,9 @@ from tests.conformance import bad_inputs
 from tests.conformance.bad_inputs import CASES, DOC, BadInput, Observed, observe
 
 BY_NAME = {c.name: c for c in CASES}
+
+
+pytestmark = pytest.mark.slow  # one CLI subprocess per case (about a minute in all)
 
 
 @pytest.fixture(scope="module")

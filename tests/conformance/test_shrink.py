@@ -26,8 +26,8 @@ def _ctx(seed: int = 0) -> Context:
 
 
 def _prop(check) -> Property:  # type: ignore[no-untyped-def]
-    return Property("law.synthetic", "law", "s", None, frozenset(), frozenset({"hc-static"}),
-                    check, lambda ctx: [], lambda ctx: None)  # type: ignore[arg-type,return-value]
+    return Property(id="law.synthetic", statement="s", check=check,
+                    custom_examples=lambda ctx: [])
 
 
 def test_signature_ignores_the_numbers_but_not_the_label() -> None:
