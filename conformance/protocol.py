@@ -52,14 +52,15 @@ from typing import Any, Final, Literal, Protocol, TypeGuard, cast, runtime_check
 
 import torch
 
+from hcspec.spec.kinds import KINDS as KINDS  # the one vocabulary of kinds, defined by the spec
+from hcspec.spec.kinds import Kind as Kind
+
 Branch = Callable[[torch.Tensor], torch.Tensor]
 """A sublayer ``F``: ``[B, T, d] -> [B, T, d]`` (the kit injects it)."""
 
 Weights = tuple[torch.Tensor, torch.Tensor, torch.Tensor]
 """Effective per-token weights ``(h_pre [B,T,n], h_post [B,T,n], H_res [B,T,n,n])``."""
 
-Kind = Literal["hc-static", "hc-dynamic", "mhc"]
-KINDS: Final[tuple[Kind, ...]] = ("hc-static", "hc-dynamic", "mhc")
 """Static HC (HC §2.2), dynamic HC (HC §2.3, Eq. 10–13) and mHC (mHC §4, Eq. 7–9)."""
 
 WEIGHTS: Final = "weights"

@@ -26,11 +26,6 @@ from tools import mutation
 ROOT = Path(__file__).resolve().parents[2]
 DOC = (ROOT / "docs" / "conformance.md").read_text(encoding="utf-8")
 
-PENDING_IN_SPEC: frozenset[str] = frozenset({"mhc.h_pre_range", "mhc.h_post_range"})
-"""Theorem ids the kit cites that the spec layer is adding (the H_pre/H_post ranges of mHC
-Eq. 8). Empty it once the spec registers them."""
-
-
 def family_violations(props: Iterable[Property]) -> list[str]:
     """Ids whose prefix is not a family, or whose check lives outside the family's module."""
     return [p.id for p in props
@@ -39,7 +34,7 @@ def family_violations(props: Iterable[Property]) -> list[str]:
 
 def theorem_violations(props: Iterable[Property], known: set[str]) -> list[str]:
     """Cited theorem ids the spec does not register (and that are not pending in the spec)."""
-    return sorted({t for p in props for t in p.theorems} - known - PENDING_IN_SPEC)
+    return sorted({t for p in props for t in p.theorems} - known)
 
 
 def requirement_violations(props: Iterable[Property]) -> list[str]:
@@ -83,8 +78,6 @@ def test_cited_theorems_exist_in_the_spec() -> None:
     known = {t.id for t in registry.all_theorems()}
     assert len(known) >= 20, "the spec registry is (nearly) empty: the check would be vacuous"
     assert theorem_violations(CATALOGUE, known) == []
-    landed = PENDING_IN_SPEC & known
-    assert not landed, f"the spec registers {sorted(landed)}: remove them from PENDING_IN_SPEC"
 
 
 def test_requirements_have_conditions_and_reasons() -> None:

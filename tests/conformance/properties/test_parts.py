@@ -12,6 +12,7 @@ from hcspec.conformance.properties.inputs import Inputs
 from hcspec.conformance.properties.observing import Observer
 from hcspec.conformance.protocol import Conventions
 from hcspec.conformance.strategies import Case
+from hcspec.spec import numeric
 from tests.conformance.properties.support import factory
 
 
@@ -67,3 +68,15 @@ def test_observer_refuses_weights_of_the_wrong_shape() -> None:
     assert Observer(Conventions(branch_input="rms_norm")).branch_input(
         torch.full((1, 3), 2.0, dtype=torch.float64)).pow(2).mean().item() == pytest.approx(
             1.0, abs=1e-5)
+
+
+@pytest.mark.parametrize("name", ["rms_norm", "layer_norm"])
+def test_observer_branch_input_is_the_spec_norm(name: str) -> None:
+    # the kit keeps a torch copy of the norm (its gradients go through autograd); it must be the
+    # spec's formula, not a re-typed variant
+    x = torch.randn(3, 5, 7, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    eps = 1e-3
+    got = Observer(Conventions(branch_input=name, norm_eps=eps)).branch_input(x)
+    want = getattr(numeric, name)(x.numpy(), eps)
+    assert torch.allclose(got, torch.from_numpy(want), rtol=0, atol=1e-13)
+    assert not torch.allclose(got, x)
