@@ -60,7 +60,8 @@ branch_input, residuals, kw = hc.prepare(streams)
 hc(branch_input, residuals, **kw).square().sum().backward()
 res_cols = hc.static_alpha.grad[:, 1:]
 print("grad of static_alpha's residual columns (max |.|):", res_cols.abs().max().item())
-print("grad of static_alpha's h_pre column    (max |.|):", hc.static_alpha.grad[:, 0].abs().max().item())
+pre_col = hc.static_alpha.grad[:, 0]
+print("grad of static_alpha's h_pre column    (max |.|):", pre_col.abs().max().item())
 
 # The same inside a real Decoder: 4 feed-forward sublayers whose blocks output zero.
 torch.manual_seed(0)
