@@ -61,7 +61,7 @@ def test_decompose_reads_pre_and_forward_uses_comb_as_h_res() -> None:
     want = module.hc.comb @ x + h_post.unsqueeze(-1) * branch(
         (h_pre.unsqueeze(-1) * x).sum(2)).unsqueeze(2)
     assert torch.allclose(impl.forward(x, branch), want, atol=1e-12)
-    with pytest.raises(PackageChanged, match="pre.unsqueeze"):
+    with pytest.raises(PackageChanged, match=r"pre\.unsqueeze"):
         adapter.decompose(StandInLayer(n, unsqueezes=2), x)  # type: ignore[arg-type]
 
 

@@ -62,7 +62,7 @@ def test_checkout_is_loaded_by_path_and_comb_is_transposed(standin_checkout: Pat
     impl = adapter.make(n, d, post_mult_value=2.0)
     assert "tile_kernels" not in sys.modules
     x = torch.randn(2, 5, n, d, dtype=torch.float64)
-    h_pre, h_post, H_res = impl.weights(x)
+    _, h_post, H_res = impl.weights(x)
     comb = torch.arange(n * n, dtype=torch.float64).reshape(n, n)
     assert torch.equal(H_res[1, 2].double(), comb.T)  # mhc_post contracts comb's first axis
     assert torch.equal(h_post[0, 0].double(), torch.ones(n, dtype=torch.float64))
@@ -79,7 +79,7 @@ def test_checkout_is_loaded_by_path_and_comb_is_transposed(standin_checkout: Pat
 def test_missing_checkout_says_what_to_do(tmp_path: Path,
                                           monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(adapter.CHECKOUT_ENV, str(tmp_path))
-    with pytest.raises(ImportError, match="no tile_kernels/torch/mhc.py there"):
+    with pytest.raises(ImportError, match=r"no tile_kernels/torch/mhc\.py there"):
         adapter.make(2, 3)
 
 
@@ -113,7 +113,7 @@ def test_composition_equals_mhc_post_ref(monkeypatch: pytest.MonkeyPatch) -> Non
     got = impl.forward(x, branch)
     assert got.dtype == want.dtype == torch.bfloat16
     assert torch.equal(got, want)
-    h_pre, h_post, H_res = impl.weights(x)
+    _, h_post, H_res = impl.weights(x)
     assert torch.allclose(H_res.float(), comb.transpose(-1, -2).bfloat16().float())
     post_logits = mixes[..., n:2 * n] * module.scale[1] + module.base[n:2 * n]
     assert torch.allclose(h_post.float(), (2 * torch.sigmoid(post_logits)).bfloat16().float())
