@@ -78,10 +78,17 @@ def decompose(module: NanoLayerConnection, x: torch.Tensor) -> Decomposition:
     """Call nano's ``HyperConnection`` on ``x [B, T, n, d]``: its ``(post, comb, collapsed)``
     and the ``pre`` it collapsed with (recorded from its ``pre.unsqueeze(-1)`` call).
 
+    Under ``torch.compile`` (``torch.compiler.is_compiling()``) nothing is recorded and ``pre``
+    is ``None``: the composition needs only ``collapsed``, and the trace then holds the
+    package's code alone (a ``TorchFunctionMode`` cannot be traced).
+
     Raises:
         PackageChanged: the module's forward no longer makes exactly one ``unsqueeze`` call on a
             ``[B, T, n]`` tensor.
     """
+    if torch.compiler.is_compiling():
+        post, comb, collapsed = module.hc(x)
+        return Decomposition(pre=None, post=post, comb=comb, collapsed=collapsed)
     with CallRecorder((torch.Tensor.unsqueeze,)) as recorder:
         post, comb, collapsed = module.hc(x)
     pres = [c.args[0] for c in recorder.of(torch.Tensor.unsqueeze)

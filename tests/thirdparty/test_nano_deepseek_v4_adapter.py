@@ -101,3 +101,13 @@ def test_seed_is_reproducible_and_fn_is_initialised_as_the_package_does() -> Non
     std = float(a.module.hc.fn.std())
     assert 0.015 < std < 0.025  # initializer_range 0.02
     assert torch.equal(a.module.hc.base, torch.zeros_like(a.module.hc.base))
+
+
+@needs_package
+def test_forward_traces_with_fullgraph() -> None:
+    impl = adapter.make(4, 8)
+    branch = nn.Linear(8, 8).double()
+    x = torch.randn(2, 3, 4, 8, dtype=torch.float64)
+    compiled = torch.compile(lambda x: impl.forward(x, branch), fullgraph=True,
+                             backend="aot_eager")
+    assert torch.equal(compiled(x), impl.forward(x, branch))
