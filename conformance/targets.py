@@ -231,15 +231,17 @@ def package_problem(builtin: BuiltinTarget) -> str | None:
     try:
         importlib.import_module(builtin.requires)
     except Exception as exc:  # any import-time failure: shown to the user
-        return (f"needs the package {builtin.distribution!r} (import name "
+        what = "import name" if "." not in builtin.requires else "module"
+        return (f"needs the package {builtin.distribution!r} ({what} "
                 f"{builtin.requires!r}), which does not import: {type(exc).__name__}: {exc}")
-    found = providers(builtin.requires)
+    top = builtin.requires.partition(".")[0]
+    found = providers(top)
     if found and builtin.distribution not in found:
-        return (f"the import name {builtin.requires!r} is provided by {', '.join(found)}, not by "
+        return (f"the import name {top!r} is provided by {', '.join(found)}, not by "
                 f"{builtin.distribution!r}: a different package with the same import name is "
                 "installed (install the two in separate environments)")
     if len(found) > 1:
-        return (f"the import name {builtin.requires!r} is provided by several distributions "
+        return (f"the import name {top!r} is provided by several distributions "
                 f"({', '.join(found)}): their files overwrite each other; use one environment "
                 f"per package")
     return None

@@ -22,7 +22,9 @@ class BuiltinTarget:
         factory_path: ``module:attribute`` of the factory (imported lazily, when the target
             is resolved).
         description: one line for ``hc-conformance targets`` and the report header.
-        requires: the import name of the package the adapter needs (None: hcspec's own).
+        requires: the import name of the package the adapter needs, or the module of it that
+            the target needs (``transformers.models.hy_v4.modeling_hy_v4``: a release without
+            it lists the target as not importable); None: hcspec's own.
         distribution: the distribution whose version the report shows, and which must be the
             one that provides ``requires`` (import names can clash: ``mhc``).
         options: keyword options bound into the factory (the package's own options, e.g.

@@ -71,7 +71,9 @@ class Decomposition(NamedTuple):
         pre: ``[B, T, n]`` read weights (``h_pre``); may be ``None`` only when ``collapsed``
             is given (then the impl has no ``weights``: the kit probes them).
         post: ``[B, T, n]`` write weights (``h_post``).
-        comb: ``[B, T, n, n]`` mixing matrix, oriented as the target's ``comb`` says.
+        comb: ``[B, T, n, n]`` mixing matrix, oriented as the target's ``comb`` says; ``None``
+            for a module without one (declared ``residual_mixing="identity"``: the caller adds
+            the streams unchanged, ``X'_j = post_j · F(collapsed) + X_j``).
         collapsed: ``[B, T, d]`` the branch input the module computed itself (``Σ_i pre_i
             X_i`` in its own precision), or ``None``: then the helper computes it from
             ``pre`` in the state's dtype.
@@ -79,7 +81,7 @@ class Decomposition(NamedTuple):
 
     pre: torch.Tensor | None
     post: torch.Tensor
-    comb: torch.Tensor
+    comb: torch.Tensor | None
     collapsed: torch.Tensor | None = None
 
 
@@ -129,8 +131,8 @@ class V4StyleConnection:
 
     Shapes: ``forward(x [B,T,n,d], branch) -> [B,T,n,d]``, ``weights(x) -> (h_pre [B,T,n],
     h_post [B,T,n], H_res [B,T,n,n])``, ``expand(h [B,T,d]) -> [B,T,n,d]`` (replication, as
-    DeepSeek-V4's embedding), ``reduce(x [B,T,n,d]) -> [B,T,d]`` (the sum, or the learned
-    head). Dtype: the output is the declared ``output_dtype``, else ``x``'s.
+    DeepSeek-V4's embedding), ``reduce(x [B,T,n,d]) -> [B,T,d]`` (the sum, the mean, or the
+    learned head, as declared). Dtype: the output is the declared ``output_dtype``, else ``x``'s.
 
     Raises:
         ValueError: (from the methods) ``x`` not ``[B, T, n, d]``, a branch output of another
@@ -146,6 +148,7 @@ class V4StyleConnection:
         self.conventions = style.conventions
         self._decompose = decompose
         self._reduce = reduce
+        self._identity = style.conventions.residual_mixing == "identity"
 
     # --- the protocol ---------------------------------------------------------------------
     def forward(self, x: torch.Tensor, branch: Branch) -> torch.Tensor:
@@ -163,9 +166,11 @@ class V4StyleConnection:
             collapsed = (parts.pre.to(x.dtype).unsqueeze(-1) * x).sum(dim=-2)
         z = check_branch_output(branch(collapsed), collapsed)
         work = x.dtype if self.style.compose_dtype == "input" else torch.float32
-        h_res = self._h_res(parts.comb).to(work)
-        out = parts.post.to(work).unsqueeze(-1) * z.to(work).unsqueeze(-2) + torch.matmul(
-            h_res, x.to(work))
+        if parts.comb is None:  # residual_mixing="identity": the streams pass unchanged
+            mixed = x.to(work)
+        else:
+            mixed = torch.matmul(self._h_res(parts.comb).to(work), x.to(work))
+        out = parts.post.to(work).unsqueeze(-1) * z.to(work).unsqueeze(-2) + mixed
         return out.to(self._output_dtype(x))
 
     def weights(self, x: torch.Tensor) -> Weights:
@@ -181,7 +186,12 @@ class V4StyleConnection:
             raise ValueError("this DeepSeek-V4-style module does not give pre; the kit probes "
                              "the weights instead")
         dtype = self._output_dtype(x)
-        return (parts.pre.to(dtype), parts.post.to(dtype), self._h_res(parts.comb).to(dtype))
+        if parts.comb is None:
+            eye = torch.eye(self.n, dtype=dtype, device=x.device)
+            h_res = eye.expand(*x.shape[:2], self.n, self.n)
+        else:
+            h_res = self._h_res(parts.comb).to(dtype)
+        return parts.pre.to(dtype), parts.post.to(dtype), h_res
 
     def expand(self, h: torch.Tensor) -> torch.Tensor:
         """Replicate ``h [B, T, d]`` into the n streams ``[B, T, n, d]``.
@@ -194,15 +204,18 @@ class V4StyleConnection:
         return h.unsqueeze(-2).expand(*h.shape[:-1], self.n, self.d).contiguous()
 
     def reduce(self, x: torch.Tensor) -> torch.Tensor:
-        """The streams' sum (HC's ``1ᵀ X``), or the learned head given to the factory.
+        """The streams' sum (HC's ``1ᵀ X``), their mean (declared ``reduce="mean"``), or the
+        learned head given to the factory.
 
         Raises:
             ValueError: ``x`` is not ``[B, T, n, d]``.
         """
         check_state(x, self.n, self.d)
-        if self._reduce is None:
-            return x.sum(dim=-2)
-        return self._reduce(self.module, x)
+        if self._reduce is not None:
+            return self._reduce(self.module, x)
+        if self.conventions.reduce == "mean":
+            return x.mean(dim=-2)
+        return x.sum(dim=-2)
 
     def parameters(self) -> Iterator[nn.Parameter]:
         """The module's parameters (and the reduction head's, when it is a submodule)."""
@@ -244,6 +257,12 @@ class V4StyleConnection:
         for name, shape in expected.items():
             value = getattr(parts, name)
             if value is None and name in ("pre", "collapsed"):
+                continue
+            if name == "comb" and (value is None) != self._identity:
+                raise ValueError(
+                    "decompose: comb must be None exactly when the conventions declare "
+                    f"residual_mixing='identity' (declared {self.conventions.residual_mixing!r})")
+            if value is None:
                 continue
             if not isinstance(value, torch.Tensor) or tuple(value.shape) != shape:
                 got = list(value.shape) if isinstance(value, torch.Tensor) else value

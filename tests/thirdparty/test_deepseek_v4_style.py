@@ -155,3 +155,24 @@ def test_the_kit_passes_the_documented_example_on_its_constraints() -> None:
                                   only=["law.*", "constraints.*"], device="cpu")
     bad = [r.id for r in report.results if r.status in ("failed", "error")]
     assert bad == [], bad
+
+
+def test_identity_mixing_adds_the_streams_unchanged_and_reports_the_identity() -> None:
+    def no_comb(module: TinyV4, x: torch.Tensor) -> Decomposition:
+        pre, post, _ = module(x)
+        return Decomposition(pre, post, None)
+
+    factory = v4_style_target(lambda n, d, layer: TinyV4(n, d), no_comb, comb="source_target",
+                              conventions=Conventions(residual_mixing="identity"),
+                              compose_dtype="float32")
+    impl = factory(3, 4, seed=0)
+    x = torch.randn(2, 2, 3, 4, dtype=torch.float64)
+    h_pre, h_post, H_res = impl.weights(x)  # type: ignore[attr-defined]
+    assert torch.equal(H_res, torch.eye(3, dtype=torch.float64).expand(2, 2, 3, 3))
+    z = torch.cos(torch.einsum("btn,btnd->btd", h_pre, x))
+    want = x + h_post.unsqueeze(-1) * z.unsqueeze(-2)
+    torch.testing.assert_close(impl.forward(x, torch.cos), want, rtol=0, atol=1e-6)  # float32
+    declared_matrix = v4_style_target(lambda n, d, layer: TinyV4(n, d), no_comb,
+                                      comb="source_target", conventions=CONVENTIONS)(3, 4)
+    with pytest.raises(ValueError, match="residual_mixing"):
+        declared_matrix.forward(x, torch.cos)
