@@ -76,12 +76,12 @@ class XTransformersHyperConnection:
 
     kind: Kind = "mhc"
 
-    def __init__(self, module: torch.nn.Module, n: int, d: int) -> None:
+    def __init__(self, module: Any, n: int, d: int) -> None:
         self.module: Any = module
         self.n, self.d = n, d
         self.conventions = Conventions(
             branch_input="x_in", reduce="sum",
-            sinkhorn_iterations=int(module.sinkhorn_iters), sinkhorn_variant="softmax",
+            sinkhorn_iterations=int(self.module.sinkhorn_iters), sinkhorn_variant="softmax",
             sinkhorn_exact_axis="rows",
             notes=("x-transformers HyperConnection as Decoder(num_residual_streams=n) composes "
                    "it: streams folded into the batch [(B·n), T, d] (b·n + s); prepare() then "
