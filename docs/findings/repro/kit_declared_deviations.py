@@ -11,6 +11,9 @@
 3. ``shape.output`` fails an impl that declares ``output_dtype=torch.bfloat16`` and returns
    bfloat16 (as TileKernels' references do), and every property that needs it is then
    blocked: the declared output dtype is not honoured.
+4. ``constraints.h_pre_range`` fails an H_pre of ``σ(·) + 1e-6`` declared ``h_pre_eps=1e-6``
+   (DeepSeek-V4, nano-deepseek-v4) once σ saturates: it checks ``[0, 1]``, not the declared
+   ``[eps, 1 + eps]``.
 
 Run: python docs/findings/repro/kit_declared_deviations.py  (prints each verdict)
 """
@@ -34,17 +37,18 @@ class StandIn(nn.Module):
 
     kind = "mhc"
 
-    def __init__(self, n: int, d: int, multiplier: float, conventions: Conventions) -> None:
+    def __init__(self, n: int, d: int, multiplier: float, conventions: Conventions,
+                 pre_logit: float = 0.0) -> None:
         super().__init__()
         self.n, self.d = n, d
-        self.a = nn.Parameter(torch.zeros(n, dtype=torch.float64))
+        self.a = nn.Parameter(torch.full((n,), pre_logit, dtype=torch.float64))
         self.b = nn.Parameter(torch.zeros(n, dtype=torch.float64))
         self.multiplier = multiplier
         self.conventions = conventions
 
     def weights(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         shape = x.shape[:3]
-        h_pre = torch.sigmoid(self.a).to(x.dtype).expand(shape)
+        h_pre = (torch.sigmoid(self.a) + self.conventions.h_pre_eps).to(x.dtype).expand(shape)
         h_post = (self.multiplier * torch.sigmoid(self.b) + EPS).to(x.dtype).expand(shape)
         eye = torch.eye(self.n, dtype=x.dtype).expand(*x.shape[:2], self.n, self.n)
         return h_pre, h_post, eye
@@ -82,12 +86,20 @@ def make_bf16_output(n: int, d: int, *, layer_index: int = 0,
     return StandIn(n, d, 2.0, conventions).to(dtype)
 
 
+def make_pre_sigma_plus_eps(n: int, d: int, *, layer_index: int = 0,
+                            dtype: torch.dtype = torch.float64, device: str = "cpu",
+                            seed: int = 0) -> StandIn:
+    """H_pre = σ(20) + 1e-6 = 1 + 1e-6 (saturated), declared h_pre_eps."""
+    return StandIn(n, d, 2.0, Conventions(h_pre_eps=EPS), pre_logit=20.0).to(dtype)
+
+
 if __name__ == "__main__":
     sys.path.insert(0, "")
     for factory, prop in (("make_post_sigma_plus_eps", "constraints.h_post_span"),
                           ("make_learned_reduce", "conventions.reduce_scale"),
-                          ("make_bf16_output", "shape.output")):
+                          ("make_bf16_output", "shape.output"),
+                          ("make_pre_sigma_plus_eps", "constraints.h_pre_range")):
         print(f"--- {prop} on {factory} (a correct kit: failed with the deviation named for "
-              "the first; neither the second nor the third fails)")
+              "the first; none of the others fails)")
         cli.main(["run", f"__main__:{factory}", "--only", prop, "--profile", "ci",
                   "--no-progress"])
