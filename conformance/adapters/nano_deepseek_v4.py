@@ -122,10 +122,12 @@ def conventions(sinkhorn_iters: int) -> Conventions:
     )
 
 
-def make_factory(sinkhorn_iters: int = SINKHORN_ITERS) -> Any:
-    """The kit factory for nano's ``HyperConnection`` with ``hc_sinkhorn_iters``."""
+def make_factory(sinkhorn_iters: int = SINKHORN_ITERS, build: Any = None) -> Any:
+    """The kit factory for nano's ``HyperConnection`` with ``hc_sinkhorn_iters``; ``build``
+    (``build(n, d, layer_index) -> module`` with ``.hc`` and ``.head``) replaces the package's
+    module (for tests with a stand-in)."""
     return v4_style_target(
-        _build(sinkhorn_iters), decompose, comb="target_source",
+        build or _build(sinkhorn_iters), decompose, comb="target_source",
         conventions=conventions(sinkhorn_iters), reduce=reduce_with_head)
 
 

@@ -50,9 +50,7 @@ def test_decompose_reads_pre_and_forward_uses_comb_as_h_res() -> None:
     x = torch.randn(2, 4, n, d, dtype=torch.float64)
     parts = adapter.decompose(module, x)  # type: ignore[arg-type]
     assert parts.pre is not None and torch.equal(parts.pre[0, 0], module.hc.pre.detach())
-    factory = adapter.v4_style_target(lambda n_, d_, i: StandInLayer(n_), adapter.decompose,
-                                      comb="target_source", conventions=adapter.conventions(8),
-                                      reduce=adapter.reduce_with_head)
+    factory = adapter.make_factory(8, build=lambda n_, d_, i: StandInLayer(n_))
     impl = factory(n, d)
     impl.module.hc.load_state_dict(module.hc.state_dict())
     h_pre, h_post, H_res = impl.weights(x)
