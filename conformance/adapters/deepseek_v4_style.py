@@ -69,7 +69,7 @@ class Decomposition(NamedTuple):
 
     Attributes:
         pre: ``[B, T, n]`` read weights (``h_pre``); may be ``None`` only when ``collapsed``
-            is given (then the impl has no ``weights``: the kit probes them).
+            is given (``weights`` then needs the factory's ``read_pre``).
         post: ``[B, T, n]`` write weights (``h_post``).
         comb: ``[B, T, n, n]`` mixing matrix, oriented as the target's ``comb`` says; ``None``
             for a module without one (declared ``residual_mixing="identity"``: the caller adds
@@ -95,6 +95,11 @@ Decompose = Callable[[Any, torch.Tensor], Decomposition]
 
 Reduce = Callable[[Any, torch.Tensor], torch.Tensor]
 """``reduce(module, x [B, T, n, d]) -> [B, T, d]``: a learned reduction head."""
+
+ReadPre = Callable[[Any, torch.Tensor], torch.Tensor]
+"""``read_pre(module, x [B, T, n, d]) -> pre [B, T, n]``: for a module that consumes ``pre``
+itself; called by ``weights`` only, so ``forward`` stays the module's plain call (e.g.
+traceable by ``torch.compile``)."""
 
 
 @dataclass(frozen=True)
@@ -140,7 +145,8 @@ class V4StyleConnection:
     """
 
     def __init__(self, module: nn.Module, decompose: Decompose, n: int, d: int,
-                 style: V4Style, reduce: Reduce | None = None) -> None:
+                 style: V4Style, reduce: Reduce | None = None,
+                 read_pre: ReadPre | None = None) -> None:
         self.module: Any = module
         self.n, self.d = n, d
         self.kind: str = style.kind
@@ -148,6 +154,7 @@ class V4StyleConnection:
         self.conventions = style.conventions
         self._decompose = decompose
         self._reduce = reduce
+        self._read_pre = read_pre
         self._identity = style.conventions.residual_mixing == "identity"
 
     # --- the protocol ---------------------------------------------------------------------
@@ -183,8 +190,10 @@ class V4StyleConnection:
         check_state(x, self.n, self.d)
         parts = self._parts(x)
         if parts.pre is None:
-            raise ValueError("this DeepSeek-V4-style module does not give pre; the kit probes "
-                             "the weights instead")
+            if self._read_pre is None:
+                raise ValueError("decompose gives no pre and the factory has no read_pre")
+            parts = parts._replace(pre=self._read_pre(self.module, x))
+            assert parts.pre is not None
         dtype = self._output_dtype(x)
         if parts.comb is None:
             eye = torch.eye(self.n, dtype=dtype, device=x.device)
@@ -275,7 +284,7 @@ class V4StyleConnection:
 def v4_style_target(build: Build, decompose: Decompose, *, comb: CombOrientation,
                     conventions: Conventions, kind: Kind = "mhc",
                     compose_dtype: ComposeDtype = "input", keep_float32: bool = False,
-                    reduce: Reduce | None = None) -> Factory:
+                    reduce: Reduce | None = None, read_pre: ReadPre | None = None) -> Factory:
     """A kit target (factory) for a DeepSeek-V4-style module.
 
     Args:
@@ -286,6 +295,8 @@ def v4_style_target(build: Build, decompose: Decompose, *, comb: CombOrientation
         conventions: what the target declares (:class:`Conventions`).
         kind, compose_dtype, keep_float32: as on :class:`V4Style`.
         reduce: a learned reduction head (:data:`Reduce`); declare ``reduce="learned"``.
+        read_pre: how ``weights`` reads ``pre`` when ``decompose`` gives only ``collapsed``
+            (:data:`ReadPre`).
 
     Returns:
         ``make(n, d, *, layer_index=0, dtype=torch.float64, device="cpu", seed=0)`` building a
@@ -310,7 +321,7 @@ def v4_style_target(build: Build, decompose: Decompose, *, comb: CombOrientation
         with seeded(seed, device):
             module = build(n, d, layer_index)
         module = module.to(device=device, dtype=torch.float32 if keep_float32 else dtype)
-        return V4StyleConnection(module, decompose, n, d, style, reduce)
+        return V4StyleConnection(module, decompose, n, d, style, reduce, read_pre)
 
     make.__doc__ = (f"Kit factory for a DeepSeek-V4-style module built by "
                     f"{getattr(build, '__qualname__', build)!s} (comb {comb}).")

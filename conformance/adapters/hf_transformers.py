@@ -21,9 +21,10 @@ decoder layer does (read from the package source):
 * **HY-V4 (5.23.0)**: no mixing matrix: ``X' = (post·F + X)`` computed in float32 and cast
   back (``residual_mixing="identity"``); ``post = hc_magnitude·σ(·) + eps``.
 
-``pre`` is read from the call (:class:`~hcspec.conformance.adapters._capture.CallRecorder`):
-the tensor whose ``unsqueeze(-1)`` multiplies the state. Each factory also checks that the
-decoder layer's source composes with the orientation it declares, and raises
+``weights`` reads ``pre`` from a call of the module
+(:class:`~hcspec.conformance.adapters._capture.CallRecorder`): the tensor whose
+``unsqueeze(-1)`` multiplies the state; ``forward`` is the module's plain call. Each factory
+also checks that the decoder layer's source composes with the orientation it declares, and raises
 :class:`~hcspec.conformance.adapters._capture.PackageChanged` otherwise (so the 5.23.0 target
 cannot silently check 5.8.0's layer, or the reverse).
 
@@ -130,8 +131,12 @@ def read_pre(module: nn.Module, x: torch.Tensor) -> tuple[Any, torch.Tensor]:
 
 # --- DeepSeek-V4 and GLM-5-Next (post, comb, collapsed) ----------------------------------------
 def _decompose_with_comb(module: nn.Module, x: torch.Tensor) -> Decomposition:
-    (post, comb, collapsed), pre = read_pre(module, x)
-    return Decomposition(pre=pre, post=post, comb=comb, collapsed=collapsed)
+    post, comb, collapsed = module(x)
+    return Decomposition(pre=None, post=post, comb=comb, collapsed=collapsed)
+
+
+def _pre_of(module: nn.Module, x: torch.Tensor) -> torch.Tensor:
+    return read_pre(module, x)[1]
 
 
 class _HyperHeadOf(nn.Module):
@@ -146,10 +151,10 @@ class _HyperHeadOf(nn.Module):
         return self.connection(x)
 
 
-def _decompose_headed(decompose: Callable[[nn.Module, torch.Tensor], Decomposition]
-                      ) -> Callable[[Any, torch.Tensor], Decomposition]:
-    def run(module: Any, x: torch.Tensor) -> Decomposition:
-        return decompose(module.connection, x)
+def _on_connection(function: Callable[[nn.Module, torch.Tensor], Any]
+                   ) -> Callable[[Any, torch.Tensor], Any]:
+    def run(module: Any, x: torch.Tensor) -> Any:
+        return function(module.connection, x)
     return run
 
 
@@ -197,9 +202,9 @@ def _deepseek_v4(release: str) -> Factory:
         _init_like_the_model(modeling, "DeepseekV4PreTrainedModel", config, connection, head)
         return _HyperHeadOf(connection, head)
 
-    return v4_style_target(build, _decompose_headed(_decompose_with_comb), comb=comb,
+    return v4_style_target(build, _on_connection(_decompose_with_comb), comb=comb,
                            conventions=_deepseek_v4_conventions(release), keep_float32=True,
-                           reduce=_learned_head)
+                           reduce=_learned_head, read_pre=_on_connection(_pre_of))
 
 
 def _glm5_next() -> Factory:
@@ -222,13 +227,13 @@ def _glm5_next() -> Factory:
                "reduce = Glm5NextTextHyperHead, the unweighted mean of the streams; "
                "parameters float32"))
     return v4_style_target(build, _decompose_with_comb, comb="source_target",
-                           conventions=conventions, keep_float32=True)
+                           conventions=conventions, keep_float32=True, read_pre=_pre_of)
 
 
 # --- HY-V4 (post, collapsed): no mixing matrix -------------------------------------------------
 def _decompose_without_comb(module: nn.Module, x: torch.Tensor) -> Decomposition:
-    (post, collapsed), pre = read_pre(module, x)
-    return Decomposition(pre=pre, post=post, comb=None, collapsed=collapsed)
+    post, collapsed = module(x)
+    return Decomposition(pre=None, post=post, comb=None, collapsed=collapsed)
 
 
 def _hy_v4() -> Factory:
@@ -249,9 +254,10 @@ def _hy_v4() -> Factory:
                "back; pre = σ + eps, post = hc_magnitude·σ + eps (hc_magnitude 2); weights "
                "from linear(vec(X))·rsqrt(mean(vec(X)²)); reduce = HyperHead (learned); "
                "parameters float32"))
-    return v4_style_target(build, _decompose_headed(_decompose_without_comb),
+    return v4_style_target(build, _on_connection(_decompose_without_comb),
                            comb="source_target", conventions=conventions,
-                           compose_dtype="float32", keep_float32=True, reduce=_learned_head)
+                           compose_dtype="float32", keep_float32=True, reduce=_learned_head,
+                           read_pre=_on_connection(_pre_of))
 
 
 def _lazy(make: Callable[[], Factory], doc: str) -> Callable[..., Any]:

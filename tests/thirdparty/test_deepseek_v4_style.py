@@ -176,3 +176,26 @@ def test_identity_mixing_adds_the_streams_unchanged_and_reports_the_identity() -
                                       comb="source_target", conventions=CONVENTIONS)(3, 4)
     with pytest.raises(ValueError, match="residual_mixing"):
         declared_matrix.forward(x, torch.cos)
+
+
+def test_a_module_that_consumes_pre_gives_it_to_weights_through_read_pre() -> None:
+    def collapsed_only(module: TinyV4, x: torch.Tensor) -> Decomposition:
+        pre, post, comb = module(x)
+        return Decomposition(None, post, comb, (pre.unsqueeze(-1) * x).sum(-2))
+
+    def read_pre(module: TinyV4, x: torch.Tensor) -> torch.Tensor:
+        return module(x)[0]
+
+    build = lambda n, d, layer: TinyV4(n, d)  # noqa: E731
+    x = torch.randn(1, 2, 3, 5, dtype=torch.float64)
+    full = v4_style_target(build, _decompose, comb="source_target", conventions=CONVENTIONS)
+    lean = v4_style_target(build, collapsed_only, comb="source_target",
+                           conventions=CONVENTIONS, read_pre=read_pre)
+    a, b = full(3, 5, seed=5), lean(3, 5, seed=5)
+    torch.testing.assert_close(b.forward(x, torch.tanh), a.forward(x, torch.tanh))  # type: ignore[attr-defined]
+    for u, v in zip(b.weights(x), a.weights(x), strict=True):  # type: ignore[attr-defined]
+        assert torch.equal(u, v)
+    without = v4_style_target(build, collapsed_only, comb="source_target",
+                              conventions=CONVENTIONS)(3, 5)
+    with pytest.raises(ValueError, match="read_pre"):
+        without.weights(x)  # type: ignore[attr-defined]
