@@ -20,9 +20,9 @@ The final reduction is ``HyperHead`` (a learned, input-dependent weighted sum, t
 model's RMSNorm): the adapter offers it as ``reduce`` (declared ``reduce="learned"``). The
 module is initialised as the package does (``fn ~ N(0, initializer_range)``, ``base = 0``,
 ``scale = 1``) under the factory's seed; ``layer_index`` has no effect (no layer-dependent
-init). ``pre`` is read from the module's own computation (the tensor its ``pre.unsqueeze``
-call receives, recorded with :class:`~hcspec.conformance.adapters._capture.CallRecorder`), not
-recomputed.
+init). ``forward`` is the module's plain call; ``weights`` reads ``pre`` from the module's own
+computation (the tensor its ``pre.unsqueeze`` call receives, recorded with
+:class:`~hcspec.conformance.adapters._capture.CallRecorder`), not recomputed.
 """
 
 from __future__ import annotations
@@ -76,28 +76,29 @@ def _build(sinkhorn_iters: int) -> Any:
 
 def decompose(module: NanoLayerConnection, x: torch.Tensor) -> Decomposition:
     """Call nano's ``HyperConnection`` on ``x [B, T, n, d]``: its ``(post, comb, collapsed)``
-    and the ``pre`` it collapsed with (recorded from its ``pre.unsqueeze(-1)`` call).
+    (the plain call, so ``torch.compile`` traces the package's code alone)."""
+    post, comb, collapsed = module.hc(x)
+    return Decomposition(pre=None, post=post, comb=comb, collapsed=collapsed)
 
-    Under ``torch.compile`` (``torch.compiler.is_compiling()``) nothing is recorded and ``pre``
-    is ``None``: the composition needs only ``collapsed``, and the trace then holds the
-    package's code alone (a ``TorchFunctionMode`` cannot be traced).
+
+def read_pre(module: NanoLayerConnection, x: torch.Tensor) -> torch.Tensor:
+    """The ``pre [B, T, n]`` nano's ``HyperConnection`` collapses ``x`` with, recorded from its
+    ``pre.unsqueeze(-1)`` call (for ``weights``; not recomputed).
 
     Raises:
         PackageChanged: the module's forward no longer makes exactly one ``unsqueeze`` call on a
             ``[B, T, n]`` tensor.
     """
-    if torch.compiler.is_compiling():
-        post, comb, collapsed = module.hc(x)
-        return Decomposition(pre=None, post=post, comb=comb, collapsed=collapsed)
     with CallRecorder((torch.Tensor.unsqueeze,)) as recorder:
-        post, comb, collapsed = module.hc(x)
+        module.hc(x)
     pres = [c.args[0] for c in recorder.of(torch.Tensor.unsqueeze)
             if isinstance(c.args[0], torch.Tensor) and c.args[0].shape == x.shape[:3]]
     if len(pres) != 1:
         raise PackageChanged(
             f"nano-deepseek-v4: HyperConnection.forward no longer collapses with one "
             f"pre.unsqueeze(-1) (adapter written for {WRITTEN_FOR}); saw {len(pres)}")
-    return Decomposition(pre=pres[0], post=post, comb=comb, collapsed=collapsed)
+    pre: torch.Tensor = pres[0]
+    return pre
 
 
 def reduce_with_head(module: NanoLayerConnection, x: torch.Tensor) -> torch.Tensor:
@@ -128,7 +129,7 @@ def make_factory(sinkhorn_iters: int = SINKHORN_ITERS, build: Any = None) -> Any
     module (for tests with a stand-in)."""
     return v4_style_target(
         build or _build(sinkhorn_iters), decompose, comb="target_source",
-        conventions=conventions(sinkhorn_iters), reduce=reduce_with_head)
+        conventions=conventions(sinkhorn_iters), reduce=reduce_with_head, read_pre=read_pre)
 
 
 def make(n: int, d: int, *, layer_index: int = 0, dtype: torch.dtype = torch.float64,

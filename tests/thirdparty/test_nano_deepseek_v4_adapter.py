@@ -48,8 +48,8 @@ def test_decompose_reads_pre_and_forward_uses_comb_as_h_res() -> None:
     n, d = 3, 5
     module = StandInLayer(n)
     x = torch.randn(2, 4, n, d, dtype=torch.float64)
-    parts = adapter.decompose(module, x)  # type: ignore[arg-type]
-    assert parts.pre is not None and torch.equal(parts.pre[0, 0], module.hc.pre.detach())
+    pre = adapter.read_pre(module, x)  # type: ignore[arg-type]
+    assert torch.equal(pre[0, 0], module.hc.pre.detach())
     factory = adapter.make_factory(8, build=lambda n_, d_, i: StandInLayer(n_))
     impl = factory(n, d)
     impl.module.hc.load_state_dict(module.hc.state_dict())
@@ -60,7 +60,7 @@ def test_decompose_reads_pre_and_forward_uses_comb_as_h_res() -> None:
         (h_pre.unsqueeze(-1) * x).sum(2)).unsqueeze(2)
     assert torch.allclose(impl.forward(x, branch), want, atol=1e-12)
     with pytest.raises(PackageChanged, match=r"pre\.unsqueeze"):
-        adapter.decompose(StandInLayer(n, unsqueezes=2), x)  # type: ignore[arg-type]
+        adapter.read_pre(StandInLayer(n, unsqueezes=2), x)  # type: ignore[arg-type]
 
 
 def test_conventions_declare_the_deviations() -> None:
