@@ -79,6 +79,10 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.mark.parametrize(("package", "title"), [
     ("hyper_connections", "Findings: hyper-connections 0.4.11"),
     ("mhc_pytorch", "Findings: mhc-pytorch 0.2.3"),
+    ("x_transformers", "Findings: x-transformers 2.31.10"),
+    ("megatron_lm", "Findings: Megatron-LM hyper_connection.py (main, d98e8a64)"),
+    ("nano_deepseek_v4", "Findings: nano-deepseek-v4 0.2.0"),
+    ("tile_kernels", "Findings: tile-kernels 1.0.0 (torch references)"),
 ])
 def test_findings_are_rendered_from_the_committed_reports(package: str, title: str) -> None:
     findings = ROOT / "docs" / "findings"

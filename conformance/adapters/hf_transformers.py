@@ -1,0 +1,332 @@
+"""Adapters for Hugging Face ``transformers`` (import name ``transformers``): the
+hyper-connection modules of DeepSeek-V4, GLM-5-Next and HY-V4, written against version
+:data:`WRITTEN_FOR` (and DeepSeek-V4 of :data:`FIRST_RELEASE`, the first release with it).
+
+Each model's decoder layer holds two hyper-connection modules (``attn_hc``, ``ffn_hc``) in the
+DeepSeek-V4 style: the module reads the streams ``[B, T, n, d]`` and returns ``post``, ``comb``
+and the branch input ``collapsed = Σ_i pre_i X_i`` (``pre`` is consumed inside); the decoder
+layer composes. The targets are built with
+:func:`hcspec.conformance.adapters.deepseek_v4_style.v4_style_target`, composing as each
+decoder layer does (read from the package source):
+
+* **DeepSeek-V4, GLM-5-Next (5.23.0)**: ``X' = post·F + combᵀ X`` with ``post`` and ``comb``
+  cast to the state's dtype first (``comb="source_target"``); ``comb = softmax(L, -1) + eps``,
+  then a column normalisation and ``iters − 1`` (row, column) rounds, every denominator
+  ``+ eps`` — in the row form ``H_res = combᵀ`` has its rows normalised last;
+  ``pre = σ(·) + eps``, ``post = 2σ(·)``; weights in float32 from an unweighted RMS norm of
+  ``vec(X)``.
+* **DeepSeek-V4 (5.8.0)**: ``X' = post·F + comb X`` (``comb="target_source"``);
+  ``comb = σ(L) + eps`` then ``iters`` (row, column) rounds (``H_res = comb``: columns last);
+  ``pre = σ(·) + eps``, ``post = σ(·) + eps`` (multiplier 1).
+* **HY-V4 (5.23.0)**: no mixing matrix: ``X' = (post·F + X)`` computed in float32 and cast
+  back (``residual_mixing="identity"``); ``post = hc_magnitude·σ(·) + eps``.
+
+``weights`` reads ``pre`` from a call of the module
+(:class:`~hcspec.conformance.adapters._capture.CallRecorder`): the tensor whose
+``unsqueeze(-1)`` multiplies the state; ``forward`` is the module's plain call. Each factory
+also checks that the decoder layer's source composes with the orientation it declares, and raises
+:class:`~hcspec.conformance.adapters._capture.PackageChanged` otherwise (so the 5.23.0 target
+cannot silently check 5.8.0's layer, or the reverse).
+
+Modules are built from a tiny config on the CPU (no weights downloaded), parameters kept in
+float32 (the models' ``_keep_in_fp32_modules``), initialised by the model's own
+``_init_weights`` under the factory's seed. ``layer_index`` has no effect (no layer-dependent
+init). ``reduce`` is the model's final head: DeepSeek-V4's and HY-V4's learned ``HyperHead``
+(declared ``reduce="learned"``), GLM-5-Next's unweighted mean.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from collections.abc import Callable
+from typing import Any, Final
+
+import torch
+from torch import nn
+
+from hcspec.conformance.adapters._builtin import BuiltinTarget
+from hcspec.conformance.adapters._capture import CallRecorder, PackageChanged
+from hcspec.conformance.adapters.deepseek_v4_style import (
+    CombOrientation,
+    Decomposition,
+    v4_style_target,
+)
+from hcspec.conformance.protocol import Conventions, Factory
+
+WRITTEN_FOR: Final = "5.23.0"
+"""The transformers release the DeepSeek-V4, GLM-5-Next and HY-V4 adapters were read against."""
+
+FIRST_RELEASE: Final = "5.8.0"
+"""The first transformers release with DeepSeek-V4 (its own target)."""
+
+HC_EPS: Final = 1e-6
+"""``hc_eps`` of the tiny configs (the models' default)."""
+
+SINKHORN_ITERS: Final = 20
+"""``hc_sinkhorn_iters`` of the tiny configs (the models' default)."""
+
+RMS_NORM_EPS: Final = 1e-6
+"""``rms_norm_eps`` of the tiny configs."""
+
+_MODELS: Final = "transformers.models"
+
+
+def _modeling(model: str) -> Any:
+    return importlib.import_module(f"{_MODELS}.{model}.modeling_{model}")
+
+
+def _tiny_config(modeling: Any, config_class: str, n: int, d: int, **extra: Any) -> Any:
+    config_module = importlib.import_module(
+        modeling.__name__.replace(".modeling_", ".configuration_"))
+    return getattr(config_module, config_class)(
+        hidden_size=d, hc_mult=n, hc_eps=HC_EPS, rms_norm_eps=RMS_NORM_EPS, **extra)
+
+
+def _init_like_the_model(modeling: Any, pretrained_class: str, config: Any,
+                         *modules: nn.Module) -> None:
+    """Run the model's own ``_init_weights`` on ``modules`` (created with ``torch.empty``)."""
+    holder = getattr(modeling, pretrained_class)(config)
+    for module in modules:
+        holder._init_weights(module)
+
+
+def _check_composition(modeling: Any, layer_class: str, comb: CombOrientation | None,
+                       written_for: str) -> None:
+    source = inspect.getsource(getattr(modeling, layer_class).forward)
+    if comb is None:
+        found = "comb" not in source
+    else:
+        transposed = "comb.to(dtype).transpose(-1, -2)" in source
+        found = transposed == (comb == "source_target") and "torch.matmul(" in source
+    if not found:
+        raise PackageChanged(
+            f"transformers {layer_class}.forward does not compose as in transformers "
+            f"{written_for} (comb {comb or 'absent'}); this target was written for that "
+            "release: use the target of the installed release")
+
+
+def read_pre(module: nn.Module, x: torch.Tensor) -> tuple[Any, torch.Tensor]:
+    """Call ``module(x)`` and return its outputs and the ``pre [B, T, n]`` it collapsed the
+    streams with (the tensor whose ``unsqueeze(-1)`` multiplied ``x``), as the module computed
+    it (differentiable).
+
+    Raises:
+        PackageChanged: no such product in the call.
+    """
+    with CallRecorder() as recorder:
+        outputs = module(x)
+    unsqueezed = {id(c.result): c.args[0] for c in recorder.calls
+                  if c.func is torch.Tensor.unsqueeze and c.args[1:] == (-1,)}
+    for call in recorder.calls:
+        if (call.func in (torch.Tensor.mul, torch.Tensor.__mul__, torch.mul)
+                and len(call.args) == 2 and call.args[1] is x
+                and id(call.args[0]) in unsqueezed):
+            pre: torch.Tensor = unsqueezed[id(call.args[0])]
+            return outputs, pre
+    raise PackageChanged(
+        f"transformers {type(module).__name__}: pre.unsqueeze(-1) * hidden_streams not found "
+        f"(adapter written for {WRITTEN_FOR})")
+
+
+# --- DeepSeek-V4 and GLM-5-Next (post, comb, collapsed) ----------------------------------------
+def _decompose_with_comb(module: nn.Module, x: torch.Tensor) -> Decomposition:
+    post, comb, collapsed = module(x)
+    return Decomposition(pre=None, post=post, comb=comb, collapsed=collapsed)
+
+
+def _pre_of(module: nn.Module, x: torch.Tensor) -> torch.Tensor:
+    return read_pre(module, x)[1]
+
+
+class _HyperHeadOf(nn.Module):
+    """The connection module with the model's final head beside it (so ``parameters`` lists
+    both and one ``.to`` moves both); calling it calls the connection."""
+
+    def __init__(self, connection: nn.Module, head: nn.Module) -> None:
+        super().__init__()
+        self.connection, self.head = connection, head
+
+    def forward(self, x: torch.Tensor) -> Any:
+        return self.connection(x)
+
+
+def _on_connection(function: Callable[[nn.Module, torch.Tensor], Any]
+                   ) -> Callable[[Any, torch.Tensor], Any]:
+    def run(module: Any, x: torch.Tensor) -> Any:
+        return function(module.connection, x)
+    return run
+
+
+def _learned_head(module: Any, x: torch.Tensor) -> torch.Tensor:
+    out: torch.Tensor = module.head(x)
+    return out
+
+
+def _deepseek_v4_conventions(release: str) -> Conventions:
+    if release == FIRST_RELEASE:
+        return Conventions(
+            compute_dtype=torch.float32, reduce="learned", sinkhorn_iterations=SINKHORN_ITERS,
+            sinkhorn_variant="sigmoid", sinkhorn_additive_eps=HC_EPS,
+            sinkhorn_denominator_eps=HC_EPS, sinkhorn_exact_axis="columns",
+            h_pre_eps=HC_EPS, h_post_eps=HC_EPS, h_post_multiplier=1.0,
+            notes=(f"transformers {release} DeepseekV4HyperConnection with the decoder layer's "
+                   "composition X' = post·F + comb X (comb, post cast to the state dtype); "
+                   "comb = σ(L) + eps, then (row, column) rounds with eps in the "
+                   "denominators; pre = σ + eps, post = σ + eps (multiplier 1); weights in "
+                   "float32 from an unweighted RMS norm of vec(X); reduce = HyperHead "
+                   "(learned); parameters float32"))
+    return Conventions(
+        compute_dtype=torch.float32, reduce="learned", sinkhorn_iterations=SINKHORN_ITERS,
+        sinkhorn_variant="softmax", sinkhorn_iterations_count="rounds_from_softmax",
+        sinkhorn_additive_eps=HC_EPS, sinkhorn_denominator_eps=HC_EPS,
+        sinkhorn_exact_axis="rows", h_pre_eps=HC_EPS,
+        notes=(f"transformers {release} DeepseekV4HyperConnection with the decoder layer's "
+               "composition X' = post·F + combᵀ X (H_res = combᵀ; comb, post cast to the "
+               "state dtype); comb = softmax(L, -1) + eps, a column normalisation, then "
+               "iters − 1 (row, column) rounds with eps in the denominators; pre = σ + eps, "
+               "post = 2σ; weights in float32 from an unweighted RMS norm of vec(X); "
+               "reduce = HyperHead (learned); parameters float32"))
+
+
+def _deepseek_v4(release: str) -> Factory:
+    comb: CombOrientation = "target_source" if release == FIRST_RELEASE else "source_target"
+
+    def build(n: int, d: int, layer_index: int) -> nn.Module:
+        modeling = _modeling("deepseek_v4")
+        _check_composition(modeling, "DeepseekV4DecoderLayer", comb, release)
+        config = _tiny_config(modeling, "DeepseekV4Config", n, d,
+                              hc_sinkhorn_iters=SINKHORN_ITERS)
+        connection = modeling.DeepseekV4HyperConnection(config)
+        head = modeling.DeepseekV4HyperHead(config)
+        _init_like_the_model(modeling, "DeepseekV4PreTrainedModel", config, connection, head)
+        return _HyperHeadOf(connection, head)
+
+    return v4_style_target(build, _on_connection(_decompose_with_comb), comb=comb,
+                           conventions=_deepseek_v4_conventions(release), keep_float32=True,
+                           reduce=_learned_head, read_pre=_on_connection(_pre_of))
+
+
+def _glm5_next() -> Factory:
+    def build(n: int, d: int, layer_index: int) -> nn.Module:
+        modeling = _modeling("glm5_next")
+        _check_composition(modeling, "Glm5NextTextDecoderLayer", "source_target", WRITTEN_FOR)
+        config = _tiny_config(modeling, "Glm5NextTextConfig", n, d,
+                              hc_sinkhorn_iters=SINKHORN_ITERS)
+        connection: nn.Module = modeling.Glm5NextTextHyperConnection(config)
+        _init_like_the_model(modeling, "Glm5NextPreTrainedModel", config, connection)
+        return connection
+
+    conventions = Conventions(
+        compute_dtype=torch.float32, reduce="mean", sinkhorn_iterations=SINKHORN_ITERS,
+        sinkhorn_variant="softmax", sinkhorn_iterations_count="rounds_from_softmax",
+        sinkhorn_additive_eps=HC_EPS, sinkhorn_denominator_eps=HC_EPS,
+        sinkhorn_exact_axis="rows", h_pre_eps=HC_EPS,
+        notes=(f"transformers {WRITTEN_FOR} Glm5NextTextHyperConnection (the DeepSeek-V4 "
+               "formulas) with the decoder layer's composition X' = post·F + combᵀ X; "
+               "reduce = Glm5NextTextHyperHead, the unweighted mean of the streams; "
+               "parameters float32"))
+    return v4_style_target(build, _decompose_with_comb, comb="source_target",
+                           conventions=conventions, keep_float32=True, read_pre=_pre_of)
+
+
+# --- HY-V4 (post, collapsed): no mixing matrix -------------------------------------------------
+def _decompose_without_comb(module: nn.Module, x: torch.Tensor) -> Decomposition:
+    post, collapsed = module(x)
+    return Decomposition(pre=None, post=post, comb=None, collapsed=collapsed)
+
+
+def _hy_v4() -> Factory:
+    def build(n: int, d: int, layer_index: int) -> nn.Module:
+        modeling = _modeling("hy_v4")
+        _check_composition(modeling, "HYV4DecoderLayer", None, WRITTEN_FOR)
+        config = _tiny_config(modeling, "HYV4Config", n, d)
+        connection = modeling.HYV4HyperConnection(config)
+        head = modeling.HYV4HyperHead(config)
+        _init_like_the_model(modeling, "HYV4PreTrainedModel", config, connection, head)
+        return _HyperHeadOf(connection, head)
+
+    conventions = Conventions(
+        compute_dtype=torch.float32, reduce="learned", residual_mixing="identity",
+        h_pre_eps=HC_EPS, h_post_eps=HC_EPS,
+        notes=(f"transformers {WRITTEN_FOR} HYV4HyperConnection: no mixing matrix "
+               "(H_res = I), the decoder layer computes (post·F + X) in float32 and casts "
+               "back; pre = σ + eps, post = hc_magnitude·σ + eps (hc_magnitude 2); weights "
+               "from linear(vec(X))·rsqrt(mean(vec(X)²)); reduce = HyperHead (learned); "
+               "parameters float32"))
+    return v4_style_target(build, _on_connection(_decompose_without_comb),
+                           comb="source_target", conventions=conventions,
+                           compose_dtype="float32", keep_float32=True, reduce=_learned_head,
+                           read_pre=_on_connection(_pre_of))
+
+
+def _lazy(make: Callable[[], Factory], doc: str) -> Callable[..., Any]:
+    def factory(n: int, d: int, *, layer_index: int = 0, dtype: torch.dtype = torch.float64,
+                device: str = "cpu", seed: int = 0) -> Any:
+        return make()(n, d, layer_index=layer_index, dtype=dtype, device=device, seed=seed)
+
+    factory.__doc__ = doc
+    return factory
+
+
+make_deepseek_v4 = _lazy(lambda: _deepseek_v4(WRITTEN_FOR), f"""\
+Factory (kit target form) for transformers {WRITTEN_FOR}'s ``DeepseekV4HyperConnection`` with
+its decoder layer's composition and ``DeepseekV4HyperHead`` as ``reduce``.
+
+Raises:
+    ImportError: transformers is not installed. PackageChanged: the decoder layer composes
+    otherwise (another release).
+""")
+
+make_deepseek_v4_first_release = _lazy(lambda: _deepseek_v4(FIRST_RELEASE), f"""\
+Factory for transformers {FIRST_RELEASE}'s ``DeepseekV4HyperConnection`` (sigmoid Sinkhorn,
+``post = σ + eps``, ``X' = post·F + comb X``).
+
+Raises:
+    ImportError: transformers is not installed. PackageChanged: the decoder layer composes
+    otherwise (another release).
+""")
+
+make_glm5_next = _lazy(_glm5_next, f"""\
+Factory for transformers {WRITTEN_FOR}'s ``Glm5NextTextHyperConnection`` with its decoder
+layer's composition.
+
+Raises:
+    ImportError: transformers is not installed. PackageChanged: the decoder layer composes
+    otherwise.
+""")
+
+make_hy_v4 = _lazy(_hy_v4, f"""\
+Factory for transformers {WRITTEN_FOR}'s ``HYV4HyperConnection`` (no mixing matrix) with its
+decoder layer's composition and ``HYV4HyperHead`` as ``reduce``.
+
+Raises:
+    ImportError: transformers is not installed. PackageChanged: the decoder layer composes
+    otherwise.
+""")
+
+
+def _target(name: str, factory: str, what: str, written_for: str, model: str) -> BuiltinTarget:
+    # requires the model's module, so a release without the model lists the target as not
+    # importable (GLM-5-Next and HY-V4 are not in 5.8.0)
+    return BuiltinTarget(f"transformers:{name}", f"{__name__}:{factory}",
+                         f"transformers: {what}",
+                         requires=f"{_MODELS}.{model}.modeling_{model}",
+                         distribution="transformers", written_for=written_for)
+
+
+TARGETS: Final[tuple[BuiltinTarget, ...]] = (
+    _target("deepseek-v4", "make_deepseek_v4",
+            "DeepseekV4HyperConnection (mHC, DeepSeek-V4 style) composed as "
+            "DeepseekV4DecoderLayer does, HyperHead reduction", WRITTEN_FOR, "deepseek_v4"),
+    _target(f"deepseek-v4-{FIRST_RELEASE}", "make_deepseek_v4_first_release",
+            f"DeepseekV4HyperConnection of the first release ({FIRST_RELEASE}: sigmoid "
+            "Sinkhorn, post = σ + eps, X' = post·F + comb X)", FIRST_RELEASE, "deepseek_v4"),
+    _target("glm5-next", "make_glm5_next",
+            "Glm5NextTextHyperConnection (DeepSeek-V4 formulas) composed as its decoder "
+            "layer does, mean reduction", WRITTEN_FOR, "glm5_next"),
+    _target("hy-v4", "make_hy_v4",
+            "HYV4HyperConnection (no mixing matrix: H_res = I) composed as HYV4DecoderLayer "
+            "does, HyperHead reduction", WRITTEN_FOR, "hy_v4"),
+)
+"""The built-in transformers targets (discovered by :mod:`hcspec.conformance.targets`)."""
