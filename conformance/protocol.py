@@ -139,14 +139,20 @@ class SupportsTrainEval(Protocol):
 
 
 BranchInput = Literal["x_in", "rms_norm", "layer_norm"]
-ReduceScale = Literal["sum", "mean"]
+ReduceScale = Literal["sum", "mean", "learned"]
 ExactAxis = Literal["rows", "columns"]
 StateDomain = Literal["any", "replicated"]
+SinkhornVariant = Literal["exp", "softmax", "sigmoid"]
+SinkhornCount = Literal["rounds", "rounds_from_softmax", "normalisations"]
+ResidualMixing = Literal["matrix", "identity"]
 
 _BRANCH_INPUTS: Final[tuple[str, ...]] = ("x_in", "rms_norm", "layer_norm")
-_REDUCE_SCALES: Final[tuple[str, ...]] = ("sum", "mean")
+_REDUCE_SCALES: Final[tuple[str, ...]] = ("sum", "mean", "learned")
 _EXACT_AXES: Final[tuple[str, ...]] = ("rows", "columns")
 _STATE_DOMAINS: Final[tuple[str, ...]] = ("any", "replicated")
+_SINKHORN_VARIANTS: Final[tuple[str, ...]] = ("exp", "softmax", "sigmoid")
+_SINKHORN_COUNTS: Final[tuple[str, ...]] = ("rounds", "rounds_from_softmax", "normalisations")
+_RESIDUAL_MIXINGS: Final[tuple[str, ...]] = ("matrix", "identity")
 _COMPUTE_DTYPES: Final[tuple[torch.dtype, ...]] = (
     torch.float64, torch.float32, torch.bfloat16, torch.float16,
 )
@@ -154,19 +160,48 @@ _COMPUTE_DTYPES: Final[tuple[torch.dtype, ...]] = (
 
 @dataclass(frozen=True)
 class Conventions:
-    """Conventions an adapter declares; every field has the kit's default (DESIGN.md §1).
+    """Conventions an adapter declares; every field has the kit's default (the papers' form).
+
+    A declaration changes how a property is checked, never whether it runs, and never turns a
+    deviation from the papers into a pass: a declared ``h_post_multiplier`` other than 2, or a
+    mixing matrix that is not doubly stochastic, still fails the property that states the
+    paper's fact (the message says the deviation was declared; a user who accepts it lists it
+    in an expected-failures file). docs/conformance.md gives an example of each field.
+
+    ``layer_index`` (the factory's argument) is 0-based: the first hyper-connected sublayer is
+    0. An adapter for a package that counts from 1 (Megatron-LM's ``layer_number``) passes
+    ``layer_index + 1``; there is no convention for it.
 
     Attributes:
         branch_input: what the branch receives — ``"x_in"`` (the aggregate ``h_preᵀ X``, the
             default: the norm of pre-norm lives inside ``F``), or a parameter-free
             ``"rms_norm"`` / ``"layer_norm"`` of it applied by the impl before the branch.
         norm_eps: the epsilon of that norm (ignored for ``"x_in"``).
-        reduce: how ``reduce`` combines the streams: ``"sum"`` (HC's ``1ᵀ X``) or ``"mean"``.
+        reduce: how ``reduce`` combines the streams: ``"sum"`` (HC's ``1ᵀ X``), ``"mean"``,
+            or ``"learned"``: a learned reduction head (input-dependent weights, as
+            DeepSeek-V4's ``HyperHead``) instead of a fixed sum or mean.
         compute_dtype: the precision the impl computes in internally when it differs from the
             input's (e.g. ``torch.float32`` for an impl that upcasts/downcasts); ``None`` means
             "the input's dtype". Tolerances use the coarser of the two.
-        sinkhorn_iterations: Sinkhorn–Knopp rounds (mHC only); ``None`` means not declared, and
-            the kit assumes the mHC paper's ``t_max = 20`` (Eq. 9) and says so in the report.
+        output_dtype: the dtype of ``forward``'s output (and of ``weights``) when it is not the
+            input's: an impl that computes in float32 and returns float32 for a bfloat16 input
+            declares ``torch.float32``; ``None`` means "the input's dtype".
+        sinkhorn_iterations: Sinkhorn–Knopp iterations (mHC only), counted as
+            ``sinkhorn_iterations_count`` says; ``None`` means not declared, and the kit
+            assumes the mHC paper's ``t_max = 20`` (Eq. 9) and says so in the report.
+        sinkhorn_variant: how the logits are made positive before the alternating
+            normalisations: ``"exp"`` (the mHC paper, Eq. 9: ``exp(L)``, possibly shifted by a
+            maximum), ``"softmax"`` (a softmax along one axis, i.e. ``exp`` and that axis's
+            normalisation at once, as DeepSeek-V4), or ``"sigmoid"`` (``σ(L)``, not ``exp``).
+        sinkhorn_additive_eps: a constant added to the positive matrix before the first
+            normalisation (DeepSeek-V4: ``softmax(L) + eps``); 0 means none.
+        sinkhorn_denominator_eps: the epsilon in each normalisation's denominator,
+            ``M / (M.sum(axis) + eps)``; 0 means none (then the exact axis is exact).
+        sinkhorn_iterations_count: what ``sinkhorn_iterations`` counts: ``"rounds"`` (the
+            paper: one normalisation of each axis per iteration, after the positive map),
+            ``"rounds_from_softmax"`` (the softmax is the first normalisation of the first
+            round: ``t`` iterations are a softmax and ``2t − 1`` further normalisations), or
+            ``"normalisations"`` (each iteration is one normalisation of one axis).
         sinkhorn_exact_axis: the sum normalised last in each round, in the row convention:
             ``"rows"`` (``H 1 = 1`` exact; column then row normalisation, the default) or
             ``"columns"`` (``1ᵀ H = 1ᵀ`` exact: row then column normalisation, or the paper's
@@ -178,6 +213,15 @@ class Conventions:
             for finite differences, comparing gradients projected on them); properties that
             need a full-row-rank state (black-box probing of ``H_res`` and ``h_pre``) are
             reported *not applicable* with this reason.
+        h_pre_eps: a constant added to ``h_pre`` after its sigmoid (``σ(·) + eps``,
+            DeepSeek-V4); 0 means none (mHC Eq. 8).
+        h_post_eps: the same for ``h_post``; 0 means none.
+        h_post_multiplier: ``c`` in ``h_post = c·σ(·)``; the mHC paper's is 2 (Eq. 8).
+        residual_mixing: ``"matrix"`` (the impl mixes the streams with ``H_res``, the default)
+            or ``"identity"``: the impl has no mixing matrix (``X' = X + h_post zᵀ``; the
+            residual streams pass unchanged). Its ``weights`` report ``H_res = I``, and the
+            properties check that ``H_res`` is exactly the identity where they would check a
+            learned one.
         notes: free text shown in the report (e.g. what the adapter translates).
 
     Raises:
@@ -192,17 +236,46 @@ class Conventions:
     sinkhorn_exact_axis: ExactAxis = "rows"
     state_domain: StateDomain = "any"
     notes: str = ""
+    output_dtype: torch.dtype | None = None
+    sinkhorn_variant: SinkhornVariant = "exp"
+    sinkhorn_additive_eps: float = 0.0
+    sinkhorn_denominator_eps: float = 0.0
+    sinkhorn_iterations_count: SinkhornCount = "rounds"
+    h_pre_eps: float = 0.0
+    h_post_eps: float = 0.0
+    h_post_multiplier: float = 2.0
+    residual_mixing: ResidualMixing = "matrix"
 
     def __post_init__(self) -> None:
         _one_of("branch_input", self.branch_input, _BRANCH_INPUTS)
         _one_of("reduce", self.reduce, _REDUCE_SCALES)
         _one_of("sinkhorn_exact_axis", self.sinkhorn_exact_axis, _EXACT_AXES)
         _one_of("state_domain", self.state_domain, _STATE_DOMAINS)
-        if self.compute_dtype is not None and self.compute_dtype not in _COMPUTE_DTYPES:
+        _one_of("sinkhorn_variant", self.sinkhorn_variant, _SINKHORN_VARIANTS)
+        _one_of("sinkhorn_iterations_count", self.sinkhorn_iterations_count, _SINKHORN_COUNTS)
+        _one_of("residual_mixing", self.residual_mixing, _RESIDUAL_MIXINGS)
+        for name in ("compute_dtype", "output_dtype"):
+            value = getattr(self, name)
+            if value is not None and value not in _COMPUTE_DTYPES:
+                raise ValueError(
+                    f"conventions.{name}: expected one of {_COMPUTE_DTYPES} or None, "
+                    f"got {value!r}"
+                )
+        for name in ("sinkhorn_additive_eps", "sinkhorn_denominator_eps", "h_pre_eps",
+                     "h_post_eps"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
+                    0.0 <= value < 1.0):
+                raise ValueError(f"conventions.{name}: expected 0 <= eps < 1, got {value!r}")
+        multiplier = self.h_post_multiplier
+        if isinstance(multiplier, bool) or not isinstance(multiplier, (int, float)) or not (
+                multiplier > 0.0 and multiplier < float("inf")):
             raise ValueError(
-                f"conventions.compute_dtype: expected one of {_COMPUTE_DTYPES} or None, "
-                f"got {self.compute_dtype!r}"
-            )
+                f"conventions.h_post_multiplier: expected a finite number > 0, got {multiplier!r}")
+        if self.sinkhorn_iterations_count == "rounds_from_softmax" and (
+                self.sinkhorn_variant != "softmax"):
+            raise ValueError("conventions.sinkhorn_iterations_count: 'rounds_from_softmax' "
+                             "needs sinkhorn_variant='softmax'")
         iterations = self.sinkhorn_iterations
         if iterations is not None and (
             isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 1
@@ -221,7 +294,7 @@ class Conventions:
             value = getattr(self, f.name)
             if f.name == "sinkhorn_iterations" and value is None:
                 out[f.name] = f"{MHC_PAPER_ITERATIONS} (not declared; mHC paper default assumed)"
-            elif f.name == "compute_dtype" and value is None:
+            elif f.name in ("compute_dtype", "output_dtype") and value is None:
                 out[f.name] = "input dtype"
             else:
                 out[f.name] = str(value)
@@ -231,7 +304,8 @@ class Conventions:
     def from_mapping(cls, declared: Mapping[str, object]) -> Conventions:
         """Conventions from a plain mapping with the field names above (a third party can
         declare ``conventions = {"sinkhorn_exact_axis": "columns"}`` without importing the
-        kit). ``compute_dtype`` may be a ``torch.dtype`` or its name (``"float32"``).
+        kit). ``compute_dtype`` and ``output_dtype`` may be a ``torch.dtype`` or its name
+        (``"float32"``).
 
         Raises:
             ConventionsError: a key that is not a field (a typo must not be ignored), or a
@@ -243,13 +317,14 @@ class Conventions:
             raise ConventionsError(
                 f"impl.conventions: unknown field(s) {unknown}; the fields are {names}")
         values = dict(declared)
-        dtype = values.get("compute_dtype")
-        if isinstance(dtype, str):
-            resolved = getattr(torch, dtype.removeprefix("torch."), None)
-            if not isinstance(resolved, torch.dtype):
-                raise ConventionsError(
-                    f"impl.conventions: compute_dtype {dtype!r} is not a torch dtype name")
-            values["compute_dtype"] = resolved
+        for key in ("compute_dtype", "output_dtype"):
+            dtype = values.get(key)
+            if isinstance(dtype, str):
+                resolved = getattr(torch, dtype.removeprefix("torch."), None)
+                if not isinstance(resolved, torch.dtype):
+                    raise ConventionsError(
+                        f"impl.conventions: {key} {dtype!r} is not a torch dtype name")
+                values[key] = resolved
         try:
             return cls(**values)  # type: ignore[arg-type]
         except (TypeError, ValueError) as exc:

@@ -2,11 +2,13 @@
 
 TARGET forms:
 
-* a built-in name ``prefix:name`` registered in :data:`BUILTIN`: hcspec's reference
-  (``reference:hc-static``, ``reference:hc-dynamic``, ``reference:mhc``) and adapters for
-  third-party packages (``hyper_connections:hc``, ``hyper_connections:mhc``,
-  ``hyper_connections:mhc-v2``, ``mhc_pytorch:mhc`` and their option variants), which load only
-  when their package is importable (``hc-conformance targets`` lists them all);
+* a built-in name ``prefix:name`` in :data:`BUILTIN`: hcspec's reference
+  (``reference:hc-static``, ``reference:hc-dynamic``, ``reference:mhc``, ...) and adapters for
+  third-party packages (``hyper_connections:mhc``, ``mhc_pytorch:mhc``, ...), which load only
+  when their package is importable (``hc-conformance targets`` lists them all). Each adapter
+  module in :mod:`hcspec.conformance.adapters` declares its own targets in a ``TARGETS`` tuple
+  of :class:`BuiltinTarget`; this module discovers them at import (:func:`adapter_modules`),
+  so adding an adapter is adding one module;
 * ``package.module:factory`` — any importable module (the current directory is importable)
   and the name of a factory in it (dotted attribute paths such as ``module:Class.make`` work).
 
@@ -20,13 +22,22 @@ import functools
 import importlib
 import importlib.metadata
 import os
+import pkgutil
 import sys
 import traceback
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from hcspec.conformance import adapters
+from hcspec.conformance.adapters._builtin import BuiltinTarget
 from hcspec.conformance.protocol import Factory
+
+__all__ = [
+    "BUILTIN", "DEFAULT_TARGET", "ENV_VAR", "BuiltinStatus", "BuiltinTarget", "Target",
+    "TargetError", "adapter_modules", "builtin_status", "declared_targets", "package_problem",
+    "providers", "register_builtin", "resolve",
+]
 
 ENV_VAR: Final = "HC_CONFORMANCE_TARGET"
 DEFAULT_TARGET: Final = "reference:mhc"
@@ -37,37 +48,8 @@ class TargetError(ValueError):
     message includes the import error and its traceback), or a missing/non-callable factory."""
 
 
-@dataclass(frozen=True)
-class BuiltinTarget:
-    """A built-in TARGET name.
-
-    Attributes:
-        name: ``prefix:name``.
-        factory_path: ``module:attribute`` of the factory (imported lazily).
-        description: one line for ``hc-conformance targets`` and the report header.
-        requires: the import name of the package the adapter needs (None: hcspec's own).
-        distribution: the distribution whose version the report shows, and which must be the
-            one that provides ``requires`` (import names can clash: ``mhc``).
-        options: keyword options bound into the factory (the package's own options, e.g.
-            ``{"log_domain_sinkhorn": True}``); shown in the description and the report.
-        written_for: the package version the adapter was written and checked against.
-    """
-
-    name: str
-    factory_path: str
-    description: str
-    requires: str | None = None
-    distribution: str = "hcspec"
-    options: Mapping[str, Any] = field(default_factory=dict)
-    written_for: str | None = None
-
-    @property
-    def options_text(self) -> str:
-        """The options as ``key=value, ...`` (empty for none)."""
-        return ", ".join(f"{k}={v!r}" for k, v in self.options.items())
-
-
 BUILTIN: Final[dict[str, BuiltinTarget]] = {}
+"""Every built-in target by name, filled from the adapter modules' ``TARGETS`` at import."""
 
 
 def register_builtin(target: BuiltinTarget) -> None:
@@ -83,50 +65,38 @@ def register_builtin(target: BuiltinTarget) -> None:
     BUILTIN[target.name] = target
 
 
-for _kind, _fn, _what in (
-    ("hc-static", "make_hc_static", "static HC (HC §2.2)"),
-    ("hc-dynamic", "make_hc_dynamic", "dynamic HC (HC §2.3)"),
-    ("mhc", "make_mhc", "mHC (mHC §4, Sinkhorn–Knopp, 20 rounds)"),
-    ("mhc-fast", "make_mhc_fast", "mHC, fast path (same math as reference:mhc)"),
-):
-    register_builtin(BuiltinTarget(
-        f"reference:{_kind}", f"hcspec.conformance.adapters.reference:{_fn}",
-        f"hcspec reference implementation: {_what}",
-    ))
+def adapter_modules() -> list[str]:
+    """The adapter modules: every public module of :mod:`hcspec.conformance.adapters`
+    (names not starting with ``_``), sorted."""
+    return sorted(f"{adapters.__name__}.{info.name}"
+                  for info in pkgutil.iter_modules(adapters.__path__)
+                  if not info.name.startswith("_"))
 
-_HC_MODULE: Final = "hcspec.conformance.adapters.hyper_connections"
-_HC_VERSION: Final = "0.4.11"
-_HC_TARGETS: Final[tuple[tuple[str, str, str, dict[str, Any]], ...]] = (
-    ("hc", "make_hc", "HyperConnections (dynamic HC), defaults (tanh)", {}),
-    ("hc-notanh", "make_hc", "HyperConnections, linear dynamic weights", {"tanh": False}),
-    ("hc-dropout", "make_hc", "HyperConnections with dropout, in training mode",
-     {"dropout": 0.1}),
-    ("mhc", "make_mhc",
-     "ManifoldConstrainedHyperConnections (mHC, streams folded into the batch), defaults "
-     "(plain-domain Sinkhorn, 20 rounds)", {}),
-    ("mhc-log", "make_mhc", "mHC (folded), log-domain Sinkhorn", {"log_domain_sinkhorn": True}),
-    ("mhc-iters10", "make_mhc", "mHC (folded), 10 Sinkhorn rounds", {"sinkhorn_iters": 10}),
-    ("mhc-proposals2", "make_mhc", "mHC (folded), two dynamic proposals averaged",
-     {"num_dynamic_alpha_proposals": 2}),
-    ("mhc-dropout", "make_mhc", "mHC (folded) with dropout, in training mode", {"dropout": 0.1}),
-    ("mhc-v2", "make_mhc_v2",
-     "mHCv2.ManifoldConstrainedHyperConnections (mHC, [B,T,n,d]), defaults", {}),
-    ("mhc-v2-log", "make_mhc_v2", "mHC v2, log-domain Sinkhorn", {"log_domain_sinkhorn": True}),
-    ("mhc-v2-mixnorm", "make_mhc_v2", "mHC v2, streams mixed by a 1×1 conv before the norm",
-     {"mix_streams_before_norm": True}),
-)
-for _name, _fn, _what, _options in _HC_TARGETS:
-    register_builtin(BuiltinTarget(
-        f"hyper_connections:{_name}", f"{_HC_MODULE}:{_fn}", f"hyper-connections: {_what}",
-        requires="hyper_connections", distribution="hyper-connections", options=_options,
-        written_for=_HC_VERSION,
-    ))
-register_builtin(BuiltinTarget(
-    "mhc_pytorch:mhc", "hcspec.conformance.adapters.mhc_pytorch:make",
-    "mhc-pytorch: ManifoldHyperConnections (replicates h into n streams and collapses them "
-    "inside every call; checked on replicated states)",
-    requires="mhc", distribution="mhc-pytorch", written_for="0.2.3",
-))
+
+def declared_targets(module_name: str) -> tuple[BuiltinTarget, ...]:
+    """The ``TARGETS`` an adapter module declares (importing it; the module imports its
+    package only when a factory is called).
+
+    Raises:
+        TypeError: the module has no ``TARGETS`` tuple of :class:`BuiltinTarget` (a module
+            that declares none says ``TARGETS = ()``).
+    """
+    module = importlib.import_module(module_name)
+    declared = getattr(module, "TARGETS", None)
+    if not isinstance(declared, tuple) or not all(
+            isinstance(t, BuiltinTarget) for t in declared):
+        raise TypeError(f"adapter module {module_name} must declare TARGETS, a tuple of "
+                        f"BuiltinTarget (empty when it declares none), got {declared!r}")
+    return declared
+
+
+def _discover() -> None:
+    for module_name in adapter_modules():
+        for target in declared_targets(module_name):
+            register_builtin(target)
+
+
+_discover()
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,8 @@ rest (validation, the update, stream expand/reduce).
 from __future__ import annotations
 
 from abc import abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
 from typing import ClassVar
 
 import torch
@@ -88,6 +89,14 @@ class HyperConnection(nn.Module):
     """
 
     kind: ClassVar[str]
+    conventions: ClassVar[Mapping[str, object]] = MappingProxyType({
+        "branch_input": "x_in", "reduce": "sum",
+        "notes": "hcspec reference: branch receives x_in, reduce sums the streams",
+    })
+    """The conventions declared to the conformance kit, as a plain mapping of the fields of
+    ``hcspec.conformance.protocol.Conventions``: the branch receives ``x_in = h_preᵀ X`` itself
+    (the pre-norm lives inside the branch) and :meth:`reduce` sums the streams (HC's
+    ``1ᵀ X``). mHC adds its rounds through its ``sinkhorn_iterations`` attribute."""
     n: int
     d: int
 

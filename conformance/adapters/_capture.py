@@ -20,8 +20,6 @@ from typing import Any
 import torch
 from torch.overrides import TorchFunctionMode
 
-from hcspec.conformance.properties.base import seeded_global_rng
-
 
 class PackageChanged(RuntimeError):
     """The wrapped package no longer computes what its adapter reads (e.g. a different number
@@ -96,14 +94,16 @@ def check_branch_output(z: object, like: torch.Tensor) -> torch.Tensor:
 @contextlib.contextmanager
 def seeded(seed: int, device: str = "cpu") -> Iterator[None]:
     """Seed torch's global generator (CPU, and ``device`` when it is CUDA) for a package
-    constructor without changing the caller's random state
-    (:func:`hcspec.conformance.properties.base.seeded_global_rng`), so ``make(..., seed=s)`` is
-    reproducible and has no side effect.
+    constructor without changing the caller's random state (``torch.random.fork_rng``, as the
+    kit's runner does for each case), so ``make(..., seed=s)`` is reproducible and has no side
+    effect. (Adapters do not import the property catalogue, hence no shared helper.)
 
     Raises:
         ValueError: ``seed < 0``.
     """
     if seed < 0:
         raise ValueError(f"seed: expected >= 0, got {seed}")
-    with seeded_global_rng(seed, device):
+    cuda = [torch.device(device).index or 0] if torch.device(device).type == "cuda" else []
+    with torch.random.fork_rng(devices=cuda):
+        torch.manual_seed(seed)
         yield

@@ -41,6 +41,7 @@ from typing import Any, Final, Literal
 import torch
 from torch import nn
 
+from hcspec.conformance.adapters._builtin import BuiltinTarget
 from hcspec.conformance.adapters._capture import (
     CallRecorder,
     PackageChanged,
@@ -220,3 +221,16 @@ def make(n: int, d: int, *, layer_index: int = 0, dtype: torch.dtype = torch.flo
     del layer_index
     with seeded(seed, device):
         return MhcPytorchAdapter(n, d, dtype=dtype, device=device, collapse_mode=collapse_mode)
+
+
+TARGETS: Final[tuple[BuiltinTarget, ...]] = (
+    BuiltinTarget(
+        "mhc_pytorch:mhc", f"{__name__}:make",
+        "mhc-pytorch: ManifoldHyperConnections (replicates h into n streams and collapses them "
+        "inside every call; checked on replicated states)",
+        requires="mhc", distribution="mhc-pytorch", written_for=WRITTEN_FOR,
+    ),
+)
+"""The built-in target of this module (discovered by :mod:`hcspec.conformance.targets`); its
+prefix predates the ``<import name>:`` rule (the import name ``mhc`` is shared by several
+distributions)."""

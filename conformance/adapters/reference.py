@@ -2,94 +2,43 @@
 ``reference:hc-dynamic``, ``reference:mhc``, and ``reference:mhc-fast``, the fast path of mHC).
 
 The reference modules follow the protocol directly (``module(x, branch)``, ``weights``,
-``expand``, ``reduce``, ``parameters``, ``n``, ``d``, ``kind``) and :mod:`hcspec.reference.targets`
-builds them in the factory form; these wrappers only add the declared conventions: the branch
-receives ``x_in`` itself (pre-norm lives inside the branch), ``reduce`` sums the streams (HC's
-``1ᵀ X``), and mHC runs ``sinkhorn_iterations`` column-then-row rounds (rows exact).
+``expand``, ``reduce``, ``parameters``, ``n``, ``d``, ``kind``) and carry their own declared
+conventions (``HyperConnection.conventions``, a plain mapping: the branch receives ``x_in``
+itself, ``reduce`` sums the streams; mHC's ``sinkhorn_iterations`` attribute gives its rounds),
+so the factories of :mod:`hcspec.reference.targets` are the targets, declared here without a
+wrapper. The ``make_*`` names are those factories, kept for code that imports them from here.
 """
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import Final
 
-import torch
+from hcspec.conformance.adapters._builtin import BuiltinTarget
+from hcspec.conformance.protocol import Conventions
+from hcspec.reference import targets as _factories
+from hcspec.reference.connection import HyperConnection
+from hcspec.reference.sinkhorn import DEFAULT_ITERATIONS
 
-from hcspec.conformance.protocol import Conventions, HyperConnectionImpl
+REFERENCE_CONVENTIONS: Final = Conventions.from_mapping(HyperConnection.conventions)
+"""The conventions every reference module declares (read from the class)."""
 
-REFERENCE_CONVENTIONS = Conventions(
-    notes="hcspec reference: branch receives x_in, reduce sums the streams"
+make_hc_static = _factories.hc_static
+make_hc_dynamic = _factories.hc_dynamic
+make_mhc = _factories.mhc
+make_mhc_fast = _factories.mhc_fast
+
+_FACTORIES: Final = _factories.__name__
+
+
+def _target(kind: str, factory: str, what: str) -> BuiltinTarget:
+    return BuiltinTarget(f"reference:{kind}", f"{_FACTORIES}:{factory}",
+                         f"hcspec reference implementation: {what}")
+
+
+TARGETS: Final[tuple[BuiltinTarget, ...]] = (
+    _target("hc-static", "hc_static", "static HC (HC §2.2)"),
+    _target("hc-dynamic", "hc_dynamic", "dynamic HC (HC §2.3)"),
+    _target("mhc", "mhc", f"mHC (mHC §4, Sinkhorn–Knopp, {DEFAULT_ITERATIONS} rounds)"),
+    _target("mhc-fast", "mhc_fast", "mHC, fast path (same math as reference:mhc)"),
 )
-
-
-def _declare(module: Any, conventions: Conventions) -> HyperConnectionImpl:
-    module.conventions = conventions
-    return cast(HyperConnectionImpl, module)
-
-
-def make_hc_static(
-    n: int, d: int, *, layer_index: int = 0, dtype: torch.dtype = torch.float64,
-    device: str = "cpu", seed: int = 0,
-) -> HyperConnectionImpl:
-    """``hcspec.reference.targets.hc_static`` (HC §2.2, init Eq. 14) with its conventions declared.
-
-    Raises:
-        ValueError: as the reference constructor (n, d < 1; layer_index < 0).
-    """
-    from hcspec.reference import targets
-
-    module = targets.hc_static(n, d, layer_index=layer_index, dtype=dtype, device=device,
-                               seed=seed)
-    return _declare(module, REFERENCE_CONVENTIONS)
-
-
-def make_hc_dynamic(
-    n: int, d: int, *, layer_index: int = 0, dtype: torch.dtype = torch.float64,
-    device: str = "cpu", seed: int = 0,
-) -> HyperConnectionImpl:
-    """``hcspec.reference.targets.hc_dynamic`` (HC §2.3, Eq. 10–13) with its conventions declared.
-
-    Raises:
-        ValueError: as the reference constructor.
-    """
-    from hcspec.reference import targets
-
-    module = targets.hc_dynamic(n, d, layer_index=layer_index, dtype=dtype, device=device,
-                                seed=seed)
-    return _declare(module, REFERENCE_CONVENTIONS)
-
-
-def make_mhc(
-    n: int, d: int, *, layer_index: int = 0, dtype: torch.dtype = torch.float64,
-    device: str = "cpu", seed: int = 0,
-) -> HyperConnectionImpl:
-    """``hcspec.reference.targets.mhc`` (mHC §4.2, Eq. 7–9), declaring its Sinkhorn–Knopp rounds.
-
-    Raises:
-        ValueError: as the reference constructor.
-    """
-    from hcspec.reference import targets
-
-    module = targets.mhc(n, d, layer_index=layer_index, dtype=dtype, device=device, seed=seed)
-    iterations = int(module.sinkhorn_iterations)
-    return _declare(module, Conventions(sinkhorn_iterations=iterations,
-                                        notes=REFERENCE_CONVENTIONS.notes))
-
-
-def make_mhc_fast(
-    n: int, d: int, *, layer_index: int = 0, dtype: torch.dtype = torch.float64,
-    device: str = "cpu", seed: int = 0,
-) -> HyperConnectionImpl:
-    """``hcspec.reference.targets.mhc_fast``: mHC computed by ``hcspec.reference.fast`` (same
-    parameters as
-    ``reference:mhc`` for the same seed), declaring its Sinkhorn–Knopp rounds.
-
-    Raises:
-        ValueError: as the reference constructor.
-    """
-    from hcspec.reference import targets
-
-    module = targets.mhc_fast(n, d, layer_index=layer_index, dtype=dtype, device=device,
-                              seed=seed)
-    iterations = int(module.sinkhorn_iterations)
-    return _declare(module, Conventions(sinkhorn_iterations=iterations,
-                                        notes=REFERENCE_CONVENTIONS.notes))
+"""The reference's built-in targets (discovered by :mod:`hcspec.conformance.targets`)."""

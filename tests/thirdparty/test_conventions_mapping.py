@@ -27,11 +27,41 @@ def test_mapping_is_read_as_conventions() -> None:
     ({"reduce": "max"}, ["conventions.reduce", "'max'"]),
     ({"compute_dtype": "float33"}, ["compute_dtype", "float33"]),
     ({"sinkhorn_iterations": 0}, ["sinkhorn_iterations", ">= 1"]),
+    ({"sinkhorn_variant": "log"}, ["sinkhorn_variant", "'log'"]),
+    ({"sinkhorn_iterations_count": "pairs"}, ["sinkhorn_iterations_count", "'pairs'"]),
+    ({"sinkhorn_iterations_count": "rounds_from_softmax"}, ["needs", "'softmax'"]),
+    ({"sinkhorn_denominator_eps": -1e-6}, ["sinkhorn_denominator_eps", "0 <= eps < 1"]),
+    ({"h_pre_eps": 2.0}, ["h_pre_eps", "0 <= eps < 1"]),
+    ({"h_post_multiplier": 0.0}, ["h_post_multiplier", "> 0"]),
+    ({"h_post_multiplier": float("inf")}, ["h_post_multiplier", "finite"]),
+    ({"output_dtype": "float33"}, ["output_dtype", "float33"]),
+    ({"residual_mixing": "none"}, ["residual_mixing", "'none'"]),
+    ({"reduce": "head"}, ["conventions.reduce", "'learned'"]),
 ])
 def test_bad_mapping_is_a_clear_error(declared: dict[str, object], words: list[str]) -> None:
     with pytest.raises(ConventionsError) as info:
         conventions_of(SimpleNamespace(conventions=declared))
     assert all(w in str(info.value) for w in words), str(info.value)
+
+
+def test_the_deepseek_v4_conventions_are_declarable_as_a_mapping() -> None:
+    impl = SimpleNamespace(conventions={
+        "sinkhorn_variant": "softmax", "sinkhorn_iterations_count": "rounds_from_softmax",
+        "sinkhorn_additive_eps": 1e-6, "sinkhorn_denominator_eps": 1e-6, "h_pre_eps": 1e-6,
+        "h_post_multiplier": 2.0, "reduce": "learned", "compute_dtype": "float32",
+        "output_dtype": "float32", "residual_mixing": "identity"})
+    got = conventions_of(impl)
+    assert (got.sinkhorn_variant, got.sinkhorn_iterations_count) == (
+        "softmax", "rounds_from_softmax")
+    assert (got.sinkhorn_additive_eps, got.sinkhorn_denominator_eps, got.h_pre_eps) == (
+        1e-6, 1e-6, 1e-6)
+    assert (got.output_dtype, got.reduce, got.residual_mixing) == (
+        torch.float32, "learned", "identity")
+    described = got.describe()
+    assert described["output_dtype"] == "torch.float32"
+    assert described["sinkhorn_variant"] == "softmax"
+    assert Conventions().describe()["output_dtype"] == "input dtype"
+    assert Conventions().h_post_multiplier == 2.0  # the mHC paper's 2σ(·) is the default
 
 
 def test_not_a_mapping_is_rejected() -> None:

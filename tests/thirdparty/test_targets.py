@@ -93,3 +93,44 @@ def test_missing_package_is_a_target_error(monkeypatch: pytest.MonkeyPatch) -> N
     with pytest.raises(TargetError, match="does not import: ModuleNotFoundError"):
         targets.resolve("fakehc:z")
     assert cli.main(["run", "fakehc:z", "--no-progress"]) == 2
+
+
+def test_every_adapter_module_declares_its_targets_and_the_registry_has_exactly_them() -> None:
+    declared = [t.name for m in targets.adapter_modules() for t in targets.declared_targets(m)]
+    assert len(declared) == len(set(declared))
+    assert set(declared) == set(targets.BUILTIN)
+    assert "hcspec.conformance.adapters.reference" in targets.adapter_modules()
+    assert targets.BUILTIN["reference:mhc"].factory_path == "hcspec.reference.targets:mhc"
+    assert targets.BUILTIN["hyper_connections:mhc"].written_for == "0.4.11"
+
+
+def test_a_module_without_targets_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    module = types.ModuleType("fake_adapter_without_targets")
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    with pytest.raises(TypeError, match="must declare TARGETS"):
+        targets.declared_targets(module.__name__)
+    module.TARGETS = ["not a BuiltinTarget"]  # type: ignore[attr-defined]
+    with pytest.raises(TypeError, match="must declare TARGETS"):
+        targets.declared_targets(module.__name__)
+
+
+def test_the_registry_and_the_adapters_do_not_import_the_property_catalogue() -> None:
+    import subprocess
+
+    code = ("import sys, hcspec.conformance.targets as t\n"
+            "[t.declared_targets(m) for m in t.adapter_modules()]\n"
+            "bad = sorted(m for m in sys.modules\n"
+            "             if m.startswith('hcspec.conformance.properties'))\n"
+            "assert not bad, bad\n")
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_reference_declares_its_conventions_without_importing_the_kit() -> None:
+    import subprocess
+
+    code = ("import sys, hcspec.reference.targets as r\n"
+            "m = r.mhc(2, 3)\n"
+            "assert m.conventions['reduce'] == 'sum' and m.sinkhorn_iterations == 20\n"
+            "bad = sorted(k for k in sys.modules if k.startswith('hcspec.conformance'))\n"
+            "assert not bad, bad\n")
+    subprocess.run([sys.executable, "-c", code], check=True)

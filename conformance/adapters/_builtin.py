@@ -1,0 +1,47 @@
+"""The declaration of a built-in target, as each adapter module writes it in its ``TARGETS``.
+
+A leaf module (it imports nothing from the kit), so that an adapter module can declare its
+targets without importing the registry (:mod:`hcspec.conformance.targets`), which imports the
+adapter modules to discover them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class BuiltinTarget:
+    """A built-in TARGET name.
+
+    Attributes:
+        name: ``prefix:name``; for a third-party package the prefix is the import name of the
+            package (``transformers:deepseek-v4``).
+        factory_path: ``module:attribute`` of the factory (imported lazily, when the target
+            is resolved).
+        description: one line for ``hc-conformance targets`` and the report header.
+        requires: the import name of the package the adapter needs (None: hcspec's own).
+        distribution: the distribution whose version the report shows, and which must be the
+            one that provides ``requires`` (import names can clash: ``mhc``).
+        options: keyword options bound into the factory (the package's own options, e.g.
+            ``{"log_domain_sinkhorn": True}``); shown in the description and the report.
+        written_for: the package version the adapter was written and checked against.
+
+    The conventions of a target are declared by the impl its factory builds
+    (:class:`hcspec.conformance.protocol.Conventions`), since they can depend on the options.
+    """
+
+    name: str
+    factory_path: str
+    description: str
+    requires: str | None = None
+    distribution: str = "hcspec"
+    options: Mapping[str, Any] = field(default_factory=dict)
+    written_for: str | None = None
+
+    @property
+    def options_text(self) -> str:
+        """The options as ``key=value, ...`` (empty for none)."""
+        return ", ".join(f"{k}={v!r}" for k, v in self.options.items())

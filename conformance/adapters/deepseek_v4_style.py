@@ -1,0 +1,317 @@
+"""A target from a module in the DeepSeek-V4 style: the module computes ``(pre, post, comb)``
+from the stream state and the *caller* composes the step.
+
+DeepSeek-V4 and the code derived from it (Hugging Face transformers, Megatron-LM, NeMo
+Automodel, torchtitan, vLLM, SGLang) split one mHC step (mHC arXiv:2512.24880 Eq. 3, 7–9) in
+two. A module reads the streams ``X [B, T, n, d]`` and returns
+
+* ``pre [B, T, n]``: the read weights; the branch input is ``collapsed = Σ_i pre_i X_i``
+  (often computed by the module itself and returned instead of ``pre``);
+* ``post [B, T, n]``: the write weights;
+* ``comb [B, T, n, n]``: the mixing matrix, Sinkhorn–Knopp-projected;
+
+and the decoder layer composes ``X'_j = post_j · F(collapsed) + Σ_i comb[i, j] X_i`` (or with
+``comb[j, i]``: the orientation is the package's choice, and getting it wrong is the classic
+bug). :func:`v4_style_target` turns such a module into a complete kit target: ``forward``
+(the composition, exactly once per call, written here once), ``weights`` in the kit's row
+form, ``expand``/``reduce``, ``parameters``, train/eval and the declared
+:class:`~hcspec.conformance.protocol.Conventions`. The user writes the module's construction
+and one function that calls it (docs/conformance.md has a worked example)::
+
+    from hcspec.conformance.adapters.deepseek_v4_style import Decomposition, v4_style_target
+    from hcspec.conformance.protocol import Conventions
+
+    def build(n, d, layer_index):              # the user's module, initialised as in training
+        return MyHyperConnection(n, d)
+
+    def decompose(module, x):                  # x [B, T, n, d] -> the module's own tensors
+        pre, post, comb = module(x)
+        return Decomposition(pre=pre, post=post, comb=comb)
+
+    make = v4_style_target(
+        build, decompose, comb="source_target",   # X'_j = Σ_i comb[i, j] X_i
+        conventions=Conventions(sinkhorn_variant="softmax", sinkhorn_iterations=20,
+                                sinkhorn_iterations_count="rounds_from_softmax"))
+
+Then ``hc-conformance run mypackage.my_adapter:make``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any, Final, Literal, NamedTuple
+
+import torch
+from torch import nn
+
+from hcspec.conformance.adapters._builtin import BuiltinTarget
+from hcspec.conformance.adapters._capture import check_branch_output, check_state, seeded
+from hcspec.conformance.protocol import Branch, Conventions, Factory, Kind, Weights
+
+CombOrientation = Literal["source_target", "target_source"]
+"""How ``comb`` is indexed: ``"source_target"``: ``comb[i, j]`` is the weight of input stream
+``i`` in output stream ``j`` (``X' = combᵀ X``: ``H_res = combᵀ``, the paper's stored
+``A_r``); ``"target_source"``: ``comb[j, i]`` (``X' = comb X``: ``H_res = comb``, the kit's row
+form)."""
+
+ComposeDtype = Literal["input", "float32"]
+"""Where the caller composes: ``"input"`` (``post`` and ``comb`` cast to the state's dtype
+first, as transformers' decoder layer does) or ``"float32"`` (composed in float32, then cast
+to the declared output dtype)."""
+
+TARGETS: Final[tuple[BuiltinTarget, ...]] = ()
+"""This module is a helper: it declares no built-in target of its own."""
+
+
+class Decomposition(NamedTuple):
+    """What a DeepSeek-V4-style module gives for one state ``X [B, T, n, d]``.
+
+    Attributes:
+        pre: ``[B, T, n]`` read weights (``h_pre``); may be ``None`` only when ``collapsed``
+            is given (then the impl has no ``weights``: the kit probes them).
+        post: ``[B, T, n]`` write weights (``h_post``).
+        comb: ``[B, T, n, n]`` mixing matrix, oriented as the target's ``comb`` says; ``None``
+            for a module without one (declared ``residual_mixing="identity"``: the caller adds
+            the streams unchanged, ``X'_j = post_j · F(collapsed) + X_j``).
+        collapsed: ``[B, T, d]`` the branch input the module computed itself (``Σ_i pre_i
+            X_i`` in its own precision), or ``None``: then the helper computes it from
+            ``pre`` in the state's dtype.
+    """
+
+    pre: torch.Tensor | None
+    post: torch.Tensor
+    comb: torch.Tensor | None
+    collapsed: torch.Tensor | None = None
+
+
+Build = Callable[[int, int, int], nn.Module]
+"""``build(n, d, layer_index) -> module``: the user's module, initialised (the helper calls it
+under the factory's seed, then moves it to the device and, unless kept in float32, the
+dtype). ``layer_index`` is 0-based; a package that counts from 1 gets ``layer_index + 1``."""
+
+Decompose = Callable[[Any, torch.Tensor], Decomposition]
+"""``decompose(module, x [B, T, n, d]) -> Decomposition``: call the module on the state."""
+
+Reduce = Callable[[Any, torch.Tensor], torch.Tensor]
+"""``reduce(module, x [B, T, n, d]) -> [B, T, d]``: a learned reduction head."""
+
+
+@dataclass(frozen=True)
+class V4Style:
+    """How the caller composes the module's outputs, and what the target declares.
+
+    Attributes:
+        comb: the orientation of ``comb`` (:data:`CombOrientation`).
+        conventions: the declared conventions (Sinkhorn variant, eps, multiplier, dtypes...).
+        kind: the kit's kind; ``"mhc"`` for a Sinkhorn-projected ``comb``, ``"hc-dynamic"``
+            for an unconstrained one.
+        compose_dtype: :data:`ComposeDtype`.
+        keep_float32: the module's parameters stay float32 whatever the factory's dtype (as a
+            model's ``_keep_in_fp32_modules``); otherwise they are cast to it.
+    """
+
+    comb: CombOrientation
+    conventions: Conventions
+    kind: Kind = "mhc"
+    compose_dtype: ComposeDtype = "input"
+    keep_float32: bool = False
+
+    def __post_init__(self) -> None:
+        if self.comb not in ("source_target", "target_source"):
+            raise ValueError(
+                f"comb: expected 'source_target' or 'target_source', got {self.comb!r}")
+        if self.compose_dtype not in ("input", "float32"):
+            raise ValueError(f"compose_dtype: expected 'input' or 'float32', got "
+                             f"{self.compose_dtype!r}")
+
+
+class V4StyleConnection:
+    """A DeepSeek-V4-style module presented as a kit impl (:mod:`hcspec.conformance.protocol`).
+
+    Shapes: ``forward(x [B,T,n,d], branch) -> [B,T,n,d]``, ``weights(x) -> (h_pre [B,T,n],
+    h_post [B,T,n], H_res [B,T,n,n])``, ``expand(h [B,T,d]) -> [B,T,n,d]`` (replication, as
+    DeepSeek-V4's embedding), ``reduce(x [B,T,n,d]) -> [B,T,d]`` (the sum, the mean, or the
+    learned head, as declared). Dtype: the output is the declared ``output_dtype``, else ``x``'s.
+
+    Raises:
+        ValueError: (from the methods) ``x`` not ``[B, T, n, d]``, a branch output of another
+            shape, or a decomposition whose tensors have the wrong shapes.
+    """
+
+    def __init__(self, module: nn.Module, decompose: Decompose, n: int, d: int,
+                 style: V4Style, reduce: Reduce | None = None) -> None:
+        self.module: Any = module
+        self.n, self.d = n, d
+        self.kind: str = style.kind
+        self.style = style
+        self.conventions = style.conventions
+        self._decompose = decompose
+        self._reduce = reduce
+        self._identity = style.conventions.residual_mixing == "identity"
+
+    # --- the protocol ---------------------------------------------------------------------
+    def forward(self, x: torch.Tensor, branch: Branch) -> torch.Tensor:
+        """``X'_j = post_j · F(collapsed) + Σ_i H_res[j, i] X_i``; ``branch`` is called once on
+        ``collapsed``.
+
+        Raises:
+            ValueError: see the class.
+        """
+        check_state(x, self.n, self.d)
+        parts = self._parts(x)
+        collapsed = parts.collapsed
+        if collapsed is None:
+            assert parts.pre is not None  # checked in _parts
+            collapsed = (parts.pre.to(x.dtype).unsqueeze(-1) * x).sum(dim=-2)
+        z = check_branch_output(branch(collapsed), collapsed)
+        work = x.dtype if self.style.compose_dtype == "input" else torch.float32
+        if parts.comb is None:  # residual_mixing="identity": the streams pass unchanged
+            mixed = x.to(work)
+        else:
+            mixed = torch.matmul(self._h_res(parts.comb).to(work), x.to(work))
+        out = parts.post.to(work).unsqueeze(-1) * z.to(work).unsqueeze(-2) + mixed
+        return out.to(self._output_dtype(x))
+
+    def weights(self, x: torch.Tensor) -> Weights:
+        """The module's ``(pre, post, H_res)`` at ``x`` in the kit's row form, in the output
+        dtype; differentiable w.r.t. ``x`` and the parameters.
+
+        Raises:
+            ValueError: see the class; also a decomposition without ``pre``.
+        """
+        check_state(x, self.n, self.d)
+        parts = self._parts(x)
+        if parts.pre is None:
+            raise ValueError("this DeepSeek-V4-style module does not give pre; the kit probes "
+                             "the weights instead")
+        dtype = self._output_dtype(x)
+        if parts.comb is None:
+            eye = torch.eye(self.n, dtype=dtype, device=x.device)
+            h_res = eye.expand(*x.shape[:2], self.n, self.n)
+        else:
+            h_res = self._h_res(parts.comb).to(dtype)
+        return parts.pre.to(dtype), parts.post.to(dtype), h_res
+
+    def expand(self, h: torch.Tensor) -> torch.Tensor:
+        """Replicate ``h [B, T, d]`` into the n streams ``[B, T, n, d]``.
+
+        Raises:
+            ValueError: ``h`` is not ``[B, T, d]``.
+        """
+        if h.dim() != 3 or h.shape[-1] != self.d:
+            raise ValueError(f"expand: expected [B, T, {self.d}], got {list(h.shape)}")
+        return h.unsqueeze(-2).expand(*h.shape[:-1], self.n, self.d).contiguous()
+
+    def reduce(self, x: torch.Tensor) -> torch.Tensor:
+        """The streams' sum (HC's ``1ᵀ X``), their mean (declared ``reduce="mean"``), or the
+        learned head given to the factory.
+
+        Raises:
+            ValueError: ``x`` is not ``[B, T, n, d]``.
+        """
+        check_state(x, self.n, self.d)
+        if self._reduce is not None:
+            return self._reduce(self.module, x)
+        if self.conventions.reduce == "mean":
+            return x.mean(dim=-2)
+        return x.sum(dim=-2)
+
+    def parameters(self) -> Iterator[nn.Parameter]:
+        """The module's parameters (and the reduction head's, when it is a submodule)."""
+        params: Iterator[nn.Parameter] = self.module.parameters()
+        return params
+
+    def buffers(self) -> Iterator[torch.Tensor]:
+        """The module's buffers."""
+        buffers: Iterator[torch.Tensor] = self.module.buffers()
+        return buffers
+
+    def train(self, mode: bool = True) -> V4StyleConnection:
+        """Training (``True``) or evaluation mode of the module."""
+        self.module.train(mode)
+        return self
+
+    def eval(self) -> V4StyleConnection:
+        """Evaluation mode."""
+        return self.train(False)
+
+    @property
+    def training(self) -> bool:
+        """Whether the module is in training mode."""
+        return bool(self.module.training)
+
+    # --- internals ------------------------------------------------------------------------
+    def _output_dtype(self, x: torch.Tensor) -> torch.dtype:
+        return self.conventions.output_dtype or x.dtype
+
+    def _h_res(self, comb: torch.Tensor) -> torch.Tensor:
+        return comb.transpose(-1, -2) if self.style.comb == "source_target" else comb
+
+    def _parts(self, x: torch.Tensor) -> Decomposition:
+        parts = self._decompose(self.module, x)
+        batch, tokens = x.shape[:2]
+        n = self.n
+        expected = {"pre": (batch, tokens, n), "post": (batch, tokens, n),
+                    "comb": (batch, tokens, n, n), "collapsed": (batch, tokens, self.d)}
+        for name, shape in expected.items():
+            value = getattr(parts, name)
+            if value is None and name in ("pre", "collapsed"):
+                continue
+            if name == "comb" and (value is None) != self._identity:
+                raise ValueError(
+                    "decompose: comb must be None exactly when the conventions declare "
+                    f"residual_mixing='identity' (declared {self.conventions.residual_mixing!r})")
+            if value is None:
+                continue
+            if not isinstance(value, torch.Tensor) or tuple(value.shape) != shape:
+                got = list(value.shape) if isinstance(value, torch.Tensor) else value
+                raise ValueError(f"decompose: {name} should be {list(shape)}, got {got}")
+        if parts.pre is None and parts.collapsed is None:
+            raise ValueError("decompose: give pre, collapsed, or both")
+        return parts
+
+
+def v4_style_target(build: Build, decompose: Decompose, *, comb: CombOrientation,
+                    conventions: Conventions, kind: Kind = "mhc",
+                    compose_dtype: ComposeDtype = "input", keep_float32: bool = False,
+                    reduce: Reduce | None = None) -> Factory:
+    """A kit target (factory) for a DeepSeek-V4-style module.
+
+    Args:
+        build: ``build(n, d, layer_index) -> module`` (:data:`Build`), called under ``seed``
+            with torch's global RNG forked (the caller's random state is untouched).
+        decompose: ``decompose(module, x) -> Decomposition`` (:data:`Decompose`).
+        comb: the orientation of ``comb`` (:data:`CombOrientation`).
+        conventions: what the target declares (:class:`Conventions`).
+        kind, compose_dtype, keep_float32: as on :class:`V4Style`.
+        reduce: a learned reduction head (:data:`Reduce`); declare ``reduce="learned"``.
+
+    Returns:
+        ``make(n, d, *, layer_index=0, dtype=torch.float64, device="cpu", seed=0)`` building a
+        fresh :class:`V4StyleConnection`.
+
+    Raises:
+        ValueError: an unknown ``comb`` or ``compose_dtype`` (at once); ``reduce`` given without
+            ``conventions.reduce == "learned"`` or the reverse.
+    """
+    style = V4Style(comb, conventions, kind, compose_dtype, keep_float32)
+    if (reduce is not None) != (conventions.reduce == "learned"):
+        raise ValueError("a learned reduction head is given exactly when the conventions "
+                         "declare reduce='learned'")
+
+    def make(n: int, d: int, *, layer_index: int = 0, dtype: torch.dtype = torch.float64,
+             device: str = "cpu", seed: int = 0) -> V4StyleConnection:
+        for name, value in (("n", n), ("d", d)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name}: expected a positive int, got {value!r}")
+        if layer_index < 0:
+            raise ValueError(f"layer_index: expected >= 0 (0-based), got {layer_index}")
+        with seeded(seed, device):
+            module = build(n, d, layer_index)
+        module = module.to(device=device, dtype=torch.float32 if keep_float32 else dtype)
+        return V4StyleConnection(module, decompose, n, d, style, reduce)
+
+    make.__doc__ = (f"Kit factory for a DeepSeek-V4-style module built by "
+                    f"{getattr(build, '__qualname__', build)!s} (comb {comb}).")
+    return make

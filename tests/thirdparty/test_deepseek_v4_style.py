@@ -1,0 +1,178 @@
+"""hcspec.conformance.adapters.deepseek_v4_style: a kit target from a module that returns
+(pre, post, comb) and leaves the composition to the caller."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+from hcspec.conformance.adapters.deepseek_v4_style import (
+    Decomposition,
+    V4StyleConnection,
+    v4_style_target,
+)
+from hcspec.conformance.protocol import Conventions, capabilities, check_required
+
+
+class TinyV4(nn.Module):
+    """A DeepSeek-V4-style module written for this test: sigmoid pre/post, softmax-first
+    Sinkhorn–Knopp on comb, comb[i, j] = weight of input stream i in output stream j."""
+
+    def __init__(self, n: int, d: int) -> None:
+        super().__init__()
+        self.n = n
+        self.fn = nn.Parameter(torch.randn((2 + n) * n, n * d) * 0.3)
+        self.base = nn.Parameter(torch.randn((2 + n) * n) * 0.3)
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        n = self.n
+        mix = x.flatten(2).to(self.fn.dtype) @ self.fn.T + self.base  # computes in its own dtype
+        pre = torch.sigmoid(mix[..., :n])
+        post = 2 * torch.sigmoid(mix[..., n:2 * n])
+        comb = torch.softmax(mix[..., 2 * n:].unflatten(-1, (n, n)), dim=-1)
+        for _ in range(30):
+            comb = comb / comb.sum(dim=-2, keepdim=True)
+            comb = comb / comb.sum(dim=-1, keepdim=True)
+        return pre, post, comb
+
+
+def _decompose(module: TinyV4, x: torch.Tensor) -> Decomposition:
+    pre, post, comb = module(x)
+    return Decomposition(pre, post, comb)
+
+
+CONVENTIONS = Conventions(sinkhorn_variant="softmax", sinkhorn_iterations=30,
+                          sinkhorn_iterations_count="rounds_from_softmax",
+                          sinkhorn_exact_axis="columns")
+
+
+def _make(comb: str = "source_target", **kw: object) -> V4StyleConnection:
+    factory = v4_style_target(lambda n, d, layer: TinyV4(n, d), _decompose,
+                              comb=comb, conventions=CONVENTIONS)  # type: ignore[arg-type]
+    impl = factory(3, 5, **kw)  # type: ignore[arg-type]
+    assert isinstance(impl, V4StyleConnection)
+    return impl
+
+
+def test_forward_is_the_callers_composition_with_comb_transposed() -> None:
+    impl = _make(seed=2)
+    x = torch.randn(2, 4, 3, 5, dtype=torch.float64)
+    pre, post, comb = impl.module(x)
+    collapsed = torch.einsum("btn,btnd->btd", pre, x)
+    expected = post.unsqueeze(-1) * torch.tanh(collapsed).unsqueeze(-2) + torch.einsum(
+        "btij,btid->btjd", comb, x)
+    torch.testing.assert_close(impl.forward(x, torch.tanh), expected, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("orientation", ["source_target", "target_source"])
+def test_weights_follow_the_declared_orientation_and_the_law(orientation: str) -> None:
+    impl = _make(orientation, seed=1)
+    x = torch.randn(1, 3, 3, 5, dtype=torch.float64)
+    h_pre, h_post, H_res = impl.weights(x)
+    _, _, comb = impl.module(x)
+    want = comb.transpose(-1, -2) if orientation == "source_target" else comb
+    torch.testing.assert_close(H_res, want, rtol=0, atol=0)
+    z = torch.sin(torch.einsum("btn,btnd->btd", h_pre, x))
+    law = H_res @ x + h_post.unsqueeze(-1) * z.unsqueeze(-2)
+    torch.testing.assert_close(impl.forward(x, torch.sin), law, rtol=0, atol=1e-12)
+
+
+def test_the_target_is_complete_and_declares_its_conventions() -> None:
+    impl = _make()
+    check_required(impl)
+    assert capabilities(impl) == {"weights", "expand", "reduce", "parameters", "train_eval"}
+    assert impl.conventions == CONVENTIONS and impl.kind == "mhc"
+    h = torch.randn(2, 3, 5, dtype=torch.float64)
+    torch.testing.assert_close(impl.reduce(impl.expand(h)), 3 * h)
+
+
+def test_branch_called_once_and_seed_decides_the_init_without_touching_the_rng() -> None:
+    state = torch.random.get_rng_state()
+    a, b, c = _make(seed=3), _make(seed=3), _make(seed=4)
+    assert torch.equal(torch.random.get_rng_state(), state)
+    assert torch.equal(a.module.fn, b.module.fn) and not torch.equal(a.module.fn, c.module.fn)
+    calls = []
+    a.forward(torch.randn(1, 2, 3, 5, dtype=torch.float64), lambda h: calls.append(1) or h)
+    assert calls == [1]
+
+
+def test_float32_module_composes_in_the_input_dtype() -> None:
+    factory = v4_style_target(lambda n, d, layer: TinyV4(n, d), _decompose,
+                              comb="source_target", conventions=CONVENTIONS, keep_float32=True)
+    impl = factory(2, 4, dtype=torch.bfloat16)
+    assert all(p.dtype == torch.float32 for p in impl.parameters())  # type: ignore[attr-defined]
+    x = torch.randn(1, 2, 2, 4).to(torch.bfloat16)
+    out = impl.forward(x, lambda h: h.to(torch.bfloat16))
+    assert out.dtype == torch.bfloat16
+
+
+def test_bad_declarations_are_refused() -> None:
+    with pytest.raises(ValueError, match="comb"):
+        v4_style_target(lambda n, d, layer: TinyV4(n, d), _decompose,
+                        comb="rows", conventions=CONVENTIONS)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="learned"):
+        v4_style_target(lambda n, d, layer: TinyV4(n, d), _decompose, comb="source_target",
+                        conventions=Conventions(reduce="learned"))
+    impl = _make()
+    with pytest.raises(ValueError, match="comb should be"):
+        impl._decompose = lambda m, x: Decomposition(  # type: ignore[method-assign]
+            torch.ones(1, 1, 3), torch.ones(1, 1, 3), torch.ones(1, 1, 2, 2))
+        impl.forward(torch.randn(1, 1, 3, 5, dtype=torch.float64), torch.tanh)
+
+
+def _doc_example() -> str:
+    from pathlib import Path
+
+    text = (Path(__file__).parents[2] / "docs" / "conformance.md").read_text(encoding="utf-8")
+    section = text.split("### Modules in the DeepSeek-V4 style", 1)[1]
+    return section.split("```python\n", 1)[1].split("```", 1)[0]
+
+
+def test_the_documented_example_is_a_complete_target_with_the_layers_composition() -> None:
+    namespace: dict[str, object] = {}
+    exec(compile(_doc_example(), "docs/conformance.md", "exec"), namespace)
+    impl = namespace["make"](3, 8, seed=0)  # type: ignore[operator]
+    check_required(impl)
+    x = torch.randn(2, 3, 3, 8, dtype=torch.float64)
+    pre, post, comb = impl.module(x)  # type: ignore[attr-defined]
+    collapsed = torch.einsum("btn,btnd->btd", pre.double(), x)
+    want = post.double().unsqueeze(-1) * collapsed.unsqueeze(-2) + comb.double().transpose(
+        -1, -2) @ x
+    torch.testing.assert_close(impl.forward(x, lambda h: h), want)  # type: ignore[attr-defined]
+    _, _, H_res = impl.weights(x)  # type: ignore[attr-defined]
+    torch.testing.assert_close(H_res.sum(-1), torch.ones(2, 3, 3, dtype=torch.float64),
+                               atol=1e-5, rtol=0)  # rows of H_res exact (up to the eps)
+
+
+@pytest.mark.slow
+def test_the_kit_passes_the_documented_example_on_its_constraints() -> None:
+    from hcspec.conformance.runner import check_implementation
+
+    namespace: dict[str, object] = {}
+    exec(compile(_doc_example(), "docs/conformance.md", "exec"), namespace)
+    report = check_implementation(namespace["make"], profile="quick",  # type: ignore[arg-type]
+                                  only=["law.*", "constraints.*"], device="cpu")
+    bad = [r.id for r in report.results if r.status in ("failed", "error")]
+    assert bad == [], bad
+
+
+def test_identity_mixing_adds_the_streams_unchanged_and_reports_the_identity() -> None:
+    def no_comb(module: TinyV4, x: torch.Tensor) -> Decomposition:
+        pre, post, _ = module(x)
+        return Decomposition(pre, post, None)
+
+    factory = v4_style_target(lambda n, d, layer: TinyV4(n, d), no_comb, comb="source_target",
+                              conventions=Conventions(residual_mixing="identity"),
+                              compose_dtype="float32")
+    impl = factory(3, 4, seed=0)
+    x = torch.randn(2, 2, 3, 4, dtype=torch.float64)
+    h_pre, h_post, H_res = impl.weights(x)  # type: ignore[attr-defined]
+    assert torch.equal(H_res, torch.eye(3, dtype=torch.float64).expand(2, 2, 3, 3))
+    z = torch.cos(torch.einsum("btn,btnd->btd", h_pre, x))
+    want = x + h_post.unsqueeze(-1) * z.unsqueeze(-2)
+    torch.testing.assert_close(impl.forward(x, torch.cos), want, rtol=0, atol=1e-6)  # float32
+    declared_matrix = v4_style_target(lambda n, d, layer: TinyV4(n, d), no_comb,
+                                      comb="source_target", conventions=CONVENTIONS)(3, 4)
+    with pytest.raises(ValueError, match="residual_mixing"):
+        declared_matrix.forward(x, torch.cos)
