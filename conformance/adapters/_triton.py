@@ -84,23 +84,21 @@ def kernel_mode(kernel: object) -> TritonMode:
 
 
 def _interpret_requested() -> bool:
-    try:  # Triton's own reading of the variable, where Triton is installed
-        from triton import knobs
-    except ImportError:
-        return os.environ.get(ENV_VAR, "0").strip().lower() in ("1", "true", "yes", "on")
-    return bool(knobs.runtime.interpret)
+    return os.environ.get(ENV_VAR, "0").strip().lower() in ("1", "true", "yes", "on")
 
 
 def environment_mode() -> TritonMode:
-    """The mode a kernel imported now would get (from ``TRITON_INTERPRET`` and CUDA)."""
+    """The mode a kernel imported now would get (from ``TRITON_INTERPRET`` and whether a CUDA
+    device exists; imports neither Triton nor any kernel, so it is cheap enough for target
+    discovery)."""
     if _interpret_requested():
         return TritonMode(
             "interpreter",
             f"{ENV_VAR}=1 is set: Triton kernels run on the CPU through Triton's interpreter "
             "(slow; no timing, races or hardware accumulation)")
     if torch.cuda.is_available():
-        return TritonMode("cuda", f"compiled Triton kernels on CUDA "
-                                  f"({torch.cuda.get_device_name()}); {ENV_VAR} is not set")
+        return TritonMode("cuda", f"a CUDA device is present and {ENV_VAR} is not set: "
+                                  "compiled Triton kernels on CUDA")
     return TritonMode(
         "unavailable",
         f"no CUDA device and {ENV_VAR} is not set (set {ENV_VAR}=1 to run the Triton kernels "

@@ -24,9 +24,12 @@ impl's :class:`~hcspec.conformance.protocol.Conventions` and the report):
   ``α_res·mix + b``. Init: ``φ ~ N(0, 0.02²)`` from the global RNG, ``b = 0``, ``α = 1``.
 * **Sinkhorn–Knopp** (Eq. 19): a row softmax, ``+ sinkhorn_eps`` on every entry, a column
   normalisation by ``(column sum + sinkhorn_eps)``; then ``tmax − 1`` rounds of row then
-  column normalisation, each dividing by ``(sum + sinkhorn_eps)``. That is ``tmax`` row/column
-  rounds in all (declared ``sinkhorn_iterations=tmax``), the columns normalised last
-  (``sinkhorn_exact_axis="columns"``), exact up to the ``sinkhorn_eps`` in the denominator.
+  column normalisation, each dividing by ``(sum + sinkhorn_eps)``: declared
+  ``sinkhorn_variant="softmax"``, ``sinkhorn_iterations=tmax`` counted
+  ``"rounds_from_softmax"``, ``sinkhorn_additive_eps = sinkhorn_denominator_eps =
+  sinkhorn_eps``, the columns normalised last (``sinkhorn_exact_axis="columns"``), exact up to
+  the ``sinkhorn_eps`` in the denominator. ``h_pre_eps = pre_eps`` and ``h_post_multiplier =
+  post_mult`` are declared from the module.
 * **Precision.** Every kernel loads into float32 and accumulates in float32; the coefficients
   are float32 tensors, ``x_in`` and the output are cast to the input dtype (declared
   ``compute_dtype=torch.float32``). ``φ`` is built in the input dtype (the package's pairing:
@@ -63,8 +66,9 @@ from typing import Any, Final
 import torch
 from torch import nn
 
+from hcspec.conformance.adapters._builtin import BuiltinTarget
 from hcspec.conformance.adapters._capture import check_branch_output, check_state, seeded
-from hcspec.conformance.adapters._triton import TritonMode, kernel_mode
+from hcspec.conformance.adapters._triton import TritonMode, environment_mode, kernel_mode
 from hcspec.conformance.protocol import Branch, Conventions, Kind, Weights
 
 WRITTEN_FOR: Final = "0.8.5"
@@ -167,7 +171,10 @@ class LigerMHCAdapter:
             self.module.to(dtype=torch.float64)
         self.conventions = Conventions(
             branch_input="x_in", compute_dtype=torch.float32, sinkhorn_iterations=tmax,
-            sinkhorn_exact_axis="columns",
+            sinkhorn_exact_axis="columns", sinkhorn_variant="softmax",
+            sinkhorn_iterations_count="rounds_from_softmax",
+            sinkhorn_additive_eps=sinkhorn_eps, sinkhorn_denominator_eps=sinkhorn_eps,
+            h_pre_eps=self.module.pre_eps, h_post_multiplier=self.module.post_mult,
             notes=(f"liger-kernel LigerMHC(tmax={tmax}, sinkhorn_eps={sinkhorn_eps}, "
                    f"phi_dtype={str(dtype).removeprefix('torch.')}, allow_fp32=True): "
                    "[B, T, n, d] as is; h_res[o, i] is the row form; coefficients from "
@@ -251,3 +258,16 @@ def make(n: int, d: int, *, layer_index: int = 0, dtype: torch.dtype = torch.flo
     del layer_index
     with seeded(seed, device):
         return LigerMHCAdapter(n, d, dtype=dtype, device=device, **options)
+
+
+TARGETS: Final[tuple[BuiltinTarget, ...]] = (
+    BuiltinTarget(
+        "liger_kernel:mhc", f"{__name__}:make",
+        "liger-kernel: LigerMHC (mHC in Triton forward and backward kernels; float64 is the "
+        "float32 path between casts, n a power of two); Triton here: "
+        f"{environment_mode().name} ({environment_mode().reason})",
+        requires="liger_kernel", distribution="liger_kernel", written_for=WRITTEN_FOR,
+    ),
+)
+"""The built-in target of this module (discovered by :mod:`hcspec.conformance.targets`); its
+description says where the Triton kernels will run in this process, and why."""
