@@ -69,6 +69,11 @@ def kernel_mode(kernel: object) -> TritonMode:
     """The mode of an already-decorated ``@triton.jit`` kernel (interpreted or compiled is
     fixed at its import)."""
     if _interpreted(kernel):
+        if not helpers_interpreted():
+            return TritonMode(
+                "unavailable",
+                f"the kernels are interpreted but Triton's own helpers are compiled: Triton was "
+                f"imported before {ENV_VAR}=1 was set (set it in the environment instead)")
         return TritonMode(
             "interpreter",
             f"{ENV_VAR}=1 was set when the kernels were imported: they run on the CPU through "
@@ -85,6 +90,18 @@ def kernel_mode(kernel: object) -> TritonMode:
 
 def _interpret_requested() -> bool:
     return os.environ.get(ENV_VAR, "0").strip().lower() in ("1", "true", "yes", "on")
+
+
+def helpers_interpreted() -> bool:
+    """Whether Triton's own ``@triton.jit`` helpers (``triton.language.standard``) are
+    interpreted: an interpreted kernel that calls a compiled helper fails ("Cannot call
+    @triton.jit'd outside of the scope of a kernel"), which happens when Triton was imported
+    before ``TRITON_INTERPRET=1`` was set and the kernel after."""
+    try:
+        from triton.language import standard
+    except ImportError:
+        return False
+    return _interpreted(standard.sigmoid)
 
 
 def environment_mode() -> TritonMode:
