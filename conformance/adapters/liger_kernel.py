@@ -124,9 +124,10 @@ class LigerMHCAdapter:
     """``liger_kernel.transformers.mhc.LigerMHC`` (mHC in Triton kernels) as a kit impl.
 
     Shapes: ``forward(x [B,T,n,d], branch) -> [B,T,n,d]`` in ``x``'s dtype (float64 — the
-    float32 path between casts —, float32, bfloat16 or float16) on ``x``'s device; ``weights(x) -> (h_pre [B,T,n], h_post [B,T,n],
-    H_res [B,T,n,n])`` already in the row form, cast from the package's float32 to ``x``'s
-    dtype. Computes in float32 inside (every kernel accumulates in float32).
+    float32 path between casts —, float32, bfloat16 or float16) on ``x``'s device;
+    ``weights(x) -> (h_pre [B,T,n], h_post [B,T,n], H_res [B,T,n,n])`` already in the row
+    form, cast from the package's float32 to ``x``'s dtype. Computes in float32 inside (every
+    kernel accumulates in float32).
 
     Raises:
         ImportError: liger-kernel or Triton is not installed.
@@ -159,8 +160,8 @@ class LigerMHCAdapter:
         if dtype == torch.bfloat16 and self.mode.name == "interpreter":
             raise ValueError(
                 "bfloat16: Triton's interpreter multiplies the raw bfloat16 bit patterns in "
-                "tl.dot (github.com/triton-lang/triton/issues/11584), which LigerMHC's bfloat16 tensor-core "
-                "path uses; the bfloat16 path can only be checked on CUDA")
+                "tl.dot (github.com/triton-lang/triton/issues/11584), which LigerMHC's "
+                "bfloat16 tensor-core path uses; the bfloat16 path can only be checked on CUDA")
         self.n, self.d = n, d
         self.dtype = dtype
         self._slot = _BranchSlot()
@@ -214,7 +215,8 @@ class LigerMHCAdapter:
         check_state(x, self.n, self.d)
         m = self.module
         h_pre, h_post, h_res = liger_mhc_coeffs(
-            self._to_kernel(x), m.phi, m.b, m.alpha_pre, m.alpha_post, m.alpha_res, allow_fp32=m.allow_fp32,
+            self._to_kernel(x), m.phi, m.b, m.alpha_pre, m.alpha_post, m.alpha_res,
+            allow_fp32=m.allow_fp32,
             tmax=m.tmax, rms_eps=m.rms_eps, pre_eps=m.pre_eps, sinkhorn_eps=m.sinkhorn_eps,
             post_mult=m.post_mult)
         return h_pre.to(x.dtype), h_post.to(x.dtype), h_res.to(x.dtype)

@@ -21,8 +21,8 @@ import torch
 if not torch.cuda.is_available():
     os.environ["TRITON_INTERPRET"] = "1"  # must precede the kernel's import
 
-from hyper_connections.mHCv2 import log_domain_sinkhorn_knopps  # noqa: E402
-from hyper_connections.triton_sinkhorn import TritonSinkhornFunction  # noqa: E402
+from hyper_connections.mHCv2 import log_domain_sinkhorn_knopps
+from hyper_connections.triton_sinkhorn import TritonSinkhornFunction
 
 device = "cuda" if torch.cuda.is_available() else "cpu"
 torch.manual_seed(0)

@@ -17,7 +17,7 @@ import torch
 if not torch.cuda.is_available():
     os.environ["TRITON_INTERPRET"] = "1"  # must precede the kernels' import
 
-from liger_kernel.transformers.mhc import LigerMHC  # noqa: E402
+from liger_kernel.transformers.mhc import LigerMHC
 
 device = "cuda" if torch.cuda.is_available() else "cpu"
 torch.manual_seed(0)

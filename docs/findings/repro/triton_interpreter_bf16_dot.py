@@ -14,9 +14,9 @@ import os
 
 os.environ["TRITON_INTERPRET"] = "1"  # must precede the kernel's definition
 
-import torch  # noqa: E402
-import triton  # noqa: E402
-import triton.language as tl  # noqa: E402
+import torch
+import triton
+import triton.language as tl
 
 
 @triton.jit
@@ -37,5 +37,5 @@ for dtype in (torch.float32, torch.float16, torch.bfloat16):
         out = torch.empty(16, 16)
         dot_kernel[(1,)](a.to(dtype), b.to(dtype), out, M=16, K=32, N=16, CAST=cast)
         want = a.to(dtype).float() @ b.to(dtype).float()
-        print(f"{str(dtype):15s} operands{' cast to float32' if cast else '':17s}: "
+        print(f"{dtype!s:15s} operands{' cast to float32' if cast else '':17s}: "
               f"max |tl.dot - matmul| = {float((out - want).abs().max()):.3g}")

@@ -13,9 +13,9 @@ import os
 
 os.environ["TRITON_INTERPRET"] = "1"  # must precede the kernel's definition
 
-import torch  # noqa: E402
-import triton  # noqa: E402
-import triton.language as tl  # noqa: E402
+import torch
+import triton
+import triton.language as tl
 
 
 @triton.jit
