@@ -3,6 +3,9 @@
 * ``quick`` — a smoke run: the explicit examples plus a few random ones.
 * ``ci`` — enough examples for a CI gate.
 * ``thorough`` — many more examples, larger shapes and extreme magnitudes.
+* ``kernel`` — sized for Triton kernels run through Triton's CPU interpreter (about a second
+  per forward): the explicit examples plus one generated case per property, reaching the
+  shapes where kernels break (n up to 8, d past a 64-wide block).
 
 Every profile is deterministic: the runner seeds each property's exploration from the
 property id and ``--seed`` (:func:`hcspec.conformance.runner.exploration_seed`), so a CI gate
@@ -26,7 +29,7 @@ class Profile:
     """How much a run explores.
 
     Attributes:
-        name: ``quick``, ``ci`` or ``thorough``.
+        name: ``quick``, ``ci``, ``thorough`` or ``kernel``.
         max_examples: hypothesis examples per property, after the explicit ones.
         derandomize: the registered hypothesis profile (``hcspec-<name>``, for users' own
             tests) draws the same examples every run; the kit's runner seeds explicitly.
@@ -63,6 +66,8 @@ PROFILES: Final[dict[str, Profile]] = {
                   max_n=4, max_d=12, extreme=False),
     "thorough": Profile("thorough", max_examples=100, derandomize=False, max_batch=4,
                         max_tokens=8, max_n=8, max_d=24, extreme=True),
+    "kernel": Profile("kernel", max_examples=1, derandomize=True, max_batch=2, max_tokens=3,
+                      max_n=8, max_d=72, extreme=False),
 }
 DEFAULT_PROFILE: Final = "ci"
 PROFILE_NAMES: Final[tuple[str, ...]] = tuple(PROFILES)

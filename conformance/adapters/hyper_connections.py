@@ -60,6 +60,7 @@ from hcspec.conformance.adapters._capture import (
     check_state,
     seeded,
 )
+from hcspec.conformance.adapters._triton import environment_mode, kernel_mode
 from hcspec.conformance.protocol import Branch, Conventions, Kind, Weights
 
 WRITTEN_FOR: Final = "0.4.11"
@@ -291,7 +292,8 @@ class MHCv2Adapter(_HyperConnectionsBase):
     def __init__(self, n: int, d: int, *, layer_index: int, dtype: torch.dtype, device: str,
                  sinkhorn_iters: int = 20, log_domain_sinkhorn: bool = False,
                  num_dynamic_alpha_proposals: int = 1, dropout: float = 0.0,
-                 mix_streams_before_norm: bool = False) -> None:
+                 mix_streams_before_norm: bool = False,
+                 use_triton_sinkhorn: bool = False) -> None:
         from hyper_connections.mHCv2 import (
             ManifoldConstrainedHyperConnections,
             get_expand_reduce_stream_functions,
@@ -304,14 +306,49 @@ class MHCv2Adapter(_HyperConnectionsBase):
             n, dim=d, layer_index=layer_index, sinkhorn_iters=sinkhorn_iters,
             log_domain_sinkhorn=log_domain_sinkhorn, dropout=dropout,
             num_dynamic_alpha_proposals=num_dynamic_alpha_proposals,
-            mix_streams_before_norm=mix_streams_before_norm)
+            mix_streams_before_norm=mix_streams_before_norm,
+            use_triton_sinkhorn=use_triton_sinkhorn)
+        triton_note = ""
+        if use_triton_sinkhorn:
+            triton_note = _use_triton_sinkhorn(module, sinkhorn_iters, device)
+            log_domain_sinkhorn = True  # the kernel normalises log-probabilities
         super().__init__(n, d, module, get_expand_reduce_stream_functions(n), dtype, device)
         layout = "[B, T, n, d] (the kit's layout, no folding)"
         if mix_streams_before_norm:
             layout += "; a 1×1 conv over the streams (identity init) mixes the norm input only"
         self.conventions = _mhc_conventions(
-            "mHCv2.ManifoldConstrainedHyperConnections", layout, sinkhorn_iters,
+            "mHCv2.ManifoldConstrainedHyperConnections", layout + triton_note, sinkhorn_iters,
             log_domain_sinkhorn, num_dynamic_alpha_proposals, dropout)
+
+
+def _use_triton_sinkhorn(module: Any, iters: int, device: str) -> str:
+    """Make ``module`` constrain ``H_res`` with the package's Triton Sinkhorn kernel
+    (``TritonSinkhornFunction``: log-domain, column then row log-softmax per round, forward
+    and backward kernels), in whichever Triton mode applies here; return the note for the
+    conventions. The package itself calls the kernel only when a CUDA device exists and the
+    logits are CUDA tensors, and falls back silently to its PyTorch plain-domain Sinkhorn on
+    any exception; the adapter calls the kernel directly, so the kernel is what is checked and
+    its failures are seen.
+
+    Raises:
+        ValueError: the Triton kernels cannot take ``device`` tensors in this process.
+    """
+    from hyper_connections.triton_sinkhorn import (
+        TritonSinkhornFunction,
+        sinkhorn_kernel_forward_log,
+    )
+
+    mode = kernel_mode(sinkhorn_kernel_forward_log)
+    mode.require_device(device, "hyper-connections' Triton Sinkhorn")
+
+    def triton_sinkhorn(logits: torch.Tensor) -> torch.Tensor:
+        out: torch.Tensor = TritonSinkhornFunction.apply(logits, iters)
+        return out
+
+    module.residual_mix_constraint_fn = triton_sinkhorn
+    return (f"; H_res from the package's Triton Sinkhorn kernel, called directly (the package "
+            f"would call it only for CUDA tensors and fall back silently on any error); "
+            f"Triton mode: {mode.name} ({mode.reason})")
 
 
 def _require_dropout(dropout: float) -> None:
@@ -396,5 +433,9 @@ TARGETS: Final[tuple[BuiltinTarget, ...]] = (
             log_domain_sinkhorn=True),
     _target("mhc-v2-mixnorm", "make_mhc_v2",
             "mHC v2, streams mixed by a 1×1 conv before the norm", mix_streams_before_norm=True),
+    _target("mhc-triton", "make_mhc_v2",
+            "mHC v2 with the package's Triton Sinkhorn kernel (log domain, forward and "
+            f"backward), called directly; Triton here: {environment_mode().name} "
+            f"({environment_mode().reason})", use_triton_sinkhorn=True),
 )
 """The built-in targets of this module (discovered by :mod:`hcspec.conformance.targets`)."""
