@@ -203,7 +203,8 @@ def builtin_target_names() -> list[str]:
             + [n for n in names if not n.startswith("reference:")])
 
 
-HCSPEC_PACKAGES = frozenset({"hcspec", "reference", "benchmarks"})  # import names and target prefixes
+# hcspec's import names and target prefixes
+HCSPEC_PACKAGES = frozenset({"hcspec", "reference", "benchmarks"})
 
 
 def is_third_party(name: str) -> bool:

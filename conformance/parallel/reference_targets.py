@@ -70,7 +70,7 @@ def with_sharding(impl: HyperConnectionImpl) -> HyperConnectionImpl:
     return impl
 
 
-def _sharded(make: Callable[..., HyperConnectionImpl]) -> Callable[..., HyperConnectionImpl]:
+def _sharded(make: Callable[..., Any]) -> Callable[..., HyperConnectionImpl]:
     def factory(n: int, d: int, *, layer_index: int = 0, dtype: torch.dtype = torch.float64,
                 device: str = "cpu", seed: int = 0) -> HyperConnectionImpl:
         return with_sharding(make(n, d, layer_index=layer_index, dtype=dtype, device=device,

@@ -2,10 +2,11 @@
 every logit of a row or a column is below -1e10.
 
 `sinkhorn_kernel_forward_log` pads its 32×32 block (n ≤ 32 streams) with -1e10 and takes each
-column's and row's maximum over `tl.where(mask, log_alpha, -1e10)`. When all valid logits of a column (or row) are below
--1e10, they are below the padding: the maximum is -1e10, `exp(logit - max)` underflows to 0 for every
-valid entry, and `log(0)` gives -inf, then NaN. The package's PyTorch log-domain Sinkhorn gives
-the right answer (a 1×1 matrix is [1]); a 2×2 with only its off-diagonal at -2e10 is fine. The kit reached it with the parameters ×1e4
+column's and row's maximum over `tl.where(mask, log_alpha, -1e10)`. When all valid logits of a
+column (or row) are below -1e10, they are below the padding: the maximum is -1e10,
+`exp(logit - max)` underflows to 0 for every valid entry, and `log(0)` gives -inf, then NaN. The
+package's PyTorch log-domain Sinkhorn gives the right answer (a 1×1 matrix is [1]); a 2×2 with
+only its off-diagonal at -2e10 is fine. The kit reached it with the parameters ×1e4
 (constraints.extreme_logits, gradients.finite_extreme): the residual logit was -1.65e10.
 Run (with hyper-connections==0.4.11 and triton installed; without a CUDA device the script
 turns on Triton's CPU interpreter before the kernel is imported):
