@@ -79,6 +79,7 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.mark.parametrize(("package", "title"), [
     ("hyper_connections", "Findings: hyper-connections 0.4.11"),
     ("mhc_pytorch", "Findings: mhc-pytorch 0.2.3"),
+    ("transformers", "Findings: transformers 5.23.0 and 5.8.0 (DeepSeek-V4, GLM-5-Next, HY-V4)"),
 ])
 def test_findings_are_rendered_from_the_committed_reports(package: str, title: str) -> None:
     findings = ROOT / "docs" / "findings"
