@@ -28,3 +28,19 @@ def test_seed_decides_the_parameters_and_leaves_the_global_rng_alone(kind: str) 
     assert all(torch.equal(a[k], b[k]) for k in a)
     differs = any(not torch.equal(a[k], c[k]) for k in a)
     assert differs == (kind == "mhc")  # only mHC draws random parameters (φ)
+
+
+@pytest.mark.parametrize("kind", sorted(TARGETS))
+def test_modules_declare_their_conventions_as_a_plain_mapping(kind: str) -> None:
+    from hcspec.conformance.protocol import Conventions, conventions_of
+
+    module = TARGETS[kind](2, 3, seed=0)
+    assert dict(module.conventions) == {
+        "branch_input": "x_in", "reduce": "sum",
+        "notes": "hcspec reference: branch receives x_in, reduce sums the streams"}
+    rounds = 20 if kind == "mhc" else None  # mHC's rounds come from its attribute
+    assert conventions_of(module) == Conventions(
+        branch_input="x_in", reduce="sum", sinkhorn_iterations=rounds,
+        notes="hcspec reference: branch receives x_in, reduce sums the streams")
+    h = torch.randn(1, 2, 3, dtype=torch.float64)
+    torch.testing.assert_close(module.reduce(module.expand(h)), 2 * h)  # the declared sum

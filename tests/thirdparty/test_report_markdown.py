@@ -83,6 +83,7 @@ ROOT = Path(__file__).resolve().parents[2]
     ("megatron_lm", "Findings: Megatron-LM hyper_connection.py (main, d98e8a64)"),
     ("nano_deepseek_v4", "Findings: nano-deepseek-v4 0.2.0"),
     ("tile_kernels", "Findings: tile-kernels 1.0.0 (torch references)"),
+    ("transformers", "Findings: transformers 5.23.0 and 5.8.0 (DeepSeek-V4, GLM-5-Next, HY-V4)"),
 ])
 def test_findings_are_rendered_from_the_committed_reports(package: str, title: str) -> None:
     findings = ROOT / "docs" / "findings"

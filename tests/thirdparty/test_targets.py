@@ -134,3 +134,21 @@ def test_reference_declares_its_conventions_without_importing_the_kit() -> None:
             "bad = sorted(k for k in sys.modules if k.startswith('hcspec.conformance'))\n"
             "assert not bad, bad\n")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_transformers_targets_name_the_release_and_the_model_module() -> None:
+    want = {"transformers:deepseek-v4": ("5.23.0", "deepseek_v4"),
+            "transformers:glm5-next": ("5.23.0", "glm5_next"),
+            "transformers:hy-v4": ("5.23.0", "hy_v4"),
+            "transformers:deepseek-v4-5.8.0": ("5.8.0", "deepseek_v4")}
+    for name, (release, model) in want.items():
+        builtin = targets.BUILTIN[name]
+        assert (builtin.written_for, builtin.distribution) == (release, "transformers")
+        assert builtin.requires == f"transformers.models.{model}.modeling_{model}"
+
+
+def test_a_missing_model_module_makes_the_target_not_importable(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "transformers.models.hy_v4.modeling_hy_v4", None)
+    problem = targets.package_problem(targets.BUILTIN["transformers:hy-v4"])
+    assert problem is not None and "module 'transformers.models.hy_v4.modeling_hy_v4'" in problem
