@@ -153,7 +153,7 @@ def test_target_importable_from_the_current_directory(
     monkeypatch.chdir(tmp_path)
     code, out, _ = run(capsys, "run", "my_local_adapter:make", "--profile", "quick",
                        "--only", "shape.output", "--device", "cpu", "--no-progress")
-    assert code == 0 and "my_local_adapter:make" in out and "(hc-dynamic)" in out
+    assert code == 0 and "my_local_adapter:make" in out and "kind hc-dynamic" in out
 
 
 @pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="CUDA is present here")
