@@ -276,6 +276,24 @@ def sigterm_as_interrupt() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
+@contextlib.contextmanager
+def _private_hypothesis_home() -> Iterator[None]:
+    """hypothesis keeps caches under ``.hypothesis/`` in the current directory (the kit runs
+    without an example database, but hypothesis still caches the constants it collects from
+    source files there); a run of the CLI points that home at a temporary directory instead,
+    so it leaves no ``.hypothesis/`` behind."""
+    import tempfile
+
+    from hypothesis.configuration import set_hypothesis_home_dir
+
+    with tempfile.TemporaryDirectory(prefix="hc-conformance-hypothesis-") as home:
+        set_hypothesis_home_dir(home)
+        try:
+            yield
+        finally:
+            set_hypothesis_home_dir(None)
+
+
 def _exit_code(report: rp.Report) -> int:
     if report.interrupted:
         return EXIT_TERMINATED if report.interrupted_by == "SIGTERM" else EXIT_INTERRUPTED
@@ -288,7 +306,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     then the rest of the header, the table, failures and summary; write the reports (their
     paths are checked before the run). SIGINT and SIGTERM stop the run and still write the
     partial reports (exit 130 / 143)."""
-    with sigterm_as_interrupt():
+    with sigterm_as_interrupt(), _private_hypothesis_home():
         try:
             return _run(args)
         except KeyboardInterrupt as exc:  # before the target was resolved, or while printing
@@ -438,7 +456,9 @@ def _junit_writer(report: rp.Report) -> Callable[[str], None]:
 
 
 def _markdown_writer(report: rp.Report) -> Callable[[str], None]:
-    return lambda path: Path(path).write_text(rp.to_markdown(report), encoding="utf-8")
+    def write(path: str) -> None:
+        Path(path).write_text(rp.to_markdown(report), encoding="utf-8")
+    return write
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -75,7 +75,7 @@ def snapshot() -> GlobalState:
     import torch
 
     cuda_rng = None
-    if torch.cuda.is_available() and torch.cuda.is_initialized():
+    if torch.cuda.is_available() and torch.cuda.is_initialized():  # type: ignore[no-untyped-call]
         cuda_rng = tuple(bytes(s.numpy().tobytes()) for s in torch.cuda.get_rng_state_all())
     return GlobalState(
         default_dtype=torch.get_default_dtype(),
