@@ -135,7 +135,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--case", metavar="JSON",
                      help="replay one case (as printed in a reproduction command)")
     run.add_argument("--no-progress", action="store_true",
-                     help="no progress bar (on a terminal) or status lines (otherwise)")
+                     help="no progress bar (on a terminal) or per-property status lines "
+                          "(otherwise); the steps of the target's inspection are still "
+                          "announced, so that a hang shows where it is")
     run.add_argument("-v", "--verbose", action="store_true",
                      help="also print, one by one, the properties that did not fail but carry a "
                           "message (blocked, not applicable, a pass with a note)")
@@ -360,7 +362,7 @@ def _run(args: argparse.Namespace) -> int:
     def on_status(text: str) -> None:
         # Said before it is done: a factory or forward that hangs leaves this line last.
         progress.update(task, description=text)
-        if not show_progress and not args.no_progress:
+        if not show_progress:  # also under --no-progress: a hang must show where it is
             err.print(f"... {text}", highlight=False, soft_wrap=True)
             err.file.flush()
 

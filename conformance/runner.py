@@ -131,6 +131,7 @@ def inspect_target(factory: Factory, device: str, seed: int, *,
         except TimedOut as exc:
             info.problems.append(f"{info.causes.get('running', 'the inspection')} did not "
                                  f"finish within {exc.seconds:g} s (--timeout)")
+            changed = []  # the abandoned thread is inside the kit's RNG fork: not the target's
     info.causes.pop("running", None)
     if changed:
         info.global_state_changes = list(changed)
@@ -634,7 +635,8 @@ def evaluate_property(
             outcome, checked = _timed_out(prop, exc, running[-1] if running else None,
                                           time.perf_counter() - start), 0
     result.seconds = time.perf_counter() - start
-    result.global_state_changes = list(changed)
+    if outcome.status != rp.TIMEOUT:  # an abandoned thread's state is not attributable
+        result.global_state_changes = list(changed)
     result.examples = checked
     result.rejected = len(ctx.rejected)
     result.status = outcome.status
