@@ -632,8 +632,7 @@ def evaluate_property(
                 lambda: run_property(prop, ctx, replay=replay, on_case=running.append),
                 setup.timeout, prop.id)
         except TimedOut as exc:
-            outcome, checked = _timed_out(prop, exc, running[-1] if running else None,
-                                          time.perf_counter() - start), 0
+            outcome, checked = _timed_out(prop, exc, running[-1] if running else None), 0
     result.seconds = time.perf_counter() - start
     if outcome.status != rp.TIMEOUT:  # an abandoned thread's state is not attributable
         result.global_state_changes = list(changed)
@@ -667,13 +666,12 @@ def evaluate_property(
     return result
 
 
-def _timed_out(prop: Property, exc: TimedOut, case: Case | None,
-               seconds: float) -> _Outcome:
+def _timed_out(prop: Property, exc: TimedOut, case: Case | None) -> _Outcome:
     """The outcome of a property that ran past its limit, naming the case that was running."""
     running = (f"the case {case.to_json()} was running" if case is not None
                else "no case had started (the explicit examples were being prepared)")
     message = (f"{prop.id} did not finish within {exc.seconds:g} s (--timeout): {running} "
-               f"after {seconds:.1f} s; its thread was abandoned and the run went on")
+               "when the limit passed; its thread was abandoned and the run went on")
     failure = fl.Failure(kind=rp.TIMEOUT, exception="TimedOut", message=message,
                          counterexample=case.to_json() if case is not None else None,
                          hint="a forward or factory that never returns (a deadlock, a wait "

@@ -453,7 +453,8 @@ def render(observed: dict[str, Observed] | None = None) -> str:
         "tests/conformance/test_bad_input.py fails when it is stale -->",
         "",
         "Every case below is a real run of `hc-conformance run TARGET --profile quick --device "
-        "cpu --json PATH --junit PATH`; the targets live in `tests/conformance/bad_inputs.py`. "
+        "cpu --json PATH --junit PATH --markdown PATH` (in a subprocess for the cases that hang "
+        "or are sent a signal); the targets live in `tests/conformance/bad_inputs.py`. "
         "In every case the message names what was expected, the properties that do not depend "
         "on the broken part still run (the rest are reported *blocked*, naming the failed "
         "prerequisite, except those that cannot apply to the target's kind or capabilities: "

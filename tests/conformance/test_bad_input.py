@@ -103,7 +103,8 @@ def test_failures_name_expected_and_received(name: str, observed: dict[str, Obse
     assert all(m.startswith("blocked: prerequisite ") for m in blocked)
 
 
-@pytest.mark.parametrize("name", [c.name for c in CASES if c.exit_code == 2 and not c.json and not c.slow])
+@pytest.mark.parametrize("name", [c.name for c in CASES
+                                  if c.exit_code == 2 and not c.json and not c.slow])
 def test_usage_errors_still_write_reports(name: str, observed: dict[str, Observed]) -> None:
     seen = observed[name]
     assert seen.report is not None and seen.report["setup_error"]
