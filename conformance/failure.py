@@ -156,7 +156,7 @@ def from_exception(exc: BaseException, *, failed: bool, counterexample: str | No
         exception=type(exc).__name__,
         message=text if failed else f"{type(exc).__name__}: {text}",
         label=str(label) if label is not None else None,
-        origin=origin(exc),
+        origin=str(getattr(exc, "origin", None) or origin(exc)),
         error=error, tolerance=tolerance,
         detail=str(detail) if detail else "",
         hint=str(own_hint) if own_hint else hint,
@@ -167,9 +167,15 @@ def from_exception(exc: BaseException, *, failed: bool, counterexample: str | No
 
 def signature(exc: BaseException) -> tuple[str, str]:
     """What "failing the same way" means to the shrinker: the exception's type and the
-    failing check's label — or, when it raised without one, its origin (the check's
-    ``file:line``, :func:`origin`). The numbers in the message play no part."""
+    failing comparison's label — or, for a failed condition (no error figure: its label is
+    its message) or an exception without a label, its origin (the exception's declared
+    ``origin``, else the check's ``file:line``, :func:`origin`). The numbers in the message
+    play no part."""
     label = getattr(exc, "label", None)
+    declared_origin = getattr(exc, "origin", None)
+    if declared_origin and getattr(exc, "error", None) is None:
+        # a condition (not a comparison): its label is its message, figures and all
+        return type(exc).__name__, f"origin {declared_origin}"
     if label is None and (match := _EXPECT.match(str(exc))) is not None:
         label = match["label"]
     return type(exc).__name__, (f"label {label}" if label is not None
