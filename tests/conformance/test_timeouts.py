@@ -24,7 +24,7 @@ def test_results_and_exceptions_come_back() -> None:
 def test_work_past_the_limit_is_abandoned() -> None:
     release = threading.Event()
     start = time.perf_counter()
-    with pytest.raises(TimedOut, match="sleeper did not finish within 0.2 s"):
+    with pytest.raises(TimedOut, match=r"sleeper did not finish within 0\.2 s"):
         call_with_timeout(release.wait, 0.2, "sleeper")
     assert time.perf_counter() - start < 5
     release.set()
