@@ -60,5 +60,5 @@ def diagnose(impl: HyperConnectionImpl, dtype: torch.dtype, device: str,
             if training is True else "in the mode the factory built it")
     return [f"forward is not deterministic {mode}: two forwards of the same input differ by up "
             f"to {diff:.3g}. Properties that compare forwards (law, independence, gradients, "
-            "reductions, dtype) then fail because of it; state.deterministic_eval checks eval "
+            "reduction, dtype) then fail because of it; state.deterministic_eval checks eval "
             "mode."]

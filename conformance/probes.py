@@ -1,5 +1,5 @@
 """Black-box probing: read an implementation's effective weights through the branch the kit
-injects (DESIGN.md §2), even when the implementation hides them.
+injects, even when the implementation hides them.
 
 For one token with state ``X ∈ R^{n×d}`` and ``X' = H_res X + h_post F(x_in)ᵀ``:
 
@@ -13,7 +13,8 @@ For one token with state ``X ∈ R^{n×d}`` and ``X' = H_res X + h_post F(x_in)�
 * the identity branch gives ``X'(id) − X'(0) = h_post x_inᵀ``, a consistency check of the two.
 
 All probe arithmetic is float64 on the CPU. Source: HC arXiv:2409.19606 Eq. 3–5, mHC
-arXiv:2512.24880 Eq. 3 in the row form of DESIGN.md §1.
+arXiv:2512.24880 Eq. 3, in the row form ``X' = H_res X + h_post zᵀ`` (spec theorem
+``layout.paper_rows``).
 """
 
 from __future__ import annotations

@@ -6,8 +6,8 @@
 
 Every profile is deterministic: the runner seeds each property's exploration from the
 property id and ``--seed`` (:func:`hcspec.conformance.runner.exploration_seed`), so a CI gate
-sees the
-same cases every run.
+sees the same cases every run. :data:`PROFILE_NAMES` and :data:`DEFAULT_PROFILE` are the one
+source of the names (the CLI and the pytest plugin offer exactly these).
 
 Each profile is also registered with hypothesis as ``hcspec-<name>`` so users' own tests can
 ``hypothesis.settings.load_profile("hcspec-ci")``.
@@ -65,6 +65,8 @@ PROFILES: Final[dict[str, Profile]] = {
                         max_tokens=8, max_n=8, max_d=24, extreme=True),
 }
 DEFAULT_PROFILE: Final = "ci"
+PROFILE_NAMES: Final[tuple[str, ...]] = tuple(PROFILES)
+"""The profile names, cheapest first: the choices of ``--profile`` and ``--hc-profile``."""
 
 
 def get_profile(name: str) -> Profile:

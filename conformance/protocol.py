@@ -11,7 +11,7 @@ parameters in ``dtype`` on ``device``, and make any random initialisation depend
 (two calls with the same arguments give the same impl).
 
 Required of every impl: attributes ``n``, ``d``, ``kind`` (one of :data:`KINDS`) and
-``forward(x, branch)`` with ``x: [B, T, n, d]`` (streams on axis -2, DESIGN.md §1) and
+``forward(x, branch)`` with ``x: [B, T, n, d]`` (streams on axis -2) and
 ``branch: Callable[[Tensor [B, T, d]], Tensor [B, T, d]]``; it returns ``X' [B, T, n, d]`` and
 calls the branch exactly once (HC arXiv:2409.19606 Eq. 3–5; mHC arXiv:2512.24880 Eq. 3).
 
@@ -32,7 +32,9 @@ that needs an absent capability is reported *not applicable* with the reason:
 * ``conventions`` — a :class:`Conventions`, or a plain ``Mapping`` with its field names (so a
   third party need not import the kit), declaring how the impl differs from the defaults
   (:class:`DeclaresConventions`, :func:`conventions_of`). A declaration changes how a property
-  is checked, never whether it runs, and the report shows it.
+  is checked; where a property cannot apply to what is declared (probing the weights on a
+  declared replicated state domain) it is not applicable, with the reason. The report shows
+  the declaration.
 * ``sinkhorn_iterations`` — an int attribute, read as the declared Sinkhorn–Knopp rounds when
   ``conventions`` does not declare them.
 
@@ -46,7 +48,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Final, Literal, Protocol, cast, runtime_checkable
+from typing import Any, Final, Literal, Protocol, TypeGuard, cast, runtime_checkable
 
 import torch
 
@@ -300,16 +302,46 @@ def _one_of(name: str, value: object, allowed: tuple[str, ...]) -> None:
         raise ValueError(f"conventions.{name}: expected one of {allowed}, got {value!r}")
 
 
+def has_weights(impl: object) -> TypeGuard[SupportsWeights]:
+    """``impl`` offers ``weights(x)`` (capability ``weights``)."""
+    return callable(getattr(impl, WEIGHTS, None))
+
+
+def has_expand(impl: object) -> TypeGuard[SupportsExpand]:
+    """``impl`` offers ``expand(h)`` (capability ``expand``)."""
+    return callable(getattr(impl, EXPAND, None))
+
+
+def has_reduce(impl: object) -> TypeGuard[SupportsReduce]:
+    """``impl`` offers ``reduce(x)`` (capability ``reduce``)."""
+    return callable(getattr(impl, REDUCE, None))
+
+
+def has_parameters(impl: object) -> TypeGuard[SupportsParameters]:
+    """``impl`` offers ``parameters()`` (capability ``parameters``)."""
+    return callable(getattr(impl, PARAMETERS, None))
+
+
+def has_train_eval(impl: object) -> TypeGuard[SupportsTrainEval]:
+    """``impl`` offers both ``train(mode)`` and ``eval()`` (capability ``train_eval``)."""
+    return callable(getattr(impl, "train", None)) and callable(getattr(impl, "eval", None))
+
+
 def capabilities(impl: object) -> frozenset[str]:
     """The optional capabilities ``impl`` offers, detected by presence (names in
-    :data:`CAPABILITIES`). ``train_eval`` needs both ``train`` and ``eval``."""
-    found: set[str] = set()
-    for name in (WEIGHTS, EXPAND, REDUCE, PARAMETERS):
-        if callable(getattr(impl, name, None)):
-            found.add(name)
-    if callable(getattr(impl, "train", None)) and callable(getattr(impl, "eval", None)):
-        found.add(TRAIN_EVAL)
-    return frozenset(found)
+    :data:`CAPABILITIES`). ``train_eval`` needs both ``train`` and ``eval``.
+
+    >>> import torch
+    >>> sorted(capabilities(torch.nn.Linear(2, 2)))
+    ['parameters', 'train_eval']
+    >>> class Mixer:
+    ...     def weights(self, x): ...
+    >>> sorted(capabilities(Mixer()))
+    ['weights']
+    """
+    checks = ((WEIGHTS, has_weights), (EXPAND, has_expand), (REDUCE, has_reduce),
+              (PARAMETERS, has_parameters), (TRAIN_EVAL, has_train_eval))
+    return frozenset(name for name, offered in checks if offered(impl))
 
 
 def conventions_of(impl: object) -> Conventions:

@@ -40,6 +40,7 @@ from hcspec.conformance.properties.base import (
     PropertyFailure,
     seeded_global_rng,
 )
+from hcspec.conformance.properties.requirements import Subject
 from hcspec.conformance.protocol import (
     KINDS,
     Conventions,
@@ -564,16 +565,13 @@ def check_implementation(
     return report
 
 
-def _not_applicable_reason(prop: Property, info: TargetInfo) -> str | None:
-    """Why ``prop`` cannot run on the target (its kind, a missing capability), or None."""
-    if info.kind in KINDS and info.kind not in prop.kinds:
-        return (f"applies to {', '.join(sorted(prop.kinds))}; the target's kind is "
-                f"{info.kind}")
-    missing = sorted(prop.needs - info.capabilities)
-    if missing:
-        return (f"needs the capability {', '.join(missing)}, which the impl does not offer "
-                "(see hcspec.conformance.protocol)")
-    return None
+def _not_applicable_reason(prop: Property, setup: RunSetup) -> str | None:
+    """Why ``prop`` cannot run on the target: its first unmet declared requirement (kind,
+    capability, float64, state domain, CUDA, ...), decided on the inspected sample impl and the
+    run before any case; None when it applies."""
+    info = setup.info
+    return prop.unmet(Subject(info.kind, info.capabilities, info.dtype, info.conventions,
+                              setup.device, setup.profile))
 
 
 BLOCKING: frozenset[str] = frozenset({rp.FAILED, rp.ERROR, rp.BLOCKED, rp.XFAIL, rp.TIMEOUT})
@@ -610,7 +608,7 @@ def evaluate_property(
     # impl) and is decided before blocking: a property that could never run is not
     # applicable, whatever its prerequisites did. With the kind unknown (no sample impl could
     # be inspected) the capabilities are unknown too, so a failed prerequisite blocks first.
-    reason = _not_applicable_reason(prop, info)
+    reason = _not_applicable_reason(prop, setup)
     failed_pre = [pre for pre in prop.prerequisites if statuses.get(pre) in BLOCKING]
     if failed_pre and (reason is None or info.kind not in KINDS):
         result.status = rp.BLOCKED

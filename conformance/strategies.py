@@ -6,16 +6,20 @@ tensor is generated from them with a seeded ``torch.Generator`` (float64 on the 
 and moved). That keeps examples cheap, shrinks to small seeds and magnitudes, and makes every
 counterexample reproducible from a few integers (see :class:`Case`).
 
-Use them in your own tests::
+Use them in your own tests (``@given(hst.cases(max_n=4))`` on a test function); one case,
+its state and its branch:
 
-    from hypothesis import given
-    from hcspec.conformance import strategies as hst
-
-    @given(hst.cases(max_n=4))
-    def test_my_property(case):
-        x = hst.stream_state(case, torch.float64)
-        branch = hst.make_branch(case.branch, case.d, torch.float64, seed=case.seed)
-        ...
+>>> import torch
+>>> from hcspec.conformance import strategies as hst
+>>> case = hst.Case(batch=2, tokens=3, n=4, d=8, seed=1)
+>>> x = hst.stream_state(case, torch.float64)
+>>> x.shape
+torch.Size([2, 3, 4, 8])
+>>> branch = hst.make_branch(case.branch, case.d, torch.float64, seed=case.seed)
+>>> branch(x[..., 0, :]).shape
+torch.Size([2, 3, 8])
+>>> torch.equal(x, hst.stream_state(case, torch.float64))  # the same case, the same state
+True
 """
 
 from __future__ import annotations
@@ -31,7 +35,9 @@ from typing import Any, Final
 import torch
 from hypothesis import strategies as st
 
+from hcspec.conformance import salts
 from hcspec.conformance.protocol import Branch
+from hcspec.conformance.salts import Salt
 
 BRANCHES: Final[tuple[str, ...]] = (
     "zero", "constant", "identity", "linear", "mlp", "token_mixing",
@@ -144,10 +150,11 @@ def gaussian(
 
 
 def stream_state(
-    case: Case, dtype: torch.dtype, device: str = "cpu", salt: int = 0,
+    case: Case, dtype: torch.dtype, device: str = "cpu", salt: Salt = salts.STATE,
 ) -> torch.Tensor:
-    """The stream state ``X [B, T, n, d]`` of ``case`` (entries ``N(0, case.scale²)``)."""
-    return gaussian(case.shape, case.seed, 1 + salt, dtype, device, std=case.scale)
+    """The stream state ``X [B, T, n, d]`` of ``case`` (entries ``N(0, case.scale²)``), drawn
+    with ``salt`` (:mod:`hcspec.conformance.salts`: another salt gives an independent state)."""
+    return gaussian(case.shape, case.seed, salt.at(), dtype, device, std=case.scale)
 
 
 class CountingBranch:
@@ -182,13 +189,13 @@ def make_branch(
     if name == "identity":
         return lambda x: x
     if name == "constant":
-        c = gaussian((d,), seed, 101, dtype, device)
+        c = gaussian((d,), seed, salts.BRANCH_CONSTANT.at(), dtype, device)
         return lambda x: c.expand_as(x)
     scale = 1.0 / math.sqrt(d)
-    w1 = gaussian((d, d), seed, 102, dtype, device, std=scale)
+    w1 = gaussian((d, d), seed, salts.BRANCH_FIRST_WEIGHT.at(), dtype, device, std=scale)
     if name == "linear":
         return lambda x: x @ w1
-    w2 = gaussian((d, d), seed, 103, dtype, device, std=scale)
+    w2 = gaussian((d, d), seed, salts.BRANCH_SECOND_WEIGHT.at(), dtype, device, std=scale)
     if name == "mlp":
         return lambda x: torch.tanh(x @ w1) @ w2
     if name == "token_mixing":
@@ -263,7 +270,7 @@ def stream_states(
     """Stream states ``X`` of ``shape`` with Gaussian entries at one of ``scales`` (extreme
     magnitudes included by default)."""
     return st.builds(
-        lambda seed, scale: gaussian(shape, seed, 1, dtype, std=scale),
+        lambda seed, scale: gaussian(shape, seed, salts.STATE.at(), dtype, std=scale),
         st.integers(0, 2**16), st.sampled_from(tuple(scales)),
     )
 
@@ -275,7 +282,7 @@ def logits(
     """``n×n`` Sinkhorn–Knopp logits with Gaussian entries of one of ``stds`` (large ones
     stress overflow: a plain-domain ``exp`` overflows float64 beyond ~709)."""
     return st.builds(
-        lambda seed, std: gaussian((n, n), seed, 7, dtype, std=std),
+        lambda seed, std: gaussian((n, n), seed, salts.LOGITS.at(), dtype, std=std),
         st.integers(0, 2**16), st.sampled_from(tuple(stds)),
     )
 

@@ -148,11 +148,12 @@ def print_summary(console: Console, report: rp.Report) -> None:
 
 
 def print_catalogue(console: Console, props: Sequence[Property]) -> None:
-    """``hc-conformance list``: id, family, statement, spec theorem, capability, kinds."""
+    """``hc-conformance list``: id, statement, spec theorems, requirements (decided before any
+    case runs), tolerance rule."""
     table = Table(header_style="bold", show_lines=False)
-    for name in ("id", "statement", "theorem", "needs", "kinds"):
+    for name in ("id", "statement", "theorems", "requires", "tolerance"):
         table.add_column(name)
     for p in props:
-        table.add_row(p.id, escape(p.statement), p.theorem or "—",
-                      ", ".join(sorted(p.needs)) or "—", ", ".join(sorted(p.kinds)))
+        table.add_row(p.id, escape(p.statement), ", ".join(p.theorems) or "—",
+                      escape("; ".join(r.condition for r in p.requires)) or "—", p.tolerance)
     console.print(table)

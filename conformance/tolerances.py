@@ -299,3 +299,32 @@ def scaled_error(got: torch.Tensor, want: torch.Tensor, scale: float | None = No
     if scale is None:
         scale = float(b.abs().max())
     return float((a - b).abs().max()) / max(1.0, scale)
+
+
+# --- trainability of the mixing -------------------------------------------------------------------
+TRAINABLE_RELATIVE: Final = 1e-6
+"""Smallest ‖∂L/∂θ‖ / (‖G'‖·‖X‖) accepted for ``L = ⟨G', H_res X⟩``. The reference gives
+≥ 1e-3 at init (mHC: α = 0.01 scales the φ part, b_res still moves H_res at O(0.1)); a mixing
+that ignores its parameters gives exactly 0, a saturated Sinkhorn–Knopp exp(−Δ) with Δ in the
+hundreds — both below 1e-100."""
+
+
+RULES: Final[dict[str, str]] = {
+    "exact": "no numeric tolerance: a condition that holds or not (shape, dtype, device, "
+             "finiteness, bit equality)",
+    "law": "law(dtype): 1e5·eps in float64, 256·eps below, on the scaled error",
+    "identity": "identity(dtype): the law's budget for exact algebraic identities",
+    "range_slack": "range_slack(dtype, probed): 4·eps on a range bound (the law's when probed)",
+    "exact_axis": "exact_axis(dtype, n, probed): 16·(n + 1)·eps on Sinkhorn–Knopp's last axis",
+    "sinkhorn_other_axis": "sinkhorn_other_axis_bound: the Birkhoff–Hopf bound for the declared "
+                           "rounds at the measured projective diameter",
+    "fd_directional": "fd_directional(dtype) plus fd_cancellation: finite differences vs "
+                      "autograd, relative to max(1, |autograd|)",
+    "gradient_float32": "gradient_float32(sensitivity): max(1024·eps32, 32 × the case's "
+                        "measured conditioning), relative 2-norm",
+    "low_precision": "low_precision(dtype): 32·eps of bfloat16/float16 on the scaled error",
+    "device": "device(dtype): twice the law's, CUDA vs CPU",
+    "trainable": "TRAINABLE_RELATIVE: relative gradient through the mixing ≥ 1e-6",
+}
+"""The named tolerance rules a property declares (``Property.tolerance``): name -> what it
+allows. Every rule is one of the functions or constants above."""

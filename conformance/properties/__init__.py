@@ -1,30 +1,19 @@
 """The property catalogue: every property the kit checks, in run order (prerequisites first).
 
-Families (DESIGN.md §2): shape, law, independence, constraints, conventions, gradients,
-reductions, dtype, device, state, compile (optional: torch.compile). ``hc-conformance list``
-prints the catalogue.
+Each family is one module, ``hcspec.conformance.properties.<family>``, whose checks declare
+their property (:func:`hcspec.conformance.properties.declaration.declare`) with ids
+``<family>.<name>``. Importing this package imports the family modules in :data:`FAMILIES`
+order, which registers the catalogue. ``hc-conformance list`` prints it.
 """
 
 from __future__ import annotations
 
 import difflib
 import fnmatch
+import importlib
 from collections.abc import Iterable
 from typing import Final
 
-from hcspec.conformance.properties import (
-    compiled,
-    constraints,
-    conventions,
-    device,
-    dtype,
-    gradients,
-    independence,
-    law,
-    reductions,
-    shape,
-    state,
-)
 from hcspec.conformance.properties.base import (
     Context,
     FactoryRejected,
@@ -33,25 +22,21 @@ from hcspec.conformance.properties.base import (
     Property,
     PropertyFailure,
 )
+from hcspec.conformance.properties.declaration import PACKAGE, REGISTRY
 
 FAMILIES: Final[tuple[str, ...]] = (
-    "shape", "law", "independence", "constraints", "conventions", "gradients", "reductions",
+    "shape", "law", "independence", "conventions", "constraints", "gradients", "reduction",
     "dtype", "device", "state", "compile",
 )
+"""The families in run order; each names its module."""
 
-CATALOGUE: Final[tuple[Property, ...]] = (
-    *shape.PROPERTIES,
-    *law.PROPERTIES,
-    *independence.PROPERTIES,
-    *conventions.PROPERTIES,
-    *constraints.PROPERTIES,
-    *gradients.PROPERTIES,
-    *reductions.PROPERTIES,
-    *dtype.PROPERTIES,
-    *device.PROPERTIES,
-    *state.PROPERTIES,
-    *compiled.PROPERTIES,
-)
+for _family in FAMILIES:
+    importlib.import_module(f"{PACKAGE}.{_family}")
+
+CATALOGUE: Final[tuple[Property, ...]] = tuple(
+    sorted(REGISTRY, key=lambda p: FAMILIES.index(p.family)))
+"""Every property, family by family in :data:`FAMILIES` order, each family in declaration
+order."""
 
 BY_ID: Final[dict[str, Property]] = {p.id: p for p in CATALOGUE}
 
@@ -59,8 +44,6 @@ BY_ID: Final[dict[str, Property]] = {p.id: p for p in CATALOGUE}
 def _validate() -> None:
     seen: set[str] = set()
     for prop in CATALOGUE:
-        if prop.id in seen:
-            raise RuntimeError(f"duplicate property id {prop.id}")
         if prop.family not in FAMILIES:
             raise RuntimeError(f"property {prop.id}: unknown family {prop.family}")
         for pre in prop.prerequisites:

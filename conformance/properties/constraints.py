@@ -17,33 +17,36 @@ import math
 import torch
 from hypothesis import strategies as st
 
-from hcspec.conformance import strategies, tolerances
-from hcspec.conformance.properties.base import Context, Inconclusive, Property, f64
-from hcspec.conformance.properties.common import (
-    law_tol,
-    shift,
-    standard_examples,
-    standard_strategy,
-)
-from hcspec.conformance.protocol import PARAMETERS, WEIGHTS, HyperConnectionImpl
+from hcspec.conformance import salts, strategies, tolerances
+from hcspec.conformance.properties.base import Context, Inconclusive, f64
+from hcspec.conformance.properties.building import all_parameters
+from hcspec.conformance.properties.cases import Cases, shift, standard_strategy
+from hcspec.conformance.properties.common import law_tol
+from hcspec.conformance.properties.declaration import declare
+from hcspec.conformance.properties.requirements import WEIGHTS_OR_PROBING, capability, kinds
+from hcspec.conformance.protocol import PARAMETERS, HyperConnectionImpl, has_weights
 from hcspec.conformance.strategies import Case
 
-MHC = frozenset({"mhc"})
 BASE = ("shape.output", "shape.branch_once")
 PERTURBATIONS = (0.0, 0.03, 0.1, 0.3, 1.0)
+MHC_REQUIRES = (kinds("mhc"), WEIGHTS_OR_PROBING)
+"""Every constraint: mHC, its weights reported or probed."""
+MHC_CASES = Cases(d_more_than_n=True, perturbations=PERTURBATIONS)
+"""The constraints family's cases: d > n (the weights may be probed), more small
+perturbations."""
 
 
 class MHCWeights:
     """h_pre, h_post, H_res (float64) from ``weights(x)`` when offered, else from probing."""
 
     def __init__(self, ctx: Context, impl: HyperConnectionImpl, x: torch.Tensor, case: Case):
-        self.probed = WEIGHTS not in ctx.capabilities
+        self.probed = not has_weights(impl)
         if self.probed:
-            p = ctx.probe(impl, x, case)
+            p = ctx.observe.probe(impl, x, case)
             self.h_pre: torch.Tensor | None = p.h_pre
             self.h_post, self.H_res = p.h_post, p.H_res
         else:
-            h_pre, h_post, H_res = ctx.weights(impl, x)
+            h_pre, h_post, H_res = ctx.observe.weights(impl, x)
             self.h_pre, self.h_post, self.H_res = f64(h_pre), f64(h_post), f64(H_res)
         self.source = "probed" if self.probed else "reported"
 
@@ -58,28 +61,65 @@ def _axis_names(ctx: Context) -> tuple[str, str]:
     return ("row", "column") if ctx.conventions.sinkhorn_exact_axis == "rows" else ("column", "row")
 
 
+def _span_examples(ctx: Context) -> list[Case]:
+    return shift(ctx, [Case(8, 4, 4, 8, seed=0, perturb=1.0, param_scale=100.0),
+                       Case(8, 4, 2, 5, seed=1, perturb=1.0, param_scale=100.0)])
+
+
+def _extreme_scales(ctx: Context) -> tuple[float, ...]:
+    return (1e2, 1e4, 1e6) if ctx.profile.extreme else (1e2, 1e4)
+
+
+def _extreme_examples(ctx: Context) -> list[Case]:
+    return shift(ctx, [
+        Case(2, 3, 4, 8, seed=0, perturb=1.0, param_scale=1e4),
+        Case(2, 3, 4, 8, seed=1, perturb=0.3, param_scale=1e2),
+        Case(3, 2, 2, 5, seed=2, perturb=1.0, param_scale=1e4, scale=10.0),
+        Case(1, 2, 3, 7, seed=3, perturb=0.0, param_scale=1e4),
+    ])
+
+
+def _extreme_strategy(ctx: Context) -> st.SearchStrategy[Case]:
+    return standard_strategy(ctx, perturbations=(0.0, 0.3, 1.0),
+                             param_scales=_extreme_scales(ctx))
+
+
+@declare(
+    "constraints.h_res_nonnegative", statement="every entry of H_res is >= 0",
+    requires=MHC_REQUIRES, tolerance="range_slack", cases=MHC_CASES, prerequisites=BASE)
 def check_nonnegative(ctx: Context, case: Case) -> None:
     """Every entry of H_res is ≥ 0."""
-    w = MHCWeights(ctx, ctx.make(case), ctx.state(case), case)
+    w = MHCWeights(ctx, ctx.build.make(case), ctx.inputs.state(case), case)
     low = float(w.H_res.min())
-    ctx.expect(f"most negative H_res entry ({w.source})", max(0.0, -low),
-               tolerances.range_slack(ctx.tol_dtype, w.probed))
+    ctx.record.expect(f"most negative H_res entry ({w.source})", max(0.0, -low),
+                      tolerances.range_slack(ctx.tol_dtype, w.probed))
 
 
+@declare(
+    "constraints.h_res_exact_axis",
+    statement="H_res sums to 1 along the axis Sinkhorn–Knopp normalises last, to dtype precision",
+    theorems=("mhc.sinkhorn_rows_exact",), requires=MHC_REQUIRES, tolerance="exact_axis",
+    cases=MHC_CASES, prerequisites=BASE)
 def check_exact_axis(ctx: Context, case: Case) -> None:
     """The sums along the axis Sinkhorn–Knopp normalises last are 1 to dtype precision."""
-    w = MHCWeights(ctx, ctx.make(case), ctx.state(case), case)
+    w = MHCWeights(ctx, ctx.build.make(case), ctx.inputs.state(case), case)
     exact, _ = _sums(ctx, w.H_res)
     name, _ = _axis_names(ctx)
-    ctx.expect(f"max |H_res {name} sum − 1| ({w.source}, exact axis)",
-               float((exact - 1).abs().max()),
-               tolerances.exact_axis(ctx.tol_dtype, case.n, w.probed))
+    ctx.record.expect(f"max |H_res {name} sum − 1| ({w.source}, exact axis)",
+                      float((exact - 1).abs().max()),
+                      tolerances.exact_axis(ctx.tol_dtype, case.n, w.probed))
 
 
+@declare(
+    "constraints.h_res_other_axis",
+    statement="H_res sums to 1 along the other axis within the Birkhoff–Hopf bound (declared "
+              "rounds)",
+    requires=MHC_REQUIRES, tolerance="sinkhorn_other_axis", cases=MHC_CASES,
+    prerequisites=BASE)
 def check_other_axis(ctx: Context, case: Case) -> None:
     """The sums along the other axis are within the Birkhoff–Hopf bound for the declared
     iteration count and the measured logit spread."""
-    w = MHCWeights(ctx, ctx.make(case), ctx.state(case), case)
+    w = MHCWeights(ctx, ctx.build.make(case), ctx.inputs.state(case), case)
     _, other = _sums(ctx, w.H_res)
     err = (other - 1).abs().amax(dim=-1)  # [B, T]
     iterations = ctx.conventions.iterations
@@ -89,55 +129,70 @@ def check_other_axis(ctx: Context, case: Case) -> None:
     e, b = float(err.flatten()[worst]), float(bound.flatten()[worst])
     delta = float(tolerances.projective_diameter(w.H_res).flatten()[worst])
     _, name = _axis_names(ctx)
-    ctx.expect(f"max |H_res {name} sum − 1| ({w.source})", e, b,
-               f"bound for {iterations} Sinkhorn–Knopp rounds at projective diameter "
-               f"Δ = {delta:.3g}")
+    ctx.record.expect(f"max |H_res {name} sum − 1| ({w.source})", e, b,
+                      f"bound for {iterations} Sinkhorn–Knopp rounds at projective diameter "
+                      f"Δ = {delta:.3g}")
 
 
+@declare(
+    "constraints.h_pre_range", statement="H_pre lies in [0, 1] (σ)",
+    theorems=("mhc.h_pre_range",), requires=MHC_REQUIRES, tolerance="range_slack",
+    cases=MHC_CASES, prerequisites=BASE)
 def check_h_pre_range(ctx: Context, case: Case) -> None:
     """H_pre ∈ [0, 1] (σ, mHC Eq. 8)."""
-    w = MHCWeights(ctx, ctx.make(case), ctx.state(case), case)
-    ctx.require(w.h_pre is not None,
-                "h_pre is not identifiable by probing under the declared branch input "
-                f"{ctx.conventions.branch_input!r} (needs the weights capability)")
+    w = MHCWeights(ctx, ctx.build.make(case), ctx.inputs.state(case), case)
+    ctx.record.require(w.h_pre is not None,
+                       "h_pre is not identifiable by probing under the declared branch input "
+                       f"{ctx.conventions.branch_input!r} (needs the weights capability)")
     assert w.h_pre is not None
     outside = max(0.0, -float(w.h_pre.min()), float(w.h_pre.max()) - 1.0)
-    ctx.expect(f"H_pre distance outside [0, 1] ({w.source})", outside,
-               tolerances.range_slack(ctx.tol_dtype, w.probed),
-               f"range [{float(w.h_pre.min()):.4g}, {float(w.h_pre.max()):.4g}]")
+    ctx.record.expect(f"H_pre distance outside [0, 1] ({w.source})", outside,
+                      tolerances.range_slack(ctx.tol_dtype, w.probed),
+                      f"range [{float(w.h_pre.min()):.4g}, {float(w.h_pre.max()):.4g}]")
 
 
+@declare(
+    "constraints.h_post_range", statement="H_post lies in [0, 2] (2σ)",
+    theorems=("mhc.h_post_range",), requires=MHC_REQUIRES, tolerance="range_slack",
+    cases=MHC_CASES, prerequisites=BASE)
 def check_h_post_range(ctx: Context, case: Case) -> None:
     """H_post ∈ [0, 2] (2σ, mHC Eq. 8)."""
-    w = MHCWeights(ctx, ctx.make(case), ctx.state(case), case)
+    w = MHCWeights(ctx, ctx.build.make(case), ctx.inputs.state(case), case)
     outside = max(0.0, -float(w.h_post.min()), float(w.h_post.max()) - 2.0)
-    ctx.expect(f"H_post distance outside [0, 2] ({w.source})", outside,
-               tolerances.range_slack(ctx.tol_dtype, w.probed),
-               f"range [{float(w.h_post.min()):.4g}, {float(w.h_post.max()):.4g}]")
+    ctx.record.expect(f"H_post distance outside [0, 2] ({w.source})", outside,
+                      tolerances.range_slack(ctx.tol_dtype, w.probed),
+                      f"range [{float(w.h_post.min()):.4g}, {float(w.h_post.max()):.4g}]")
 
 
 SPAN_DIRECTIONS = 3
 """Random perturbation directions per case; each is applied with both signs."""
 SPAN_SATURATED = 1e-3
 """How close to an asymptote of σ a value must be to count as saturated there."""
-SPAN_SALT = 20_000
-"""Noise salt of the span perturbations (distinct from :meth:`Context.perturb`'s)."""
 
 
 def _span_perturb(impl: HyperConnectionImpl, case: Case, direction: int, sign: float) -> None:
     """``θ ← θ₀ + sign · param_scale · (1 + |θ₀|) ⊙ ε`` for every floating parameter, with
     ``ε ~ N(0, perturb²)`` drawn from ``(case.seed, direction)``, in place."""
     with torch.no_grad():
-        for i, p in enumerate(impl.parameters()):  # type: ignore[attr-defined]
+        for i, p in enumerate(all_parameters(impl)):
             if not isinstance(p, torch.Tensor) or not p.is_floating_point():
                 continue
-            eps = strategies.gaussian(p.shape, case.seed, SPAN_SALT + 1000 * direction + i,
+            eps = strategies.gaussian(p.shape, case.seed,
+                                      salts.SPAN_PERTURBATION.at(direction, i),
                                       torch.float64, std=case.perturb)
             init = p.detach().to(device="cpu", dtype=torch.float64)
             step = sign * case.param_scale * (1.0 + init.abs()) * eps
             p.add_(step.to(device=p.device, dtype=p.dtype))
 
 
+@declare(
+    "constraints.h_post_span",
+    statement="H_post exceeds 1 once the parameters are scaled up (2σ, not σ)",
+    theorems=("mhc.h_post_range",), requires=(*MHC_REQUIRES, capability(PARAMETERS)),
+    tolerance="range_slack", examples=_span_examples,
+    cases=Cases(d_more_than_n=True, min_n=2, min_batch=8, min_tokens=4, perturbations=(1.0,),
+                param_scales=(100.0,), extreme_scales=False),
+    prerequisites=BASE)
 def check_h_post_span(ctx: Context, case: Case) -> None:
     """H_post = 2σ(H̃_post), not σ(H̃_post) (mHC Eq. 8): shown by driving the post logits to
     saturation through the parameters, the only handle a black box offers.
@@ -167,17 +222,13 @@ def check_h_post_span(ctx: Context, case: Case) -> None:
       buffer — or never came near 1, or nothing finite was read) the case cannot show the
       range either way: it is :class:`Inconclusive`, not counted as evidence. A property
       with no conclusive case is reported not applicable, "not demonstrated", never passed.
-
-    The old check (max H_post > 1.5 after θ ← 100·(θ₀ + ε)) failed correct impls whose post
-    logits have no input-dependent part when every logit stayed negative after the nudge
-    (n = 2, an init below 0), and passed silently on NaN.
     """
-    x = ctx.state(case)
+    x = ctx.inputs.state(case)
     values: list[torch.Tensor] = []
     source, probed = "reported", False
     for direction in range(SPAN_DIRECTIONS):
         for sign in (1.0, -1.0):
-            impl = ctx.make(case, perturb=False)
+            impl = ctx.build.make(case, perturb=False)
             _span_perturb(impl, case, direction, sign)
             w = MHCWeights(ctx, impl, x, case)
             source, probed = w.source, w.probed
@@ -191,10 +242,10 @@ def check_h_post_span(ctx: Context, case: Case) -> None:
     top, bottom = float(finite.max()), float(finite.min())
     slack = tolerances.range_slack(ctx.tol_dtype, probed)
     if top > 1.0 + slack:
-        ctx.expect(f"1 − max H_post over {where}", max(0.0, 1.0 - top), slack)
+        ctx.record.expect(f"1 − max H_post over {where}", max(0.0, 1.0 - top), slack)
         return
     if bottom <= SPAN_SATURATED and top >= 1.0 - SPAN_SATURATED:
-        ctx.require(False,
+        ctx.record.require(False,
                     f"H_post saturates at 1, not 2: max H_post = {top:.6g}, min = {bottom:.3g} "
                     f"over {where}; the logits were driven to both saturations and the upper "
                     "one is σ's bound 1 (H_post = σ, missing the factor 2 of 2σ, mHC Eq. 8)")
@@ -203,13 +254,18 @@ def check_h_post_span(ctx: Context, case: Case) -> None:
         f"2σ) nor saturated at both 0 and 1 (which shows σ)")
 
 
+@declare(
+    "constraints.stream_sum_preserved",
+    statement="with F ≡ 0 the stream sum 1ᵀX is preserved (up to H_res's column error)",
+    theorems=("ds.stream_sum_preserved",), requires=MHC_REQUIRES,
+    tolerance="sinkhorn_other_axis", cases=MHC_CASES, prerequisites=BASE)
 def check_stream_sum(ctx: Context, case: Case) -> None:
     """With F ≡ 0 the stream sum is preserved, 1ᵀ X' = 1ᵀ X, up to the column error of H_res
     (spec ``ds.stream_sum_preserved``)."""
-    impl = ctx.make(case)
-    x = ctx.state(case)
+    impl = ctx.build.make(case)
+    x = ctx.inputs.state(case)
     w = MHCWeights(ctx, impl, x, case)
-    out = f64(ctx.forward(impl, x, ctx.branch(case, "zero", record=False)))
+    out = f64(ctx.observe.forward(impl, x, ctx.inputs.branch(case, "zero", record=False)))
     X = f64(x)
     drift = (out.sum(dim=-2) - X.sum(dim=-2)).abs()  # [B, T, d]
     mass = X.abs().sum(dim=-2).clamp_min(1.0)  # Σ_j |X_jk| bounds |(1ᵀH − 1ᵀ) X_k| / col error
@@ -221,17 +277,22 @@ def check_stream_sum(ctx: Context, case: Case) -> None:
     tol = col_bound + law_tol(ctx)
     ratio = rel / tol
     worst = int(torch.argmax(ratio.flatten()))
-    ctx.expect("max |1ᵀX' − 1ᵀX| / Σ|X| with F ≡ 0", float(rel.flatten()[worst]),
-               float(tol.flatten()[worst]), "bounded by the column error of H_res")
+    ctx.record.expect("max |1ᵀX' − 1ᵀX| / Σ|X| with F ≡ 0", float(rel.flatten()[worst]),
+                      float(tol.flatten()[worst]), "bounded by the column error of H_res")
 
 
+@declare(
+    "constraints.nonexpansive",
+    statement="with F ≡ 0 mixing is non-expansive: ‖H_res x‖₂ ≤ ‖x‖₂ per feature",
+    theorems=("ds.nonexpansive",), requires=MHC_REQUIRES, tolerance="sinkhorn_other_axis",
+    cases=MHC_CASES, prerequisites=BASE)
 def check_nonexpansive(ctx: Context, case: Case) -> None:
     """With F ≡ 0, ‖X'_{:,k}‖₂ ≤ ‖X_{:,k}‖₂ for every feature k (‖H_res‖₂ ≤ 1, spec
     ``ds.nonexpansive``), up to √((1 + column error)(1 + row error))."""
-    impl = ctx.make(case)
-    x = ctx.state(case)
+    impl = ctx.build.make(case)
+    x = ctx.inputs.state(case)
     w = MHCWeights(ctx, impl, x, case)
-    out = f64(ctx.forward(impl, x, ctx.branch(case, "zero", record=False)))
+    out = f64(ctx.observe.forward(impl, x, ctx.inputs.branch(case, "zero", record=False)))
     X = f64(x)
     gain = (out.norm(dim=-2) / X.norm(dim=-2).clamp_min(1e-300)).amax(dim=-1)  # [B, T]
     other = tolerances.sinkhorn_other_axis_bound(
@@ -240,104 +301,35 @@ def check_nonexpansive(ctx: Context, case: Case) -> None:
     allowed = torch.sqrt((1 + other) * (1 + exact)) + law_tol(ctx)
     excess = (gain - allowed).flatten()
     worst = int(torch.argmax(excess))
-    ctx.expect("max ‖X'_k‖/‖X_k‖ − 1 with F ≡ 0", max(0.0, float(gain.flatten()[worst]) - 1),
-               float(allowed[..., None].flatten()[worst]) - 1)
+    ctx.record.expect("max ‖X'_k‖/‖X_k‖ − 1 with F ≡ 0", max(0.0, float(gain.flatten()[worst]) - 1),
+                      float(allowed[..., None].flatten()[worst]) - 1)
 
 
+@declare(
+    "constraints.extreme_logits",
+    statement="parameters scaled ×1e2–1e4: finite, H_res ≥ 0, exact axis sums 1, no stream dropped",
+    requires=(*MHC_REQUIRES, capability(PARAMETERS)), tolerance="exact_axis",
+    examples=_extreme_examples, strategy=_extreme_strategy, prerequisites=BASE)
 def check_extreme(ctx: Context, case: Case) -> None:
     """With the parameters scaled ×1e2…×1e4 (logits far beyond exp's range), the output and
     the weights stay finite, H_res ≥ 0 with its exact axis summing to 1 and no all-zero row or
     column (no stream silently dropped)."""
-    impl = ctx.make(case)
-    x = ctx.state(case)
+    impl = ctx.build.make(case)
+    x = ctx.inputs.state(case)
     for name in ("zero", case.branch):
-        out = ctx.forward(impl, x, ctx.branch(case, name, record=False))
-        ctx.require(bool(torch.isfinite(out).all()),
+        out = ctx.observe.forward(impl, x, ctx.inputs.branch(case, name, record=False))
+        ctx.record.require(bool(torch.isfinite(out).all()),
                     f"forward ({name} branch) is non-finite with parameters ×{case.param_scale:g}")
     w = MHCWeights(ctx, impl, x, case)
     for label, t in (("h_pre", w.h_pre), ("h_post", w.h_post), ("H_res", w.H_res)):
-        ctx.require(t is None or bool(torch.isfinite(t).all()),
+        ctx.record.require(t is None or bool(torch.isfinite(t).all()),
                     f"{label} ({w.source}) is non-finite with parameters ×{case.param_scale:g}")
     slack = tolerances.range_slack(ctx.tol_dtype, w.probed)
-    ctx.expect("most negative H_res entry", max(0.0, -float(w.H_res.min())), slack)
+    ctx.record.expect("most negative H_res entry", max(0.0, -float(w.H_res.min())), slack)
     exact, other = _sums(ctx, w.H_res)
-    ctx.expect("max |exact-axis sum − 1|", float((exact - 1).abs().max()),
-               tolerances.exact_axis(ctx.tol_dtype, case.n, w.probed))
+    ctx.record.expect("max |exact-axis sum − 1|", float((exact - 1).abs().max()),
+                      tolerances.exact_axis(ctx.tol_dtype, case.n, w.probed))
     smallest = float(other.min())
-    ctx.require(smallest > slack,
+    ctx.record.require(smallest > slack,
                 f"an H_res {_axis_names(ctx)[1]} sums to {smallest:.3g}: a stream is dropped "
                 f"(parameters ×{case.param_scale:g})")
-
-
-def _examples(ctx: Context) -> list[Case]:
-    return standard_examples(ctx)
-
-
-def _strategy(ctx: Context) -> st.SearchStrategy[Case]:
-    return standard_strategy(ctx, perturbations=PERTURBATIONS)
-
-
-def _span_examples(ctx: Context) -> list[Case]:
-    return shift(ctx, [Case(8, 4, 4, 8, seed=0, perturb=1.0, param_scale=100.0),
-                       Case(8, 4, 2, 5, seed=1, perturb=1.0, param_scale=100.0)])
-
-
-def _span_strategy(ctx: Context) -> st.SearchStrategy[Case]:
-    return standard_strategy(ctx, min_n=2, min_batch=8, min_tokens=4, perturbations=(1.0,),
-                             param_scales=(100.0,), extreme_scales=False)
-
-
-def _extreme_scales(ctx: Context) -> tuple[float, ...]:
-    return (1e2, 1e4, 1e6) if ctx.profile.extreme else (1e2, 1e4)
-
-
-def _extreme_examples(ctx: Context) -> list[Case]:
-    return shift(ctx, [
-        Case(2, 3, 4, 8, seed=0, perturb=1.0, param_scale=1e4),
-        Case(2, 3, 4, 8, seed=1, perturb=0.3, param_scale=1e2),
-        Case(3, 2, 2, 5, seed=2, perturb=1.0, param_scale=1e4, scale=10.0),
-        Case(1, 2, 3, 7, seed=3, perturb=0.0, param_scale=1e4),
-    ])
-
-
-def _extreme_strategy(ctx: Context) -> st.SearchStrategy[Case]:
-    return standard_strategy(ctx, perturbations=(0.0, 0.3, 1.0),
-                             param_scales=_extreme_scales(ctx))
-
-
-PROPERTIES = [
-    Property("constraints.h_res_nonnegative", "constraints", "every entry of H_res is >= 0",
-             None, frozenset(), MHC, check_nonnegative, _examples,
-             _strategy, prerequisites=BASE),
-    Property("constraints.h_res_exact_axis", "constraints",
-             "H_res sums to 1 along the axis Sinkhorn–Knopp normalises last, to dtype precision",
-             "mhc.sinkhorn_rows_exact", frozenset(), MHC, check_exact_axis, _examples, _strategy,
-             prerequisites=BASE),
-    Property("constraints.h_res_other_axis", "constraints",
-             "H_res sums to 1 along the other axis within the Birkhoff–Hopf bound (declared "
-             "rounds)",
-             None, frozenset(), MHC, check_other_axis, _examples, _strategy,
-             prerequisites=BASE),
-    Property("constraints.h_pre_range", "constraints", "H_pre lies in [0, 1] (σ)",
-             None, frozenset(), MHC, check_h_pre_range, _examples, _strategy,
-             prerequisites=BASE),
-    Property("constraints.h_post_range", "constraints", "H_post lies in [0, 2] (2σ)",
-             None, frozenset(), MHC, check_h_post_range, _examples, _strategy,
-             prerequisites=BASE),
-    Property("constraints.h_post_span", "constraints",
-             "H_post exceeds 1 once the parameters are scaled up (2σ, not σ)",
-             None, frozenset({PARAMETERS}), MHC, check_h_post_span, _span_examples,
-             _span_strategy, prerequisites=BASE),
-    Property("constraints.stream_sum_preserved", "constraints",
-             "with F ≡ 0 the stream sum 1ᵀX is preserved (up to H_res's column error)",
-             "ds.stream_sum_preserved", frozenset(), MHC, check_stream_sum, _examples,
-             _strategy, prerequisites=BASE),
-    Property("constraints.nonexpansive", "constraints",
-             "with F ≡ 0 mixing is non-expansive: ‖H_res x‖₂ ≤ ‖x‖₂ per feature",
-             "ds.nonexpansive", frozenset(), MHC, check_nonexpansive, _examples, _strategy,
-             prerequisites=BASE),
-    Property("constraints.extreme_logits", "constraints",
-             "parameters scaled ×1e2–1e4: finite, H_res ≥ 0, exact axis sums 1, no stream dropped",
-             None, frozenset({PARAMETERS}), MHC, check_extreme, _extreme_examples,
-             _extreme_strategy, prerequisites=BASE),
-]

@@ -14,54 +14,26 @@ from __future__ import annotations
 import math
 
 import torch
-from hypothesis import strategies as st
 
-from hcspec.conformance import probes, strategies, tolerances
+from hcspec.conformance import probes, salts, strategies, tolerances
 from hcspec.conformance.properties.base import (
     Context,
     FactoryRejected,
     NotApplicable,
-    Property,
     f64,
+    floating_parameters,
     seeded_global_rng,
 )
-from hcspec.conformance.properties.common import standard_examples, standard_strategy
-from hcspec.conformance.protocol import KINDS, PARAMETERS, HyperConnectionImpl
+from hcspec.conformance.properties.cases import Cases, standard_examples
+from hcspec.conformance.properties.declaration import declare
+from hcspec.conformance.properties.requirements import float64
+from hcspec.conformance.protocol import HyperConnectionImpl
 from hcspec.conformance.strategies import SMOOTH_BRANCHES, Case
 
+BASE = ("shape.output", "shape.branch_once")
 LOW = (torch.bfloat16, torch.float16)
-
-
-def check_low_precision(ctx: Context, case: Case) -> None:
-    """bfloat16/float16 forward vs float32 forward (scaled error ≤ 32·eps of the low dtype)."""
-    ctx.make(case)  # a configuration the factory rejects in the working dtype: skip the case
-    try:
-        impl32 = ctx.make(case, dtype=torch.float32)
-    except FactoryRejected as exc:
-        raise NotApplicable(f"the factory rejects float32: {exc}") from exc
-    x32 = ctx.state(case, dtype=torch.float32)
-    with torch.no_grad(), seeded_global_rng(case.seed, ctx.device):
-        out32 = ctx.forward(impl32, x32, ctx.branch(case, dtype=torch.float32, record=False))
-    ran = []
-    for dtype in LOW:
-        try:
-            impl = ctx.make(case, dtype=dtype)
-        except FactoryRejected:
-            continue
-        ran.append(dtype)
-        ctx.align_parameters(impl32, impl)
-        x = ctx.state(case, dtype=dtype)
-        with torch.no_grad(), seeded_global_rng(case.seed, ctx.device):  # the same draws
-            out = probes.forward_on_copy(impl, x, ctx.branch(case, dtype=dtype, record=False))
-        ctx.require(isinstance(out, torch.Tensor) and out.dtype == dtype,
-                    f"{dtype} forward returned {getattr(out, 'dtype', type(out).__name__)}, "
-                    f"expected {dtype}")
-        scale = max(float(x32.abs().max()), float(out32.abs().max()))
-        ctx.expect(f"{dtype} forward vs float32 forward",
-                   tolerances.scaled_error(out, out32, scale), tolerances.low_precision(dtype))
-    if not ran:
-        raise NotApplicable("the factory rejects bfloat16 and float16: "
-                            + " | ".join(ctx.rejected[-2:]))
+JITTER_SEED_STRIDE = 7919
+"""Jitter sample k of a case draws its signs from ``case.seed·JITTER_SEED_STRIDE + k``."""
 
 
 def _gradients(ctx: Context, impl: HyperConnectionImpl, case: Case, dtype: torch.dtype,
@@ -70,16 +42,15 @@ def _gradients(ctx: Context, impl: HyperConnectionImpl, case: Case, dtype: torch
     """(∂L/∂x, ∂L/∂θ for the floating parameters, X') of ``L = ⟨G', X'⟩`` in ``dtype``;
     with ``jitter``, at ``x`` and ``θ`` moved by one float32 unit roundoff, relative, with
     random signs (sample ``jitter``; the parameters are restored afterwards)."""
-    x = ctx.state(case, dtype=dtype)
-    gen = None if jitter is None else torch.Generator().manual_seed(case.seed * 7919 + jitter)
+    x = ctx.inputs.state(case, dtype=dtype)
+    gen = None if jitter is None else torch.Generator().manual_seed(
+        case.seed * JITTER_SEED_STRIDE + jitter)
     if gen is not None:  # one factor per stream-0 entry when the state must stay replicated
         factors = _unit_roundoff_factors(x[..., :1, :] if ctx.replicated else x, gen)
         x = x * factors.expand_as(x)
     x.requires_grad_(True)
-    G = strategies.gaussian(x.shape, case.seed, 31, dtype, ctx.device)
-    params = ([p for p in impl.parameters()  # type: ignore[attr-defined]
-               if isinstance(p, torch.Tensor) and p.is_floating_point() and p.requires_grad]
-              if PARAMETERS in ctx.capabilities else [])
+    G = strategies.gaussian(x.shape, case.seed, salts.UPSTREAM_GRADIENT.at(), dtype, ctx.device)
+    params = floating_parameters(impl, trainable=True)
     fn = strategies.make_branch(case.branch, case.d, dtype, ctx.device, seed=case.seed)
     saved = [p.detach().clone() for p in params] if gen is not None else []
     try:
@@ -90,8 +61,8 @@ def _gradients(ctx: Context, impl: HyperConnectionImpl, case: Case, dtype: torch
         with seeded_global_rng(case.seed, ctx.device):  # every call draws the same numbers
             out = probes.forward_on_copy(impl, x, fn)
             loss = (out * G).sum()
-            ctx.require(loss.requires_grad,
-                        f"the {dtype} forward's output is not connected to autograd")
+            ctx.record.require(loss.requires_grad,
+                               f"the {dtype} forward's output is not connected to autograd")
             grads = torch.autograd.grad(loss, [x, *params], allow_unused=True)
     finally:
         if gen is not None:
@@ -103,6 +74,18 @@ def _gradients(ctx: Context, impl: HyperConnectionImpl, case: Case, dtype: torch
     return filled[0], filled[1:], out.detach()
 
 
+def _gradient_examples(ctx: Context) -> list[Case]:
+    return (standard_examples(ctx, d_more_than_n=False)
+            + standard_examples(ctx, d_more_than_n=False, branch="linear")[1:3])
+
+
+@declare(
+    "dtype.float32_gradients",
+    statement="float32 gradients w.r.t. x and the parameters match float64 (dtype-aware)",
+    theorems=("backward.closed_form",),
+    requires=(float64("compares float32 gradients with float64 ones"),),
+    tolerance="gradient_float32", examples=_gradient_examples,
+    cases=Cases(branches=SMOOTH_BRANCHES, extreme_scales=False), prerequisites=BASE)
 def check_float32_gradients(ctx: Context, case: Case) -> None:
     """float32 gradients (w.r.t. x and the parameters, one vector) equal the float64 ones
     (same parameter values) in relative 2-norm within
@@ -110,13 +93,13 @@ def check_float32_gradients(ctx: Context, case: Case) -> None:
     far the float64 gradients move when x and θ move by one float32 unit roundoff) — catches
     a backward that is wrong only in float32 (e.g. a cast inside a custom backward), which
     float64 finite differences cannot see."""
-    ctx.make(case)  # a configuration the factory rejects in the working dtype: skip the case
+    ctx.build.make(case)  # a configuration the factory rejects in the working dtype: skip the case
+    impl64 = ctx.build.make(case, dtype=torch.float64)
     try:
-        impl64 = ctx.make(case, dtype=torch.float64)
-        impl32 = ctx.make(case, dtype=torch.float32)
+        impl32 = ctx.build.make(case, dtype=torch.float32)
     except FactoryRejected as exc:
         raise NotApplicable(f"needs float64 and float32: {exc}") from exc
-    ctx.align_parameters(impl64, impl32)
+    ctx.build.align(impl64, impl32)
     gx64, gp64, _ = _gradients(ctx, impl64, case, torch.float64)
     gx32, gp32, _ = _gradients(ctx, impl32, case, torch.float32)
     names = ["x"] + [f"parameter {i} {list(g.shape)}" for i, g in enumerate(gp64)]
@@ -132,7 +115,7 @@ def check_float32_gradients(ctx: Context, case: Case) -> None:
                           for k in range(tolerances.GRADIENT_SENSITIVITY_SAMPLES)))
     if not math.isfinite(sensitivity):  # non-finite float64 gradients: no allowance
         sensitivity = 0.0
-    ctx.expect("‖float32 − float64‖ / ‖float64‖ over (∂L/∂x, ∂L/∂θ)", error,
+    ctx.record.expect("‖float32 − float64‖ / ‖float64‖ over (∂L/∂x, ∂L/∂θ)", error,
                tolerances.gradient_float32(sensitivity),
                f"largest difference in ∂L/∂{worst}; float64 gradients move by "
                f"{sensitivity:.2g} (relative) when x and θ move by one float32 unit roundoff")
@@ -155,25 +138,39 @@ def _unit_roundoff_factors(t: torch.Tensor, gen: torch.Generator) -> torch.Tenso
     return factors.to(device=t.device, dtype=t.dtype)
 
 
-def _examples(ctx: Context) -> list[Case]:
-    return standard_examples(ctx, d_more_than_n=False)
-
-
-def _strategy(ctx: Context) -> st.SearchStrategy[Case]:
-    return standard_strategy(ctx, d_more_than_n=False, extreme_scales=False)
-
-
-PROPERTIES = [
-    Property("dtype.float32_gradients", "dtype",
-             "float32 gradients w.r.t. x and the parameters match float64 (dtype-aware)",
-             "backward.closed_form", frozenset(), frozenset(KINDS), check_float32_gradients,
-             lambda ctx: standard_examples(ctx, d_more_than_n=False) + standard_examples(
-                 ctx, d_more_than_n=False, branch="linear")[1:3],
-             lambda ctx: standard_strategy(ctx, d_more_than_n=False, extreme_scales=False,
-                                           branches=SMOOTH_BRANCHES),
-             prerequisites=("shape.output", "shape.branch_once")),
-    Property("dtype.low_precision", "dtype",
-             "bfloat16/float16 forward is close to float32 (dtype-aware) and keeps its dtype",
-             None, frozenset(), frozenset(KINDS), check_low_precision, _examples, _strategy,
-             prerequisites=("shape.output", "shape.branch_once")),
-]
+@declare(
+    "dtype.low_precision",
+    statement="bfloat16/float16 forward is close to float32 (dtype-aware) and keeps its dtype",
+    tolerance="low_precision", cases=Cases(extreme_scales=False), prerequisites=BASE)
+def check_low_precision(ctx: Context, case: Case) -> None:
+    """bfloat16/float16 forward vs float32 forward (scaled error ≤ 32·eps of the low dtype)."""
+    ctx.build.make(case)  # a configuration the factory rejects in the working dtype: skip the case
+    try:
+        impl32 = ctx.build.make(case, dtype=torch.float32)
+    except FactoryRejected as exc:
+        raise NotApplicable(f"the factory rejects float32: {exc}") from exc
+    x32 = ctx.inputs.state(case, dtype=torch.float32)
+    with torch.no_grad(), seeded_global_rng(case.seed, ctx.device):
+        branch32 = ctx.inputs.branch(case, dtype=torch.float32, record=False)
+        out32 = ctx.observe.forward(impl32, x32, branch32)
+    ran = []
+    for dtype in LOW:
+        try:
+            impl = ctx.build.make(case, dtype=dtype)
+        except FactoryRejected:
+            continue
+        ran.append(dtype)
+        ctx.build.align(impl32, impl)
+        x = ctx.inputs.state(case, dtype=dtype)
+        with torch.no_grad(), seeded_global_rng(case.seed, ctx.device):  # the same draws
+            branch = ctx.inputs.branch(case, dtype=dtype, record=False)
+            out = probes.forward_on_copy(impl, x, branch)
+        ctx.record.require(isinstance(out, torch.Tensor) and out.dtype == dtype,
+                           f"{dtype} forward returned {getattr(out, 'dtype', type(out).__name__)}, "
+                           f"expected {dtype}")
+        scale = max(float(x32.abs().max()), float(out32.abs().max()))
+        ctx.record.expect(f"{dtype} forward vs float32 forward",
+                   tolerances.scaled_error(out, out32, scale), tolerances.low_precision(dtype))
+    if not ran:
+        raise NotApplicable("the factory rejects bfloat16 and float16: "
+                            + " | ".join(ctx.rejected[-2:]))

@@ -13,48 +13,58 @@ import torch
 from hypothesis import strategies as st
 
 from hcspec.conformance import tolerances
-from hcspec.conformance.properties.base import Context, NotApplicable, Property, f64
-from hcspec.conformance.properties.common import (
-    branch64,
-    expected_output,
-    law_tol,
-    shift,
-    standard_examples,
-    standard_strategy,
+from hcspec.conformance.properties.base import Context, NotApplicable, f64, floating_parameters
+from hcspec.conformance.properties.cases import Cases, shift, standard_strategy
+from hcspec.conformance.properties.common import branch64, expected_output, law_tol
+from hcspec.conformance.properties.declaration import declare
+from hcspec.conformance.properties.requirements import (
+    PROBING,
+    any_state_domain,
+    capability,
+    kinds,
 )
-from hcspec.conformance.protocol import KINDS, PARAMETERS, WEIGHTS, HyperConnectionImpl
+from hcspec.conformance.protocol import PARAMETERS, WEIGHTS, HyperConnectionImpl
 from hcspec.conformance.strategies import Case
 from hcspec.spec import numeric
 
-ALL = frozenset(KINDS)
-HC = frozenset({"hc-static", "hc-dynamic"})
 BASE = ("shape.output", "shape.branch_once")
+LAW_BRANCHES = ("mlp", "linear", "identity", "constant")
 
 
+@declare(
+    "law.reported",
+    statement="X' = H_res X + h_post F(h_preᵀX)ᵀ per token with the impl's reported weights",
+    theorems=("layout.paper_rows",), requires=(capability(WEIGHTS),), tolerance="law",
+    cases=Cases(branches=LAW_BRANCHES), prerequisites=(*BASE, "shape.weights"))
 def check_reported(ctx: Context, case: Case) -> None:
     """Output equals the law evaluated with the impl's own ``weights(x)``; the branch received
     the declared input ``h_preᵀ X`` (or its declared norm)."""
-    impl = ctx.make(case)
-    x = ctx.state(case)
-    h_pre, h_post, H_res = (f64(w) for w in ctx.weights(impl, x))
-    branch = ctx.branch(case)
-    out = ctx.forward(impl, x, branch)
+    impl = ctx.build.make(case)
+    x = ctx.inputs.state(case)
+    h_pre, h_post, H_res = (f64(w) for w in ctx.observe.weights(impl, x))
+    branch = ctx.inputs.branch(case)
+    out = ctx.observe.forward(impl, x, branch)
     want, inp, scale = expected_output(ctx, case, x, h_pre, h_post, H_res)
     tol = law_tol(ctx)
-    ctx.expect("branch input vs h_preᵀX from weights(x)",
-               tolerances.scaled_error(branch.inputs[0], inp), tol,
-               f"declared branch input: {ctx.conventions.branch_input}")
-    ctx.expect("X' vs H_res X + h_post F(h_preᵀX)ᵀ with weights(x)",
-               tolerances.scaled_error(out, want, scale), tol)
+    ctx.record.expect("branch input vs h_preᵀX from weights(x)",
+                      tolerances.scaled_error(branch.inputs[0], inp), tol,
+                      f"declared branch input: {ctx.conventions.branch_input}")
+    ctx.record.expect("X' vs H_res X + h_post F(h_preᵀX)ᵀ with weights(x)",
+                      tolerances.scaled_error(out, want, scale), tol)
 
 
+@declare(
+    "law.probed",
+    statement="black-box probes (F ≡ 0, F ≡ c, F = id, X⁺) give weights under which the law holds",
+    theorems=("layout.paper_rows",), requires=(PROBING,), tolerance="law",
+    cases=Cases(d_more_than_n=True, branches=LAW_BRANCHES), prerequisites=BASE)
 def check_probed(ctx: Context, case: Case) -> None:
     """Black-box: ``F ≡ 0`` gives a linear mix ``H_res X``, a constant branch writes
     ``h_post cᵀ``, the branch reads ``h_preᵀ X``, the identity branch is consistent with both,
     and the case's branch gives the law with these probed weights."""
-    impl = ctx.make(case)
-    x = ctx.state(case)
-    probed = ctx.probe(impl, x, case)
+    impl = ctx.build.make(case)
+    x = ctx.inputs.state(case)
+    probed = ctx.observe.probe(impl, x, case)
     tol = law_tol(ctx)
     for name, what in (
         ("mix", "F ≡ 0: X'(0) is H_res X for some H_res (X'(0) − X'(0) X⁺ X)"),
@@ -63,9 +73,9 @@ def check_probed(ctx: Context, case: Case) -> None:
         ("identity", "F = id: X'(id) − X'(0) = h_post x_inᵀ"),
     ):
         if name in probed.residuals:
-            ctx.expect(f"probe {what}", probed.residuals[name], tol)
-    branch = ctx.branch(case)
-    out = ctx.forward(impl, x, branch)
+            ctx.record.expect(f"probe {what}", probed.residuals[name], tol)
+    branch = ctx.inputs.branch(case)
+    out = ctx.observe.forward(impl, x, branch)
     if probed.h_pre is not None:
         want, _, scale = expected_output(ctx, case, x, probed.h_pre, probed.h_post, probed.H_res)
     else:  # the branch input is a declared norm of x_in: use what the branch received
@@ -73,29 +83,30 @@ def check_probed(ctx: Context, case: Case) -> None:
         want = torch.from_numpy(numeric.forward(
             f64(x).numpy(), probed.h_post.numpy(), probed.H_res.numpy(), z.numpy()))
         scale = max(float(f64(x).abs().max()), float(want.abs().max()))
-    ctx.expect(f"X' ({case.branch} branch) vs the law with probed weights",
-               tolerances.scaled_error(out, want, scale), tol)
+    ctx.record.expect(f"X' ({case.branch} branch) vs the law with probed weights",
+                      tolerances.scaled_error(out, want, scale), tol)
 
 
+@declare(
+    "law.reported_matches_probed",
+    statement="weights(x) equals the weights read through the branch",
+    theorems=("layout.paper_rows",), requires=(capability(WEIGHTS), PROBING), tolerance="law",
+    cases=Cases(d_more_than_n=True, branches=LAW_BRANCHES),
+    prerequisites=(*BASE, "shape.weights"))
 def check_reported_matches_probed(ctx: Context, case: Case) -> None:
     """``weights(x)`` equals the weights read through the branch."""
-    impl = ctx.make(case)
-    x = ctx.state(case)
-    reported = [f64(w) for w in ctx.weights(impl, x)]
-    probed = ctx.probe(impl, x, case)
+    impl = ctx.build.make(case)
+    x = ctx.inputs.state(case)
+    reported = [f64(w) for w in ctx.observe.weights(impl, x)]
+    probed = ctx.observe.probe(impl, x, case)
     tol = law_tol(ctx) * max(1, case.n)
     pairs = [("h_post", reported[1], probed.h_post), ("H_res", reported[2], probed.H_res)]
     if probed.h_pre is not None:
         pairs.insert(0, ("h_pre", reported[0], probed.h_pre))
     for name, rep, prb in pairs:
-        ctx.expect(f"reported {name} vs probed {name}", tolerances.scaled_error(rep, prb), tol,
-                   f"max |reported| {float(rep.abs().max()):.3g}")
-
-
-def check_token_mixing(ctx: Context, case: Case) -> None:
-    """With a branch that mixes tokens (a causal running mean), the branch sees the whole
-    ``[B, T, d]`` sequence of ``x_in`` and the law holds with probed weights."""
-    check_probed(ctx, dataclasses.replace(case, branch="token_mixing"))
+        ctx.record.expect(f"reported {name} vs probed {name}",
+                          tolerances.scaled_error(rep, prb), tol,
+                          f"max |reported| {float(rep.abs().max()):.3g}")
 
 
 STEER_STEPS = 8
@@ -124,15 +135,14 @@ def steer_h_res(ctx: Context, impl: HyperConnectionImpl, x: torch.Tensor,
     Raises:
         NotApplicable: no floating parameter reaches H_res.
     """
-    params = [p for p in impl.parameters()  # type: ignore[attr-defined]
-              if isinstance(p, torch.Tensor) and p.is_floating_point() and p.requires_grad]
+    params = floating_parameters(impl, trainable=True)
     if not params:
         raise NotApplicable("no exposed parameter requires grad, so H_res cannot be steered")
     want = target.to(device=x.device, dtype=x.dtype)
     deviation = float("inf")
     for _ in range(STEER_STEPS):
         with torch.enable_grad():
-            residual = (ctx.weights(impl, x)[2] - want).flatten()
+            residual = (ctx.observe.weights(impl, x)[2] - want).flatten()
             deviation = float(residual.detach().abs().max())
             if deviation <= tolerances.law(ctx.tol_dtype):
                 break
@@ -155,35 +165,6 @@ def steer_h_res(ctx: Context, impl: HyperConnectionImpl, x: torch.Tensor,
     return deviation
 
 
-def check_permutation_mixing(ctx: Context, case: Case) -> None:
-    """Public bug report #1 (the width connection returned the streams from before mixing):
-    steer H_res to the cyclic permutation P through the parameters, then with F ≡ 0 on the
-    state "stream i constant i + 1" the output must be the permuted input ``P X``."""
-    if ctx.replicated:
-        raise NotApplicable("needs distinct streams (stream i constant i + 1); the impl declares "
-                            "state_domain='replicated' (X = 1_n hᵀ)")
-    impl = ctx.make(case)
-    x = constant_streams(case, ctx)
-    P = cyclic_permutation(case.n)
-    left = steer_h_res(ctx, impl, x, P)
-    tol = law_tol(ctx) * case.n
-    if left > tol:
-        raise NotApplicable(f"could not steer the reported H_res to a cyclic permutation "
-                            f"through the parameters (max deviation {left:.3g} after "
-                            f"{STEER_STEPS} Gauss–Newton steps)")
-    with torch.no_grad():
-        out = ctx.forward(impl, x, ctx.branch(case, "zero", record=False))
-    X = f64(x)
-    want = P @ X
-    got = f64(out)
-    streams = ", ".join(f"{float(v):g}" for v in got[0, 0, :, 0])
-    expected = ", ".join(f"{float(v):g}" for v in want[0, 0, :, 0])
-    ctx.expect("F ≡ 0 with H_res = cyclic permutation: X' vs the permuted streams P X",
-               tolerances.scaled_error(got, want), tol,
-               f"streams of token 0 came out as [{streams}], expected [{expected}] "
-               "(streams returned unmixed? H_res transposed?)")
-
-
 def _permutation_examples(ctx: Context) -> list[Case]:
     # the recipe of public bug report #1 first: n = 4, d = 8, B = 1, T = 3, at init
     return shift(ctx, [
@@ -197,51 +178,48 @@ def _permutation_strategy(ctx: Context) -> st.SearchStrategy[Case]:
     return standard_strategy(ctx, min_n=2, branches=("zero",), extreme_scales=False)
 
 
-def _examples(ctx: Context) -> list[Case]:
-    return standard_examples(ctx)
+@declare(
+    "law.permutation_mixing",
+    statement="with H_res steered to a cyclic permutation P and F ≡ 0, X' = P X (streams permuted)",
+    theorems=("ds.permutation_vertices",),
+    requires=(kinds("hc-static", "hc-dynamic"), capability(PARAMETERS), capability(WEIGHTS),
+              any_state_domain("needs distinct streams (stream i constant i + 1)")),
+    tolerance="law", examples=_permutation_examples, strategy=_permutation_strategy,
+    prerequisites=(*BASE, "shape.weights"), explore=False)
+def check_permutation_mixing(ctx: Context, case: Case) -> None:
+    """Public bug report #1 (the width connection returned the streams from before mixing):
+    steer H_res to the cyclic permutation P through the parameters, then with F ≡ 0 on the
+    state "stream i constant i + 1" the output must be the permuted input ``P X``."""
+    impl = ctx.build.make(case)
+    x = constant_streams(case, ctx)
+    P = cyclic_permutation(case.n)
+    left = steer_h_res(ctx, impl, x, P)
+    tol = law_tol(ctx) * case.n
+    if left > tol:
+        raise NotApplicable(f"could not steer the reported H_res to a cyclic permutation "
+                            f"through the parameters (max deviation {left:.3g} after "
+                            f"{STEER_STEPS} Gauss–Newton steps)")
+    with torch.no_grad():
+        out = ctx.observe.forward(impl, x, ctx.inputs.branch(case, "zero", record=False))
+    X = f64(x)
+    want = P @ X
+    got = f64(out)
+    streams = ", ".join(f"{float(v):g}" for v in got[0, 0, :, 0])
+    expected = ", ".join(f"{float(v):g}" for v in want[0, 0, :, 0])
+    ctx.record.expect("F ≡ 0 with H_res = cyclic permutation: X' vs the permuted streams P X",
+                      tolerances.scaled_error(got, want), tol,
+                      f"streams of token 0 came out as [{streams}], expected [{expected}] "
+                      "(streams returned unmixed? H_res transposed?)")
 
 
-def _strategy(ctx: Context) -> st.SearchStrategy[Case]:
-    return standard_strategy(ctx, branches=("mlp", "linear", "identity", "constant"))
-
-
-def _mixing_examples(ctx: Context) -> list[Case]:
-    return standard_examples(ctx, branch="token_mixing", min_tokens=2)
-
-
-def _mixing_strategy(ctx: Context) -> st.SearchStrategy[Case]:
-    return standard_strategy(ctx, branches=("token_mixing",), min_tokens=2)
-
-
-def _reported_examples(ctx: Context) -> list[Case]:
-    return standard_examples(ctx, d_more_than_n=False)
-
-
-def _reported_strategy(ctx: Context) -> st.SearchStrategy[Case]:
-    return standard_strategy(ctx, d_more_than_n=False,
-                             branches=("mlp", "linear", "identity", "constant"))
-
-
-PROPERTIES = [
-    Property("law.reported", "law",
-             "X' = H_res X + h_post F(h_preᵀX)ᵀ per token with the impl's reported weights",
-             "layout.paper_rows", frozenset({WEIGHTS}), ALL, check_reported,
-             _reported_examples, _reported_strategy, prerequisites=(*BASE, "shape.weights")),
-    Property("law.probed", "law",
-             "black-box probes (F ≡ 0, F ≡ c, F = id, X⁺) give weights under which the law holds",
-             "layout.paper_rows", frozenset(), ALL, check_probed, _examples, _strategy,
-             prerequisites=BASE),
-    Property("law.reported_matches_probed", "law",
-             "weights(x) equals the weights read through the branch",
-             "layout.paper_rows", frozenset({WEIGHTS}), ALL, check_reported_matches_probed,
-             _examples, _strategy, prerequisites=(*BASE, "shape.weights")),
-    Property("law.permutation_mixing", "law",
-             "with H_res steered to a cyclic permutation P and F ≡ 0, X' = P X (streams permuted)",
-             "ds.permutation_vertices", frozenset({WEIGHTS, PARAMETERS}), HC,
-             check_permutation_mixing, _permutation_examples, _permutation_strategy,
-             prerequisites=(*BASE, "shape.weights"), explore=False),
-    Property("law.token_mixing_branch", "law",
-             "a token-mixing branch receives the whole [B,T,d] sequence and the law holds",
-             "layout.paper_rows", frozenset(), ALL, check_token_mixing, _mixing_examples,
-             _mixing_strategy, prerequisites=(*BASE, "law.probed")),
-]
+@declare(
+    "law.token_mixing_branch",
+    statement="a token-mixing branch receives the whole [B,T,d] sequence and the law holds",
+    theorems=("layout.paper_rows",), requires=(PROBING,), tolerance="law",
+    cases=Cases(d_more_than_n=True, branch="token_mixing", branches=("token_mixing",),
+                min_tokens=2),
+    prerequisites=(*BASE, "law.probed"))
+def check_token_mixing(ctx: Context, case: Case) -> None:
+    """With a branch that mixes tokens (a causal running mean), the branch sees the whole
+    ``[B, T, d]`` sequence of ``x_in`` and the law holds with probed weights."""
+    check_probed(ctx, dataclasses.replace(case, branch="token_mixing"))

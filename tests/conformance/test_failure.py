@@ -26,20 +26,29 @@ def _raise(exc: BaseException) -> BaseException:
 
 
 def test_structured_attributes_are_used() -> None:
-    got = fl.from_exception(_raise(_Structured()), failed=True, counterexample='{"n":2}')
+    exc = _raise(_Structured())
+    got = fl.from_exception(exc, failed=True, counterexample='{"n":2}')
     assert (got.label, got.error, got.tolerance, got.detail) == ("H_res columns", 0.5, 1e-6,
                                                                  "column 2")
     assert got.hint == "10 Sinkhorn rounds where 20 are declared"
     assert got.kind == "failed" and got.traceback is None
-    assert got.origin.startswith("test_failure.py:")
+    assert got.origin == exc.origin  # type: ignore[attr-defined]
+
+
+class _Plain(AssertionError):
+    """An assertion without the kit's attributes."""
 
 
 def test_expect_text_is_read_without_attributes() -> None:
-    got = fl.from_exception(PropertyFailure("X' vs the law: error 0.696 > tolerance 0.00458; "
-                                            "token 3"), failed=True, hint="from the run")
+    got = fl.from_exception(_raise(_Plain("X' vs the law: error 0.696 > tolerance 0.00458; "
+                                          "token 3")), failed=True, hint="from the run")
     assert (got.label, got.error, got.tolerance, got.detail) == ("X' vs the law", 0.696,
                                                                  0.00458, "token 3")
-    assert got.hint == "from the run"
+    assert got.hint == "from the run" and got.origin.startswith("test_failure.py:")
+    numeric = fl.from_exception(PropertyFailure.numeric("X' vs the law", 0.696, 0.00458,
+                                                        "token 3"), failed=True)
+    assert (numeric.label, numeric.error, numeric.tolerance, numeric.detail) == (
+        "X' vs the law", 0.696, 0.00458, "token 3")
     plain = fl.from_exception(_raise(RuntimeError("mat1 and mat2")), failed=False)
     assert plain.message == "RuntimeError: mat1 and mat2" and plain.error is None
     assert plain.traceback is not None and "RuntimeError: mat1 and mat2" in plain.traceback

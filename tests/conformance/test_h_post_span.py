@@ -44,6 +44,7 @@ def test_sigma_is_caught_under_ci() -> None:
     assert "σ's bound 1" in result.message
 
 
+@pytest.mark.slow
 def test_post_logits_the_kit_cannot_move_are_not_demonstrated_never_passed() -> None:
     result = _span(fixed_logit_mhc.make_buffer, profile="quick")
     assert result.status == rp.NOT_APPLICABLE

@@ -91,6 +91,7 @@ def test_a_malformed_mutant_is_refused(tmp_path: Path) -> None:
         mutation.load(bad)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(BY_NAME))
 def test_mutant_is_caught_by_its_properties_under_ci(name: str) -> None:
     mutant = BY_NAME[name]
@@ -130,6 +131,7 @@ def test_recipe_of_public_report_1_is_an_explicit_example() -> None:
     assert "came out as [1, 2, 3, 4], expected [2, 3, 4, 1]" in recipe.message
 
 
+@pytest.mark.slow
 def test_cli_subprocess_exits_1_and_names_the_property(tmp_path: Path) -> None:
     path = tmp_path / "report.json"
     env = dict(os.environ, OMP_NUM_THREADS="1")
@@ -146,6 +148,7 @@ def test_cli_subprocess_exits_1_and_names_the_property(tmp_path: Path) -> None:
     assert statuses["constraints.h_res_other_axis"] == "failed"
 
 
+@pytest.mark.slow
 def test_mutation_table_reports_kill_and_time(capsys: pytest.CaptureFixture[str]) -> None:
     code = mutation.main(["h_res_transposed", "branch_per_stream", "--no-expected"])
     out = capsys.readouterr().out

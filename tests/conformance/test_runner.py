@@ -189,10 +189,8 @@ def test_inconclusive_cases_are_not_counted_and_none_conclusive_is_not_a_pass() 
             raise Inconclusive(f"seed {case.seed} shows nothing")
 
     def prop(seeds: list[int]) -> Property:
-        return Property("law.synthetic", "law", "s", None, frozenset(),
-                        frozenset({"hc-static"}), check,
-                        lambda ctx: [Case(seed=s) for s in seeds],
-                        lambda ctx: None, explore=False)  # type: ignore[arg-type,return-value]
+        return Property(id="law.synthetic", statement="s", check=check,
+                        custom_examples=lambda ctx: [Case(seed=s) for s in seeds], explore=False)
 
     def ctx() -> Context:
         return Context(factory=make_linear, target_name="t", kind="hc-static",

@@ -26,8 +26,8 @@ def _ctx(seed: int = 0) -> Context:
 
 
 def _prop(check) -> Property:  # type: ignore[no-untyped-def]
-    return Property("law.synthetic", "law", "s", None, frozenset(), frozenset({"hc-static"}),
-                    check, lambda ctx: [], lambda ctx: None)  # type: ignore[arg-type,return-value]
+    return Property(id="law.synthetic", statement="s", check=check,
+                    custom_examples=lambda ctx: [])
 
 
 def _raised(check, case: Case) -> BaseException:  # type: ignore[no-untyped-def]
@@ -53,9 +53,14 @@ def test_signature_is_the_type_and_the_label_not_the_numbers() -> None:
     e = _Labelled("branch input vs h_preᵀX", 0.476)
     assert shrink.signature(c) == shrink.signature(d) != shrink.signature(e)
     assert shrink.signature(c) == ("_Labelled", "label X' vs the law")
-    # without attributes, Context.expect's text gives the label
-    assert shrink.signature(PropertyFailure("X' vs the law: error 3 > tolerance 1")) == (
+    assert shrink.signature(PropertyFailure.numeric("X' vs the law", 3.0, 1.0)) == (
         "PropertyFailure", "label X' vs the law")
+
+    class Plain(AssertionError):  # no attributes: the comparison's text gives the label
+        pass
+
+    assert shrink.signature(Plain("X' vs the law: error 3 > tolerance 1")) == (
+        "Plain", "label X' vs the law")
     assert shrink.signature(c) != shrink.signature(ValueError(str(c)))
 
 
@@ -68,7 +73,7 @@ def test_unlabelled_failures_are_told_apart_by_their_origin() -> None:
     four, two = _raised(check, Case(n=4)), _raised(check, Case(n=2))
     three = _raised(check, Case(n=3))
     assert shrink.signature(two) == shrink.signature(three) != shrink.signature(four)
-    assert shrink.signature(four)[1].startswith("origin test_shrink.py:")
+    assert shrink.signature(four)[1].startswith("origin tests.conformance.test_shrink:check:")
 
 
 def test_a_case_failing_everywhere_shrinks_to_the_simplest_one() -> None:

@@ -84,7 +84,7 @@ def test_a_changed_package_is_reported_not_misread(monkeypatch: pytest.MonkeyPat
 
 def test_kit_on_hc_passes_and_mhc_plain_sinkhorn_fails_at_extreme_logits() -> None:
     ok = check_implementation("hyper_connections:hc", profile="quick", device="cpu",
-                              only=["law", "reductions"])
+                              only=["law", "reduction"])
     assert ok.ok, ok.summary
     report = check_implementation("hyper_connections:mhc", profile="quick", device="cpu",
                                   only=["constraints.extreme_logits", "law.reported"])

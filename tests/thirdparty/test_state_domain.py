@@ -28,10 +28,10 @@ def test_declared_domain_draws_replicated_states() -> None:
     ctx = Context(factory=make_replicated, target_name="t", kind="mhc",
                   conventions=info.conventions, capabilities=info.capabilities,
                   dtype=torch.float64, device="cpu", profile=get_profile("quick"))
-    x = ctx.state(Case(2, 3, 4, 8, seed=5))
+    x = ctx.inputs.state(Case(2, 3, 4, 8, seed=5))
     assert torch.equal(x, x[..., :1, :].expand_as(x))
     assert x[..., 0, :].std() > 0.5  # the stream itself is a N(0, 1) draw, not a mean
-    v = ctx.tangent(torch.randn(2, 3, 4, 8, dtype=torch.float64))
+    v = ctx.inputs.tangent(torch.randn(2, 3, 4, 8, dtype=torch.float64))
     assert torch.equal(v, v[..., :1, :].expand_as(v))
 
 

@@ -18,25 +18,20 @@ property is not applicable with the reason.
 
 from __future__ import annotations
 
-import shutil
-
 import torch
-from hypothesis import strategies as st
 
-from hcspec.conformance import strategies, tolerances
-from hcspec.conformance.properties.base import (
-    Context,
-    NotApplicable,
-    Property,
-    PropertyFailure,
-    f64,
+from hcspec.conformance import salts, strategies, tolerances
+from hcspec.conformance.properties.base import Context, PropertyFailure, f64
+from hcspec.conformance.properties.cases import Cases, shift
+from hcspec.conformance.properties.declaration import declare
+from hcspec.conformance.properties.requirements import (
+    CHEAP_BACKEND,
+    COMPILE,
+    FULL_BACKEND,
 )
-from hcspec.conformance.properties.common import shift, standard_strategy
-from hcspec.conformance.protocol import KINDS
 from hcspec.conformance.strategies import Case
 
-CHEAP_BACKEND = "aot_eager"
-FULL_BACKEND = "inductor"
+__all__ = ["CHEAP_BACKEND", "FULL_BACKEND", "backend_for"]
 
 
 def backend_for(ctx: Context) -> str:
@@ -44,44 +39,32 @@ def backend_for(ctx: Context) -> str:
     return FULL_BACKEND if ctx.profile.name == "thorough" else CHEAP_BACKEND
 
 
-def unavailable_reason(backend: str, device: str) -> str | None:
-    """Why ``torch.compile`` with ``backend`` cannot run here, or None."""
-    if not hasattr(torch, "compile"):
-        return f"torch {torch.__version__} has no torch.compile"
-    try:
-        from torch._dynamo.eval_frame import is_dynamo_supported
-
-        if not is_dynamo_supported():
-            return "TorchDynamo is not supported on this Python/platform"
-    except Exception as exc:  # an import failure is the environment's, not the impl's
-        return f"torch._dynamo does not import: {type(exc).__name__}: {exc}"
-    if backend == FULL_BACKEND:
-        if device == "cpu" and not any(shutil.which(c) for c in ("g++", "c++", "clang++")):
-            return "the inductor backend needs a C++ compiler on the CPU (none on PATH)"
-        if device == "cuda":
-            try:
-                from torch.utils._triton import has_triton
-
-                if not has_triton():
-                    return "the inductor backend needs Triton on CUDA (not installed)"
-            except Exception as exc:
-                return f"cannot tell whether Triton is available: {exc}"
-    return None
+def _examples(ctx: Context) -> list[Case]:
+    cases = [Case(2, 3, 4, 8, layer_index=5, seed=1, perturb=0.3)]
+    if ctx.profile.name == "thorough":
+        cases += [Case(3, 2, 2, 5, layer_index=3, seed=2, scale=10.0, perturb=0.1),
+                  Case(1, 4, 3, 7, layer_index=2, seed=3, perturb=1.0, branch="linear")]
+    return shift(ctx, cases)
 
 
+@declare(
+    "compile.fullgraph",
+    statement="torch.compile(fullgraph=True) traces forward; compiled forward/backward equal eager",
+    requires=(COMPILE,), tolerance="law", examples=_examples,
+    cases=Cases(d_more_than_n=True, extreme_scales=False),
+    prerequisites=("shape.output", "shape.branch_once"), explore=False,
+    shrink=False)  # each re-run would compile anew: up to 40 × ~20 s (inductor)
 def check_fullgraph(ctx: Context, case: Case) -> None:
     """``torch.compile(forward, fullgraph=True)`` succeeds, and its output and the gradient of
     ``⟨G', X'⟩`` w.r.t. x equal eager's within the law tolerance."""
     backend = backend_for(ctx)
-    reason = unavailable_reason(backend, ctx.device)
-    if reason is not None:
-        raise NotApplicable(reason)
     import torch._dynamo as dynamo
 
-    impl = ctx.make(case)
+    impl = ctx.build.make(case)
     fn = strategies.make_branch(case.branch, case.d, ctx.dtype, ctx.device, seed=case.seed)
-    x = ctx.state(case)
-    G = strategies.gaussian(x.shape, case.seed, 31, ctx.dtype, ctx.device)
+    x = ctx.inputs.state(case)
+    G = strategies.gaussian(x.shape, case.seed, salts.UPSTREAM_GRADIENT.at(), ctx.dtype,
+                            ctx.device)
 
     def step(state: torch.Tensor) -> torch.Tensor:
         return impl.forward(state, fn)
@@ -106,28 +89,7 @@ def check_fullgraph(ctx: Context, case: Case) -> None:
     finally:
         dynamo.reset()
     tol = tolerances.law(ctx.tol_dtype)
-    ctx.expect(f"compiled ({backend}) forward vs eager",
-               tolerances.scaled_error(f64(out), f64(eager)), tol)
-    ctx.expect(f"compiled ({backend}) ∂L/∂x vs eager",
-               tolerances.scaled_error(f64(g_comp), f64(g_eager)), tol)
-
-
-def _examples(ctx: Context) -> list[Case]:
-    cases = [Case(2, 3, 4, 8, layer_index=5, seed=1, perturb=0.3)]
-    if ctx.profile.name == "thorough":
-        cases += [Case(3, 2, 2, 5, layer_index=3, seed=2, scale=10.0, perturb=0.1),
-                  Case(1, 4, 3, 7, layer_index=2, seed=3, perturb=1.0, branch="linear")]
-    return shift(ctx, cases)
-
-
-def _strategy(ctx: Context) -> st.SearchStrategy[Case]:
-    return standard_strategy(ctx, extreme_scales=False)
-
-
-PROPERTIES = [
-    Property("compile.fullgraph", "compile",
-             "torch.compile(fullgraph=True) traces forward; compiled forward/backward equal eager",
-             None, frozenset(), frozenset(KINDS), check_fullgraph, _examples, _strategy,
-             prerequisites=("shape.output", "shape.branch_once"), explore=False,
-             shrink=False),  # each re-run would compile anew: up to 40 × ~20 s (inductor)
-]
+    ctx.record.expect(f"compiled ({backend}) forward vs eager",
+                      tolerances.scaled_error(f64(out), f64(eager)), tol)
+    ctx.record.expect(f"compiled ({backend}) ∂L/∂x vs eager",
+                      tolerances.scaled_error(f64(g_comp), f64(g_eager)), tol)

@@ -1,0 +1,186 @@
+"""Declaring a property: :func:`declare` next to its check registers one :class:`Property` in
+the catalogue's registry, at import.
+
+A family module ``hcspec.conformance.properties.<family>`` holds the checks of one family; every
+id it declares is ``<family>.<name>``. Only what departs from the defaults is declared (the
+standard examples and strategy, no requirement, no prerequisite, explored and shrunk).
+docs/conformance.md ("Adding a property") walks through one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from hypothesis import strategies as st
+
+from hcspec.conformance.properties.cases import Cases
+from hcspec.conformance.properties.requirements import Requirement, Subject, first_unmet
+from hcspec.conformance.protocol import KINDS
+from hcspec.conformance.seeding import seeded_global_rng
+from hcspec.conformance.strategies import Case
+
+if TYPE_CHECKING:
+    from hcspec.conformance.properties.base import Context
+
+ExamplesFn = Callable[["Context"], Sequence[Case]]
+StrategyFn = Callable[["Context"], st.SearchStrategy[Case]]
+CheckFn = Callable[["Context", Case], None]
+
+PACKAGE = "hcspec.conformance.properties"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Property:
+    """One entry of the catalogue.
+
+    Attributes:
+        id: stable id ``family.name`` (never renamed once published; CLI ``--only`` takes it).
+        statement: one line: what must hold.
+        check: ``check(ctx, case)``; raises
+            :class:`hcspec.conformance.properties.errors.PropertyFailure` when it does not hold.
+        theorems: the spec theorem ids it checks (empty for robustness checks no paper
+            states).
+        requires: what the target must offer for the property to apply, decided before any
+            case runs (:mod:`hcspec.conformance.properties.requirements`).
+        tolerance: the name of the tolerance rule it compares with
+            (:data:`hcspec.conformance.tolerances.RULES`).
+        cases: the bounds of its standard examples and strategy.
+        custom_examples, custom_strategy: replace the standard examples / strategy.
+        prerequisites: ids whose failure blocks this one (declared earlier).
+        explore: False when the explicit examples are all it runs (no hypothesis).
+        shrink: False to report a failing explicit example as is instead of shrinking it
+            (the shape family, whose messages tell the axes apart by the canonical case's
+            distinct sizes, and ``compile.fullgraph``, whose every re-run compiles anew).
+    """
+
+    id: str
+    statement: str
+    check: CheckFn
+    theorems: tuple[str, ...] = ()
+    requires: tuple[Requirement, ...] = ()
+    tolerance: str = "exact"
+    cases: Cases = field(default_factory=Cases)
+    custom_examples: ExamplesFn | None = None
+    custom_strategy: StrategyFn | None = None
+    prerequisites: tuple[str, ...] = ()
+    explore: bool = True
+    shrink: bool = True
+
+    @property
+    def family(self) -> str:
+        """The id's prefix."""
+        return self.id.split(".", 1)[0]
+
+    @property
+    def theorem(self) -> str | None:
+        """The first cited theorem id (what the report shows), or None."""
+        return self.theorems[0] if self.theorems else None
+
+    @property
+    def kinds(self) -> frozenset[str]:
+        """The kinds it applies to (every kind unless a kind requirement narrows them)."""
+        allowed = frozenset(KINDS)
+        for r in self.requires:
+            if r.kinds is not None:
+                allowed &= r.kinds
+        return allowed
+
+    @property
+    def needs(self) -> frozenset[str]:
+        """The optional capabilities it requires."""
+        return frozenset(r.capability for r in self.requires if r.capability is not None)
+
+    def unmet(self, subject: Subject) -> str | None:
+        """Why the property cannot run on ``subject`` (the first unmet requirement), or None."""
+        return first_unmet(self.requires, subject)
+
+    def examples(self, ctx: Context) -> Sequence[Case]:
+        """The explicit examples, replayed before hypothesis explores."""
+        if self.custom_examples is not None:
+            return self.custom_examples(ctx)
+        return self.cases.examples(ctx)
+
+    def strategy(self, ctx: Context) -> st.SearchStrategy[Case]:
+        """The hypothesis strategy of further cases."""
+        if self.custom_strategy is not None:
+            return self.custom_strategy(ctx)
+        return self.cases.strategy(ctx)
+
+    def run(self, ctx: Context, case: Case) -> None:
+        """``check(ctx, case)`` with torch's global RNG seeded from ``case.seed``
+        (:func:`hcspec.conformance.seeding.seeded_global_rng`), as the runner and the shrinker
+        run every case.
+
+        Raises:
+            whatever ``check`` raises.
+        """
+        with seeded_global_rng(case.seed, ctx.device):
+            self.check(ctx, case)
+
+
+REGISTRY: list[Property] = []
+"""Every declared property, in declaration order (the family modules are imported in run
+order by :mod:`hcspec.conformance.properties`)."""
+
+
+class DeclarationError(ValueError):
+    """A declaration breaks a rule of the registry (the message says which)."""
+
+
+def register(prop: Property, module: str | None = None) -> Property:
+    """Add ``prop`` to :data:`REGISTRY`.
+
+    Raises:
+        DeclarationError: a duplicate id; an id not of the form ``family.name``; declared in a
+            family module other than ``<family>`` (``module``: the declaring module's name);
+            a prerequisite not declared before it; an empty requirement reason.
+    """
+    parts = prop.id.split(".")
+    if len(parts) != 2 or not all(parts):
+        raise DeclarationError(f"property id {prop.id!r}: expected 'family.name'")
+    if module is not None and module.startswith(PACKAGE + "."):
+        family_module = module.removeprefix(PACKAGE + ".")
+        if family_module != prop.family:
+            raise DeclarationError(
+                f"property {prop.id} is declared in {module}; its family module is "
+                f"{PACKAGE}.{prop.family}")
+    known = {p.id for p in REGISTRY}
+    if prop.id in known:
+        raise DeclarationError(f"duplicate property id {prop.id}")
+    for pre in prop.prerequisites:
+        if pre not in known:
+            raise DeclarationError(f"property {prop.id}: prerequisite {pre} must be declared "
+                                   "earlier")
+    for requirement in prop.requires:
+        if not requirement.reason.strip() or not requirement.condition.strip():
+            raise DeclarationError(f"property {prop.id}: a requirement without a condition "
+                                   "or reason")
+    REGISTRY.append(prop)
+    return prop
+
+
+def declare(
+    id: str, *, statement: str, theorems: Sequence[str] = (),
+    requires: Sequence[Requirement] = (), tolerance: str = "exact", cases: Cases | None = None,
+    examples: ExamplesFn | None = None, strategy: StrategyFn | None = None,
+    prerequisites: Sequence[str] = (), explore: bool = True, shrink: bool = True,
+) -> Callable[[CheckFn], CheckFn]:
+    """Decorator: register the decorated ``check(ctx, case)`` as the property ``id`` (the
+    fields of :class:`Property`; ``examples``/``strategy`` replace the standard ones) and
+    return the check unchanged.
+
+    Raises:
+        DeclarationError: as :func:`register`.
+    """
+    def decorate(check: CheckFn) -> CheckFn:
+        register(Property(
+            id=id, statement=statement, check=check, theorems=tuple(theorems),
+            requires=tuple(requires), tolerance=tolerance, cases=cases or Cases(),
+            custom_examples=examples, custom_strategy=strategy,
+            prerequisites=tuple(prerequisites), explore=explore, shrink=shrink,
+        ), check.__module__)
+        return check
+
+    return decorate

@@ -1,0 +1,84 @@
+"""What a check raises: a failure of the property, or one of the reasons a case or the
+property does not count."""
+
+from __future__ import annotations
+
+import sys
+from types import FrameType
+
+_INTERNAL = ("hcspec.conformance.properties.errors", "hcspec.conformance.properties.recording")
+
+
+def _origin() -> str:
+    """``module:function:line`` of the first caller outside this module and the recorder."""
+    frame: FrameType | None = sys._getframe(1)
+    while frame is not None and frame.f_globals.get("__name__") in _INTERNAL:
+        frame = frame.f_back
+    if frame is None:
+        return "?"
+    return f"{frame.f_globals.get('__name__')}:{frame.f_code.co_name}:{frame.f_lineno}"
+
+
+class PropertyFailure(AssertionError):
+    """A property does not hold for a case.
+
+    Attributes:
+        label: the failing check's label (e.g. ``"law: X' vs spec"``); two failures with the
+            same exception type and label are the same failure (the shrinker relies on it).
+        error: the achieved error of a numeric check, else None.
+        tolerance: its tolerance, else None.
+        detail: what was observed, beyond the figures (may be empty).
+        hint: a likely cause, when the check can name one, else None.
+        origin: where the failing check was raised, ``module:function:line`` — the same for
+            every case that fails the same check, whatever figures its label carries.
+
+    ``str(failure)`` is the full message: ``label: error E > tolerance T; detail`` for a numeric
+    check, the label (the condition's message) otherwise.
+
+    >>> f = PropertyFailure.numeric("X' vs law", 0.5, 1e-6, "max at token 0")
+    >>> str(f)
+    "X' vs law: error 0.5 > tolerance 1e-06; max at token 0"
+    >>> (f.label, f.error, f.tolerance)
+    ("X' vs law", 0.5, 1e-06)
+
+    """
+
+    def __init__(self, message: str, *, label: str | None = None, error: float | None = None,
+                 tolerance: float | None = None, detail: str = "",
+                 hint: str | None = None, origin: str | None = None) -> None:
+        super().__init__(message)
+        self.label = message if label is None else label
+        self.error = error
+        self.tolerance = tolerance
+        self.detail = detail
+        self.hint = hint
+        self.origin = _origin() if origin is None else origin
+
+    @classmethod
+    def numeric(cls, label: str, error: float, tolerance: float, detail: str = "",
+                hint: str | None = None) -> PropertyFailure:
+        """The failure of ``error > tolerance`` (or a NaN error) for the check ``label``."""
+        extra = f"; {detail}" if detail else ""
+        return cls(f"{label}: error {error:.3g} > tolerance {tolerance:.3g}{extra}",
+                   label=label, error=error, tolerance=tolerance, detail=detail, hint=hint)
+
+
+class NotApplicable(Exception):
+    """The property cannot run on this target, found only while running a case (message:
+    why), e.g. the factory rejects the second dtype a comparison needs. What is known before
+    any case runs is a declared requirement instead
+    (:mod:`hcspec.conformance.properties.requirements`)."""
+
+
+class FactoryRejected(Exception):
+    """The factory raised for a case's configuration; the case is skipped and recorded."""
+
+
+class Inconclusive(Exception):
+    """The case could not show what the property checks, either way (message: what was
+    observed). It is recorded and not counted as evidence: a property none of whose cases was
+    conclusive is reported not applicable ("not demonstrated"), never passed."""
+
+
+class BranchMisuse(PropertyFailure):
+    """The impl called the kit's branch with something other than a ``[B, T, d]`` tensor."""

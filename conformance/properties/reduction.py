@@ -1,0 +1,192 @@
+"""Reduction family: the cases where HC reduces to something simpler.
+
+* n = 1 with the unit init is the pre-norm residual ``x + F(x)`` (forward and backward; spec
+  ``reduction.prenorm_forward`` / ``reduction.prenorm_backward``) — for HC kinds, whose n = 1
+  init is ``h_pre = h_post = H_res = [1]``.
+* mHC at n = 1: the only doubly stochastic 1×1 matrix is [1], for any parameters
+  (``mhc.n1_residual``).
+* The HC init (Eq. 14): ``h_pre = e_{k mod n}``, ``h_post = 1``, ``H_res = I``; a fresh stack
+  of static connections between ``expand`` and ``reduce`` equals the pre-norm residual stack
+  (``init.static_prenorm``); dynamic HC at init equals its static part
+  (``dynamic.init_equals_static``).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from hcspec.conformance import probes, salts, strategies, tolerances
+from hcspec.conformance.properties.base import Context, f64
+from hcspec.conformance.properties.cases import Cases, shift, standard_examples
+from hcspec.conformance.properties.declaration import declare
+from hcspec.conformance.properties.requirements import PROBING, capability, kinds
+from hcspec.conformance.protocol import EXPAND, REDUCE
+from hcspec.conformance.strategies import SMOOTH_BRANCHES, Case
+
+BASE = ("shape.output", "shape.branch_once")
+HC = kinds("hc-static", "hc-dynamic")
+N1_CASES = Cases(at_init=True, branches=SMOOTH_BRANCHES)
+INIT_CASES = Cases(d_more_than_n=True, at_init=True)
+LAYER_SEED_STRIDE = 7919
+"""Layer k of a stack draws its branch from ``case.seed + k·LAYER_SEED_STRIDE``."""
+
+
+def _n1(case: Case) -> Case:
+    return Case(case.batch, case.tokens, 1, case.d, layer_index=case.layer_index,
+                seed=case.seed, scale=case.scale, branch=case.branch)
+
+
+def _n1_examples(ctx: Context) -> list[Case]:
+    return shift(ctx, [Case(2, 3, 1, 8, seed=0), Case(1, 2, 1, 3, seed=1, branch="linear"),
+                       Case(3, 1, 1, 5, seed=2, layer_index=3, scale=10.0)])
+
+
+def _init_examples(ctx: Context) -> list[Case]:
+    cases = standard_examples(ctx, at_init=True)
+    return cases + shift(ctx, [Case(1, 2, 4, 8, layer_index=k, seed=10 + k) for k in (1, 2, 3, 6)])
+
+
+@declare(
+    "reduction.n1_prenorm_forward", statement="n = 1 at init: X' = x + F(x), the pre-norm residual",
+    theorems=("reduction.prenorm_forward",), requires=(HC,),
+    tolerance="identity",
+    examples=_n1_examples, cases=N1_CASES, prerequisites=BASE)
+def check_n1_forward(ctx: Context, case: Case) -> None:
+    """n = 1 at init: ``X' = x + F(x)`` (the branch's input is x itself, or its declared
+    norm)."""
+    case = _n1(case)
+    impl = ctx.build.make(case, perturb=False)
+    x = ctx.inputs.state(case)
+    out = ctx.observe.forward(impl, x, ctx.inputs.branch(case, record=False))
+    x64 = f64(x)[..., 0, :]
+    z = strategies.make_branch(case.branch, case.d, torch.float64, seed=case.seed)(
+        ctx.observe.branch_input(x64))
+    want = (x64 + z).unsqueeze(-2)
+    ctx.record.expect("n = 1 at init: X' vs x + F(x)", tolerances.scaled_error(out, want),
+                      tolerances.identity(ctx.tol_dtype))
+
+
+@declare(
+    "reduction.n1_prenorm_backward", statement="n = 1 at init: ∂L/∂x = g' + Jᵀg'",
+    theorems=("reduction.prenorm_backward",), requires=(HC,),
+    tolerance="identity",
+    examples=_n1_examples, cases=N1_CASES, prerequisites=BASE)
+def check_n1_backward(ctx: Context, case: Case) -> None:
+    """n = 1 at init: ``∂L/∂x = g' + Jᵀ g'`` (the bare residual term survives)."""
+    case = _n1(case)
+    impl = ctx.build.make(case, perturb=False)
+    x = ctx.inputs.state(case).requires_grad_(True)
+    fn = strategies.make_branch(case.branch, case.d, ctx.dtype, ctx.device, seed=case.seed)
+    G = strategies.gaussian(x.shape, case.seed, salts.UPSTREAM_GRADIENT.at(), ctx.dtype,
+                            ctx.device)
+    (auto,) = torch.autograd.grad((probes.forward_on_copy(impl, x, fn) * G).sum(), x)
+    x64 = f64(x)[..., 0, :].requires_grad_(True)
+    z = strategies.make_branch(case.branch, case.d, torch.float64, seed=case.seed)(
+        ctx.observe.branch_input(x64))
+    g = f64(G)[..., 0, :]
+    (jt_g,) = torch.autograd.grad(z, x64, grad_outputs=g)
+    want = (g + jt_g).unsqueeze(-2)
+    ctx.record.expect("n = 1 at init: ∂L/∂x vs g' + Jᵀg'", tolerances.scaled_error(auto, want),
+                      tolerances.identity(ctx.tol_dtype))
+
+
+@declare(
+    "reduction.mhc_n1_residual", statement="mHC at n = 1: H_res = [1] for any parameters",
+    theorems=("mhc.n1_residual",), requires=(kinds("mhc"),), tolerance="identity",
+    examples=_n1_examples, prerequisites=BASE)
+def check_mhc_n1(ctx: Context, case: Case) -> None:
+    """mHC at n = 1: H_res = [1] for any parameters (probed: F ≡ 0 returns x)."""
+    case = Case(case.batch, case.tokens, 1, max(case.d, 2), layer_index=case.layer_index,
+                seed=case.seed, scale=case.scale, perturb=case.perturb, branch=case.branch)
+    impl = ctx.build.make(case)
+    x = ctx.inputs.state(case)
+    out = ctx.observe.forward(impl, x, ctx.inputs.branch(case, "zero", record=False))
+    ctx.record.expect("n = 1: X'(F ≡ 0) vs x (H_res = [1])", tolerances.scaled_error(out, f64(x)),
+                      tolerances.identity(ctx.tol_dtype))
+
+
+def _static_init(case: Case, layer_index: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    n = case.n
+    h_pre = torch.zeros(n, dtype=torch.float64)
+    h_pre[layer_index % n] = 1.0
+    return h_pre, torch.ones(n, dtype=torch.float64), torch.eye(n, dtype=torch.float64)
+
+
+def _check_init_weights(ctx: Context, case: Case, label: str) -> None:
+    impl = ctx.build.make(case, perturb=False)
+    want = _static_init(case, case.layer_index)
+    tol = tolerances.law(ctx.tol_dtype) * max(1, case.n)
+    for index, salt in enumerate((salts.STATE, salts.SECOND_STATE)):
+        # two different states: weights at init must not depend on x
+        x = ctx.inputs.state(case, salt=salt)
+        probed = ctx.observe.probe(impl, x, case)
+        got = (probed.h_pre, probed.h_post, probed.H_res)
+        for name, g, w in zip(("h_pre", "h_post", "H_res"), got, want, strict=True):
+            if g is None:
+                continue
+            ctx.record.expect(f"{label}: probed {name} vs {_describe_init(name, case)} "
+                              f"(state {index})", tolerances.scaled_error(g, w.expand_as(g)), tol)
+
+
+def _describe_init(name: str, case: Case) -> str:
+    return {"h_pre": f"e_{case.layer_index % case.n} (e_(k mod n), k = {case.layer_index})",
+            "h_post": "1", "H_res": "I"}[name]
+
+
+@declare(
+    "reduction.static_init",
+    statement="at init h_pre = e_(k mod n), h_post = 1, H_res = I (HC Eq. 14)",
+    theorems=("init.static_prenorm",), requires=(kinds("hc-static"), PROBING), tolerance="law",
+    examples=_init_examples, cases=INIT_CASES, prerequisites=BASE)
+def check_static_init(ctx: Context, case: Case) -> None:
+    """At init h_pre = e_{k mod n}, h_post = 1, H_res = I (HC Eq. 14), for layer index k."""
+    _check_init_weights(ctx, case, "static init")
+
+
+@declare(
+    "reduction.dynamic_init_static",
+    statement="dynamic HC at init equals its static part: x-independent weights e_(k mod n), 1, I",
+    theorems=("dynamic.init_equals_static",), requires=(kinds("hc-dynamic"), PROBING),
+    tolerance="law", examples=_init_examples, cases=INIT_CASES, prerequisites=BASE)
+def check_dynamic_init(ctx: Context, case: Case) -> None:
+    """Dynamic HC at init equals its static part: the weights do not depend on x and equal
+    the HC Eq. 14 init."""
+    _check_init_weights(ctx, case, "dynamic init")
+
+
+@declare(
+    "reduction.init_prenorm_stack",
+    statement="reduce(fresh HC stack(expand(h))) = n·(pre-norm residual stack) (sum reduce)",
+    theorems=("init.static_prenorm",),
+    requires=(HC, capability(EXPAND), capability(REDUCE)), tolerance="identity",
+    examples=_init_examples,
+    cases=Cases(d_more_than_n=True, at_init=True, branches=SMOOTH_BRANCHES),
+    prerequisites=(*BASE, "conventions.expand_replicates", "conventions.reduce_scale"))
+def check_prenorm_stack(ctx: Context, case: Case) -> None:
+    """reduce(stack of L fresh connections (expand(h))) equals s·h_L of the pre-norm residual
+    stack h_{k+1} = h_k + F_k(h_k), s = n (sum) or 1 (mean)."""
+    layers = 2 + case.layer_index % 5
+    h = strategies.gaussian((case.batch, case.tokens, case.d), case.seed,
+                            salts.STACK_INPUT.at(), ctx.dtype, ctx.device, std=case.scale)
+    first = ctx.build.make(case, layer_index=0, perturb=False)
+    expanded = ctx.observe.expand(first, h)
+    ctx.record.require(isinstance(expanded, torch.Tensor),
+                       f"expand(h) returned {type(expanded).__name__}, expected a tensor")
+    assert isinstance(expanded, torch.Tensor)
+    x = expanded
+    h_ref = f64(h)
+    for k in range(layers):
+        impl = first if k == 0 else ctx.build.make(case, layer_index=k, perturb=False)
+        seed = case.seed + LAYER_SEED_STRIDE * k
+        fn = strategies.make_branch(case.branch, case.d, ctx.dtype, ctx.device, seed=seed)
+        x = probes.forward_on_copy(impl, x, strategies.CountingBranch(fn, record=False))
+        fn64 = strategies.make_branch(case.branch, case.d, torch.float64, seed=seed)
+        h_ref = h_ref + fn64(ctx.observe.branch_input(h_ref))
+    out = ctx.observe.reduce(first, x)
+    ctx.record.require(isinstance(out, torch.Tensor),
+                       f"reduce(x) returned {type(out).__name__}, expected a tensor")
+    assert isinstance(out, torch.Tensor)
+    factor = case.n if ctx.conventions.reduce == "sum" else 1
+    ctx.record.expect(f"reduce(HC stack of {layers} fresh layers) vs {factor}·(pre-norm residual)",
+                      tolerances.scaled_error(out, factor * h_ref),
+                      tolerances.identity(ctx.tol_dtype) * layers)

@@ -1,0 +1,19 @@
+"""The examples in the public modules' docstrings run and give what they show."""
+
+from __future__ import annotations
+
+import doctest
+from types import ModuleType
+
+import pytest
+
+from hcspec.conformance import protocol, salts, seeding, strategies
+from hcspec.conformance.properties import errors
+
+
+@pytest.mark.parametrize("module", [strategies, protocol, salts, seeding, errors],
+                         ids=lambda m: m.__name__)
+def test_docstring_examples_run(module: ModuleType) -> None:
+    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS, verbose=False)
+    assert result.attempted > 0, f"{module.__name__} has no docstring example"
+    assert result.failed == 0
