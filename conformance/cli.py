@@ -392,8 +392,9 @@ def _run(args: argparse.Namespace) -> int:
                 timeout=args.timeout, on_resolved=on_resolved, on_status=on_status,
             )
     except (TargetError, catalogue.SelectionError, ValueError) as exc:
-        _write_setup_error(args, target, str(exc), out, err)
-        return _usage_error(err, str(exc))
+        message = source_tree_problem(target, exc) or str(exc)
+        _write_setup_error(args, target, message, out, err)
+        return _usage_error(err, message)
     terminal.print_table(out, report)
     terminal.print_details(out, report, verbose=args.verbose)
     terminal.print_summary(out, report)
@@ -401,6 +402,21 @@ def _run(args: argparse.Namespace) -> int:
     if not _write_reports(args, report, out, err) and code == EXIT_OK:
         code = EXIT_USAGE
     return code
+
+
+SOURCE_TREE_PACKAGES = ("examples", "tests", "tools", "benchmarks")
+"""Top-level folders of the hcspec repository that are not installed with the package."""
+
+
+def source_tree_problem(target: str, exc: BaseException) -> str | None:
+    """One line instead of an import traceback when ``target`` names a module of the hcspec
+    source tree (``examples.conformance_adapter:make``) that is not importable here, e.g.
+    from an installed wheel; None otherwise."""
+    top = target.partition(":")[0].partition(".")[0]
+    if top not in SOURCE_TREE_PACKAGES or f"No module named '{top}" not in str(exc):
+        return None
+    return (f"TARGET {target!r} is part of the hcspec source tree ({top}/ is not installed "
+            "with the package): run it from a clone of the repository")
 
 
 def report_path_problem(path: str) -> str | None:

@@ -295,3 +295,14 @@ def test_run_writes_a_markdown_report(capsys: pytest.CaptureFixture[str],
     text = (tmp_path / "r.md").read_text(encoding="utf-8")
     assert code == 0 and text.startswith("## `reference:hc-static`")
     assert "| `shape.output` | passed |" in text
+
+
+def test_a_source_tree_target_outside_the_tree_is_one_line(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "examples", None)  # as from an installed wheel
+    code, _, err = run(capsys, "run", "examples.conformance_adapter:make", "--no-progress")
+    assert code == 2
+    assert ("TARGET 'examples.conformance_adapter:make' is part of the hcspec source tree "
+            "(examples/ is not installed with the package)") in err
+    assert "Traceback" not in err
