@@ -21,6 +21,9 @@ def _observed(case: BadInput) -> Observed:
     return _SEEN[case.name]
 
 
+pytestmark = pytest.mark.slow  # one CLI subprocess per case (about a minute in all)
+
+
 @pytest.fixture(scope="module")
 def observed() -> dict[str, Observed]:
     return {case.name: _observed(case) for case in CASES if not case.slow}

@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 from hcspec.conformance import report as rp
 from hcspec.conformance.properties import CATALOGUE
 from hcspec.conformance.runner import check_implementation
@@ -27,6 +29,7 @@ def test_worked_adapter_in_the_docs_is_the_example_file() -> None:
     assert example.rstrip() + "\n" in [b for b in blocks]
 
 
+@pytest.mark.slow
 def test_worked_adapter_passes_the_kit() -> None:
     report = check_implementation("examples.conformance_adapter:make", profile="quick",
                                   device="cpu")

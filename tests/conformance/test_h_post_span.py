@@ -18,7 +18,9 @@ def _span(factory: object, profile: str = "ci") -> rp.PropertyResult:
     return next(r for r in report.results if r.id == SPAN)
 
 
-@pytest.mark.parametrize("post_init", [-1000.0, -50.0, -3.0, -1.0, 0.0, 1.0, 20.0])
+@pytest.mark.parametrize("post_init", [
+    -1000.0, *(pytest.param(v, marks=pytest.mark.slow) for v in (-50.0, -3.0, -1.0, 0.0, 1.0)),
+    20.0])
 def test_correct_fixed_logit_mhc_passes_whatever_its_post_init(post_init: float) -> None:
     result = _span(fixed_logit_mhc.factory(post_init))
     assert result.status == rp.PASSED, result.message
@@ -26,8 +28,8 @@ def test_correct_fixed_logit_mhc_passes_whatever_its_post_init(post_init: float)
 
 
 def test_the_fresh_users_case_passes() -> None:
-    """n = 2, post logits initialised at −1, seed 104: every post logit of the old nudge
-    θ ← 100·(θ₀ + ε) stayed negative, and the old check failed."""
+    """n = 2, post logits initialised at −1, seed 104: a nudge θ ← 100·(θ₀ + ε) in one
+    direction leaves every post logit negative; the two-sided span still shows 2σ."""
     from hcspec.conformance.strategies import Case
 
     report = check_implementation(fixed_logit_mhc.make_negative, device="cpu", only=[SPAN],

@@ -1,6 +1,6 @@
 """The kit rejects known-bad implementations: every mutant in tests/mutants is caught under
 ``ci``, by the property ids its docstring and ``CAUGHT_BY`` name, and the corpus covers every
-bug class issue 6 lists (including the twelve public bug reports).
+bug class docs/conformance.md lists (including the twelve public bug reports).
 
 Each mutant is run in-process with ``only=CAUGHT_BY``: a property's status depends only on its
 own check and on its prerequisites (which ``only`` adds), so this is the verdict a full ``ci``
@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[2]
 MUTANTS = mutation.discover()
 BY_NAME = {m.name: m for m in MUTANTS}
 
-ISSUE_CLASSES = {  # issue 6's list -> the mutant(s) that stand for it
+BUG_CLASSES = {  # the documented bug classes -> the mutant(s) that stand for them
     "layout: H_resᵀ for H_res": ["h_res_transposed"],
     "layout: h_pre and h_post swapped": ["h_pre_h_post_swapped"],
     "layout: folded as [n·B] vs [B·n]": ["folded_wrong_order"],
@@ -60,16 +60,16 @@ ISSUE_CLASSES = {  # issue 6's list -> the mutant(s) that stand for it
 }
 
 
-def test_corpus_size_and_the_eight_of_issue_4() -> None:
+def test_corpus_size_and_the_eight_classic_bugs() -> None:
     assert len(MUTANTS) >= 25
     assert {"h_res_transposed", "sinkhorn_rows_only", "sinkhorn_plain_domain",
             "branch_per_stream", "h_post_sigma", "folded_wrong_order", "input_in_place",
             "residual_detached"} <= set(BY_NAME)
 
 
-@pytest.mark.parametrize("bug_class", sorted(ISSUE_CLASSES))
-def test_every_issue_class_has_a_mutant(bug_class: str) -> None:
-    for name in ISSUE_CLASSES[bug_class]:
+@pytest.mark.parametrize("bug_class", sorted(BUG_CLASSES))
+def test_every_bug_class_has_a_mutant(bug_class: str) -> None:
+    for name in BUG_CLASSES[bug_class]:
         assert name in BY_NAME, (bug_class, name)
 
 

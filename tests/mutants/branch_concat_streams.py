@@ -1,7 +1,7 @@
 """Mutant: feeds the branch the concatenation of the n streams, ``[B, T, n·d]``, and keeps the
 first d features of what comes back, instead of the aggregate ``x_in = h_preᵀ X [B, T, d]``.
 
-Bug class: sublayer (branch fed the concatenation of streams; DESIGN.md §1: the sublayer runs
+Bug class: sublayer (branch fed the concatenation of streams; the sublayer runs
 on a d-vector, never on an n·d concatenation). The kit's branch refuses an input whose last axis
 is not d, so the failure names the shape it received.
 Caught by: shape.output and shape.branch_once.

@@ -1,7 +1,7 @@
 """Mutant: calls the branch once per stream, ``x_in``-weighted: ``z = Σ_i h_pre,i F(X_i)``.
 
 Bug class: sublayer. Equal to the real thing only for a linear F; it costs n sublayer calls
-where HC makes one (DESIGN.md §1: the sublayer runs once on a d-vector, never n times).
+where HC makes one (the sublayer runs once on a d-vector, never n times).
 Caught by: shape.branch_once.
 """
 
