@@ -50,13 +50,6 @@ def test_a_project_with_its_own_spec_reference_and_conformance_packages(tmp_path
     plugin = ([] if any(ep.name == "hcspec" for ep in
                         importlib.metadata.entry_points(group="pytest11"))
               else ["-p", "hcspec.conformance.pytest_plugin"])
-    tested = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *plugin,
-         "--hc-target", "reference:mhc", "--hc-profile", "quick", "--hc-device", "cpu"],
-        cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=600, check=False)
-    assert tested.returncode == 0, tested.stdout[-3000:] + tested.stderr[-3000:]
-    assert " passed" in tested.stdout and "failed" not in tested.stdout
-    assert "test_own.py" not in tested.stdout  # quiet mode: only failures would name it
     run = subprocess.run(
         [sys.executable, "-m", "hcspec.conformance", "run", "--profile", "quick", "--device",
          "cpu", "--no-progress", "--json", "r.json"],
@@ -64,3 +57,10 @@ def test_a_project_with_its_own_spec_reference_and_conformance_packages(tmp_path
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     assert "target reference:mhc" in run.stdout and "result: OK" in run.stdout
     assert not (tmp_path / ".hypothesis").exists()  # the CLI leaves no hypothesis cache
+    tested = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *plugin,
+         "--hc-target", "reference:mhc", "--hc-profile", "quick", "--hc-device", "cpu"],
+        cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=600, check=False)
+    assert tested.returncode == 0, tested.stdout[-3000:] + tested.stderr[-3000:]
+    assert " passed" in tested.stdout and "failed" not in tested.stdout
+    assert "test_own.py" not in tested.stdout  # quiet mode: only failures would name it
