@@ -9,11 +9,15 @@ property catalogue), ``targets`` (the built-in targets and whether they import h
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+import signal
 import sys
 import textwrap
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from types import FrameType
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.markup import escape
@@ -28,23 +32,19 @@ from rich.progress import (
 from rich.table import Table
 
 from hcspec.conformance import expected, junit, terminal
-from hcspec.conformance import properties as catalogue
 from hcspec.conformance import report as rp
 from hcspec.conformance.profiles import DEFAULT_PROFILE, PROFILES
-from hcspec.conformance.runner import check_implementation, kit_version
-from hcspec.conformance.strategies import Case
-from hcspec.conformance.targets import (
-    BUILTIN,
-    DEFAULT_TARGET,
-    ENV_VAR,
-    TargetError,
-    builtin_status,
-)
+from hcspec.conformance.report import kit_version
+from hcspec.conformance.targets import BUILTIN, DEFAULT_TARGET, ENV_VAR
+
+if TYPE_CHECKING:
+    from hcspec.conformance.properties import Property
 
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
+EXIT_TERMINATED = 143
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -56,7 +56,11 @@ exit codes:
        id, an unreadable expected-failures file, a report path that cannot be
        written (checked before the run); the requested reports are still
        written where possible, with setup_error set and no results
-  {EXIT_INTERRUPTED}  interrupted: the partial report is still printed and written"""
+  {EXIT_INTERRUPTED}  interrupted (SIGINT, Ctrl-C): the partial report is still printed and
+       written (interrupted: true, the finished results, the running property
+       and the ids not run), also when no property had finished
+  {EXIT_TERMINATED}  terminated (SIGTERM, e.g. a CI job's timeout): as for 130
+a property that runs past --timeout is reported `timeout` (exit code 1)"""
 
 _WIDTH = 78  # argparse's width on an 80-column terminal; descriptions are filled here
 
@@ -99,6 +103,7 @@ def build_parser() -> argparse.ArgumentParser:
                           "against the hcspec property catalogue."),
         epilog="`hc-conformance COMMAND --help` describes each command.\n\n" + EXIT_CODES,
     )
+    parser.add_argument("--version", action="version", version=f"hc-conformance {kit_version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     run = sub.add_parser("run", help="run the properties against a target",
                          description=_run_description(), epilog=EXIT_CODES,
@@ -119,6 +124,12 @@ def build_parser() -> argparse.ArgumentParser:
                      help="added to every case's seed and each property's hypothesis seed")
     run.add_argument("--json", metavar="PATH", help="write the JSON report here")
     run.add_argument("--junit", metavar="PATH", help="write JUnit XML here")
+    run.add_argument("--markdown", metavar="PATH", help="write the Markdown report here")
+    run.add_argument("--timeout", metavar="SECONDS", type=float, default=None,
+                     help="wall-clock limit per property (default: the profile's: "
+                          + ", ".join(f"{k} {v:g} s" for k, v in _default_timeouts().items())
+                          + "; 0: none); a property past it is reported `timeout` and the "
+                          "run goes on")
     run.add_argument("--expected-failures", metavar="FILE",
                      help="lines 'PROPERTY_ID: reason' (failures become xfail)")
     run.add_argument("--case", metavar="JSON",
@@ -127,7 +138,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="run only the parallel family, sharded over N ranks started here "
                           "(gloo on cpu, NCCL on cuda; hcspec.conformance.parallel)")
     run.add_argument("--no-progress", action="store_true",
-                     help="no progress bar (on a terminal) or status lines (otherwise)")
+                     help="no progress bar (on a terminal) or per-property status lines "
+                          "(otherwise); the steps of the target's inspection are still "
+                          "announced, so that a hang shows where it is")
     run.add_argument("-v", "--verbose", action="store_true",
                      help="also print, one by one, the properties that did not fail but carry a "
                           "message (blocked, not applicable, a pass with a note)")
@@ -180,8 +193,16 @@ def _console() -> Console:
     return console if console.is_terminal else Console(width=160)
 
 
+def _default_timeouts() -> dict[str, float]:
+    from hcspec.conformance.timeouts import DEFAULT_TIMEOUTS
+
+    return DEFAULT_TIMEOUTS
+
+
 def cmd_list(args: argparse.Namespace) -> int:
     """Print the catalogue."""
+    from hcspec.conformance import properties as catalogue
+
     terminal.print_catalogue(_console(), catalogue.CATALOGUE)
     return EXIT_OK
 
@@ -189,6 +210,8 @@ def cmd_list(args: argparse.Namespace) -> int:
 def cmd_targets(args: argparse.Namespace) -> int:
     """Print the built-in targets: name, importable yes/no, version found, description and
     options; then why each unusable one is unusable."""
+    from hcspec.conformance.targets import builtin_status
+
     out = _console()
     rows = builtin_status()
     table = Table(header_style="bold")
@@ -202,10 +225,12 @@ def cmd_targets(args: argparse.Namespace) -> int:
         table.add_row(row.target.name, importable, escape(row.version or "not installed"),
                       escape(description))
     out.print(table)
-    for row in rows:
-        if row.problem:
-            out.print(f"{row.target.name}: {escape(row.problem)}", highlight=False,
-                      soft_wrap=True)
+    said: set[str] = set()
+    for row in rows:  # one line per package: its targets share the reason
+        if row.problem and row.problem not in said:
+            said.add(row.problem)
+            names = ", ".join(r.target.name for r in rows if r.problem == row.problem)
+            out.print(f"{names}: {escape(row.problem)}", highlight=False, soft_wrap=True)
     return EXIT_OK
 
 
@@ -234,21 +259,97 @@ def _usage_error(console: Console, message: str) -> int:
     return EXIT_USAGE
 
 
+@contextlib.contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """Within the block, SIGTERM raises :class:`hcspec.conformance.runner.Terminated` (a
+    ``KeyboardInterrupt``) in the main thread, so a CI job's timeout stops the run the way
+    Ctrl-C does and the partial report is written; the previous handler is restored after.
+    Outside the main thread (no signal handlers there) the block runs unchanged."""
+    from hcspec.conformance.runner import Terminated
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        raise Terminated(f"signal {signum}")
+
+    try:
+        previous = signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+@contextlib.contextmanager
+def _private_hypothesis_home() -> Iterator[None]:
+    """hypothesis keeps caches under ``.hypothesis/`` in the current directory (the kit runs
+    without an example database, but hypothesis still caches the constants it collects from
+    source files there); a run of the CLI points that home at a temporary directory instead,
+    so it leaves no ``.hypothesis/`` behind."""
+    import tempfile
+
+    from hypothesis.configuration import set_hypothesis_home_dir
+
+    with tempfile.TemporaryDirectory(prefix="hc-conformance-hypothesis-") as home:
+        set_hypothesis_home_dir(home)
+        try:
+            yield
+        finally:
+            set_hypothesis_home_dir(None)
+
+
+def _exit_code(report: rp.Report) -> int:
+    if report.interrupted:
+        return EXIT_TERMINATED if report.interrupted_by == "SIGTERM" else EXIT_INTERRUPTED
+    return EXIT_OK if report.ok else EXIT_FAILED
+
+
 def cmd_run(args: argparse.Namespace) -> int:
-    """Run the kit: print the header as soon as the target is resolved, then the table,
-    failures and summary; write the reports (their paths are checked before the run)."""
+    """Run the kit: print the first header lines as soon as the target is resolved (before
+    any factory or forward runs) and a status line saying what is being built or called,
+    then the rest of the header, the table, failures and summary; write the reports (their
+    paths are checked before the run). SIGINT and SIGTERM stop the run and still write the
+    partial reports (exit 130 / 143). With ``--world-size N`` only the parallel family runs
+    (:func:`hcspec.conformance.parallel.cli.cmd_run_parallel`)."""
     if args.world_size is not None:
         from hcspec.conformance.parallel.cli import cmd_run_parallel
 
         return cmd_run_parallel(args)
+    with sigterm_as_interrupt(), _private_hypothesis_home():
+        try:
+            return _run(args)
+        except KeyboardInterrupt as exc:  # before the target was resolved, or while printing
+            from hcspec.conformance.runner import interrupt_name
+
+            err = Console(stderr=True)
+            target = args.target or os.environ.get(ENV_VAR) or DEFAULT_TARGET
+            report = rp.Report(target=target, kit_version=kit_version(), profile=args.profile,
+                               seed=args.seed, device=args.device, interrupted=True,
+                               interrupted_by=interrupt_name(exc),
+                               running="setup: resolving the target")
+            err.print(f"interrupted ({report.interrupted_by}) before the target was resolved",
+                      highlight=False)
+            _write_reports(args, report, _console(), err)
+            return _exit_code(report)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from hcspec.conformance import properties as catalogue
+    from hcspec.conformance.runner import check_implementation
+    from hcspec.conformance.strategies import Case
+    from hcspec.conformance.targets import TargetError
+
     out, err = _console(), Console(stderr=True)
     target = args.target or os.environ.get(ENV_VAR) or DEFAULT_TARGET
     try:
-        failures = expected.load(args.expected_failures) if args.expected_failures else None
+        failures = (expected.load(args.expected_failures, option="--expected-failures",
+                                  known=catalogue.BY_ID)
+                    if args.expected_failures else None)
         case = Case.from_json(args.case) if args.case else None
     except (OSError, ValueError) as exc:
         return _usage_error(err, str(exc))
-    unwritable = {path: problem for path in (args.json, args.junit)
+    unwritable = {path: problem for path in (args.json, args.junit, args.markdown)
                   if path and (problem := report_path_problem(path)) is not None}
     if unwritable:
         message = "; ".join(unwritable.values())
@@ -260,20 +361,35 @@ def cmd_run(args: argparse.Namespace) -> int:
                         disable=not show_progress)
     task = progress.add_task("resolving target", total=None)
 
+    def on_resolved(header: rp.Report) -> None:
+        progress.stop()
+        terminal.print_preamble(out, header)
+        out.file.flush()
+        progress.start()
+
+    def on_status(text: str) -> None:
+        # Said before it is done: a factory or forward that hangs leaves this line last.
+        progress.update(task, description=text)
+        if not show_progress:  # also under --no-progress: a hang must show where it is
+            err.print(f"... {text}", highlight=False, soft_wrap=True)
+            err.file.flush()
+
     def on_setup(header: rp.Report) -> None:
         # First, so that in a log holding both streams the status lines follow the header.
         # The bar pauses meanwhile: on a shared terminal the header would run into it.
         progress.stop()
-        terminal.print_header(out, header)
+        terminal.print_header(out, header, preamble=False)
+        out.file.flush()
         progress.start()
 
-    def on_start(prop: catalogue.Property, index: int, total: int) -> None:
+    def on_start(prop: Property, index: int, total: int) -> None:
         progress.update(task, description=prop.id, completed=index, total=total)
 
     def on_result(result: rp.PropertyResult) -> None:
         progress.advance(task)
         if not show_progress and not args.no_progress:
             err.print(f"{result.id}: {result.status}", highlight=False)
+            err.file.flush()
 
     try:
         with progress:
@@ -281,20 +397,34 @@ def cmd_run(args: argparse.Namespace) -> int:
                 target, profile=args.profile, device=args.device, only=args.only,
                 skip=args.skip, seed=args.seed, expected_failures=failures, case=case,
                 on_start=on_start, on_result=on_result, on_setup=on_setup,
+                timeout=args.timeout, on_resolved=on_resolved, on_status=on_status,
             )
     except (TargetError, catalogue.SelectionError, ValueError) as exc:
-        _write_setup_error(args, target, str(exc), out, err)
-        return _usage_error(err, str(exc))
-    except KeyboardInterrupt:
-        err.print("interrupted before any property ran; no report")
-        return EXIT_INTERRUPTED
+        message = source_tree_problem(target, exc) or str(exc)
+        _write_setup_error(args, target, message, out, err)
+        return _usage_error(err, message)
     terminal.print_table(out, report)
     terminal.print_details(out, report, verbose=args.verbose)
     terminal.print_summary(out, report)
-    code = EXIT_INTERRUPTED if report.interrupted else (EXIT_OK if report.ok else EXIT_FAILED)
+    code = _exit_code(report)
     if not _write_reports(args, report, out, err) and code == EXIT_OK:
         code = EXIT_USAGE
     return code
+
+
+SOURCE_TREE_PACKAGES = ("examples", "tests", "tools", "benchmarks")
+"""Top-level folders of the hcspec repository that are not installed with the package."""
+
+
+def source_tree_problem(target: str, exc: BaseException) -> str | None:
+    """One line instead of an import traceback when ``target`` names a module of the hcspec
+    source tree (``examples.conformance_adapter:make``) that is not importable here, e.g.
+    from an installed wheel; None otherwise."""
+    top = target.partition(":")[0].partition(".")[0]
+    if top not in SOURCE_TREE_PACKAGES or f"No module named '{top}" not in str(exc):
+        return None
+    return (f"TARGET {target!r} is part of the hcspec source tree ({top}/ is not installed "
+            "with the package): run it from a clone of the repository")
 
 
 def report_path_problem(path: str) -> str | None:
@@ -333,7 +463,8 @@ def _write_reports(args: argparse.Namespace, report: rp.Report, out: Console,
     in ``skip``); an unwritable path is reported on ``err``. Returns False when any requested
     report could not be written."""
     written = True
-    for path, write in ((args.json, report.write_json), (args.junit, _junit_writer(report))):
+    for path, write in ((args.json, report.write_json), (args.junit, _junit_writer(report)),
+                        (getattr(args, "markdown", None), _markdown_writer(report))):
         if not path or path in (skip or ()):
             continue
         try:
@@ -348,6 +479,12 @@ def _write_reports(args: argparse.Namespace, report: rp.Report, out: Console,
 
 def _junit_writer(report: rp.Report) -> Callable[[str], None]:
     return lambda path: junit.write_junit(report, path)
+
+
+def _markdown_writer(report: rp.Report) -> Callable[[str], None]:
+    def write(path: str) -> None:
+        Path(path).write_text(rp.to_markdown(report), encoding="utf-8")
+    return write
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -27,8 +27,9 @@ def sample_state(n: int, d: int, dtype: torch.dtype, device: str,
 
 def diagnose(impl: HyperConnectionImpl, dtype: torch.dtype, device: str,
              conventions: Conventions) -> list[str]:
-    """Warnings about ``impl`` as built: a forward that is not deterministic (naming the
-    module's training mode), or a forward that fails on the sample state. Never raises except
+    """Warnings about ``impl`` as built: a forward that returns non-finite values, one that
+    is not deterministic (naming the module's training mode), or one that fails on the
+    sample state. Never raises except
     ``KeyboardInterrupt`` (the properties report whatever goes wrong in detail)."""
     try:
         x = sample_state(impl.n, impl.d, dtype, device, conventions)
@@ -39,6 +40,12 @@ def diagnose(impl: HyperConnectionImpl, dtype: torch.dtype, device: str,
         if not (isinstance(first, torch.Tensor) and isinstance(second, torch.Tensor)
                 and first.shape == second.shape):
             return []
+        bad = [int((~torch.isfinite(t)).sum()) for t in (first, second)
+               if t.is_floating_point()]
+        if any(bad):  # NaN != NaN: not a sign of randomness, and the real cause
+            return [f"forward returned {max(bad)} non-finite values (NaN/inf) for a finite "
+                    f"sample [2, 3, {impl.n}, {impl.d}] state: properties that compare outputs "
+                    "fail because of it (this is not non-determinism)"]
         same = bool(torch.equal(first, second))
     except KeyboardInterrupt:
         raise

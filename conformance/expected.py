@@ -12,35 +12,60 @@ run like a new failure does (so a fixed bug or a changed package is noticed).
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Collection
 from pathlib import Path
 
 
-def parse(text: str, source: str = "<text>") -> dict[str, str]:
+def _where(source: str, number: int, option: str | None) -> str:
+    return f"{option} {source}:{number}" if option else f"{source}:{number}"
+
+
+def parse(text: str, source: str = "<text>", *, option: str | None = None,
+          known: Collection[str] | None = None) -> dict[str, str]:
     """Parse the file format above into ``{property id: reason}``.
 
+    ``option`` (e.g. ``--expected-failures``) prefixes every message, so the user knows which
+    argument holds the bad file; with ``known`` (the catalogue's ids) an unknown id is an
+    error that suggests the closest known one.
+
     Raises:
-        ValueError: a line without ``:`` or with an empty id or reason, or a repeated id; the
-            message names the source and line number.
+        ValueError: a line without ``:`` or with an empty id or reason, a repeated id, or
+            an id not in ``known``; the message names the option, the source and the line
+            number.
     """
     out: dict[str, str] = {}
     for number, raw in enumerate(text.splitlines(), start=1):
         line = raw.strip()
         if not line or line.startswith("#"):
             continue
+        where = _where(source, number, option)
         pid, sep, reason = line.partition(":")
         pid, reason = pid.strip(), reason.strip()
         if not sep or not pid or not reason:
-            raise ValueError(f"{source}:{number}: expected 'PROPERTY_ID: reason', got {raw!r}")
+            raise ValueError(f"{where}: expected 'PROPERTY_ID: reason', got {raw!r}")
         if pid in out:
-            raise ValueError(f"{source}:{number}: {pid} is listed twice")
+            raise ValueError(f"{where}: {pid} is listed twice")
+        if known is not None and pid not in known:
+            close = difflib.get_close_matches(pid, sorted(known), n=1, cutoff=0.5)
+            hint = f"; did you mean {close[0]}?" if close else ""
+            raise ValueError(f"{where}: unknown property id {pid!r}{hint} "
+                             "(hc-conformance list prints every id)")
         out[pid] = reason
     return out
 
 
-def load(path: str | Path) -> dict[str, str]:
+def load(path: str | Path, *, option: str | None = None,
+         known: Collection[str] | None = None) -> dict[str, str]:
     """Read and :func:`parse` an expected-failures file.
 
     Raises:
-        OSError: unreadable file. ValueError: as :func:`parse`.
+        OSError: unreadable file (the message names ``option``). ValueError: as :func:`parse`.
     """
-    return parse(Path(path).read_text(encoding="utf-8"), str(path))
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        where = f"{option} {path}" if option else str(path)
+        raise OSError(f"{where}: cannot read the expected-failures file: "
+                      f"{exc.strerror or exc}") from exc
+    return parse(text, str(path), option=option, known=known)

@@ -2,10 +2,13 @@
 junitparser: one test suite per run (named after the target), one test case per property
 (classname ``hcspec.conformance.<family>``).
 
-Mapping: passed and xfail pass (xfail keeps its reason in system-out); failed and xpass are
-failures; error is an error (with the traceback); blocked and not_applicable are skipped with
-their reason. A run that could not start (``setup_error``: bad TARGET, unknown property id)
-has one errored case ``setup`` with the message.
+Mapping: passed and xfail pass (xfail keeps its reason in system-out); failed, timeout and
+xpass are failures; error is an error (with the traceback); blocked and not_applicable are
+skipped with their reason. A failure's text is :func:`hcspec.conformance.failure.explain_text`
+(the same lines the terminal prints). An interrupted run has the suite properties
+``interrupted``, ``interrupted_by`` and ``running``, and one skipped case per id not run.
+A run that could not start (``setup_error``: bad TARGET, unknown property id) has one
+errored case ``setup`` with the message.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from pathlib import Path
 from junitparser import Error, Failure, JUnitXml, Skipped, TestCase, TestSuite
 
 from hcspec.conformance import report as rp
+from hcspec.conformance.failure import explain_text
 
 
 def to_junit(report: rp.Report) -> JUnitXml:
@@ -25,6 +29,9 @@ def to_junit(report: rp.Report) -> JUnitXml:
                        ("device", report.device), ("dtype", report.dtype),
                        ("kind", report.kind), ("interrupted", str(report.interrupted).lower())):
         suite.add_property(key, value)
+    if report.interrupted:
+        suite.add_property("interrupted_by", report.interrupted_by or "SIGINT")
+        suite.add_property("running", report.running or "")
     if report.setup_error is not None:  # nothing ran: one errored case says why
         setup = TestCase("setup", classname="hcspec.conformance.setup")
         error = Error(report.setup_error.splitlines()[0], type_="setup_error")
@@ -34,7 +41,7 @@ def to_junit(report: rp.Report) -> JUnitXml:
     for r in report.results:
         case = TestCase(r.id, classname=f"hcspec.conformance.{r.family}", time=r.seconds)
         detail = _detail(r)
-        if r.status in (rp.FAILED, rp.XPASS):
+        if r.status in (rp.FAILED, rp.XPASS, rp.TIMEOUT):
             failure = Failure(r.message, type_=r.status)
             failure.text = detail
             case.result = [failure]
@@ -43,13 +50,15 @@ def to_junit(report: rp.Report) -> JUnitXml:
             error.text = r.traceback or detail
             case.result = [error]
         elif r.status in (rp.BLOCKED, rp.NOT_APPLICABLE):
-            case.result = [Skipped(f"{r.status}: {r.message}")]
+            case.result = [Skipped(r.skip_reason)]
         elif r.status == rp.XFAIL:
             case.system_out = r.message
         suite.add_testcase(case)
     for pid in report.not_run:
         case = TestCase(pid, classname="hcspec.conformance.not_run")
-        case.result = [Skipped("not run: the run was interrupted")]
+        running = " (it was running)" if pid == report.running else ""
+        case.result = [Skipped(f"not run: the run was interrupted by "
+                               f"{report.interrupted_by or 'SIGINT'}{running}")]
         suite.add_testcase(case)
     suite.update_statistics()  # type: ignore[no-untyped-call]
     xml = JUnitXml()
@@ -58,6 +67,8 @@ def to_junit(report: rp.Report) -> JUnitXml:
 
 
 def _detail(r: rp.PropertyResult) -> str:
+    if r.failure is not None:
+        return explain_text(r.failure)
     lines = [r.message]
     if r.counterexample:
         lines.append(f"counterexample: {r.counterexample}")

@@ -17,9 +17,29 @@ Two ways to use it:
 
    When a session collects such tests, the plugin adds no items of its own.
 
-Statuses map to pytest outcomes: passed -> pass; failed/error -> fail (message, minimal
-counterexample, reproduction command); blocked/not applicable -> skip with the reason;
-expected failure -> xfail; an expected failure that passes -> fail (``XPASS(strict)``).
+Precedence: **the command line wins.** An ``--hc-*`` option given on the command line
+overrides the same argument of :func:`conformance_tests`, and every such conflict is printed
+(``hcspec: --hc-profile thorough overrides conformance_tests(profile='quick') in
+test_mine.py``); an argument the command line does not give comes from the helper, else from
+the option's default.
+
+A TARGET that does not resolve, an unknown profile or device, or an expected-failures file
+that cannot be read or names an unknown id is one usage error (pytest exit code 4), with or
+without the helper, found at collection (``--co`` included) before any property runs.
+
+Statuses map to pytest outcomes: passed -> pass; failed/error/timeout -> fail (the failure's
+explanation, :func:`hcspec.conformance.failure.explain_text`: message, the failing case's error
+and tolerance, hint, minimal counterexample, shrunk-from, reproduction command);
+blocked/not applicable -> skip with the reason (``-rs`` shows it against the property, not
+against this file); expected failure -> xfail; an expected failure that passes -> fail
+(``XPASS(strict)``). Each property runs in a worker thread limited to ``--hc-timeout``
+seconds, with torch's global state restored after it (nothing the target changes leaks into
+the rest of the session). SIGTERM during a session is handled like Ctrl-C (pytest stops,
+reports what ran, and its JUnit XML is still written).
+
+``--hypothesis-show-statistics`` does not apply: the kit drives hypothesis itself inside each
+property item (no database, its own seeds), so pytest's hypothesis plugin has no statistics
+to show for these items.
 
 Without ``--hc-target`` and without ``HC_CONFORMANCE_TARGET`` the plugin is inert: it only
 declares its options and its marker, imports nothing heavy and adds no tests.
@@ -27,8 +47,12 @@ declares its options and its marker, imports nothing heavy and adds no tests.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -39,19 +63,28 @@ if TYPE_CHECKING:
 
 ENV_VAR = "HC_CONFORMANCE_TARGET"  # = hcspec.conformance.targets.ENV_VAR, kept import-free here
 MARKER = "hc_conformance"
-_RUNS_KEY = pytest.StashKey[dict[tuple[Any, ...], "_TargetRun"]]()
+_RUNS_KEY = pytest.StashKey[dict["_Settings", "_TargetRun"]]()
+_SIGTERM_KEY = pytest.StashKey[Any]()
+_DEFAULTS: dict[str, Any] = {"profile": "ci", "device": "auto", "seed": 0, "timeout": None,
+                             "expected_failures": None}
+_OPTIONS = {"target": "--hc-target", "profile": "--hc-profile", "device": "--hc-device",
+            "seed": "--hc-seed", "timeout": "--hc-timeout",
+            "expected_failures": "--hc-expected-failures"}
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    """Declare the ``--hc-*`` options."""
+    """Declare the ``--hc-*`` options (defaults None: a value given on the command line is
+    told apart from the default, for the precedence rule)."""
     group = parser.getgroup("hcspec", "hcspec conformance kit (HC/mHC implementations)")
     group.addoption("--hc-target", default=None, metavar="TARGET",
                     help=f"run the conformance properties against TARGET (default: ${ENV_VAR})")
-    group.addoption("--hc-profile", default="ci", choices=("quick", "ci", "thorough"),
+    group.addoption("--hc-profile", default=None, choices=("quick", "ci", "thorough"),
                     help="conformance profile (default: ci; deterministic)")
-    group.addoption("--hc-device", default="auto", choices=("cpu", "cuda", "auto"),
+    group.addoption("--hc-device", default=None, choices=("cpu", "cuda", "auto"),
                     help="device for the conformance properties (default: auto)")
-    group.addoption("--hc-seed", default=0, type=int, help="conformance run seed (default 0)")
+    group.addoption("--hc-seed", default=None, type=int, help="conformance run seed (default 0)")
+    group.addoption("--hc-timeout", default=None, type=float, metavar="SECONDS",
+                    help="wall-clock limit per property (default: the profile's; 0: none)")
     group.addoption("--hc-expected-failures", default=None, metavar="FILE",
                     help="'PROPERTY_ID: reason' lines: those failures are xfail")
 
@@ -66,69 +99,142 @@ def _selected_target(config: pytest.Config) -> str | None:
     return str(option) if option else (os.environ.get(ENV_VAR) or None)
 
 
-class _TargetRun:
-    """One target's run within a pytest session: the setup and the statuses so far (for
-    prerequisite blocking)."""
+@dataclass(frozen=True)
+class _Settings:
+    """The effective settings of one target's run (after the precedence rule)."""
 
-    def __init__(self, setup: RunSetup, expected: Mapping[str, str]) -> None:
-        self.setup = setup
-        self.expected = dict(expected)
+    target: str
+    profile: str
+    device: str
+    seed: int
+    timeout: float | None
+    expected_failures: tuple[tuple[str, str], ...]
+
+
+def _settings(config: pytest.Config, helper: Mapping[str, Any] | None) -> _Settings:
+    """Apply the precedence rule: command line, else the helper's argument, else the default
+    (the target: ``--hc-target``, the helper's, ``$HC_CONFORMANCE_TARGET``).
+
+    Raises:
+        pytest.UsageError: no target at all, or an expected-failures file that cannot be read
+            or is malformed.
+    """
+    from hcspec.conformance import expected as expected_files
+    from hcspec.conformance.properties import BY_ID
+
+    helper = helper or {}
+    values: dict[str, Any] = {}
+    for name, option in _OPTIONS.items():
+        given = config.getoption(option, default=None)
+        values[name] = given if given is not None else helper.get(name)
+    target = values["target"] or os.environ.get(ENV_VAR)
+    if not target:
+        raise pytest.UsageError(f"hcspec conformance kit: no target selected: pass one to "
+                                f"conformance_tests(), use --hc-target TARGET or set {ENV_VAR}")
+    failures = values["expected_failures"]
+    if isinstance(failures, str):  # a file, from the command line
+        try:
+            failures = expected_files.load(failures, option="--hc-expected-failures",
+                                           known=BY_ID)
+        except (OSError, ValueError) as exc:
+            raise pytest.UsageError(f"hcspec conformance kit: {exc}") from exc
+    return _Settings(
+        str(target), str(values["profile"] or _DEFAULTS["profile"]),
+        str(values["device"] or _DEFAULTS["device"]),
+        int(values["seed"] if values["seed"] is not None else _DEFAULTS["seed"]),
+        None if values["timeout"] is None else float(values["timeout"]),
+        tuple(sorted(dict(failures or {}).items())))
+
+
+def _conflicts(config: pytest.Config, helper: Mapping[str, Any], where: str) -> list[str]:
+    """``--hc-x V overrides conformance_tests(x=W) in FILE`` for each helper argument the
+    command line overrides with a different value."""
+    lines = []
+    for name, option in _OPTIONS.items():
+        given, pinned = config.getoption(option, default=None), helper.get(name)
+        if given is not None and pinned is not None and given != pinned:
+            lines.append(f"hcspec: {option} {given} overrides conformance_tests({name}="
+                         f"{pinned!r}) in {where} (the command line wins)")
+    return lines
+
+
+class _TargetRun:
+    """One target's run within a pytest session: the settings, the setup (built at the first
+    property) and the statuses so far (for prerequisite blocking)."""
+
+    def __init__(self, settings: _Settings) -> None:
+        self.settings = settings
+        self.expected = dict(settings.expected_failures)
         self.statuses: dict[str, str] = {}
+        self._setup: RunSetup | None = None
+
+    def setup(self) -> RunSetup:
+        """The resolved and inspected target (built once, at the first property)."""
+        from hcspec.conformance.runner import prepare
+
+        if self._setup is None:
+            s = self.settings
+            self._setup = prepare(s.target, profile=s.profile, device=s.device, seed=s.seed,
+                                  timeout=s.timeout)
+        return self._setup
 
     def run(self, prop_id: str) -> PropertyResult:
         from hcspec.conformance import properties
         from hcspec.conformance.runner import evaluate_property
 
         prop = properties.BY_ID[prop_id]
-        result = evaluate_property(self.setup, prop, self.statuses, self.expected.get(prop_id))
+        result = evaluate_property(self.setup(), prop, self.statuses, self.expected.get(prop_id))
         self.statuses[prop_id] = result.status
         return result
 
 
-def _target_run(config: pytest.Config, target: str | None, profile: str | None,
-                device: str | None, seed: int | None,
-                expected: Mapping[str, str] | None) -> _TargetRun:
-    from hcspec.conformance import expected as expected_files
-    from hcspec.conformance.runner import prepare
+def _validate(settings: _Settings) -> None:
+    """Resolve the target and check profile, device and expected-failure ids, without
+    running anything of the target.
 
-    target = target or _selected_target(config)
-    if target is None:
-        pytest.fail(f"no conformance target selected: pass one to conformance_tests(), use "
-                    f"--hc-target TARGET or set {ENV_VAR}", pytrace=False)
-    profile = profile or config.getoption("--hc-profile", default="ci")
-    device = device or config.getoption("--hc-device", default="auto")
-    seed = config.getoption("--hc-seed", default=0) if seed is None else seed
-    if expected is None:
-        path = config.getoption("--hc-expected-failures", default=None)
-        expected = expected_files.load(path) if path else {}
-    key = (target, profile, device, seed, tuple(sorted(expected.items())))
+    Raises:
+        pytest.UsageError: any of them is wrong (one message, pytest exit code 4).
+    """
+    from hcspec.conformance.profiles import get_profile
+    from hcspec.conformance.properties import BY_ID
+    from hcspec.conformance.runner import resolve_device
+    from hcspec.conformance.targets import resolve
+
+    try:
+        get_profile(settings.profile)
+        resolve_device(settings.device)
+        unknown = sorted({pid for pid, _ in settings.expected_failures} - set(BY_ID))
+        if unknown:
+            raise ValueError(f"expected failures name unknown property ids: "
+                             f"{', '.join(unknown)}")
+        resolve(settings.target)
+    except (ValueError, OSError) as exc:  # TargetError is a ValueError
+        raise pytest.UsageError(
+            f"hcspec conformance kit, target {settings.target!r}: {exc}") from exc
+
+
+def _target_run(config: pytest.Config, settings: _Settings) -> _TargetRun:
     runs = config.stash.setdefault(_RUNS_KEY, {})
-    if key not in runs:
-        runs[key] = _TargetRun(prepare(target, profile=str(profile), device=str(device),
-                                       seed=int(seed)), expected)
-    return runs[key]
+    if settings not in runs:
+        runs[settings] = _TargetRun(settings)
+    return runs[settings]
 
 
 def _report(result: PropertyResult) -> None:
     """Turn a property result into the pytest outcome."""
     from hcspec.conformance import report as rp
+    from hcspec.conformance.failure import explain_text
 
     if result.status == rp.PASSED:
         return
     if result.status in (rp.BLOCKED, rp.NOT_APPLICABLE):
-        pytest.skip(f"{result.status}: {result.message}")
+        pytest.skip(result.skip_reason)
     if result.status == rp.XFAIL:
         pytest.xfail(result.message)
-    lines = [f"{result.id} {result.status}: {result.message}"]
-    if result.status == rp.XPASS:
-        lines[0] = f"[XPASS(strict)] {result.id}: {result.message}"
-    if result.counterexample:
-        lines.append(f"minimal counterexample: {result.counterexample}")
-    if result.reproduce:
-        lines.append(f"reproduce: {result.reproduce}")
-    if result.traceback:
-        lines.append(result.traceback)
-    pytest.fail("\n".join(lines), pytrace=False)
+    head = (f"[XPASS(strict)] {result.id}: {result.message}" if result.status == rp.XPASS
+            else f"{result.id} {result.status}")
+    body = explain_text(result.failure, traceback=True) if result.failure is not None else ""
+    pytest.fail(f"{head}\n{body}".rstrip(), pytrace=False)
 
 
 class ConformanceItem(pytest.Item):
@@ -140,7 +246,7 @@ class ConformanceItem(pytest.Item):
         self.add_marker(MARKER)
 
     def runtest(self) -> None:
-        run = _target_run(self.config, None, None, None, None, None)
+        run = _target_run(self.config, _settings(self.config, None))
         _report(run.run(self.prop_id))
 
     def reportinfo(self) -> tuple[str, int | None, str]:
@@ -157,28 +263,73 @@ class ConformanceCollector(pytest.Collector):
             yield ConformanceItem.from_parent(self, name=prop.id, prop_id=prop.id)
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    """A skipped conformance property is reported against the property (its node id), not
+    against the line of this plugin that called ``pytest.skip``."""
+    report = yield
+    if (report.skipped and item.get_closest_marker(MARKER) is not None
+            and isinstance(report.longrepr, tuple) and len(report.longrepr) == 3):
+        report.longrepr = (item.nodeid, None, report.longrepr[2])
+    return report
+
+
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config,
                                   items: list[pytest.Item]) -> None:
-    """Under ``--hc-target``/``$HC_CONFORMANCE_TARGET`` add the property items, unless the
-    session already collected tests made by :func:`conformance_tests`.
+    """Check the settings of every conformance run the session will make (one usage error,
+    before anything runs, when one is wrong), print the command-line options that override
+    helper arguments, and under ``--hc-target``/``$HC_CONFORMANCE_TARGET`` add the property
+    items, unless the session already collected tests made by :func:`conformance_tests`.
 
     Raises:
         pytest.UsageError: the target cannot be resolved or imported, the profile or device is
-            unknown (or ``cuda`` without CUDA), or the expected-failures file is unreadable;
-            pytest then stops with this one message (exit code 4) instead of failing every
-            property.
+            unknown (or ``cuda`` without CUDA), or the expected-failures file is unreadable or
+            names an unknown id; pytest then stops with this one message (exit code 4) instead
+            of failing every property.
     """
-    target = _selected_target(config)
-    if target is None:
+    helpers: dict[int, tuple[Mapping[str, Any], str]] = {}
+    for item in items:
+        helper = getattr(getattr(item, "obj", None), "hc_helper_arguments", None)
+        if item.get_closest_marker(MARKER) is not None and helper is not None:
+            helpers.setdefault(id(helper), (helper, item.nodeid.split("::")[0]))
+    if helpers:
+        reporter = config.pluginmanager.get_plugin("terminalreporter")
+        for helper, where in helpers.values():
+            for line in _conflicts(config, helper, where):
+                if reporter is not None:
+                    reporter.write_line(line, yellow=True)
+            _validate(_settings(config, helper))
+        _handle_sigterm(config)
         return
-    if any(item.get_closest_marker(MARKER) for item in items):
+    if _selected_target(config) is None:
         return
-    try:  # once, here: a target that does not resolve is one usage error, not one per item
-        _target_run(config, None, None, None, None, None)
-    except (ValueError, OSError) as exc:  # TargetError is a ValueError
-        raise pytest.UsageError(f"hcspec conformance kit, target {target!r}: {exc}") from exc
+    _validate(_settings(config, None))
+    _handle_sigterm(config)
     collector = ConformanceCollector.from_parent(session, name="hc-conformance")
-    items.extend(collector.collect())
+    report = config.hook.pytest_make_collect_report(collector=collector)
+    config.hook.pytest_collectreport(report=report)  # counted in "collected N items"
+    items.extend(x for x in report.result if isinstance(x, pytest.Item))
+
+
+def _handle_sigterm(config: pytest.Config) -> None:
+    """From now to the end of the session, SIGTERM (a CI job's timeout) is handled like
+    Ctrl-C, so pytest stops cleanly and still writes what it reports (``--junitxml``)."""
+    from hcspec.conformance.runner import Terminated
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        raise Terminated(f"signal {signum}")
+
+    if _SIGTERM_KEY in config.stash:
+        return
+    with contextlib.suppress(ValueError):  # not the main thread: no signal handlers
+        config.stash[_SIGTERM_KEY] = signal.signal(signal.SIGTERM, handler)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Restore the SIGTERM handler :func:`_handle_sigterm` replaced."""
+    previous = session.config.stash.get(_SIGTERM_KEY, None)
+    if previous is not None:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def conformance_tests(
@@ -190,34 +341,35 @@ def conformance_tests(
     seed: int | None = None,
     only: Iterable[str] | None = None,
     skip: Iterable[str] | None = None,
+    timeout: float | None = None,
 ) -> Callable[..., None]:
     """A pytest test function parametrized over the conformance properties of ``target``.
 
-    Assign it to a ``test_*`` name in a test module. Arguments left None come from the
-    ``--hc-*`` options (``target`` from ``--hc-target`` or ``$HC_CONFORMANCE_TARGET``; no target
-    at all fails loudly). ``expected_failures`` maps property ids to reasons: such a failure is
-    reported as xfail and a pass as a strict XPASS failure.
+    Assign it to a ``test_*`` name in a test module. An ``--hc-*`` option given on the
+    command line overrides the argument here (the conflict is printed); arguments left None
+    come from the options' defaults (``target`` from ``$HC_CONFORMANCE_TARGET``; no target at
+    all is a usage error). ``expected_failures`` maps property ids to reasons: such a failure
+    is reported as xfail and a pass as a strict XPASS failure. ``timeout``: seconds per
+    property (default: the profile's).
 
     Raises:
         hcspec.conformance.properties.SelectionError: ``only``/``skip`` name no property.
-        ValueError: ``expected_failures`` names an unknown property id.
-        hcspec.conformance.targets.TargetError: an explicit ``target`` cannot be resolved (raised
-            here, so pytest reports one collection error instead of a failure per property).
+
+    A target that does not resolve or an unknown expected-failure id is reported once, as a
+    pytest usage error (exit code 4), at collection.
     """
     from hcspec.conformance import properties
-    from hcspec.conformance.targets import resolve
 
     ids = [p.id for p in properties.select(only, skip)]
-    unknown = sorted(set(expected_failures or {}) - set(properties.BY_ID))
-    if unknown:
-        raise ValueError(f"expected_failures names unknown property ids: {', '.join(unknown)}")
-    if target is not None:
-        resolve(target)
+    arguments = {"target": target, "profile": profile, "device": device, "seed": seed,
+                 "timeout": timeout, "expected_failures": dict(expected_failures)
+                 if expected_failures is not None else None}
 
     @pytest.mark.hc_conformance
     @pytest.mark.parametrize("hc_property", ids, ids=ids)
     def test_conformance(hc_property: str, request: pytest.FixtureRequest) -> None:
-        run = _target_run(request.config, target, profile, device, seed, expected_failures)
+        run = _target_run(request.config, _settings(request.config, arguments))
         _report(run.run(hc_property))
 
+    test_conformance.hc_helper_arguments = arguments  # type: ignore[attr-defined]
     return test_conformance

@@ -14,10 +14,13 @@ back (for ``hc-conformance report``).
 from __future__ import annotations
 
 import dataclasses
+import importlib.metadata
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
+
+from hcspec.conformance.failure import Failure, explain
 
 PASSED: Final = "passed"
 FAILED: Final = "failed"
@@ -26,11 +29,21 @@ BLOCKED: Final = "blocked"
 NOT_APPLICABLE: Final = "not_applicable"
 XFAIL: Final = "xfail"
 XPASS: Final = "xpass"
-STATUSES: Final[tuple[str, ...]] = (PASSED, FAILED, ERROR, BLOCKED, NOT_APPLICABLE, XFAIL, XPASS)
-UNEXPECTED: Final[frozenset[str]] = frozenset({FAILED, ERROR, XPASS})
+TIMEOUT: Final = "timeout"
+STATUSES: Final[tuple[str, ...]] = (PASSED, FAILED, ERROR, BLOCKED, NOT_APPLICABLE, XFAIL, XPASS,
+                                    TIMEOUT)
+UNEXPECTED: Final[frozenset[str]] = frozenset({FAILED, ERROR, XPASS, TIMEOUT})
 """Statuses that make a run fail (exit code 1). ``blocked`` always follows a failure."""
 
 JSON_SCHEMA_VERSION: Final = 1
+
+
+def kit_version() -> str:
+    """The installed hcspec version, or the source tree's."""
+    try:
+        return importlib.metadata.version("hcspec")
+    except importlib.metadata.PackageNotFoundError:
+        return "0.1.0+source"
 
 
 @dataclass
@@ -53,6 +66,13 @@ class PropertyResult:
         expected_failure: the reason given in the expected-failures file, if any.
         shrunk_from: the failing explicit example ``counterexample`` was shrunk from (JSON),
             None when it was not shrunk; shrink_runs: the re-runs the shrinking took.
+        failure: the structured failure (:class:`hcspec.conformance.failure.Failure`) of a
+            failed, error, xfail or timeout result, None otherwise; every output renders it.
+            ``message``, ``counterexample``, ``reproduce``, ``traceback``, ``shrunk_from`` and,
+            when the failure is numeric, ``achieved`` repeat its fields (set together by
+            :meth:`set_failure`), so the table's error column shows the failing case's figures.
+        global_state_changes: what running the property changed in torch's global state
+            (default dtype, RNG, grad mode, flags; restored by the kit), empty when nothing.
     """
 
     id: str
@@ -72,6 +92,51 @@ class PropertyResult:
     expected_failure: str | None = None
     shrunk_from: str | None = None
     shrink_runs: int = 0
+    failure: Failure | None = None
+    global_state_changes: list[str] = field(default_factory=list)
+
+    @property
+    def skip_reason(self) -> str:
+        """``status: reason`` for a property that did not run (blocked, not applicable),
+        the status named once (``blocked: prerequisite shape.output failed``)."""
+        label = self.status.replace("_", " ")
+        reason = self.message.removeprefix(f"{self.status}: ") or "(no reason given)"
+        return f"{label}: {reason}"
+
+    def set_failure(self, failure: Failure) -> None:
+        """Record ``failure`` and the fields that repeat it: message, counterexample,
+        reproduction, traceback, shrunk-from and the achieved error (the failing case's
+        figures; None when the failure is not a numeric comparison)."""
+        self.failure = failure
+        self.message = failure.message
+        self.counterexample = failure.counterexample
+        self.reproduce = failure.reproduce
+        self.traceback = failure.traceback
+        self.shrunk_from, self.shrink_runs = failure.shrunk_from, failure.shrink_runs
+        self.achieved = (None if failure.error is None or failure.tolerance is None else
+                         {"label": failure.label or "error", "error": failure.error,
+                          "tolerance": failure.tolerance})
+
+    def to_dict(self) -> dict[str, Any]:
+        """The result as JSON-ready dict (the failure as :meth:`Failure.to_dict`)."""
+        data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        data["failure"] = self.failure.to_dict() if self.failure is not None else None
+        return data
+
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any]) -> PropertyResult:
+        """Read :meth:`to_dict` back (unknown keys ignored).
+
+        Raises:
+            ValueError: unknown status, or a malformed failure.
+        """
+        if raw.get("status") not in STATUSES:
+            raise ValueError(f"unknown status {raw.get('status')!r} in {raw.get('id')!r}")
+        names = {f.name for f in dataclasses.fields(cls)}
+        values = {k: v for k, v in raw.items() if k in names}
+        if isinstance(values.get("failure"), dict):
+            values["failure"] = Failure.from_dict(values["failure"])
+        return cls(**values)
 
 
 @dataclass
@@ -83,7 +148,13 @@ class Report:
         dtype: the working dtype; kind; capabilities; conventions (as text);
         versions: package versions (python, torch, hypothesis, hcspec, the target's package).
         results: in run order.
-        interrupted: the run was interrupted (the results are partial); not_run: ids left.
+        interrupted: the run was interrupted (the results are partial); not_run: ids that did
+            not finish (the running one first); running: what was running (a property id, or
+            ``setup: …`` when the target was being built or inspected); interrupted_by:
+            ``SIGINT`` or ``SIGTERM``.
+        timeout: the per-property limit in seconds (None: none).
+        global_state_changes: what the target's factory or forward changed in torch's global
+            state while the sample impl was inspected (restored; also in ``warnings``).
         warnings: run-level findings about the target as built (a sample impl that could not
             be built or whose conventions could not be read, a forward that is not
             deterministic in the mode the factory builds it), shown in the header.
@@ -110,6 +181,10 @@ class Report:
     warnings: list[str] = field(default_factory=list)
     case: str | None = None
     case_at_defaults: list[str] = field(default_factory=list)
+    running: str | None = None
+    interrupted_by: str | None = None
+    timeout: float | None = None
+    global_state_changes: list[str] = field(default_factory=list)
 
     @property
     def summary(self) -> dict[str, int]:
@@ -121,8 +196,8 @@ class Report:
 
     @property
     def ok(self) -> bool:
-        """True when nothing failed unexpectedly (no failed, error or xpass; not interrupted;
-        no setup error)."""
+        """True when nothing failed unexpectedly (no failed, error, timeout or xpass; not
+        interrupted; no setup error)."""
         return (not self.interrupted and self.setup_error is None
                 and not any(r.status in UNEXPECTED for r in self.results))
 
@@ -148,7 +223,7 @@ class Report:
         data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
                 if f.name != "results"}
         data["schema_version"] = JSON_SCHEMA_VERSION
-        data["results"] = [dataclasses.asdict(r) for r in self.results]
+        data["results"] = [r.to_dict() for r in self.results]
         data["summary"] = self.summary
         data["families"] = self.family_scores()
         data["ok"] = self.ok
@@ -176,12 +251,8 @@ class Report:
             raise ValueError(f"not a conformance report: missing keys {missing}")
         names = {f.name for f in dataclasses.fields(cls)} - {"results"}
         report = cls(**{k: v for k, v in data.items() if k in names})
-        result_names = {f.name for f in dataclasses.fields(PropertyResult)}
         for raw in data["results"]:
-            if raw.get("status") not in STATUSES:
-                raise ValueError(f"unknown status {raw.get('status')!r} in {raw.get('id')!r}")
-            report.results.append(
-                PropertyResult(**{k: v for k, v in raw.items() if k in result_names}))
+            report.results.append(PropertyResult.from_dict(raw))
         return report
 
     @classmethod
@@ -198,6 +269,30 @@ class Report:
 def _md(text: object) -> str:
     """``text`` safe inside a Markdown table cell (pipes escaped, one line)."""
     return str(text).replace("|", "\\|").replace("\n", " ").strip()
+
+
+def _legacy_failure_lines(r: PropertyResult) -> list[str]:
+    """The failure section of a result read from a report without ``failure`` (as such
+    reports were always rendered, so committed pages stay as they are)."""
+    lines = [f"- message: {_md(r.message)}"]
+    if r.achieved:
+        lines.append(f"- worst: {_md(r.achieved['label'])}: error "
+                     f"{r.achieved['error']:.3g}, tolerance {r.achieved['tolerance']:.3g}")
+    if r.counterexample:
+        lines.append(f"- minimal counterexample: `{r.counterexample}`")
+    if r.shrunk_from:
+        lines.append(f"- shrunk from the explicit example `{r.shrunk_from}` "
+                     f"({r.shrink_runs} re-runs)")
+    if r.reproduce:
+        lines.append(f"- reproduce: `{r.reproduce}`")
+    if r.status == ERROR and r.traceback:
+        last = r.traceback.strip().splitlines()[-1]
+        lines.append(f"- exception: `{_md(last)}`")
+    return lines
+
+
+_CODE = frozenset({"minimal counterexample", "reproduce"})
+"""Explanation lines shown as code in Markdown."""
 
 
 def _achieved_text(r: PropertyResult) -> str:
@@ -237,7 +332,9 @@ def to_markdown(report: Report, heading_level: int = 2) -> str:
         lines.append(f"- setup error: {report.setup_error}")
     lines += [f"- **warning**: {_md(w)}" for w in report.warnings]
     if report.interrupted:
-        lines.append(f"- **interrupted**; not run: {', '.join(report.not_run)}")
+        lines.append(f"- **interrupted** ({report.interrupted_by or 'SIGINT'}) while running "
+                     f"{report.running or 'nothing'}; not run: "
+                     f"{', '.join(report.not_run) or 'none'}")
     lines += ["", "Declared conventions:", "", "| field | value |", "| --- | --- |"]
     lines += [f"| {_md(k)} | {_md(v)} |" for k, v in report.conventions.items()]
     counts = ", ".join(f"{n} {s}" for s, n in report.summary.items() if n)
@@ -253,25 +350,27 @@ def to_markdown(report: Report, heading_level: int = 2) -> str:
         note = r.message if r.status in (BLOCKED, NOT_APPLICABLE) else ""
         lines.append(f"| `{r.id}` | {status} | {r.examples} | {r.seconds:.2f} | "
                      f"{_achieved_text(r)} | {_md(note)} |")
-    shown = [r for r in report.results if r.status in (FAILED, ERROR, XPASS, XFAIL)]
+    shown = [r for r in report.results if r.status in (FAILED, ERROR, XPASS, XFAIL, TIMEOUT)]
     if shown:
         lines += ["", f"{h}# Failures of `{report.target}`", ""]
     for r in shown:
-        lines += [f"**`{r.id}`** ({r.status}) — {r.statement}", "", f"- message: {_md(r.message)}"]
-        if r.achieved:
-            lines.append(f"- worst: {_md(r.achieved['label'])}: error "
-                         f"{r.achieved['error']:.3g}, tolerance {r.achieved['tolerance']:.3g}")
-        if r.counterexample:
-            lines.append(f"- minimal counterexample: `{r.counterexample}`")
-        if r.shrunk_from:
-            lines.append(f"- shrunk from the explicit example `{r.shrunk_from}` "
-                         f"({r.shrink_runs} re-runs)")
-        if r.reproduce:
-            lines.append(f"- reproduce: `{r.reproduce}`")
-        if r.status == ERROR and r.traceback:
-            last = r.traceback.strip().splitlines()[-1]
-            lines.append(f"- exception: `{_md(last)}`")
+        lines += [f"**`{r.id}`** ({r.status}) — {r.statement}", ""]
+        if r.failure is None:  # a report written before failures were structured
+            lines += _legacy_failure_lines(r)
+        else:
+            if r.status == XFAIL:
+                lines.append(f"- expected failure: {_md(r.expected_failure or '')}")
+            for key, text in explain(r.failure):
+                lines.append(f"- {key}: `{_md(text)}`" if key in _CODE else f"- {key}: {_md(text)}")
+            if r.status == ERROR and r.failure.traceback:
+                last = r.failure.traceback.strip().splitlines()[-1]
+                lines.append(f"- exception: `{_md(last)}`")
         lines.append("")
+    changed = [r for r in report.results if r.global_state_changes]
+    if changed:
+        lines += ["Global torch state changed by the target (restored by the kit): "
+                  + "; ".join(f"`{r.id}`: {_md(', '.join(r.global_state_changes))}"
+                              for r in changed), ""]
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -285,13 +384,17 @@ def reports_to_markdown(reports: list[Report], title: str | None = None,
         parts += [f"# {title}", ""]
     if preamble:
         parts += [preamble.strip(), ""]
+    timeouts = any(report.summary[TIMEOUT] for report in reports)  # a column only then
+    extra, rule = (" timeout |", " ---: |") if timeouts else ("", "")
     parts += ["| target | passed | failed | error | xfail | xpass | blocked | not applicable "
-              "| result |", "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
+              f"|{extra} result |",
+              f"| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |{rule} --- |"]
     for report in reports:
         c = report.summary
+        cell = f" {c[TIMEOUT]} |" if timeouts else ""
         parts.append(
             f"| `{report.target}` | {c[PASSED]} | {c[FAILED]} | {c[ERROR]} | {c[XFAIL]} | "
-            f"{c[XPASS]} | {c[BLOCKED]} | {c[NOT_APPLICABLE]} | "
+            f"{c[XPASS]} | {c[BLOCKED]} | {c[NOT_APPLICABLE]} |{cell} "
             f"{'OK' if report.ok else 'FAILED'} |")
     parts.append("")
     for report in reports:

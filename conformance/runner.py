@@ -17,7 +17,6 @@ import importlib.metadata
 import platform
 import shlex
 import time
-import traceback
 import zlib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -27,7 +26,8 @@ from hypothesis import Verbosity, given, reject, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis.errors import Unsatisfiable
 
-from hcspec.conformance import diagnostics, shrink
+from hcspec.conformance import diagnostics, isolation, shrink
+from hcspec.conformance import failure as fl
 from hcspec.conformance import properties as catalogue
 from hcspec.conformance import report as rp
 from hcspec.conformance.profiles import Profile, get_profile
@@ -49,16 +49,21 @@ from hcspec.conformance.protocol import (
     check_required,
     conventions_of,
 )
-from hcspec.conformance.strategies import Case
+from hcspec.conformance.report import kit_version
+from hcspec.conformance.strategies import Case, make_branch
 from hcspec.conformance.targets import Target, resolve
+from hcspec.conformance.timeouts import TimedOut, call_with_timeout, default_timeout
 
 
-def kit_version() -> str:
-    """The installed hcspec version, or the source tree's."""
-    try:
-        return importlib.metadata.version("hcspec")
-    except importlib.metadata.PackageNotFoundError:
-        return "0.1.0+source"
+class Terminated(KeyboardInterrupt):
+    """SIGTERM turned into an exception (by the CLI and the pytest plugin), handled like
+    Ctrl-C: the run stops and the partial report is returned with ``interrupted_by``
+    ``SIGTERM``."""
+
+
+def interrupt_name(exc: BaseException) -> str:
+    """``SIGTERM`` for :class:`Terminated`, else ``SIGINT``."""
+    return "SIGTERM" if isinstance(exc, Terminated) else "SIGINT"
 
 
 def resolve_device(device: str) -> str:
@@ -78,7 +83,18 @@ def resolve_device(device: str) -> str:
 
 @dataclass
 class TargetInfo:
-    """What the run learned from a sample impl (n = 4, d = 8)."""
+    """What the run learned from a sample impl (n = 4, d = 8).
+
+    Attributes:
+        kind, dtype, capabilities, conventions: as read from the sample impl.
+        problems: why no sample impl could be built or read (reported by shape.output).
+        warnings: findings about the impl as built (header warnings).
+        causes: likely causes of failures found while inspecting (a forward that reseeds
+            the global RNG, a non-finite output, a factory that ignores ``dtype``): each
+            failure's hint names them.
+        global_state_changes: what the factory and the forward changed in torch's global
+            state (restored by the kit; :mod:`hcspec.conformance.isolation`).
+    """
 
     kind: str = "unknown"
     dtype: torch.dtype = torch.float64
@@ -86,19 +102,62 @@ class TargetInfo:
     conventions: Conventions = field(default_factory=Conventions)
     problems: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    causes: dict[str, str] = field(default_factory=dict)
+    global_state_changes: list[str] = field(default_factory=list)
 
 
-def inspect_target(factory: Factory, device: str, seed: int) -> TargetInfo:
+StatusFn = Callable[[str], None]
+
+_SENTINEL_SEED = 0x5EED_C0DE
+"""The global RNG's seed while a sample forward runs: a forward that calls
+``torch.manual_seed`` is seen by ``torch.initial_seed()`` no longer being this."""
+
+
+def inspect_target(factory: Factory, device: str, seed: int, *,
+                   on_status: StatusFn | None = None,
+                   timeout: float | None = None) -> TargetInfo:
     """Build a sample impl (float64, else float32) to learn the kind, capabilities, working
-    dtype and conventions. Problems are recorded, never raised: the shape property reports
-    them as failures."""
-    with seeded_global_rng(seed, device):  # the diagnostics run forward: dropout draws
-        return _inspect(factory, device, seed)
-
-
-def _inspect(factory: Factory, device: str, seed: int) -> TargetInfo:
+    dtype and conventions, and diagnose it (non-deterministic or non-finite forward, a
+    factory that ignores ``dtype``, a forward that reseeds the global RNG, changes to torch's
+    global state — restored). ``on_status`` is told what is being built or called, before
+    it is (so a hang names its place); the whole inspection runs in a worker thread limited
+    to ``timeout`` seconds. Problems are recorded, never raised: the shape property reports
+    them as failures. Raises only ``KeyboardInterrupt``."""
+    status = on_status or (lambda text: None)
     info = TargetInfo()
+    with isolation.watch() as changed:
+        try:
+            call_with_timeout(lambda: _inspect_seeded(info, factory, device, seed, status),
+                              timeout, "building and inspecting a sample impl")
+        except TimedOut as exc:
+            info.problems.append(f"{info.causes.get('running', 'the inspection')} did not "
+                                 f"finish within {exc.seconds:g} s (--timeout)")
+            changed = []  # the abandoned thread is inside the kit's RNG fork: not the target's
+    info.causes.pop("running", None)
+    if changed:
+        info.global_state_changes = list(changed)
+        info.warnings.append("the factory or forward changed torch's global state (the kit "
+                             "restored it after each property): " + "; ".join(changed))
+    return info
+
+
+def _inspect_seeded(info: TargetInfo, factory: Factory, device: str, seed: int,
+                    status: StatusFn) -> None:
+    with seeded_global_rng(seed, device):  # the diagnostics run forward: dropout draws
+        _inspect(info, factory, device, seed, status)
+
+
+def _say(info: TargetInfo, status: StatusFn, text: str) -> None:
+    info.causes["running"] = text
+    status(text)
+
+
+def _inspect(info: TargetInfo, factory: Factory, device: str, seed: int,
+             status: StatusFn) -> None:
     for dtype in (torch.float64, torch.float32):
+        call = (f"factory(4, 8, layer_index=0, dtype={dtype}, device={device!r}, "
+                f"seed={seed})")
+        _say(info, status, f"building a sample impl: {call}")
         try:
             impl = factory(4, 8, layer_index=0, dtype=dtype, device=device, seed=seed)
         except Exception as exc:
@@ -109,16 +168,70 @@ def _inspect(factory: Factory, device: str, seed: int) -> TargetInfo:
             check_required(impl)
         except (TypeError, ValueError) as exc:
             info.problems.append(str(exc))
-            return info
+            return
         info.kind = str(impl.kind)
         info.capabilities = capabilities(impl)
         try:
             info.conventions = conventions_of(impl)
         except TypeError as exc:
             info.problems.append(str(exc))
-        info.warnings = diagnostics.diagnose(impl, dtype, device, info.conventions)
-        return info
-    return info
+        ignored = _ignored_dtype(impl, dtype)
+        if ignored:
+            info.causes["dtype"] = ignored
+            info.warnings.append(ignored)
+        _say(info, status, f"calling forward on a sample [2, 3, 4, 8] {dtype} state "
+                           "(twice, to check that it is deterministic)")
+        warnings = diagnostics.diagnose(impl, dtype, device, info.conventions)
+        info.warnings += warnings
+        if any("non-finite" in w for w in warnings):
+            info.causes["nonfinite"] = next(w for w in warnings if "non-finite" in w)
+        _say(info, status, "calling forward once more to see whether it reseeds the global RNG")
+        reseeds = _reseeds_global_rng(impl, dtype, device, info.conventions)
+        if reseeds:
+            info.causes["reseeds"] = reseeds
+            info.warnings.append(reseeds)
+        return
+
+
+def _ignored_dtype(impl: object, dtype: torch.dtype) -> str | None:
+    """``parameters are float32 but float64 was requested`` when the impl's floating
+    parameters do not have the ``dtype`` its factory was asked for, else None."""
+    parameters = getattr(impl, "parameters", None)
+    if not callable(parameters):
+        return None
+    try:
+        found = sorted({str(p.dtype).replace("torch.", "") for p in parameters()
+                        if isinstance(p, torch.Tensor) and p.is_floating_point()
+                        and p.dtype != dtype})
+    except Exception:  # parameters() itself is checked by the properties
+        return None
+    if not found:
+        return None
+    return (f"the factory ignores dtype: parameters are {', '.join(found)} but "
+            f"{str(dtype).replace('torch.', '')} was requested (build the parameters with the "
+            "dtype the factory receives)")
+
+
+def _reseeds_global_rng(impl: object, dtype: torch.dtype, device: str,
+                        conventions: Conventions) -> str | None:
+    """A warning when one forward of ``impl`` calls ``torch.manual_seed`` (the global RNG's
+    ``initial_seed()`` changes), else None. The RNG is forked, so nothing leaks."""
+    with torch.random.fork_rng():
+        torch.manual_seed(_SENTINEL_SEED)
+        try:
+            x = diagnostics.sample_state(4, 8, dtype, device, conventions)
+            branch = make_branch("mlp", 8, dtype, device, seed=7)
+            with torch.no_grad():
+                impl.forward(x.clone(), branch)  # type: ignore[attr-defined]
+        except Exception:  # reported in detail by the properties
+            return None
+        seeded = torch.initial_seed()
+    if seeded == _SENTINEL_SEED:
+        return None
+    return (f"forward calls torch.manual_seed (the global RNG was reseeded to {seeded} during "
+            "one forward): every forward draws the same numbers, and torch.compile cannot "
+            "trace it (a graph break, reported as data-dependent control flow); seed once, "
+            "outside forward")
 
 
 def _versions(target: Target) -> dict[str, str]:
@@ -142,20 +255,26 @@ class _Outcome:
     status: str
     message: str = ""
     failing: Case | None = None
-    trace: str | None = None
+    failure: fl.Failure | None = None
     shrunk_from: Case | None = None
     shrink_runs: int = 0
 
+    @property
+    def trace(self) -> str | None:
+        """The traceback of an error (None otherwise)."""
+        return self.failure.traceback if self.failure is not None else None
+
 
 def _classify(exc: BaseException, case: Case | None) -> _Outcome:
-    if isinstance(exc, PropertyFailure):
-        return _Outcome(rp.FAILED, str(exc), case)
-    trace = "".join(traceback.format_exception(exc))
-    return _Outcome(rp.ERROR, f"{type(exc).__name__}: {exc}", case, trace)
+    failed = isinstance(exc, PropertyFailure)
+    failure = fl.from_exception(exc, failed=failed,
+                                counterexample=case.to_json() if case is not None else None)
+    return _Outcome(rp.FAILED if failed else rp.ERROR, failure.message, case, failure)
 
 
 def run_property(
     prop: Property, ctx: Context, *, replay: Case | None = None,
+    on_case: Callable[[Case], None] | None = None,
 ) -> tuple[_Outcome, int]:
     """Run one property in ``ctx``: explicit examples, then hypothesis (or only ``replay``).
 
@@ -164,14 +283,19 @@ def run_property(
     A case the factory rejects or that is inconclusive
     (:class:`hcspec.conformance.properties.base.Inconclusive`) is not counted.
 
-    Returns the outcome and the number of cases checked. Never raises except
-    ``KeyboardInterrupt``.
+    ``on_case`` is told each case before it runs (the runner names the running case when
+    the property times out).
+
+    Returns the outcome and the number of cases checked (not counting a failing case).
+    Never raises except ``KeyboardInterrupt``.
     """
     checked = 0
     failing: list[Case] = []
 
     def run_one(case: Case) -> None:
         nonlocal checked
+        if on_case is not None:
+            on_case(case)
         try:
             prop.run(ctx, case)
         except (FactoryRejected, NotApplicable):
@@ -196,6 +320,8 @@ def run_property(
             except Exception as exc:
                 if replay is not None or not prop.shrink:
                     return _classify(exc, case), checked
+                if on_case is not None:
+                    on_case(case)
                 shrunk = shrink.shrink(prop, ctx, case, exc)
                 outcome = _classify(shrunk.error, shrunk.case)
                 if shrunk.case != case:
@@ -255,13 +381,17 @@ def exploration_seed(property_id: str, seed: int) -> int:
 
 @dataclass
 class RunSetup:
-    """A resolved target and everything a property run needs besides the property."""
+    """A resolved target and everything a property run needs besides the property.
+
+    ``timeout`` is the per-property wall-clock limit in seconds (None: none).
+    """
 
     target: Target
     info: TargetInfo
     profile: Profile
     device: str
     seed: int
+    timeout: float | None = None
 
     def report(self) -> rp.Report:
         """An empty report carrying this run's header."""
@@ -271,7 +401,8 @@ class RunSetup:
             kind=self.info.kind, description=self.target.description,
             capabilities=sorted(self.info.capabilities),
             conventions=self._conventions(), versions=_versions(self.target),
-            warnings=[*self.info.problems, *self.info.warnings],
+            warnings=[*self.info.problems, *self.info.warnings], timeout=self.timeout,
+            global_state_changes=list(self.info.global_state_changes),
         )
 
     def _conventions(self) -> dict[str, str]:
@@ -281,10 +412,23 @@ class RunSetup:
         return described
 
 
+def _timeout(profile: Profile, timeout: float | None) -> float | None:
+    """The per-property limit: ``timeout`` when given (0 or less: none), else the profile's
+    default (:func:`hcspec.conformance.timeouts.default_timeout`)."""
+    if timeout is None:
+        return default_timeout(profile.name)
+    return timeout if timeout > 0 else None
+
+
 def prepare(
     target: str | Factory | None, *, profile: str = "ci", device: str = "auto", seed: int = 0,
+    timeout: float | None = None, on_status: StatusFn | None = None,
+    on_resolved: SetupDone | None = None,
 ) -> RunSetup:
-    """Resolve the target, profile and device and inspect a sample impl.
+    """Resolve the target, profile and device and inspect a sample impl
+    (:func:`inspect_target`, within the time limit). ``on_resolved`` is called once the
+    target is resolved, before any factory or forward runs, with a report holding the part of
+    the header known by then (target, versions, profile, seed, device).
 
     Raises:
         hcspec.conformance.targets.TargetError, ValueError: as :func:`check_implementation`.
@@ -292,7 +436,12 @@ def prepare(
     chosen = get_profile(profile)
     resolved = resolve(target)
     dev = resolve_device(device)
-    return RunSetup(resolved, inspect_target(resolved.factory, dev, seed), chosen, dev, seed)
+    limit = _timeout(chosen, timeout)
+    early = RunSetup(resolved, TargetInfo(), chosen, dev, seed, limit)
+    if on_resolved is not None:
+        on_resolved(early.report())
+    early.info = inspect_target(resolved.factory, dev, seed, on_status=on_status, timeout=limit)
+    return early
 
 
 ProgressStart = Callable[[Property, int, int], None]
@@ -314,8 +463,16 @@ def check_implementation(
     on_result: ProgressResult | None = None,
     stop_on_failure: bool = False,
     on_setup: SetupDone | None = None,
+    timeout: float | None = None,
+    on_resolved: SetupDone | None = None,
+    on_status: StatusFn | None = None,
 ) -> rp.Report:
     """Run the conformance properties against ``target`` and return the structured report.
+
+    Every property (and the inspection of a sample impl) runs in a worker thread limited to
+    ``timeout`` seconds, and within :func:`hcspec.conformance.isolation.watch`: what the
+    target changes in torch's global state is recorded (``global_state_changes``) and
+    restored, so the caller's process is left as it was found.
 
     Args:
         target: a TARGET string (``reference:mhc``, ``package.module:factory``), a factory, or
@@ -328,14 +485,24 @@ def check_implementation(
         expected_failures: property id -> reason; such a failure is ``xfail``, a pass ``xpass``.
         case: replay exactly this case for the selected properties (no hypothesis).
         on_start, on_result: progress callbacks.
+        on_resolved: called once the target is resolved, before any factory or forward runs,
+            with the header known so far (so a CLI prints it before a hang can happen).
+        on_status: told what is being built or called during the inspection, before it is.
         on_setup: called once the target is resolved and inspected, before any property
             runs, with the report holding only the header (so a CLI can print it first).
         stop_on_failure: stop after the first property that fails unexpectedly (failed, error,
-            xpass); the ids left are listed in ``not_run`` (the mutation table uses this).
+            timeout, xpass); the ids left are listed in ``not_run`` (the mutation table uses
+            this).
+        timeout: seconds per property (None: the profile's default,
+            :data:`hcspec.conformance.timeouts.DEFAULT_TIMEOUTS`; 0: no limit). A property
+            past it is reported ``timeout`` and the run goes on.
 
     Returns:
-        The :class:`hcspec.conformance.report.Report`; ``KeyboardInterrupt`` during the run returns
-        the partial report with ``interrupted`` set.
+        The :class:`hcspec.conformance.report.Report`. ``KeyboardInterrupt`` (Ctrl-C) or
+        :class:`Terminated` (SIGTERM, where the caller turns it into one) during the
+        inspection or the run returns the partial report: ``interrupted`` set,
+        ``interrupted_by`` the signal, ``running`` what was running and ``not_run`` the ids
+        that did not finish.
 
     Raises:
         hcspec.conformance.targets.TargetError: the target cannot be resolved or imported.
@@ -347,7 +514,30 @@ def check_implementation(
     if unknown:
         raise ValueError(f"expected failures name unknown property ids: {', '.join(unknown)}")
     selected = catalogue.select(only, skip)
-    setup = prepare(target, profile=profile, device=device, seed=seed)
+    header: list[rp.Report] = []
+    doing: list[str] = ["resolving the target"]
+
+    def resolved(early: rp.Report) -> None:
+        header.append(early)
+        if on_resolved is not None:
+            on_resolved(early)
+
+    def status(text: str) -> None:
+        doing[0] = text
+        if on_status is not None:
+            on_status(text)
+
+    try:
+        setup = prepare(target, profile=profile, device=device, seed=seed, timeout=timeout,
+                        on_status=status, on_resolved=resolved)
+    except KeyboardInterrupt as exc:
+        if not header:
+            raise
+        partial = header[0]
+        partial.interrupted, partial.interrupted_by = True, interrupt_name(exc)
+        partial.running = f"setup: {doing[0]}"
+        partial.not_run = [p.id for p in selected]
+        return partial
     report = setup.report()
     if case is not None:
         report.case = case.to_json()
@@ -360,8 +550,9 @@ def check_implementation(
             on_start(prop, index, len(selected))
         try:
             result = evaluate_property(setup, prop, statuses, expected.get(prop.id), case)
-        except KeyboardInterrupt:
-            report.interrupted = True
+        except KeyboardInterrupt as exc:
+            report.interrupted, report.interrupted_by = True, interrupt_name(exc)
+            report.running = prop.id
             report.not_run = [p.id for p in selected[index:]]
             break
         statuses[prop.id] = result.status
@@ -383,14 +574,32 @@ def _not_applicable_reason(prop: Property, setup: RunSetup) -> str | None:
                               setup.device, setup.profile))
 
 
+BLOCKING: frozenset[str] = frozenset({rp.FAILED, rp.ERROR, rp.BLOCKED, rp.XFAIL, rp.TIMEOUT})
+"""Statuses of a prerequisite that block the properties depending on it."""
+
+
+def _hint(prop: Property, info: TargetInfo) -> str | None:
+    """The likely cause of ``prop``'s failure found while inspecting the target, if any."""
+    causes = info.causes
+    if "reseeds" in causes and prop.family == "compile":
+        return causes["reseeds"]
+    for key in ("nonfinite", "dtype", "reseeds"):
+        if key in causes:
+            return causes[key]
+    return None
+
+
 def evaluate_property(
     setup: RunSetup, prop: Property, statuses: Mapping[str, str], expected: str | None = None,
     replay: Case | None = None,
 ) -> rp.PropertyResult:
     """One property's result: not applicable (kind, capability: decided first, so a property
     that cannot apply is never reported blocked), blocked (a prerequisite in ``statuses``
-    failed), or run (:func:`run_property`), with the expected-failure mapping. Never raises
-    except ``KeyboardInterrupt``."""
+    failed), or run (:func:`run_property`, in a worker thread limited to ``setup.timeout``:
+    past it the result is ``timeout``, naming the running case and the time), with the
+    expected-failure mapping. What the property's run changed in torch's global state is
+    restored and recorded in ``global_state_changes``. Never raises except
+    ``KeyboardInterrupt``."""
     info, device, profile, seed = setup.info, setup.device, setup.profile, setup.seed
     target_name, factory = setup.target.name, setup.target.factory
     result = rp.PropertyResult(prop.id, prop.family, prop.statement, prop.theorem, rp.PASSED,
@@ -400,8 +609,7 @@ def evaluate_property(
     # applicable, whatever its prerequisites did. With the kind unknown (no sample impl could
     # be inspected) the capabilities are unknown too, so a failed prerequisite blocks first.
     reason = _not_applicable_reason(prop, setup)
-    failed_pre = [pre for pre in prop.prerequisites
-                  if statuses.get(pre) in (rp.FAILED, rp.ERROR, rp.BLOCKED, rp.XFAIL)]
+    failed_pre = [pre for pre in prop.prerequisites if statuses.get(pre) in BLOCKING]
     if failed_pre and (reason is None or info.kind not in KINDS):
         result.status = rp.BLOCKED
         result.message = "blocked: prerequisite " + ", ".join(
@@ -414,25 +622,38 @@ def evaluate_property(
     ctx = Context(factory=factory, target_name=target_name, kind=info.kind,
                   conventions=info.conventions, capabilities=info.capabilities,
                   dtype=info.dtype, device=device, profile=profile, seed=seed)
+    running: list[Case] = []
     start = time.perf_counter()
-    outcome, checked = run_property(prop, ctx, replay=replay)
+    with isolation.watch() as changed:
+        try:
+            outcome, checked = call_with_timeout(
+                lambda: run_property(prop, ctx, replay=replay, on_case=running.append),
+                setup.timeout, prop.id)
+        except TimedOut as exc:
+            outcome, checked = _timed_out(prop, exc, running[-1] if running else None), 0
     result.seconds = time.perf_counter() - start
+    if outcome.status != rp.TIMEOUT:  # an abandoned thread's state is not attributable
+        result.global_state_changes = list(changed)
     result.examples = checked
     result.rejected = len(ctx.rejected)
     result.status = outcome.status
     result.message = outcome.message
-    result.traceback = outcome.trace
-    if ctx.worst.label:
+    result.inconclusive = len(ctx.inconclusive)
+    failure = outcome.failure
+    if failure is not None:
+        if outcome.failing is not None:
+            result.examples += 1  # the failing case ran too
+            failure = failure.with_changes(reproduce=reproduce_command(
+                target_name, prop.id, profile.name, device, outcome.failing))
+        if outcome.shrunk_from is not None:
+            failure = failure.with_changes(shrunk_from=outcome.shrunk_from.to_json(),
+                                           shrink_runs=outcome.shrink_runs)
+        if failure.hint is None:
+            failure = failure.with_changes(hint=_hint(prop, info))
+        result.set_failure(failure)
+    elif ctx.worst.label:
         result.achieved = {"label": ctx.worst.label, "error": ctx.worst.error,
                            "tolerance": ctx.worst.tolerance}
-    result.inconclusive = len(ctx.inconclusive)
-    if outcome.failing is not None:
-        result.counterexample = outcome.failing.to_json()
-        result.reproduce = reproduce_command(target_name, prop.id, profile.name, device,
-                                             outcome.failing)
-    if outcome.shrunk_from is not None:
-        result.shrunk_from = outcome.shrunk_from.to_json()
-        result.shrink_runs = outcome.shrink_runs
     if expected is not None:
         if result.status == rp.FAILED:
             result.status = rp.XFAIL
@@ -441,3 +662,16 @@ def evaluate_property(
             result.status = rp.XPASS
             result.message = f"expected to fail ({expected}) but passed"
     return result
+
+
+def _timed_out(prop: Property, exc: TimedOut, case: Case | None) -> _Outcome:
+    """The outcome of a property that ran past its limit, naming the case that was running."""
+    running = (f"the case {case.to_json()} was running" if case is not None
+               else "no case had started (the explicit examples were being prepared)")
+    message = (f"{prop.id} did not finish within {exc.seconds:g} s (--timeout): {running} "
+               "when the limit passed; its thread was abandoned and the run went on")
+    failure = fl.Failure(kind=rp.TIMEOUT, exception="TimedOut", message=message,
+                         counterexample=case.to_json() if case is not None else None,
+                         hint="a forward or factory that never returns (a deadlock, a wait "
+                              "on a resource, an endless loop) for this configuration")
+    return _Outcome(rp.TIMEOUT, message, case, failure)

@@ -6,7 +6,8 @@ examples (hcspec.conformance.properties.common.standard_examples: ``B=2, T=3, n=
 time towards simpler values — ``batch``, ``tokens`` → 1, ``n`` → the smallest the property
 accepts, ``d`` → small, ``layer_index`` → 0, ``scale``/``param_scale`` → 1, ``perturb`` → less,
 ``branch`` → a simpler one, ``seed`` → the run seed — re-running the property on each candidate
-and keeping a candidate when it fails *the same way* (:func:`signature`), until a whole pass
+and keeping a candidate when it fails *the same way* (:func:`signature`: the exception
+type and the failing check's label, or its origin when it has no label), until a whole pass
 over the fields changes nothing or :data:`MAX_RUNS` re-runs are spent. The bound is a number of
 runs, not a time, so the shrunk case is the same on every machine.
 """
@@ -14,11 +15,11 @@ runs, not a time, so the shrunk case is the same on every machine.
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from hcspec.conformance.failure import signature
 from hcspec.conformance.properties.base import (
     Context,
     FactoryRejected,
@@ -31,17 +32,7 @@ from hcspec.conformance.strategies import BRANCHES, Case
 MAX_RUNS = 40
 """Re-runs of the property one shrink may spend."""
 
-_NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
-_LIST = re.compile(r"#(?:,\s*#)+")
-
-
-def signature(exc: BaseException) -> tuple[str, str]:
-    """What "failing the same way" compares: the exception's type and its message with every
-    number replaced by ``#`` (lists of numbers collapsed), cut before ``: error`` (the label of
-    a :meth:`Context.expect` comparison, without the measured error). So a transposed H_res
-    fails the same way at ``n = 2`` as at ``n = 4`` although the printed values differ."""
-    text = _LIST.sub("#", _NUMBER.sub("#", str(exc)))
-    return type(exc).__name__, text.split(": error ")[0]
+__all__ = ["MAX_RUNS", "Shrunk", "shrink", "signature"]
 
 
 @dataclass

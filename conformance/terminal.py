@@ -4,29 +4,44 @@ minimal counterexample and reproduction command, the summary and the catalogue l
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from hcspec.conformance import report as rp
-from hcspec.conformance.properties.base import Property
+from hcspec.conformance.failure import explain
+
+if TYPE_CHECKING:
+    from hcspec.conformance.properties.base import Property
 
 STYLES = {
     rp.PASSED: "green", rp.FAILED: "bold red", rp.ERROR: "bold magenta", rp.BLOCKED: "yellow",
-    rp.NOT_APPLICABLE: "dim", rp.XFAIL: "cyan", rp.XPASS: "bold red",
+    rp.NOT_APPLICABLE: "dim", rp.XFAIL: "cyan", rp.XPASS: "bold red", rp.TIMEOUT: "bold red",
 }
 
 
-def print_header(console: Console, report: rp.Report) -> None:
-    """What was resolved: target, kind, versions, device, dtype, profile, seed, conventions."""
+def print_preamble(console: Console, report: rp.Report) -> None:
+    """The part of the header known before anything of the target runs: kit version, target,
+    description, profile, seed, device, versions and the time limit."""
     console.print(f"[bold]hc-conformance[/bold] {escape(report.kit_version)} — target "
-                  f"[bold]{escape(report.target)}[/bold] ({escape(report.kind)})")
+                  f"[bold]{escape(report.target)}[/bold]")
     if report.description:
         console.print(f"  {escape(report.description)}")
     versions = ", ".join(f"{k} {v}" for k, v in report.versions.items())
+    limit = f"{report.timeout:g} s" if report.timeout else "none"
     console.print(f"  profile {report.profile}, seed {report.seed}, device {report.device}, "
-                  f"dtype {report.dtype}; {escape(versions)}")
+                  f"timeout per property {limit}; {escape(versions)}")
+
+
+def print_header(console: Console, report: rp.Report, *, preamble: bool = True) -> None:
+    """What was resolved: target, kind, versions, device, dtype, profile, seed, conventions
+    (without the :func:`print_preamble` lines when ``preamble`` is False, because they were
+    printed already)."""
+    if preamble:
+        print_preamble(console, report)
+    console.print(f"  kind {escape(report.kind)}, working dtype {report.dtype}")
     console.print(f"  capabilities: {', '.join(report.capabilities) or 'none'}")
     conventions = "; ".join(f"{k}={v}" for k, v in report.conventions.items() if v)
     console.print(f"  conventions: {escape(conventions)}")
@@ -85,23 +100,33 @@ def print_reasons(console: Console, report: rp.Report) -> None:
 
 
 def print_details(console: Console, report: rp.Report, verbose: bool = False) -> None:
-    """Each failure (failed, error, xpass): message, minimal counterexample, one-line
-    reproduction; blocked and not-applicable reasons when ``verbose``."""
+    """Each failure (failed, error, timeout, xpass) explained
+    (:func:`hcspec.conformance.failure.explain`: message, the failing case's error and
+    tolerance, hint, minimal counterexample, shrunk-from, reproduction, traceback); blocked
+    and not-applicable reasons when ``verbose``; then what the target changed in torch's
+    global state (restored)."""
     for r in report.results:
         if r.status not in rp.UNEXPECTED and not (verbose and r.message):
             continue
         console.print(f"\n[{STYLES[r.status]}]{r.status.upper()}[/] [bold]{r.id}[/bold] — "
                       f"{escape(r.statement)}")
-        console.print(f"  {escape(r.message)}")
-        if r.counterexample:
-            console.print(f"  minimal counterexample: {escape(r.counterexample)}")
-        if r.shrunk_from:
-            console.print(f"  (shrunk from the explicit example {escape(r.shrunk_from)} in "
-                          f"{r.shrink_runs} re-runs)", soft_wrap=True)
-        if r.reproduce:
-            console.print(f"  reproduce: {escape(r.reproduce)}", soft_wrap=True)
-        if r.status == rp.ERROR and r.traceback:
-            console.print(escape(r.traceback.rstrip()), style="dim", soft_wrap=True)
+        if r.failure is None:
+            console.print(f"  {escape(r.message)}", soft_wrap=True)
+            continue
+        for key, text in explain(r.failure, traceback=True):
+            if key == "traceback":
+                console.print(escape(text), style="dim", soft_wrap=True)
+            elif key == "message":
+                console.print(f"  {escape(text)}", soft_wrap=True)
+            else:
+                console.print(f"  {key}: {escape(text)}", soft_wrap=True)
+    changed = [r for r in report.results if r.global_state_changes]
+    if changed:
+        console.print("\n[bold yellow]global state:[/] the target changed torch's global state "
+                      "(the kit restored it after each property):", soft_wrap=True)
+        for r in changed:
+            console.print(f"  {r.id}: {escape('; '.join(r.global_state_changes))}",
+                          soft_wrap=True)
 
 
 def print_summary(console: Console, report: rp.Report) -> None:
@@ -115,7 +140,9 @@ def print_summary(console: Console, report: rp.Report) -> None:
         parts.append(f"{family} {shown}")
     console.print("families: " + ", ".join(parts))
     if report.interrupted:
-        console.print(f"[bold yellow]interrupted[/]: not run: {', '.join(report.not_run)}")
+        console.print(f"[bold yellow]interrupted[/] ({report.interrupted_by or 'SIGINT'}) while "
+                      f"running {escape(report.running or 'nothing')}; not run: "
+                      f"{', '.join(report.not_run) or 'none'}", soft_wrap=True)
     verdict = "[bold green]OK[/]" if report.ok else "[bold red]FAILED[/]"
     console.print(f"result: {verdict}")
 

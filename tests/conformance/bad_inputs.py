@@ -1,10 +1,13 @@
-"""The bad-input catalogue: targets and command lines that go wrong in the ways users'
-code does, what the kit must say, and the generator of docs/bad-input.md.
+"""The bad-input catalogue: targets and command lines that go wrong in the ways users' code
+does (hostile adapters included: hangs, signals, changes to torch's global state), what the
+kit must say, and the generator of docs/bad-input.md.
 
-Each :class:`BadInput` is one ``hc-conformance run`` command line (profile ``quick``, the JSON
-report requested); :func:`observe` runs it in-process and records the exit code, the statuses,
-the JSON report and the message the user sees. tests/conformance/test_bad_input.py checks every
-case, and that docs/bad-input.md is what :func:`render` produces::
+Each :class:`BadInput` is one ``hc-conformance run`` command line (profile ``quick``, the JSON,
+JUnit and Markdown reports requested); :func:`observe` runs it — in-process, or in a
+subprocess for the cases that hang or are sent a signal — and records the exit code, the
+statuses, the reports, the message the user sees and what of torch's global state differs
+afterwards. tests/conformance/test_bad_input.py checks every case, and that docs/bad-input.md
+is what :func:`render` produces::
 
     python -m tests.conformance.bad_inputs        # rewrite docs/bad-input.md
 """
@@ -14,8 +17,13 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import os
+import signal
+import subprocess
 import sys
 import tempfile
+import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,7 +31,7 @@ from typing import Any
 
 import torch
 
-from hcspec.conformance import cli
+from hcspec.conformance import cli, isolation
 from hcspec.conformance.adapters.reference import make_hc_dynamic, make_hc_static
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -133,6 +141,72 @@ def n4_only(n: int, d: int, **kwargs: Any) -> Any:
     return make_hc_dynamic(n, d, **kwargs)
 
 
+class _WrongDevice(_Wrapped):
+    def forward(self, x: torch.Tensor, branch: Branch) -> Any:
+        return self.inner.forward(x, branch).to("meta")
+
+
+forward_wrong_device = _wrap(_WrongDevice)
+
+
+def factory_returns_none(n: int, d: int, **kwargs: Any) -> Any:
+    """A factory that forgets its ``return``."""
+    make_hc_static(n, d, **kwargs)
+
+
+def factory_allocates_huge(n: int, d: int, **kwargs: Any) -> Any:
+    """A factory that asks for 8 TiB (a size computed from the wrong variable)."""
+    torch.empty(1 << 40, dtype=torch.float64)
+    return make_hc_static(n, d, **kwargs)
+
+
+def factory_ignores_dtype(n: int, d: int, *, dtype: torch.dtype = torch.float64,
+                          **kwargs: Any) -> Any:
+    """Builds float32 parameters whatever ``dtype`` asks for."""
+    return make_hc_dynamic(n, d, dtype=torch.float32, **kwargs)
+
+
+def factory_sets_default_dtype(n: int, d: int, **kwargs: Any) -> Any:
+    """Calls ``torch.set_default_dtype(torch.float16)`` (a training script's habit)."""
+    torch.set_default_dtype(torch.float16)
+    return make_hc_static(n, d, **kwargs)
+
+
+def _patched_forward(impl: Any, before: Callable[[Any], None]) -> Any:
+    inner = impl.forward
+
+    def forward(x: torch.Tensor, branch: Branch) -> Any:
+        before(impl)
+        return inner(x, branch)
+
+    impl.forward = forward
+    return impl
+
+
+def forward_reseeds(n: int, d: int, **kwargs: Any) -> Any:
+    """A forward that calls ``torch.manual_seed(1234)`` (to make dropout "reproducible")."""
+    return _patched_forward(make_hc_static(n, d, **kwargs), lambda impl: torch.manual_seed(1234))
+
+
+def _hang(impl: Any = None) -> None:
+    print("bad_inputs: this forward hangs now", file=sys.stderr, flush=True)  # a signal cue
+    while True:  # a deadlock, as far as the kit can tell
+        time.sleep(0.05)
+
+
+def hang_on_first_call(n: int, d: int, **kwargs: Any) -> Any:
+    """A forward that never returns, from its first call."""
+    return _patched_forward(make_hc_static(n, d, **kwargs), _hang)
+
+
+def hang_in_eval(n: int, d: int, **kwargs: Any) -> Any:
+    """A forward that never returns in eval mode (only state.deterministic_eval uses it)."""
+    def maybe_hang(impl: Any) -> None:
+        if getattr(impl, "training", True) is False:
+            _hang()
+    return _patched_forward(make_hc_static(n, d, **kwargs), maybe_hang)
+
+
 # --- the catalogue --------------------------------------------------------------------------
 @dataclass(frozen=True)
 class BadInput:
@@ -147,6 +221,10 @@ class BadInput:
         message: a fragment the user must see (in the failing property's message, or on the
             terminal for usage errors).
         json: the path the JSON report goes to (None: a temporary file).
+        send: a signal and the stderr text after which it is sent (a subprocess case).
+        subprocess: run ``python -m hcspec.conformance`` in a subprocess (a case that hangs
+            or is sent a signal); False: in-process.
+        slow: the case takes more than a few seconds (its tests are marked slow).
     """
 
     name: str
@@ -156,6 +234,9 @@ class BadInput:
     statuses: dict[str, str]
     message: str
     json: str | None = None
+    send: tuple[int, str] | None = None
+    subprocess: bool = False
+    slow: bool = False
 
 
 BLOCKED_BY_OUTPUT = {"shape.output": "failed", "law.probed": "blocked"}
@@ -217,6 +298,47 @@ CASES: tuple[BadInput, ...] = (
     BadInput("--json unwritable", "--json points into a directory that does not exist",
              ("reference:hc-static", "--only", "shape.output"), 2, {},
              f"cannot write the report to {UNWRITABLE}", json=UNWRITABLE),
+    BadInput("forward: wrong device", "forward returns its output on another device (meta)",
+             (f"{HERE}:forward_wrong_device",), 1, BLOCKED_BY_OUTPUT,
+             "expected tensor [2, 3, 4, 8] torch.float64 on cpu", slow=True),
+    BadInput("factory returns None", "the factory forgets its return",
+             (f"{HERE}:factory_returns_none",), 1, BLOCKED_BY_OUTPUT,
+             "the factory returned a NoneType without the required n, d, kind", slow=True),
+    BadInput("factory allocates a huge tensor", "the factory asks for 8 TiB",
+             (f"{HERE}:factory_allocates_huge",), 1, BLOCKED_BY_OUTPUT,
+             "can't allocate memory", slow=True),
+    BadInput("factory ignores dtype", "the factory builds float32 parameters when float64 "
+             "is asked for", (f"{HERE}:factory_ignores_dtype",), 1, {},
+             "parameters are float32 but float64 was requested", slow=True),
+    BadInput("sets the default dtype", "the factory calls torch.set_default_dtype(float16); "
+             "the kit restores it, says so in the header, and every property passes",
+             (f"{HERE}:factory_sets_default_dtype",), 0, {"law.probed": "passed"},
+             "default dtype torch.float32 -> torch.float16", slow=True),
+    BadInput("reseeds the global RNG", "forward calls torch.manual_seed(1234)",
+             (f"{HERE}:forward_reseeds",), 1, {"law.probed": "passed"},
+             "forward calls torch.manual_seed", slow=True),
+    BadInput("hang on first call", "forward never returns, from its first call "
+             "(--timeout 2)", (f"{HERE}:hang_on_first_call", "--timeout", "2"), 1,
+             {"shape.output": "timeout", "law.probed": "blocked"},
+             "shape.output did not finish within 2 s", subprocess=True, slow=True),
+    BadInput("hang in one property", "forward never returns in eval mode (--timeout 5)",
+             (f"{HERE}:hang_in_eval", "--only", "state.deterministic_eval,state.input_unchanged",
+              "--timeout", "5"), 1,
+             {"state.deterministic_eval": "timeout", "state.input_unchanged": "passed",
+              "shape.output": "passed"},
+             "state.deterministic_eval did not finish within 5 s", subprocess=True,
+             slow=True),
+    BadInput("SIGINT before any property", "Ctrl-C while the first forward hangs",
+             (f"{HERE}:hang_on_first_call", "--timeout", "0"), 130, {},
+             "interrupted (SIGINT) while running setup: calling forward",
+             send=(signal.SIGINT, "... calling forward"), subprocess=True, slow=True),
+    BadInput("SIGTERM mid-run", "a CI job's timeout (SIGTERM) while a property hangs",
+             (f"{HERE}:hang_in_eval", "--only", "state.input_unchanged,state.deterministic_eval",
+              "--timeout", "0"), 143,
+             {"shape.output": "passed", "state.input_unchanged": "passed"},
+             "interrupted (SIGTERM) while running state.deterministic_eval",
+             send=(signal.SIGTERM, "bad_inputs: this forward hangs now"), subprocess=True,
+             slow=True),
 )
 
 
@@ -231,19 +353,63 @@ class Observed:
     messages: dict[str, str] = field(default_factory=dict)
     report: dict[str, Any] | None = None
     junit: str | None = None
+    markdown: str | None = None
+    leaked: list[str] = field(default_factory=list)
+
+
+def _in_subprocess(case: BadInput, argv: list[str], cwd: str) -> tuple[int, str, str]:
+    """Run ``python -m hcspec.conformance ARGV`` (from the repository root, so the targets
+    here import); send the case's signal once its trigger text shows on stderr."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH",
+                                                                                  "")]),
+               OMP_NUM_THREADS="1")
+    proc = subprocess.Popen([sys.executable, "-m", "hcspec.conformance", *argv], cwd=cwd,
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    err_lines: list[str] = []
+    watchdog = threading.Timer(240, proc.kill)  # a case that does not end is a failure
+    watchdog.start()
+    try:
+        if case.send is not None:
+            sig, trigger = case.send
+            assert proc.stderr is not None
+            for line in proc.stderr:
+                err_lines.append(line)
+                if trigger in line:
+                    time.sleep(0.5)  # let the next step start (and hang)
+                    proc.send_signal(sig)
+                    break
+        out, rest = proc.communicate(timeout=300)
+    finally:
+        watchdog.cancel()
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    return proc.returncode, out, "".join(err_lines) + rest
 
 
 def observe(case: BadInput) -> Observed:
-    """Run the case's command line in-process (``quick``, CPU) with a JSON and a JUnit report."""
+    """Run the case's command line (``quick``, CPU) with JSON, JUnit and Markdown reports,
+    in-process or in a subprocess (:attr:`BadInput.subprocess`); an in-process run records
+    what of torch's global state differs afterwards (``leaked``, and restores it)."""
     with tempfile.TemporaryDirectory() as tmp:
         json_path = case.json or str(Path(tmp) / "report.json")
         junit_path = str(Path(tmp) / "report.xml")
+        markdown_path = str(Path(tmp) / "report.md")
         argv = ["run", *case.argv, "--profile", "quick", "--device", "cpu", "--no-progress",
-                "--json", json_path, "--junit", junit_path]
-        out, err = io.StringIO(), io.StringIO()
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            code = cli.main(argv)
-        seen = Observed(code, out.getvalue(), err.getvalue())
+                "--json", json_path, "--junit", junit_path, "--markdown", markdown_path]
+        if case.subprocess:
+            code, stdout, stderr = _in_subprocess(case, argv, str(ROOT))
+            seen = Observed(code, stdout, stderr)
+        else:
+            out, err = io.StringIO(), io.StringIO()
+            before = isolation.snapshot()
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                code = cli.main(argv)
+            seen = Observed(code, out.getvalue(), err.getvalue())
+            seen.leaked = isolation.changes(before, isolation.snapshot())
+            isolation.restore(before)
+        if Path(markdown_path).exists():
+            seen.markdown = Path(markdown_path).read_text(encoding="utf-8")
         if Path(json_path).exists():
             seen.report = json.loads(Path(json_path).read_text(encoding="utf-8"))
             for r in seen.report["results"]:
@@ -257,7 +423,7 @@ def observe(case: BadInput) -> Observed:
 def shown(case: BadInput, seen: Observed) -> str:
     """The line the user sees for this case: the first failing (else not-applicable) property's
     message containing the case's fragment, else the terminal line containing it."""
-    for status in ("failed", "error", "not_applicable"):
+    for status in ("failed", "error", "timeout", "not_applicable"):
         for pid, st in seen.statuses.items():
             if st == status and case.message in seen.messages[pid]:
                 return f"{pid} {status}: {seen.messages[pid].splitlines()[0]}"
@@ -287,7 +453,8 @@ def render(observed: dict[str, Observed] | None = None) -> str:
         "tests/conformance/test_bad_input.py fails when it is stale -->",
         "",
         "Every case below is a real run of `hc-conformance run TARGET --profile quick --device "
-        "cpu --json PATH --junit PATH`; the targets live in `tests/conformance/bad_inputs.py`. "
+        "cpu --json PATH --junit PATH --markdown PATH` (in a subprocess for the cases that hang "
+        "or are sent a signal); the targets live in `tests/conformance/bad_inputs.py`. "
         "In every case the message names what was expected, the properties that do not depend "
         "on the broken part still run (the rest are reported *blocked*, naming the failed "
         "prerequisite, except those that cannot apply to the target's kind or capabilities: "
@@ -295,7 +462,12 @@ def render(observed: dict[str, Observed] | None = None) -> str:
         "written (a usage error writes them with `setup_error` set and no results; an "
         "unwritable path is found before the run, and the other report is written that way) and "
         "the exit code is "
-        "the documented one: 0 nothing failed, 1 a property failed, 2 usage error.",
+        "the documented one: 0 nothing failed, 1 a property failed (or ran past `--timeout`), "
+        "2 usage error, 130 interrupted by SIGINT, 143 terminated by SIGTERM (both write the "
+        "partial reports: `interrupted: true`, the finished results, the running property, "
+        "the ids not run). Whatever a target changes in torch's global state (default dtype, "
+        "RNG, grad mode, flags) is named in the header and restored: nothing leaks into the "
+        "caller's process.",
         "",
         "| case | situation | exit | statuses (JSON summary) | what the user sees |",
         "| --- | --- | --- | --- | --- |",

@@ -153,7 +153,7 @@ def test_target_importable_from_the_current_directory(
     monkeypatch.chdir(tmp_path)
     code, out, _ = run(capsys, "run", "my_local_adapter:make", "--profile", "quick",
                        "--only", "shape.output", "--device", "cpu", "--no-progress")
-    assert code == 0 and "my_local_adapter:make" in out and "(hc-dynamic)" in out
+    assert code == 0 and "my_local_adapter:make" in out and "kind hc-dynamic" in out
 
 
 @pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="CUDA is present here")
@@ -251,3 +251,58 @@ def test_closed_stdout_ends_quietly(tmp_path: Path, argv: list[str]) -> None:
         os.close(write_end)
     assert done.returncode == 1, done.stderr
     assert "BrokenPipe" not in done.stderr and "Traceback" not in done.stderr, done.stderr
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    from hcspec.conformance.report import kit_version
+
+    with pytest.raises(SystemExit) as stop:
+        cli.main(["--version"])
+    assert stop.value.code == 0
+    assert capsys.readouterr().out.strip() == f"hc-conformance {kit_version()}"
+
+
+def test_expected_failures_errors_name_the_option_line_and_closest_id(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    path = tmp_path / "xfail.txt"
+    path.write_text("# known\n\nlaw.reported: transposed\nconstraints.h_res_other_axs: 10 "
+                    "rounds\n", encoding="utf-8")
+    code, _, err = run(capsys, "run", "reference:hc-static", "--expected-failures", str(path))
+    assert code == 2
+    assert (f"--expected-failures {path}:4: unknown property id "
+            "'constraints.h_res_other_axs'; did you mean constraints.h_res_other_axis?") in err
+    code, _, err = run(capsys, "run", "reference:hc-static", "--expected-failures",
+                       str(tmp_path / "missing.txt"))
+    assert code == 2 and f"--expected-failures {tmp_path / 'missing.txt'}: cannot read" in err
+
+
+def test_targets_names_a_missing_package_once(capsys: pytest.CaptureFixture[str],
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "hyper_connections", None)  # blocked: does not import
+    code, out, _ = run(capsys, "targets")
+    assert code == 0
+    problems = [line for line in out.splitlines()
+                if "'hyper-connections'" in line and "which does not import" in line]
+    assert len(problems) == 1, problems  # one line for the package's eleven targets
+    assert problems[0].startswith("hyper_connections:hc, hyper_connections:hc-dropout, ")
+
+
+def test_run_writes_a_markdown_report(capsys: pytest.CaptureFixture[str],
+                                      tmp_path: Path) -> None:
+    code, _, _ = run(capsys, "run", "reference:hc-static", "--profile", "quick", "--device",
+                     "cpu", "--only", "shape.output", "--markdown", str(tmp_path / "r.md"),
+                     "--no-progress")
+    text = (tmp_path / "r.md").read_text(encoding="utf-8")
+    assert code == 0 and text.startswith("## `reference:hc-static`")
+    assert "| `shape.output` | passed |" in text
+
+
+def test_a_source_tree_target_outside_the_tree_is_one_line(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "examples", None)  # as from an installed wheel
+    code, _, err = run(capsys, "run", "examples.conformance_adapter:make", "--no-progress")
+    assert code == 2
+    assert ("TARGET 'examples.conformance_adapter:make' is part of the hcspec source tree "
+            "(examples/ is not installed with the package)") in err
+    assert "Traceback" not in err

@@ -49,7 +49,7 @@ def test_hc_target_adds_one_item_per_property(tmp_path: Path) -> None:
     result = pytest_run(tmp_path, "--hc-target", "reference:hc-static", "--hc-profile", "quick",
                         "--hc-device", "cpu")
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "passed" in result.stdout and "not_applicable: applies to mhc" in result.stdout
+    assert "passed" in result.stdout and "not applicable: applies to mhc" in result.stdout
 
 
 @pytest.mark.slow
@@ -79,16 +79,64 @@ def test_a_target_that_does_not_resolve_is_one_usage_error(tmp_path: Path) -> No
     assert "shape.output" not in result.stdout and "failed" not in result.stdout
 
 
+HELPER = ("from hcspec.conformance.pytest_plugin import conformance_tests\n"
+          "test_mine = conformance_tests({target!r}, profile='quick', device='cpu',\n"
+          "    only=['shape.output', 'law.probed'])\n")
+
+
 @pytest.mark.slow
-def test_helper_with_a_target_that_does_not_resolve_is_one_collection_error(
-        tmp_path: Path) -> None:
-    (tmp_path / "test_mine.py").write_text(
-        "from hcspec.conformance.pytest_plugin import conformance_tests\n"
-        "test_mine = conformance_tests('no_such_module_xyz:make', profile='quick')\n"
-    )
+def test_helper_with_a_target_that_does_not_resolve_is_one_usage_error(tmp_path: Path) -> None:
+    (tmp_path / "test_mine.py").write_text(HELPER.format(target="no_such_module_xyz:make"))
     result = pytest_run(tmp_path)
-    out = result.stdout
-    assert result.returncode == 2, out + result.stderr  # pytest: errors during collection
-    assert "1 error during collection" in out
-    assert "TargetError: TARGET 'no_such_module_xyz:make': importing" in out
-    assert "shape.output" not in out and "passed" not in out and "FAILED" not in out
+    assert result.returncode == 4, result.stdout + result.stderr  # one usage error
+    assert ("ERROR: hcspec conformance kit, target 'no_such_module_xyz:make'" in result.stderr
+            and "No module named 'no_such_module_xyz'" in result.stderr)
+    assert "shape.output" not in result.stdout and "passed" not in result.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("helper", [False, True], ids=["option", "helper"])
+def test_a_malformed_expected_failures_file_is_one_usage_error(tmp_path: Path,
+                                                               helper: bool) -> None:
+    (tmp_path / "xfail.txt").write_text("# known\nlaw.probe: transposed\n")
+    args = ["--hc-expected-failures", "xfail.txt"]
+    if helper:
+        (tmp_path / "test_mine.py").write_text(HELPER.format(target="reference:hc-static"))
+    else:
+        args += ["--hc-target", "reference:hc-static", "--hc-profile", "quick"]
+    result = pytest_run(tmp_path, *args)
+    assert result.returncode == 4, result.stdout + result.stderr
+    assert ("--hc-expected-failures xfail.txt:2: unknown property id 'law.probe'; did you "
+            "mean law.probed?") in result.stderr
+    assert "failed" not in result.stdout
+
+
+@pytest.mark.slow
+def test_the_command_line_wins_and_the_conflict_is_printed(tmp_path: Path) -> None:
+    (tmp_path / "test_mine.py").write_text(HELPER.format(target="reference:hc-static"))
+    result = pytest_run(tmp_path, "--hc-target", "nosuch_xyz:make")
+    assert result.returncode == 4, result.stdout + result.stderr  # the option was not ignored
+    assert "No module named 'nosuch_xyz'" in result.stderr
+    result = pytest_run(tmp_path, "--hc-profile", "ci", "--hc-target", "reference:hc-dynamic")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert ("hcspec: --hc-profile ci overrides conformance_tests(profile='quick') in "
+            "test_mine.py (the command line wins)") in result.stdout
+    assert "--hc-target reference:hc-dynamic overrides conformance_tests(target=" in result.stdout
+
+
+@pytest.mark.slow
+def test_collect_only_counts_the_items_and_skips_name_the_property(tmp_path: Path) -> None:
+    from hcspec.conformance.properties import CATALOGUE
+
+    listed = pytest_run(tmp_path, "--co", "--hc-target", "reference:hc-static")
+    assert listed.returncode == 0, listed.stdout + listed.stderr
+    assert f"{len(CATALOGUE)} tests collected" in listed.stdout, listed.stdout
+    assert "collected 0 items" not in listed.stdout
+    ran = pytest_run(tmp_path, "--hc-target", "reference:hc-static", "--hc-profile", "quick",
+                     "--hc-device", "cpu")
+    skipped = [line for line in ran.stdout.splitlines() if line.startswith("SKIPPED")]
+    assert skipped, ran.stdout
+    assert all("pytest_plugin.py" not in line for line in skipped), skipped
+    assert any("constraints.h_res_nonnegative: not applicable: applies to mhc" in line
+               for line in skipped), skipped
+    assert not any("blocked: blocked" in line or "not_applicable: " in line for line in skipped)

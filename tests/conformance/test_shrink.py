@@ -30,15 +30,50 @@ def _prop(check) -> Property:  # type: ignore[no-untyped-def]
                     custom_examples=lambda ctx: [])
 
 
-def test_signature_ignores_the_numbers_but_not_the_label() -> None:
-    a = PropertyFailure("streams of token 0 came out as [1, 2, 3, 4], expected [2, 3, 4, 1]")
-    b = PropertyFailure("streams of token 2 came out as [1, 2], expected [2, 1]")
-    assert shrink.signature(a) == shrink.signature(b)
-    c = PropertyFailure("X' vs the law: error 0.476 > tolerance 2.2e-11")
-    d = PropertyFailure("X' vs the law: error 1.5e-3 > tolerance 2.2e-11; more")
-    e = PropertyFailure("branch input vs h_preᵀX: error 0.476 > tolerance 2.2e-11")
+def _raised(check, case: Case) -> BaseException:  # type: ignore[no-untyped-def]
+    """What ``check`` raises on ``case`` (with its traceback, as the runner hands it over)."""
+    try:
+        check(_ctx(), case)
+    except Exception as exc:
+        return exc
+    raise AssertionError("the check passed")
+
+
+class _Labelled(PropertyFailure):
+    """A PropertyFailure with the structured attributes the properties give it."""
+
+    def __init__(self, label: str, error: float) -> None:
+        super().__init__(f"{label}: error {error:.3g} > tolerance 1e-11")
+        self.label, self.error, self.tolerance = label, error, 1e-11
+
+
+def test_signature_is_the_type_and_the_label_not_the_numbers() -> None:
+    c = _Labelled("X' vs the law", 0.476)
+    d = _Labelled("X' vs the law", 1.5e-3)
+    e = _Labelled("branch input vs h_preᵀX", 0.476)
     assert shrink.signature(c) == shrink.signature(d) != shrink.signature(e)
+    assert shrink.signature(c) == ("_Labelled", "label X' vs the law")
+    assert shrink.signature(PropertyFailure.numeric("X' vs the law", 3.0, 1.0)) == (
+        "PropertyFailure", "label X' vs the law")
+
+    class Plain(AssertionError):  # no attributes: the comparison's text gives the label
+        pass
+
+    assert shrink.signature(Plain("X' vs the law: error 3 > tolerance 1")) == (
+        "Plain", "label X' vs the law")
     assert shrink.signature(c) != shrink.signature(ValueError(str(c)))
+
+
+def test_unlabelled_failures_are_told_apart_by_their_origin() -> None:
+    def check(ctx: Context, case: Case) -> None:
+        if case.n == 4:
+            raise PropertyFailure(f"streams came out as {list(range(case.n))}")
+        raise PropertyFailure(f"streams came out as {list(range(case.n))}")  # another line
+
+    four, two = _raised(check, Case(n=4)), _raised(check, Case(n=2))
+    three = _raised(check, Case(n=3))
+    assert shrink.signature(two) == shrink.signature(three) != shrink.signature(four)
+    assert shrink.signature(four)[1].startswith("origin tests.conformance.test_shrink:check:")
 
 
 def test_a_case_failing_everywhere_shrinks_to_the_simplest_one() -> None:
@@ -47,7 +82,7 @@ def test_a_case_failing_everywhere_shrinks_to_the_simplest_one() -> None:
 
     start = Case(3, 4, 4, 8, layer_index=5, seed=11, scale=10.0, perturb=1.0,
                  param_scale=100.0, branch="mlp")
-    got = shrink.shrink(_prop(check), _ctx(seed=7), start, PropertyFailure("always, n=4"))
+    got = shrink.shrink(_prop(check), _ctx(seed=7), start, _raised(check, start))
     assert got.case == Case(1, 1, 1, 1, layer_index=0, seed=7, scale=1.0, perturb=0.0,
                             param_scale=1.0, branch="zero")
     assert 0 < got.runs <= shrink.MAX_RUNS and str(got.error) == "always, n=1"
@@ -58,12 +93,12 @@ def test_only_candidates_that_fail_the_same_way_are_kept() -> None:
         if case.batch == 1:
             raise PropertyFailure("another failure")
         if case.tokens == 1:
-            raise RuntimeError("n too large")  # same text, another type
+            raise RuntimeError("n too large")  # another type
         if case.n >= 3 and case.d > case.n:
             raise PropertyFailure("n too large")
 
     start = Case(2, 3, 4, 8)
-    got = shrink.shrink(_prop(check), _ctx(), start, PropertyFailure("n too large"))
+    got = shrink.shrink(_prop(check), _ctx(), start, _raised(check, start))
     assert (got.case.batch, got.case.tokens, got.case.n, got.case.d) == (2, 3, 3, 4)
 
 
@@ -107,5 +142,11 @@ def test_terminal_and_markdown_say_what_the_case_was_shrunk_from() -> None:
     console = Console(record=True, width=400)
     terminal.print_details(console, report)
     text = console.export_text()
-    assert f"(shrunk from the explicit example {result.shrunk_from} in" in text
-    assert f"shrunk from the explicit example `{result.shrunk_from}`" in rp.to_markdown(report)
+    assert f"shrunk from: the explicit example {result.shrunk_from} in" in text
+    assert (f"shrunk from: the explicit example {result.shrunk_from} in"
+            in rp.to_markdown(report))
+    # the figures shown are the printed counterexample's: the message and the error column
+    assert result.failure is not None and result.achieved is not None
+    assert result.achieved["error"] == result.failure.error
+    assert f"error {result.failure.error:.3g} > tolerance" in result.message
+    assert result.examples >= 1

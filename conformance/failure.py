@@ -1,0 +1,210 @@
+"""One failure, explained once: :class:`Failure` and the lines every output renders from it.
+
+A property that fails (or errors, or runs past its time limit) yields one :class:`Failure`,
+built here from the exception and the case it was raised on (:func:`from_exception`). The
+terminal (:mod:`hcspec.conformance.terminal`), the Markdown and JSON reports
+(:mod:`hcspec.conformance.report`), JUnit (:mod:`hcspec.conformance.junit`) and pytest
+(:mod:`hcspec.conformance.pytest_plugin`) all print :func:`explain` of the same object, so
+they show the same figures: the error and tolerance of the case that is printed as the
+counterexample, never those of another case.
+
+A :class:`~hcspec.conformance.properties.base.PropertyFailure` may carry structured
+attributes (``label``, ``error``, ``tolerance``, ``detail``, ``hint``); they are read with
+fallbacks, so an exception without them (an impl's own ``RuntimeError``, an older
+``PropertyFailure``) is explained from its type, message and traceback.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+import traceback as tb
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+_EXPECT = re.compile(r"^(?P<label>.+?): error (?P<error>\S+) > tolerance (?P<tol>\S+?)"
+                     r"(?:; (?P<detail>.*))?$", re.DOTALL)
+"""The text :meth:`Context.expect` raises, read when the exception carries no attributes."""
+
+_KIT_HELPERS = frozenset({"base.py", "probes.py", "failure.py"})
+"""Modules of the kit whose frames are not a check's origin (they raise for their caller)."""
+
+
+@dataclass(frozen=True)
+class Failure:
+    """Why one property failed, for one case.
+
+    Attributes:
+        kind: ``failed`` (the property does not hold), ``error`` (an unexpected exception) or
+            ``timeout`` (the property ran past its time limit).
+        exception: the exception's type name (``PropertyFailure``, ``RuntimeError``, …).
+        message: the one-line message (the exception's text; ``Type: text`` for an error).
+        label: the failing comparison's label (``X' vs the law``), None when the check
+            raised without one.
+        origin: ``file:line`` of the check that raised (the innermost frame outside the
+            kit's helpers), '' when unknown.
+        error, tolerance: the failing comparison's figures (None when it is not numeric).
+        detail: what the check added (e.g. where the difference is), '' if nothing.
+        hint: a likely cause, when one is known (from the check or the run's diagnostics).
+        counterexample: the case that fails, as JSON (``--case`` reads it back).
+        shrunk_from: the explicit example it was shrunk from (JSON), None when not shrunk.
+        shrink_runs: how many re-runs the shrinking took.
+        reproduce: the one-line command that replays ``counterexample``.
+        traceback: the traceback (errors only).
+    """
+
+    kind: str
+    exception: str
+    message: str
+    label: str | None = None
+    origin: str = ""
+    error: float | None = None
+    tolerance: float | None = None
+    detail: str = ""
+    hint: str | None = None
+    counterexample: str | None = None
+    shrunk_from: str | None = None
+    shrink_runs: int = 0
+    reproduce: str | None = None
+    traceback: str | None = None
+
+    @property
+    def figures(self) -> str:
+        """``label: error E, tolerance T`` ('' when the failure is not a numeric comparison)."""
+        if self.error is None or self.tolerance is None:
+            return ""
+        return f"{self.label or 'error'}: error {self.error:.3g}, tolerance {self.tolerance:.3g}"
+
+    def with_changes(self, **changes: Any) -> Failure:
+        """A copy with ``changes`` applied (e.g. the reproduction command, a hint)."""
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form (every field; NaN/inf errors as strings so the JSON stays valid)."""
+        data = dataclasses.asdict(self)
+        for key in ("error", "tolerance"):
+            value = data[key]
+            if isinstance(value, float) and not math.isfinite(value):
+                data[key] = str(value)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Failure:
+        """Read :meth:`to_dict` back (unknown keys are ignored).
+
+        Raises:
+            ValueError: ``kind``, ``exception`` or ``message`` is missing.
+        """
+        missing = [k for k in ("kind", "exception", "message") if k not in data]
+        if missing:
+            raise ValueError(f"not a failure: missing keys {missing}")
+        names = {f.name for f in dataclasses.fields(cls)}
+        values = {k: v for k, v in data.items() if k in names}
+        for key in ("error", "tolerance"):
+            if isinstance(values.get(key), str):
+                values[key] = float(values[key])
+        return cls(**values)
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    return None
+
+
+def origin(exc: BaseException) -> str:
+    """``file:line`` of the innermost traceback frame outside the kit's helper modules (so
+    a :meth:`Context.require` failure points at the check that called it); '' when the
+    exception has no traceback."""
+    frames = tb.extract_tb(exc.__traceback__) if exc.__traceback__ is not None else []
+    chosen = None
+    for frame in frames:
+        if Path(frame.filename).name not in _KIT_HELPERS:
+            chosen = frame
+    if chosen is None and frames:
+        chosen = frames[-1]
+    return f"{Path(chosen.filename).name}:{chosen.lineno}" if chosen is not None else ""
+
+
+def from_exception(exc: BaseException, *, failed: bool, counterexample: str | None = None,
+                   hint: str | None = None) -> Failure:
+    """The :class:`Failure` for ``exc`` raised on the case ``counterexample`` (JSON).
+
+    ``failed`` says the exception means "the property does not hold" (a ``PropertyFailure``);
+    otherwise it is an unexpected error and its traceback is kept. Structured attributes of
+    the exception (``label``, ``error``, ``tolerance``, ``detail``, ``hint``) are used when
+    present; without them the label and figures are read from :meth:`Context.expect`'s text.
+    ``hint`` is used when the exception brings none.
+    """
+    text = str(exc)
+    label = getattr(exc, "label", None)
+    error, tolerance = _number(getattr(exc, "error", None)), _number(getattr(exc, "tolerance",
+                                                                              None))
+    detail = getattr(exc, "detail", None)
+    if label is None and failed and (match := _EXPECT.match(text)) is not None:
+        label = match["label"]
+        try:
+            error, tolerance = float(match["error"]), float(match["tol"])
+        except ValueError:
+            error = tolerance = None
+        detail = detail if detail is not None else (match["detail"] or "")
+    own_hint = getattr(exc, "hint", None)
+    return Failure(
+        kind="failed" if failed else "error",
+        exception=type(exc).__name__,
+        message=text if failed else f"{type(exc).__name__}: {text}",
+        label=str(label) if label is not None else None,
+        origin=str(getattr(exc, "origin", None) or origin(exc)),
+        error=error, tolerance=tolerance,
+        detail=str(detail) if detail else "",
+        hint=str(own_hint) if own_hint else hint,
+        counterexample=counterexample,
+        traceback=None if failed else "".join(tb.format_exception(exc)),
+    )
+
+
+def signature(exc: BaseException) -> tuple[str, str]:
+    """What "failing the same way" means to the shrinker: the exception's type and the
+    failing comparison's label — or, for a failed condition (no error figure: its label is
+    its message) or an exception without a label, its origin (the exception's declared
+    ``origin``, else the check's ``file:line``, :func:`origin`). The numbers in the message
+    play no part."""
+    label = getattr(exc, "label", None)
+    declared_origin = getattr(exc, "origin", None)
+    if declared_origin and getattr(exc, "error", None) is None:
+        # a condition (not a comparison): its label is its message, figures and all
+        return type(exc).__name__, f"origin {declared_origin}"
+    if label is None and (match := _EXPECT.match(str(exc))) is not None:
+        label = match["label"]
+    return type(exc).__name__, (f"label {label}" if label is not None
+                                else f"origin {origin(exc)}")
+
+
+def explain(failure: Failure, *, traceback: bool = False) -> list[tuple[str, str]]:
+    """The explanation every output prints, as ``(field, text)`` lines in a fixed order:
+    message, the failing comparison's figures (unless the message starts with them), hint,
+    minimal counterexample, shrunk-from,
+    reproduce, and (with ``traceback``) the traceback of an error. Renderers format each
+    line their own way (``field: text``, a Markdown item, a JUnit text line)."""
+    lines = [("message", failure.message)]
+    if failure.figures and not failure.message.startswith(f"{failure.label}: error "):
+        lines.append(("error", failure.figures))
+    if failure.hint:
+        lines.append(("hint", failure.hint))
+    if failure.counterexample:
+        lines.append(("minimal counterexample", failure.counterexample))
+    if failure.shrunk_from:
+        lines.append(("shrunk from", f"the explicit example {failure.shrunk_from} "
+                                     f"in {failure.shrink_runs} re-runs"))
+    if failure.reproduce:
+        lines.append(("reproduce", failure.reproduce))
+    if traceback and failure.traceback:
+        lines.append(("traceback", failure.traceback.rstrip()))
+    return lines
+
+
+def explain_text(failure: Failure, *, traceback: bool = False) -> str:
+    """:func:`explain` as plain text, one ``field: text`` per line (JUnit, pytest)."""
+    return "\n".join(f"{key}: {text}" for key, text in explain(failure, traceback=traceback))

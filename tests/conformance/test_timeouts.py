@@ -1,0 +1,59 @@
+"""timeouts: work past its limit raises TimedOut and the caller goes on; a property past the
+limit is reported `timeout`, naming the running case, and the run continues."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import pytest
+
+from hcspec.conformance import report as rp
+from hcspec.conformance.adapters.reference import make_hc_static
+from hcspec.conformance.runner import check_implementation
+from hcspec.conformance.timeouts import TimedOut, call_with_timeout
+
+
+def test_results_and_exceptions_come_back() -> None:
+    assert call_with_timeout(lambda: 42, 5, "answer") == 42
+    with pytest.raises(KeyError):
+        call_with_timeout(lambda: {}["x"], 5, "lookup")
+
+
+def test_work_past_the_limit_is_abandoned() -> None:
+    release = threading.Event()
+    start = time.perf_counter()
+    with pytest.raises(TimedOut, match=r"sleeper did not finish within 0\.2 s"):
+        call_with_timeout(release.wait, 0.2, "sleeper")
+    assert time.perf_counter() - start < 5
+    release.set()
+
+
+def test_a_hanging_property_is_reported_timeout_and_the_run_goes_on() -> None:
+    release = threading.Event()
+
+    def make(n: int, d: int, **kwargs: Any) -> Any:
+        impl = make_hc_static(n, d, **kwargs)
+        inner = impl.forward
+
+        def forward(x: Any, branch: Any) -> Any:
+            if getattr(impl, "training", True) is False:
+                release.wait()
+            return inner(x, branch)
+
+        impl.forward = forward
+        return impl
+
+    try:
+        report = check_implementation(make, profile="quick", device="cpu", timeout=8,
+                                      only=["state.deterministic_eval", "state.input_unchanged"])
+    finally:
+        release.set()
+    got = {r.id: r for r in report.results}
+    hung = got["state.deterministic_eval"]
+    assert hung.status == rp.TIMEOUT and not report.ok
+    assert hung.message.startswith("state.deterministic_eval did not finish within 8 s")
+    assert hung.failure is not None and hung.failure.counterexample is not None
+    assert hung.failure.counterexample in hung.message
+    assert got["state.input_unchanged"].status == rp.PASSED
