@@ -242,12 +242,6 @@ def _resolve_factory(target: str | Callable[..., Any] | None) -> tuple[str, Call
     return resolved.name, factory, resolved.description, resolved.versions
 
 
-def _kit_version() -> str:
-    from hcspec.conformance.runner import kit_version
-
-    return kit_version()
-
-
 def check_parallel(
     target: str | Callable[..., Any] | None = None,
     *,
@@ -285,7 +279,7 @@ def check_parallel(
     name, factory, description, versions = _resolve_factory(target)
     device, backend, device_reason = resolve_device(device, world_size)
     versions = {**versions, "python": platform.python_version(), "torch": torch.__version__}
-    report = rp.Report(target=name, kit_version=_kit_version(), profile=profile, seed=seed,
+    report = rp.Report(target=name, kit_version=rp.kit_version(), profile=profile, seed=seed,
                        device=device, dtype=str(dtype).removeprefix("torch."),
                        description=description, versions=versions)
     report.conventions["parallel.world_size"] = f"{world_size} ({backend or 'no backend'})"
