@@ -13,15 +13,18 @@ sees the same cases every run. :data:`PROFILE_NAMES` and :data:`DEFAULT_PROFILE`
 source of the names (the CLI and the pytest plugin offer exactly these).
 
 Each profile is also registered with hypothesis as ``hcspec-<name>`` so users' own tests can
-``hypothesis.settings.load_profile("hcspec-ci")``.
+``hypothesis.settings.load_profile("hcspec-ci")``: importing :mod:`hcspec.conformance.strategies`
+registers them (:func:`register_with_hypothesis`). This module itself does not import hypothesis,
+so the pytest plugin can read the profile names without slowing every pytest start.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
-from hypothesis import HealthCheck, settings
+if TYPE_CHECKING:
+    from hypothesis import settings
 
 
 @dataclass(frozen=True)
@@ -49,6 +52,8 @@ class Profile:
     def hypothesis_settings(self, seed_is_fixed: bool = False) -> settings:
         """hypothesis settings for this profile (no example database: runs are reproducible
         from the profile and the seed alone; no deadline: torch timings vary)."""
+        from hypothesis import HealthCheck, settings
+
         return settings(
             max_examples=self.max_examples,
             derandomize=self.derandomize and not seed_is_fixed,
@@ -88,5 +93,9 @@ def get_profile(name: str) -> Profile:
         ) from None
 
 
-for _profile in PROFILES.values():
-    settings.register_profile(f"hcspec-{_profile.name}", _profile.hypothesis_settings())
+def register_with_hypothesis() -> None:
+    """Register every profile with hypothesis as ``hcspec-<name>`` (idempotent)."""
+    from hypothesis import settings
+
+    for profile in PROFILES.values():
+        settings.register_profile(f"hcspec-{profile.name}", profile.hypothesis_settings())

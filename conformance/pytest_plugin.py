@@ -2,7 +2,7 @@
 
 Two ways to use it:
 
-1. ``pytest --hc-target TARGET [--hc-profile quick|ci|thorough] [--hc-device cpu|cuda|auto]
+1. ``pytest --hc-target TARGET [--hc-profile quick|ci|thorough|kernel] [--hc-device cpu|cuda|auto]
    [--hc-seed N] [--hc-expected-failures FILE]`` (or ``HC_CONFORMANCE_TARGET=TARGET pytest``)
    adds one test item per property to the session.
 2. In your own test file, :func:`conformance_tests` returns a test function parametrized over
@@ -57,6 +57,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from hcspec.conformance.profiles import DEFAULT_PROFILE, PROFILE_NAMES
+
 if TYPE_CHECKING:
     from hcspec.conformance.report import PropertyResult
     from hcspec.conformance.runner import RunSetup
@@ -78,8 +80,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("hcspec", "hcspec conformance kit (HC/mHC implementations)")
     group.addoption("--hc-target", default=None, metavar="TARGET",
                     help=f"run the conformance properties against TARGET (default: ${ENV_VAR})")
-    group.addoption("--hc-profile", default=None, choices=("quick", "ci", "thorough"),
-                    help="conformance profile (default: ci; deterministic)")
+    group.addoption("--hc-profile", default=None, choices=PROFILE_NAMES,
+                    help=f"conformance profile (default: {DEFAULT_PROFILE}; deterministic)")
     group.addoption("--hc-device", default=None, choices=("cpu", "cuda", "auto"),
                     help="device for the conformance properties (default: auto)")
     group.addoption("--hc-seed", default=None, type=int, help="conformance run seed (default 0)")

@@ -35,7 +35,7 @@ from typing import Any, Final
 import torch
 from hypothesis import strategies as st
 
-from hcspec.conformance import salts
+from hcspec.conformance import profiles, salts
 from hcspec.conformance.protocol import Branch
 from hcspec.conformance.salts import Salt
 
@@ -315,3 +315,6 @@ def doubly_stochastic_matrices(
 def branch_names(token_wise_only: bool = False) -> st.SearchStrategy[str]:
     """Names of branches (see :data:`BRANCHES`)."""
     return st.sampled_from(TOKEN_WISE_BRANCHES if token_wise_only else BRANCHES)
+
+
+profiles.register_with_hypothesis()  # users' own tests can load_profile("hcspec-ci")
