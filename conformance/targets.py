@@ -25,9 +25,9 @@ import os
 import pkgutil
 import sys
 import traceback
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from hcspec.conformance import adapters
 from hcspec.conformance.adapters._builtin import BuiltinTarget
@@ -225,7 +225,14 @@ def providers(import_name: str) -> list[str]:
 def package_problem(builtin: BuiltinTarget) -> str | None:
     """Why ``builtin``'s package cannot be used here, or None when it can: not importable
     (with the import error), or its import name provided by another distribution than the one
-    the adapter was written for (the ``mhc`` clash)."""
+    the adapter was written for (the ``mhc`` clash), or what the declared ``available``
+    check says."""
+    if builtin.available is not None:
+        check = cast("Callable[[], str | None]",
+                     _import_attribute(builtin.available, "availability check"))
+        reason = check()
+        if reason is not None:
+            return f"needs the package {builtin.distribution!r}: {reason}"
     if builtin.requires is None:
         return None
     try:

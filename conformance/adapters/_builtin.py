@@ -30,6 +30,10 @@ class BuiltinTarget:
         options: keyword options bound into the factory (the package's own options, e.g.
             ``{"log_domain_sinkhorn": True}``); shown in the description and the report.
         written_for: the package version the adapter was written and checked against.
+        available: for an adapter that never imports its package (it loads files by path),
+            ``module:function`` of a check that returns why the target cannot be used here
+            (a one-line reason) or None when it can; it takes the place of the import of
+            ``requires``. None: only ``requires`` decides.
 
     The conventions of a target are declared by the impl its factory builds
     (:class:`hcspec.conformance.protocol.Conventions`), since they can depend on the options.
@@ -42,6 +46,7 @@ class BuiltinTarget:
     distribution: str = "hcspec"
     options: Mapping[str, Any] = field(default_factory=dict)
     written_for: str | None = None
+    available: str | None = None
 
     @property
     def options_text(self) -> str:

@@ -117,6 +117,16 @@ def reference_path() -> Path:
     return path
 
 
+def unavailable() -> str | None:
+    """Why the reference file cannot be found here (the message of :func:`reference_path`'s
+    ``ImportError``), or None when it can: the targets' ``available`` check."""
+    try:
+        reference_path()
+    except ImportError as exc:
+        return str(exc)
+    return None
+
+
 @functools.cache
 def _load(path: str) -> ModuleType:
     spec = importlib.util.spec_from_file_location("_hcspec_tile_kernels_torch_mhc", path)
@@ -236,15 +246,17 @@ TARGETS: Final[tuple[BuiltinTarget, ...]] = (
     BuiltinTarget(
         "tile_kernels:mhc", f"{__name__}:make", f"{_DESCRIPTION}; mhc_pre's defaults "
         "(post_mult_value 1.0)", requires=None, distribution="tile-kernels",
-        written_for=WRITTEN_FOR,
+        written_for=WRITTEN_FOR, available=f"{__name__}:unavailable",
     ),
     BuiltinTarget(
         "tile_kernels:mhc-post2", f"{__name__}:make", f"{_DESCRIPTION}; post_mult_value 2.0 "
         "(as DeepSeek-V4)", requires=None, distribution="tile-kernels",
         options={"post_mult_value": 2.0}, written_for=WRITTEN_FOR,
+        available=f"{__name__}:unavailable",
     ),
 )
 """The built-in targets of this module (discovered by :mod:`hcspec.conformance.targets`).
 ``requires`` is None because the package itself is never imported (its import needs
-``tilelang``); the factory raises ``ImportError`` with instructions when the reference file is
-not found."""
+``tilelang``); ``available`` (:func:`unavailable`) says the reference file is missing, so
+``hc-conformance targets`` lists the targets as not importable and a run is refused with the
+instructions."""

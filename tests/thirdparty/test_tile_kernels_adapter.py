@@ -83,6 +83,23 @@ def test_missing_checkout_says_what_to_do(tmp_path: Path,
         adapter.make(2, 3)
 
 
+def test_targets_are_usable_only_where_the_reference_file_is(
+        standin_checkout: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from hcspec.conformance import targets
+
+    builtin = targets.BUILTIN["tile_kernels:mhc"]
+    assert targets.package_problem(builtin) is None  # the stand-in checkout has the file
+    empty = standin_checkout / "empty"
+    empty.mkdir()
+    monkeypatch.setenv(adapter.CHECKOUT_ENV, str(empty))  # a checkout without the file
+    problem = targets.package_problem(builtin)
+    assert problem is not None and "no tile_kernels/torch/mhc.py there" in problem
+    row = next(r for r in targets.builtin_status() if r.target.name == "tile_kernels:mhc")
+    assert not row.importable
+    with pytest.raises(targets.TargetError, match="needs the package 'tile-kernels'"):
+        targets.resolve("tile_kernels:mhc-post2")
+
+
 def test_declared_conventions() -> None:
     one, two = adapter.conventions(1.0), adapter.conventions(2.0)
     assert (one.h_post_multiplier, two.h_post_multiplier) == (1.0, 2.0)
