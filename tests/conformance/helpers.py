@@ -80,3 +80,14 @@ def make_dropout_on_output(n: int, d: int, **kwargs: object) -> DropoutOnOutput:
     """:class:`DropoutOnOutput` with :func:`make_linear`'s seeded weights."""
     inner = make_linear(n, d, **kwargs)  # type: ignore[arg-type]
     return DropoutOnOutput(inner.h_pre, inner.h_post, inner.H_res, d)
+
+
+EXPECTED_NOT_APPLICABLE = ("applies to ", "no CUDA device")
+"""The only reasons a correct implementation on this CPU machine may be not applicable: a kind
+mismatch (``applies to mhc; the target's kind is ...``) and the absent GPU (the CUDA
+requirement's reason names the property, then ``no CUDA device (...)``)."""
+
+
+def is_expected_not_applicable(message: str) -> bool:
+    """Whether a not-applicable message gives one of :data:`EXPECTED_NOT_APPLICABLE`."""
+    return any(reason in message for reason in EXPECTED_NOT_APPLICABLE)
