@@ -16,6 +16,7 @@ import time
 import traceback
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Any, cast
 
 import sympy
 
@@ -36,6 +37,14 @@ class ProofFailure(Exception):
 
     The message names the step and, where useful, the non-zero residual.
     """
+
+
+def _immutable(expr: Any) -> sympy.Basic:
+    """A step's expression as a sympy ``Basic`` (a mutable ``Matrix`` becomes its immutable
+    copy), so every step is hashable and compares by value."""
+    if isinstance(expr, sympy.MatrixBase) and not isinstance(expr, sympy.Basic):
+        return expr.as_immutable()
+    return cast(sympy.Basic, expr)
 
 
 @dataclass(frozen=True)
@@ -96,7 +105,8 @@ class Theorem:
         except Exception:  # an unexpected error is a failed proof, reported with its traceback
             error = traceback.format_exc()
             return ProofResult(self.id, False, (), time.perf_counter() - start, error)
-        return ProofResult(self.id, True, steps, time.perf_counter() - start)
+        return ProofResult(self.id, True, tuple((label, _immutable(expr)) for label, expr in steps),
+                           time.perf_counter() - start)
 
 
 _REGISTRY: dict[str, Theorem] = {}

@@ -70,22 +70,23 @@ def with_sharding(impl: HyperConnectionImpl) -> HyperConnectionImpl:
     return impl
 
 
-def _sharded(make: Callable[..., Any]) -> Callable[..., HyperConnectionImpl]:
+def _sharded(make: Callable[..., Any], name: str) -> Callable[..., HyperConnectionImpl]:
     def factory(n: int, d: int, *, layer_index: int = 0, dtype: torch.dtype = torch.float64,
                 device: str = "cpu", seed: int = 0) -> HyperConnectionImpl:
         return with_sharding(make(n, d, layer_index=layer_index, dtype=dtype, device=device,
                                   seed=seed))
     # named as the module attribute it is bound to below, so that it pickles by reference
-    factory.__name__ = factory.__qualname__ = make.__name__
-    factory.__doc__ = (f"{make.__name__} of hcspec.conformance.adapters.reference with the "
+    # (spawned ranks receive the factory by pickling)
+    factory.__name__ = factory.__qualname__ = name
+    factory.__doc__ = (f"{name} of hcspec.conformance.adapters.reference with the "
                        "sharding capability (splits tokens and hidden).")
     return factory
 
 
-make_hc_static = _sharded(adapters.make_hc_static)
-make_hc_dynamic = _sharded(adapters.make_hc_dynamic)
-make_mhc = _sharded(adapters.make_mhc)
-make_mhc_fast = _sharded(adapters.make_mhc_fast)
+make_hc_static = _sharded(adapters.make_hc_static, "make_hc_static")
+make_hc_dynamic = _sharded(adapters.make_hc_dynamic, "make_hc_dynamic")
+make_mhc = _sharded(adapters.make_mhc, "make_mhc")
+make_mhc_fast = _sharded(adapters.make_mhc_fast, "make_mhc_fast")
 
 SHARDED_BUILTINS: Final[dict[str, Callable[..., HyperConnectionImpl]]] = {
     "reference:hc-static": make_hc_static,
