@@ -33,7 +33,7 @@ from rich.table import Table
 
 from hcspec.conformance import expected, junit, terminal
 from hcspec.conformance import report as rp
-from hcspec.conformance.profiles import DEFAULT_PROFILE, PROFILES
+from hcspec.conformance.profiles import DEFAULT_PROFILE, PROFILE_NAMES
 from hcspec.conformance.report import kit_version
 from hcspec.conformance.targets import BUILTIN, DEFAULT_TARGET, ENV_VAR
 
@@ -113,8 +113,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help=f"reference:{reference}, another built-in name (`hc-conformance "
                           f"targets`) or package.module:factory (default: ${ENV_VAR}, else "
                           f"{DEFAULT_TARGET})")
-    run.add_argument("--profile", choices=sorted(PROFILES), default=DEFAULT_PROFILE,
-                     help="quick, ci (default) or thorough; all are deterministic (seeded)")
+    run.add_argument("--profile", choices=PROFILE_NAMES, default=DEFAULT_PROFILE,
+                     help=f"{', '.join(PROFILE_NAMES)} (default {DEFAULT_PROFILE}); kernel is "
+                          "sized for Triton's CPU interpreter; all are deterministic (seeded)")
     run.add_argument("--device", choices=("cpu", "cuda", "auto"), default="auto",
                      help="auto (default): cuda where a CUDA device exists, else cpu")
     run.add_argument("--only", action="append", metavar="IDS",

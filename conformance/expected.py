@@ -60,12 +60,16 @@ def load(path: str | Path, *, option: str | None = None,
     """Read and :func:`parse` an expected-failures file.
 
     Raises:
-        OSError: unreadable file (the message names ``option``). ValueError: as :func:`parse`.
+        OSError: unreadable file (the message names ``option``). ValueError: not UTF-8 text
+            (the message names ``option`` and the file), or as :func:`parse`.
     """
+    where = f"{option} {path}" if option else str(path)
     try:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
-        where = f"{option} {path}" if option else str(path)
         raise OSError(f"{where}: cannot read the expected-failures file: "
                       f"{exc.strerror or exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{where}: the expected-failures file is not UTF-8 text "
+                         f"(byte {exc.object[exc.start]:#04x} at offset {exc.start})") from exc
     return parse(text, str(path), option=option, known=known)

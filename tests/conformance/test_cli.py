@@ -274,6 +274,11 @@ def test_expected_failures_errors_name_the_option_line_and_closest_id(
     code, _, err = run(capsys, "run", "reference:hc-static", "--expected-failures",
                        str(tmp_path / "missing.txt"))
     assert code == 2 and f"--expected-failures {tmp_path / 'missing.txt'}: cannot read" in err
+    binary = tmp_path / "latin1.txt"
+    binary.write_bytes(b"law.reported: \xe9t\xe9\n")
+    code, _, err = run(capsys, "run", "reference:hc-static", "--expected-failures", str(binary))
+    assert code == 2
+    assert f"--expected-failures {binary}: the expected-failures file is not UTF-8" in err
 
 
 def test_targets_names_a_missing_package_once(capsys: pytest.CaptureFixture[str],
