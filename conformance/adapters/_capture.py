@@ -20,6 +20,8 @@ from typing import Any
 import torch
 from torch.overrides import TorchFunctionMode
 
+from hcspec.conformance.seeding import seeded_global_rng
+
 
 class PackageChanged(RuntimeError):
     """The wrapped package no longer computes what its adapter reads (e.g. a different number
@@ -94,16 +96,14 @@ def check_branch_output(z: object, like: torch.Tensor) -> torch.Tensor:
 @contextlib.contextmanager
 def seeded(seed: int, device: str = "cpu") -> Iterator[None]:
     """Seed torch's global generator (CPU, and ``device`` when it is CUDA) for a package
-    constructor without changing the caller's random state (``torch.random.fork_rng``, as the
-    kit's runner does for each case), so ``make(..., seed=s)`` is reproducible and has no side
-    effect. (Adapters do not import the property catalogue, hence no shared helper.)
+    constructor without changing the caller's random state — the kit's
+    :func:`hcspec.conformance.seeding.seeded_global_rng`, as the runner uses for each case — so
+    ``make(..., seed=s)`` is reproducible and has no side effect.
 
     Raises:
         ValueError: ``seed < 0``.
     """
     if seed < 0:
         raise ValueError(f"seed: expected >= 0, got {seed}")
-    cuda = [torch.device(device).index or 0] if torch.device(device).type == "cuda" else []
-    with torch.random.fork_rng(devices=cuda):
-        torch.manual_seed(seed)
+    with seeded_global_rng(seed, device):
         yield
