@@ -192,6 +192,11 @@ def rank_main(rank: int, job: Job) -> None:
         }
     finally:
         results["seconds"] = time.perf_counter() - start
-        torch.save(results, results_path(job.out_dir, rank))
+        # written under a temporary name, then renamed: a rank terminated at the deadline while
+        # saving leaves no partial file for the harness to read
+        final = results_path(job.out_dir, rank)
+        partial = final.with_suffix(".partial")
+        torch.save(results, partial)
+        partial.replace(final)
         if dist.is_initialized():
             dist.destroy_process_group()
