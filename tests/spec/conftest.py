@@ -16,3 +16,11 @@ def theorems() -> list[Theorem]:
 def proof_results(theorems: list[Theorem]) -> dict[str, ProofResult]:
     """Prove the whole registry once (about half a minute on 2 cores) and share the results."""
     return {theorem.id: theorem.prove() for theorem in theorems}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test that needs the whole registry proven (``proof_results``, directly or through a
+    fixture) is slow: it runs in the full suite, not in the ``-m "not slow"`` loop."""
+    for item in items:
+        if "proof_results" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.slow)
