@@ -201,17 +201,23 @@ def _default_timeouts() -> dict[str, float]:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    """Print the catalogue."""
-    from hcspec.conformance import properties as catalogue
+    """Print the catalogue (from the snapshot of :mod:`hcspec.conformance.listing` when it
+    matches the sources here, without importing torch; else from the imported catalogue, with
+    a note on stderr saying why)."""
+    from hcspec.conformance import listing
 
-    terminal.print_catalogue(_console(), catalogue.CATALOGUE)
+    rows, stale = listing.rows()
+    if stale is not None:
+        Console(stderr=True).print(f"(catalogue read from the sources: the snapshot is out of "
+                                   f"date, {stale})", highlight=False, soft_wrap=True, style="dim")
+    terminal.print_catalogue(_console(), rows)
     return EXIT_OK
 
 
 def cmd_targets(args: argparse.Namespace) -> int:
     """Print the built-in targets: name, importable yes/no, version found, description and
     options; then why each unusable one is unusable."""
-    from hcspec.conformance.targets import builtin_status
+    from hcspec.conformance.targets import builtin_status, describe
 
     out = _console()
     rows = builtin_status()
@@ -219,7 +225,8 @@ def cmd_targets(args: argparse.Namespace) -> int:
     for name in ("target", "importable", "version", "description"):
         table.add_column(name, no_wrap=name != "description")
     for row in rows:
-        description = row.target.description
+        # the detail (e.g. where Triton kernels run) needs torch: only for a usable target
+        description = describe(row.target) if row.importable else row.target.description
         if row.target.options:
             description += f" [{row.target.options_text}]"
         importable = "[green]yes[/]" if row.importable else "[red]no[/]"

@@ -6,9 +6,11 @@ TARGET forms:
   (``reference:hc-static``, ``reference:hc-dynamic``, ``reference:mhc``, ...) and adapters for
   third-party packages (``hyper_connections:mhc``, ``mhc_pytorch:mhc``, ...), which load only
   when their package is importable (``hc-conformance targets`` lists them all). Each adapter
-  module in :mod:`hcspec.conformance.adapters` declares its own targets in a ``TARGETS`` tuple
-  of :class:`BuiltinTarget`; this module discovers them at import (:func:`adapter_modules`),
-  so adding an adapter is adding one module;
+  module in :mod:`hcspec.conformance.adapters` has a declarations module of the same name in
+  :mod:`hcspec.conformance.adapters.declarations` with its ``TARGETS`` tuple of
+  :class:`BuiltinTarget`; this module discovers them at import (:func:`declaration_modules`)
+  without importing an adapter, torch or a third-party package, so that ``--help`` and
+  ``hc-conformance targets`` stay fast;
 * ``package.module:factory`` — any importable module (the current directory is importable)
   and the name of a factory in it (dotted attribute paths such as ``module:Class.make`` work).
 
@@ -27,16 +29,19 @@ import sys
 import traceback
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final, cast
+from typing import TYPE_CHECKING, Any, Final, cast
 
 from hcspec.conformance import adapters
+from hcspec.conformance.adapters import declarations
 from hcspec.conformance.adapters._builtin import BuiltinTarget
-from hcspec.conformance.protocol import Factory
+
+if TYPE_CHECKING:
+    from hcspec.conformance.protocol import Factory
 
 __all__ = [
     "BUILTIN", "DEFAULT_TARGET", "ENV_VAR", "BuiltinStatus", "BuiltinTarget", "Target",
-    "TargetError", "adapter_modules", "builtin_status", "declared_targets", "package_problem",
-    "providers", "register_builtin", "resolve",
+    "TargetError", "adapter_modules", "builtin_status", "declaration_modules", "declared_targets",
+    "describe", "package_problem", "providers", "register_builtin", "resolve",
 ]
 
 ENV_VAR: Final = "HC_CONFORMANCE_TARGET"
@@ -49,7 +54,7 @@ class TargetError(ValueError):
 
 
 BUILTIN: Final[dict[str, BuiltinTarget]] = {}
-"""Every built-in target by name, filled from the adapter modules' ``TARGETS`` at import."""
+"""Every built-in target by name, filled from the declarations modules' ``TARGETS`` at import."""
 
 
 def register_builtin(target: BuiltinTarget) -> None:
@@ -65,17 +70,29 @@ def register_builtin(target: BuiltinTarget) -> None:
     BUILTIN[target.name] = target
 
 
+def _public_modules(package: Any) -> list[str]:
+    return sorted(f"{package.__name__}.{info.name}"
+                  for info in pkgutil.iter_modules(package.__path__)
+                  if not info.name.startswith("_") and not info.ispkg)
+
+
 def adapter_modules() -> list[str]:
     """The adapter modules: every public module of :mod:`hcspec.conformance.adapters`
-    (names not starting with ``_``), sorted."""
-    return sorted(f"{adapters.__name__}.{info.name}"
-                  for info in pkgutil.iter_modules(adapters.__path__)
-                  if not info.name.startswith("_"))
+    (names not starting with ``_``; not the ``declarations`` package), sorted. Listing them
+    imports none."""
+    return _public_modules(adapters)
+
+
+def declaration_modules() -> list[str]:
+    """The declarations modules: every public module of
+    :mod:`hcspec.conformance.adapters.declarations` (one per adapter module, same name),
+    sorted."""
+    return _public_modules(declarations)
 
 
 def declared_targets(module_name: str) -> tuple[BuiltinTarget, ...]:
-    """The ``TARGETS`` an adapter module declares (importing it; the module imports its
-    package only when a factory is called).
+    """The ``TARGETS`` a declarations module declares (importing it; it imports neither torch
+    nor the package it declares targets for).
 
     Raises:
         TypeError: the module has no ``TARGETS`` tuple of :class:`BuiltinTarget` (a module
@@ -85,13 +102,13 @@ def declared_targets(module_name: str) -> tuple[BuiltinTarget, ...]:
     declared = getattr(module, "TARGETS", None)
     if not isinstance(declared, tuple) or not all(
             isinstance(t, BuiltinTarget) for t in declared):
-        raise TypeError(f"adapter module {module_name} must declare TARGETS, a tuple of "
+        raise TypeError(f"declarations module {module_name} must declare TARGETS, a tuple of "
                         f"BuiltinTarget (empty when it declares none), got {declared!r}")
     return declared
 
 
 def _discover() -> None:
-    for module_name in adapter_modules():
+    for module_name in declaration_modules():
         for target in declared_targets(module_name):
             register_builtin(target)
 
@@ -186,7 +203,7 @@ def resolve(target: str | Factory | None) -> Target:
         factory: Any = _import_attribute(builtin.factory_path, "built-in target")
         if builtin.options:
             factory = _bind_options(factory, builtin.options)
-        description = builtin.description
+        description = describe(builtin)
         if builtin.options:
             description += f" [options: {builtin.options_text}]"
         if builtin.distribution != "hcspec":
@@ -207,6 +224,15 @@ def resolve(target: str | Factory | None) -> Target:
         versions[top] = version
     doc = (getattr(factory, "__doc__", "") or "").strip().splitlines()
     return Target(target, factory, doc[0] if doc else "", versions)
+
+
+def describe(builtin: BuiltinTarget) -> str:
+    """``builtin``'s description with its ``detail`` sentence, when it declares one (calling
+    the detail function, which may import torch: call this only for a usable target)."""
+    if builtin.detail is None:
+        return builtin.description
+    detail = cast("Callable[[], str]", _import_attribute(builtin.detail, "description detail"))
+    return f"{builtin.description}; {detail()}"
 
 
 def _bind_options(factory: Any, options: Mapping[str, Any]) -> Factory:

@@ -14,7 +14,7 @@ from hcspec.conformance import report as rp
 from hcspec.conformance.failure import explain
 
 if TYPE_CHECKING:
-    from hcspec.conformance.properties.base import Property
+    from hcspec.conformance.listing import Row
 
 STYLES = {
     rp.PASSED: "green", rp.FAILED: "bold red", rp.ERROR: "bold magenta", rp.BLOCKED: "yellow",
@@ -147,13 +147,13 @@ def print_summary(console: Console, report: rp.Report) -> None:
     console.print(f"result: {verdict}")
 
 
-def print_catalogue(console: Console, props: Sequence[Property]) -> None:
+def print_catalogue(console: Console, rows: Sequence[Row]) -> None:
     """``hc-conformance list``: id, statement, spec theorems, requirements (decided before any
-    case runs), tolerance rule."""
+    case runs), tolerance rule; one row per property (:func:`hcspec.conformance.listing.rows`)."""
     table = Table(header_style="bold", show_lines=False)
     for name in ("id", "statement", "theorems", "requires", "tolerance"):
         table.add_column(name)
-    for p in props:
-        table.add_row(p.id, escape(p.statement), ", ".join(p.theorems) or "—",
-                      escape("; ".join(r.condition for r in p.requires)) or "—", p.tolerance)
+    for row in rows:
+        table.add_row(row.id, escape(row.statement), ", ".join(row.theorems) or "—",
+                      escape("; ".join(row.requires)) or "—", row.tolerance)
     console.print(table)

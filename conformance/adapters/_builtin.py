@@ -1,8 +1,8 @@
-"""The declaration of a built-in target, as each adapter module writes it in its ``TARGETS``.
+"""The declaration of a built-in target, as each declarations module writes it in its ``TARGETS``.
 
-A leaf module (it imports nothing from the kit), so that an adapter module can declare its
-targets without importing the registry (:mod:`hcspec.conformance.targets`), which imports the
-adapter modules to discover them.
+A leaf module (it imports nothing from the kit, nor torch), so that the declarations
+(:mod:`hcspec.conformance.adapters.declarations`) can be read without importing the registry
+(:mod:`hcspec.conformance.targets`), which discovers them, or torch.
 """
 
 from __future__ import annotations
@@ -34,6 +34,10 @@ class BuiltinTarget:
             ``module:function`` of a check that returns why the target cannot be used here
             (a one-line reason) or None when it can; it takes the place of the import of
             ``requires``. None: only ``requires`` decides.
+        detail: ``module:function`` returning one more sentence for the description, for a
+            fact that needs torch or the package to find out (where Triton kernels will run
+            here); called only when the target is resolved or listed as usable, so that the
+            declarations stay readable without importing torch. None: no such sentence.
 
     The conventions of a target are declared by the impl its factory builds
     (:class:`hcspec.conformance.protocol.Conventions`), since they can depend on the options.
@@ -47,6 +51,7 @@ class BuiltinTarget:
     options: Mapping[str, Any] = field(default_factory=dict)
     written_for: str | None = None
     available: str | None = None
+    detail: str | None = None
 
     @property
     def options_text(self) -> str:

@@ -120,3 +120,10 @@ def environment_mode() -> TritonMode:
         "unavailable",
         f"no CUDA device and {ENV_VAR} is not set (set {ENV_VAR}=1 to run the Triton kernels "
         "on the CPU through Triton's interpreter)")
+
+
+def environment_note() -> str:
+    """``Triton here: MODE (REASON)`` for :func:`environment_mode`: the ``detail`` of the
+    targets whose kernels are Triton's, appended to their description."""
+    mode = environment_mode()
+    return f"Triton here: {mode.name} ({mode.reason})"

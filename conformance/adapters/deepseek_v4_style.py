@@ -40,12 +40,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Final, Literal, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 import torch
 from torch import nn
 
-from hcspec.conformance.adapters._builtin import BuiltinTarget
 from hcspec.conformance.adapters._capture import check_branch_output, check_state, seeded
 from hcspec.conformance.protocol import Branch, Conventions, Factory, Kind, Weights
 
@@ -59,9 +58,6 @@ ComposeDtype = Literal["input", "float32"]
 """Where the caller composes: ``"input"`` (``post`` and ``comb`` cast to the state's dtype
 first, as transformers' decoder layer does) or ``"float32"`` (composed in float32, then cast
 to the declared output dtype)."""
-
-TARGETS: Final[tuple[BuiltinTarget, ...]] = ()
-"""This module is a helper: it declares no built-in target of its own."""
 
 
 class Decomposition(NamedTuple):

@@ -45,20 +45,14 @@ from typing import Any, Final
 import torch
 from torch import nn
 
-from hcspec.conformance.adapters._builtin import BuiltinTarget
 from hcspec.conformance.adapters._capture import CallRecorder, PackageChanged
+from hcspec.conformance.adapters.declarations.hf_transformers import FIRST_RELEASE, WRITTEN_FOR
 from hcspec.conformance.adapters.deepseek_v4_style import (
     CombOrientation,
     Decomposition,
     v4_style_target,
 )
 from hcspec.conformance.protocol import Conventions, Factory
-
-WRITTEN_FOR: Final = "5.23.0"
-"""The transformers release the DeepSeek-V4, GLM-5-Next and HY-V4 adapters were read against."""
-
-FIRST_RELEASE: Final = "5.8.0"
-"""The first transformers release with DeepSeek-V4 (its own target)."""
 
 HC_EPS: Final = 1e-6
 """``hc_eps`` of the tiny configs (the models' default)."""
@@ -304,29 +298,3 @@ Raises:
     ImportError: transformers is not installed. PackageChanged: the decoder layer composes
     otherwise.
 """)
-
-
-def _target(name: str, factory: str, what: str, written_for: str, model: str) -> BuiltinTarget:
-    # requires the model's module, so a release without the model lists the target as not
-    # importable (GLM-5-Next and HY-V4 are not in 5.8.0)
-    return BuiltinTarget(f"transformers:{name}", f"{__name__}:{factory}",
-                         f"transformers: {what}",
-                         requires=f"{_MODELS}.{model}.modeling_{model}",
-                         distribution="transformers", written_for=written_for)
-
-
-TARGETS: Final[tuple[BuiltinTarget, ...]] = (
-    _target("deepseek-v4", "make_deepseek_v4",
-            "DeepseekV4HyperConnection (mHC, DeepSeek-V4 style) composed as "
-            "DeepseekV4DecoderLayer does, HyperHead reduction", WRITTEN_FOR, "deepseek_v4"),
-    _target(f"deepseek-v4-{FIRST_RELEASE}", "make_deepseek_v4_first_release",
-            f"DeepseekV4HyperConnection of the first release ({FIRST_RELEASE}: sigmoid "
-            "Sinkhorn, post = σ + eps, X' = post·F + comb X)", FIRST_RELEASE, "deepseek_v4"),
-    _target("glm5-next", "make_glm5_next",
-            "Glm5NextTextHyperConnection (DeepSeek-V4 formulas) composed as its decoder "
-            "layer does, mean reduction", WRITTEN_FOR, "glm5_next"),
-    _target("hy-v4", "make_hy_v4",
-            "HYV4HyperConnection (no mixing matrix: H_res = I) composed as HYV4DecoderLayer "
-            "does, HyperHead reduction", WRITTEN_FOR, "hy_v4"),
-)
-"""The built-in transformers targets (discovered by :mod:`hcspec.conformance.targets`)."""

@@ -52,7 +52,6 @@ from typing import Any, Final
 
 import torch
 
-from hcspec.conformance.adapters._builtin import BuiltinTarget
 from hcspec.conformance.adapters._capture import (
     CallRecorder,
     PackageChanged,
@@ -60,11 +59,9 @@ from hcspec.conformance.adapters._capture import (
     check_state,
     seeded,
 )
-from hcspec.conformance.adapters._triton import environment_mode, kernel_mode
+from hcspec.conformance.adapters._triton import kernel_mode
+from hcspec.conformance.adapters.declarations.hyper_connections import WRITTEN_FOR
 from hcspec.conformance.protocol import Branch, Conventions, Kind, Weights
-
-WRITTEN_FOR: Final = "0.4.11"
-"""The hyper-connections version these adapters were written and checked against."""
 
 FOLDED: Final = "streams folded into the batch [(B·n), T, d], batch index outer (b·n + s)"
 ORIENTATION: Final = "package alpha[s, 1+j] = H_res[j, s] (A_r = H_resᵀ); the adapter transposes"
@@ -403,39 +400,3 @@ Factory for ``hyper_connections.mHCv2.ManifoldConstrainedHyperConnections``; ``o
 Raises:
     ImportError: hyper-connections is not installed. ValueError: see the adapter class.
 """)
-
-
-def _target(name: str, factory: str, what: str, **options: Any) -> BuiltinTarget:
-    return BuiltinTarget(
-        f"hyper_connections:{name}", f"{__name__}:{factory}", f"hyper-connections: {what}",
-        requires="hyper_connections", distribution="hyper-connections", options=options,
-        written_for=WRITTEN_FOR)
-
-
-TARGETS: Final[tuple[BuiltinTarget, ...]] = (
-    _target("hc", "make_hc", "HyperConnections (dynamic HC), defaults (tanh)"),
-    _target("hc-notanh", "make_hc", "HyperConnections, linear dynamic weights", tanh=False),
-    _target("hc-dropout", "make_hc", "HyperConnections with dropout, in training mode",
-            dropout=0.1),
-    _target("mhc", "make_mhc",
-            "ManifoldConstrainedHyperConnections (mHC, streams folded into the batch), defaults "
-            "(plain-domain Sinkhorn, 20 rounds)"),
-    _target("mhc-log", "make_mhc", "mHC (folded), log-domain Sinkhorn",
-            log_domain_sinkhorn=True),
-    _target("mhc-iters10", "make_mhc", "mHC (folded), 10 Sinkhorn rounds", sinkhorn_iters=10),
-    _target("mhc-proposals2", "make_mhc", "mHC (folded), two dynamic proposals averaged",
-            num_dynamic_alpha_proposals=2),
-    _target("mhc-dropout", "make_mhc", "mHC (folded) with dropout, in training mode",
-            dropout=0.1),
-    _target("mhc-v2", "make_mhc_v2",
-            "mHCv2.ManifoldConstrainedHyperConnections (mHC, [B,T,n,d]), defaults"),
-    _target("mhc-v2-log", "make_mhc_v2", "mHC v2, log-domain Sinkhorn",
-            log_domain_sinkhorn=True),
-    _target("mhc-v2-mixnorm", "make_mhc_v2",
-            "mHC v2, streams mixed by a 1×1 conv before the norm", mix_streams_before_norm=True),
-    _target("mhc-triton", "make_mhc_v2",
-            "mHC v2 with the package's Triton Sinkhorn kernel (log domain, forward and "
-            f"backward), called directly; Triton here: {environment_mode().name} "
-            f"({environment_mode().reason})", use_triton_sinkhorn=True),
-)
-"""The built-in targets of this module (discovered by :mod:`hcspec.conformance.targets`)."""

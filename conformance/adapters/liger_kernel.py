@@ -66,13 +66,10 @@ from typing import Any, Final
 import torch
 from torch import nn
 
-from hcspec.conformance.adapters._builtin import BuiltinTarget
 from hcspec.conformance.adapters._capture import check_branch_output, check_state, seeded
-from hcspec.conformance.adapters._triton import TritonMode, environment_mode, kernel_mode
+from hcspec.conformance.adapters._triton import TritonMode, kernel_mode
+from hcspec.conformance.adapters.declarations.liger_kernel import WRITTEN_FOR
 from hcspec.conformance.protocol import Branch, Conventions, Kind, Weights
-
-WRITTEN_FOR: Final = "0.8.5"
-"""The liger-kernel version this adapter was written and checked against."""
 
 INPUT_DTYPES: Final[tuple[torch.dtype, ...]] = (torch.float32, torch.bfloat16, torch.float16)
 """The input dtypes LigerMHC accepts (float32 with ``allow_fp32=True``)."""
@@ -260,16 +257,3 @@ def make(n: int, d: int, *, layer_index: int = 0, dtype: torch.dtype = torch.flo
     del layer_index
     with seeded(seed, device):
         return LigerMHCAdapter(n, d, dtype=dtype, device=device, **options)
-
-
-TARGETS: Final[tuple[BuiltinTarget, ...]] = (
-    BuiltinTarget(
-        "liger_kernel:mhc", f"{__name__}:make",
-        "liger-kernel: LigerMHC (mHC in Triton forward and backward kernels; float64 is the "
-        "float32 path between casts, n a power of two); Triton here: "
-        f"{environment_mode().name} ({environment_mode().reason})",
-        requires="liger_kernel", distribution="liger_kernel", written_for=WRITTEN_FOR,
-    ),
-)
-"""The built-in target of this module (discovered by :mod:`hcspec.conformance.targets`); its
-description says where the Triton kernels will run in this process, and why."""

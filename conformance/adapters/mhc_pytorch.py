@@ -36,12 +36,11 @@ How the adapter presents that to the kit, and declares it:
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any, Final, Literal
+from typing import Any, Literal
 
 import torch
 from torch import nn
 
-from hcspec.conformance.adapters._builtin import BuiltinTarget
 from hcspec.conformance.adapters._capture import (
     CallRecorder,
     PackageChanged,
@@ -49,10 +48,8 @@ from hcspec.conformance.adapters._capture import (
     check_state,
     seeded,
 )
+from hcspec.conformance.adapters.declarations.mhc_pytorch import WRITTEN_FOR
 from hcspec.conformance.protocol import Branch, Conventions, Kind, Weights
-
-WRITTEN_FOR: Final = "0.2.3"
-"""The mhc-pytorch version this adapter was written and checked against."""
 
 CollapseMode = Literal["mean", "weighted"]
 
@@ -221,16 +218,3 @@ def make(n: int, d: int, *, layer_index: int = 0, dtype: torch.dtype = torch.flo
     del layer_index
     with seeded(seed, device):
         return MhcPytorchAdapter(n, d, dtype=dtype, device=device, collapse_mode=collapse_mode)
-
-
-TARGETS: Final[tuple[BuiltinTarget, ...]] = (
-    BuiltinTarget(
-        "mhc_pytorch:mhc", f"{__name__}:make",
-        "mhc-pytorch: ManifoldHyperConnections (replicates h into n streams and collapses them "
-        "inside every call; checked on replicated states)",
-        requires="mhc", distribution="mhc-pytorch", written_for=WRITTEN_FOR,
-    ),
-)
-"""The built-in target of this module (discovered by :mod:`hcspec.conformance.targets`); its
-prefix predates the ``<import name>:`` rule (the import name ``mhc`` is shared by several
-distributions)."""

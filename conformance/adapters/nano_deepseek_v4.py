@@ -32,13 +32,10 @@ from typing import Any, Final
 import torch
 from torch import nn
 
-from hcspec.conformance.adapters._builtin import BuiltinTarget
 from hcspec.conformance.adapters._capture import CallRecorder, PackageChanged
+from hcspec.conformance.adapters.declarations.nano_deepseek_v4 import WRITTEN_FOR
 from hcspec.conformance.adapters.deepseek_v4_style import Decomposition, v4_style_target
 from hcspec.conformance.protocol import Conventions
-
-WRITTEN_FOR: Final = "0.2.0"
-"""The nano-deepseek-v4 version this adapter was written and checked against."""
 
 SINKHORN_ITERS: Final = 8
 """``DeepSeekV4Config.hc_sinkhorn_iters``'s default (the package's V4-Flash/Pro presets use
@@ -143,14 +140,3 @@ def make(n: int, d: int, *, layer_index: int = 0, dtype: torch.dtype = torch.flo
     """
     factory = make_factory(sinkhorn_iters)
     return factory(n, d, layer_index=layer_index, dtype=dtype, device=device, seed=seed)
-
-
-TARGETS: Final[tuple[BuiltinTarget, ...]] = (
-    BuiltinTarget(
-        "nano_deepseek_v4:mhc", f"{__name__}:make",
-        "nano-deepseek-v4: modeling.HyperConnection composed as DeepSeekV4DecoderLayer does "
-        "(DeepSeek-V4 style, comb @ streams, config defaults: 8 Sinkhorn rounds)",
-        requires="nano_deepseek_v4", distribution="nano-deepseek-v4", written_for=WRITTEN_FOR,
-    ),
-)
-"""The built-in target of this module (discovered by :mod:`hcspec.conformance.targets`)."""

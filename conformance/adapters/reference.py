@@ -5,7 +5,8 @@ The reference modules follow the protocol directly (``module(x, branch)``, ``wei
 ``expand``, ``reduce``, ``parameters``, ``n``, ``d``, ``kind``) and carry their own declared
 conventions (``HyperConnection.conventions``, a plain mapping: the branch receives ``x_in``
 itself, ``reduce`` sums the streams; mHC's ``sinkhorn_iterations`` attribute gives its rounds),
-so the factories of :mod:`hcspec.reference.targets` are the targets, declared here without a
+so the factories of :mod:`hcspec.reference.targets` are the targets (declared in
+:mod:`hcspec.conformance.adapters.declarations.reference`) without a
 wrapper. The ``make_*`` names are those factories, kept for code that imports them from here.
 """
 
@@ -13,11 +14,9 @@ from __future__ import annotations
 
 from typing import Final
 
-from hcspec.conformance.adapters._builtin import BuiltinTarget
 from hcspec.conformance.protocol import Conventions
 from hcspec.reference import targets as _factories
 from hcspec.reference.connection import HyperConnection
-from hcspec.reference.sinkhorn import DEFAULT_ITERATIONS
 
 REFERENCE_CONVENTIONS: Final = Conventions.from_mapping(HyperConnection.conventions)
 """The conventions every reference module declares (read from the class)."""
@@ -26,19 +25,3 @@ make_hc_static = _factories.hc_static
 make_hc_dynamic = _factories.hc_dynamic
 make_mhc = _factories.mhc
 make_mhc_fast = _factories.mhc_fast
-
-_FACTORIES: Final = _factories.__name__
-
-
-def _target(kind: str, factory: str, what: str) -> BuiltinTarget:
-    return BuiltinTarget(f"reference:{kind}", f"{_FACTORIES}:{factory}",
-                         f"hcspec reference implementation: {what}")
-
-
-TARGETS: Final[tuple[BuiltinTarget, ...]] = (
-    _target("hc-static", "hc_static", "static HC (HC §2.2)"),
-    _target("hc-dynamic", "hc_dynamic", "dynamic HC (HC §2.3)"),
-    _target("mhc", "mhc", f"mHC (mHC §4, Sinkhorn–Knopp, {DEFAULT_ITERATIONS} rounds)"),
-    _target("mhc-fast", "mhc_fast", "mHC, fast path (same math as reference:mhc)"),
-)
-"""The reference's built-in targets (discovered by :mod:`hcspec.conformance.targets`)."""

@@ -55,8 +55,6 @@ from __future__ import annotations
 import functools
 import importlib.metadata
 import importlib.util
-import os
-from pathlib import Path
 from types import ModuleType
 from typing import Any, Final
 
@@ -64,18 +62,13 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from hcspec.conformance.adapters._builtin import BuiltinTarget
+from hcspec.conformance.adapters.declarations.tile_kernels import CHECKOUT_ENV as CHECKOUT_ENV
+from hcspec.conformance.adapters.declarations.tile_kernels import REFERENCE_FILE as REFERENCE_FILE
+from hcspec.conformance.adapters.declarations.tile_kernels import WRITTEN_FOR as WRITTEN_FOR
+from hcspec.conformance.adapters.declarations.tile_kernels import reference_path
+from hcspec.conformance.adapters.declarations.tile_kernels import unavailable as unavailable
 from hcspec.conformance.adapters.deepseek_v4_style import Decomposition, v4_style_target
 from hcspec.conformance.protocol import Conventions
-
-WRITTEN_FOR: Final = "1.0.0"
-"""The tile-kernels version (and file) this adapter was written and checked against."""
-
-CHECKOUT_ENV: Final = "HC_TILE_KERNELS_CHECKOUT"
-"""Environment variable naming a TileKernels checkout to load the references from."""
-
-REFERENCE_FILE: Final = "tile_kernels/torch/mhc.py"
-"""The references' path inside the distribution or a checkout."""
 
 NORM_EPS: Final = 1e-6
 PRE_EPS: Final = 1e-6
@@ -87,44 +80,6 @@ MHC_PRE_POST_MULT: Final = 1.0
 
 INIT_STD: Final = 0.02
 """DeepSeek-V4's ``initializer_range`` (the std of ``fn`` at init)."""
-
-
-def reference_path() -> Path:
-    """Where ``tile_kernels/torch/mhc.py`` is: under ``$HC_TILE_KERNELS_CHECKOUT`` when set,
-    else in the installed ``tile-kernels`` distribution.
-
-    Raises:
-        ImportError: the variable names a directory without the file, or (unset) the
-            distribution is not installed or lacks the file; the message says what to do.
-    """
-    checkout = os.environ.get(CHECKOUT_ENV)
-    if checkout:
-        path = Path(checkout) / REFERENCE_FILE
-        if not path.is_file():
-            raise ImportError(f"${CHECKOUT_ENV}={checkout}: no {REFERENCE_FILE} there (give the "
-                              "root of a TileKernels checkout)")
-        return path
-    try:
-        located = importlib.metadata.distribution("tile-kernels").locate_file(REFERENCE_FILE)
-    except importlib.metadata.PackageNotFoundError:
-        raise ImportError(
-            "tile-kernels is not installed: `pip install --no-deps tile-kernels==1.0.0` (the "
-            f"references need only torch), or set ${CHECKOUT_ENV} to a TileKernels "
-            "checkout") from None
-    path = Path(str(located))
-    if not path.is_file():
-        raise ImportError(f"the installed tile-kernels has no {REFERENCE_FILE} ({path})")
-    return path
-
-
-def unavailable() -> str | None:
-    """Why the reference file cannot be found here (the message of :func:`reference_path`'s
-    ``ImportError``), or None when it can: the targets' ``available`` check."""
-    try:
-        reference_path()
-    except ImportError as exc:
-        return str(exc)
-    return None
 
 
 @functools.cache
@@ -236,27 +191,3 @@ def make(n: int, d: int, *, layer_index: int = 0, dtype: torch.dtype = torch.flo
     load_reference()
     factory = make_factory(post_mult_value)
     return factory(n, d, layer_index=layer_index, dtype=dtype, device=device, seed=seed)
-
-
-_DESCRIPTION: Final = ("TileKernels torch references (tile_kernels/torch/mhc.py, loaded by path "
-                       "without tilelang) composed as mhc_pre/mhc_post; float32 inside, "
-                       "bfloat16 outputs")
-
-TARGETS: Final[tuple[BuiltinTarget, ...]] = (
-    BuiltinTarget(
-        "tile_kernels:mhc", f"{__name__}:make", f"{_DESCRIPTION}; mhc_pre's defaults "
-        "(post_mult_value 1.0)", requires=None, distribution="tile-kernels",
-        written_for=WRITTEN_FOR, available=f"{__name__}:unavailable",
-    ),
-    BuiltinTarget(
-        "tile_kernels:mhc-post2", f"{__name__}:make", f"{_DESCRIPTION}; post_mult_value 2.0 "
-        "(as DeepSeek-V4)", requires=None, distribution="tile-kernels",
-        options={"post_mult_value": 2.0}, written_for=WRITTEN_FOR,
-        available=f"{__name__}:unavailable",
-    ),
-)
-"""The built-in targets of this module (discovered by :mod:`hcspec.conformance.targets`).
-``requires`` is None because the package itself is never imported (its import needs
-``tilelang``); ``available`` (:func:`unavailable`) says the reference file is missing, so
-``hc-conformance targets`` lists the targets as not importable and a run is refused with the
-instructions."""

@@ -42,7 +42,6 @@ from typing import Any, Final
 
 import torch
 
-from hcspec.conformance.adapters._builtin import BuiltinTarget
 from hcspec.conformance.adapters._capture import (
     CallRecorder,
     PackageChanged,
@@ -50,10 +49,8 @@ from hcspec.conformance.adapters._capture import (
     check_state,
     seeded,
 )
+from hcspec.conformance.adapters.declarations.x_transformers import WRITTEN_FOR
 from hcspec.conformance.protocol import Branch, Conventions, Kind, Weights
-
-WRITTEN_FOR: Final = "2.31.10"
-"""The x-transformers version this adapter was written and checked against."""
 
 DECODER_SINKHORN_ITERS: Final = 5
 """``Decoder``'s default ``hyper_conn_sinkhorn_iters``."""
@@ -203,14 +200,3 @@ def make(n: int, d: int, *, layer_index: int = 0, dtype: torch.dtype = torch.flo
         module = HyperConnection(d, layer_index=layer_index, num_residual_streams=n,
                                  sinkhorn_iters=sinkhorn_iters)
     return XTransformersHyperConnection(module.to(dtype=dtype, device=device), n, d)
-
-
-TARGETS: Final[tuple[BuiltinTarget, ...]] = (
-    BuiltinTarget(
-        "x_transformers:hc", f"{__name__}:make",
-        "x-transformers: HyperConnection as Decoder(num_residual_streams=n) uses it (mHC "
-        "weights, streams folded into the batch, 5 Sinkhorn iterations)",
-        requires="x_transformers", distribution="x-transformers", written_for=WRITTEN_FOR,
-    ),
-)
-"""The built-in target of this module (discovered by :mod:`hcspec.conformance.targets`)."""

@@ -98,10 +98,33 @@ def test_missing_package_is_a_target_error(monkeypatch: pytest.MonkeyPatch) -> N
 
 
 def test_every_adapter_module_declares_its_targets_and_the_registry_has_exactly_them() -> None:
-    declared = [t.name for m in targets.adapter_modules() for t in targets.declared_targets(m)]
+    declared = [t.name for m in targets.declaration_modules()
+                for t in targets.declared_targets(m)]
     assert len(declared) == len(set(declared))
     assert set(declared) == set(targets.BUILTIN)
     assert "hcspec.conformance.adapters.reference" in targets.adapter_modules()
+    # one declarations module per adapter module, same name
+    adapters = {m.rpartition(".")[2] for m in targets.adapter_modules()}
+    assert adapters == {m.rpartition(".")[2] for m in targets.declaration_modules()}
+    for module in targets.declaration_modules():
+        name = module.rpartition(".")[2]
+        for builtin in targets.declared_targets(module):
+            path, _, attr = builtin.factory_path.partition(":")
+            expected = ("hcspec.reference.targets" if name == "reference"
+                        else f"hcspec.conformance.adapters.{name}")
+            assert path == expected, builtin.name
+            assert callable(getattr(importlib.import_module(path), attr)), builtin.name
+            if builtin.detail is not None:
+                assert builtin.detail in ("hcspec.conformance.adapters._triton:environment_note",)
+                assert "Triton here: " in targets.describe(builtin)
+
+
+def test_the_reference_description_states_the_reference_sinkhorn_rounds() -> None:
+    from hcspec.conformance.adapters.declarations.reference import SINKHORN_ROUNDS
+    from hcspec.reference.sinkhorn import DEFAULT_ITERATIONS
+
+    assert SINKHORN_ROUNDS == DEFAULT_ITERATIONS
+    assert f"{DEFAULT_ITERATIONS} rounds" in targets.BUILTIN["reference:mhc"].description
     assert targets.BUILTIN["reference:mhc"].factory_path == "hcspec.reference.targets:mhc"
     assert targets.BUILTIN["hyper_connections:mhc"].written_for == "0.4.11"
 
@@ -119,8 +142,9 @@ def test_a_module_without_targets_is_refused(monkeypatch: pytest.MonkeyPatch) ->
 def test_the_registry_and_the_adapters_do_not_import_the_property_catalogue() -> None:
     import subprocess
 
-    code = ("import sys, hcspec.conformance.targets as t\n"
-            "[t.declared_targets(m) for m in t.adapter_modules()]\n"
+    code = ("import importlib, sys, hcspec.conformance.targets as t\n"
+            "[t.declared_targets(m) for m in t.declaration_modules()]\n"
+            "[importlib.import_module(m) for m in t.adapter_modules()]\n"
             "bad = sorted(m for m in sys.modules\n"
             "             if m.startswith('hcspec.conformance.properties'))\n"
             "assert not bad, bad\n")

@@ -1,0 +1,29 @@
+"""Declarations of hcspec's reference targets (``reference:hc-static``, ``reference:hc-dynamic``,
+``reference:mhc``, ``reference:mhc-fast``); the factories are those of
+:mod:`hcspec.reference.targets` (see :mod:`hcspec.conformance.adapters.reference`)."""
+
+from __future__ import annotations
+
+from typing import Final
+
+from hcspec.conformance.adapters._builtin import BuiltinTarget
+
+SINKHORN_ROUNDS: Final = 20
+"""The reference mHC's Sinkhorn–Knopp rounds, as the description says (a test checks it equals
+:data:`hcspec.reference.sinkhorn.DEFAULT_ITERATIONS`, which needs torch to import)."""
+
+_FACTORIES: Final = "hcspec.reference.targets"
+
+
+def _target(kind: str, factory: str, what: str) -> BuiltinTarget:
+    return BuiltinTarget(f"reference:{kind}", f"{_FACTORIES}:{factory}",
+                         f"hcspec reference implementation: {what}")
+
+
+TARGETS: Final[tuple[BuiltinTarget, ...]] = (
+    _target("hc-static", "hc_static", "static HC (HC §2.2)"),
+    _target("hc-dynamic", "hc_dynamic", "dynamic HC (HC §2.3)"),
+    _target("mhc", "mhc", f"mHC (mHC §4, Sinkhorn–Knopp, {SINKHORN_ROUNDS} rounds)"),
+    _target("mhc-fast", "mhc_fast", "mHC, fast path (same math as reference:mhc)"),
+)
+"""The reference's built-in targets (discovered by :mod:`hcspec.conformance.targets`)."""
