@@ -289,24 +289,6 @@ def sigterm_as_interrupt() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
-@contextlib.contextmanager
-def _private_hypothesis_home() -> Iterator[None]:
-    """hypothesis keeps caches under ``.hypothesis/`` in the current directory (the kit runs
-    without an example database, but hypothesis still caches the constants it collects from
-    source files there); a run of the CLI points that home at a temporary directory instead,
-    so it leaves no ``.hypothesis/`` behind."""
-    import tempfile
-
-    from hypothesis.configuration import set_hypothesis_home_dir
-
-    with tempfile.TemporaryDirectory(prefix="hc-conformance-hypothesis-") as home:
-        set_hypothesis_home_dir(home)
-        try:
-            yield
-        finally:
-            set_hypothesis_home_dir(None)
-
-
 def _exit_code(report: rp.Report) -> int:
     if report.interrupted:
         return EXIT_TERMINATED if report.interrupted_by == "SIGTERM" else EXIT_INTERRUPTED
@@ -324,7 +306,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         from hcspec.conformance.parallel.cli import cmd_run_parallel
 
         return cmd_run_parallel(args)
-    with sigterm_as_interrupt(), _private_hypothesis_home():
+    from hcspec.conformance import hypothesis_home
+
+    with sigterm_as_interrupt(), hypothesis_home.private():
         try:
             return _run(args)
         except KeyboardInterrupt as exc:  # before the target was resolved, or while printing

@@ -34,8 +34,15 @@ blocked/not applicable -> skip with the reason (``-rs`` shows it against the pro
 against this file); expected failure -> xfail; an expected failure that passes -> fail
 (``XPASS(strict)``). Each property runs in a worker thread limited to ``--hc-timeout``
 seconds, with torch's global state restored after it (nothing the target changes leaks into
-the rest of the session). SIGTERM during a session is handled like Ctrl-C (pytest stops,
-reports what ran, and its JUnit XML is still written).
+the rest of the session). SIGTERM during a session is handled like Ctrl-C: pytest stops,
+reports what ran, the plugin prints the signal, the property that was running, the finished
+results and the ids not run (also into ``--junitxml`` as suite properties ``hc_interrupted``,
+``hc_interrupted_by``, ``hc_running``, ``hc_finished``, ``hc_not_run``), and pytest exits 2
+(interrupted), for either signal.
+
+hypothesis writes nothing into the current directory: while a property runs, its home (where
+it caches, e.g. ``.hypothesis/constants/``) is a temporary directory of the session, removed at
+its end (:mod:`hcspec.conformance.hypothesis_home`).
 
 ``--hypothesis-show-statistics`` does not apply: the kit drives hypothesis itself inside each
 property item (no database, its own seeds), so pytest's hypothesis plugin has no statistics
@@ -60,6 +67,7 @@ import pytest
 from hcspec.conformance.profiles import DEFAULT_PROFILE, PROFILE_NAMES
 
 if TYPE_CHECKING:
+    from hcspec.conformance.hypothesis_home import SessionHome
     from hcspec.conformance.report import PropertyResult
     from hcspec.conformance.runner import RunSetup
 
@@ -67,6 +75,8 @@ ENV_VAR = "HC_CONFORMANCE_TARGET"  # = hcspec.conformance.targets.ENV_VAR, kept 
 MARKER = "hc_conformance"
 _RUNS_KEY = pytest.StashKey[dict["_Settings", "_TargetRun"]]()
 _SIGTERM_KEY = pytest.StashKey[Any]()
+_HOME_KEY = pytest.StashKey["SessionHome"]()
+_SIGNAL_KEY = pytest.StashKey[str]()
 _DEFAULTS: dict[str, Any] = {"profile": "ci", "device": "auto", "seed": 0, "timeout": None,
                              "expected_failures": None}
 _OPTIONS = {"target": "--hc-target", "profile": "--hc-profile", "device": "--hc-device",
@@ -164,11 +174,13 @@ class _TargetRun:
     """One target's run within a pytest session: the settings, the setup (built at the first
     property) and the statuses so far (for prerequisite blocking)."""
 
-    def __init__(self, settings: _Settings) -> None:
+    def __init__(self, settings: _Settings, home: SessionHome) -> None:
         self.settings = settings
         self.expected = dict(settings.expected_failures)
         self.statuses: dict[str, str] = {}
         self._setup: RunSetup | None = None
+        self._home = home
+        self.running: str | None = None
 
     def setup(self) -> RunSetup:
         """The resolved and inspected target (built once, at the first property)."""
@@ -176,17 +188,24 @@ class _TargetRun:
 
         if self._setup is None:
             s = self.settings
-            self._setup = prepare(s.target, profile=s.profile, device=s.device, seed=s.seed,
-                                  timeout=s.timeout)
+            with self._home.active():
+                self._setup = prepare(s.target, profile=s.profile, device=s.device,
+                                      seed=s.seed, timeout=s.timeout)
         return self._setup
 
     def run(self, prop_id: str) -> PropertyResult:
+        """Run one property (hypothesis' files go to the session's private home, not to
+        ``.hypothesis/`` in the current directory)."""
         from hcspec.conformance import properties
         from hcspec.conformance.runner import evaluate_property
 
         prop = properties.BY_ID[prop_id]
-        result = evaluate_property(self.setup(), prop, self.statuses, self.expected.get(prop_id))
+        self.running = prop_id  # left set when a signal stops the property
+        setup = self.setup()
+        with self._home.active():
+            result = evaluate_property(setup, prop, self.statuses, self.expected.get(prop_id))
         self.statuses[prop_id] = result.status
+        self.running = None
         return result
 
 
@@ -218,7 +237,9 @@ def _validate(settings: _Settings) -> None:
 def _target_run(config: pytest.Config, settings: _Settings) -> _TargetRun:
     runs = config.stash.setdefault(_RUNS_KEY, {})
     if settings not in runs:
-        runs[settings] = _TargetRun(settings)
+        from hcspec.conformance.hypothesis_home import SessionHome
+
+        runs[settings] = _TargetRun(settings, config.stash.setdefault(_HOME_KEY, SessionHome()))
     return runs[settings]
 
 
@@ -319,6 +340,7 @@ def _handle_sigterm(config: pytest.Config) -> None:
     from hcspec.conformance.runner import Terminated
 
     def handler(signum: int, frame: FrameType | None) -> None:
+        config.stash[_SIGNAL_KEY] = "SIGTERM"
         raise Terminated(f"signal {signum}")
 
     if _SIGTERM_KEY in config.stash:
@@ -327,11 +349,81 @@ def _handle_sigterm(config: pytest.Config) -> None:
         config.stash[_SIGTERM_KEY] = signal.signal(signal.SIGTERM, handler)
 
 
-def pytest_sessionfinish(session: pytest.Session) -> None:
-    """Restore the SIGTERM handler :func:`_handle_sigterm` replaced."""
+def _property_id(item: pytest.Item) -> str | None:
+    """The property id of a conformance item (``--hc-target`` or the helper), else None."""
+    if isinstance(item, ConformanceItem):
+        return item.prop_id
+    callspec = getattr(item, "callspec", None)
+    if item.get_closest_marker(MARKER) is None or callspec is None:
+        return None
+    prop_id = callspec.params.get("hc_property")
+    return prop_id if isinstance(prop_id, str) else None
+
+
+def interrupted_summary(session: pytest.Session, signal_name: str) -> dict[str, Any] | None:
+    """What an interrupted session ran of the kit: ``interrupted_by``, ``running`` (the
+    property that was running, or None), ``finished`` (property id -> status, in run order)
+    and ``not_run`` (the ids of the collected conformance items that did not finish, the
+    running one first); None when the session collected no conformance item."""
+    runs = session.config.stash.get(_RUNS_KEY, {})
+    collected = [pid for item in session.items if (pid := _property_id(item)) is not None]
+    if not collected:
+        return None
+    finished: dict[str, str] = {}
+    running = None
+    for run in runs.values():
+        finished.update(run.statuses)
+        running = running or run.running
+    not_run = [pid for pid in collected if pid not in finished]
+    if running in not_run:
+        not_run.remove(running)
+        not_run.insert(0, running)
+    return {"interrupted_by": signal_name, "running": running, "finished": finished,
+            "not_run": not_run}
+
+
+@pytest.hookimpl(tryfirst=True)  # before the JUnit writer, which writes in its own
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """When SIGINT or SIGTERM stopped a session that ran conformance properties: print what
+    ran (the signal, the running property, the finished results, the ids not run) and add
+    the same as suite properties to ``--junitxml`` (``hc_interrupted``, ``hc_interrupted_by``,
+    ``hc_running``, ``hc_finished``, ``hc_not_run``); pytest exits 2 (interrupted) for
+    both signals. Then restore the SIGTERM handler :func:`_handle_sigterm` replaced and
+    remove the private hypothesis home the properties ran with."""
+    if exitstatus == pytest.ExitCode.INTERRUPTED:
+        _report_interrupt(session)
     previous = session.config.stash.get(_SIGTERM_KEY, None)
     if previous is not None:
         signal.signal(signal.SIGTERM, previous)
+    home = session.config.stash.get(_HOME_KEY, None)
+    if home is not None:
+        home.close()
+
+
+def _report_interrupt(session: pytest.Session) -> None:
+    config = session.config
+    summary = interrupted_summary(session, config.stash.get(_SIGNAL_KEY, "SIGINT"))
+    if summary is None:
+        return
+    finished = ", ".join(f"{pid} {status}" for pid, status in summary["finished"].items())
+    running = summary["running"] or "nothing"
+    lines = [f"hcspec conformance kit: interrupted ({summary['interrupted_by']}) while running "
+             f"{running}; finished {len(summary['finished'])}: {finished or 'none'}",
+             f"hcspec conformance kit: not run ({len(summary['not_run'])}): "
+             f"{', '.join(summary['not_run']) or 'none'}"]
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    for line in lines:
+        if reporter is not None:
+            reporter.write_line(line, yellow=True)
+    from _pytest.junitxml import xml_key  # pytest's JUnit writer, when --junitxml is given
+
+    xml = config.stash.get(xml_key, None)
+    if xml is not None:
+        xml.add_global_property("hc_interrupted", "true")
+        xml.add_global_property("hc_interrupted_by", summary["interrupted_by"])
+        xml.add_global_property("hc_running", summary["running"] or "")
+        xml.add_global_property("hc_finished", finished)
+        xml.add_global_property("hc_not_run", ",".join(summary["not_run"]))
 
 
 def conformance_tests(

@@ -1,5 +1,6 @@
-"""Shared pieces of the third-party adapters: reading the tensors a package computes, and the
-checks every adapter applies to what it is given.
+"""Shared pieces of the third-party adapters: reading the tensors a package computes, the
+checks every adapter applies to what it is given, and the delegation of ``parameters``,
+``buffers`` and the training mode to the wrapped module (:class:`WrapsModule`).
 
 :class:`CallRecorder` is a ``torch.overrides.TorchFunctionMode``: inside its ``with`` block it
 sees every torch function and tensor method call, stores the ones it was asked for (function,
@@ -15,12 +16,49 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import torch
 from torch.overrides import TorchFunctionMode
 
 from hcspec.conformance.seeding import seeded_global_rng
+
+_Wrapper = TypeVar("_Wrapper", bound="WrapsModule")
+
+
+class WrapsModule:
+    """Mixin for an adapter that wraps one ``torch.nn.Module`` of a package in ``self.module``
+    (set by the adapter's ``__init__``): ``parameters()``, ``buffers()``, ``train(mode)``,
+    ``eval()`` and ``training`` are the wrapped module's (``train``/``eval`` return the adapter,
+    as ``nn.Module``'s return the module). The adapter's class docstring says what the
+    parameters are.
+    """
+
+    module: Any
+
+    def parameters(self) -> Iterator[torch.nn.Parameter]:
+        """The wrapped module's parameters (``nn.Module.parameters``, recursing)."""
+        params: Iterator[torch.nn.Parameter] = self.module.parameters()
+        return params
+
+    def buffers(self) -> Iterator[torch.Tensor]:
+        """The wrapped module's buffers (``nn.Module.buffers``, recursing)."""
+        buffers: Iterator[torch.Tensor] = self.module.buffers()
+        return buffers
+
+    def train(self: _Wrapper, mode: bool = True) -> _Wrapper:
+        """Training (``True``) or evaluation mode of the wrapped module; returns the adapter."""
+        self.module.train(mode)
+        return self
+
+    def eval(self: _Wrapper) -> _Wrapper:
+        """Evaluation mode (``train(False)``)."""
+        return self.train(False)
+
+    @property
+    def training(self) -> bool:
+        """Whether the wrapped module is in training mode."""
+        return bool(self.module.training)
 
 
 class PackageChanged(RuntimeError):

@@ -38,14 +38,19 @@ Then ``hc-conformance run mypackage.my_adapter:make``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple
 
 import torch
 from torch import nn
 
-from hcspec.conformance.adapters._capture import check_branch_output, check_state, seeded
+from hcspec.conformance.adapters._capture import (
+    WrapsModule,
+    check_branch_output,
+    check_state,
+    seeded,
+)
 from hcspec.conformance.protocol import Branch, Conventions, Factory, Kind, Weights
 
 CombOrientation = Literal["source_target", "target_source"]
@@ -127,7 +132,7 @@ class V4Style:
                              f"{self.compose_dtype!r}")
 
 
-class V4StyleConnection:
+class V4StyleConnection(WrapsModule):
     """A DeepSeek-V4-style module presented as a kit impl (:mod:`hcspec.conformance.protocol`).
 
     Shapes: ``forward(x [B,T,n,d], branch) -> [B,T,n,d]``, ``weights(x) -> (h_pre [B,T,n],
@@ -138,6 +143,9 @@ class V4StyleConnection:
     Raises:
         ValueError: (from the methods) ``x`` not ``[B, T, n, d]``, a branch output of another
             shape, or a decomposition whose tensors have the wrong shapes.
+
+    ``parameters``, ``buffers`` and the training mode are the module's (:class:`WrapsModule`;
+    the reduction head's parameters are among them when it is a submodule).
     """
 
     def __init__(self, module: nn.Module, decompose: Decompose, n: int, d: int,
@@ -221,30 +229,6 @@ class V4StyleConnection:
         if self.conventions.reduce == "mean":
             return x.mean(dim=-2)
         return x.sum(dim=-2)
-
-    def parameters(self) -> Iterator[nn.Parameter]:
-        """The module's parameters (and the reduction head's, when it is a submodule)."""
-        params: Iterator[nn.Parameter] = self.module.parameters()
-        return params
-
-    def buffers(self) -> Iterator[torch.Tensor]:
-        """The module's buffers."""
-        buffers: Iterator[torch.Tensor] = self.module.buffers()
-        return buffers
-
-    def train(self, mode: bool = True) -> V4StyleConnection:
-        """Training (``True``) or evaluation mode of the module."""
-        self.module.train(mode)
-        return self
-
-    def eval(self) -> V4StyleConnection:
-        """Evaluation mode."""
-        return self.train(False)
-
-    @property
-    def training(self) -> bool:
-        """Whether the module is in training mode."""
-        return bool(self.module.training)
 
     # --- internals ------------------------------------------------------------------------
     def _output_dtype(self, x: torch.Tensor) -> torch.dtype:

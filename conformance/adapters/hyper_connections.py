@@ -47,7 +47,7 @@ returns; nothing is recomputed by the adapter.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any, Final
 
 import torch
@@ -55,6 +55,7 @@ import torch
 from hcspec.conformance.adapters._capture import (
     CallRecorder,
     PackageChanged,
+    WrapsModule,
     check_branch_output,
     check_state,
     seeded,
@@ -73,11 +74,15 @@ def _require_positive(n: int, d: int) -> None:
             raise ValueError(f"{name}: expected a positive int, got {value!r}")
 
 
-class _HyperConnectionsBase:
+class _HyperConnectionsBase(WrapsModule):
     """What the three adapters share: per-call branch injection, ``weights`` from the recorded
     mixing ``einsum``, the package's expand/reduce, ``parameters`` and train/eval.
 
     Subclasses set ``kind``, ``folded`` and build ``self.module``.
+
+    ``parameters``, ``buffers`` and the training mode are the wrapped module's
+    (:class:`WrapsModule`): static and dynamic weights, scales, norm gain; the mode switches
+    dropout only.
     """
 
     kind: Kind
@@ -160,30 +165,6 @@ class _HyperConnectionsBase:
         check_state(x, self.n, self.d)
         out: torch.Tensor = self._reduce(self._to_package(x))
         return out
-
-    def parameters(self) -> Iterator[torch.nn.Parameter]:
-        """The wrapped module's parameters (static and dynamic weights, scales, norm gain)."""
-        params: Iterator[torch.nn.Parameter] = self.module.parameters()
-        return params
-
-    def buffers(self) -> Iterator[torch.Tensor]:
-        """The wrapped module's buffers."""
-        buffers: Iterator[torch.Tensor] = self.module.buffers()
-        return buffers
-
-    def train(self, mode: bool = True) -> _HyperConnectionsBase:
-        """Training (``True``) or evaluation mode of the wrapped module (dropout only)."""
-        self.module.train(mode)
-        return self
-
-    def eval(self) -> _HyperConnectionsBase:
-        """Evaluation mode (dropout off)."""
-        return self.train(False)
-
-    @property
-    def training(self) -> bool:
-        """Whether the wrapped module is in training mode."""
-        return bool(self.module.training)
 
     # --- layout ---------------------------------------------------------------------------
     def _to_package(self, x: torch.Tensor) -> torch.Tensor:

@@ -60,13 +60,17 @@ autograd function, differentiable through its Triton backward kernels).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any, Final
 
 import torch
 from torch import nn
 
-from hcspec.conformance.adapters._capture import check_branch_output, check_state, seeded
+from hcspec.conformance.adapters._capture import (
+    WrapsModule,
+    check_branch_output,
+    check_state,
+    seeded,
+)
 from hcspec.conformance.adapters._triton import TritonMode, kernel_mode
 from hcspec.conformance.adapters.declarations.liger_kernel import WRITTEN_FOR
 from hcspec.conformance.protocol import Branch, Conventions, Kind, Weights
@@ -117,7 +121,7 @@ def _is_power_of_two(n: int) -> bool:
     return n & (n - 1) == 0
 
 
-class LigerMHCAdapter:
+class LigerMHCAdapter(WrapsModule):
     """``liger_kernel.transformers.mhc.LigerMHC`` (mHC in Triton kernels) as a kit impl.
 
     Shapes: ``forward(x [B,T,n,d], branch) -> [B,T,n,d]`` in ``x``'s dtype (float64 — the
@@ -132,6 +136,10 @@ class LigerMHCAdapter:
             ``dtype`` not one of :data:`FACTORY_DTYPES` (or bfloat16 under the
             interpreter), or a ``device`` the kernels cannot take
             in this process (:class:`~hcspec.conformance.adapters._triton.TritonMode`).
+
+    ``parameters``, ``buffers`` and the training mode are the wrapped ``LigerMHC``'s
+    (:class:`WrapsModule`): φ ``[n·d, n² + 2n]`` (in the factory's dtype), ``b [n² + 2n]``
+    and the scalars ``α_pre``, ``α_post``, ``α_res`` (float32); it behaves the same in both modes.
     """
 
     kind: Kind = "mhc"
@@ -221,26 +229,6 @@ class LigerMHCAdapter:
     def _to_kernel(self, x: torch.Tensor) -> torch.Tensor:
         """``x`` in a dtype the kernels take (float64 -> float32, differentiably)."""
         return x.to(torch.float32) if x.dtype == torch.float64 else x
-
-    def parameters(self) -> Iterator[nn.Parameter]:
-        """φ ``[n·d, n² + 2n]`` (in the factory's dtype), ``b [n² + 2n]`` and the scalars
-        ``α_pre``, ``α_post``, ``α_res`` (float32)."""
-        params: Iterator[nn.Parameter] = self.module.parameters()
-        return params
-
-    def train(self, mode: bool = True) -> LigerMHCAdapter:
-        """Training (``True``) or evaluation mode (LigerMHC behaves the same in both)."""
-        self.module.train(mode)
-        return self
-
-    def eval(self) -> LigerMHCAdapter:
-        """Evaluation mode."""
-        return self.train(False)
-
-    @property
-    def training(self) -> bool:
-        """Whether the wrapped module is in training mode."""
-        return bool(self.module.training)
 
 
 def make(n: int, d: int, *, layer_index: int = 0, dtype: torch.dtype = torch.float64,

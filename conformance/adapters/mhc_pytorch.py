@@ -35,7 +35,6 @@ How the adapter presents that to the kit, and declares it:
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any, Literal
 
 import torch
@@ -44,6 +43,7 @@ from torch import nn
 from hcspec.conformance.adapters._capture import (
     CallRecorder,
     PackageChanged,
+    WrapsModule,
     check_branch_output,
     check_state,
     seeded,
@@ -73,7 +73,7 @@ class _BranchSlot(nn.Module):
         return check_branch_output(self.fn(h), h)
 
 
-class MhcPytorchAdapter:
+class MhcPytorchAdapter(WrapsModule):
     """``mhc.ManifoldHyperConnections`` (mhc-pytorch) as a kit impl on replicated states.
 
     Shapes: ``forward(x [B,T,n,d], branch) -> X' [B,T,n,d]`` for ``x = 1_n hᵀ`` per token;
@@ -84,6 +84,10 @@ class MhcPytorchAdapter:
     Raises:
         ImportError: mhc-pytorch is not installed.
         ValueError: ``n``/``d`` not positive ints, or an unknown ``collapse_mode``.
+
+    ``parameters``, ``buffers`` and the training mode are the module's (:class:`WrapsModule`):
+    φ_pre, φ_post, φ_res (with biases), α, b, and the weight of an ``nn.RMSNorm`` the package
+    builds but never uses; the package has no mode-dependent operation.
     """
 
     kind: Kind = "mhc"
@@ -151,21 +155,6 @@ class MhcPytorchAdapter:
         if len(doubled) != 1:
             raise PackageChanged(f"mhc-pytorch: h_post = 2σ(·) not found (version {WRITTEN_FOR})")
         return h_pre, doubled[0], matmuls[0].args[0]
-
-    def parameters(self) -> Iterator[nn.Parameter]:
-        """The module's parameters: φ_pre, φ_post, φ_res (with biases), α, b, and the weight of
-        an ``nn.RMSNorm`` the package builds but never uses."""
-        params: Iterator[nn.Parameter] = self.module.parameters()
-        return params
-
-    def train(self, mode: bool = True) -> MhcPytorchAdapter:
-        """Training or evaluation mode (the package has no mode-dependent operation)."""
-        self.module.train(mode)
-        return self
-
-    def eval(self) -> MhcPytorchAdapter:
-        """Evaluation mode."""
-        return self.train(False)
 
     # --- internals ------------------------------------------------------------------------
     def _hidden(self, x: torch.Tensor) -> torch.Tensor:

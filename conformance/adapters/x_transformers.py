@@ -37,7 +37,6 @@ the sublayer in the stack. What the decoder does with it (read from the package 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any, Final
 
 import torch
@@ -45,6 +44,7 @@ import torch
 from hcspec.conformance.adapters._capture import (
     CallRecorder,
     PackageChanged,
+    WrapsModule,
     check_branch_output,
     check_state,
     seeded,
@@ -56,7 +56,7 @@ DECODER_SINKHORN_ITERS: Final = 5
 """``Decoder``'s default ``hyper_conn_sinkhorn_iters``."""
 
 
-class XTransformersHyperConnection:
+class XTransformersHyperConnection(WrapsModule):
     """``x_transformers.x_transformers.HyperConnection`` as a kit impl, composed as
     ``Decoder(num_residual_streams=n)`` composes it.
 
@@ -69,6 +69,10 @@ class XTransformersHyperConnection:
         ImportError: x-transformers is not installed.
         ValueError: ``n``/``d`` not positive ints (from the factory), or (methods) ``x`` not
             ``[B, T, n, d]`` / a branch output of another shape.
+
+    ``parameters``, ``buffers`` and the training mode are the module's (:class:`WrapsModule`):
+    norm gain, static alpha/beta, dynamic projections and their scales; the module has no
+    mode-dependent operation.
     """
 
     kind: Kind = "mhc"
@@ -152,21 +156,6 @@ class XTransformersHyperConnection:
         """
         check_state(x, self.n, self.d)
         return x.sum(dim=-2)
-
-    def parameters(self) -> Iterator[torch.nn.Parameter]:
-        """The module's parameters: norm gain, static alpha/beta, dynamic projections and
-        their scales."""
-        params: Iterator[torch.nn.Parameter] = self.module.parameters()
-        return params
-
-    def train(self, mode: bool = True) -> XTransformersHyperConnection:
-        """Training or evaluation mode (the module has no mode-dependent operation)."""
-        self.module.train(mode)
-        return self
-
-    def eval(self) -> XTransformersHyperConnection:
-        """Evaluation mode."""
-        return self.train(False)
 
     # --- layout ---------------------------------------------------------------------------
     def _fold(self, x: torch.Tensor) -> torch.Tensor:

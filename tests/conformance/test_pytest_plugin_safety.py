@@ -1,0 +1,159 @@
+"""The pytest plugin is safe to run in a user's project: it leaves no ``.hypothesis/`` in the
+current directory (``--hc-target`` and the ``conformance_tests`` helper), and SIGTERM mid-run or
+SIGINT before any property finished stop pytest with what ran, the running property and the
+ids not run printed and written into ``--junitxml``. Each case runs pytest in a subprocess
+with a fresh temporary directory as its working directory (the CLI's counterparts are cases of
+tests/conformance/bad_inputs.py)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from tests.conformance.test_pytest_plugin import ROOT, _plugin_args
+
+pytestmark = pytest.mark.slow  # pytest subprocesses that run properties
+
+HANG_CUE = "bad_inputs: this forward hangs now"
+
+
+def _helper_file(tmp_path: Path, target: str, only: list[str]) -> None:
+    (tmp_path / "test_mine.py").write_text(
+        "from hcspec.conformance.pytest_plugin import conformance_tests\n"
+        f"test_hc = conformance_tests({target!r}, profile='quick', device='cpu', timeout=0,\n"
+        f"                            only={only!r})\n", encoding="utf-8")
+
+
+def test_no_hypothesis_directory_is_left_in_the_working_directory(tmp_path: Path) -> None:
+    private_tmp = tmp_path / "tmp"
+    private_tmp.mkdir()
+    project = tmp_path / "project"
+    project.mkdir()
+    _helper_file(project, "reference:hc-static", ["shape.output", "law.probed"])
+    # the user's own test, after the kit's, still sees hypothesis' home as it was
+    (project / "test_zz_after.py").write_text(
+        "from hypothesis import configuration\n"
+        "def test_home_is_restored():\n"
+        "    assert getattr(configuration, '__hypothesis_home_directory', None) is None\n",
+        encoding="utf-8")
+    env_tmp = {"TMPDIR": str(private_tmp)}
+    helper = _run(project, [], env_tmp)
+    assert helper.returncode == 0, helper.stdout + helper.stderr
+    assert "passed" in helper.stdout
+    (project / "test_mine.py").unlink()
+    (project / "test_zz_after.py").unlink()
+    option = _run(project, ["--hc-target", "reference:hc-static", "--hc-profile", "quick",
+                            "--hc-device", "cpu", "-k", "shape.output or law.probed"], env_tmp)
+    assert option.returncode == 0, option.stdout + option.stderr
+    assert "2 passed" in option.stdout
+    assert sorted(p.name for p in project.iterdir()) == [], list(project.iterdir())
+    assert list(private_tmp.iterdir()) == []  # the private home was removed at the end
+
+
+def _run(cwd: Path, args: list[str], env_extra: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != "HC_CONFORMANCE_TARGET"}
+    env.update(env_extra, PYTHONPATH=os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]),
+               OMP_NUM_THREADS="1")
+    cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", *_plugin_args(),
+           *args]
+    return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=300,
+                          check=False)
+
+
+def _signalled_run(cwd: Path, sig: int) -> tuple[int, str, Path]:
+    """pytest (``-s``, so the hanging forward's cue reaches stderr) with ``--junitxml``; the
+    signal is sent once the cue shows. Returns the exit code, stdout + stderr, the XML path."""
+    junit = cwd / "report.xml"
+    env = {k: v for k, v in os.environ.items() if k != "HC_CONFORMANCE_TARGET"}
+    env.update(PYTHONPATH=os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]),
+               OMP_NUM_THREADS="1")
+    cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-s",
+           *_plugin_args(), f"--junitxml={junit}"]
+    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    watchdog = threading.Timer(240, proc.kill)  # a run that does not stop is a failure
+    watchdog.start()
+    seen: list[str] = []
+    try:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            seen.append(line)
+            if HANG_CUE in line:
+                time.sleep(0.5)
+                proc.send_signal(sig)
+                break
+        out, rest = proc.communicate(timeout=300)
+    finally:
+        watchdog.cancel()
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    return proc.returncode, out + "".join(seen) + rest, junit
+
+
+def _suite_properties(junit: Path) -> dict[str, str]:
+    suite = ET.parse(junit).getroot().find("testsuite")
+    assert suite is not None
+    return {p.get("name", ""): p.get("value", "")
+            for p in suite.iterfind("properties/property")}
+
+
+def test_sigterm_mid_run_reports_what_ran_and_what_did_not(tmp_path: Path) -> None:
+    _helper_file(tmp_path, "tests.conformance.bad_inputs:hang_in_eval",
+                 ["state.input_unchanged", "state.deterministic_eval"])
+    code, out, junit = _signalled_run(tmp_path, signal.SIGTERM)
+    assert code == pytest.ExitCode.INTERRUPTED, out
+    assert ("hcspec conformance kit: interrupted (SIGTERM) while running "
+            "state.deterministic_eval;") in out, out
+    assert "state.input_unchanged passed" in out and "shape.output passed" in out
+    assert "not run (1): state.deterministic_eval" in out
+    props = _suite_properties(junit)
+    assert props["hc_interrupted"] == "true" and props["hc_interrupted_by"] == "SIGTERM"
+    assert props["hc_running"] == "state.deterministic_eval"
+    assert props["hc_not_run"] == "state.deterministic_eval"
+    assert "state.input_unchanged passed" in props["hc_finished"]
+    cases = {c.get("name") for c in ET.parse(junit).getroot().iter("testcase")}
+    assert "test_hc[state.input_unchanged]" in cases  # the finished results are in the XML
+
+
+def test_sigint_before_any_property_reports_every_id_as_not_run(tmp_path: Path) -> None:
+    only = ["shape.output", "law.probed"]
+    _helper_file(tmp_path, "tests.conformance.bad_inputs:hang_on_first_call", only)
+    code, out, junit = _signalled_run(tmp_path, signal.SIGINT)
+    assert code == pytest.ExitCode.INTERRUPTED, out
+    assert ("hcspec conformance kit: interrupted (SIGINT) while running shape.output; "
+            "finished 0: none") in out, out
+    props = _suite_properties(junit)
+    assert props["hc_interrupted"] == "true" and props["hc_interrupted_by"] == "SIGINT"
+    assert props["hc_running"] == "shape.output" and props["hc_finished"] == ""
+    not_run = props["hc_not_run"].split(",")
+    assert not_run[0] == "shape.output" and "law.probed" in not_run
+
+
+def test_hypothesis_home_is_private_while_a_property_runs_and_restored_after() -> None:
+    from hypothesis import configuration
+
+    from hcspec.conformance import hypothesis_home
+
+    def current() -> object:
+        return getattr(configuration, "__hypothesis_home_directory", None)
+
+    before = current()
+    home = hypothesis_home.SessionHome()
+    with home.active():
+        inside = current()
+        assert isinstance(inside, Path) and inside.name.startswith("hc-conformance-hypothesis-")
+        assert inside.is_dir()
+    assert current() == before
+    with home.active():  # the same directory for the whole session
+        assert current() == inside
+    home.close()
+    assert not inside.exists() and current() == before
