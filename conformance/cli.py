@@ -413,7 +413,8 @@ def source_tree_problem(target: str, exc: BaseException) -> str | None:
     source tree (``examples.conformance_adapter:make``) that is not importable here, e.g.
     from an installed wheel; None otherwise."""
     top = target.partition(":")[0].partition(".")[0]
-    if top not in SOURCE_TREE_PACKAGES or f"No module named '{top}" not in str(exc):
+    missing = (f"there is no module '{top}", f"No module named '{top}")
+    if top not in SOURCE_TREE_PACKAGES or not any(m in str(exc) for m in missing):
         return None
     return (f"TARGET {target!r} is part of the hcspec source tree ({top}/ is not installed "
             "with the package): run it from a clone of the repository")

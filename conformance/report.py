@@ -202,17 +202,22 @@ class Report:
                 and not any(r.status in UNEXPECTED for r in self.results))
 
     def family_scores(self) -> dict[str, dict[str, int | float | None]]:
-        """Per family: passed, checked (passed + failed + error + blocked + xfail + xpass),
-        not_applicable, and score = passed / checked (None when nothing was checked)."""
+        """Per family: passed (status ``passed`` only), expected_failures (``xfail``: failed
+        as the expected-failures file says; not counted as passed), checked (every status but
+        not applicable), not_applicable, and score = passed / checked (None when nothing was
+        checked)."""
         scores: dict[str, dict[str, int | float | None]] = {}
         for r in self.results:
-            entry = scores.setdefault(r.family, {"passed": 0, "checked": 0, "not_applicable": 0})
+            entry = scores.setdefault(r.family, {"passed": 0, "expected_failures": 0,
+                                                 "checked": 0, "not_applicable": 0})
             if r.status == NOT_APPLICABLE:
                 entry["not_applicable"] = int(entry["not_applicable"] or 0) + 1
                 continue
             entry["checked"] = int(entry["checked"] or 0) + 1
-            if r.status in (PASSED, XFAIL):
+            if r.status == PASSED:
                 entry["passed"] = int(entry["passed"] or 0) + 1
+            elif r.status == XFAIL:
+                entry["expected_failures"] = int(entry["expected_failures"] or 0) + 1
         for entry in scores.values():
             checked = int(entry["checked"] or 0)
             entry["score"] = (int(entry["passed"] or 0) / checked) if checked else None
@@ -301,6 +306,19 @@ def _achieved_text(r: PropertyResult) -> str:
     return f"{r.achieved['error']:.2g} / {r.achieved['tolerance']:.2g}"
 
 
+def family_score_text(entry: dict[str, int | float | None]) -> str:
+    """One family's score as the terminal and Markdown show it: ``passed/checked``, with the
+    expected failures counted apart (``7/9 (1 expected failure)``: 7 passed of 9 checked, one
+    of the other two failed as expected), or ``n/a`` when nothing was checked."""
+    if entry["score"] is None:
+        return "n/a"
+    text = f"{entry['passed']}/{entry['checked']}"
+    xfail = int(entry.get("expected_failures") or 0)
+    if xfail:
+        text += f" ({xfail} expected failure{'s' if xfail > 1 else ''})"
+    return text
+
+
 def to_markdown(report: Report, heading_level: int = 2) -> str:
     """One report as Markdown: a heading with the target, the header (description, kind,
     versions, profile, seed, device, dtype, capabilities, declared conventions), the summary
@@ -338,9 +356,8 @@ def to_markdown(report: Report, heading_level: int = 2) -> str:
     lines += ["", "Declared conventions:", "", "| field | value |", "| --- | --- |"]
     lines += [f"| {_md(k)} | {_md(v)} |" for k, v in report.conventions.items()]
     counts = ", ".join(f"{n} {s}" for s, n in report.summary.items() if n)
-    families = ", ".join(
-        f"{family} {entry['passed']}/{entry['checked']}" if entry["score"] is not None
-        else f"{family} n/a" for family, entry in report.family_scores().items())
+    families = ", ".join(f"{family} {family_score_text(entry)}"
+                         for family, entry in report.family_scores().items())
     lines += ["", f"Summary: {counts or 'nothing ran'} — "
               f"{'OK' if report.ok else 'FAILED'}. Families (passed/checked): {families}.", ""]
     lines += ["| property | status | examples | seconds | error / tolerance | note |",

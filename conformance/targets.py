@@ -153,6 +153,15 @@ def _import_attribute(path: str, what: str) -> object:
         sys.path.insert(0, cwd)
     try:
         obj: object = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if not _names_the_module(exc, module_name):  # a dependency of the module is missing
+            raise TargetError(
+                f"{what} {path!r}: importing {module_name!r} failed: "
+                f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}") from exc
+        raise TargetError(
+            f"{what} {path!r}: there is no module {exc.name!r} (searched the current "
+            f"directory and sys.path); give package.module:factory of an importable module, "
+            f"or a built-in name (`hc-conformance targets` lists them)") from None
     except Exception as exc:  # any import-time failure is the user's, shown in full
         raise TargetError(
             f"{what} {path!r}: importing {module_name!r} failed: "
@@ -171,6 +180,13 @@ def _import_attribute(path: str, what: str) -> object:
     if not callable(obj):
         raise TargetError(f"{what} {path!r}: {attr_path!r} is not callable")
     return obj
+
+
+def _names_the_module(exc: ModuleNotFoundError, module_name: str) -> bool:
+    """Whether the missing module is ``module_name`` itself or a package above it (the TARGET
+    is mistyped or not on the path), not a module that ``module_name`` imports."""
+    missing = exc.name or ""
+    return bool(missing) and (module_name == missing or module_name.startswith(missing + "."))
 
 
 def resolve(target: str | Factory | None) -> Target:

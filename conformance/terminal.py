@@ -130,15 +130,13 @@ def print_details(console: Console, report: rp.Report, verbose: bool = False) ->
 
 
 def print_summary(console: Console, report: rp.Report) -> None:
-    """Counts per status and the per-family score (passed / checked)."""
+    """Counts per status and the per-family score (passed / checked; expected failures are
+    counted apart, not as passed)."""
     counts = ", ".join(f"{n} {s}" for s, n in report.summary.items() if n)
     console.print(f"\n[bold]summary[/bold]: {counts or 'nothing ran'}")
-    parts = []
-    for family, entry in report.family_scores().items():
-        score = entry["score"]
-        shown = "n/a" if score is None else f"{entry['passed']}/{entry['checked']}"
-        parts.append(f"{family} {shown}")
-    console.print("families: " + ", ".join(parts))
+    parts = [f"{family} {rp.family_score_text(entry)}"
+             for family, entry in report.family_scores().items()]
+    console.print("families (passed/checked): " + ", ".join(parts))
     if report.interrupted:
         console.print(f"[bold yellow]interrupted[/] ({report.interrupted_by or 'SIGINT'}) while "
                       f"running {escape(report.running or 'nothing')}; not run: "

@@ -74,7 +74,7 @@ def test_expected_failures_file(capsys: pytest.CaptureFixture[str], tmp_path: Pa
 
 
 @pytest.mark.parametrize(("argv", "message"), [
-    (["run", "no_such_module_xyz:make"], "No module named 'no_such_module_xyz'"),
+    (["run", "no_such_module_xyz:make"], "there is no module 'no_such_module_xyz'"),
     (["run", "hcspec.conformance.adapters.reference:nope"], "has no attribute 'nope'"),
     (["run", "reference:hc-static", "--only", "law.nope"], "unknown property id"),
     (["run", "reference:hc-static", "--case", "{bad"], "expected a JSON object"),
@@ -300,6 +300,27 @@ def test_run_writes_a_markdown_report(capsys: pytest.CaptureFixture[str],
     text = (tmp_path / "r.md").read_text(encoding="utf-8")
     assert code == 0 and text.startswith("## `reference:hc-static`")
     assert "| `shape.output` | passed |" in text
+
+
+@pytest.mark.parametrize("target", ["nosuch_xyz:make", "hcspec.nosuch_xyz:make"])
+def test_a_target_module_that_does_not_exist_is_one_line_with_a_hint(
+        capsys: pytest.CaptureFixture[str], target: str) -> None:
+    code, out, err = run(capsys, "run", target, "--no-progress")
+    module = target.partition(":")[0]
+    assert code == 2
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert lines == [f"error: TARGET {target!r}: there is no module {module!r} (searched the "
+                     "current directory and sys.path); give package.module:factory of an "
+                     "importable module, or a built-in name (`hc-conformance targets` lists "
+                     "them)"], err
+    assert "Traceback" not in out + err
+
+
+def test_a_missing_dependency_of_the_target_module_keeps_its_traceback(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "run", "tests.conformance.broken_target:make", "--no-progress")
+    assert code == 2 and "No module named 'hcspec_no_such_dependency'" in err
+    assert "Traceback" in err  # the user's module failed inside: where, matters
 
 
 def test_a_source_tree_target_outside_the_tree_is_one_line(

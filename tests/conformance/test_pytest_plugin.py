@@ -75,7 +75,7 @@ def test_a_target_that_does_not_resolve_is_one_usage_error(tmp_path: Path) -> No
     result = pytest_run(tmp_path, "--hc-target", "no_such_module_xyz:make")
     assert result.returncode == 4, result.stdout + result.stderr  # pytest's usage error
     assert ("ERROR: hcspec conformance kit, target 'no_such_module_xyz:make'" in result.stderr
-            and "No module named 'no_such_module_xyz'" in result.stderr)
+            and "there is no module 'no_such_module_xyz'" in result.stderr)
     assert "shape.output" not in result.stdout and "failed" not in result.stdout
 
 
@@ -90,7 +90,7 @@ def test_helper_with_a_target_that_does_not_resolve_is_one_usage_error(tmp_path:
     result = pytest_run(tmp_path)
     assert result.returncode == 4, result.stdout + result.stderr  # one usage error
     assert ("ERROR: hcspec conformance kit, target 'no_such_module_xyz:make'" in result.stderr
-            and "No module named 'no_such_module_xyz'" in result.stderr)
+            and "there is no module 'no_such_module_xyz'" in result.stderr)
     assert "shape.output" not in result.stdout and "passed" not in result.stdout
 
 
@@ -116,7 +116,7 @@ def test_the_command_line_wins_and_the_conflict_is_printed(tmp_path: Path) -> No
     (tmp_path / "test_mine.py").write_text(HELPER.format(target="reference:hc-static"))
     result = pytest_run(tmp_path, "--hc-target", "nosuch_xyz:make")
     assert result.returncode == 4, result.stdout + result.stderr  # the option was not ignored
-    assert "No module named 'nosuch_xyz'" in result.stderr
+    assert "there is no module 'nosuch_xyz'" in result.stderr
     result = pytest_run(tmp_path, "--hc-profile", "ci", "--hc-target", "reference:hc-dynamic")
     assert result.returncode == 0, result.stdout + result.stderr
     assert ("hcspec: --hc-profile ci overrides conformance_tests(profile='quick') in "

@@ -85,3 +85,21 @@ def test_cli_header_shows_an_empty_case_filled_with_the_defaults(
     assert ("fields at their default here: batch, tokens, n, d, layer_index, seed, scale, "
             "perturb, param_scale, branch") in out
     assert "perturb 0: the parameters stay at the factory's init" in out
+
+
+def test_family_scores_count_expected_failures_apart_from_passes() -> None:
+    report = rp.Report("t:make", "0", "ci", 0, "cpu", results=[
+        _result("constraints.a", rp.PASSED), _result("constraints.b", rp.PASSED),
+        _result("constraints.c", rp.PASSED), _result("constraints.d", rp.XFAIL, "known"),
+        _result("constraints.e", rp.NOT_APPLICABLE, "applies to mhc"),
+        _result("law.probed", rp.PASSED),
+    ])
+    scores = report.family_scores()
+    assert scores["constraints"] == {"passed": 3, "expected_failures": 1, "checked": 4,
+                                     "not_applicable": 1, "score": 0.75}
+    assert scores["law"]["expected_failures"] == 0 and scores["law"]["score"] == 1.0
+    console = Console(record=True, width=160)
+    terminal.print_summary(console, report)
+    text = console.export_text()
+    assert "constraints 3/4 (1 expected failure), law 1/1" in text
+    assert "constraints 3/4 (1 expected failure), law 1/1" in rp.to_markdown(report)
