@@ -150,6 +150,12 @@ def _settings(config: pytest.Config, helper: Mapping[str, Any] | None) -> _Setti
                                            known=BY_ID)
         except (OSError, ValueError) as exc:
             raise pytest.UsageError(f"hcspec conformance kit: {exc}") from exc
+    elif failures:  # a mapping, from the helper: its globs stand for the ids they match
+        try:
+            failures = expected_files.expand(failures, BY_ID,
+                                             where="conformance_tests(expected_failures=...)")
+        except ValueError as exc:
+            raise pytest.UsageError(f"hcspec conformance kit: {exc}") from exc
     return _Settings(
         str(target), str(values["profile"] or _DEFAULTS["profile"]),
         str(values["device"] or _DEFAULTS["device"]),

@@ -281,6 +281,33 @@ def test_expected_failures_errors_name_the_option_line_and_closest_id(
     assert f"--expected-failures {binary}: the expected-failures file is not UTF-8" in err
 
 
+def test_expected_failures_accept_globs(capsys: pytest.CaptureFixture[str],
+                                        tmp_path: Path) -> None:
+    from hcspec.conformance import expected
+    from hcspec.conformance.properties import BY_ID
+
+    path = tmp_path / "xfail.txt"
+    path.write_text("law.report*: transposed mixing (mutant)\n", encoding="utf-8")
+    code, out, _ = run(capsys, "run", "tests.mutants.h_res_transposed:make", "--device", "cpu",
+                       "--profile", "quick", "--only", "law.reported", "--expected-failures",
+                       str(path), "--no-progress")
+    assert code == 0 and "xfail" in out
+    constraints = sorted(pid for pid in BY_ID if pid.startswith("constraints."))
+    assert len(constraints) > 1
+    assert expected.parse("constraints.*: r", known=BY_ID) == dict.fromkeys(constraints, "r")
+    path.write_text("# known\nconstraints.nothing_*: r\n", encoding="utf-8")
+    code, _, err = run(capsys, "run", "reference:hc-static", "--expected-failures", str(path))
+    assert code == 2
+    assert (f"--expected-failures {path}:2: the glob 'constraints.nothing_*' matches no "
+            "property id") in err
+    path.write_text(f"constraints.*: r\n{constraints[0]}: s\n", encoding="utf-8")
+    code, _, err = run(capsys, "run", "reference:hc-static", "--expected-failures", str(path))
+    assert code == 2 and f"{path}:2: {constraints[0]} is listed twice (first on line 1)" in err
+    assert expected.expand({"constraints.*": "r"}, BY_ID) == dict.fromkeys(constraints, "r")
+    with pytest.raises(ValueError, match=r"the glob 'zz\.\*' matches no property id"):
+        expected.expand({"zz.*": "r"}, BY_ID)
+
+
 def test_targets_names_a_missing_package_once(capsys: pytest.CaptureFixture[str],
                                               monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "hyper_connections", None)  # blocked: does not import

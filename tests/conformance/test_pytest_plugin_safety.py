@@ -157,3 +157,23 @@ def test_hypothesis_home_is_private_while_a_property_runs_and_restored_after() -
         assert current() == inside
     home.close()
     assert not inside.exists() and current() == before
+
+
+def test_helper_expected_failures_accept_globs(tmp_path: Path) -> None:
+    (tmp_path / "test_mine.py").write_text(
+        "from hcspec.conformance.pytest_plugin import conformance_tests\n"
+        "test_bad = conformance_tests('tests.mutants.h_res_transposed:make', profile='quick',\n"
+        "    device='cpu', only=['law.reported'],\n"
+        "    expected_failures={'law.report*': 'known transposed mixing'})\n",
+        encoding="utf-8")
+    result = _run(tmp_path, ["-rx"], {})
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "1 xfailed" in result.stdout and "known transposed mixing" in result.stdout
+    (tmp_path / "test_mine.py").write_text(
+        "from hcspec.conformance.pytest_plugin import conformance_tests\n"
+        "test_bad = conformance_tests('reference:hc-static', only=['law.reported'],\n"
+        "    expected_failures={'law.nothing_*': 'typo'})\n", encoding="utf-8")
+    result = _run(tmp_path, [], {})
+    assert result.returncode == pytest.ExitCode.USAGE_ERROR, result.stdout + result.stderr
+    assert ("conformance_tests(expected_failures=...): the glob 'law.nothing_*' matches no "
+            "property id") in result.stderr
