@@ -25,6 +25,7 @@ import importlib
 import importlib.metadata
 import os
 import pkgutil
+import re
 import sys
 import traceback
 from collections.abc import Callable, Mapping
@@ -239,7 +240,17 @@ def resolve(target: str | Factory | None) -> Target:
     if version is not None:
         versions[top] = version
     doc = (getattr(factory, "__doc__", "") or "").strip().splitlines()
-    return Target(target, factory, doc[0] if doc else "", versions)
+    return Target(target, factory, plain_text(doc[0]) if doc else "", versions)
+
+
+_RST_ROLE = re.compile(r":[a-z]+:`~?([^`]+)`")
+_RST_LITERAL = re.compile(r"``([^`]+)``")
+
+
+def plain_text(line: str) -> str:
+    """A docstring line without reStructuredText markup, for the terminal and reports:
+    ``` ``x`` ``` and ``:role:`x` `` become ``x``."""
+    return _RST_LITERAL.sub(r"\1", _RST_ROLE.sub(r"\1", line))
 
 
 def describe(builtin: BuiltinTarget) -> str:

@@ -76,6 +76,9 @@ class Adapter(nn.Module):
 
 def make(n: int, d: int, *, layer_index: int = 0, dtype: torch.dtype = torch.float64,
          device: str = "cpu", seed: int = 0) -> Adapter:
-    """The factory the kit calls (TARGET ``examples.conformance_adapter:make``)."""
+    """FoldedStaticHC behind its adapter (TARGET examples.conformance_adapter:make).
+
+    Its first line is the description in the report's header, so it is plain text.
+    """
     torch.manual_seed(seed)  # this layer's init is deterministic; seed kept for the protocol
     return Adapter(FoldedStaticHC(n, d, layer_index), d).to(dtype=dtype, device=device)

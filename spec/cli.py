@@ -15,7 +15,7 @@ import argparse
 import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from rich.console import Console
@@ -120,8 +120,8 @@ def _cmd_docs(args: argparse.Namespace, out: Console, err: Console) -> int:
     if args.check:
         report = docs.check(pages, out_dir)
         if report.ok:
-            out.print(f"{out_dir}: {len(pages)} pages up to date ({timing})", markup=False,
-                      highlight=False)
+            out.print(f"{out_dir}: {pages_counted(pages)} up to date ({timing})",
+                      markup=False, highlight=False)
             return 0
         for kind, names in (("stale", report.stale), ("missing", report.missing),
                             ("extra", report.extra)):
@@ -133,10 +133,18 @@ def _cmd_docs(args: argparse.Namespace, out: Console, err: Console) -> int:
         return 1
     keys = {docs.page_name(t.id): docs.source_key(t) for t in theorems}
     removed = docs.write(pages, out_dir, keys)
-    out.print(f"wrote {len(pages)} pages to {out_dir} ({timing})"
+    out.print(f"wrote {pages_counted(pages)} to {out_dir} ({timing})"
               + (f"; removed stale generated pages: {', '.join(removed)}" if removed else ""),
               markup=False, highlight=False)
     return 0
+
+
+def pages_counted(pages: Mapping[str, str]) -> str:
+    """What ``pages`` holds, counted as the user sees the files: ``41 theorem pages and
+    index.md`` (one page per theorem, plus the index when present)."""
+    theorem_pages = sum(1 for name in pages if name != docs.INDEX)
+    text = f"{theorem_pages} theorem page{'s' if theorem_pages != 1 else ''}"
+    return text + (f" and {docs.INDEX}" if docs.INDEX in pages else "")
 
 
 def build_parser() -> argparse.ArgumentParser:

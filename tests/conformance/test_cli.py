@@ -350,6 +350,17 @@ def test_a_missing_dependency_of_the_target_module_keeps_its_traceback(
     assert "Traceback" in err  # the user's module failed inside: where, matters
 
 
+def test_descriptions_from_docstrings_are_plain_text(monkeypatch: pytest.MonkeyPatch) -> None:
+    from hcspec.conformance.targets import plain_text, resolve
+
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[2]))
+    described = resolve("examples.conformance_adapter:make").description
+    assert described == ("FoldedStaticHC behind its adapter (TARGET "
+                         "examples.conformance_adapter:make).")
+    assert plain_text("make (TARGET ``a.b:make``), see :func:`~x.y` and :class:`Z`") == (
+        "make (TARGET a.b:make), see x.y and Z")
+
+
 def test_a_source_tree_target_outside_the_tree_is_one_line(
         capsys: pytest.CaptureFixture[str], tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:
