@@ -289,6 +289,10 @@ CASES: tuple[BadInput, ...] = (
              ("tests.conformance.broken_target:make",), 2, {},
              "importing 'tests.conformance.broken_target' failed: ModuleNotFoundError: No "
              "module named 'hcspec_no_such_dependency'"),
+    BadInput("TARGET module does not exist", "a mistyped TARGET: no such module",
+             ("nosuch_hc_module:make",), 2, {},
+             "TARGET 'nosuch_hc_module:make': there is no module 'nosuch_hc_module' (searched "
+             "the current directory and sys.path)"),
     BadInput("TARGET attribute missing", "the TARGET names a factory the module lacks",
              (f"{HERE}:no_such_factory",), 2, {},
              f"module '{HERE}' has no attribute 'no_such_factory'"),

@@ -370,3 +370,15 @@ def test_a_source_tree_target_outside_the_tree_is_one_line(
     assert ("TARGET 'examples.conformance_adapter:make' is part of the hcspec source tree "
             "(examples/ is not installed with the package)") in err
     assert "Traceback" not in err
+
+
+@pytest.mark.slow
+def test_a_run_leaves_no_hypothesis_directory_in_the_working_directory(tmp_path: Path) -> None:
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    env.pop("HC_CONFORMANCE_TARGET", None)
+    done = subprocess.run([sys.executable, "-m", "hcspec.conformance", "run", "reference:mhc",
+                           "--profile", "quick", "--device", "cpu", "--only",
+                           "shape.output,law.probed", "--no-progress"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert list(tmp_path.iterdir()) == []

@@ -177,3 +177,36 @@ def test_helper_expected_failures_accept_globs(tmp_path: Path) -> None:
     assert result.returncode == pytest.ExitCode.USAGE_ERROR, result.stdout + result.stderr
     assert ("conformance_tests(expected_failures=...): the glob 'law.nothing_*' matches no "
             "property id") in result.stderr
+
+
+def test_global_torch_state_set_by_the_target_does_not_leak_into_later_tests(
+        tmp_path: Path) -> None:
+    _helper_file(tmp_path, "tests.conformance.bad_inputs:factory_sets_default_dtype",
+                 ["shape.output"])
+    (tmp_path / "test_zz_after.py").write_text(
+        "import torch\n"
+        "def test_default_dtype_is_untouched():\n"
+        "    assert torch.get_default_dtype() == torch.float32\n", encoding="utf-8")
+    result = _run(tmp_path, [], {})
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "2 passed" in result.stdout
+
+
+def test_a_property_past_the_helper_timeout_fails_and_the_session_goes_on(
+        tmp_path: Path) -> None:
+    (tmp_path / "test_mine.py").write_text(
+        "from hcspec.conformance.pytest_plugin import conformance_tests\n"
+        "test_hc = conformance_tests('tests.conformance.bad_inputs:hang_in_eval',\n"
+        "    profile='quick', device='cpu', timeout=10,\n"
+        "    only=['state.deterministic_eval', 'state.input_unchanged'])\n", encoding="utf-8")
+    (tmp_path / "test_zz_after.py").write_text("def test_later():\n    pass\n",
+                                               encoding="utf-8")
+    result = _run(tmp_path, ["-rfp"], {})
+    out = result.stdout
+    assert result.returncode == pytest.ExitCode.TESTS_FAILED, out + result.stderr
+    assert "state.deterministic_eval timeout" in out and "did not finish within 10 s" in out
+    failed = [line for line in out.splitlines() if line.startswith("FAILED ")]
+    assert [line.split()[1] for line in failed] == [
+        "test_mine.py::test_hc[state.deterministic_eval]"], out
+    assert "PASSED test_mine.py::test_hc[state.input_unchanged]" in out
+    assert "PASSED test_zz_after.py::test_later" in out  # the session went on after the hang
