@@ -372,7 +372,8 @@ def interrupted_summary(session: pytest.Session, signal_name: str) -> dict[str, 
     and ``not_run`` (the ids of the collected conformance items that did not finish, the
     running one first); None when the session collected no conformance item."""
     runs = session.config.stash.get(_RUNS_KEY, {})
-    collected = [pid for item in session.items if (pid := _property_id(item)) is not None]
+    collected = [pid for item in getattr(session, "items", [])
+                 if (pid := _property_id(item)) is not None]
     if not collected:
         return None
     finished: dict[str, str] = {}
