@@ -162,7 +162,7 @@ def _import_attribute(path: str, what: str) -> object:
         raise TargetError(
             f"{what} {path!r}: there is no module {exc.name!r} (searched the current "
             f"directory and sys.path); give package.module:factory of an importable module, "
-            f"or a built-in name (`hc-conformance targets` lists them)") from None
+            f"or a built-in name (hc-conformance targets lists them)") from None
     except Exception as exc:  # any import-time failure is the user's, shown in full
         raise TargetError(
             f"{what} {path!r}: importing {module_name!r} failed: "
