@@ -132,7 +132,7 @@ def test_each_case_gets_a_fresh_impl() -> None:
 def test_selection_and_target_errors() -> None:
     with pytest.raises(SelectionError, match=r"unknown property id or family 'law\.nope'"):
         check_implementation("reference:hc-static", only=["law.nope"])
-    with pytest.raises(TargetError, match="there is no module .no_such_package_xyz."):
+    with pytest.raises(TargetError, match=r"there is no module 'no_such_package_xyz'"):
         check_implementation("no_such_package_xyz:make")
     with pytest.raises(TargetError, match="no target selected"):
         check_implementation(None)
