@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import sympy
 
-from hcspec.spec import network
-from hcspec.spec.checks import require_equal, symbol_matrix, symbol_vector
+from hcspec.spec import doubly_stochastic as ds
+from hcspec.spec import formulas, network
+from hcspec.spec.checks import chain, require_equal, symbol_matrix, symbol_vector
 from hcspec.spec.network import ConnectionWeights
 from hcspec.spec.registry import ProofFailure, Step, theorem
 
@@ -97,6 +98,58 @@ def _unroll_connection_weights() -> list[Step]:
     return steps
 
 
+def replicated_induction(h_pre: sympy.MatrixSymbol) -> list[Step]:
+    """The induction over L for a stack whose every sublayer has H_res = I, h_post = 1 and a read
+    vector ``h_pre`` with 1ᵀ h_pre = 1 (symbolic n, d): if X = 1 hᵀ then x_in = h and
+    X' = 1 (h + F(h))ᵀ, so X_L = 1 h_Lᵀ with h_k = h_{k-1} + F_k(h_{k-1}); the output stream sum is
+    1ᵀ X_L = n h_Lᵀ. Both steps evaluate :mod:`hcspec.spec.formulas`.
+
+    Raises:
+        ProofFailure: when a step does not reduce as claimed.
+    """
+    n, d = formulas.n, formulas.d
+    one = sympy.MatrixSymbol(r"\mathbf{1}", n, 1)
+    h = sympy.MatrixSymbol("h", d, 1)
+    F_h = sympy.MatrixSymbol("F(h)", d, 1)
+    s = formulas.connection_symbols()
+    X = one * h.T
+    x_in = formulas.aggregate(s).xreplace({s.X: X, s.h_pre: h_pre})
+    read = ds.rewrite(x_in, [one.T, h_pre], sympy.Identity(1))
+    require_equal(f"induction step: x_in = h (1ᵀ {h_pre.name} = 1), symbolic n, d", read, h)
+    new_state = formulas.forward(s).xreplace({s.X: X, s.H_res: sympy.Identity(n), s.h_post: one,
+                                              s.z: F_h})
+    require_equal("induction step: X' = 1 (h + F(h))ᵀ, symbolic n, d", new_state,
+                  one * (h + F_h).T)
+    output = ds.rewrite(one.T * X, [one.T, one], n * sympy.Identity(1))
+    require_equal("output: 1ᵀ X = n hᵀ (1ᵀ 1 = n), symbolic n, d", output, n * h.T)
+    return [
+        ("base case: the network input is X₀ = 1 h₀ᵀ (replicated embedding)",
+         sympy.Eq(sympy.Symbol("X_0"), one * sympy.MatrixSymbol("h_0", d, 1).T, evaluate=False)),
+        (f"induction step, every n and d: with X = 1 hᵀ and h_pre = {h_pre.name} the branch reads "
+         f"h (1ᵀ {h_pre.name} = 1)", chain(x_in, sympy.expand(x_in.doit()), read)),
+        ("then H_res = I and h_post = 1 write back X' = 1 (h + F(h))ᵀ: the next state is again "
+         "replicated, with h' = h + F(h)", chain(new_state, sympy.expand(new_state.doit()),
+                                                 one * (h + F_h).T)),
+        ("so by induction X_L = 1 h_Lᵀ for every L, and the output stream sum is n h_Lᵀ "
+         "(1ᵀ 1 = n)", chain(one.T * X, output)),
+    ]
+
+
+def sequential_blocks() -> list[Step]:
+    """HC App. H Eq. 42 for symbolic n, read in row form: B = 1ᵀ, A_m = e_1, A_r = I give
+    h_pre = e_1, h_post = 1, H_res = I (:func:`network.read_blocks`)."""
+    n = formulas.n
+    one, e_1 = sympy.MatrixSymbol(r"\mathbf{1}", n, 1), sympy.MatrixSymbol("e_1", n, 1)
+    h_pre, h_post, H_res = network.read_blocks(one.T, e_1, sympy.Identity(n))
+    for name, got, expected in (("h_pre", h_pre, e_1), ("h_post", h_post, one),
+                                ("H_res", H_res, sympy.Identity(n))):
+        if got.doit() != expected:
+            raise ProofFailure(f"Eq. 42 in row form: {name} should be {expected}, got {got}")
+    return [("Eq. 42 for every n: HC = [[0, 1ᵀ], [e_1, I]] in row form", sympy.Eq(
+        sympy.Tuple(sympy.Symbol("h_pre"), sympy.Symbol("h_post"), sympy.Symbol("H_res")),
+        sympy.Tuple(e_1, one, sympy.Identity(n)), evaluate=False))]
+
+
 HC_SEQUENTIAL = sympy.Matrix([[0, 1, 1], [1, 1, 0], [0, 0, 1]])
 """HC Eq. 17 (n = 2), the n = 2 case of App. H Eq. 42: B = 1ᵀ, A_m = e_1, A_r = I."""
 
@@ -123,13 +176,16 @@ def sequential_matrix(n: int) -> sympy.Matrix:
         "T_k arbitrary sublayers R^d → R^d; X₀ = 1_n h₀ᵀ.",
         "Paper matrices read in row form via layout.paper_rows.",
     ),
-    cases="n = 2 (Eq. 17) and n in {3, 4} (Eq. 42), L = 6 layers, d = 3",
-    generality="explicit sizes",
+    cases="every L by induction, symbolic n, d (Eq. 42 read in row form is h_pre = e_1, "
+          "h_post = 1, H_res = I; step X = 1hᵀ ⇒ X' = 1(h + F(h))ᵀ); examples: n = 2 (Eq. 17) and "
+          "n in {3, 4} (Eq. 42), L = 6 layers, d = 3",
+    generality="induction",
     source="HC arXiv:2409.19606 §3.2 Eq. 17, Fig. 4(a); App. H Eq. 42–50",
 )
 def _duality_sequential() -> list[Step]:
     h0 = symbol_vector("h_0", D)
-    steps: list[Step] = []
+    steps: list[Step] = sequential_blocks() + replicated_induction(
+        sympy.MatrixSymbol("e_1", formulas.n, 1))
     for n in (2, 3, 4):
         hc = HC_SEQUENTIAL if n == 2 else sequential_matrix(n)
         if n == 2 and hc != sequential_matrix(2):
@@ -144,7 +200,7 @@ def _duality_sequential() -> list[Step]:
             if n == 2 and k == 1:
                 steps.append(step)
         if n == 2:
-            steps.insert(0, ("the n = 2 matrix (Eq. 17) in row form",
+            steps.append(("example: the n = 2 matrix (Eq. 17) in row form",
                              sympy.Eq(sympy.Tuple(sympy.Symbol("h_pre"), sympy.Symbol("h_post"),
                                                   sympy.Symbol("H_res")),
                                       sympy.Tuple(*(getattr(network.from_paper(hc), a) for a in
