@@ -289,7 +289,8 @@ def jensen_gap_every_n() -> list[Step]:
         raise ProofFailure(f"row gap: expected Σ_j H_ij x_j² − m², got {reduced}")
     double = sympy.Sum(H[i, j] * x[j] ** 2, (j, 0, N - 1), (i, 0, N - 1))
     swapped = swap_sum(double)
-    inner = split_sums(_sum_over(i, H[i, j] * x[j] ** 2))
+    (inner_index, *inner_bounds), outer = swapped.limits
+    inner = split_sums(sympy.Sum(swapped.function, (inner_index, *inner_bounds)))
     column = sympy.expand(inner.xreplace({_sum_over(i, H[i, j]): 1}))
     if column != x[j] ** 2:
         raise ProofFailure(f"column step: expected x_j², got {column}")
@@ -301,7 +302,7 @@ def jensen_gap_every_n() -> list[Step]:
         ("every n, one row i (Jensen gap): expand, then Σ_j H_ij = 1 and m_i = Σ_j H_ij x_j "
          "= (Hx)_i", chain(row_gap, expanded, reduced)),
         ("every n, all rows: swap the finite sums, then Σ_i H_ij = 1 (unit column sums)",
-         chain(double, swapped, _sum_over(j, inner), _sum_over(j, column))),
+         chain(double, swapped, sympy.Sum(inner, outer), sympy.Sum(column, outer))),
         ("hence, summing step 1 over i, for every n",
          chain(sympy.Symbol(r"\|x\|^{2} - \|Hx\|^{2}"),
                sympy.Sum(H[i, j] * (x[j] - Hx) ** 2, (j, 0, N - 1), (i, 0, N - 1)))),
