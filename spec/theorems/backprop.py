@@ -280,7 +280,7 @@ def _prenorm_gradients(d: int) -> tuple[sympy.Matrix, sympy.Matrix, sympy.Matrix
     "Pre-norm y = x + F(N(x)) gives g_x = g_y + J_Nᵀ J_Fᵀ g_y: the bare g_y term survives.",
     assumptions=("N, F: R^d → R^d arbitrary and differentiable (N a normalisation).",),
     cases="symbolic d (matrix calculus, N and F entering through their Jacobians, J_{F∘N} = "
-          "J_F J_N); examples with arbitrary N, F (undefined functions) at d in {1,2,3}",
+          "J_F J_N); examples with arbitrary N, F (undefined functions) at d in {1,2}",
     generality="all sizes",
     source="HC arXiv:2409.19606 §1 (pre-norm avoids gradient vanishing) and §3.1 Eq. 15",
 )
@@ -288,7 +288,7 @@ def _prenorm_direct_term() -> list[Step]:
     steps: list[Step] = [linearised_gradient("every d: y = x + F(N(x))",
                                              lambda x: x + J_F * J_N * x,
                                              lambda g: g + J_N.T * J_F.T * g)]
-    for d in (1, 2, 3):
+    for d in (1, 2):
         derived, g, through_branch = _prenorm_gradients(d)
         require_equal(f"g_x − g_y, d={d}", derived - g, through_branch)
     return steps
@@ -321,7 +321,7 @@ def bare_term_counterexample(norm: Callable[[sympy.Matrix], sympy.Matrix]) -> sy
         "Counterexample: RMSNorm or LayerNorm (no affine, ε = 0), d = 2, x = (1, 2), F ≡ 0.",
     ),
     cases="general form: symbolic d (matrix calculus, N and F entering through their "
-          "Jacobians), examples with arbitrary N, F at d in {1,2,3}; counterexample: d = 2",
+          "Jacobians), examples with arbitrary N, F at d in {1,2}; counterexample: d = 2",
     generality="all sizes",
     source="HC arXiv:2409.19606 §1 (post-norm reintroduces gradient vanishing), App. G Eq. 35",
 )
@@ -329,7 +329,7 @@ def _postnorm_no_bare_direct_term() -> list[Step]:
     steps: list[Step] = [linearised_gradient("every d: y = N(x + F(x))",
                                              lambda x: J_N * (x + J_F * x),
                                              lambda g: (sympy.Identity(D_ANY) + J_F).T * J_N.T * g)]
-    for d in (1, 2, 3):
+    for d in (1, 2):
         derived, closed = _postnorm_gradient(d)
         require_equal(f"g_x, d={d}", derived, closed)
     for name, norm in (("RMSNorm", norms.rms_norm), ("LayerNorm", norms.layer_norm)):

@@ -155,21 +155,20 @@ def unrolled_gradient(weights: list[ConnectionWeights], G_top: sympy.Matrix,
     "per sublayer.",
     assumptions=("G_L = ∂L/∂X_L; g_in,k the gradient at sublayer k's input (J_kᵀ g_z,k), taken "
                  "as given: the identity is linear in them.",),
-    cases="every L by induction, symbolic n, d; examples: symbolic weights, n in {1,2,3} × L in "
-          "{1,2,3}, d = 3",
+    cases="every L by induction, symbolic n, d; examples: symbolic weights, (n, L) in {(1,3), "
+          "(2,2), (3,2)}, d = 3",
     generality="induction",
     source="HC arXiv:2409.19606 §4.5 Eq. 20 (unrolled); mHC arXiv:2512.24880 Eq. 4–5 (the "
            "product of H_res across depth)",
 )
 def _unroll_gradient() -> list[Step]:
     steps = unrolled_gradient_induction()
-    for n in (1, 2, 3):
-        for L in (1, 2, 3):
-            weights = [symbolic_weights(n, k) for k in range(1, L + 1)]
-            G_top = symbol_matrix("G_L", n, D)
-            g_ins = [symbol_vector(f"g^{k}", D) for k in range(1, L + 1)]
-            require_equal(f"∂L/∂X₀, n={n}, L={L}", backward_stack(weights, G_top, g_ins),
-                          unrolled_gradient(weights, G_top, g_ins))
+    for n, L in ((1, 3), (2, 2), (3, 2)):
+        weights = [symbolic_weights(n, k) for k in range(1, L + 1)]
+        G_top = symbol_matrix("G_L", n, D)
+        g_ins = [symbol_vector(f"g^{k}", D) for k in range(1, L + 1)]
+        require_equal(f"∂L/∂X₀, n={n}, L={L}", backward_stack(weights, G_top, g_ins),
+                      unrolled_gradient(weights, G_top, g_ins))
     return steps
 
 
@@ -183,7 +182,7 @@ def _unroll_gradient() -> list[Step]:
         "Branch outputs z_j are arbitrary (the identity is linear in them).",
     ),
     cases="every L by induction, symbolic n, d (the sublayer is linear in the state; each term is "
-          "carried by H_res); examples: symbolic weights, n in {1,2,3} × L in {1,2,3}, d = 3; "
+          "carried by H_res); examples: symbolic weights, (n, L) in {(1,3), (2,2), (3,2)}, d = 3; "
           "patterns: L = 6 for pre-norm (n = 1) and the static init (n in {1,2,3,4})",
     generality="induction",
     source="HC arXiv:2409.19606 §4.5 Eq. 20, App. F Eq. 27; mHC arXiv:2512.24880 Eq. 4",
@@ -191,22 +190,21 @@ def _unroll_gradient() -> list[Step]:
 def _unroll_connection_weights() -> list[Step]:
     steps: list[Step] = unroll_induction()
     h0 = symbol_vector("h_0", D)
-    for n in (1, 2, 3):
-        for L in (1, 2, 3):
-            weights = [symbolic_weights(n, k) for k in range(1, L + 1)]
-            trace = network.run_stack(network.replicate(h0, n), weights,
-                                      [free_branch(k) for k in range(1, L + 1)])
-            C = network.connection_weights(weights)
-            reads = [*trace.inputs, trace.states[-1].T * sympy.ones(n, 1)]
-            for k in range(1, L + 2):
-                unrolled = C[k, 0] * h0 + sum(
-                    (C[k, j] * trace.outputs[j - 1] for j in range(1, k)), sympy.zeros(D, 1))
-                step = require_equal(f"input of node {k}, n={n}, L={L}", reads[k - 1], unrolled)
-                if (n, L, k) == (2, 2, 2):
-                    steps.append(step)
-            if (n, L) == (2, 2):
-                steps.append(("the unrolled weights, n = 2, L = 2 (rows: node k's input)",
-                              sympy.Eq(sympy.Symbol("C"), C, evaluate=False)))
+    for n, L in ((1, 3), (2, 2), (3, 2)):
+        weights = [symbolic_weights(n, k) for k in range(1, L + 1)]
+        trace = network.run_stack(network.replicate(h0, n), weights,
+                                  [free_branch(k) for k in range(1, L + 1)])
+        C = network.connection_weights(weights)
+        reads = [*trace.inputs, trace.states[-1].T * sympy.ones(n, 1)]
+        for k in range(1, L + 2):
+            unrolled = C[k, 0] * h0 + sum(
+                (C[k, j] * trace.outputs[j - 1] for j in range(1, k)), sympy.zeros(D, 1))
+            step = require_equal(f"input of node {k}, n={n}, L={L}", reads[k - 1], unrolled)
+            if (n, L, k) == (2, 2, 2):
+                steps.append(step)
+        if (n, L) == (2, 2):
+            steps.append(("the unrolled weights, n = 2, L = 2 (rows: node k's input)",
+                          sympy.Eq(sympy.Symbol("C"), C, evaluate=False)))
     prenorm = [ConnectionWeights(sympy.ones(1, 1), sympy.ones(1, 1), sympy.ones(1, 1))] * 6
     steps.append(require_equal("pre-norm (n = 1, unit weights, L = 6): all-ones strictly lower",
                                network.connection_weights(prenorm), prenorm_pattern(6, 1)))
