@@ -31,10 +31,12 @@ LAMBDA = sympy.Symbol("lambda", real=True)
 """The diagonal logit of a soft-start b_res = λ I."""
 
 
-def diagonal_start(n: sympy.Expr | int) -> sympy.MatrixExpr:
+def diagonal_start(n: sympy.Expr | int, one: sympy.MatrixExpr | None = None
+                   ) -> sympy.MatrixExpr:
     """exp applied entrywise to the logits λ I: e^λ on the diagonal, 1 elsewhere, written as
-    (e^λ − 1) I + 1 1ᵀ (n×n)."""
-    one = sympy.OneMatrix(n, 1)
+    (e^λ − 1) I + 1 1ᵀ (n×n); ``one`` is the all-ones column (default: sympy's OneMatrix, which
+    an explicit n evaluates; a MatrixSymbol named 1 keeps 1 1ᵀ visible for symbolic n)."""
+    one = sympy.OneMatrix(n, 1) if one is None else one
     return (sympy.exp(LAMBDA) - 1) * sympy.Identity(n) + one * one.T
 
 
@@ -49,8 +51,8 @@ def diagonal_start(n: sympy.Expr | int) -> sympy.MatrixExpr:
         "b_res = λ I: diagonal logits λ, off-diagonal 0 (the reference uses λ = 0.7); b_post = 0.",
     ),
     cases="symbolic n and λ (H_res by MatrixSymbol algebra with 1ᵀ1 = n; its distance to I by "
-          "limit); the O(α) step by a series in α per entry; Sinkhorn–Knopp run explicitly at "
-          "n in {2,3}: one round, then a fixed point",
+          "limit); the O(α) step by the first-order Taylor term per entry; Sinkhorn–Knopp run "
+          "explicitly at n in {2,3}: one round, then a fixed point",
     generality="all sizes",
     source="mHC arXiv:2512.24880 §4.2 Eq. 7–9 (α = 0.01 at init; the biases' init is not given)",
 )
@@ -61,9 +63,10 @@ def _soft_start() -> list[Step]:
     first_order = sigmoid(b) + alpha * slope
     require_equal("σ(b + α u) to first order in α", first_order,
                   sigmoid(b) + alpha * u * sigmoid(b) * (1 - sigmoid(b)))
-    M = diagonal_start(N)
-    one = sympy.OneMatrix(N, 1)
-    column_sums, row_sums = one.T * M, M * one
+    one = sympy.MatrixSymbol(r"\mathbf{1}", N, 1)
+    M = diagonal_start(N, one)
+    column_sums = ds.rewrite(one.T * M, [one.T, one], N * sympy.Identity(1))
+    row_sums = ds.rewrite(M * one, [one.T, one], N * sympy.Identity(1))
     scale = sympy.exp(LAMBDA) + N - 1
     require_equal("1ᵀ M = (e^λ + n − 1) 1ᵀ, symbolic n", column_sums, scale * one.T)
     require_equal("M 1 = (e^λ + n − 1) 1, symbolic n", row_sums, scale * one)
