@@ -110,14 +110,14 @@ def _prenorm_forward() -> list[Step]:
     "At n = 1 with unit weights the closed-form backward gives g_x = g' + Jᵀ g' (J the Jacobian of "
     "F = f∘Norm at x), and this equals the derivative of L = g'ᵀ (x + F(x)).",
     assumptions=("F = f∘Norm arbitrary and differentiable; g' the upstream gradient.",),
-    cases="symbolic d (matrix calculus, the branch entering through its Jacobian J); examples "
-          "with arbitrary f, Norm at d in {1,3}",
+    cases="symbolic d (matrix calculus, the branch entering through its Jacobian J); example "
+          "with arbitrary f, Norm at d = 2",
     generality="all sizes",
     source="HC arXiv:2409.19606 §3.1 Eq. 15; backward.closed_form at n = 1",
 )
 def _prenorm_backward() -> list[Step]:
     steps: list[Step] = _prenorm_backward_any_d()
-    for d in (1, 3):
+    for d in (2,):
         x, _, new_state = _unit_sublayer(d)
         g = symbol_vector("g", d)
         F = generic_map("f", generic_map("N", x, d), d)
