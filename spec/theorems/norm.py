@@ -102,13 +102,25 @@ def _invariances_any_d() -> list[Step]:
     t = sympy.Symbol("t", real=True)
     y = sympy.IndexedBase("y", real=True)
     steps: list[Step] = []
-    for name, norm, entry in (
-            ("RMSNorm(c x) = RMSNorm(x)", lambda v: _index_rms_norm(v, 0)[0],
-             lambda a: c * _X[a]),
-            ("LayerNorm(c x) = LayerNorm(x)", lambda v: _index_layer_norm(v, 0)[0],
-             lambda a: c * _X[a]),
-            ("LayerNorm(x + t 1) = LayerNorm(x)", lambda v: _index_layer_norm(v, 0)[0],
-             lambda a: _X[a] + t)):
+
+    def rms(v: sympy.IndexedBase) -> sympy.Expr:
+        return _index_rms_norm(v, 0)[0]
+
+    def layer(v: sympy.IndexedBase) -> sympy.Expr:
+        return _index_layer_norm(v, 0)[0]
+
+    def scaled(a: sympy.Expr) -> sympy.Expr:
+        return c * _X[a]
+
+    def shifted(a: sympy.Expr) -> sympy.Expr:
+        return _X[a] + t
+
+    cases: tuple[tuple[str, Callable[[sympy.IndexedBase], sympy.Expr],
+                       Callable[[sympy.Expr], sympy.Expr]], ...] = (
+        ("RMSNorm(c x) = RMSNorm(x)", rms, scaled),
+        ("LayerNorm(c x) = LayerNorm(x)", layer, scaled),
+        ("LayerNorm(x + t 1) = LayerNorm(x)", layer, shifted))
+    for name, norm, entry in cases:
         moved = _entries_replaced(norm(y), y, entry)
         reduced = split_sums(moved).doit()
         target = split_sums(norm(_X)).doit()
