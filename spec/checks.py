@@ -165,11 +165,18 @@ SHAPE_INSTANCES = ({"n": 3, "d": 2}, {"n": 2, "d": 5})
 
 
 def _explicit_instances(expr: Any) -> list[Any]:
-    """Explicit-entry versions of a MatrixExpr whose shape involves symbolic sizes."""
-    size_symbols = {s for s in expr.atoms(sympy.Symbol) if s.name in ("n", "d") and s.is_integer}
+    """Explicit-entry versions of a MatrixExpr whose shape involves symbolic sizes: n and d take
+    the values of :data:`SHAPE_INSTANCES`, any other size symbol (m, k, p, …) a small value that
+    differs between instances and from its neighbours."""
+    shape_symbols = {s for m in (expr, *expr.atoms(sympy.MatrixSymbol)) for dim in m.shape
+                     for s in sympy.sympify(dim).free_symbols}
+    size_symbols = sorted(shape_symbols | {s for s in expr.atoms(sympy.Symbol)
+                                           if s.name in ("n", "d") and s.is_integer}, key=str)
     instances = []
-    for sizes in SHAPE_INSTANCES:
-        sized = expr.subs({s: sizes[s.name] for s in size_symbols})
+    for index, sizes in enumerate(SHAPE_INSTANCES):
+        values = {s: sizes[s.name] if s.name in sizes else 2 + (position + index) % 4
+                  for position, s in enumerate(size_symbols)}
+        sized = expr.subs(values)
         explicit = sized.xreplace({
             m: sympy.ImmutableMatrix(symbol_matrix(m.name, *(int(k) for k in m.shape)))
             for m in sized.atoms(sympy.MatrixSymbol)

@@ -267,24 +267,15 @@ NOT_PROVEN: tuple[tuple[str, str], ...] = (
     ("Birkhoff–von Neumann for every n.", "The general proof rests on Hall's marriage theorem, "
      "a combinatorial argument sympy does not check; `ds.two_by_two_family` proves n = 2 and "
      "`ds.birkhoff_decompositions` decomposes four rational 3×3 and 4×4 matrices exactly."),
-    ("Non-expansiveness for symbolic n.", "`ds.nonexpansive` checks the sum-of-squares identity "
-     "at n ≤ 4; the Schur-test argument for every n is not yet written as a symbolic proof."),
-    ("LayerNorm Jacobian, linear/FFN backward and unrolled weights for symbolic sizes.",
-     "Explicit sizes only (RMSNorm's Jacobian is proven for every d); not yet done."),
-    ("The sequential duality for every n.", "`duality.sequential` runs Eq. 42 at n ≤ 4; its "
-     "sublayer reads as the static init with k = 0, whose induction step `init.static_prenorm` "
-     "proves for every n, d, L."),
     ("The general-n parallel arrangement (HC App. H Eq. 54–55).", "`duality.parallel` proves "
-     "n = 2 only; not yet done."),
-    ("The unrolled-gradient identity over L layers.", "Not yet a theorem."),
-    ("mHC's \"soft start\" (small α at init behaves like a residual).", "Not yet a theorem: it "
-     "depends on the bias initialisation, which the paper does not give."),
-    ("Tensor-parallel locality of the stream mixing.", "Not yet a theorem (H_res X acts on each "
-     "feature column separately)."),
-    ("The n = 1 expressiveness remark.", "Not yet a theorem; `mhc.n1_residual` and the "
-     "`reduction.*` theorems cover what n = 1 reduces to."),
-    ("The seeds' own Sinkhorn loop (rows first, +1e-8, temperature τ).", "Only the DeepSeek-V4 "
-     "variant (ε in the denominators, softmax start) is a theorem (`mhc.sinkhorn_variants`)."),
+     "n = 2 only: the general-n matrices of Eq. 54–55 were not transcribed into the spec."),
+    ("Sinkhorn–Knopp and the DeepSeek-V4 variant for symbolic n.", "`mhc.sinkhorn_rows_exact`, "
+     "`mhc.sinkhorn_variants` and `mhc.sinkhorn_seed_loop` normalise explicit n×n matrices "
+     "(n ≤ 4); the entrywise arguments hold for every n but are checked per n. "
+     "`mhc.soft_start` treats the diagonal start λ I for every n."),
+    ("Dynamic HC and the n = 1 reductions for symbolic d.", "`dynamic.*` and `reduction.*` build "
+     "the per-stream LayerNorm and the tanh weights entry by entry at explicit d; not yet "
+     "rewritten in index form."),
     ("The seeds' worked exercises (X' = [7, −1]; X' = (8.5, 6.5) with G_X = (3.25, 3.75)).",
      "Their inputs are not part of the repository, so they cannot be recomputed here; the "
      "worked example below is computed by the spec."),

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import sympy
 
@@ -67,7 +68,15 @@ def from_paper(hc: sympy.Matrix) -> ConnectionWeights:
         raise ValueError(f"HC matrix must be (n+1)×(n+1) with n >= 1, got shape {hc.shape}")
     if hc[0, 0] != 0:
         raise ValueError(f"HC matrix top-left entry must be 0, got {hc[0, 0]}")
-    return ConnectionWeights(h_pre=hc[1:, 0], h_post=hc[0, 1:].T, H_res=hc[1:, 1:].T)
+    h_pre, h_post, H_res = read_blocks(hc[0, 1:], hc[1:, 0], hc[1:, 1:])
+    return ConnectionWeights(h_pre=h_pre, h_post=h_post, H_res=H_res)
+
+
+def read_blocks(B: Any, A_m: Any, A_r: Any) -> tuple[Any, Any, Any]:
+    """The row-form weights ``(h_pre, h_post, H_res) = (A_m, Bᵀ, A_rᵀ)`` of the paper's blocks
+    B (1×n), A_m (n×1), A_r (n×n) (HC Eq. 1); explicit matrices or matrix expressions with a
+    symbolic n alike (:func:`from_paper` reads an explicit matrix through it)."""
+    return A_m, B.T, A_r.T
 
 
 def static_init(n: int, k: int) -> ConnectionWeights:

@@ -11,6 +11,8 @@
 - :mod:`.norm`: ``norm.jacobians``
 - :mod:`.mhc`: ``mhc.h_pre_range``, ``mhc.h_post_range``, ``mhc.sinkhorn_*``,
   ``ds.permutation_isometry``, ``ds.birkhoff_decompositions``
+- :mod:`.remarks`: ``mhc.soft_start``, ``mhc.tensor_parallel_locality``,
+  ``reduction.n1_expressiveness``, ``mhc.sinkhorn_seed_loop``
 """
 
 from hcspec.spec.theorems import (  # noqa: F401  (imported for their registration side effect)
@@ -23,4 +25,5 @@ from hcspec.spec.theorems import (  # noqa: F401  (imported for their registrati
     mhc,
     norm,
     reduction,
+    remarks,
 )

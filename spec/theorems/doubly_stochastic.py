@@ -29,6 +29,7 @@ from hcspec.spec.checks import (
     symbol_vector,
 )
 from hcspec.spec.registry import ProofFailure, Step, theorem
+from hcspec.spec.sums import split_sums, swap_sum
 from hcspec.spec.theorems.backprop import generic_map
 
 SIZES_N = (1, 2, 3, 4)
@@ -259,16 +260,69 @@ def sum_of_squares(H: sympy.Matrix, x: sympy.Matrix) -> sympy.Expr:
                sympy.Integer(0))
 
 
+_ROW, _COL = sympy.symbols("i j", integer=True, nonnegative=True)
+_H_IDX = sympy.IndexedBase("H", nonnegative=True)
+_X_IDX = sympy.IndexedBase("x", real=True)
+
+
+def _sum_over(index: sympy.Symbol, summand: Any) -> sympy.Sum:
+    return sympy.Sum(summand, (index, 0, N - 1))
+
+
+def jensen_gap_every_n() -> list[Step]:
+    """For symbolic n, index form: ‖x‖² − ‖Hx‖² = Σ_i Σ_j H_ij (x_j − (Hx)_i)² when H has unit
+    row and column sums, and every term is ≥ 0 when H ≥ 0.
+
+    Step 1 (one row i, the Jensen gap): with m = (Hx)_i = Σ_j H_ij x_j and Σ_j H_ij = 1,
+    Σ_j H_ij (x_j − m)² = Σ_j H_ij x_j² − m². Step 2 (all rows, column sums):
+    Σ_i Σ_j H_ij x_j² = Σ_j x_j² Σ_i H_ij = Σ_j x_j² = ‖x‖². Subtracting Σ_i m_i² = ‖Hx‖² gives
+    the identity."""
+    i, j = _ROW, _COL
+    H, x = _H_IDX, _X_IDX
+    m = sympy.Symbol("m_i", real=True)
+    row_gap = _sum_over(j, H[i, j] * (x[j] - m) ** 2)
+    expanded = split_sums(row_gap)
+    constraints = {_sum_over(j, H[i, j]): 1, _sum_over(j, H[i, j] * x[j]): m}
+    reduced = sympy.expand(expanded.xreplace(constraints))
+    row_target = _sum_over(j, H[i, j] * x[j] ** 2) - m ** 2
+    if sympy.expand(reduced - row_target) != 0:
+        raise ProofFailure(f"row gap: expected Σ_j H_ij x_j² − m², got {reduced}")
+    double = sympy.Sum(H[i, j] * x[j] ** 2, (j, 0, N - 1), (i, 0, N - 1))
+    swapped = swap_sum(double)
+    (inner_index, *inner_bounds), outer = swapped.limits
+    inner = split_sums(sympy.Sum(swapped.function, (inner_index, *inner_bounds)))
+    column = sympy.expand(inner.xreplace({_sum_over(i, H[i, j]): 1}))
+    if column != x[j] ** 2:
+        raise ProofFailure(f"column step: expected x_j², got {column}")
+    term = H[i, j] * (x[j] - m) ** 2
+    if term.is_nonnegative is not True:
+        raise ProofFailure(f"the term {term} is not provably nonnegative")
+    Hx = sympy.Symbol(r"(Hx)_i")
+    return [
+        ("every n, one row i (Jensen gap): expand, then Σ_j H_ij = 1 and m_i = Σ_j H_ij x_j "
+         "= (Hx)_i", chain(row_gap, expanded, reduced)),
+        ("every n, all rows: swap the finite sums, then Σ_i H_ij = 1 (unit column sums)",
+         chain(double, swapped, sympy.Sum(inner, outer), sympy.Sum(column, outer))),
+        ("hence, summing step 1 over i, for every n",
+         chain(sympy.Symbol(r"\|x\|^{2} - \|Hx\|^{2}"),
+               sympy.Sum(H[i, j] * (x[j] - Hx) ** 2, (j, 0, N - 1), (i, 0, N - 1)))),
+        require_true("each term H_ij (x_j − (Hx)_i)² is a nonnegative entry times a square",
+                     True, sympy.GreaterThan(term, 0, evaluate=False)),
+    ]
+
+
 @theorem(
     "ds.nonexpansive",
-    "‖H x‖₂ ≤ ‖x‖₂ for doubly stochastic H: ‖x‖² − ‖Hx‖² = Σ_i Σ_{j<k} H_ij H_ik (x_j − x_k)² ≥ 0.",
+    "‖H x‖₂ ≤ ‖x‖₂ for doubly stochastic H: ‖x‖² − ‖Hx‖² = Σ_i Σ_j H_ij (x_j − (Hx)_i)² ≥ 0 "
+    "(Jensen per row, then the unit column sums).",
     assumptions=(*DS_ASSUMPTIONS, "x ∈ R^n real."),
-    cases="explicit n in {1,2,3,4}",
-    generality="explicit sizes",
+    cases="symbolic n (index form: finite sums Σ_{j<n}, split and swapped); examples: the "
+          "pairwise sum of squares Σ_i Σ_{j<k} H_ij H_ik (x_j − x_k)² at explicit n in {1,2,3,4}",
+    generality="all sizes",
     source="mHC arXiv:2512.24880 §4.1 (\"the spectral norm … is bounded by 1\", non-expansive)",
 )
 def _ds_nonexpansive() -> list[Step]:
-    steps: list[Step] = []
+    steps: list[Step] = jensen_gap_every_n()
     for n in SIZES_N:
         H = ds.generic("H", n)
         x = symbol_vector("x", n)
@@ -278,9 +332,10 @@ def _ds_nonexpansive() -> list[Step]:
                      H.on_constraints(gap - sos))
         require_nonnegative(f"SOS terms, n={n}", sos.args if sos.is_Add else [sos])
         if n == 2:
-            steps.append(("n = 2: ‖x‖² − ‖Hx‖² equals a sum of nonnegative terms on the "
-                          "constraint set", sympy.Eq(sympy.Symbol(r"\|x\|^{2} - \|Hx\|^{2}"), sos,
-                                                     evaluate=False)))
+            steps.append(("example, n = 2: ‖x‖² − ‖Hx‖² as a pairwise sum of nonnegative terms "
+                          "on the constraint set",
+                          sympy.Eq(sympy.Symbol(r"\|x\|^{2} - \|Hx\|^{2}"), sos,
+                                   evaluate=False)))
     steps.append(("hence (take square roots)", sympy.Le(sympy.Symbol(r"\|H x\|_2"),
                                                         sympy.Symbol(r"\|x\|_2"))))
     return steps
@@ -322,15 +377,42 @@ def _ds_stream_sum() -> list[Step]:
     return steps
 
 
+def _gradient_only_if_every_n(G: sympy.MatrixSymbol, D: sympy.Symbol) -> list[Step]:
+    """For symbolic n, d and any real H: 1ᵀHᵀG' − 1ᵀG' = vᵀG' with v = H 1 − 1; choosing
+    G' = v eᵀ (eᵀe = 1) turns the residual times e into vᵀv = Σ_i v_i², which vanishes only when
+    v = 0. So if the residual is 0 for every G', then H 1 = 1."""
+    v = H_SYM * ONE - ONE
+    residual = ONE.T * H_SYM.T * G - ONE.T * G
+    factored = require_equal("only if: the residual is (H 1 − 1)ᵀ G', symbolic n, d", residual,
+                             v.T * G)
+    e = sympy.MatrixSymbol("e", D, 1)
+    probed = v.T * (v * e.T) * e
+    reduced = ds.rewrite(probed, [e.T, e], sympy.Identity(1))
+    if not sympy.expand((reduced - v.T * v).doit()).is_ZeroMatrix:
+        raise ProofFailure(f"only if: G' = v eᵀ should give vᵀv, got {reduced}")
+    i = _ROW
+    square = sympy.IndexedBase("v", real=True)[i] ** 2
+    if square.is_nonnegative is not True:
+        raise ProofFailure("v_i² is not provably nonnegative")
+    return [
+        factored,
+        ("only if, every n, d: take G' = v eᵀ with v = H 1 − 1 and eᵀe = 1; the residual times "
+         "e is vᵀv", chain(probed, v.T * v, sympy.Sum(square, (i, 0, N - 1)))),
+        ("a sum of squares of reals vanishes only when every term does: v = 0, i.e. H 1 = 1",
+         sympy.GreaterThan(square, 0, evaluate=False)),
+    ]
+
+
 @theorem(
     "ds.gradient_stream_sum_preserved",
-    "The bypass gradient keeps the stream sum, 1ᵀ Hᵀ G' = 1ᵀ G', exactly when H 1 = 1 (row sums); "
-    "unit column sums alone do not suffice.",
+    "The bypass gradient keeps the stream sum for every upstream G', 1ᵀ Hᵀ G' = 1ᵀ G', exactly "
+    "when H 1 = 1 (row sums); unit column sums alone do not suffice.",
     assumptions=("H ≥ 0 with unit row sums; G' ∈ R^{n×d} the upstream gradient.",
                  "Counterexample: H = [[1, 1], [0, 0]] (unit column sums, row sums 2 and 0)."),
-    cases="if: symbolic n, d (rewriting with H 1 = 1), examples at n in {1,2,3} × d in {1,2}; "
-          "only if: generic H, n in {2,3}; counterexample at n = 2, d = 2",
-    generality="explicit sizes",
+    cases="if and only if: symbolic n, d (rewriting with H 1 = 1; for the converse the probe "
+          "G' = (H 1 − 1) eᵀ); examples at n in {1,2,3} × d in {1,2} (if) and n in {2,3} (only "
+          "if); counterexample at n = 2, d = 2",
+    generality="all sizes",
     source="mHC arXiv:2512.24880 §4.1 Eq. 6; the bypass term of backward.closed_form",
 )
 def _ds_gradient_stream_sum() -> list[Step]:
@@ -345,22 +427,17 @@ def _ds_gradient_stream_sum() -> list[Step]:
         for d in (1, 2):
             G = symbol_matrix("G", n, d)
             one = sympy.ones(1, n)
-            step = require_equal(f"1ᵀ Hᵀ G' = 1ᵀ G', n={n}, d={d}",
-                                 H.on_constraints(one * H.matrix.T * G), one * G)
-            if (n, d) == (2, 2):
-                steps.append(step)
-    for n in (2, 3):  # only if: for a generic H the residual's coefficients are H 1 − 1
+            require_equal(f"1ᵀ Hᵀ G' = 1ᵀ G', n={n}, d={d}",
+                          H.on_constraints(one * H.matrix.T * G), one * G)
+    steps += _gradient_only_if_every_n(G_sym, D)
+    for n in (2, 3):  # only if, examples: the residual's coefficients are H 1 − 1
         H_any, G = symbol_matrix("H", n, n), symbol_matrix("G", n, 2)
         residual = sympy.ones(1, n) * H_any.T * G - sympy.ones(1, n) * G
         for j in range(2):
             poly = sympy.Poly(sympy.expand(residual[0, j]), *G[:, j])
             coefficients = sympy.Matrix([poly.coeff_monomial(G[i, j]) for i in range(n)])
-            step = require_equal(f"only if: coefficient of G'_ij in the residual is "
-                                 f"(H 1 − 1)_i, n={n}", coefficients,
-                                 ds.row_sums(H_any) - sympy.ones(n, 1))
-            if (n, j) == (2, 0):
-                steps.append((step[0] + "; the residual vanishes for every G' only when H 1 = 1",
-                              step[1]))
+            require_equal(f"only if: coefficient of G'_ij in the residual is (H 1 − 1)_i, n={n}",
+                          coefficients, ds.row_sums(H_any) - sympy.ones(n, 1))
     column_only = sympy.Matrix([[1, 1], [0, 0]])
     G = symbol_matrix("G", 2, 2)
     residual = (sympy.ones(1, 2) * column_only.T * G - sympy.ones(1, 2) * G).applyfunc(

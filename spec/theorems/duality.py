@@ -1,7 +1,8 @@
 """Cross-layer structure of HC stacks: unrolled connection weights and the sequential–parallel
 duality of the paper's n = 2 matrices.
 
-Theorems: ``unroll.connection_weights``, ``duality.sequential``, ``duality.parallel``.
+Theorems: ``unroll.connection_weights``, ``unroll.gradient``, ``duality.sequential``,
+``duality.parallel``.
 Sources: HC arXiv:2409.19606 §3.2 Eq. 17–19 (Fig. 4), App. H Eq. 42–55, §4.5 Eq. 20 / App. F
 Eq. 27; mHC arXiv:2512.24880 Eq. 4.
 """
@@ -10,8 +11,9 @@ from __future__ import annotations
 
 import sympy
 
-from hcspec.spec import network
-from hcspec.spec.checks import require_equal, symbol_matrix, symbol_vector
+from hcspec.spec import doubly_stochastic as ds
+from hcspec.spec import formulas, network
+from hcspec.spec.checks import chain, evaluate, require_equal, symbol_matrix, symbol_vector
 from hcspec.spec.network import ConnectionWeights
 from hcspec.spec.registry import ProofFailure, Step, theorem
 
@@ -51,6 +53,125 @@ def prenorm_pattern(L: int, n: int) -> sympy.Matrix:
     return C
 
 
+def unroll_induction() -> list[Step]:
+    """The unrolled weights for every L, by induction on the layer (symbolic n, d).
+
+    X_k = H_k X_{k-1} + q_k z_kᵀ is linear in X_{k-1}, so X_k is a sum of one term per earlier
+    node: R_{k,0} X₀ and R_{k,j} q_j z_jᵀ (1 ≤ j ≤ k), with R_{k,k} = I. Step: sublayer k+1 maps
+    each term T to H_{k+1} T (so R_{k+1,j} = H_{k+1} R_{k,j} = H_{k+1} ⋯ H_{j+1}) and adds
+    q_{k+1} z_{k+1}ᵀ. Read-out: node k+1 reads X_kᵀ p_{k+1}, whose term j is
+    z_j (p_{k+1}ᵀ R_{k,j} q_j): w_{j,k+1} = p_{k+1}ᵀ H_k ⋯ H_{j+1} q_j. Every step evaluates
+    :mod:`hcspec.spec.formulas`."""
+    n, d = formulas.n, formulas.d
+    s = formulas.connection_symbols()
+    A, B = sympy.MatrixSymbol("A", n, d), sympy.MatrixSymbol("B", n, d)
+    R, q_j = sympy.MatrixSymbol("R_{k,j}", n, n), sympy.MatrixSymbol("q_j", n, 1)
+    z_j, p = sympy.MatrixSymbol("z_j", d, 1), sympy.MatrixSymbol("p_{k+1}", n, 1)
+    H, q, z = sympy.MatrixSymbol("H_{k+1}", n, n), sympy.MatrixSymbol("q_{k+1}", n, 1), \
+        sympy.MatrixSymbol("z_{k+1}", d, 1)
+    split = formulas.forward(s).xreplace({s.X: A + B, s.H_res: H, s.h_post: q, s.z: z})
+    linear = require_equal("a sublayer acts on a sum of terms term by term, symbolic n, d",
+                           split, H * A + H * B + q * z.T)
+    term = R * q_j * z_j.T
+    carried = (formulas.forward(s) - s.h_post * s.z.T).xreplace({s.X: term, s.H_res: H})
+    require_equal("term j after sublayer k+1: R_{k+1,j} = H_{k+1} R_{k,j}, symbolic n, d",
+                  carried, (H * R) * q_j * z_j.T)
+    read = formulas.aggregate(s).xreplace({s.X: term, s.h_pre: p})
+    weight = p.T * R * q_j
+    require_equal("node k+1 reads term j with weight w = p_{k+1}ᵀ R_{k,j} q_j, symbolic n, d",
+                  read, z_j * weight.T)
+    return [
+        ("base case: X₀ is the single term R_{0,0} X₀ with R_{0,0} = I (node 0: w_{0,k} reads "
+         "R X₀ = R 1 h₀ᵀ)", sympy.Eq(sympy.Symbol("X_0"), sympy.Symbol(r"I X_0"),
+                                     evaluate=False)),
+        ("induction step, every n and d: the sublayer is linear in the state", linear[1]),
+        ("each term is carried by H_{k+1}, so R_{k,j} = H_k ⋯ H_{j+1}",
+         chain(carried, (H * R) * q_j * z_j.T)),
+        ("read-out: node k+1's input has term j equal to z_j times the scalar "
+         "w_{j,k+1} = p_{k+1}ᵀ H_k ⋯ H_{j+1} q_j (a 1×1 equals its transpose)",
+         chain(read, sympy.expand(read.doit()), z_j * weight)),
+    ]
+
+
+def unrolled_gradient_induction() -> list[Step]:
+    """∂L/∂X₀ for every L, by induction backwards from the top (symbolic n, d): with
+    G_{k-1} = H_kᵀ G_k + p_k g_kᵀ (:func:`formulas.grad_X`, g_k the branch input gradient of
+    sublayer k), G_0 = (H_L ⋯ H_1)ᵀ G_L + Σ_k (H_{k-1} ⋯ H_1)ᵀ p_k g_kᵀ: a bypass term through
+    the product of the H_res and one term per sublayer."""
+    n, d = formulas.n, formulas.d
+    s = formulas.connection_symbols()
+    A, B = sympy.MatrixSymbol("A", n, d), sympy.MatrixSymbol("B", n, d)
+    H, p = sympy.MatrixSymbol("H_k", n, n), sympy.MatrixSymbol("p_k", n, 1)
+    g = sympy.MatrixSymbol("g_k", d, 1)
+    S, p_j, g_j = (sympy.MatrixSymbol("S", n, n), sympy.MatrixSymbol("p_j", n, 1),
+                   sympy.MatrixSymbol("g_j", d, 1))
+    back = formulas.grad_X(s).xreplace({s.G: A + B, s.H_res: H, s.h_pre: p, s.g_in: g})
+    linear = require_equal("the backward step acts on a sum of terms term by term, symbolic n, "
+                           "d", back, H.T * A + H.T * B + p * g.T)
+    term = S.T * p_j * g_j.T  # S = H_{j-1} ⋯ H_{k}: the product below layer j, above layer k-1
+    carried = (formulas.grad_X(s) - s.h_pre * s.g_in.T).xreplace({s.G: term, s.H_res: H})
+    require_equal("term j below sublayer k: (S H_k)ᵀ p_j g_jᵀ, symbolic n, d", carried,
+                  (S * H).T * p_j * g_j.T)
+    return [
+        ("top: G_L = ∂L/∂X_L is the single term I G_L",
+         sympy.Eq(sympy.Symbol("G_L"), sympy.Symbol("I G_L"), evaluate=False)),
+        ("step, every n and d: the backward of sublayer k is linear in G_k", linear[1]),
+        ("each term gains H_k on the right of its product: after all layers the term of "
+         "sublayer j is (H_{j-1} ⋯ H_1)ᵀ p_j g_jᵀ and the bypass is (H_L ⋯ H_1)ᵀ G_L",
+         chain(carried, (S * H).T * p_j * g_j.T)),
+    ]
+
+
+def backward_stack(weights: list[ConnectionWeights], G_top: sympy.Matrix,
+                   g_ins: list[sympy.Matrix]) -> sympy.Matrix:
+    """∂L/∂X₀ of a stack by the per-sublayer backward G ← H_resᵀ G + h_pre g_inᵀ (evaluating
+    :func:`formulas.grad_X`), top sublayer first; ``g_ins[k]`` is sublayer k+1's g_in."""
+    G = G_top
+    for w, g_in in zip(reversed(weights), reversed(g_ins), strict=True):
+        s = formulas.connection_symbols(w.n, G.shape[1])
+        G = evaluate(formulas.grad_X(s), {s.G: G, s.H_res: w.H_res, s.h_pre: w.h_pre,
+                                          s.g_in: g_in})
+    return G
+
+
+def unrolled_gradient(weights: list[ConnectionWeights], G_top: sympy.Matrix,
+                      g_ins: list[sympy.Matrix]) -> sympy.Matrix:
+    """The closed form (H_L ⋯ H_1)ᵀ G_L + Σ_k (H_{k-1} ⋯ H_1)ᵀ h_pre,k g_in,kᵀ."""
+    n = weights[0].n
+    below = [sympy.eye(n)]
+    for w in weights:
+        below.append(w.H_res * below[-1])
+    total = below[-1].T * G_top
+    for k, (w, g_in) in enumerate(zip(weights, g_ins, strict=True)):
+        total += below[k].T * w.h_pre * g_in.T
+    return total
+
+
+@theorem(
+    "unroll.gradient",
+    "The gradient reaching the input of a stack of L HC sublayers is "
+    "∂L/∂X₀ = (H_L ⋯ H_1)ᵀ G_L + Σ_k (H_{k-1} ⋯ H_1)ᵀ h_pre,k g_in,kᵀ: a bypass term through the "
+    "product of the H_res (doubly stochastic for mHC, so it keeps the stream sum) plus one term "
+    "per sublayer.",
+    assumptions=("G_L = ∂L/∂X_L; g_in,k the gradient at sublayer k's input (J_kᵀ g_z,k), taken "
+                 "as given: the identity is linear in them.",),
+    cases="every L by induction, symbolic n, d; examples: symbolic weights, (n, L) in {(1,3), "
+          "(2,2), (3,2)}, d = 3",
+    generality="induction",
+    source="HC arXiv:2409.19606 §4.5 Eq. 20 (unrolled); mHC arXiv:2512.24880 Eq. 4–5 (the "
+           "product of H_res across depth)",
+)
+def _unroll_gradient() -> list[Step]:
+    steps = unrolled_gradient_induction()
+    for n, L in ((1, 3), (2, 2), (3, 2)):
+        weights = [symbolic_weights(n, k) for k in range(1, L + 1)]
+        G_top = symbol_matrix("G_L", n, D)
+        g_ins = [symbol_vector(f"g^{k}", D) for k in range(1, L + 1)]
+        require_equal(f"∂L/∂X₀, n={n}, L={L}", backward_stack(weights, G_top, g_ins),
+                      unrolled_gradient(weights, G_top, g_ins))
+    return steps
+
+
 @theorem(
     "unroll.connection_weights",
     "A stack of L HC sublayers feeds sublayer k the input Σ_j w_{j,k} z_j + w_{0,k} h₀ with "
@@ -60,30 +181,30 @@ def prenorm_pattern(L: int, n: int) -> sympy.Matrix:
         "X₀ = 1_n h₀ᵀ (replicated embedding); the output node reads the stream sum (h_pre = 1_n).",
         "Branch outputs z_j are arbitrary (the identity is linear in them).",
     ),
-    cases="identity: symbolic weights, n in {1,2,3} × L in {1,2,3}, d = 3; patterns: L = 6 for "
-          "pre-norm (n = 1) and the static init (n in {1,2,3,4})",
-    generality="explicit sizes",
+    cases="every L by induction, symbolic n, d (the sublayer is linear in the state; each term is "
+          "carried by H_res); examples: symbolic weights, (n, L) in {(1,3), (2,2), (3,2)}, d = 3; "
+          "patterns: L = 6 for pre-norm (n = 1) and the static init (n in {1,2,3,4})",
+    generality="induction",
     source="HC arXiv:2409.19606 §4.5 Eq. 20, App. F Eq. 27; mHC arXiv:2512.24880 Eq. 4",
 )
 def _unroll_connection_weights() -> list[Step]:
-    steps: list[Step] = []
+    steps: list[Step] = unroll_induction()
     h0 = symbol_vector("h_0", D)
-    for n in (1, 2, 3):
-        for L in (1, 2, 3):
-            weights = [symbolic_weights(n, k) for k in range(1, L + 1)]
-            trace = network.run_stack(network.replicate(h0, n), weights,
-                                      [free_branch(k) for k in range(1, L + 1)])
-            C = network.connection_weights(weights)
-            reads = [*trace.inputs, trace.states[-1].T * sympy.ones(n, 1)]
-            for k in range(1, L + 2):
-                unrolled = C[k, 0] * h0 + sum(
-                    (C[k, j] * trace.outputs[j - 1] for j in range(1, k)), sympy.zeros(D, 1))
-                step = require_equal(f"input of node {k}, n={n}, L={L}", reads[k - 1], unrolled)
-                if (n, L, k) == (2, 2, 2):
-                    steps.append(step)
-            if (n, L) == (2, 2):
-                steps.append(("the unrolled weights, n = 2, L = 2 (rows: node k's input)",
-                              sympy.Eq(sympy.Symbol("C"), C, evaluate=False)))
+    for n, L in ((1, 3), (2, 2), (3, 2)):
+        weights = [symbolic_weights(n, k) for k in range(1, L + 1)]
+        trace = network.run_stack(network.replicate(h0, n), weights,
+                                  [free_branch(k) for k in range(1, L + 1)])
+        C = network.connection_weights(weights)
+        reads = [*trace.inputs, trace.states[-1].T * sympy.ones(n, 1)]
+        for k in range(1, L + 2):
+            unrolled = C[k, 0] * h0 + sum(
+                (C[k, j] * trace.outputs[j - 1] for j in range(1, k)), sympy.zeros(D, 1))
+            step = require_equal(f"input of node {k}, n={n}, L={L}", reads[k - 1], unrolled)
+            if (n, L, k) == (2, 2, 2):
+                steps.append(step)
+        if (n, L) == (2, 2):
+            steps.append(("the unrolled weights, n = 2, L = 2 (rows: node k's input)",
+                          sympy.Eq(sympy.Symbol("C"), C, evaluate=False)))
     prenorm = [ConnectionWeights(sympy.ones(1, 1), sympy.ones(1, 1), sympy.ones(1, 1))] * 6
     steps.append(require_equal("pre-norm (n = 1, unit weights, L = 6): all-ones strictly lower",
                                network.connection_weights(prenorm), prenorm_pattern(6, 1)))
@@ -95,6 +216,58 @@ def _unroll_connection_weights() -> list[Step]:
         if n == 2:
             steps.append(step)
     return steps
+
+
+def replicated_induction(h_pre: sympy.MatrixSymbol) -> list[Step]:
+    """The induction over L for a stack whose every sublayer has H_res = I, h_post = 1 and a read
+    vector ``h_pre`` with 1ᵀ h_pre = 1 (symbolic n, d): if X = 1 hᵀ then x_in = h and
+    X' = 1 (h + F(h))ᵀ, so X_L = 1 h_Lᵀ with h_k = h_{k-1} + F_k(h_{k-1}); the output stream sum is
+    1ᵀ X_L = n h_Lᵀ. Both steps evaluate :mod:`hcspec.spec.formulas`.
+
+    Raises:
+        ProofFailure: when a step does not reduce as claimed.
+    """
+    n, d = formulas.n, formulas.d
+    one = sympy.MatrixSymbol(r"\mathbf{1}", n, 1)
+    h = sympy.MatrixSymbol("h", d, 1)
+    F_h = sympy.MatrixSymbol("F(h)", d, 1)
+    s = formulas.connection_symbols()
+    X = one * h.T
+    x_in = formulas.aggregate(s).xreplace({s.X: X, s.h_pre: h_pre})
+    read = ds.rewrite(x_in, [one.T, h_pre], sympy.Identity(1))
+    require_equal(f"induction step: x_in = h (1ᵀ {h_pre.name} = 1), symbolic n, d", read, h)
+    new_state = formulas.forward(s).xreplace({s.X: X, s.H_res: sympy.Identity(n), s.h_post: one,
+                                              s.z: F_h})
+    require_equal("induction step: X' = 1 (h + F(h))ᵀ, symbolic n, d", new_state,
+                  one * (h + F_h).T)
+    output = ds.rewrite(one.T * X, [one.T, one], n * sympy.Identity(1))
+    require_equal("output: 1ᵀ X = n hᵀ (1ᵀ 1 = n), symbolic n, d", output, n * h.T)
+    return [
+        ("base case: the network input is X₀ = 1 h₀ᵀ (replicated embedding)",
+         sympy.Eq(sympy.Symbol("X_0"), one * sympy.MatrixSymbol("h_0", d, 1).T, evaluate=False)),
+        (f"induction step, every n and d: with X = 1 hᵀ and h_pre = {h_pre.name} the branch reads "
+         f"h (1ᵀ {h_pre.name} = 1)", chain(x_in, sympy.expand(x_in.doit()), read)),
+        ("then H_res = I and h_post = 1 write back X' = 1 (h + F(h))ᵀ: the next state is again "
+         "replicated, with h' = h + F(h)", chain(new_state, sympy.expand(new_state.doit()),
+                                                 one * (h + F_h).T)),
+        ("so by induction X_L = 1 h_Lᵀ for every L, and the output stream sum is n h_Lᵀ "
+         "(1ᵀ 1 = n)", chain(one.T * X, output)),
+    ]
+
+
+def sequential_blocks() -> list[Step]:
+    """HC App. H Eq. 42 for symbolic n, read in row form: B = 1ᵀ, A_m = e_1, A_r = I give
+    h_pre = e_1, h_post = 1, H_res = I (:func:`network.read_blocks`)."""
+    n = formulas.n
+    one, e_1 = sympy.MatrixSymbol(r"\mathbf{1}", n, 1), sympy.MatrixSymbol("e_1", n, 1)
+    h_pre, h_post, H_res = network.read_blocks(one.T, e_1, sympy.Identity(n))
+    for name, got, expected in (("h_pre", h_pre, e_1), ("h_post", h_post, one),
+                                ("H_res", H_res, sympy.Identity(n))):
+        if got.doit() != expected:
+            raise ProofFailure(f"Eq. 42 in row form: {name} should be {expected}, got {got}")
+    return [("Eq. 42 for every n: HC = [[0, 1ᵀ], [e_1, I]] in row form", sympy.Eq(
+        sympy.Tuple(sympy.Symbol("h_pre"), sympy.Symbol("h_post"), sympy.Symbol("H_res")),
+        sympy.Tuple(e_1, one, sympy.Identity(n)), evaluate=False))]
 
 
 HC_SEQUENTIAL = sympy.Matrix([[0, 1, 1], [1, 1, 0], [0, 0, 1]])
@@ -123,13 +296,16 @@ def sequential_matrix(n: int) -> sympy.Matrix:
         "T_k arbitrary sublayers R^d → R^d; X₀ = 1_n h₀ᵀ.",
         "Paper matrices read in row form via layout.paper_rows.",
     ),
-    cases="n = 2 (Eq. 17) and n in {3, 4} (Eq. 42), L = 6 layers, d = 3",
-    generality="explicit sizes",
+    cases="every L by induction, symbolic n, d (Eq. 42 read in row form is h_pre = e_1, "
+          "h_post = 1, H_res = I; step X = 1hᵀ ⇒ X' = 1(h + F(h))ᵀ); examples: n = 2 (Eq. 17) and "
+          "n in {3, 4} (Eq. 42), L = 6 layers, d = 3",
+    generality="induction",
     source="HC arXiv:2409.19606 §3.2 Eq. 17, Fig. 4(a); App. H Eq. 42–50",
 )
 def _duality_sequential() -> list[Step]:
     h0 = symbol_vector("h_0", D)
-    steps: list[Step] = []
+    steps: list[Step] = sequential_blocks() + replicated_induction(
+        sympy.MatrixSymbol("e_1", formulas.n, 1))
     for n in (2, 3, 4):
         hc = HC_SEQUENTIAL if n == 2 else sequential_matrix(n)
         if n == 2 and hc != sequential_matrix(2):
@@ -144,7 +320,7 @@ def _duality_sequential() -> list[Step]:
             if n == 2 and k == 1:
                 steps.append(step)
         if n == 2:
-            steps.insert(0, ("the n = 2 matrix (Eq. 17) in row form",
+            steps.append(("example: the n = 2 matrix (Eq. 17) in row form",
                              sympy.Eq(sympy.Tuple(sympy.Symbol("h_pre"), sympy.Symbol("h_post"),
                                                   sympy.Symbol("H_res")),
                                       sympy.Tuple(*(getattr(network.from_paper(hc), a) for a in

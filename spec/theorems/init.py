@@ -8,10 +8,8 @@ from __future__ import annotations
 
 import sympy
 
-from hcspec.spec import doubly_stochastic as ds
 from hcspec.spec import formulas, network, norms
 from hcspec.spec.checks import (
-    chain,
     instantiate,
     require_equal,
     require_true,
@@ -19,7 +17,7 @@ from hcspec.spec.checks import (
     symbol_vector,
 )
 from hcspec.spec.registry import ProofFailure, Step, theorem
-from hcspec.spec.theorems.duality import generic_branch
+from hcspec.spec.theorems.duality import generic_branch, replicated_induction
 
 D = 5  # feature size: never equal to n in {1, 2, 3, 4}
 LAYERS = 6
@@ -41,7 +39,7 @@ LAYERS = 6
     source="HC arXiv:2409.19606 §2.3 Eq. 14, App. J Algorithm 2, §2.1 (row-sum output)",
 )
 def _init_static_prenorm() -> list[Step]:
-    steps: list[Step] = _induction_step()
+    steps: list[Step] = replicated_induction(sympy.MatrixSymbol("e_k", formulas.n, 1))
     h0 = symbol_vector("h_0", D)
     for n in (1, 2, 3, 4):
         for k in range(LAYERS):
@@ -74,37 +72,6 @@ def _init_static_prenorm() -> list[Step]:
         if name == "RMSNorm":
             steps.append(step)
     return steps
-
-
-def _induction_step() -> list[Step]:
-    """For symbolic n, d: if X = 1 hᵀ then the static-init sublayer gives X' = 1 (h + F(h))ᵀ,
-    using only 1ᵀ e_k = 1; and the output 1ᵀ X_L = n h_Lᵀ using 1ᵀ 1 = n."""
-    n, d = formulas.n, formulas.d
-    one = sympy.MatrixSymbol(r"\mathbf{1}", n, 1)
-    e_k, h = sympy.MatrixSymbol("e_k", n, 1), sympy.MatrixSymbol("h", d, 1)
-    F_h = sympy.MatrixSymbol("F(h)", d, 1)
-    s = formulas.connection_symbols()
-    X = one * h.T
-    x_in = formulas.aggregate(s).xreplace({s.X: X, s.h_pre: e_k})
-    read = ds.rewrite(x_in, [one.T, e_k], sympy.Identity(1))
-    require_equal("induction step: x_in = h (1ᵀ e_k = 1), symbolic n, d", read, h)
-    new_state = formulas.forward(s).xreplace({s.X: X, s.H_res: sympy.Identity(n), s.h_post: one,
-                                              s.z: F_h})
-    require_equal("induction step: X' = 1 (h + F(h))ᵀ, symbolic n, d", new_state,
-                  one * (h + F_h).T)
-    output = ds.rewrite(one.T * X, [one.T, one], n * sympy.Identity(1))
-    require_equal("output: 1ᵀ X = n hᵀ (1ᵀ 1 = n), symbolic n, d", output, n * h.T)
-    return [
-        ("base case: the network input is X₀ = 1 h₀ᵀ (replicated embedding)",
-         sympy.Eq(sympy.Symbol("X_0"), one * sympy.MatrixSymbol("h_0", d, 1).T, evaluate=False)),
-        ("induction step, every n and d: with X = 1 hᵀ and the init h_pre = e_k the branch reads "
-         "h (1ᵀ e_k = 1)", chain(x_in, sympy.expand(x_in.doit()), read)),
-        ("then H_res = I and h_post = 1 write back X' = 1 (h + F(h))ᵀ: the next state is again "
-         "replicated, with h' = h + F(h)", chain(new_state, sympy.expand(new_state.doit()),
-                                                 one * (h + F_h).T)),
-        ("so by induction X_L = 1 h_Lᵀ for every L, and the output stream sum is n h_Lᵀ "
-         "(1ᵀ 1 = n)", chain(one.T * X, output)),
-    ]
 
 
 def eq14_matrix(n: int, k: int) -> sympy.Matrix:

@@ -194,17 +194,52 @@ def _sinkhorn_converges() -> list[Step]:
     ]
 
 
+def _permutation_isometry_every_n() -> list[Step]:
+    """For symbolic n: P is doubly stochastic, so ‖x‖² − ‖Px‖² = Σ_i Σ_j P_ij (x_j − (Px)_i)²
+    (ds.nonexpansive's identity); row i of P is e_σ(i), so (Px)_i = x_σ(i) and every term is
+    δ_σ(i)j (x_j − x_σ(i))² = 0 (for j = σ(i) the square is 0, otherwise δ is 0)."""
+    n = sympy.Symbol("n", integer=True, positive=True)
+    i, j = sympy.symbols("i j", integer=True, nonnegative=True)
+    x = sympy.IndexedBase("x", real=True)
+    sigma = sympy.Function("sigma", integer=True, nonnegative=True)(i)
+    delta = sympy.KroneckerDelta(sigma, j)
+    row_sum = sympy.Sum(delta, (j, 0, n - 1))
+    read = sympy.Sum(delta * x[j], (j, 0, n - 1))
+    in_range = {sympy.Le(sigma, n - 1): True}  # σ(i) is an index, 0 ≤ σ(i) ≤ n − 1
+    row_total = sympy.piecewise_fold(row_sum.doit()).xreplace(in_range)
+    value = sympy.piecewise_fold(read.doit()).xreplace(in_range)
+    if sympy.simplify(row_total) != 1 or sympy.simplify(value) != x[sigma]:
+        raise ProofFailure(f"row σ(i) of P: expected row sum 1 and (Px)_i = x_σ(i), got "
+                           f"{row_total}, {value}")
+    term = delta * (x[j] - value) ** 2
+    on_diagonal, off_diagonal = term.subs(j, sigma), term.replace(
+        lambda e: isinstance(e, sympy.KroneckerDelta), lambda e: sympy.Integer(0))
+    if on_diagonal != 0 or off_diagonal != 0:
+        raise ProofFailure(f"the gap term {term} is not 0 in both cases: {on_diagonal}, "
+                           f"{off_diagonal}")
+    return [
+        ("every n: row i of P is e_σ(i)ᵀ, so P reads one entry", chain(
+            sympy.Symbol("(Px)_i"), read, value)),
+        ("ds.nonexpansive's identity for the doubly stochastic P; each term is 0 (j = σ(i): the "
+         "square vanishes; j ≠ σ(i): δ vanishes)", chain(
+             sympy.Symbol(r"\|x\|^{2} - \|Px\|^{2}"),
+             sympy.Sum(term, (j, 0, n - 1), (i, 0, n - 1)), sympy.Integer(0))),
+    ]
+
+
 @theorem(
     "ds.permutation_isometry",
     "A permutation matrix keeps the norm exactly: ‖P x‖₂ = ‖x‖₂, because PᵀP = I; so the "
     "non-expansive bound of ds.nonexpansive is attained at the vertices.",
-    assumptions=("P a permutation matrix (one 1 in every row and column), x ∈ R^n real.",),
-    cases="all n! permutations for n in {1,2,3,4}",
-    generality="explicit sizes",
+    assumptions=("P a permutation matrix: P_ij = δ_{σ(i) j} for a bijection σ of {0, …, n−1}, "
+                 "so P is doubly stochastic (one 1 in every row and column); x ∈ R^n real.",),
+    cases="symbolic n (index form: the Jensen-gap identity of ds.nonexpansive, each term 0 for a "
+          "0/1 row); examples: all n! permutations for n in {1,2,3,4} (PᵀP = I)",
+    generality="all sizes",
     source="mHC arXiv:2512.24880 §4.1 (the vertices of the Birkhoff polytope)",
 )
 def _permutation_isometry() -> list[Step]:
-    steps: list[Step] = []
+    steps: list[Step] = _permutation_isometry_every_n()
     for n in (1, 2, 3, 4):
         x = symbol_vector("x", n)
         for P in ds.permutation_matrices(n):

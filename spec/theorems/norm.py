@@ -6,14 +6,17 @@ mHC arXiv:2512.24880 Eq. 7.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import sympy
 
 from hcspec.spec import norms
 from hcspec.spec.checks import chain, require_equal, symbol_vector
-from hcspec.spec.registry import Step, theorem
+from hcspec.spec.registry import ProofFailure, Step, theorem
+from hcspec.spec.sums import split_sums
 
-SIZES_D = (1, 2, 3)
-SIZES_D_INVARIANCE = (2, 3)  # at d = 1 LayerNorm is identically 0 and RMSNorm is sign(x)
+SIZES_D = (1, 2)
+SIZES_D_INVARIANCE = (2,)  # at d = 1 LayerNorm is identically 0 and RMSNorm is sign(x)
 
 
 def _rms_jacobian_any_d(eps: sympy.Symbol) -> list[Step]:
@@ -37,6 +40,99 @@ def _rms_jacobian_any_d(eps: sympy.Symbol) -> list[Step]:
     ]
 
 
+_D = sympy.Symbol("d", integer=True, positive=True)
+_X = sympy.IndexedBase("x", real=True)
+_I, _J, _K, _L = sympy.symbols("i j k l", integer=True, nonnegative=True)
+
+
+def _first_piece(expr: sympy.Expr) -> sympy.Expr:
+    """``expr`` with each Piecewise replaced by its first branch: a Kronecker sum Σ_k δ_jk a_k is
+    a_j when j is an index in range, which is the first branch sympy returns."""
+    return expr.replace(lambda e: isinstance(e, sympy.Piecewise), lambda e: e.args[0].expr)
+
+
+def _index_layer_norm(x: sympy.IndexedBase, eps: sympy.Expr) -> tuple[sympy.Expr, sympy.Expr,
+                                                                       sympy.Expr]:
+    """(N_i, μ, σ²) of LayerNorm in index form for symbolic d: μ = Σ_l x_l / d,
+    σ² = Σ_k (x_k − μ)² / d, N_i = (x_i − μ) / sqrt(σ² + ε)."""
+    mu = sympy.Sum(x[_L], (_L, 0, _D - 1)) / _D
+    var = sympy.Sum((x[_K] - mu) ** 2, (_K, 0, _D - 1)) / _D
+    return (x[_I] - mu) / sympy.sqrt(var + eps), mu, var
+
+
+def _index_rms_norm(x: sympy.IndexedBase, eps: sympy.Expr) -> tuple[sympy.Expr, sympy.Expr]:
+    """(N_i, r²) of RMSNorm in index form for symbolic d: r² = Σ_k x_k² / d + ε, N_i = x_i / r."""
+    r2 = sympy.Sum(x[_K] ** 2, (_K, 0, _D - 1)) / _D + eps
+    return x[_I] / sympy.sqrt(r2), r2
+
+
+def _layer_norm_jacobian_any_d(eps: sympy.Symbol) -> list[Step]:
+    """LayerNorm's Jacobian for symbolic d, index by index: differentiate, name s² = σ² + ε, and
+    use Σ_k (x_k − μ) = Σ_k x_k − d μ = 0 (linearity of the sum)."""
+    N, mu, var = _index_layer_norm(_X, eps)
+    s = sympy.Symbol("s", positive=True)
+    derived = _first_piece(sympy.diff(N, _X[_J]).doit()).xreplace({var + eps: s**2})
+    total = sympy.Sum(_X[_L], (_L, 0, _D - 1))
+    reduced = derived.replace(lambda e: isinstance(e, sympy.Sum) and e.limits[0][0] == _K,
+                              lambda e: split_sums(e).doit())
+    reduced = reduced.xreplace({sympy.Sum(_X[_K], (_K, 0, _D - 1)): total})
+    x_hat = {a: (_X[a] - mu) / s for a in (_I, _J)}
+    closed = (sympy.KroneckerDelta(_I, _J) - 1 / _D - x_hat[_I] * x_hat[_J] / _D) / s
+    if sympy.simplify(reduced - closed) != 0:
+        raise ProofFailure(f"LayerNorm Jacobian entry, symbolic d: {reduced} is not {closed}")
+    M, X_hat = sympy.Symbol(r"\mu"), sympy.IndexedBase(r"\hat{x}")
+    return [("LayerNorm, every d: N_i = (x_i − μ)/s, s² = Σ_k (x_k − μ)²/d + ε; differentiate in "
+             "x_j (sympy, symbolic d) and use Σ_k (x_k − μ) = 0",
+             chain(r"\frac{\partial N_i}{\partial x_j}",
+                   reduced.xreplace({mu: M}),
+                   (sympy.KroneckerDelta(_I, _J) - 1 / _D - X_hat[_I] * X_hat[_J] / _D) / s))]
+
+
+def _entries_replaced(expr: sympy.Expr, base: sympy.IndexedBase,
+                      entry: Callable[[sympy.Expr], sympy.Expr]) -> sympy.Expr:
+    """``expr`` with every ``base[a]`` replaced by ``entry(a)`` (e.g. y_a → c x_a)."""
+    return expr.replace(lambda e: isinstance(e, sympy.Indexed) and e.base == base,
+                        lambda e: entry(e.indices[0]))
+
+
+def _invariances_any_d() -> list[Step]:
+    """Scale invariance of both norms and shift invariance of LayerNorm for symbolic d (ε = 0),
+    in index form: the sums are split by linearity (Σ c a_k = c Σ a_k, Σ t = d t)."""
+    c = sympy.Symbol("c", positive=True)
+    t = sympy.Symbol("t", real=True)
+    y = sympy.IndexedBase("y", real=True)
+    steps: list[Step] = []
+
+    def rms(v: sympy.IndexedBase) -> sympy.Expr:
+        return _index_rms_norm(v, 0)[0]
+
+    def layer(v: sympy.IndexedBase) -> sympy.Expr:
+        return _index_layer_norm(v, 0)[0]
+
+    def scaled(a: sympy.Expr) -> sympy.Expr:
+        return c * _X[a]
+
+    def shifted(a: sympy.Expr) -> sympy.Expr:
+        return _X[a] + t
+
+    cases: tuple[tuple[str, Callable[[sympy.IndexedBase], sympy.Expr],
+                       Callable[[sympy.Expr], sympy.Expr]], ...] = (
+        ("RMSNorm(c x) = RMSNorm(x)", rms, scaled),
+        ("LayerNorm(c x) = LayerNorm(x)", layer, scaled),
+        ("LayerNorm(x + t 1) = LayerNorm(x)", layer, shifted))
+    for name, norm, entry in cases:
+        moved = _entries_replaced(norm(y), y, entry)
+        reduced = split_sums(moved).doit()
+        target = split_sums(norm(_X)).doit()
+        if sympy.simplify(reduced - target) != 0:
+            raise ProofFailure(f"{name}, symbolic d: {reduced} is not {target}")
+        steps.append((f"{name}, every d (ε = 0): split the sums", chain(moved, norm(_X))))
+    steps.append(("hence J x = 0 for both norms (differentiate Norm(c x) = Norm(x) in c at c = 1) "
+                  "and J 1 = 0 for LayerNorm (differentiate in t at t = 0), every d",
+                  sympy.Symbol(r"J x = \frac{d}{dc} N(c x)\Big|_{c=1} = 0")))
+    return steps
+
+
 @theorem(
     "norm.jacobians",
     "LayerNorm and RMSNorm (no affine) have Jacobians (I − 11ᵀ/d − x̂x̂ᵀ/d)/s and "
@@ -47,16 +143,18 @@ def _rms_jacobian_any_d(eps: sympy.Symbol) -> list[Step]:
         "s = sqrt(σ² + ε), x̂ = (x − μ1)/s for LayerNorm; r = sqrt(‖x‖²/d + ε) for RMSNorm.",
         "No gain or bias (HC's dynamic-weight norm and the absorbed post-norm, App. G Eq. 36).",
     ),
-    cases="RMSNorm Jacobian: symbolic d (index form); LayerNorm Jacobian: explicit d in "
-          "{1,2,3}; invariances and J x = 0: d in {2,3}",
-    generality="explicit sizes",
+    cases="symbolic d (index form: Jacobian entries of both norms, scale and shift invariances; "
+          "J x = 0 and J 1 = 0 follow by differentiating them); examples: the matrix closed forms "
+          "at d in {1,2}, invariances and J x = 0 at d = 2",
+    generality="all sizes",
     source="HC arXiv:2409.19606 §2.2 Eq. 10, App. G Eq. 35–40; mHC arXiv:2512.24880 Eq. 7",
 )
 def _norm_jacobians() -> list[Step]:
     eps = sympy.Symbol("epsilon", positive=True)
     c = sympy.Symbol("c", positive=True)
     t = sympy.Symbol("t", real=True)
-    steps: list[Step] = _rms_jacobian_any_d(eps)
+    steps: list[Step] = [*_rms_jacobian_any_d(eps), *_layer_norm_jacobian_any_d(eps),
+                         *_invariances_any_d()]
     for d in SIZES_D:
         x = symbol_vector("x", d)
         ln, rms = norms.layer_norm(x, eps), norms.rms_norm(x, eps)
@@ -75,17 +173,4 @@ def _norm_jacobians() -> list[Step]:
         require_equal(f"LayerNorm: J x = 0 and J 1 = 0 at ε = 0, d={d}",
                       norms.layer_norm_jacobian(x) * sympy.Matrix.hstack(x, sympy.ones(d, 1)),
                       sympy.zeros(d, 2))
-    steps.append(("LayerNorm: the Jacobian of (x − μ1)/s equals the closed form entry by entry at "
-                  "d = 1, 2, 3 (s = sqrt(σ² + ε), x̂ = (x − μ1)/s)",
-                  sympy.Symbol(r"J_{LN} = \frac{1}{s}\left(I - \frac{1}{d}\mathbf{1}\mathbf{1}^T "
-                               r"- \frac{1}{d}\hat{x}\hat{x}^T\right)")))
-    x = symbol_vector("x", 3)
-    steps += [
-        ("scale invariance at d = 3, c > 0, ε = 0: the first entry of RMSNorm(c x) (RMSNorm; "
-         "LayerNorm likewise)",
-         chain(norms.rms_norm(c * x)[0], sympy.simplify(norms.rms_norm(x)[0]))),
-        ("LayerNorm shift invariance at d = 3: Norm(x + t1) = Norm(x)",
-         sympy.Eq(sympy.Symbol(r"\mathrm{LN}(x + t\mathbf{1})"), sympy.Symbol(r"\mathrm{LN}(x)"),
-                  evaluate=False)),
-    ]
     return steps

@@ -11,6 +11,7 @@ import sympy
 
 from hcspec.spec import formulas, network, norms
 from hcspec.spec.checks import (
+    chain,
     instantiate,
     require_equal,
     require_true,
@@ -39,13 +40,53 @@ def _unit_sublayer(d: int, branch_input: sympy.Matrix | None = None
     return x, x_in, new_state
 
 
+def _unit_symbols() -> tuple[formulas.ConnectionSymbols, dict[sympy.Expr, sympy.Expr]]:
+    """Symbols of one sublayer with n = 1 and symbolic d, and the unit weights [1] as 1×1
+    identities."""
+    c = formulas.connection_symbols(1, formulas.d)
+    one = sympy.Identity(1)
+    return c, {c.h_pre: one, c.h_post: one, c.H_res: one}
+
+
+def _prenorm_forward_any_d() -> list[Step]:
+    """x_in = Xᵀ [1] = x and X' = [1] X + [1] zᵀ = (x + z)ᵀ for symbolic d."""
+    c, unit = _unit_symbols()
+    x_in = formulas.aggregate(c).xreplace(unit)
+    new_state = formulas.forward(c).xreplace(unit)
+    require_equal("x_in = Xᵀ [1] = xᵀ as a column, symbolic d", x_in, c.X.T)
+    require_equal("X' = X + zᵀ, symbolic d", new_state, c.X + c.z.T)
+    return [("every d: the branch reads the stream itself (X = xᵀ is 1×d)",
+             chain(formulas.aggregate(c), x_in, c.X.T)),
+            ("every d: with z = f(Norm(x)) the sublayer writes back x + z",
+             chain(formulas.forward(c), new_state, c.X + c.z.T))]
+
+
+def _prenorm_backward_any_d() -> list[Step]:
+    """The closed form at n = 1 for symbolic d: g_xᵀ = G' + g_inᵀ with g_in = Jᵀ G'ᵀ, and the
+    derivative of L = tr(G'ᵀ X') with the branch linearised (z = z₀ + J x) gives the same."""
+    c, unit = _unit_symbols()
+    J, z0 = sympy.MatrixSymbol("J", formulas.d, formulas.d), sympy.MatrixSymbol(
+        "z_0", formulas.d, 1)
+    g_z = formulas.branch_cotangent(c).xreplace(unit)
+    closed = formulas.grad_X(c).xreplace({**unit, c.g_in: J.T * g_z})
+    step = require_equal("closed form at n = 1: g_x = g' + Jᵀ g', symbolic d", closed.T,
+                         c.G.T + J.T * c.G.T)
+    loss = sympy.Trace(c.G.T * formulas.forward(c).xreplace({**unit, c.z: z0 + J * c.X.T}))
+    derived = loss.diff(c.X)
+    require_equal("equals ∂L/∂X of L = tr(G'ᵀ X'), symbolic d", derived, closed)
+    return [step, ("every d: differentiate L = tr(G'ᵀ X') with z = z₀ + J x (J the branch "
+                   "Jacobian at x)", chain(sympy.Symbol(r"\frac{\partial L}{\partial X}"),
+                                           derived, closed))]
+
+
 @theorem(
     "reduction.prenorm_forward",
     "At n = 1 with h_pre = h_post = H_res = [1] (HC = [[0, 1], [1, 1]]) the HC sublayer is the "
     "pre-norm residual x + f(Norm(x)).",
     assumptions=("The branch is F = f∘Norm with f and Norm arbitrary maps R^d → R^d.",),
-    cases="explicit d in {1,2,3,4}",
-    generality="explicit sizes",
+    cases="symbolic d (MatrixSymbol algebra with 1×1 unit weights); examples with arbitrary f, "
+          "Norm at d in {1,3}",
+    generality="all sizes",
     source="HC arXiv:2409.19606 §3.1 Eq. 15, App. G Eq. 30–33",
 )
 def _prenorm_forward() -> list[Step]:
@@ -53,14 +94,14 @@ def _prenorm_forward() -> list[Step]:
                           sympy.Eq(sympy.Tuple(sympy.Symbol("h_pre"), sympy.Symbol("h_post"),
                                                sympy.Symbol("H_res")),
                                    sympy.Tuple(UNIT.h_pre, UNIT.h_post, UNIT.H_res),
-                                   evaluate=False))]
-    for d in (1, 2, 3, 4):
+                                   evaluate=False)), *_prenorm_forward_any_d()]
+    for d in (1, 3):
         x, x_in, new_state = _unit_sublayer(d)
         read = require_equal(f"x_in = x, d={d}", x_in, x)
         f_of_norm = generic_map("f", generic_map("N", x, d), d)
         write = require_equal(f"X'ᵀ = x + f(N(x)), d={d}", new_state.T, x + f_of_norm)
-        if d == 2:
-            steps += [read, write]
+        if d == 3:
+            steps += [(f"example: {read[0]}", read[1]), (f"example: {write[0]}", write[1])]
     return steps
 
 
@@ -69,13 +110,14 @@ def _prenorm_forward() -> list[Step]:
     "At n = 1 with unit weights the closed-form backward gives g_x = g' + Jᵀ g' (J the Jacobian of "
     "F = f∘Norm at x), and this equals the derivative of L = g'ᵀ (x + F(x)).",
     assumptions=("F = f∘Norm arbitrary and differentiable; g' the upstream gradient.",),
-    cases="explicit d in {1,2,3,4}",
-    generality="explicit sizes",
+    cases="symbolic d (matrix calculus, the branch entering through its Jacobian J); example "
+          "with arbitrary f, Norm at d = 2",
+    generality="all sizes",
     source="HC arXiv:2409.19606 §3.1 Eq. 15; backward.closed_form at n = 1",
 )
 def _prenorm_backward() -> list[Step]:
-    steps: list[Step] = []
-    for d in (1, 2, 3, 4):
+    steps: list[Step] = _prenorm_backward_any_d()
+    for d in (2,):
         x, _, new_state = _unit_sublayer(d)
         g = symbol_vector("g", d)
         F = generic_map("f", generic_map("N", x, d), d)
@@ -84,12 +126,9 @@ def _prenorm_backward() -> list[Step]:
         g_z = instantiate(formulas.branch_cotangent(c), {c.G: g.T, c.h_post: UNIT.h_post})
         closed = instantiate(formulas.grad_X(c), {c.G: g.T, c.H_res: UNIT.H_res,
                                                   c.h_pre: UNIT.h_pre, c.g_in: J.T * g_z})
-        first = require_equal(f"closed form at n = 1: g_x = g' + Jᵀ g', d={d}", closed.T,
-                              g + J.T * g)
-        second = require_equal(f"equals ∂L/∂x of L = g'ᵀ X'ᵀ, d={d}",
-                               gradient(frobenius_loss(g.T, new_state), x), closed.T)
-        if d == 2:
-            steps += [first, second]
+        require_equal(f"closed form at n = 1: g_x = g' + Jᵀ g', d={d}", closed.T, g + J.T * g)
+        require_equal(f"equals ∂L/∂x of L = g'ᵀ X'ᵀ, d={d}",
+                      gradient(frobenius_loss(g.T, new_state), x), closed.T)
     return steps
 
 

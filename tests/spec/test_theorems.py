@@ -24,6 +24,8 @@ REQUIRED_IDS = [
     "mhc.sinkhorn_variants", "mhc.sinkhorn_converges", "ds.permutation_isometry",
     "ds.birkhoff_decompositions", "dynamic.weights_bounded", "numeric.matches_formulas",
     "residual.gradient_norm_not_preserved",
+    "unroll.gradient", "mhc.soft_start", "mhc.tensor_parallel_locality",
+    "reduction.n1_expressiveness", "mhc.sinkhorn_seed_loop",
 ]
 
 ALL_IDS = [theorem.id for theorem in all_theorems()]
@@ -36,9 +38,16 @@ def test_generality_is_recorded_and_symbolic_where_promised() -> None:
     assert set(by_id.values()) <= set(GENERALITIES)
     for theorem_id in ("backward.closed_form", "ds.transpose_closure", "ds.product_closure",
                        "ds.convex_closure", "ds.stream_sum_preserved", "mhc.h_pre_range",
-                       "mhc.h_post_range", "counts.flops"):
+                       "mhc.h_post_range", "counts.flops", "ds.nonexpansive",
+                       "ds.gradient_stream_sum_preserved", "ds.permutation_isometry",
+                       "linear.backward", "matmul_chain.backward", "ffn.backward",
+                       "norm.jacobians", "residual.direct_term", "prenorm.direct_term",
+                       "postnorm.no_bare_direct_term", "mhc.soft_start",
+                       "mhc.tensor_parallel_locality"):
         assert by_id[theorem_id] == "all sizes", theorem_id
-    assert by_id["init.static_prenorm"] == "induction"
+    for theorem_id in ("init.static_prenorm", "duality.sequential", "unroll.connection_weights",
+                       "unroll.gradient"):
+        assert by_id[theorem_id] == "induction", theorem_id
 
 
 def test_unknown_generality_is_rejected() -> None:

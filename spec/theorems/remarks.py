@@ -1,0 +1,268 @@
+"""Remarks of the papers and the project's seed notes, made exact: the mHC soft start, the
+tensor-parallel locality of the stream mixing, what n = 1 cannot express, and the seed notes'
+Sinkhorn loop (rows first, ε in the denominators, temperature τ) next to the paper's.
+
+Theorems: ``mhc.soft_start``, ``mhc.tensor_parallel_locality``, ``reduction.n1_expressiveness``,
+``mhc.sinkhorn_seed_loop``.
+Sources: mHC arXiv:2512.24880 §4.2 Eq. 7–9 (α, biases, Sinkhorn–Knopp), §4.3 (infrastructure);
+HC arXiv:2409.19606 §3.2 (the connection patterns n ≥ 2 can express), §4.5 Eq. 20.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import sympy
+
+from hcspec.spec import doubly_stochastic as ds
+from hcspec.spec import formulas, network
+from hcspec.spec.checks import chain, require_equal, require_true, symbol_matrix
+from hcspec.spec.registry import ProofFailure, Step, theorem
+from hcspec.spec.theorems.duality import HC_PARALLEL_EVEN, HC_PARALLEL_ODD, symbolic_weights
+from hcspec.spec.theorems.mhc import (
+    CONVERGENCE_LOGITS,
+    normalise_columns_eps,
+    normalise_rows_eps,
+    sigmoid,
+)
+
+N = formulas.n
+LAMBDA = sympy.Symbol("lambda", real=True)
+"""The diagonal logit of a soft-start b_res = λ I."""
+
+
+def diagonal_start(n: sympy.Expr | int, one: sympy.MatrixExpr | None = None
+                   ) -> sympy.MatrixExpr:
+    """exp applied entrywise to the logits λ I: e^λ on the diagonal, 1 elsewhere, written as
+    (e^λ − 1) I + 1 1ᵀ (n×n); ``one`` is the all-ones column (default: sympy's OneMatrix, which
+    an explicit n evaluates; a MatrixSymbol named 1 keeps 1 1ᵀ visible for symbolic n)."""
+    one = sympy.OneMatrix(n, 1) if one is None else one
+    return (sympy.exp(LAMBDA) - 1) * sympy.Identity(n) + one * one.T
+
+
+@theorem(
+    "mhc.soft_start",
+    "At α = 0 the mHC weights are the constants σ(b_pre), 2σ(b_post), SK(b_res) and they move "
+    "by O(α) for small α; with b_post = 0 and b_res = λ I Sinkhorn–Knopp returns, after any number "
+    "of rounds, H_res = I + (11ᵀ − n I)/(e^λ + n − 1), so the sublayer is X' = X + 1 zᵀ plus "
+    "terms of size O(α) and O(n e^−λ): a residual update of every stream.",
+    assumptions=(
+        "mHC Eq. 7: H̃ = α·(x' φ) + b per weight; x' φ is finite (x' is RMS-normalised).",
+        "b_res = λ I: diagonal logits λ, off-diagonal 0 (the reference uses λ = 0.7); b_post = 0.",
+    ),
+    cases="symbolic n and λ (H_res by MatrixSymbol algebra with 1ᵀ1 = n; its distance to I by "
+          "limit); the O(α) step by the first-order Taylor term per entry; Sinkhorn–Knopp run "
+          "explicitly at n = 2: one round, then a fixed point",
+    generality="all sizes",
+    source="mHC arXiv:2512.24880 §4.2 Eq. 7–9 (α = 0.01 at init; the biases' init is not given)",
+)
+def _soft_start() -> list[Step]:
+    alpha, b, u = sympy.Symbol("alpha", real=True), sympy.Symbol("b", real=True), \
+        sympy.Symbol("u", real=True)
+    slope = sympy.diff(sigmoid(b + alpha * u), alpha).subs(alpha, 0)
+    first_order = sigmoid(b) + alpha * slope
+    require_equal("σ(b + α u) to first order in α", first_order,
+                  sigmoid(b) + alpha * u * sigmoid(b) * (1 - sigmoid(b)))
+    one = sympy.MatrixSymbol(r"\mathbf{1}", N, 1)
+    M = diagonal_start(N, one)
+    column_sums = ds.rewrite(one.T * M, [one.T, one], N * sympy.Identity(1))
+    row_sums = ds.rewrite(M * one, [one.T, one], N * sympy.Identity(1))
+    scale = sympy.exp(LAMBDA) + N - 1
+    require_equal("1ᵀ M = (e^λ + n − 1) 1ᵀ, symbolic n", column_sums, scale * one.T)
+    require_equal("M 1 = (e^λ + n − 1) 1, symbolic n", row_sums, scale * one)
+    H_res = M / scale
+    target = sympy.Identity(N) + (one * one.T - N * sympy.Identity(N)) / scale
+    # both sides are a I + b 11ᵀ: compare the coefficients of I and of 11ᵀ
+    require_equal("H_res = I + (11ᵀ − n I)/(e^λ + n − 1): coefficients of I and 11ᵀ, symbolic n",
+                  sympy.Matrix([(sympy.exp(LAMBDA) - 1) / scale, 1 / scale]),
+                  sympy.Matrix([1 - N / scale, 1 / scale]))
+    off = 1 / scale
+    if sympy.limit(off, LAMBDA, sympy.oo) != 0 or sympy.limit((1 - N) * off, LAMBDA,
+                                                               sympy.oo) != 0:
+        raise ProofFailure("H_res − I does not vanish as λ → ∞")
+    E = sympy.Symbol("E", positive=True)  # e^λ, so the checks below are rational in E
+    for n in (2,):
+        fixed = sympy.Matrix((diagonal_start(n) / (sympy.exp(LAMBDA) + n - 1)).as_explicit())
+        once = ds.sinkhorn_knopp(LAMBDA * sympy.eye(n), 1)
+        require_equal(f"Sinkhorn–Knopp, one round, of λ I, n={n}",
+                      once.xreplace({sympy.exp(LAMBDA): E}), fixed.xreplace({sympy.exp(LAMBDA): E}))
+        fixed_E = fixed.xreplace({sympy.exp(LAMBDA): E})
+        require_equal(f"and a further round leaves it unchanged (a fixed point), n={n}",
+                      ds.normalise_rows(ds.normalise_columns(fixed_E)), fixed_E)
+    s = formulas.connection_symbols()
+    residual_like = formulas.forward(s).xreplace({s.H_res: sympy.Identity(N), s.h_post: one})
+    H_post = 2 * sigmoid(sympy.Integer(0))
+    return [
+        ("α = 0: H̃ = b, so the weights do not depend on the state; for small α each moves by "
+         "α σ'(b) (x'φ)_i to first order", chain(sympy.Symbol(r"\sigma(b + \alpha u)"),
+                                                  first_order)),
+        ("b_res = λ I: M⁰ = exp(λ I) has equal row and column sums e^λ + n − 1 (1ᵀ1 = n), so the "
+         "first column step divides by that constant and every later step leaves it unchanged",
+         chain(sympy.Symbol("M^0"), M, sympy.Symbol(r"(e^{\lambda} + n - 1)\, H_{res}"))),
+        ("the fixed point, for every n and number of rounds", chain(
+            sympy.Symbol("H_{res}"), H_res, target)),
+        ("its distance to I vanishes as λ grows (off-diagonal entries shown)",
+         chain(sympy.Limit(off, LAMBDA, sympy.oo), sympy.Integer(0))),
+        require_equal("b_post = 0: H_post = 2σ(0)", H_post, sympy.Integer(1)),
+        ("with H_res = I and H_post = 1 the sublayer is a residual update of every stream",
+         chain(sympy.Symbol("X'"), residual_like)),
+    ]
+
+
+@theorem(
+    "mhc.tensor_parallel_locality",
+    "Sharding the feature axis d commutes with the connection: for X = [X₁ | X₂], "
+    "H_res X = [H_res X₁ | H_res X₂], x_in = Xᵀ h_pre stacks the shards' Xₛᵀ h_pre and "
+    "h_post zᵀ splits like z; only the dynamic/mHC weights need a cross-shard sum "
+    "(‖vec X‖² and vec(X) φ are sums of per-shard terms).",
+    assumptions=("X₁: n×d₁, X₂: n×d₂, z = [z₁; z₂]; the weights h_pre, h_post, H_res (n + n + n² "
+                 "numbers) replicated on every shard; φ split by rows as [φ₁; φ₂].",),
+    cases="symbolic n, d₁, d₂ (block matrices; block_collapse)",
+    generality="all sizes",
+    source="mHC arXiv:2512.24880 §4.3 (kernel fusion and parallelism); Eq. 3 and Eq. 7",
+)
+def _tensor_parallel_locality() -> list[Step]:
+    d1, d2, c = sympy.symbols("d_1 d_2 c", integer=True, positive=True)
+    X1, X2 = sympy.MatrixSymbol("X_1", N, d1), sympy.MatrixSymbol("X_2", N, d2)
+    z1, z2 = sympy.MatrixSymbol("z_1", d1, 1), sympy.MatrixSymbol("z_2", d2, 1)
+    s = formulas.connection_symbols(N, d1 + d2)
+    X, z = sympy.BlockMatrix([[X1, X2]]), sympy.BlockMatrix([[z1], [z2]])
+    steps: list[Step] = []
+    for label, expr, expected in (
+            ("mix: H_res acts on each shard", s.H_res * X,
+             sympy.BlockMatrix([[s.H_res * X1, s.H_res * X2]])),
+            ("read: x_in = Xᵀ h_pre stacks the shards' reads",
+             formulas.aggregate(s).xreplace({s.X: X}),
+             sympy.BlockMatrix([[X1.T * s.h_pre], [X2.T * s.h_pre]])),
+            ("write: h_post zᵀ splits like z", s.h_post * z.T,
+             sympy.BlockMatrix([[s.h_post * z1.T, s.h_post * z2.T]]))):
+        collapsed = sympy.block_collapse(expr)
+        if not isinstance(collapsed, sympy.BlockMatrix) or any(
+                not sympy.expand(got - want).is_ZeroMatrix
+                for got, want in zip(collapsed.blocks, expected.blocks, strict=True)):
+            raise ProofFailure(f"{label}: {collapsed} is not {expected}")
+        steps.append((f"{label}, every n, d₁, d₂", chain(expr, collapsed)))
+    v1, v2 = sympy.MatrixSymbol("v_1", 1, c), sympy.MatrixSymbol("v_2", 1, c)
+    phi1, phi2 = sympy.MatrixSymbol(r"\phi_1", c, N), sympy.MatrixSymbol(r"\phi_2", c, N)
+    partial = sympy.block_collapse(sympy.BlockMatrix([[v1, v2]])
+                                   * sympy.BlockMatrix([[phi1], [phi2]]))
+    if not sympy.expand(sympy.Matrix([[partial - (v1 * phi1 + v2 * phi2)]])[0, 0]).is_ZeroMatrix:
+        raise ProofFailure(f"vec(X) φ is not the sum of per-shard products: {partial}")
+    steps.append(("the dynamic weights read all of vec(X): vec(X) φ is a sum of per-shard "
+                  "products (one all-reduce of n numbers per weight), likewise ‖vec X‖²",
+                  chain(sympy.BlockMatrix([[v1, v2]]) * sympy.BlockMatrix([[phi1], [phi2]]),
+                        partial)))
+    return steps
+
+
+def minors_vanish(C: sympy.Matrix, L: int) -> list[sympy.Expr]:
+    """The 2×2 minors w_{j,k} w_{j',k'} − w_{j',k} w_{j,k'} of the unrolled weights over
+    sublayer rows 1 ≤ k < k' ≤ L and node columns j < j' < k (both rows read both columns)."""
+    return [sympy.expand(C[k, j] * C[k2, j2] - C[k, j2] * C[k2, j])
+            for k, k2 in itertools.combinations(range(1, L + 1), 2)
+            for j, j2 in itertools.combinations(range(k), 2)]
+
+
+@theorem(
+    "reduction.n1_expressiveness",
+    "At n = 1 the unrolled weights factor as w_{j,k} = p_k (a_{k-1} ⋯ a_{j+1}) q_j, so every 2×2 "
+    "minor over two sublayers and two earlier nodes vanishes: every sublayer reads the earlier "
+    "outputs in the same proportions (up to its own scale). n = 2 breaks this: the parallel "
+    "arrangement (HC Eq. 18–19) has a non-zero minor.",
+    assumptions=("Symbolic scalar weights p_k (h_pre), q_k (h_post), a_k (H_res) per sublayer.",),
+    cases="n = 1, L in {2,3,4} with symbolic weights; the n = 2 parallel pattern at L = 4",
+    generality="explicit sizes",
+    source="HC arXiv:2409.19606 §3.2 (n ≥ 2 expresses sequential and parallel arrangements), "
+           "§4.5 Eq. 20; mHC arXiv:2512.24880 §4.1 (n = 1 degenerates to the residual)",
+)
+def _n1_expressiveness() -> list[Step]:
+    steps: list[Step] = []
+    for L in (2, 3, 4):
+        C = network.connection_weights([symbolic_weights(1, k) for k in range(1, L + 1)])
+        nonzero = [m for m in minors_vanish(C, L) if m != 0]
+        if nonzero:
+            raise ProofFailure(f"n = 1, L = {L}: a 2×2 minor does not vanish: {nonzero[0]}")
+        if L == 3:
+            k, k2, j, j2 = 2, 3, 0, 1
+            steps.append(("n = 1, L = 3: the minor over sublayers 2, 3 and nodes 0, 1 (each such "
+                          "minor for L ≤ 4 expands to 0)",
+                          chain(sympy.Symbol("w_{0,2} w_{1,3} - w_{1,2} w_{0,3}"),
+                                C[k, j] * C[k2, j2] - C[k, j2] * C[k2, j], sympy.Integer(0))))
+    parallel = [network.from_paper(HC_PARALLEL_ODD if k % 2 == 1 else HC_PARALLEL_EVEN)
+                for k in range(1, 5)]
+    C = network.connection_weights(parallel)
+    minor = sympy.expand(C[2, 0] * C[3, 1] - C[2, 1] * C[3, 0])
+    steps.append(require_true("n = 2, parallel pattern: sublayer 2 does not read sublayer 1 but "
+                              "sublayer 3 does, so a minor is non-zero", minor != 0,
+                              chain(sympy.Symbol("w_{0,2} w_{1,3} - w_{1,2} w_{0,3}"), minor)))
+    return steps
+
+
+SEED_EPS = sympy.Rational(1, 10**8)
+"""The seed notes' ε = 1e-8 in the Sinkhorn denominators."""
+
+
+def seed_sinkhorn(logits: sympy.Matrix, rounds: int, tau: sympy.Expr,
+                  eps: sympy.Expr = SEED_EPS) -> sympy.Matrix:
+    """The seed notes' loop: M⁰ = exp(H̃/τ), then ``rounds`` × (rows, then columns), each
+    entry divided by (its row or column sum + ε).
+
+    Raises:
+        ValueError: if ``rounds`` < 1.
+    """
+    if rounds < 1:
+        raise ValueError(f"rounds must be >= 1, got {rounds}")
+    M = (logits / tau).applyfunc(sympy.exp)
+    for _ in range(rounds):
+        M = normalise_columns_eps(normalise_rows_eps(M, eps), eps)
+    return M
+
+
+@theorem(
+    "mhc.sinkhorn_seed_loop",
+    "The seed notes' Sinkhorn loop (exp(H̃/τ), rows first, +ε in every denominator) ends each "
+    "round with column sums c/(c + ε) — in (0, 1), never exactly 1 — and inexact rows; the "
+    "paper's (columns first, no ε) ends with rows exactly 1. At ε = 0 the seed loop on H̃ is the "
+    "transpose of the paper's on H̃ᵀ, and τ only rescales the logits.",
+    assumptions=("A positive n×n iterate; ε = 1e-8 > 0; τ > 0.",),
+    cases="generic positive entries at n in {2,3} (one round; rounds compose); the logits "
+          "[[0, 2, −1], [1, 0, 3], [−2, 1, 0]] at τ = 1, 20 rounds, evaluated to 30 digits",
+    generality="explicit sizes",
+    source="mHC arXiv:2512.24880 §4.2 Eq. 9 (the paper's order); the seed notes' loop",
+)
+def _sinkhorn_seed_loop() -> list[Step]:
+    eps = sympy.Symbol("epsilon", positive=True)
+    tau = sympy.Symbol("tau", positive=True)
+    steps: list[Step] = []
+    for n in (2, 3):
+        h = symbol_matrix("h", n, n)
+        seed = seed_sinkhorn(h, 1, tau, eps)
+        column = ds.col_sums(normalise_rows_eps((h / tau).applyfunc(sympy.exp), eps))
+        step = require_equal(f"seed loop, column sums after the last step = c/(c + ε), n={n}",
+                             ds.col_sums(seed), column.applyfunc(lambda c: c / (c + eps)),
+                             show=(sympy.Symbol(r"(\mathbf{1}^T M)_j"),
+                                   sympy.Symbol(r"\frac{c_j}{c_j + \varepsilon}")))
+        transpose = require_equal(
+            f"ε = 0: seed(H̃) = paper(H̃ᵀ)ᵀ, one round, n={n} (rounds compose)", seed.subs(eps, 0),
+            ds.sinkhorn_knopp((h / tau).T, 1).T,
+            show=(sympy.Symbol(r"\mathrm{seed}_{\varepsilon=0}(\tilde{H})"),
+                  sympy.Symbol(r"\mathrm{paper}(\tilde{H}^T / \tau)^T")))
+        if n == 2:
+            steps += [step, transpose]
+    logits = CONVERGENCE_LOGITS.applyfunc(lambda v: sympy.Float(v, 40))
+    values = seed_sinkhorn(logits, 20, sympy.Integer(1))
+    column_error = max(abs(float((s - 1).evalf(30))) for s in ds.col_sums(values))
+    row_error = max(abs(float((s - 1).evalf(30))) for s in ds.row_sums(values))
+    paper = ds.sinkhorn_knopp(logits, 20)
+    paper_rows = max(abs(float((s - 1).evalf(30))) for s in ds.row_sums(paper))
+    if not (0 < column_error < 1e-7 and paper_rows < 1e-25 and row_error > column_error):
+        raise ProofFailure(f"expected seed columns within 1e-7 but not exact, paper rows exact: "
+                           f"seed columns {column_error}, seed rows {row_error}, paper rows "
+                           f"{paper_rows}")
+    steps.append(("20 rounds on the fixed 3×3 logits: largest |sum − 1| for the seed loop's "
+                  "columns, its rows, and the paper's rows",
+                  sympy.Eq(sympy.Tuple(sympy.Symbol("seed columns"), sympy.Symbol("seed rows"),
+                                       sympy.Symbol("paper rows")),
+                           sympy.Tuple(sympy.Float(column_error, 3), sympy.Float(row_error, 3),
+                                       sympy.Float(paper_rows, 3)), evaluate=False)))
+    return steps
