@@ -230,7 +230,7 @@ def _reseeds_global_rng(impl: object, dtype: torch.dtype, device: str,
         return None
     return (f"forward calls torch.manual_seed (the global RNG was reseeded to {seeded} during "
             "one forward): every forward draws the same numbers, and torch.compile cannot "
-            "trace it (a graph break, reported as data-dependent control flow); seed once, "
+            "trace it (a graph break: TorchDynamo skips torch.manual_seed); seed once, "
             "outside forward")
 
 

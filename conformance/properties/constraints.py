@@ -394,7 +394,8 @@ def check_nonexpansive(ctx: Context, case: Case) -> None:
     "constraints.extreme_logits",
     statement="parameters scaled ×1e2–1e4: finite, H_res ≥ 0, exact axis sums 1, no stream dropped",
     requires=(*MHC_REQUIRES, capability(PARAMETERS)), tolerance="exact_axis",
-    examples=_extreme_examples, strategy=_extreme_strategy, prerequisites=BASE)
+    examples=_extreme_examples, strategy=_extreme_strategy, prerequisites=BASE,
+    cases=Cases(param_scales=(1e2, 1e4), perturbations=(0.0, 0.3, 1.0)))  # the domain
 def check_extreme(ctx: Context, case: Case) -> None:
     """With the parameters scaled ×1e2…×1e4 (logits far beyond exp's range), the output and
     the weights stay finite, H_res ≥ 0 with its exact axis summing to 1 and no all-zero row or

@@ -116,3 +116,62 @@ def make_no_graph(n: int, d: int, *, layer_index: int = 0, dtype: torch.dtype = 
     inner = resolve("reference:mhc").factory(n, d, layer_index=layer_index, dtype=dtype,
                                              device=device, seed=seed)
     return _Detached(inner)
+
+
+class _RangeMarker:
+    """An NVTX-range-like context manager: it reads a timer on entry (a C builtin
+    TorchDynamo cannot trace)."""
+
+    def __enter__(self) -> _RangeMarker:
+        import time
+
+        self.started = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+class _Scale(torch.autograd.Function):
+    """``x · _Scale.factor``: reads a class attribute inside an autograd Function."""
+
+    factor = 1.0
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+        return x * _Scale.factor
+
+    @staticmethod
+    def backward(ctx: Any, g: torch.Tensor) -> torch.Tensor:
+        return g * _Scale.factor
+
+
+class _GraphBreak(_Detached):
+    """The reference mHC with one construct TorchDynamo breaks the graph on, before it."""
+
+    def __init__(self, inner: nn.Module, construct: str) -> None:
+        super().__init__(inner)
+        self.construct = construct
+
+    def forward(self, x: torch.Tensor, branch: Branch) -> torch.Tensor:
+        if self.construct == "range":
+            with _RangeMarker():
+                return self.inner(x, branch)  # type: ignore[no-any-return]
+        if self.construct == "autograd_function":
+            return self.inner(_Scale.apply(x), branch)  # type: ignore[no-any-return]
+        torch.manual_seed(0)
+        return self.inner(x, branch)  # type: ignore[no-any-return]
+
+
+def graph_break_factory(construct: str) -> Callable[..., nn.Module]:
+    """A factory of the reference mHC whose forward breaks TorchDynamo's graph with
+    ``construct``: ``"range"`` (a context manager reading a timer, as an NVTX range),
+    ``"autograd_function"`` (a class attribute read inside an autograd Function) or
+    ``"manual_seed"`` (``torch.manual_seed`` in forward)."""
+    def make(n: int, d: int, *, layer_index: int = 0, dtype: torch.dtype = torch.float64,
+             device: str = "cpu", seed: int = 0) -> nn.Module:
+        inner = make_no_graph(n, d, layer_index=layer_index, dtype=dtype, device=device,
+                              seed=seed).inner
+        return _GraphBreak(inner, construct)
+
+    return make
