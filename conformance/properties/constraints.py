@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from hcspec.conformance import salts, strategies, tolerances
 from hcspec.conformance.properties.base import Context, Inconclusive, f64
+from hcspec.conformance.properties.bug_classes import sums_pattern
 from hcspec.conformance.properties.building import all_parameters
 from hcspec.conformance.properties.cases import Cases, shift, standard_strategy
 from hcspec.conformance.properties.common import law_tol
@@ -155,9 +156,10 @@ def check_exact_axis(ctx: Context, case: Case) -> None:
     w = MHCWeights(ctx, ctx.build.make(case), ctx.inputs.state(case), case)
     exact, _ = _sums(ctx, w.H_res)
     name, _ = _axis_names(ctx)
+    tol = tolerances.exact_axis(ctx.tol_dtype, case.n, w.probed)
     ctx.record.expect(f"max |H_res {name} sum − 1| ({w.source}, exact axis)",
-                      float((exact - 1).abs().max()),
-                      tolerances.exact_axis(ctx.tol_dtype, case.n, w.probed))
+                      float((exact - 1).abs().max()), tol,
+                      hint=sums_pattern(w.H_res, ctx.conventions.sinkhorn_exact_axis, tol))
 
 
 @declare(
@@ -182,7 +184,9 @@ def check_other_axis(ctx: Context, case: Case) -> None:
     bound, why = other_axis_bound(ctx, w, case.n)
     worst = _worst_demonstrable(err, bound, f"H_res {name} sums", why, vacuous_ceiling(case.n))
     e, b = float(err.flatten()[worst]), float(bound.flatten()[worst])
-    ctx.record.expect(f"max |H_res {name} sum − 1| ({w.source})", e, b, why[worst])
+    ctx.record.expect(f"max |H_res {name} sum − 1| ({w.source})", e, b, why[worst],
+                      hint=sums_pattern(w.H_res, ctx.conventions.sinkhorn_exact_axis,
+                                        tolerances.exact_axis(ctx.tol_dtype, case.n, w.probed)))
 
 
 @declare(
@@ -364,7 +368,9 @@ def check_stream_sum(ctx: Context, case: Case) -> None:
     worst = _worst_demonstrable(rel, tol, "the stream sum with F ≡ 0", why)
     ctx.record.expect("max |1ᵀX' − 1ᵀX| / Σ|X| with F ≡ 0", float(rel.flatten()[worst]),
                       float(tol.flatten()[worst]),
-                      f"bounded by the column error of H_res ({why[worst]})")
+                      f"bounded by the column error of H_res ({why[worst]})",
+                      hint=sums_pattern(w.H_res, ctx.conventions.sinkhorn_exact_axis,
+                                        law_tol(ctx)))
 
 
 @declare(
@@ -387,7 +393,9 @@ def check_nonexpansive(ctx: Context, case: Case) -> None:
     worst = _worst_demonstrable((gain - 1).clamp_min(0.0), allowed - 1,
                                 "the stream mixing's norm gain", why)
     ctx.record.expect("max ‖X'_k‖/‖X_k‖ − 1 with F ≡ 0", max(0.0, float(gain.flatten()[worst]) - 1),
-                      float(allowed.flatten()[worst]) - 1, why[worst])
+                      float(allowed.flatten()[worst]) - 1, why[worst],
+                      hint=sums_pattern(w.H_res, ctx.conventions.sinkhorn_exact_axis,
+                                        law_tol(ctx)))
 
 
 @declare(
@@ -413,9 +421,12 @@ def check_extreme(ctx: Context, case: Case) -> None:
     slack = tolerances.range_slack(ctx.tol_dtype, w.probed)
     ctx.record.expect("most negative H_res entry", max(0.0, -float(w.H_res.min())), slack)
     exact, other = _sums(ctx, w.H_res)
-    ctx.record.expect("max |exact-axis sum − 1|", float((exact - 1).abs().max()),
-                      tolerances.exact_axis(ctx.tol_dtype, case.n, w.probed))
+    tol = tolerances.exact_axis(ctx.tol_dtype, case.n, w.probed)
+    ctx.record.expect("max |exact-axis sum − 1|", float((exact - 1).abs().max()), tol,
+                      hint=sums_pattern(w.H_res, ctx.conventions.sinkhorn_exact_axis, tol))
     smallest = float(other.min())
     ctx.record.require(smallest > slack,
                 f"an H_res {_axis_names(ctx)[1]} sums to {smallest:.3g}: a stream is dropped "
-                f"(parameters ×{case.param_scale:g})")
+                f"(parameters ×{case.param_scale:g})",
+                hint="known bug class: a stream was dropped (an underflowing Sinkhorn–Knopp: "
+                     "normalise in the log domain)")

@@ -175,3 +175,28 @@ def graph_break_factory(construct: str) -> Callable[..., nn.Module]:
         return _GraphBreak(inner, construct)
 
     return make
+
+
+def make_all_ones(n: int, d: int, *, layer_index: int = 0, dtype: torch.dtype = torch.float64,
+                  device: str = "cpu", seed: int = 0) -> FixedWeights:
+    """``H_res = 11ᵀ`` (every stream adds all the streams, as x-transformers' HC)."""
+    return _build(torch.full((n,), 1.0 / n, dtype=torch.float64),
+                  torch.ones(n, dtype=torch.float64), torch.ones(n, n, dtype=torch.float64),
+                  d, dtype, device)
+
+
+class _NormedBranch(_Detached):
+    def forward(self, x: torch.Tensor, branch: Branch) -> torch.Tensor:
+        def normed(z: torch.Tensor) -> torch.Tensor:
+            return branch(torch.nn.functional.rms_norm(z, (z.shape[-1],), eps=1e-12))
+
+        return self.inner(x, normed)  # type: ignore[no-any-return]
+
+
+def make_normed_branch_input(n: int, d: int, *, layer_index: int = 0,
+                             dtype: torch.dtype = torch.float64, device: str = "cpu",
+                             seed: int = 0) -> nn.Module:
+    """The reference mHC that gives the branch RMSNorm(x_in) while declaring ``x_in``."""
+    inner = make_no_graph(n, d, layer_index=layer_index, dtype=dtype, device=device,
+                          seed=seed).inner
+    return _NormedBranch(inner)
