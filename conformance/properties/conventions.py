@@ -92,8 +92,7 @@ def check_expand(ctx: Context, case: Case) -> None:
 
 @declare(
     "conventions.reduce_scale",
-    statement="reduce(X) is the declared sum (1ᵀX) or mean of the streams (a declared learned "
-              "head: a combination of the streams)",
+    statement="reduce(X) is the declared sum (1ᵀX) or mean, or a learned mix wᵀX, of the streams",
     theorems=("init.static_prenorm",), requires=(capability(REDUCE),), tolerance="law",
     prerequisites=("shape.reduce",))
 def check_reduce(ctx: Context, case: Case) -> None:
