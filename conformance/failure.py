@@ -51,6 +51,9 @@ class Failure:
         counterexample: the case that fails, as JSON (``--case`` reads it back).
         shrunk_from: the explicit example it was shrunk from (JSON), None when not shrunk.
         shrink_runs: how many re-runs the shrinking took.
+        shrunk_from_figures: the failing comparison's figures at ``shrunk_from`` (``error E >
+            tolerance T``), where the failure is usually more severe than at the shrunk case
+            ('' when not shrunk or not numeric).
         reproduce: the one-line command that replays ``counterexample``.
         traceback: the traceback (errors only).
     """
@@ -67,6 +70,7 @@ class Failure:
     counterexample: str | None = None
     shrunk_from: str | None = None
     shrink_runs: int = 0
+    shrunk_from_figures: str = ""
     reproduce: str | None = None
     traceback: str | None = None
 
@@ -196,8 +200,10 @@ def explain(failure: Failure, *, traceback: bool = False) -> list[tuple[str, str
     if failure.counterexample:
         lines.append(("minimal counterexample", failure.counterexample))
     if failure.shrunk_from:
+        there = (f", where it fails with {failure.shrunk_from_figures}"
+                 if failure.shrunk_from_figures else "")
         lines.append(("shrunk from", f"the explicit example {failure.shrunk_from} "
-                                     f"in {failure.shrink_runs} re-runs"))
+                                     f"in {failure.shrink_runs} re-runs{there}"))
     if failure.reproduce:
         lines.append(("reproduce", failure.reproduce))
     if traceback and failure.traceback:

@@ -31,6 +31,7 @@ from hcspec.conformance import failure as fl
 from hcspec.conformance import properties as catalogue
 from hcspec.conformance import report as rp
 from hcspec.conformance.profiles import Profile, get_profile
+from hcspec.conformance.properties import bug_classes
 from hcspec.conformance.properties.base import (
     Context,
     FactoryRejected,
@@ -230,7 +231,7 @@ def _reseeds_global_rng(impl: object, dtype: torch.dtype, device: str,
         return None
     return (f"forward calls torch.manual_seed (the global RNG was reseeded to {seeded} during "
             "one forward): every forward draws the same numbers, and torch.compile cannot "
-            "trace it (a graph break, reported as data-dependent control flow); seed once, "
+            "trace it (a graph break: TorchDynamo skips torch.manual_seed); seed once, "
             "outside forward")
 
 
@@ -258,11 +259,20 @@ class _Outcome:
     failure: fl.Failure | None = None
     shrunk_from: Case | None = None
     shrink_runs: int = 0
+    shrunk_from_figures: str = ""
 
     @property
     def trace(self) -> str | None:
         """The traceback of an error (None otherwise)."""
         return self.failure.traceback if self.failure is not None else None
+
+
+def _figures(exc: BaseException) -> str:
+    """``error E > tolerance T`` of a numeric failure, '' otherwise."""
+    error, tolerance = getattr(exc, "error", None), getattr(exc, "tolerance", None)
+    if error is None or tolerance is None:
+        return ""
+    return f"error {error:.3g} > tolerance {tolerance:.3g}"
 
 
 def _classify(exc: BaseException, case: Case | None) -> _Outcome:
@@ -326,6 +336,7 @@ def run_property(
                 outcome = _classify(shrunk.error, shrunk.case)
                 if shrunk.case != case:
                     outcome.shrunk_from, outcome.shrink_runs = case, shrunk.runs
+                    outcome.shrunk_from_figures = _figures(exc)
                 return outcome, checked
         if replay is None and prop.explore and ctx.profile.max_examples > 0:
             explore = _explorer(prop, ctx, run_one)
@@ -647,7 +658,13 @@ def evaluate_property(
                 target_name, prop.id, profile.name, device, outcome.failing))
         if outcome.shrunk_from is not None:
             failure = failure.with_changes(shrunk_from=outcome.shrunk_from.to_json(),
-                                           shrink_runs=outcome.shrink_runs)
+                                           shrink_runs=outcome.shrink_runs,
+                                           shrunk_from_figures=outcome.shrunk_from_figures)
+        if outcome.status == rp.FAILED and outcome.failing is not None:
+            known = _known_bug_class(prop, ctx, outcome.shrunk_from or outcome.failing)
+            if known is not None:
+                failure = failure.with_changes(
+                    hint=known if failure.hint is None else f"{known}; {failure.hint}")
         if failure.hint is None:
             failure = failure.with_changes(hint=_hint(prop, info))
         result.set_failure(failure)
@@ -662,6 +679,17 @@ def evaluate_property(
             result.status = rp.XPASS
             result.message = f"expected to fail ({expected}) but passed"
     return result
+
+
+def _known_bug_class(prop: Property, ctx: Context, case: Case) -> str | None:
+    """:func:`hcspec.conformance.properties.bug_classes.known_bug_class` on ``case`` (the
+    unshrunk example where there is one: the bug's full severity), seeded as the case ran,
+    within the property's isolation; None on any exception."""
+    try:
+        with isolation.watch(), seeded_global_rng(case.seed, ctx.device):
+            return bug_classes.known_bug_class(prop.id, ctx, case)
+    except Exception:
+        return None
 
 
 def _timed_out(prop: Property, exc: TimedOut, case: Case | None) -> _Outcome:

@@ -5,7 +5,9 @@ examples (hcspec.conformance.properties.common.standard_examples: ``B=2, T=3, n=
 …) would otherwise be printed as is. :func:`shrink` walks the :class:`Case` fields one at a
 time towards simpler values — ``batch``, ``tokens`` → 1, ``n`` → the smallest the property
 accepts, ``d`` → small, ``layer_index`` → 0, ``scale``/``param_scale`` → 1, ``perturb`` → less,
-``branch`` → a simpler one, ``seed`` → the run seed — re-running the property on each candidate
+``branch`` → a simpler one, ``seed`` → the run seed — skipping every candidate outside the
+property's declared domain (:meth:`hcspec.conformance.properties.declaration.Property.admits`:
+its ``n ≥ 2``, ``d > n``, parameter scales …) and re-running the property on each other candidate
 and keeping a candidate when it fails *the same way* (:func:`signature`: the exception
 type and the failing check's label, or its origin when it has no label), until a whole pass
 over the fields changes nothing or :data:`MAX_RUNS` re-runs are spent. The bound is a number of
@@ -63,6 +65,14 @@ def _candidates(case: Case, run_seed: int) -> Iterator[tuple[str, Any]]:
     yield ("seed", run_seed)
 
 
+def _inside(prop: Property, candidate: Case, current: Case) -> bool:
+    """``candidate`` lies inside ``prop``'s declared domain — or, when ``current`` (a custom
+    explicit example) already lies outside it, outside it for the same reason only: a shrink
+    step never leaves the domain, so the counterexample is one the property claims."""
+    reason = prop.admits(candidate)
+    return reason is None or reason == prop.admits(current)
+
+
 def _failure(prop: Property, ctx: Context, case: Case) -> BaseException | None:
     """The exception ``prop`` raises on ``case``, or None (it passed, did not apply, or the
     factory rejected the configuration)."""
@@ -96,7 +106,7 @@ def shrink(prop: Property, ctx: Context, case: Case, error: BaseException,
                     candidate = dataclasses.replace(best.case, **{name: value})
                 except ValueError:  # not a valid Case
                     continue
-                if candidate in tried:
+                if candidate in tried or not _inside(prop, candidate, best.case):
                     continue
                 if best.runs >= max_runs:
                     break

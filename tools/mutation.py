@@ -16,7 +16,10 @@ alone to confirm they fail as documented. ``python -m tools.mutation`` prints th
 and the kill rate; the mutants of this project live in ``tests/mutants`` (run from the source
 tree's root).
 
-The goal: every mutant killed under ``ci``, each within 10 s.
+The goal: every mutant killed under ``ci``, each within 10 s; ``ci`` is the gating profile.
+``python -m tools.mutation --profile quick`` runs the same table under ``quick`` (the smoke
+profile): every mutant must be caught there too by the properties that name its bug, except
+the (mutant, property) pairs :data:`QUICK_GIVES_UP` lists with the reason.
 """
 
 from __future__ import annotations
@@ -45,6 +48,11 @@ from hcspec.conformance.runner import check_implementation
 DEFAULT_PACKAGE = "tests.mutants"
 KILL_GOAL_SECONDS = 10.0
 """The goal: every mutant caught within this many seconds under ``ci``."""
+
+
+QUICK_GIVES_UP: dict[str, dict[str, str]] = {}
+"""Mutant name -> {property id in its ``CAUGHT_BY`` -> why ``quick`` does not catch it with that
+property} (``ci`` does). tests/conformance/test_mutants.py holds ``quick`` to the rest."""
 
 
 class MutantError(ValueError):
@@ -187,7 +195,10 @@ def run_mutant(mutant: Mutant, *, profile: str = "ci", device: str = "cpu", seed
                                       seed=seed, only=mutant.caught_by)
         statuses = {r.id: r.status for r in report.results}
         result.expected_statuses = {pid: statuses.get(pid, "not run") for pid in mutant.caught_by}
-        result.expected = all(s in (rp.FAILED, rp.ERROR) for s in result.expected_statuses.values())
+        given_up = QUICK_GIVES_UP.get(mutant.name, {}) if profile == "quick" else {}
+        result.expected = all(s in (rp.FAILED, rp.ERROR)
+                              for pid, s in result.expected_statuses.items()
+                              if pid not in given_up)
     return result
 
 

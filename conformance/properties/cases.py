@@ -108,6 +108,34 @@ class Cases:
     param_scales: tuple[float, ...] = (1.0,)
     extreme_scales: bool = True
 
+    def admits(self, case: Case) -> str | None:
+        """Why ``case`` lies outside these bounds (the property's domain), or None when it lies
+        inside. The shrinker (:mod:`hcspec.conformance.shrink`) only tries cases inside: a
+        counterexample outside the domain would show a failure the property does not claim.
+
+        The bounds: ``n ≥ min_n``, ``d > n`` when ``d_more_than_n``, ``batch ≥ min_batch``,
+        ``tokens ≥ min_tokens``, the branch one of ``branches`` or the examples' ``branch``,
+        no perturbation when ``at_init``, ``perturb`` at least the smallest declared
+        perturbation, ``param_scale`` at least the smallest declared parameter scale.
+        """
+        if case.n < self.min_n:
+            return f"n = {case.n} < {self.min_n}"
+        if self.d_more_than_n and case.d <= case.n:
+            return f"d = {case.d} ≤ n = {case.n} (the property needs d > n)"
+        if case.batch < self.min_batch:
+            return f"batch = {case.batch} < {self.min_batch}"
+        if case.tokens < self.min_tokens:
+            return f"tokens = {case.tokens} < {self.min_tokens}"
+        if case.branch not in (*self.branches, self.branch):
+            return f"branch {case.branch!r} not one of {(*self.branches, self.branch)}"
+        if self.at_init and case.perturb != 0.0:
+            return f"perturb = {case.perturb:g} (the property runs at init)"
+        if self.perturbations and case.perturb < min(self.perturbations):
+            return f"perturb = {case.perturb:g} < {min(self.perturbations):g}"
+        if case.param_scale < min(self.param_scales):
+            return f"param_scale = {case.param_scale:g} < {min(self.param_scales):g}"
+        return None
+
     def examples(self, ctx: Context) -> list[Case]:
         """:func:`standard_examples` with these bounds."""
         return standard_examples(

@@ -18,6 +18,9 @@ property is not applicable with the reason.
 
 from __future__ import annotations
 
+import os
+import re
+
 import torch
 
 from hcspec.conformance import salts, strategies, tolerances
@@ -31,7 +34,7 @@ from hcspec.conformance.properties.requirements import (
 )
 from hcspec.conformance.strategies import Case
 
-__all__ = ["CHEAP_BACKEND", "FULL_BACKEND", "backend_for"]
+__all__ = ["CHEAP_BACKEND", "FULL_BACKEND", "backend_for", "graph_break"]
 
 
 def backend_for(ctx: Context) -> str:
@@ -56,7 +59,9 @@ def _examples(ctx: Context) -> list[Case]:
     shrink=False)  # each re-run would compile anew: up to 40 × ~20 s (inductor)
 def check_fullgraph(ctx: Context, case: Case) -> None:
     """``torch.compile(forward, fullgraph=True)`` succeeds, and its output and the gradient of
-    ``⟨G', X'⟩`` w.r.t. x equal eager's within the law tolerance."""
+    ``⟨G', X'⟩`` w.r.t. x equal eager's within the law tolerance. A failed trace is reported
+    with TorchDynamo's own reason and the user's source location (:func:`graph_break`); an
+    output with no autograd graph fails cleanly after the forward is compared."""
     backend = backend_for(ctx)
     import torch._dynamo as dynamo
 
@@ -71,25 +76,73 @@ def check_fullgraph(ctx: Context, case: Case) -> None:
 
     x_eager = x.clone().requires_grad_(True)
     eager = step(x_eager)
-    (g_eager,) = torch.autograd.grad((eager * G).sum(), x_eager)
+    connected = isinstance(eager, torch.Tensor) and eager.requires_grad
+    g_eager = torch.autograd.grad((eager * G).sum(), x_eager)[0] if connected else None
     dynamo.reset()
     compiled = torch.compile(step, fullgraph=True, backend=backend, dynamic=False)
     x_comp = x.clone().requires_grad_(True)
     try:
         out = compiled(x_comp)
-        (g_comp,) = torch.autograd.grad((out * G).sum(), x_comp)
+        g_comp = (torch.autograd.grad((out * G).sum(), x_comp)[0]
+                  if connected and out.requires_grad else None)
     except Exception as exc:  # a graph break under fullgraph=True, or a failed trace
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-        hint = (" (a graph break: data-dependent Python control flow such as "
-                "`if float(x.max()) > …`, .item() or .tolist())"
-                if isinstance(exc, (dynamo.exc.Unsupported, dynamo.exc.UserError)) else "")
+        reason, hint = graph_break(exc)
         raise PropertyFailure(
             f"torch.compile(forward, fullgraph=True, backend={backend!r}) failed: "
-            f"{type(exc).__name__}: {first[:300]}{hint}") from exc
+            f"{type(exc).__name__}: {reason}", hint=hint) from exc
     finally:
         dynamo.reset()
     tol = tolerances.law(ctx.tol_dtype)
     ctx.record.expect(f"compiled ({backend}) forward vs eager",
                       tolerances.scaled_error(f64(out), f64(eager)), tol)
+    ctx.record.require(connected,
+                       "forward's output is not connected to autograd (requires_grad is False "
+                       "although the input requires grad): the compiled backward cannot be "
+                       "compared with eager's (the gradients family reports the same)")
+    ctx.record.require(g_comp is not None,
+                       "the compiled forward's output is not connected to autograd, although "
+                       "eager's is")
+    assert g_eager is not None and g_comp is not None
     ctx.record.expect(f"compiled ({backend}) ∂L/∂x vs eager",
                       tolerances.scaled_error(f64(g_comp), f64(g_eager)), tol)
+
+
+_KIT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__))
+_USER_FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<name>\S+)')
+
+
+def _user_frames(exc: BaseException) -> list[str]:
+    """``file:line in function`` of the frames TorchDynamo was tracing when it stopped,
+    outermost first, without torch's and the kit's own (the user's source)."""
+    frames: list[tuple[str, int, str, str]] = []
+    stack = getattr(exc, "real_stack", None)
+    if stack:
+        frames = [(f.filename, f.lineno or 0, f.name, (f.line or "").strip()) for f in stack]
+    else:  # the message's "from user code:" section
+        frames = [(m["file"], int(m["line"]), m["name"], "")
+                  for m in _USER_FRAME.finditer(str(exc))]
+    out = []
+    for filename, line, name, code in frames:
+        path = os.path.abspath(filename)
+        if path.startswith((_TORCH_DIR, _KIT_DIR)):
+            continue
+        out.append(f"{filename}:{line} in {name}" + (f": `{code}`" if code else ""))
+    return out
+
+
+def graph_break(exc: BaseException) -> tuple[str, str | None]:
+    """TorchDynamo's own account of why ``torch.compile(fullgraph=True)`` stopped: (its
+    reason — the message's first line and its ``Explanation:`` — and the user's source
+    location, innermost frame last; its first ``Hint:``, or None). Works on any exception
+    (a failed trace that is not a graph break gives its message's first line)."""
+    lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
+    head = lines[0] if lines else "(no message)"
+    explanation = next((line.removeprefix("Explanation:").strip() for line in lines
+                        if line.startswith("Explanation:")), "")
+    hints = [line.removeprefix("Hint:").strip() for line in lines if line.startswith("Hint:")]
+    reason = head[:300] + (f" — {explanation[:400]}" if explanation else "")
+    frames = _user_frames(exc)
+    if frames:
+        reason += "; at " + " → ".join(frames[-3:])
+    return reason, (f"TorchDynamo: {hints[0][:300]}" if hints else None)

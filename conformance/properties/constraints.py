@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from hcspec.conformance import salts, strategies, tolerances
 from hcspec.conformance.properties.base import Context, Inconclusive, f64
+from hcspec.conformance.properties.bug_classes import sums_pattern
 from hcspec.conformance.properties.building import all_parameters
 from hcspec.conformance.properties.cases import Cases, shift, standard_strategy
 from hcspec.conformance.properties.common import law_tol
@@ -59,6 +60,56 @@ def _sums(ctx: Context, H: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 
 def _axis_names(ctx: Context) -> tuple[str, str]:
     return ("row", "column") if ctx.conventions.sinkhorn_exact_axis == "rows" else ("column", "row")
+
+
+def other_axis_bound(ctx: Context, w: MHCWeights, n: int) -> tuple[torch.Tensor, list[str]]:
+    """The bound on ``|sum − 1|`` along the axis Sinkhorn–Knopp did not normalise last, per
+    token (``[B, T]`` float64), and what it is, per token (flattened).
+
+    A declared ``residual_mixing="identity"`` has ``H_res = I`` exactly: the bound is the exact
+    axis's dtype tolerance. Otherwise it is the Birkhoff–Hopf bound for the declared rounds
+    (:func:`hcspec.conformance.tolerances.sinkhorn_other_axis_bound`), which is ``inf`` where
+    an entry of H_res is 0 (projective diameter Δ infinite).
+    """
+    if ctx.conventions.residual_mixing == "identity":
+        exact = tolerances.exact_axis(ctx.tol_dtype, n, w.probed)
+        bound = torch.full(w.H_res.shape[:-2], exact, dtype=torch.float64)
+        return bound, ["declared residual_mixing='identity': H_res = I exactly"] * bound.numel()
+    iterations = ctx.conventions.iterations
+    bound = tolerances.sinkhorn_other_axis_bound(w.H_res, iterations, ctx.tol_dtype, w.probed)
+    delta = tolerances.projective_diameter(w.H_res).flatten().tolist()
+    return bound, [f"bound for {iterations} Sinkhorn–Knopp rounds at projective diameter "
+                   f"Δ = {d:.3g}" for d in delta]
+
+
+def vacuous_ceiling(n: int) -> float:
+    """The largest ``|sum − 1|`` along the other axis that any non-negative ``n×n`` matrix
+    whose exact axis sums to 1 can have (its other sums lie in ``[0, n]``): a bound at or
+    above ``max(n − 1, 1)`` cannot fail, so it demonstrates nothing."""
+    return max(n - 1.0, 1.0)
+
+
+def _worst_demonstrable(err: torch.Tensor, bound: torch.Tensor, what: str,
+                        why: list[str], ceiling: float | None = None) -> int:
+    """The flattened index of the token with the largest ``err / bound`` among the tokens
+    whose bound is finite and below ``ceiling`` (default: none above ``inf``).
+
+    Raises:
+        Inconclusive: no token's bound can fail (every H_res has a zero entry, or the logit
+            spread makes the Birkhoff–Hopf bound vacuous).
+    """
+    e, b = err.flatten(), bound.flatten()
+    usable = torch.isfinite(b) & (b < (math.inf if ceiling is None else ceiling))
+    if not bool(usable.any()):
+        worst = int(torch.argmin(b))
+        raise Inconclusive(
+            f"{what}: no token has a bound that could fail ({why[worst]}: bound "
+            f"{float(b[worst]):.3g}; an H_res entry of 0 makes Δ infinite, a large logit "
+            "spread makes the bound exceed any possible error), so this case cannot "
+            "demonstrate the property")
+    ratio = torch.where(b > 0, e / b, torch.where(e > 0, math.inf, 0.0))
+    ratio = torch.where(usable, ratio, -1.0)
+    return int(torch.argmax(ratio))
 
 
 def _span_examples(ctx: Context) -> list[Case]:
@@ -105,9 +156,10 @@ def check_exact_axis(ctx: Context, case: Case) -> None:
     w = MHCWeights(ctx, ctx.build.make(case), ctx.inputs.state(case), case)
     exact, _ = _sums(ctx, w.H_res)
     name, _ = _axis_names(ctx)
+    tol = tolerances.exact_axis(ctx.tol_dtype, case.n, w.probed)
     ctx.record.expect(f"max |H_res {name} sum − 1| ({w.source}, exact axis)",
-                      float((exact - 1).abs().max()),
-                      tolerances.exact_axis(ctx.tol_dtype, case.n, w.probed))
+                      float((exact - 1).abs().max()), tol,
+                      hint=sums_pattern(w.H_res, ctx.conventions.sinkhorn_exact_axis, tol))
 
 
 @declare(
@@ -118,48 +170,59 @@ def check_exact_axis(ctx: Context, case: Case) -> None:
     prerequisites=BASE)
 def check_other_axis(ctx: Context, case: Case) -> None:
     """The sums along the other axis are within the Birkhoff–Hopf bound for the declared
-    iteration count and the measured logit spread."""
+    iteration count and the measured logit spread (exactly 1 for a declared
+    ``residual_mixing="identity"``). Only tokens whose bound can fail are compared
+    (:func:`other_axis_bound`, :func:`vacuous_ceiling`); a case with none, or with n = 1 (one
+    sum, the exact one), is inconclusive."""
+    _, name = _axis_names(ctx)
+    if case.n == 1:
+        raise Inconclusive(f"with n = 1 the {name} sum is the exact axis's sum: nothing else "
+                           "to show")
     w = MHCWeights(ctx, ctx.build.make(case), ctx.inputs.state(case), case)
     _, other = _sums(ctx, w.H_res)
     err = (other - 1).abs().amax(dim=-1)  # [B, T]
-    iterations = ctx.conventions.iterations
-    bound = tolerances.sinkhorn_other_axis_bound(w.H_res, iterations, ctx.tol_dtype, w.probed)
-    ratio = torch.where(bound > 0, err / bound, torch.where(err > 0, math.inf, 0.0))
-    worst = int(torch.argmax(ratio.flatten()))
+    bound, why = other_axis_bound(ctx, w, case.n)
+    worst = _worst_demonstrable(err, bound, f"H_res {name} sums", why, vacuous_ceiling(case.n))
     e, b = float(err.flatten()[worst]), float(bound.flatten()[worst])
-    delta = float(tolerances.projective_diameter(w.H_res).flatten()[worst])
-    _, name = _axis_names(ctx)
-    ctx.record.expect(f"max |H_res {name} sum − 1| ({w.source})", e, b,
-                      f"bound for {iterations} Sinkhorn–Knopp rounds at projective diameter "
-                      f"Δ = {delta:.3g}")
+    ctx.record.expect(f"max |H_res {name} sum − 1| ({w.source})", e, b, why[worst],
+                      hint=sums_pattern(w.H_res, ctx.conventions.sinkhorn_exact_axis,
+                                        tolerances.exact_axis(ctx.tol_dtype, case.n, w.probed)))
 
 
 @declare(
-    "constraints.h_pre_range", statement="H_pre lies in [0, 1] (σ)",
+    "constraints.h_pre_range", statement="H_pre lies in [0, 1] (σ; [eps, 1 + eps] for a declared "
+                                         "h_pre_eps)",
     theorems=("mhc.h_pre_range",), requires=MHC_REQUIRES, tolerance="range_slack",
     cases=MHC_CASES, prerequisites=BASE)
 def check_h_pre_range(ctx: Context, case: Case) -> None:
-    """H_pre ∈ [0, 1] (σ, mHC Eq. 8)."""
+    """H_pre ∈ [0, 1] (σ, mHC Eq. 8); with a declared ``h_pre_eps`` (``σ(·) + eps``,
+    DeepSeek-V4) H_pre ∈ [eps, 1 + eps]."""
     w = MHCWeights(ctx, ctx.build.make(case), ctx.inputs.state(case), case)
     ctx.record.require(w.h_pre is not None,
                        "h_pre is not identifiable by probing under the declared branch input "
                        f"{ctx.conventions.branch_input!r} (needs the weights capability)")
     assert w.h_pre is not None
-    outside = max(0.0, -float(w.h_pre.min()), float(w.h_pre.max()) - 1.0)
-    ctx.record.expect(f"H_pre distance outside [0, 1] ({w.source})", outside,
+    eps = ctx.conventions.h_pre_eps
+    low, high = eps, 1.0 + eps
+    outside = max(0.0, low - float(w.h_pre.min()), float(w.h_pre.max()) - high)
+    ctx.record.expect(f"H_pre distance outside [{low:g}, {high:.7g}] ({w.source})", outside,
                       tolerances.range_slack(ctx.tol_dtype, w.probed),
                       f"range [{float(w.h_pre.min()):.4g}, {float(w.h_pre.max()):.4g}]")
 
 
 @declare(
-    "constraints.h_post_range", statement="H_post lies in [0, 2] (2σ)",
+    "constraints.h_post_range", statement="H_post lies in [0, 2] (2σ; shifted by a declared "
+                                          "h_post_eps)",
     theorems=("mhc.h_post_range",), requires=MHC_REQUIRES, tolerance="range_slack",
     cases=MHC_CASES, prerequisites=BASE)
 def check_h_post_range(ctx: Context, case: Case) -> None:
-    """H_post ∈ [0, 2] (2σ, mHC Eq. 8)."""
+    """H_post ∈ [0, 2] (2σ, mHC Eq. 8); with a declared ``h_post_eps`` (``c·σ(·) + eps``)
+    H_post ∈ [eps, 2 + eps]."""
     w = MHCWeights(ctx, ctx.build.make(case), ctx.inputs.state(case), case)
-    outside = max(0.0, -float(w.h_post.min()), float(w.h_post.max()) - 2.0)
-    ctx.record.expect(f"H_post distance outside [0, 2] ({w.source})", outside,
+    eps = ctx.conventions.h_post_eps
+    low, high = eps, 2.0 + eps
+    outside = max(0.0, low - float(w.h_post.min()), float(w.h_post.max()) - high)
+    ctx.record.expect(f"H_post distance outside [{low:g}, {high:.7g}] ({w.source})", outside,
                       tolerances.range_slack(ctx.tol_dtype, w.probed),
                       f"range [{float(w.h_post.min()):.4g}, {float(w.h_post.max()):.4g}]")
 
@@ -208,6 +271,11 @@ def check_h_post_span(ctx: Context, case: Case) -> None:
     across tokens and is driven far both ways by either. H_post is read (reported, else
     probed) at every token of the case's state for all 2·:data:`SPAN_DIRECTIONS` impls.
 
+    A declared ``h_post_multiplier`` other than 2 fails at once, naming the deviation (a
+    declaration never turns a deviation from the paper into a pass). A declared
+    ``h_post_eps`` is subtracted from every value before the verdict (``σ(·) + eps`` reaches
+    ``1 + eps``, which is not the factor 2).
+
     Verdict on the finite values, per case:
 
     * some H_post > 1 (beyond the range slack of ``tolerances.range_slack``): only 2σ gets
@@ -218,12 +286,24 @@ def check_h_post_span(ctx: Context, case: Case) -> None:
       post logit of every perturbed impl ≤ 0 while the largest lies within
       2·:data:`SPAN_SATURATED` of 0, although one sign of the perturbation drives an affine
       logit far positive: the verdict is only given when the observation discriminates;
+    * H_post did not change under any perturbation (a constant, e.g. a one-hot with no logits):
+      nothing was driven anywhere, so the case is :class:`Inconclusive` whatever its values;
     * otherwise (H_post did not move — e.g. post logits the kit cannot reach, such as a
       buffer — or never came near 1, or nothing finite was read) the case cannot show the
       range either way: it is :class:`Inconclusive`, not counted as evidence. A property
       with no conclusive case is reported not applicable, "not demonstrated", never passed.
     """
+    multiplier = ctx.conventions.h_post_multiplier
+    sigma = " — H_post = σ, missing the factor 2" if multiplier == 1 else ""
+    ctx.record.require(
+        multiplier == 2.0,
+        f"declared h_post_multiplier={multiplier:g}: H_post = {multiplier:g}·σ(·) differs from "
+        f"the paper's 2σ (mHC Eq. 8){sigma} (a declared deviation still fails; list it in an "
+        "expected-failures file to accept it)",
+        hint="known bug class: H_post saturates at 1 (σ instead of 2σ)" if sigma else None)
+    eps = ctx.conventions.h_post_eps
     x = ctx.inputs.state(case)
+    init = MHCWeights(ctx, ctx.build.make(case, perturb=False), x, case).h_post.flatten()
     values: list[torch.Tensor] = []
     source, probed = "reported", False
     for direction in range(SPAN_DIRECTIONS):
@@ -233,10 +313,11 @@ def check_h_post_span(ctx: Context, case: Case) -> None:
             w = MHCWeights(ctx, impl, x, case)
             source, probed = w.source, w.probed
             values.append(w.h_post.flatten())
-    h = torch.cat(values)
+    h = torch.cat(values) - eps  # the declared additive eps is not part of c·σ
     finite = h[torch.isfinite(h)]
     where = (f"{2 * SPAN_DIRECTIONS} perturbations θ₀ ± {case.param_scale:g}·(1 + |θ₀|)⊙ε × "
-             f"{case.batch * case.tokens} tokens × {case.n} streams ({source})")
+             f"{case.batch * case.tokens} tokens × {case.n} streams ({source})"
+             + (f", less the declared h_post_eps {eps:g}" if eps else ""))
     if finite.numel() == 0:
         raise Inconclusive(f"every H_post read is non-finite over {where}")
     top, bottom = float(finite.max()), float(finite.min())
@@ -244,14 +325,23 @@ def check_h_post_span(ctx: Context, case: Case) -> None:
     if top > 1.0 + slack:
         ctx.record.expect(f"1 − max H_post over {where}", max(0.0, 1.0 - top), slack)
         return
+    moved = torch.stack(values) - init.unsqueeze(0)
+    moved = moved[torch.isfinite(moved)]
+    if moved.numel() == 0 or float(moved.abs().max()) <= slack:
+        raise Inconclusive(
+            f"H_post did not change when the parameters were perturbed (it stayed in "
+            f"[{bottom + eps:.4g}, {top + eps:.4g}] over {where}): it depends on no parameter "
+            "the kit can reach (no post logits it can drive), so whether it is 2σ or σ cannot "
+            "be shown")
     if bottom <= SPAN_SATURATED and top >= 1.0 - SPAN_SATURATED:
         ctx.record.require(False,
-                    f"H_post saturates at 1, not 2: max H_post = {top:.6g}, min = {bottom:.3g} "
-                    f"over {where}; the logits were driven to both saturations and the upper "
-                    "one is σ's bound 1 (H_post = σ, missing the factor 2 of 2σ, mHC Eq. 8)")
+                    f"H_post saturates at 1, not 2: max H_post = {top + eps:.6g}, min = "
+                    f"{bottom + eps:.3g} over {where}; the perturbed parameters drove the post "
+                    "logits to both saturations and the upper one is σ's bound 1",
+                    hint="known bug class: H_post saturates at 1 (σ instead of 2σ, mHC Eq. 8)")
     raise Inconclusive(
-        f"H_post stayed in [{bottom:.4g}, {top:.4g}] over {where}: never above 1 (which shows "
-        f"2σ) nor saturated at both 0 and 1 (which shows σ)")
+        f"H_post stayed in [{bottom + eps:.4g}, {top + eps:.4g}] over {where}: never above 1 "
+        "(which shows 2σ) nor saturated at both 0 and 1 (which shows σ)")
 
 
 @declare(
@@ -270,15 +360,17 @@ def check_stream_sum(ctx: Context, case: Case) -> None:
     drift = (out.sum(dim=-2) - X.sum(dim=-2)).abs()  # [B, T, d]
     mass = X.abs().sum(dim=-2).clamp_min(1.0)  # Σ_j |X_jk| bounds |(1ᵀH − 1ᵀ) X_k| / col error
     rel = (drift / mass).amax(dim=-1)  # [B, T]
-    col_bound = tolerances.sinkhorn_other_axis_bound(
-        w.H_res, ctx.conventions.iterations, ctx.tol_dtype, w.probed)
+    col_bound, why = other_axis_bound(ctx, w, case.n)
     if ctx.conventions.sinkhorn_exact_axis == "columns":  # then 1ᵀ H = 1ᵀ is the exact axis
         col_bound = torch.full_like(col_bound, tolerances.exact_axis(ctx.tol_dtype, case.n, False))
+        why = ["the column sums are the exact axis"] * col_bound.numel()
     tol = col_bound + law_tol(ctx)
-    ratio = rel / tol
-    worst = int(torch.argmax(ratio.flatten()))
+    worst = _worst_demonstrable(rel, tol, "the stream sum with F ≡ 0", why)
     ctx.record.expect("max |1ᵀX' − 1ᵀX| / Σ|X| with F ≡ 0", float(rel.flatten()[worst]),
-                      float(tol.flatten()[worst]), "bounded by the column error of H_res")
+                      float(tol.flatten()[worst]),
+                      f"bounded by the column error of H_res ({why[worst]})",
+                      hint=sums_pattern(w.H_res, ctx.conventions.sinkhorn_exact_axis,
+                                        law_tol(ctx)))
 
 
 @declare(
@@ -295,21 +387,23 @@ def check_nonexpansive(ctx: Context, case: Case) -> None:
     out = f64(ctx.observe.forward(impl, x, ctx.inputs.branch(case, "zero", record=False)))
     X = f64(x)
     gain = (out.norm(dim=-2) / X.norm(dim=-2).clamp_min(1e-300)).amax(dim=-1)  # [B, T]
-    other = tolerances.sinkhorn_other_axis_bound(
-        w.H_res, ctx.conventions.iterations, ctx.tol_dtype, w.probed)
+    other, why = other_axis_bound(ctx, w, case.n)
     exact = tolerances.exact_axis(ctx.tol_dtype, case.n, w.probed)
     allowed = torch.sqrt((1 + other) * (1 + exact)) + law_tol(ctx)
-    excess = (gain - allowed).flatten()
-    worst = int(torch.argmax(excess))
+    worst = _worst_demonstrable((gain - 1).clamp_min(0.0), allowed - 1,
+                                "the stream mixing's norm gain", why)
     ctx.record.expect("max ‖X'_k‖/‖X_k‖ − 1 with F ≡ 0", max(0.0, float(gain.flatten()[worst]) - 1),
-                      float(allowed[..., None].flatten()[worst]) - 1)
+                      float(allowed.flatten()[worst]) - 1, why[worst],
+                      hint=sums_pattern(w.H_res, ctx.conventions.sinkhorn_exact_axis,
+                                        law_tol(ctx)))
 
 
 @declare(
     "constraints.extreme_logits",
     statement="parameters scaled ×1e2–1e4: finite, H_res ≥ 0, exact axis sums 1, no stream dropped",
     requires=(*MHC_REQUIRES, capability(PARAMETERS)), tolerance="exact_axis",
-    examples=_extreme_examples, strategy=_extreme_strategy, prerequisites=BASE)
+    examples=_extreme_examples, strategy=_extreme_strategy, prerequisites=BASE,
+    cases=Cases(param_scales=(1e2, 1e4), perturbations=(0.0, 0.3, 1.0)))  # the domain
 def check_extreme(ctx: Context, case: Case) -> None:
     """With the parameters scaled ×1e2…×1e4 (logits far beyond exp's range), the output and
     the weights stay finite, H_res ≥ 0 with its exact axis summing to 1 and no all-zero row or
@@ -327,9 +421,12 @@ def check_extreme(ctx: Context, case: Case) -> None:
     slack = tolerances.range_slack(ctx.tol_dtype, w.probed)
     ctx.record.expect("most negative H_res entry", max(0.0, -float(w.H_res.min())), slack)
     exact, other = _sums(ctx, w.H_res)
-    ctx.record.expect("max |exact-axis sum − 1|", float((exact - 1).abs().max()),
-                      tolerances.exact_axis(ctx.tol_dtype, case.n, w.probed))
+    tol = tolerances.exact_axis(ctx.tol_dtype, case.n, w.probed)
+    ctx.record.expect("max |exact-axis sum − 1|", float((exact - 1).abs().max()), tol,
+                      hint=sums_pattern(w.H_res, ctx.conventions.sinkhorn_exact_axis, tol))
     smallest = float(other.min())
     ctx.record.require(smallest > slack,
                 f"an H_res {_axis_names(ctx)[1]} sums to {smallest:.3g}: a stream is dropped "
-                f"(parameters ×{case.param_scale:g})")
+                f"(parameters ×{case.param_scale:g})",
+                hint="known bug class: a stream was dropped (an underflowing Sinkhorn–Knopp: "
+                     "normalise in the log domain)")

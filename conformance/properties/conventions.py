@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 
 from hcspec.conformance import salts, tolerances
-from hcspec.conformance.properties.base import Context, f64
+from hcspec.conformance.properties.base import Context, Inconclusive, f64
 from hcspec.conformance.properties.cases import Cases
 from hcspec.conformance.properties.common import law_tol
 from hcspec.conformance.properties.declaration import declare
@@ -92,11 +92,16 @@ def check_expand(ctx: Context, case: Case) -> None:
 
 @declare(
     "conventions.reduce_scale",
-    statement="reduce(X) is the declared sum (1ᵀX) or mean of the streams",
+    statement="reduce(X) is the declared sum (1ᵀX) or mean, or a learned mix wᵀX, of the streams",
     theorems=("init.static_prenorm",), requires=(capability(REDUCE),), tolerance="law",
     prerequisites=("shape.reduce",))
 def check_reduce(ctx: Context, case: Case) -> None:
-    """``reduce(X)`` is ``1ᵀ X`` (declared ``sum``) or ``1ᵀ X / n`` (declared ``mean``)."""
+    """``reduce(X)`` is ``1ᵀ X`` (declared ``sum``) or ``1ᵀ X / n`` (declared ``mean``). A
+    declared ``learned`` head (input-dependent weights, DeepSeek-V4's HyperHead) has no closed
+    form; what every such head satisfies is checked instead: ``reduce(X) = wᵀX`` for some
+    weights ``w`` per token, i.e. it lies in the span of the token's n streams. That is shown
+    only where the streams do not span every vector (``d > n``); a case with ``d ≤ n`` is
+    inconclusive for a learned head."""
     impl = ctx.build.make(case)
     x = ctx.inputs.state(case)
     out = ctx.observe.reduce(impl, x)
@@ -104,6 +109,19 @@ def check_reduce(ctx: Context, case: Case) -> None:
                        f"reduce(x) returned {type(out).__name__}, expected a tensor")
     assert isinstance(out, torch.Tensor)
     X = f64(x)
+    if ctx.conventions.reduce == "learned":
+        if case.d <= case.n:
+            raise Inconclusive(
+                f"declared reduce='learned': with d = {case.d} ≤ n = {case.n} the streams span "
+                "every vector, so no output could fail 'a combination of the streams'")
+        got = f64(out)
+        w = (got.unsqueeze(-2) @ torch.linalg.pinv(X)).squeeze(-2)
+        rebuilt = (w.unsqueeze(-2) @ X).squeeze(-2)
+        ctx.record.expect("reduce(X) minus its projection on the streams (declared learned "
+                          "head: reduce(X) = wᵀX)",
+                          tolerances.scaled_error(rebuilt, got, float(X.abs().sum(-2).max())),
+                          law_tol(ctx))
+        return
     want = X.sum(-2) if ctx.conventions.reduce == "sum" else X.mean(-2)
     ctx.record.expect(f"reduce(X) vs the declared {ctx.conventions.reduce} over streams",
                tolerances.scaled_error(out, want, float(X.abs().sum(-2).max())), law_tol(ctx))

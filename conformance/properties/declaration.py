@@ -46,7 +46,8 @@ class Property:
             case runs (:mod:`hcspec.conformance.properties.requirements`).
         tolerance: the name of the tolerance rule it compares with
             (:data:`hcspec.conformance.tolerances.RULES`).
-        cases: the bounds of its standard examples and strategy.
+        cases: the bounds of its standard examples and strategy, and its domain (the
+            shrinker stays inside it; :meth:`admits`).
         custom_examples, custom_strategy: replace the standard examples / strategy.
         prerequisites: ids whose failure blocks this one (declared earlier).
         explore: False when the explicit examples are all it runs (no hypothesis).
@@ -95,6 +96,12 @@ class Property:
     def unmet(self, subject: Subject) -> str | None:
         """Why the property cannot run on ``subject`` (the first unmet requirement), or None."""
         return first_unmet(self.requires, subject)
+
+    def admits(self, case: Case) -> str | None:
+        """Why ``case`` lies outside the property's declared domain (:meth:`Cases.admits`:
+        the bounds of ``cases``, which a property with custom examples or strategy declares
+        too), or None."""
+        return self.cases.admits(case)
 
     def examples(self, ctx: Context) -> Sequence[Case]:
         """The explicit examples, replayed before hypothesis explores."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from hcspec.conformance.properties.errors import PropertyFailure
+from hcspec.conformance.properties.errors import Inconclusive, PropertyFailure
 
 
 @dataclass
@@ -42,10 +42,21 @@ class Recorder:
                hint: str | None = None) -> None:
         """Record ``error`` for ``label`` and fail when it exceeds ``tolerance`` (or is NaN).
 
+        A comparison whose tolerance is not finite (``inf`` or NaN) cannot fail whatever the
+        target does, so it demonstrates nothing: the case is inconclusive (not counted; a
+        property none of whose cases is conclusive is reported "not demonstrated"), never a
+        pass.
+
         Raises:
             PropertyFailure: ``error > tolerance``, with ``label``, ``error``, ``tolerance``,
                 ``detail`` and ``hint`` set (:meth:`PropertyFailure.numeric`).
+            Inconclusive: ``tolerance`` is not finite (checked first).
         """
+        if not math.isfinite(tolerance):
+            extra = f" ({detail})" if detail else ""
+            raise Inconclusive(
+                f"{label}: the tolerance is {tolerance:g}{extra}, so no error could fail it: "
+                "this case cannot demonstrate the property")
         candidate = Worst(label, error, tolerance)
         if math.isnan(error) or candidate.ratio > self.worst.ratio or not self.worst.label:
             self.worst = candidate

@@ -51,5 +51,5 @@ def test_post_logits_the_kit_cannot_move_are_not_demonstrated_never_passed() -> 
     result = _span(fixed_logit_mhc.make_buffer, profile="quick")
     assert result.status == rp.NOT_APPLICABLE
     assert result.message.startswith("not demonstrated: none of the")
-    assert "H_post stayed in [1, 1]" in result.message
+    assert "H_post did not change" in result.message and "stayed in [1, 1]" in result.message
     assert result.examples == 0 and result.inconclusive > 0

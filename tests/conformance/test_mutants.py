@@ -110,6 +110,28 @@ def test_mutant_is_caught_by_its_properties_under_ci(name: str) -> None:
     assert not report.ok
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(BY_NAME))
+def test_mutant_is_caught_by_its_properties_under_quick(name: str) -> None:
+    """``quick`` gates too: every mutant is caught by the properties that name its bug, except
+    the ones :data:`tools.mutation.QUICK_GIVES_UP` lists with the reason."""
+    mutant = BY_NAME[name]
+    reason = mutation.skip_reason(mutant)
+    if reason is not None:
+        pytest.skip(reason)
+    given_up = mutation.QUICK_GIVES_UP.get(name, {})
+    report = check_implementation(mutant.module.make, profile="quick", device="cpu",
+                                  only=mutant.caught_by)
+    results = {r.id: r for r in report.results}
+    for pid in mutant.caught_by:
+        if pid in given_up:
+            assert results[pid].status != rp.FAILED, (
+                f"{name}: quick now catches {pid}; remove it from QUICK_GIVES_UP")
+            continue
+        assert results[pid].status == rp.FAILED, (pid, results[pid].status,
+                                                  results[pid].message)
+
+
 def test_recipe_of_public_report_1_is_an_explicit_example() -> None:
     """n = 4, d = 8, B = 1, T = 3, stream i constant i + 1, H_res a cyclic permutation,
     F ≡ 0: the unmixed mutant fails at that very case (the explicit example the failure is

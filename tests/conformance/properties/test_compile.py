@@ -25,3 +25,41 @@ def test_aot_eager_is_usable_here() -> None:  # importing torch._dynamo takes se
 def test_a_graph_break_fails_fullgraph() -> None:
     with pytest.raises(PropertyFailure, match="fullgraph=True"):
         run("compile.fullgraph", "mutant:compile_graph_break")
+
+
+@pytest.mark.slow
+def test_an_output_without_autograd_graph_is_a_clean_failure() -> None:
+    """Before: the kit's own traceback ('element 0 of tensors does not require grad')."""
+    from hcspec.conformance import report as rp
+    from hcspec.conformance.runner import check_implementation
+    from tests.conformance import standins
+
+    report = check_implementation(standins.make_no_graph, profile="quick", device="cpu",
+                                  only=["compile.fullgraph"])
+    result = next(r for r in report.results if r.id == "compile.fullgraph")
+    assert result.status == rp.FAILED, (result.status, result.message)
+    assert "not connected to autograd" in result.message
+    assert result.failure is not None and result.failure.traceback is None
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("construct", "reason", "source"), [
+    ("range", "perf_counter", "in __enter__"),
+    ("autograd_function", "python_type", "in forward: `return x * _Scale.factor`"),
+    ("manual_seed", "manual_seed", "in forward: `torch.manual_seed(0)`"),
+])
+def test_a_graph_break_names_dynamos_reason_and_the_users_source(
+        construct: str, reason: str, source: str) -> None:
+    """Before: a guessed hint 'data-dependent Python control flow' for all three."""
+    from hcspec.conformance import report as rp
+    from hcspec.conformance.runner import check_implementation
+    from tests.conformance import standins
+
+    report = check_implementation(standins.graph_break_factory(construct), profile="quick",
+                                  device="cpu", only=["compile.fullgraph"])
+    result = next(r for r in report.results if r.id == "compile.fullgraph")
+    assert result.status == rp.FAILED, (result.status, result.message)
+    assert reason in result.message
+    assert "tests/conformance/standins.py:" in result.message and source in result.message
+    assert "data-dependent" not in result.message
+    assert "data-dependent" not in (result.failure.hint or "")  # type: ignore[union-attr]
