@@ -1,0 +1,337 @@
+"""Declared-variant family (mHC with the ``logits`` capability): the target's weights are the
+declared Sinkhorn–Knopp variant and gates applied to its own pre-activation logits, at
+identical parameters, and its Sinkhorn backward is the declared one.
+
+The kit reads ``H̃_pre, H̃_post, H̃_res`` from ``logits(x)``, applies the declared variant in
+float64 with the reference's formulas (:func:`hcspec.reference.sinkhorn.sinkhorn_variant`, the
+spec's ``mhc.sinkhorn_variants``) and compares with the target's ``h_pre, h_post, H_res``
+(reported, else probed). On a mismatch it searches the variants it knows (start exp / softmax
+/ sigmoid, order, eps, iteration count, Hᵀ; the post multiplier) and names the one the target
+matches. The gradient check compares the target's ``∂⟨G, H_res⟩/∂x`` with the kit's unrolled
+gradient of the truncated forward, or, declared ``sinkhorn_gradient="implicit"``, with the
+fixed-point gradient (:func:`hcspec.reference.sinkhorn.fixed_point_vjp`), chained through the
+target's own ``logits(x)``. docs/conformance.md ("Declared Sinkhorn variant") explains the
+search.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import torch
+
+from hcspec.conformance import salts, strategies, tolerances
+from hcspec.conformance.properties.base import Context, f64
+from hcspec.conformance.properties.cases import Cases, shift
+from hcspec.conformance.properties.common import law_tol
+from hcspec.conformance.properties.constraints import MHCWeights
+from hcspec.conformance.properties.declaration import declare
+from hcspec.conformance.properties.errors import PropertyFailure
+from hcspec.conformance.properties.requirements import (
+    WEIGHTS_OR_PROBING,
+    capability,
+    float64,
+    kinds,
+)
+from hcspec.conformance.protocol import (
+    LOGITS,
+    WEIGHTS,
+    Conventions,
+    HyperConnectionImpl,
+    Weights,
+    has_logits,
+)
+from hcspec.conformance.strategies import Case
+from hcspec.reference import sinkhorn
+
+BASE = ("shape.output", "shape.branch_once")
+REQUIRES = (kinds("mhc"), capability(LOGITS), WEIGHTS_OR_PROBING)
+CASES = Cases(d_more_than_n=True, min_n=2, perturbations=(0.3, 1.0), extreme_scales=False)
+"""Perturbed parameters (logits spread enough that iteration counts and orders differ),
+d > n (the weights may be probed)."""
+SEARCH_ITERATIONS = 64
+"""Iteration counts the diagnosis tries (1 … this, and the declared count)."""
+COMMON_EPS = (0.0, 1e-6)
+"""The eps values the diagnosis tries besides the declared ones."""
+
+
+def _examples(ctx: Context) -> list[Case]:
+    return shift(ctx, [Case(2, 3, 4, 8, seed=0, perturb=1.0),
+                       Case(2, 2, 3, 7, seed=1, perturb=1.0, layer_index=2),
+                       Case(1, 3, 2, 5, seed=2, perturb=0.3)])
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One Sinkhorn–Knopp variant (the fields of :func:`sinkhorn.sinkhorn_variant`) and
+    whether the result is transposed."""
+
+    start: str
+    count: str
+    exact_axis: str
+    additive_eps: float
+    denominator_eps: float
+    iterations: int
+    transposed: bool = False
+
+    @classmethod
+    def declared(cls, c: Conventions) -> Variant:
+        """The variant ``c`` declares."""
+        return cls(c.sinkhorn_variant, c.sinkhorn_iterations_count, c.sinkhorn_exact_axis,
+                   c.sinkhorn_additive_eps, c.sinkhorn_denominator_eps, c.iterations)
+
+    def apply(self, logits: torch.Tensor) -> torch.Tensor:
+        """``H_res`` of this variant at ``logits [..., n, n]`` (float64)."""
+        H = sinkhorn.sinkhorn_variant(
+            logits, self.iterations, start=self.start,  # type: ignore[arg-type]
+            count=self.count, exact_axis=self.exact_axis,  # type: ignore[arg-type]
+            additive_eps=self.additive_eps, denominator_eps=self.denominator_eps)
+        return H.transpose(-1, -2) if self.transposed else H
+
+    def describe(self) -> str:
+        """In words, e.g. ``exp-first, 20 rounds (rows exact), no eps``."""
+        first = {"exp": "exp-first", "softmax": "softmax-first", "sigmoid": "sigmoid-first"}
+        counted = {"rounds": "rounds", "rounds_from_softmax": "rounds from the softmax",
+                   "normalisations": "normalisations"}
+        eps = ("no eps" if self.additive_eps == 0 and self.denominator_eps == 0 else
+               f"eps {self.additive_eps:g} added, {self.denominator_eps:g} in the denominators")
+        text = (f"{first[self.start]}, {self.iterations} {counted[self.count]} "
+                f"({self.exact_axis} exact), {eps}")
+        return text + (", transposed (Hᵀ)" if self.transposed else "")
+
+    def differences(self, declared: Variant) -> str:
+        """What differs from ``declared``, in the words of a report."""
+        parts = []
+        if self.start != declared.start:
+            parts.append(f"the {self.start}-first variant, not the declared {declared.start}-first")
+        if self.iterations != declared.iterations or self.count != declared.count:
+            parts.append(f"{self.iterations} {self.count}, not the declared "
+                         f"{declared.iterations} {declared.count}")
+        if self.exact_axis != declared.exact_axis:
+            parts.append(f"{self.exact_axis} normalised last, not the declared "
+                         f"{declared.exact_axis}")
+        if (self.additive_eps, self.denominator_eps) != (declared.additive_eps,
+                                                         declared.denominator_eps):
+            parts.append(f"eps {self.additive_eps:g} added / {self.denominator_eps:g} in the "
+                         f"denominators, not the declared {declared.additive_eps:g} / "
+                         f"{declared.denominator_eps:g}")
+        if self.transposed != declared.transposed:
+            parts.append("Hᵀ (the transpose of the declared variant's H_res: orientation)")
+        return "; ".join(parts)
+
+
+def _structures(declared: Variant) -> Iterator[Variant]:
+    """Every variant the diagnosis tries at the declared iteration count."""
+    eps_pairs = {(declared.additive_eps, declared.denominator_eps)}
+    eps_pairs |= {(e, e) for e in COMMON_EPS} | {(0.0, e) for e in COMMON_EPS}
+    for start, count, axis, (add, den), transposed in itertools.product(
+            sinkhorn.STARTS, sinkhorn.COUNTS, sinkhorn.AXES, sorted(eps_pairs), (False, True)):
+        if count == "rounds_from_softmax" and start != "softmax":
+            continue
+        yield Variant(start, count, axis, add, den, declared.iterations, transposed)
+
+
+def diagnose(H: torch.Tensor, logits: torch.Tensor, declared: Variant,
+             tol: float) -> str:
+    """Which known variant the target's ``H`` matches (its differences from ``declared``), or
+    the closest one when none is within ``tol``."""
+    def error(v: Variant) -> float:
+        return tolerances.scaled_error(H, v.apply(logits))
+
+    best = min(_structures(declared), key=error)
+    counts = [dataclasses.replace(v, iterations=t) for v in {best, declared}
+              for t in range(1, SEARCH_ITERATIONS + 1)]
+    best = min([best, *counts], key=error)
+    found = error(best)
+    if found <= tol:
+        return f"H_res matches {best.differences(declared)} ({best.describe()}; error {found:.3g})"
+    return (f"H_res matches no variant the kit knows; the closest is {best.describe()} "
+            f"(error {found:.3g})")
+
+
+def _logits(impl: HyperConnectionImpl, x: torch.Tensor) -> Weights:
+    """``impl.logits(x)``, checked for shapes ``[B,T,n]``, ``[B,T,n]``, ``[B,T,n,n]``.
+
+    Raises:
+        PropertyFailure: no ``logits`` or a result of another form.
+    """
+    if not has_logits(impl):
+        raise PropertyFailure("the impl has no logits(x), although the run's first impl "
+                              "offered it")
+    got: object = impl.logits(x)
+    batch, tokens, n, _ = x.shape
+    shapes = ((batch, tokens, n), (batch, tokens, n), (batch, tokens, n, n))
+    if not (isinstance(got, (tuple, list)) and len(got) == 3 and all(
+            isinstance(t, torch.Tensor) and tuple(t.shape) == s
+            for t, s in zip(got, shapes, strict=True))):
+        raise PropertyFailure("logits(x) must return (H̃_pre [B,T,n], H̃_post [B,T,n], "
+                              "H̃_res [B,T,n,n]) tensors")
+    return (got[0], got[1], got[2])
+
+
+def _probed_tol(ctx: Context, w: MHCWeights, n: int) -> float:
+    return law_tol(ctx) * (max(1, n) if w.probed else 1)
+
+
+@declare(
+    "variant.h_res",
+    statement="H_res is the declared Sinkhorn–Knopp variant (start, order, eps, iterations) "
+              "applied to the target's own H̃_res",
+    theorems=("mhc.sinkhorn_variants",), requires=REQUIRES, tolerance="law",
+    examples=_examples, cases=CASES, prerequisites=BASE)
+def check_h_res(ctx: Context, case: Case) -> None:
+    """The target's ``H_res`` equals the declared variant applied in float64 to its ``H̃_res``
+    (mHC Eq. 9, or the declared DeepSeek-V4 form); a mismatch names the variant it matches."""
+    impl = ctx.build.make(case)
+    x = ctx.inputs.state(case)
+    with torch.no_grad():
+        logits = f64(_logits(impl, x)[2])
+    w = MHCWeights(ctx, impl, x, case)
+    declared = Variant.declared(ctx.conventions)
+    want = declared.apply(logits)
+    tol = _probed_tol(ctx, w, case.n)
+    err = tolerances.scaled_error(w.H_res, want)
+    detail = diagnose(w.H_res, logits, declared, tol) if not err <= tol else ""
+    ctx.record.expect(f"H_res ({w.source}) vs the declared variant ({declared.describe()}) "
+                      "at the target's logits", err, tol, detail)
+
+
+def _gate_multiplier(h: torch.Tensor, logits: torch.Tensor, eps: float) -> float:
+    """The multiplier ``c`` that fits ``h = c·σ(H̃) + eps`` best (least squares)."""
+    s = torch.sigmoid(logits)
+    return float(((h - eps) * s).sum() / (s * s).sum().clamp_min(1e-300))
+
+
+@declare(
+    "variant.gates",
+    statement="H_pre = σ(H̃_pre) + eps and H_post = c·σ(H̃_post) + eps with the declared "
+              "multiplier c and eps, at the target's own logits",
+    theorems=("mhc.h_post_range", "mhc.h_pre_range"), requires=REQUIRES, tolerance="law",
+    examples=_examples, cases=CASES, prerequisites=BASE)
+def check_gates(ctx: Context, case: Case) -> None:
+    """``h_pre`` and ``h_post`` are the declared gates of the target's ``H̃_pre, H̃_post``
+    (mHC Eq. 8: σ and 2σ); a mismatch of ``h_post`` names the multiplier it matches."""
+    impl = ctx.build.make(case)
+    x = ctx.inputs.state(case)
+    with torch.no_grad():
+        pre, post, _ = (f64(t) for t in _logits(impl, x))
+    w = MHCWeights(ctx, impl, x, case)
+    c = ctx.conventions
+    tol = _probed_tol(ctx, w, case.n)
+    if w.h_pre is not None:
+        want_pre = torch.sigmoid(pre) + c.h_pre_eps
+        ctx.record.expect(f"h_pre ({w.source}) vs σ(H̃_pre) + {c.h_pre_eps:g}",
+                          tolerances.scaled_error(w.h_pre, want_pre), tol)
+    want_post = c.h_post_multiplier * torch.sigmoid(post) + c.h_post_eps
+    err = tolerances.scaled_error(w.h_post, want_post)
+    detail = ""
+    if not err <= tol:
+        fitted = _gate_multiplier(w.h_post, post, c.h_post_eps)
+        refit = tolerances.scaled_error(w.h_post, fitted * torch.sigmoid(post) + c.h_post_eps)
+        detail = (f"h_post matches {fitted:.6g}·σ(H̃_post), not the declared "
+                  f"{c.h_post_multiplier:g}·σ (error {refit:.3g})" if refit <= tol else
+                  f"h_post is no multiple of σ(H̃_post) (best fit {fitted:.4g}·σ, error "
+                  f"{refit:.3g})")
+        if tolerances.scaled_error(w.h_post, torch.sigmoid(pre)) <= tol:
+            detail = "h_post matches σ(H̃_pre): the pre and post logits are swapped"
+    ctx.record.expect(f"h_post ({w.source}) vs {c.h_post_multiplier:g}·σ(H̃_post) + "
+                      f"{c.h_post_eps:g}", err, tol, detail)
+
+
+# --- the Sinkhorn backward ---------------------------------------------------------------------
+
+FIXED_POINT_FACTOR = 10.0
+"""The declared-implicit tolerance: law + this × n × (column error) / (1 − σ₂(H)²)."""
+
+
+def _start_log(logits: torch.Tensor, v: Variant) -> torch.Tensor:
+    """``log M⁰`` of the variant (the fixed-point gradient is taken w.r.t. it)."""
+    axis = sinkhorn.softmax_axis(v.count, v.exact_axis, v.iterations)  # type: ignore[arg-type]
+    return torch.log(sinkhorn.positive_start(logits, v.start, axis,  # type: ignore[arg-type]
+                                             v.additive_eps))
+
+
+def kit_gradients(logits: torch.Tensor, G: torch.Tensor, v: Variant,
+                  ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``(unrolled, fixed-point, H)``: the VJPs of ``⟨G, H_res⟩`` w.r.t. ``H̃_res`` in float64
+    — autograd through the declared truncated forward, and implicit differentiation at its
+    result chained through ``log M⁰`` — and the forward's ``H``."""
+    L = logits.detach().clone().requires_grad_(True)
+    H = v.apply(L)
+    (unrolled,) = torch.autograd.grad((H * G).sum(), L)
+    L2 = logits.detach().clone().requires_grad_(True)
+    log_start = _start_log(L2, v)
+    Hd = H.detach()
+    (implicit,) = torch.autograd.grad(log_start, L2,
+                                      grad_outputs=sinkhorn.fixed_point_vjp(Hd, G))
+    return unrolled, implicit, Hd
+
+
+def fixed_point_tolerance(ctx: Context, H: torch.Tensor, exact_axis: str) -> float:
+    """``law + FIXED_POINT_FACTOR · n · e / (1 − σ₂²)``: ``e`` the largest sum error along
+    the axis not normalised last (the forward's measured convergence), ``σ₂`` the largest
+    second singular value of ``H`` (the conditioning of the fixed-point system; an implicit
+    backward evaluated at another point within ``e`` of the fixed point differs by O(e)
+    divided by the spectral gap)."""
+    other = H.sum(dim=-2) if exact_axis == "rows" else H.sum(dim=-1)
+    e = float((other - 1).abs().max())
+    sigma = torch.linalg.svdvals(H)
+    second = float(sigma[..., 1].max()) if H.shape[-1] > 1 else 0.0
+    gap = max(1.0 - second * second, 1e-12)
+    return law_tol(ctx) + FIXED_POINT_FACTOR * H.shape[-1] * e / gap
+
+
+@declare(
+    "variant.sinkhorn_gradient",
+    statement="∂⟨G, H_res⟩/∂x is the declared Sinkhorn backward (the truncated forward's "
+              "gradient, or declared implicit: the fixed-point gradient) through the logits",
+    theorems=("sinkhorn.implicit_gradient",),
+    requires=(kinds("mhc"), capability(LOGITS), capability(WEIGHTS),
+              float64("the Sinkhorn gradient is compared in float64")),
+    tolerance="sinkhorn_fixed_point", examples=_examples, cases=CASES,
+    prerequisites=(*BASE, "variant.h_res"))
+def check_sinkhorn_gradient(ctx: Context, case: Case) -> None:
+    """The target's ``∂⟨G, H_res(x)⟩/∂x`` equals the kit's ``J_{H̃_res}(x)ᵀ K`` where ``K``
+    is the declared Sinkhorn backward at the target's ``H̃_res`` (unrolled; or declared
+    implicit: the fixed-point gradient), both chained through the target's ``logits(x)``."""
+    impl = ctx.build.make(case)
+    x = ctx.inputs.state(case).requires_grad_(True)
+    res = _logits(impl, x)[2]
+    H = ctx.observe.weights(impl, x)[2]
+    G = strategies.gaussian(tuple(H.shape), case.seed, salts.SINKHORN_UPSTREAM.at(),
+                            torch.float64, "cpu")
+    (target,) = torch.autograd.grad((H * G.to(H)).sum(), x, retain_graph=True,
+                                    allow_unused=True)
+    target = torch.zeros_like(x) if target is None else target
+    v = Variant.declared(ctx.conventions)
+    unrolled_k, implicit_k, H64 = kit_gradients(f64(res), G, v)
+    unrolled, implicit = (torch.autograd.grad(res, x, grad_outputs=k.to(res), retain_graph=True)[0]
+                          for k in (unrolled_k, implicit_k))
+    err_unrolled = tolerances.scaled_error(target, unrolled)
+    err_implicit = tolerances.scaled_error(target, implicit)
+    law = law_tol(ctx)
+    fixed_tol = fixed_point_tolerance(ctx, H64, v.exact_axis)
+    rounds = f"{v.iterations} {v.count}"
+    if ctx.conventions.sinkhorn_gradient == "implicit":
+        detail = ("" if err_implicit <= fixed_tol else
+                  f"it matches the unrolled gradient of the truncated {rounds} forward (error "
+                  f"{err_unrolled:.3g}), not the declared implicit one" if err_unrolled <= law
+                  else f"unrolled gradient error {err_unrolled:.3g}")
+        ctx.record.expect("∂⟨G, H_res⟩/∂x vs the fixed-point (implicit) gradient at the "
+                          "target's logits (declared sinkhorn_gradient='implicit')",
+                          err_implicit, fixed_tol, detail)
+        return
+    detail = ""
+    if not err_unrolled <= law:
+        detail = (f"it matches the implicit (fixed-point) gradient of the Sinkhorn limit "
+                  f"(error {err_implicit:.3g}), not the gradient of the truncated {rounds} "
+                  "forward: declare sinkhorn_gradient='implicit' if that is intended"
+                  if err_implicit <= fixed_tol else
+                  f"fixed-point gradient error {err_implicit:.3g}")
+    ctx.record.expect(f"∂⟨G, H_res⟩/∂x vs the gradient of the truncated {rounds} forward "
+                      "(autograd through the declared variant at the target's logits)",
+                      err_unrolled, law, detail)
+
