@@ -76,6 +76,7 @@ class Variant:
     denominator_eps: float
     iterations: int
     transposed: bool = False
+    logits_transposed: bool = False
 
     @classmethod
     def declared(cls, c: Conventions) -> Variant:
@@ -86,7 +87,7 @@ class Variant:
     def apply(self, logits: torch.Tensor) -> torch.Tensor:
         """``H_res`` of this variant at ``logits [..., n, n]`` (float64)."""
         H = sinkhorn.sinkhorn_variant(
-            logits, self.iterations, start=self.start,  # type: ignore[arg-type]
+            logits.transpose(-1, -2) if self.logits_transposed else logits, self.iterations, start=self.start,  # type: ignore[arg-type]
             count=self.count, exact_axis=self.exact_axis,  # type: ignore[arg-type]
             additive_eps=self.additive_eps, denominator_eps=self.denominator_eps)
         return H.transpose(-1, -2) if self.transposed else H
@@ -100,6 +101,7 @@ class Variant:
                f"eps {self.additive_eps:g} added, {self.denominator_eps:g} in the denominators")
         text = (f"{first[self.start]}, {self.iterations} {counted[self.count]} "
                 f"({self.exact_axis} exact), {eps}")
+        text += ", applied to H̃ᵀ" if self.logits_transposed else ""
         return text + (", transposed (Hᵀ)" if self.transposed else "")
 
     def differences(self, declared: Variant) -> str:
@@ -107,7 +109,7 @@ class Variant:
         parts = []
         if self.start != declared.start:
             parts.append(f"the {self.start}-first variant, not the declared {declared.start}-first")
-        if self.iterations != declared.iterations or self.count != declared.count:
+        if self.iterations != declared.iterations or not self._same_count(declared):
             parts.append(f"{self.iterations} {self.count}, not the declared "
                          f"{declared.iterations} {declared.count}")
         if self.exact_axis != declared.exact_axis:
@@ -120,36 +122,79 @@ class Variant:
                          f"{declared.denominator_eps:g}")
         if self.transposed != declared.transposed:
             parts.append("Hᵀ (the transpose of the declared variant's H_res: orientation)")
+        if self.logits_transposed != declared.logits_transposed:
+            parts.append("the declared variant applied to H̃ᵀ (the logits read in the other "
+                         "orientation)")
         return "; ".join(parts)
+
+    def _same_count(self, declared: Variant) -> bool:
+        """The same counting, where a softmax start counted from the softmax is the natural
+        reading of a declared count of rounds."""
+        return self.count == declared.count or (
+            self.start == "softmax" != declared.start and self.count == "rounds_from_softmax"
+            and declared.count == "rounds")
+
+    def distance(self, declared: Variant) -> int:
+        """How many of the fields differ from ``declared`` (the diagnosis prefers the
+        explanation with the fewest)."""
+        return sum(getattr(self, f.name) != getattr(declared, f.name)
+                   for f in dataclasses.fields(self) if f.name != "count"
+                   ) + (not self._same_count(declared))
 
 
 def _structures(declared: Variant) -> Iterator[Variant]:
     """Every variant the diagnosis tries at the declared iteration count."""
     eps_pairs = {(declared.additive_eps, declared.denominator_eps)}
-    eps_pairs |= {(e, e) for e in COMMON_EPS} | {(0.0, e) for e in COMMON_EPS}
-    for start, count, axis, (add, den), transposed in itertools.product(
-            sinkhorn.STARTS, sinkhorn.COUNTS, sinkhorn.AXES, sorted(eps_pairs), (False, True)):
+    eps_pairs |= {(a, b) for a in COMMON_EPS for b in COMMON_EPS}
+    def declared_first(values: tuple[str, ...], value: str) -> list[str]:
+        return sorted(values, key=lambda v: v != value)
+
+    for start, count, axis, (add, den), transposed, flipped in itertools.product(
+            declared_first(sinkhorn.STARTS, declared.start),
+            declared_first(sinkhorn.COUNTS, declared.count),
+            declared_first(sinkhorn.AXES, declared.exact_axis), sorted(eps_pairs), (False, True),
+            (False, True)):
         if count == "rounds_from_softmax" and start != "softmax":
             continue
-        yield Variant(start, count, axis, add, den, declared.iterations, transposed)
+        yield Variant(start, count, axis, add, den, declared.iterations, transposed, flipped)
 
 
 def diagnose(H: torch.Tensor, logits: torch.Tensor, declared: Variant,
              tol: float) -> str:
     """Which known variant the target's ``H`` matches (its differences from ``declared``), or
     the closest one when none is within ``tol``."""
-    def error(v: Variant) -> float:
-        return tolerances.scaled_error(H, v.apply(logits))
+    errors: dict[Variant, float] = {}
 
-    best = min(_structures(declared), key=error)
-    counts = [dataclasses.replace(v, iterations=t) for v in {best, declared}
-              for t in range(1, SEARCH_ITERATIONS + 1)]
-    best = min([best, *counts], key=error)
+    def error(v: Variant) -> float:
+        if v not in errors:
+            errors[v] = tolerances.scaled_error(H, v.apply(logits))
+        return errors[v]
+
+    def rank(v: Variant) -> tuple[bool, int, float]:
+        return (not error(v) <= tol, v.distance(declared), error(v))
+
+    recounted = [dataclasses.replace(declared, iterations=t)
+                 for t in range(1, SEARCH_ITERATIONS + 1)]
+    best = min([*_structures(declared), *recounted], key=rank)
+    if error(best) > tol:  # nothing matches at one difference: another structure, recounted
+        best = min([dataclasses.replace(best, iterations=t)
+                    for t in range(1, SEARCH_ITERATIONS + 1)], key=rank)
     found = error(best)
-    if found <= tol:
-        return f"H_res matches {best.differences(declared)} ({best.describe()}; error {found:.3g})"
-    return (f"H_res matches no variant the kit knows; the closest is {best.describe()} "
-            f"(error {found:.3g})")
+    if not found <= tol:
+        return (f"H_res matches no variant the kit knows; the closest is {best.describe()} "
+                f"(error {found:.3g})")
+    counts = [t for t in range(1, SEARCH_ITERATIONS + 1)
+              if error(dataclasses.replace(best, iterations=t)) <= tol]
+    if declared.iterations in counts:
+        best = dataclasses.replace(best, iterations=declared.iterations)
+    elif counts:
+        best = dataclasses.replace(best, iterations=counts[0])
+    text = f"H_res matches {best.differences(declared)} ({best.describe()}; error {found:.3g})"
+    if len(counts) > 1 and best.iterations != declared.iterations:
+        text += (f"; every count from {counts[0]} to {counts[-1]} matches (converged on this "
+                 "case)" if counts == list(range(counts[0], counts[-1] + 1)) else
+                 f"; the counts {counts} match")
+    return text
 
 
 def _logits(impl: HyperConnectionImpl, x: torch.Tensor) -> Weights:
