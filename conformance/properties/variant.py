@@ -32,6 +32,7 @@ from hcspec.conformance.properties.declaration import declare
 from hcspec.conformance.properties.errors import PropertyFailure
 from hcspec.conformance.properties.requirements import (
     WEIGHTS_OR_PROBING,
+    Requirement,
     capability,
     float64,
     kinds,
@@ -329,19 +330,10 @@ def fixed_point_tolerance(ctx: Context, H: torch.Tensor, exact_axis: str) -> flo
     return law_tol(ctx) + FIXED_POINT_FACTOR * H.shape[-1] * e / gap
 
 
-@declare(
-    "variant.sinkhorn_gradient",
-    statement="∂⟨G, H_res⟩/∂x is the declared Sinkhorn backward (the truncated forward's "
-              "gradient, or declared implicit: the fixed-point gradient) through the logits",
-    theorems=("sinkhorn.implicit_gradient",),
-    requires=(kinds("mhc"), capability(LOGITS), capability(WEIGHTS),
-              float64("the Sinkhorn gradient is compared in float64")),
-    tolerance="sinkhorn_fixed_point", examples=_examples, cases=CASES,
-    prerequisites=(*BASE, "variant.h_res"))
-def check_sinkhorn_gradient(ctx: Context, case: Case) -> None:
-    """The target's ``∂⟨G, H_res(x)⟩/∂x`` equals the kit's ``J_{H̃_res}(x)ᵀ K`` where ``K``
-    is the declared Sinkhorn backward at the target's ``H̃_res`` (unrolled; or declared
-    implicit: the fixed-point gradient), both chained through the target's ``logits(x)``."""
+def _gradient_errors(ctx: Context, case: Case) -> tuple[float, float, float, str]:
+    """``(error against the unrolled gradient, error against the fixed-point gradient, the
+    fixed-point tolerance, the declared rounds in words)`` of the target's
+    ``∂⟨G, H_res(x)⟩/∂x`` at the case."""
     impl = ctx.build.make(case)
     x = ctx.inputs.state(case).requires_grad_(True)
     res = _logits(impl, x)[2]
@@ -355,11 +347,25 @@ def check_sinkhorn_gradient(ctx: Context, case: Case) -> None:
     unrolled_k, implicit_k, H64 = kit_gradients(f64(res), G, v)
     unrolled, implicit = (torch.autograd.grad(res, x, grad_outputs=k.to(res), retain_graph=True)[0]
                           for k in (unrolled_k, implicit_k))
-    err_unrolled = tolerances.scaled_error(target, unrolled)
-    err_implicit = tolerances.scaled_error(target, implicit)
+    return (tolerances.scaled_error(target, unrolled), tolerances.scaled_error(target, implicit),
+            fixed_point_tolerance(ctx, H64, v.exact_axis), f"{v.iterations} {v.count}")
+
+
+@declare(
+    "variant.sinkhorn_gradient",
+    statement="∂⟨G, H_res⟩/∂x is the declared Sinkhorn backward (the truncated forward's "
+              "gradient, or declared implicit: the fixed-point gradient) through the logits",
+    theorems=("sinkhorn.implicit_gradient",),
+    requires=(kinds("mhc"), capability(LOGITS), capability(WEIGHTS),
+              float64("the Sinkhorn gradient is compared in float64")),
+    tolerance="sinkhorn_fixed_point", examples=_examples, cases=CASES,
+    prerequisites=(*BASE, "variant.h_res"))
+def check_sinkhorn_gradient(ctx: Context, case: Case) -> None:
+    """The target's ``∂⟨G, H_res(x)⟩/∂x`` equals the kit's ``J_{H̃_res}(x)ᵀ K`` where ``K``
+    is the declared Sinkhorn backward at the target's ``H̃_res`` (unrolled; or declared
+    implicit: the fixed-point gradient), both chained through the target's ``logits(x)``."""
+    err_unrolled, err_implicit, fixed_tol, rounds = _gradient_errors(ctx, case)
     law = law_tol(ctx)
-    fixed_tol = fixed_point_tolerance(ctx, H64, v.exact_axis)
-    rounds = f"{v.iterations} {v.count}"
     if ctx.conventions.sinkhorn_gradient == "implicit":
         detail = ("" if err_implicit <= fixed_tol else
                   f"it matches the unrolled gradient of the truncated {rounds} forward (error "
@@ -380,3 +386,34 @@ def check_sinkhorn_gradient(ctx: Context, case: Case) -> None:
                       "(autograd through the declared variant at the target's logits)",
                       err_unrolled, law, detail)
 
+
+
+UNROLLED = Requirement(
+    "sinkhorn_gradient unrolled",
+    "compares with finite differences of the truncated forward; the impl declares "
+    "sinkhorn_gradient='implicit' (the gradient of the Sinkhorn limit, checked by "
+    "variant.sinkhorn_gradient)",
+    lambda s: s.conventions.sinkhorn_gradient == "unrolled")
+"""For the finite-difference checks: the Sinkhorn backward is declared to be the truncated
+forward's."""
+
+
+def implicit_gradient_cause(ctx: Context, case: Case) -> str | None:
+    """Why a gradient check failed, when the cause is an undeclared implicit Sinkhorn backward:
+    the target's ``∂⟨G, H_res⟩/∂x`` misses the truncated forward's gradient and matches the
+    fixed-point gradient the kit computes. None when the target cannot show it (not mHC, no
+    ``logits`` or ``weights``) or the cause is another; never raises."""
+    if not (ctx.kind == "mhc" and LOGITS in ctx.capabilities and WEIGHTS in ctx.capabilities
+            and ctx.conventions.sinkhorn_gradient == "unrolled"):
+        return None
+    try:
+        errors = _gradient_errors(ctx, case)
+    except Exception:  # a diagnosis only: the failing check's own message stands
+        return None
+    err_unrolled, err_implicit, fixed_tol, rounds = errors
+    if err_unrolled <= law_tol(ctx) or not err_implicit <= fixed_tol:
+        return None
+    return (f"the Sinkhorn backward is the implicit (fixed-point) gradient of the limit (error "
+            f"{err_implicit:.3g} against the kit's), not the gradient of the truncated {rounds} "
+            f"forward (error {err_unrolled:.3g}); declare sinkhorn_gradient='implicit' if "
+            "intended (variant.sinkhorn_gradient)")
