@@ -32,7 +32,7 @@ def test_capabilities_are_detected_by_presence() -> None:
     module = ManifoldHyperConnection(2, 3)
     assert capabilities(module) == {"weights", "expand", "reduce", "parameters", "train_eval",
                                     "logits"}
-    assert "logits" not in capabilities(StaticHyperConnection(2, 3))
+    assert "logits" not in capabilities(StaticHyperConnection(2, 3, 0))
     assert isinstance(module, HyperConnectionImpl)
     assert capabilities(make_linear(2, 3)) == {"weights"}
 
