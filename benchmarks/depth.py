@@ -25,8 +25,6 @@ from typing import Any
 
 import torch
 
-from hcspec.reference import targets
-
 N, D, TOKENS = 4, 64, 32
 """Expansion rate, hidden size and tokens of the stacks."""
 PERTURBATION = 0.3

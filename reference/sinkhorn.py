@@ -208,4 +208,5 @@ def fixed_point_vjp(H: torch.Tensor, G: torch.Tensor) -> torch.Tensor:
                    -torch.ones(n, dtype=H.dtype, device=H.device)]) / math.sqrt(2 * n)
     sol = torch.linalg.solve(A + v.unsqueeze(-1) * v, rhs).squeeze(-1)
     alpha, beta = sol[..., :n], sol[..., n:]
-    return H * (G - alpha.unsqueeze(-1) - beta.unsqueeze(-2))
+    grad: torch.Tensor = H * (G - alpha.unsqueeze(-1) - beta.unsqueeze(-2))
+    return grad

@@ -87,8 +87,9 @@ class Variant:
 
     def apply(self, logits: torch.Tensor) -> torch.Tensor:
         """``H_res`` of this variant at ``logits [..., n, n]`` (float64)."""
+        source = logits.transpose(-1, -2) if self.logits_transposed else logits
         H = sinkhorn.sinkhorn_variant(
-            logits.transpose(-1, -2) if self.logits_transposed else logits, self.iterations, start=self.start,  # type: ignore[arg-type]
+            source, self.iterations, start=self.start,  # type: ignore[arg-type]
             count=self.count, exact_axis=self.exact_axis,  # type: ignore[arg-type]
             additive_eps=self.additive_eps, denominator_eps=self.denominator_eps)
         return H.transpose(-1, -2) if self.transposed else H
@@ -138,9 +139,9 @@ class Variant:
     def distance(self, declared: Variant) -> int:
         """How many of the fields differ from ``declared`` (the diagnosis prefers the
         explanation with the fewest)."""
-        return sum(getattr(self, f.name) != getattr(declared, f.name)
-                   for f in dataclasses.fields(self) if f.name != "count"
-                   ) + (not self._same_count(declared))
+        differing = [f.name for f in dataclasses.fields(self) if f.name != "count"
+                     and getattr(self, f.name) != getattr(declared, f.name)]
+        return len(differing) + (0 if self._same_count(declared) else 1)
 
 
 def _structures(declared: Variant) -> Iterator[Variant]:
