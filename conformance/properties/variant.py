@@ -148,6 +148,7 @@ def _structures(declared: Variant) -> Iterator[Variant]:
     """Every variant the diagnosis tries at the declared iteration count."""
     eps_pairs = {(declared.additive_eps, declared.denominator_eps)}
     eps_pairs |= {(a, b) for a in COMMON_EPS for b in COMMON_EPS}
+
     def declared_first(values: tuple[str, ...], value: str) -> list[str]:
         return sorted(values, key=lambda v: v != value)
 
@@ -191,6 +192,7 @@ def diagnose(H: torch.Tensor, logits: torch.Tensor, declared: Variant,
         best = dataclasses.replace(best, iterations=declared.iterations)
     elif counts:
         best = dataclasses.replace(best, iterations=counts[0])
+    found = error(best)
     text = f"H_res matches {best.differences(declared)} ({best.describe()}; error {found:.3g})"
     if len(counts) > 1 and best.iterations != declared.iterations:
         text += (f"; every count from {counts[0]} to {counts[-1]} matches (converged on this "
