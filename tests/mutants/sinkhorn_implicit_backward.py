@@ -7,7 +7,9 @@ compute it: differentiating ``H = diag(u) exp(H̃) diag(v)`` at its fixed point 
 gradient of the limit, which differs from the truncated forward's by the iterate's distance to
 the limit. Written here from the math (elimination with the gauge β_{n−1} = 0), not from their
 code. The forward and the weights are exact, so only gradient checks see it.
-Caught by: variant.sinkhorn_gradient (the message names the implicit gradient).
+Caught by: variant.sinkhorn_gradient (the message names the implicit gradient). In a full run
+gradients.fd_input fails first (finite differences of the truncated forward), with the hint
+that names the same cause.
 """
 
 from __future__ import annotations
