@@ -44,10 +44,12 @@ def depth(ctx: Context) -> int:
 
 
 def _examples(ctx: Context) -> list[Case]:
-    return shift(ctx, [Case(2, 3, 4, 8, seed=0, perturb=0.0, branch="zero"),
-                       Case(2, 3, 4, 8, seed=1, perturb=0.3, branch="mlp"),
-                       Case(1, 2, 3, 7, seed=2, perturb=1.0, branch="zero"),
-                       Case(1, 2, 2, 5, seed=3, perturb=0.3, branch="mlp")])
+    """Zero and MLP branch, at init and perturbed; the first two under ``quick``."""
+    cases = [Case(2, 3, 4, 8, seed=0, perturb=0.0, branch="zero"),
+             Case(2, 3, 4, 8, seed=1, perturb=0.3, branch="mlp"),
+             Case(1, 2, 3, 7, seed=2, perturb=1.0, branch="zero"),
+             Case(1, 2, 2, 5, seed=3, perturb=0.3, branch="mlp")]
+    return shift(ctx, cases[:2] if ctx.profile.name == "quick" else cases)
 
 
 @dataclass
