@@ -126,7 +126,8 @@ def main(argv: list[str] | None = None) -> int:
         for branch in (False, True):
             rms = state_rms(factory, args.layers, branch)
             curves[(label, branch)] = rms
-            marks = ", ".join(f"{k}: {rms[k]:.3g}" for k in (0, 8, 16, args.layers))
+            marks = ", ".join(f"{k}: {rms[k]:.3g}"
+                              for k in sorted({0, 8, 16, args.layers}) if k <= args.layers)
             print(f"{label:52s} {'mlp ' if branch else 'zero'} RMS at {marks}")
     why = plot(curves, args.out)
     print(why or f"wrote {args.out}")
