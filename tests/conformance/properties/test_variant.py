@@ -116,6 +116,7 @@ def test_variant_needs_the_logits_capability() -> None:
     assert unmet("variant.h_res", kind="hc-dynamic") is not None
 
 
+@pytest.mark.slow
 def test_the_cited_theorem_proves() -> None:
     from hcspec.spec.registry import get
 
