@@ -37,6 +37,10 @@ that needs an absent capability is reported *not applicable* with the reason:
   the declaration.
 * ``sinkhorn_iterations`` — an int attribute, read as the declared Sinkhorn–Knopp rounds when
   ``conventions`` does not declare them.
+* ``logits(x) -> (H̃_pre [B,T,n], H̃_post [B,T,n], H̃_res [B,T,n,n])`` — mHC's pre-activation
+  logits (mHC Eq. 7) in the row convention of ``weights`` (:class:`SupportsLogits`),
+  differentiable w.r.t. ``x``. With it the kit applies the declared Sinkhorn variant and gates
+  to the target's own logits and compares with its weights at identical parameters.
 
 Implementations whose modules use another layout (streams on columns, streams folded into the
 batch as ``[B·n, T, d]``, a transposed mixing matrix) are wrapped by a small adapter that
@@ -68,7 +72,8 @@ EXPAND: Final = "expand"
 REDUCE: Final = "reduce"
 PARAMETERS: Final = "parameters"
 TRAIN_EVAL: Final = "train_eval"
-CAPABILITIES: Final[tuple[str, ...]] = (WEIGHTS, EXPAND, REDUCE, PARAMETERS, TRAIN_EVAL)
+LOGITS: Final = "logits"
+CAPABILITIES: Final[tuple[str, ...]] = (WEIGHTS, EXPAND, REDUCE, PARAMETERS, TRAIN_EVAL, LOGITS)
 """Names of the optional capabilities, as reported by :func:`capabilities`."""
 
 
@@ -141,6 +146,17 @@ class SupportsTrainEval(Protocol):
         ...
 
 
+@runtime_checkable
+class SupportsLogits(Protocol):
+    """Optional (mHC): the pre-activation logits at ``x`` (mHC Eq. 7)."""
+
+    def logits(self, x: torch.Tensor) -> Weights:
+        """``x [B,T,n,d]`` -> ``(H̃_pre [B,T,n], H̃_post [B,T,n], H̃_res [B,T,n,n])``, the
+        arguments of σ, c·σ and Sinkhorn–Knopp; ``H̃_res[i, j]`` belongs to ``H_res[i, j]``
+        of ``weights`` (row convention)."""
+        ...
+
+
 BranchInput = Literal["x_in", "rms_norm", "layer_norm"]
 ReduceScale = Literal["sum", "mean", "learned"]
 ExactAxis = Literal["rows", "columns"]
@@ -148,6 +164,7 @@ StateDomain = Literal["any", "replicated"]
 SinkhornVariant = Literal["exp", "softmax", "sigmoid"]
 SinkhornCount = Literal["rounds", "rounds_from_softmax", "normalisations"]
 ResidualMixing = Literal["matrix", "identity"]
+SinkhornGradient = Literal["unrolled", "implicit"]
 
 _BRANCH_INPUTS: Final[tuple[str, ...]] = ("x_in", "rms_norm", "layer_norm")
 _REDUCE_SCALES: Final[tuple[str, ...]] = ("sum", "mean", "learned")
@@ -156,6 +173,7 @@ _STATE_DOMAINS: Final[tuple[str, ...]] = ("any", "replicated")
 _SINKHORN_VARIANTS: Final[tuple[str, ...]] = ("exp", "softmax", "sigmoid")
 _SINKHORN_COUNTS: Final[tuple[str, ...]] = ("rounds", "rounds_from_softmax", "normalisations")
 _RESIDUAL_MIXINGS: Final[tuple[str, ...]] = ("matrix", "identity")
+_SINKHORN_GRADIENTS: Final[tuple[str, ...]] = ("unrolled", "implicit")
 _COMPUTE_DTYPES: Final[tuple[torch.dtype, ...]] = (
     torch.float64, torch.float32, torch.bfloat16, torch.float16,
 )
@@ -226,6 +244,12 @@ class Conventions:
             properties check that ``H_res`` is exactly the identity where they would check a
             learned one.
         notes: free text shown in the report (e.g. what the adapter translates).
+        sinkhorn_gradient: what the backward of Sinkhorn–Knopp computes: ``"unrolled"`` (the
+            default: the gradient of the truncated forward, as autograd through the rounds)
+            or ``"implicit"``: the gradient of the limit, by implicit differentiation at the
+            fixed point (DeepSeek TileKernels). Declared implicit, the finite-difference
+            checks of the truncated forward do not apply and ``variant.sinkhorn_gradient``
+            compares with the fixed-point gradient the kit computes.
 
     Raises:
         ValueError: on construction, for a value outside the ones listed above.
@@ -248,6 +272,7 @@ class Conventions:
     h_post_eps: float = 0.0
     h_post_multiplier: float = 2.0
     residual_mixing: ResidualMixing = "matrix"
+    sinkhorn_gradient: SinkhornGradient = "unrolled"
 
     def __post_init__(self) -> None:
         _one_of("branch_input", self.branch_input, _BRANCH_INPUTS)
@@ -257,6 +282,7 @@ class Conventions:
         _one_of("sinkhorn_variant", self.sinkhorn_variant, _SINKHORN_VARIANTS)
         _one_of("sinkhorn_iterations_count", self.sinkhorn_iterations_count, _SINKHORN_COUNTS)
         _one_of("residual_mixing", self.residual_mixing, _RESIDUAL_MIXINGS)
+        _one_of("sinkhorn_gradient", self.sinkhorn_gradient, _SINKHORN_GRADIENTS)
         for name in ("compute_dtype", "output_dtype"):
             value = getattr(self, name)
             if value is not None and value not in _COMPUTE_DTYPES:
@@ -403,6 +429,11 @@ def has_train_eval(impl: object) -> TypeGuard[SupportsTrainEval]:
     return callable(getattr(impl, "train", None)) and callable(getattr(impl, "eval", None))
 
 
+def has_logits(impl: object) -> TypeGuard[SupportsLogits]:
+    """``impl`` offers ``logits(x)`` (capability ``logits``)."""
+    return callable(getattr(impl, LOGITS, None))
+
+
 def capabilities(impl: object) -> frozenset[str]:
     """The optional capabilities ``impl`` offers, detected by presence (names in
     :data:`CAPABILITIES`). ``train_eval`` needs both ``train`` and ``eval``.
@@ -416,7 +447,7 @@ def capabilities(impl: object) -> frozenset[str]:
     ['weights']
     """
     checks = ((WEIGHTS, has_weights), (EXPAND, has_expand), (REDUCE, has_reduce),
-              (PARAMETERS, has_parameters), (TRAIN_EVAL, has_train_eval))
+              (PARAMETERS, has_parameters), (TRAIN_EVAL, has_train_eval), (LOGITS, has_logits))
     return frozenset(name for name, offered in checks if offered(impl))
 
 

@@ -83,6 +83,8 @@ OTHER_BATCH_STATE: Final = Salt("the state whose other batch elements differ", 1
 OTHER_TOKENS_STATE: Final = Salt("the state whose other tokens differ", 24)
 UPSTREAM_GRADIENT: Final = Salt("the upstream gradient G' of L = <G', X'>", 31)
 FD_INPUT_DIRECTION: Final = Salt("finite-difference direction in x", 40, (3,))
+SINKHORN_UPSTREAM: Final = Salt("the upstream gradient G of <G, H_res> (variant family)", 77)
+DEPTH_STATE: Final = Salt("the input state of a stack of L sublayers (depth family)", 78)
 BRANCH_CONSTANT: Final = Salt("the constant branch's c", 101)
 BRANCH_FIRST_WEIGHT: Final = Salt("the first weight matrix of the mlp/linear branches", 102)
 BRANCH_SECOND_WEIGHT: Final = Salt("the second weight matrix of the mlp branch", 103)

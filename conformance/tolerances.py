@@ -325,6 +325,9 @@ RULES: Final[dict[str, str]] = {
     "low_precision": "low_precision(dtype): 32·eps of bfloat16/float16 on the scaled error",
     "device": "device(dtype): twice the law's, CUDA vs CPU",
     "trainable": "TRAINABLE_RELATIVE: relative gradient through the mixing ≥ 1e-6",
+    "sinkhorn_fixed_point": "law(dtype) against the truncated forward's gradient; declared "
+                            "implicit: law + 10·n·(column error)/(1 − σ₂(H_res)²) against the "
+                            "fixed-point gradient",
 }
 """The named tolerance rules a property declares (``Property.tolerance``): name -> what it
 allows. Every rule is one of the functions or constants above."""

@@ -231,7 +231,19 @@ class ManifoldHyperConnection(HyperConnection):
         return (h_pre.t().contiguous(), h_post.t().contiguous(),
                 H_res.permute(2, 0, 1).contiguous())
 
-    def _readable_weights(self, x: torch.Tensor) -> Weights:
+    def logits(self, x: torch.Tensor) -> Weights:
+        """The pre-activation logits at ``x`` (mHC Eq. 7), the arguments of :meth:`weights`'
+        σ, 2σ and Sinkhorn–Knopp: ``x [B,T,n,d]`` -> ``(H̃_pre [B,T,n], H̃_post [B,T,n],
+        H̃_res [B,T,n,n])`` in the row convention (``H̃_res[..., i, j]`` for ``H_res[i, j]``),
+        in the dtype and device of ``x``, differentiable w.r.t. ``x`` and the parameters.
+        Both implementations compute the same logits (this is the readable form).
+
+        Raises:
+            ValueError: ``x`` is not ``[B, T, n, d]`` with this module's ``n`` and ``d``.
+        """
+        return self._readable_logits(self._check_state(x))
+
+    def _readable_logits(self, x: torch.Tensor) -> Weights:
         batch, tokens, n, d = x.shape
         x_flat = x.reshape(batch, tokens, n * d)  # vec(x_l), row-major: stream 0 first
         # RMSNorm(x) φ = (x φ) / rms(x): project first and divide the n² + 2n results, as the
@@ -242,9 +254,14 @@ class ManifoldHyperConnection(HyperConnection):
         projected = inv_rms * (x_flat @ self._phi())  # [B, T, 2n + n²]
         proj_pre, proj_post = projected[..., :n], projected[..., n : 2 * n]
         proj_res = projected[..., 2 * n :].reshape(batch, tokens, n, n)  # mat(): row-major
-        h_pre = torch.sigmoid(self.alpha_pre * proj_pre + self.b_pre)
-        h_post = 2.0 * torch.sigmoid(self.alpha_post * proj_post + self.b_post)
-        res_logits = self.alpha_res * proj_res + self.b_res
+        return (self.alpha_pre * proj_pre + self.b_pre,
+                self.alpha_post * proj_post + self.b_post,
+                self.alpha_res * proj_res + self.b_res)
+
+    def _readable_weights(self, x: torch.Tensor) -> Weights:
+        pre_logits, post_logits, res_logits = self._readable_logits(x)
+        h_pre = torch.sigmoid(pre_logits)
+        h_post = 2.0 * torch.sigmoid(post_logits)
         H_res = sinkhorn_knopp(res_logits, self.sinkhorn_iterations)
         return h_pre, h_post, H_res
 

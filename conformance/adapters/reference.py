@@ -2,7 +2,8 @@
 ``reference:hc-dynamic``, ``reference:mhc``, and ``reference:mhc-fast``, the fast path of mHC).
 
 The reference modules follow the protocol directly (``module(x, branch)``, ``weights``,
-``expand``, ``reduce``, ``parameters``, ``n``, ``d``, ``kind``) and carry their own declared
+``expand``, ``reduce``, ``parameters``, ``n``, ``d``, ``kind``; mHC also ``logits``, its
+pre-activation logits, for the variant family) and carry their own declared
 conventions (``HyperConnection.conventions``, a plain mapping: the branch receives ``x_in``
 itself, ``reduce`` sums the streams; mHC's ``sinkhorn_iterations`` attribute gives its rounds),
 so the factories of :mod:`hcspec.reference.targets` are the targets (declared in

@@ -12,8 +12,9 @@ chain through ``weights(x)`` with cotangents ``∂L/∂H_res = G' Xᵀ``, ``∂L
 
 from __future__ import annotations
 
+import contextlib
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import torch
 
@@ -37,6 +38,7 @@ from hcspec.conformance.properties.requirements import (
     float64,
     kinds,
 )
+from hcspec.conformance.properties.variant import UNROLLED, implicit_gradient_cause
 from hcspec.conformance.protocol import PARAMETERS, WEIGHTS, Branch, HyperConnectionImpl
 from hcspec.conformance.strategies import SMOOTH_BRANCHES, Case
 from hcspec.spec import numeric
@@ -111,10 +113,27 @@ def _extreme_examples(ctx: Context) -> list[Case]:
 @declare(
     "gradients.fd_input",
     statement="finite differences of ⟨G', X'⟩ w.r.t. x match autograd (float64)",
-    theorems=("backward.closed_form",), requires=(FLOAT64,), tolerance="fd_directional",
-    examples=_examples, cases=SMOOTH, prerequisites=BASE)
+    theorems=("backward.closed_form",), requires=(FLOAT64, UNROLLED),
+    tolerance="fd_directional", examples=_examples, cases=SMOOTH, prerequisites=BASE)
 def check_fd_input(ctx: Context, case: Case) -> None:
     """Directional central differences of ⟨G', X'⟩ w.r.t. x match autograd (float64)."""
+    with _naming_an_implicit_sinkhorn_backward(ctx, case):
+        _check_fd_input(ctx, case)
+
+
+@contextlib.contextmanager
+def _naming_an_implicit_sinkhorn_backward(ctx: Context, case: Case) -> Iterator[None]:
+    """A failure inside gets the hint "implicit Sinkhorn backward" when that is its cause
+    (:func:`hcspec.conformance.properties.variant.implicit_gradient_cause`)."""
+    try:
+        yield
+    except PropertyFailure as failure:
+        if failure.hint is None:
+            failure.hint = implicit_gradient_cause(ctx, case)
+        raise
+
+
+def _check_fd_input(ctx: Context, case: Case) -> None:
     impl = ctx.build.make(case)
     x = ctx.inputs.state(case)
     fn = strategies.make_branch(case.branch, case.d, ctx.dtype, ctx.device, seed=case.seed)
@@ -145,11 +164,16 @@ def check_fd_input(ctx: Context, case: Case) -> None:
 @declare(
     "gradients.fd_parameters",
     statement="finite differences of ⟨G', X'⟩ w.r.t. the parameters match autograd (float64)",
-    theorems=("backward.closed_form",), requires=(capability(PARAMETERS), FLOAT64),
+    theorems=("backward.closed_form",), requires=(capability(PARAMETERS), FLOAT64, UNROLLED),
     tolerance="fd_directional", examples=_examples, cases=SMOOTH, prerequisites=BASE)
 def check_fd_parameters(ctx: Context, case: Case) -> None:
     """Directional central differences of ⟨G', X'⟩ w.r.t. the exposed parameters match
     autograd (float64)."""
+    with _naming_an_implicit_sinkhorn_backward(ctx, case):
+        _check_fd_parameters(ctx, case)
+
+
+def _check_fd_parameters(ctx: Context, case: Case) -> None:
     impl = ctx.build.make(case)
     params = _trainable(impl)
     x = ctx.inputs.state(case)

@@ -9,6 +9,7 @@
 - :mod:`.backprop`: ``linear.*``, ``matmul_chain.*``, ``ffn.*``, ``residual.*``, ``prenorm.*``,
   ``postnorm.*``
 - :mod:`.norm`: ``norm.jacobians``
+- :mod:`.sinkhorn_gradient`: ``sinkhorn.implicit_gradient``
 - :mod:`.mhc`: ``mhc.h_pre_range``, ``mhc.h_post_range``, ``mhc.sinkhorn_*``,
   ``ds.permutation_isometry``, ``ds.birkhoff_decompositions``
 - :mod:`.remarks`: ``mhc.soft_start``, ``mhc.tensor_parallel_locality``,
@@ -26,4 +27,5 @@ from hcspec.spec.theorems import (  # noqa: F401  (imported for their registrati
     norm,
     reduction,
     remarks,
+    sinkhorn_gradient,
 )

@@ -12,7 +12,7 @@ from hcspec.conformance.protocol import (
     check_required,
     conventions_of,
 )
-from hcspec.reference import ManifoldHyperConnection
+from hcspec.reference import ManifoldHyperConnection, StaticHyperConnection
 from tests.conformance.helpers import make_linear
 
 
@@ -30,7 +30,9 @@ def test_conventions_validate_their_values() -> None:
 
 def test_capabilities_are_detected_by_presence() -> None:
     module = ManifoldHyperConnection(2, 3)
-    assert capabilities(module) == {"weights", "expand", "reduce", "parameters", "train_eval"}
+    assert capabilities(module) == {"weights", "expand", "reduce", "parameters", "train_eval",
+                                    "logits"}
+    assert "logits" not in capabilities(StaticHyperConnection(2, 3, 0))
     assert isinstance(module, HyperConnectionImpl)
     assert capabilities(make_linear(2, 3)) == {"weights"}
 

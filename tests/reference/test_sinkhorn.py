@@ -7,6 +7,7 @@ import math
 import pytest
 import torch
 
+from hcspec.reference import sinkhorn
 from hcspec.reference.sinkhorn import sinkhorn_knopp
 
 N = 4
@@ -186,3 +187,63 @@ def test_column_error_growth_with_logit_scale(record_property: pytest.RecordProp
     assert 1e-2 < by_scale[10.0][1] < 1e-1
     # A column sum of a row-stochastic n×n matrix lies in [0, n]: the error is at most n - 1.
     assert all(row[3] <= N - 1 for row in rows)
+
+
+# --- the declared variants against the spec's formulas ------------------------------------------
+
+def _spec_iterate(logits: torch.Tensor, rounds: int, deepseek: bool) -> torch.Tensor:
+    """The spec's iterate (``hcspec.spec.theorems.mhc``): the paper's ``T_r(T_c(·))`` from
+    ``exp``, or DeepSeek-V4's ``softmax_rows + ε`` then ``T_c^ε`` and ``t − 1`` rounds of
+    ``T_c^ε(T_r^ε(·))``, evaluated exactly by sympy and rounded to float64."""
+    import sympy
+
+    from hcspec.spec import doubly_stochastic as ds
+    from hcspec.spec.theorems import mhc
+
+    L = sympy.Matrix(logits.tolist()).applyfunc(lambda v: sympy.Float(v, 50))
+    eps = sympy.Float(1e-3, 50)
+    if deepseek:
+        M = mhc.softmax_rows(L) + eps * sympy.ones(*L.shape)
+        M = mhc.normalise_columns_eps(M, eps)
+        for _ in range(rounds - 1):
+            M = mhc.normalise_columns_eps(mhc.normalise_rows_eps(M, eps), eps)
+    else:
+        M = L.applyfunc(sympy.exp)
+        for _ in range(rounds):
+            M = ds.normalise_rows(ds.normalise_columns(M))
+    return torch.tensor([[float(v) for v in row] for row in M.tolist()], dtype=torch.float64)
+
+
+@pytest.mark.parametrize("deepseek", [False, True])
+def test_variants_are_the_spec_formulas(deepseek: bool) -> None:
+    logits = torch.tensor([[0.0, 2.0, -1.0], [1.0, 0.0, 3.0], [-2.0, 1.0, 0.5]],
+                          dtype=torch.float64)
+    options = dict(start="softmax", count="rounds_from_softmax", exact_axis="columns",
+                   additive_eps=1e-3, denominator_eps=1e-3) if deepseek else {}
+    for rounds in (1, 3):
+        got = sinkhorn.sinkhorn_variant(logits, rounds, **options)  # type: ignore[arg-type]
+        want = _spec_iterate(logits, rounds, deepseek)
+        assert torch.allclose(got, want, rtol=0, atol=1e-14), (rounds, got, want)
+    assert sinkhorn.normalisation_order(2, "rounds_from_softmax", "columns", "softmax") == (
+        "columns", "rows", "columns")
+    assert sinkhorn.softmax_axis("rounds_from_softmax", "columns", 2) == "rows"
+
+
+def test_default_variant_is_the_log_domain_projection() -> None:
+    logits = torch.randn(4, 5, 5, dtype=torch.float64, generator=torch.Generator().manual_seed(3))
+    assert torch.allclose(sinkhorn.sinkhorn_variant(logits, 7),
+                          sinkhorn.sinkhorn_knopp(logits, 7), rtol=0, atol=1e-14)
+
+
+def test_fixed_point_vjp_is_the_gradient_of_the_limit() -> None:
+    gen = torch.Generator().manual_seed(4)
+    logits = torch.randn(3, 4, 4, dtype=torch.float64, generator=gen)
+    G = torch.randn(3, 4, 4, dtype=torch.float64, generator=gen)
+    L = logits.clone().requires_grad_(True)
+    H = sinkhorn.sinkhorn_knopp(L, 3000)  # converged to rounding: the limit
+    (limit,) = torch.autograd.grad((H * G).sum(), L)
+    got = sinkhorn.fixed_point_vjp(H.detach(), G)
+    assert torch.allclose(got, limit, rtol=0, atol=1e-12)
+    truncated = sinkhorn.sinkhorn_knopp(L, 3)
+    (short,) = torch.autograd.grad((truncated * G).sum(), L)
+    assert (short - sinkhorn.fixed_point_vjp(truncated.detach(), G)).abs().max() > 1e-4

@@ -1,0 +1,192 @@
+"""Depth family: a stack of L sublayers of the target, each fed the previous one's output
+(layer indices 0 … L − 1, fresh or perturbed parameters, a zero or a random branch).
+
+mHC (mHC arXiv:2512.24880 §4.1): a product of doubly stochastic matrices is doubly stochastic
+(spec ``ds.product_closure``), so with F ≡ 0 the stack preserves the stream sum
+(``ds.stream_sum_preserved``) and is non-expansive per feature (``ds.nonexpansive``) at any
+depth; with a branch, each sublayer adds at most ``‖h_post‖₂ ‖z‖`` to the norm. The kit checks
+both against bounds accumulated over the layers from the reported ``H_res`` of each layer: the
+sum along the exactly normalised axis within :func:`tolerances.exact_axis` (plus a declared
+denominator ε), the other axis within the Birkhoff–Hopf bound for the declared rounds — what
+the constraints family allows per layer, composed. HC has no such bound: the family reports
+the growth ``‖X_L‖ / ‖X_0‖`` (zero and random branch) without failing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+
+from hcspec.conformance import strategies, tolerances
+from hcspec.conformance.properties.base import Context, f64
+from hcspec.conformance.properties.cases import shift
+from hcspec.conformance.properties.common import law_tol
+from hcspec.conformance.properties.declaration import declare
+from hcspec.conformance.properties.errors import PropertyFailure
+from hcspec.conformance.properties.inputs import CheckedBranch
+from hcspec.conformance.properties.requirements import any_state_domain, capability, kinds
+from hcspec.conformance.protocol import WEIGHTS
+from hcspec.conformance.strategies import Case
+
+BASE = ("shape.output", "shape.branch_once")
+DEPTH = 16
+"""Sublayers in a stack (layer indices 0 … 15: beyond the 0 … 7 the other families draw)."""
+DEPTH_DOMAIN = any_state_domain(
+    "a stack feeds each sublayer the previous output, which is not stream-replicated")
+
+
+def depth(ctx: Context) -> int:
+    """The stack's depth: :data:`DEPTH`, twice that under ``thorough``."""
+    return 2 * DEPTH if ctx.profile.name == "thorough" else DEPTH
+
+
+def _examples(ctx: Context) -> list[Case]:
+    """Zero and MLP branch, at init and perturbed; the first two under ``quick``."""
+    cases = [Case(2, 3, 4, 8, seed=0, perturb=0.0, branch="zero"),
+             Case(2, 3, 4, 8, seed=1, perturb=0.3, branch="mlp"),
+             Case(1, 2, 3, 7, seed=2, perturb=1.0, branch="zero"),
+             Case(1, 2, 2, 5, seed=3, perturb=0.3, branch="mlp")]
+    return shift(ctx, cases[:2] if ctx.profile.name == "quick" else cases)
+
+
+@dataclass
+class Layer:
+    """One sublayer of the stack, as run: its input state, output and branch output (float64),
+    and its reported weights when the impl offers them."""
+
+    X: torch.Tensor
+    out: torch.Tensor
+    z: torch.Tensor
+    weights: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None
+
+
+def _recording(fn: Callable[[torch.Tensor], torch.Tensor],
+               outputs: list[torch.Tensor]) -> Callable[[torch.Tensor], torch.Tensor]:
+    def branch(t: torch.Tensor) -> torch.Tensor:
+        z = fn(t)
+        outputs.append(f64(z))
+        return z
+
+    return branch
+
+
+def run_stack(ctx: Context, case: Case, layers: int, *, weights: bool) -> list[Layer]:
+    """Run ``layers`` sublayers (layer index ``l``, seed ``case.seed + l``, perturbed as the
+    case says) one after the other from the case's state, with the case's branch.
+
+    Raises:
+        PropertyFailure: a sublayer's output is non-finite (the message names the layer).
+    """
+    x = ctx.inputs.state(case)
+    stack: list[Layer] = []
+    for layer in range(layers):
+        at = dataclasses.replace(case, layer_index=layer, seed=case.seed + layer)
+        impl = ctx.build.make(at)
+        outputs: list[torch.Tensor] = []
+        fn = strategies.make_branch(case.branch, case.d, ctx.dtype, ctx.device, seed=at.seed)
+        branch = CheckedBranch(_recording(fn, outputs), case.d, record=False)
+        w = None
+        if weights:
+            with torch.no_grad():
+                w = tuple(f64(t) for t in ctx.observe.weights(impl, x))
+        with torch.no_grad():
+            out = ctx.observe.forward(impl, x, branch)
+        if not bool(torch.isfinite(out).all()):
+            raise PropertyFailure(f"the output of sublayer {layer} of the stack is non-finite")
+        z = outputs[0] if outputs else torch.zeros(case.batch, case.tokens, case.d,
+                                                   dtype=torch.float64)
+        stack.append(Layer(f64(x), f64(out), z, w))  # type: ignore[arg-type]
+        x = out.detach()
+    return stack
+
+
+def _allowances(ctx: Context, H: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per token ``[B, T]``: how far the row and the column sums of ``H`` may be from 1 under
+    the declaration (the exact axis to rounding plus n·ε of a declared denominator ε, the
+    other within the Birkhoff–Hopf bound of the declared rounds)."""
+    c = ctx.conventions
+    n = H.shape[-1]
+    exact = tolerances.exact_axis(ctx.tol_dtype, n, False) + n * c.sinkhorn_denominator_eps
+    other = tolerances.sinkhorn_other_axis_bound(H, c.iterations, ctx.tol_dtype, False)
+    other = other + n * c.sinkhorn_denominator_eps
+    exact_t = torch.full_like(other, exact)
+    return (exact_t, other) if c.sinkhorn_exact_axis == "rows" else (other, exact_t)
+
+
+def mhc_bounds(ctx: Context, stack: list[Layer]) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per token and feature ``[B, T, d]``: the largest drift of the stream sum ``1ᵀX_L`` from
+    ``1ᵀX_0 + Σ_l (1ᵀh_post,l) z_l`` and the largest ``‖X_L,k‖₂`` that the declared
+    doubly stochastic ``H_res`` of the layers allow, accumulated over the stack (per layer: the
+    column allowance times ``Σ_j |X_l,jk|`` for the sum; ``√((1 + row)(1 + column))`` times the
+    norm plus ``‖h_post‖₂ |z_k|`` for the norm), each plus the law's rounding per layer."""
+    law = law_tol(ctx)
+    drift = torch.zeros_like(stack[0].X[..., 0, :])
+    norm = stack[0].X.norm(dim=-2)
+    for layer in stack:
+        assert layer.weights is not None
+        _, h_post, H = layer.weights
+        rows, cols = _allowances(ctx, H)
+        scale = layer.X.abs().amax(dim=(-2, -1)).clamp_min(1.0)[..., None]
+        drift = drift + cols[..., None] * layer.X.abs().sum(dim=-2) + law * scale
+        gain = torch.sqrt((1 + rows) * (1 + cols))[..., None]
+        norm = gain * norm + h_post.norm(dim=-1)[..., None] * layer.z.abs() + law * scale
+    return drift, norm
+
+
+@declare(
+    "depth.mhc_bounded",
+    statement="a stack of 16 sublayers keeps the stream sum and the norm bound of products of "
+              "DS matrices",
+    theorems=("ds.product_closure", "ds.stream_sum_preserved", "ds.nonexpansive"),
+    requires=(kinds("mhc"), capability(WEIGHTS), DEPTH_DOMAIN), tolerance="sinkhorn_other_axis",
+    examples=_examples, explore=False, prerequisites=BASE)
+def check_mhc_bounded(ctx: Context, case: Case) -> None:
+    """Over a stack of :func:`depth` sublayers: ``1ᵀX_L = 1ᵀX_0 + Σ_l (1ᵀh_post,l) z_l``
+    within the accumulated column allowance, and ``‖X_L,k‖ ≤`` the accumulated norm bound
+    (:func:`mhc_bounds`; with F ≡ 0: ``‖X_L,k‖ ≤ ‖X_0,k‖`` up to the allowances)."""
+    stack = run_stack(ctx, case, depth(ctx), weights=True)
+    first, last = stack[0], stack[-1]
+    injected = sum((layer.weights[1].sum(dim=-1)[..., None] * layer.z  # type: ignore[index]
+                    for layer in stack), torch.zeros_like(first.X[..., 0, :]))
+    drift_bound, norm_bound = mhc_bounds(ctx, stack)
+    drift = (last.out.sum(dim=-2) - first.X.sum(dim=-2) - injected).abs()
+    ratio = drift / drift_bound
+    worst = int(torch.argmax(ratio.flatten()))
+    layers = len(stack)
+    ctx.record.expect(f"|1ᵀX_L − 1ᵀX_0 − Σ(1ᵀh_post)z| after {layers} sublayers",
+                      float(drift.flatten()[worst]), float(drift_bound.flatten()[worst]),
+                      _growth_text(stack))
+    excess = (last.out.norm(dim=-2) - norm_bound).flatten()
+    worst = int(torch.argmax(excess))
+    ctx.record.expect(f"‖X_L,k‖₂ beyond the doubly stochastic bound after {layers} sublayers",
+                      max(0.0, float(excess[worst])), 0.0, _growth_text(stack))
+
+
+def _growth_text(stack: list[Layer]) -> str:
+    """``‖X_l‖ / ‖X_0‖`` at a few depths (the state's RMS growth)."""
+    start = float(stack[0].X.norm())
+    marks = sorted({0, len(stack) // 4, len(stack) // 2, len(stack) - 1})
+    return "state norm / initial: " + ", ".join(
+        f"layer {k + 1}: {float(stack[k].out.norm()) / start:.3g}" for k in marks)
+
+
+@declare(
+    "depth.hc_growth",
+    statement="HC: a stack of 16 sublayers stays finite; the state's growth is reported, not "
+              "bounded",
+    requires=(kinds("hc-static", "hc-dynamic"), DEPTH_DOMAIN), tolerance="exact",
+    examples=_examples, explore=False, prerequisites=BASE)
+def check_hc_growth(ctx: Context, case: Case) -> None:
+    """A stack of :func:`depth` HC sublayers stays finite; ``‖X_L‖ / ‖X_0‖`` is recorded
+    (HC's mixing is not doubly stochastic: growth is not a failure)."""
+    stack = run_stack(ctx, case, depth(ctx), weights=False)
+    growth = float(stack[-1].out.norm()) / float(stack[0].X.norm())
+    ctx.record.expect(f"‖X_L‖/‖X_0‖ after {len(stack)} sublayers ({case.branch} branch; "
+                      "reported, HC has no bound)", growth, UNBOUNDED, _growth_text(stack))
+
+
+UNBOUNDED = float(torch.finfo(torch.float64).max)
+"""The "tolerance" of a reported, unbounded figure: finite, so the report keeps the largest."""

@@ -1,0 +1,54 @@
+"""Depth family: a stack of sublayers keeps mHC's doubly stochastic bounds; HC's growth is
+reported."""
+
+from __future__ import annotations
+
+import pytest
+
+from hcspec.conformance.properties import PropertyFailure
+from hcspec.conformance.properties.depth import mhc_bounds, run_stack
+from hcspec.conformance.protocol import Conventions
+from hcspec.conformance.strategies import Case
+from tests.conformance.properties.support import context, run, unmet
+
+PERTURBED_MLP = Case(2, 3, 4, 8, seed=1, perturb=0.3, branch="mlp")
+
+
+@pytest.mark.parametrize("target", ["reference:mhc", "reference:mhc-fast"])
+def test_reference_mhc_keeps_its_bounds_at_depth(target: str) -> None:
+    for example in range(2):  # the quick profile's examples
+        run("depth.mhc_bounded", target, example=example)
+    run("depth.mhc_bounded", target, Case(1, 2, 3, 7, seed=2, perturb=1.0, branch="zero"))
+
+
+def test_skipping_sinkhorn_in_deep_layers_fails_the_stream_sum() -> None:
+    with pytest.raises(PropertyFailure, match=r"1ᵀX_L − 1ᵀX_0 .* after 16 sublayers"):
+        run("depth.mhc_bounded", "mutant:depth_deep_layers_unnormalised", example=0)
+
+
+def test_a_stack_of_mhc_preserves_the_stream_sum_and_contracts() -> None:
+    ctx = context("reference:mhc")
+    at_init = run_stack(ctx, Case(2, 3, 4, 8, seed=2, perturb=0.0, branch="zero"), 16,
+                        weights=True)
+    first, last = at_init[0].X, at_init[-1].out
+    assert (last.sum(dim=-2) - first.sum(dim=-2)).abs().max() < 1e-9
+    assert bool((last.norm(dim=-2) <= first.norm(dim=-2) + 1e-9).all())
+    assert float(last.norm()) < 0.9 * float(first.norm())  # mixing contracts towards the mean
+    # perturbed, 20 rounds leave column errors: the drift is real and within the bound
+    perturbed = run_stack(ctx, Case(2, 3, 4, 8, seed=2, perturb=0.3, branch="zero"), 16,
+                          weights=True)
+    drift = (perturbed[-1].out.sum(dim=-2) - perturbed[0].X.sum(dim=-2)).abs()
+    bound, _ = mhc_bounds(ctx, perturbed)
+    assert float(drift.max()) > 1e-6 and bool((drift <= bound).all())
+
+
+def test_hc_growth_is_reported_not_failed() -> None:
+    ctx = run("depth.hc_growth", "reference:hc-dynamic", PERTURBED_MLP)
+    assert "sublayers" in ctx.worst.label and ctx.worst.error > 1.0
+
+
+def test_depth_needs_weights_and_any_state() -> None:
+    reason = unmet("depth.mhc_bounded", conventions=Conventions(state_domain="replicated"))
+    assert reason is not None and "not stream-replicated" in reason
+    assert unmet("depth.mhc_bounded", capabilities=frozenset()) is not None
+    assert unmet("depth.hc_growth", kind="mhc") is not None

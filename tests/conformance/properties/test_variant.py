@@ -1,0 +1,124 @@
+"""Declared-variant family: the declared Sinkhorn variant and gates at the target's own logits,
+and the declared Sinkhorn backward (unrolled, or implicit at the fixed point)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import torch
+
+from hcspec.conformance.properties import Inconclusive, PropertyFailure
+from hcspec.conformance.properties.variant import Variant, diagnose, fixed_point_tolerance
+from hcspec.conformance.protocol import Conventions
+from hcspec.conformance.strategies import Case
+from hcspec.reference import sinkhorn
+from tests.conformance.properties.support import context, run, unmet
+from tests.mutants import sinkhorn_grad_stopped, sinkhorn_implicit_backward
+from tests.mutants._base import build, mhc_conventions
+
+VARIANT = ("variant.h_res", "variant.gates", "variant.sinkhorn_gradient")
+SPREAD = Case(2, 3, 4, 8, seed=0, perturb=1.0)
+"""Perturbed far enough that 20 rounds have not converged to rounding."""
+CONVERGING = Case(2, 3, 4, 8, seed=1, perturb=0.3)
+"""Perturbed less: 20 rounds converge enough for the fixed-point gradient to be determined."""
+
+
+@pytest.mark.parametrize("target", ["reference:mhc", "reference:mhc-fast"])
+def test_reference_passes(target: str) -> None:
+    for pid in VARIANT:
+        run(pid, target, SPREAD)
+
+
+@pytest.mark.parametrize(("mutant", "named"), [
+    ("sinkhorn_logits_transposed", "the declared variant applied to H̃ᵀ"),
+    ("sinkhorn_softmax_eps_undeclared", "the softmax-first variant, not the declared exp-first"),
+    ("sinkhorn_iterations_mislabelled", "not the declared 10 rounds"),
+])
+def test_a_mislabelled_variant_fails_naming_what_it_matches(mutant: str, named: str) -> None:
+    with pytest.raises(PropertyFailure) as failure:
+        run("variant.h_res", f"mutant:{mutant}", SPREAD)
+    assert named in str(failure.value)
+
+
+def test_the_diagnosis_names_the_iteration_count_and_the_transpose() -> None:
+    logits = torch.randn(3, 4, 4, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+    declared = Variant("exp", "rounds", "rows", 0.0, 0.0, 20)
+    three = sinkhorn.sinkhorn_variant(logits, 3)
+    assert "matches 3 rounds, not the declared 20 rounds" in diagnose(three, logits, declared,
+                                                                       1e-11)
+    transposed = sinkhorn.sinkhorn_variant(logits, 20).transpose(-1, -2)
+    assert "Hᵀ (the transpose" in diagnose(transposed, logits, declared, 1e-11)
+    deepseek = sinkhorn.sinkhorn_variant(logits, 20, start="softmax", count="rounds_from_softmax",
+                                         exact_axis="columns", additive_eps=1e-6,
+                                         denominator_eps=1e-6)
+    text = diagnose(deepseek, logits, declared, 1e-11)
+    assert "softmax-first" in text and "columns normalised last" in text, text
+    noise = torch.rand(3, 4, 4, dtype=torch.float64)
+    assert "matches no variant" in diagnose(noise, logits, declared, 1e-11)
+
+
+def test_h_post_sigma_fails_the_gates_naming_the_multiplier() -> None:
+    with pytest.raises(PropertyFailure,
+                       match=r"h_post matches 1·σ\(H̃_post\), not the declared 2·σ"):
+        run("variant.gates", "mutant:h_post_sigma", SPREAD)
+
+
+def test_undeclared_implicit_backward_fails_naming_the_cause() -> None:
+    with pytest.raises(PropertyFailure, match=r"matches the implicit \(fixed-point\) gradient"):
+        run("variant.sinkhorn_gradient", "mutant:sinkhorn_implicit_backward", SPREAD)
+
+
+def declared_implicit(n: int, d: int, *, layer_index: int = 0,
+                       dtype: torch.dtype = torch.float64, device: str = "cpu",
+                       seed: int = 0):  # type: ignore[no-untyped-def]
+    declared = dataclasses.replace(mhc_conventions(20), sinkhorn_gradient="implicit")
+    return build(sinkhorn_implicit_backward.ImplicitBackward, n, d, layer_index, dtype, device,
+                 seed, declared)
+
+
+def declared_implicit_stopped(n: int, d: int, *, layer_index: int = 0,
+                              dtype: torch.dtype = torch.float64, device: str = "cpu",
+                              seed: int = 0):  # type: ignore[no-untyped-def]
+    declared = dataclasses.replace(mhc_conventions(20), sinkhorn_gradient="implicit")
+    return build(sinkhorn_grad_stopped.NoSinkhornGrad, n, d, layer_index, dtype, device, seed,
+                 declared)
+
+
+def test_declared_implicit_backward_is_checked_against_the_fixed_point_gradient() -> None:
+    here = "tests.conformance.properties.test_variant"
+    run("variant.sinkhorn_gradient", f"{here}:declared_implicit", CONVERGING)
+    # declared implicit, the finite differences do not apply: a stopped Sinkhorn gradient is
+    # caught here
+    with pytest.raises(PropertyFailure, match=r"fixed-point \(implicit\) gradient"):
+        run("variant.sinkhorn_gradient", f"{here}:declared_implicit_stopped", CONVERGING)
+    with pytest.raises(Inconclusive, match="not converged enough"):  # vacuous tolerance
+        run("variant.sinkhorn_gradient", f"{here}:declared_implicit", SPREAD)
+
+
+def test_the_fixed_point_tolerance_follows_the_convergence() -> None:
+    ctx = context("reference:mhc")
+    logits = torch.randn(2, 4, 4, dtype=torch.float64, generator=torch.Generator().manual_seed(5))
+    loose = fixed_point_tolerance(ctx, sinkhorn.sinkhorn_knopp(logits, 3), "rows")
+    tight = fixed_point_tolerance(ctx, sinkhorn.sinkhorn_knopp(logits, 200), "rows")
+    assert tight < 1e-10 < 1e-4 < loose
+
+
+def test_declared_implicit_makes_finite_differences_not_applicable() -> None:
+    reason = unmet("gradients.fd_input", conventions=Conventions(sinkhorn_gradient="implicit"))
+    assert reason is not None and "sinkhorn_gradient='implicit'" in reason
+    assert unmet("gradients.fd_parameters", conventions=Conventions()) is None
+
+
+def test_variant_needs_the_logits_capability() -> None:
+    reason = unmet("variant.h_res", capabilities=frozenset({"weights"}))
+    assert reason is not None and "logits" in reason
+    assert unmet("variant.h_res", kind="hc-dynamic") is not None
+
+
+@pytest.mark.slow
+def test_the_cited_theorem_proves() -> None:
+    from hcspec.spec.registry import get
+
+    result = get("sinkhorn.implicit_gradient").prove()
+    assert result.ok, result.error
