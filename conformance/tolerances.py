@@ -6,9 +6,11 @@ where ``scale`` is the magnitude of the quantities that were summed to produce `
 the magnitudes of its terms, not to the result, so dividing by that magnitude makes one
 tolerance per dtype valid across input scales.
 
-The unit of every tolerance is the machine epsilon ``eps`` of the *effective* dtype: the coarser
-of the tensor dtype and the precision the impl declares it computes in
-(:attr:`hcspec.conformance.protocol.Conventions.compute_dtype`).
+The unit of every tolerance is the machine epsilon ``eps`` of the *effective* dtype: the coarsest
+of the tensor dtype, the precision the impl declares it computes in
+(:attr:`hcspec.conformance.protocol.Conventions.compute_dtype`) and the dtype it declares it
+returns (:attr:`hcspec.conformance.protocol.Conventions.output_dtype`): every comparison is made
+in the precision the impl returns.
 """
 
 from __future__ import annotations
@@ -33,11 +35,15 @@ def eps(dtype: torch.dtype) -> float:
     return float(torch.finfo(dtype).eps)
 
 
-def effective_dtype(dtype: torch.dtype, compute_dtype: torch.dtype | None) -> torch.dtype:
-    """The coarser of the tensor dtype and the declared internal compute dtype."""
-    if compute_dtype is None:
-        return dtype
-    return compute_dtype if eps(compute_dtype) > eps(dtype) else dtype
+def effective_dtype(dtype: torch.dtype, compute_dtype: torch.dtype | None,
+                    output_dtype: torch.dtype | None = None) -> torch.dtype:
+    """The coarsest of the tensor dtype, the declared internal compute dtype and the declared
+    output dtype (``None``: not declared)."""
+    coarsest = dtype
+    for declared in (compute_dtype, output_dtype):
+        if declared is not None and eps(declared) > eps(coarsest):
+            coarsest = declared
+    return coarsest
 
 
 # --- law, probes, reported-vs-probed, closed-form backward -------------------------------------

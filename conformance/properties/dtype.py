@@ -165,12 +165,15 @@ def check_low_precision(ctx: Context, case: Case) -> None:
         with torch.no_grad(), seeded_global_rng(case.seed, ctx.device):  # the same draws
             branch = ctx.inputs.branch(case, dtype=dtype, record=False)
             out = probes.forward_on_copy(impl, x, branch)
-        ctx.record.require(isinstance(out, torch.Tensor) and out.dtype == dtype,
+        returns = ctx.observe.output_dtype(dtype)
+        ctx.record.require(isinstance(out, torch.Tensor) and out.dtype == returns,
                            f"{dtype} forward returned {getattr(out, 'dtype', type(out).__name__)}, "
-                           f"expected {dtype}")
+                           f"expected {ctx.observe.describe_output_dtype(dtype)}")
         scale = max(float(x32.abs().max()), float(out32.abs().max()))
+        precision = tolerances.effective_dtype(dtype, None, ctx.conventions.output_dtype)
         ctx.record.expect(f"{dtype} forward vs float32 forward",
-                   tolerances.scaled_error(out, out32, scale), tolerances.low_precision(dtype))
+                   tolerances.scaled_error(out, out32, scale), tolerances.low_precision(precision),
+                   f"compared in {precision}")
     if not ran:
         raise NotApplicable("the factory rejects bfloat16 and float16: "
                             + " | ".join(ctx.rejected[-2:]))
