@@ -196,11 +196,63 @@ FD_STEP_COARSE: Final = 3e-3
 FD_DIRECTIONAL_COARSE: Final = 1e-2
 
 
+# An impl that *returns* bfloat16 or float16 (declared output_dtype, as DeepSeek's TileKernels
+# references) rounds every output entry by up to eps/2 of its magnitude: with the float32 step
+# (3e-3 × the state's magnitude) X' moves by less than one ulp, and the difference quotient is
+# an ulp over 2h (fd 0.535 vs autograd 0.327 seen). For such an output the kit evaluates the
+# loss at FD_FIT_POINTS evenly spaced points of [−h, h] with h = FD_STEP_LOW × the magnitude of
+# what is varied (X' then moves by ~8 ulps over the interval) and takes the slope at 0 of the
+# least-squares polynomial of degree FD_FIT_DEGREE (truncation O(h⁴), as Richardson's). The
+# slope is a fixed linear combination Σ w_j L(t_j), so the rounding in the L(t_j) changes it by
+# at most max_j|δ_j| · Σ|w_j|. The rounding is a staircase in t (neighbouring points share
+# ulps), so it is not averaged away, but the fit's residuals L(t_j) − p(t_j) measure it on the
+# output the impl returned: the kit allows max_j|residual_j| · Σ|w_j| (:func:`fd_rounding`) on
+# top of :data:`FD_DIRECTIONAL_COARSE`. A smaller step would be buried in the staircase, a
+# larger one leaves the range where a saturating branch (tanh at state scale 10) is a
+# polynomial of degree 4.
+FD_STEP_LOW: Final = 0.03
+FD_FIT_POINTS: Final = 32
+FD_FIT_DEGREE: Final = 4
+
+
+def fd_fit(dtype: torch.dtype) -> bool:
+    """Whether finite differences are a least-squares polynomial fit over
+    :data:`FD_FIT_POINTS` points (a bfloat16/float16 effective dtype) instead of a central
+    difference."""
+    return eps(dtype) > eps(torch.float32)
+
+
+def fd_fit_matrix() -> torch.Tensor:
+    """``pinv(V) [FD_FIT_DEGREE + 1, FD_FIT_POINTS]`` float64 for the Vandermonde matrix ``V``
+    of ``u = linspace(−1, 1, FD_FIT_POINTS)``: row k gives the coefficient of ``u^k`` of the
+    least-squares polynomial (row 1 over the step: the slope at 0)."""
+    u = torch.linspace(-1.0, 1.0, FD_FIT_POINTS, dtype=torch.float64)
+    vandermonde = torch.stack([u ** k for k in range(FD_FIT_DEGREE + 1)], dim=1)
+    return torch.linalg.pinv(vandermonde)
+
+
+def fd_fit_slope(values: torch.Tensor, step: float) -> tuple[float, float]:
+    """``(slope at 0, rounding allowance)`` of the loss ``values [FD_FIT_POINTS]`` float64 taken
+    at ``t = step · linspace(−1, 1)``: the least-squares polynomial's slope, and
+    ``max|residual| · Σ|w|`` where ``w`` (row 1 of :func:`fd_fit_matrix` over ``step``) are the
+    weights of the slope and the residuals those of the fit (see the comment above)."""
+    pinv = fd_fit_matrix()
+    u = torch.linspace(-1.0, 1.0, FD_FIT_POINTS, dtype=torch.float64)
+    coefficients = pinv @ values
+    vandermonde = torch.stack([u ** k for k in range(FD_FIT_DEGREE + 1)], dim=1)
+    residual = values - vandermonde @ coefficients
+    weights = pinv[1] / step
+    return float(coefficients[1]) / step, float(residual.abs().max() * weights.abs().sum())
+
+
 def fd_step(dtype: torch.dtype, scale: float = 1.0) -> float:
-    """Finite-difference step for an impl whose effective dtype is ``dtype``: :data:`FD_STEP`
-    for float64; :data:`FD_STEP_COARSE` × ``scale`` (the magnitude of what is varied) for
-    float32 and coarser."""
-    return FD_STEP if dtype == torch.float64 else FD_STEP_COARSE * scale
+    """Finite-difference step for an impl whose effective dtype is ``dtype`` (the coarsest of
+    the working, compute and output dtypes): :data:`FD_STEP` for float64;
+    :data:`FD_STEP_COARSE` × ``scale`` (the magnitude of what is varied) for float32;
+    :data:`FD_STEP_LOW` × ``scale`` for bfloat16/float16."""
+    if dtype == torch.float64:
+        return FD_STEP
+    return (FD_STEP_COARSE if dtype == torch.float32 else FD_STEP_LOW) * scale
 
 
 def fd_richardson(dtype: torch.dtype) -> bool:

@@ -9,6 +9,8 @@ TARGETs (``tests.conformance.properties.precision_standins:NAME``):
   rounded to bfloat16; declares ``compute_dtype=float32, output_dtype=bfloat16``;
 * ``make_bf16_undeclared`` — the same without declaring ``output_dtype`` (must fail
   ``shape.output``);
+* ``make_bf16_detached`` — ``make_bf16_output`` whose residual ``H_res X`` is detached (a
+  gradient bug the finite differences must still see through the bfloat16 rounding);
 * ``make_transposed_{float64,float32,bfloat16,float16}`` — correct forward in that precision
   (float32 inside for the three coarser ones), ``weights()`` reports ``H_resᵀ``;
 * ``make_branch_only_gradient`` — a static HC whose residual ``H_res X`` is detached, so only
@@ -41,10 +43,12 @@ def _built(cls: type[torch.nn.Module], n: int, d: int, layer_index: int, seed: i
 class RoundedMHC(ManifoldHyperConnection):
     """The reference mHC with float32 (or float64) parameters and arithmetic, returning ``X'``
     and its weights in ``output`` (the branch input too, handed to the branch in the state's
-    dtype, as TileKernels' ``mhc_pre_apply_mix_ref``); ``transposed`` reports ``H_resᵀ``."""
+    dtype, as TileKernels' ``mhc_pre_apply_mix_ref``); ``transposed`` reports ``H_resᵀ``;
+    ``detached`` cuts the residual path from autograd."""
 
     output: torch.dtype = torch.bfloat16
     transposed: bool = False
+    detached: bool = False
 
     def _inner(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
         work = next(self.parameters()).dtype
@@ -61,17 +65,19 @@ class RoundedMHC(ManifoldHyperConnection):
         xw, h_pre, h_post, H_res = self._inner(x)
         x_in = (h_pre.unsqueeze(-2) @ xw).squeeze(-2)
         z = branch(x_in.to(self.output).to(x.dtype)).to(xw.dtype)
-        out = H_res @ xw + h_post.unsqueeze(-1) * z.unsqueeze(-2)
+        out = H_res @ (xw.detach() if self.detached else xw) + h_post.unsqueeze(-1) * z.unsqueeze(-2)
         return out.to(self.output)
 
 
 def _rounded(n: int, d: int, *, layer_index: int = 0, dtype: torch.dtype = torch.float64,
              device: str = "cpu", seed: int = 0, output: torch.dtype = torch.bfloat16,
-             declare: bool = True, transposed: bool = False) -> RoundedMHC:
+             declare: bool = True, transposed: bool = False,
+             detached: bool = False) -> RoundedMHC:
     work = torch.float64 if output == torch.float64 else torch.float32
     module: RoundedMHC = _built(RoundedMHC, n, d, layer_index, seed, work, device)
     module.output = output
     module.transposed = transposed
+    module.detached = detached
     if output == torch.float64:
         module.conventions = Conventions(sinkhorn_iterations=20)  # type: ignore[assignment]
     else:
@@ -87,6 +93,7 @@ make_transposed_float64 = partial(_rounded, output=torch.float64, transposed=Tru
 make_transposed_float32 = partial(_rounded, output=torch.float32, transposed=True)
 make_transposed_bfloat16 = partial(_rounded, output=torch.bfloat16, transposed=True)
 make_transposed_float16 = partial(_rounded, output=torch.float16, transposed=True)
+make_bf16_detached = partial(_rounded, output=torch.bfloat16, detached=True)
 make_float16_output = partial(_rounded, output=torch.float16)
 make_float32_output = partial(_rounded, output=torch.float32)
 
