@@ -311,17 +311,28 @@ def low_precision(dtype: torch.dtype) -> float:
 #   scale 10 returns ±1 after a cancellation: measured error 3.2e-4 with s = 8.4e-5 (ratio 3.8,
 #   the worst seen on the reference, found by the soak); on well-conditioned cases the ratio is
 #   ≈ 0.5, and the bfloat16-cast mutant's is 5.7e3 (error 1.2e-3, s = 2e-7).
+# * the kit's own branch: its float32 run computes tanh(x W₁) W₂ in float32, and near
+#   saturation (d = 1, state scale 10) 1 − tanh² cancels, so the branch's float32 gradient alone
+#   can be wrong by O(1) relative; where the residual path carries no gradient nothing dilutes
+#   it (seen: error 3.9e-4 > 1.2e-4 on a static HC with a detached residual, n = 2, d = 1). The
+#   kit measures it — the float64 gradients recomputed with only the branch in float32 — and
+#   allows GRADIENT_BRANCH_FACTOR times that relative error; the target's own float32 rounding
+#   stays under the two budgets above.
 GRADIENT_FLOAT32_EPS_FACTOR: Final = 1024.0
 GRADIENT_SENSITIVITY_FACTOR: Final = 32.0
 GRADIENT_SENSITIVITY_SAMPLES: Final = 3
+GRADIENT_BRANCH_FACTOR: Final = 4.0
 
 
-def gradient_float32(sensitivity: float = 0.0) -> float:
+def gradient_float32(sensitivity: float = 0.0, branch_error: float = 0.0) -> float:
     """Relative 2-norm tolerance of float32 gradients against float64 gradients, given the
     case's measured ``sensitivity`` (relative change of the float64 gradients under a one-eps32
-    relative move of the inputs and parameters; 0 gives the well-conditioned floor)."""
+    relative move of the inputs and parameters; 0 gives the well-conditioned floor) and
+    ``branch_error`` (relative change of the float64 gradients when only the kit's branch
+    computes in float32)."""
     return max(GRADIENT_FLOAT32_EPS_FACTOR * eps(torch.float32),
-               GRADIENT_SENSITIVITY_FACTOR * sensitivity)
+               GRADIENT_SENSITIVITY_FACTOR * sensitivity,
+               GRADIENT_BRANCH_FACTOR * branch_error)
 
 
 # --- device ------------------------------------------------------------------------------------
@@ -378,8 +389,9 @@ RULES: Final[dict[str, str]] = {
                            "rounds at the measured projective diameter",
     "fd_directional": "fd_directional(dtype) plus fd_cancellation: finite differences vs "
                       "autograd, relative to max(1, |autograd|)",
-    "gradient_float32": "gradient_float32(sensitivity): max(1024·eps32, 32 × the case's "
-                        "measured conditioning), relative 2-norm",
+    "gradient_float32": "gradient_float32(sensitivity, branch_error): max(1024·eps32, 32 × the "
+                        "case's measured conditioning, 4 × the measured error of the kit's "
+                        "branch in float32), relative 2-norm",
     "low_precision": "low_precision(dtype): 32·eps of bfloat16/float16 on the scaled error",
     "device": "device(dtype): twice the law's, CUDA vs CPU",
     "trainable": "TRAINABLE_RELATIVE: relative gradient through the mixing ≥ 1e-6",

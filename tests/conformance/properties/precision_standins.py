@@ -65,7 +65,8 @@ class RoundedMHC(ManifoldHyperConnection):
         xw, h_pre, h_post, H_res = self._inner(x)
         x_in = (h_pre.unsqueeze(-2) @ xw).squeeze(-2)
         z = branch(x_in.to(self.output).to(x.dtype)).to(xw.dtype)
-        out = H_res @ (xw.detach() if self.detached else xw) + h_post.unsqueeze(-1) * z.unsqueeze(-2)
+        residual = xw.detach() if self.detached else xw
+        out = H_res @ residual + h_post.unsqueeze(-1) * z.unsqueeze(-2)
         return out.to(self.output)
 
 
@@ -111,7 +112,10 @@ class BranchOnlyGradient(StaticHyperConnection):
 def make_branch_only_gradient(n: int, d: int, *, layer_index: int = 0,
                               dtype: torch.dtype = torch.float64, device: str = "cpu",
                               seed: int = 0) -> BranchOnlyGradient:
-    """:class:`BranchOnlyGradient` built as the reference static HC."""
+    """:class:`BranchOnlyGradient` built as the reference static HC, its parameters frozen
+    (``requires_grad=False``): the only gradient is ``∂L/∂x = h_pre g_inᵀ``, through the
+    branch."""
     module: BranchOnlyGradient = _built(BranchOnlyGradient, n, d, layer_index, seed, dtype,
                                         device)
+    module.requires_grad_(False)
     return module
