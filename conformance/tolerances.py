@@ -62,6 +62,26 @@ def law(dtype: torch.dtype) -> float:
     return LAW_EPS_FACTOR * eps(dtype) if dtype == torch.float64 else 256 * eps(dtype)
 
 
+# For bfloat16/float16 (the precision the impl returns, declared output_dtype, or the working
+# dtype) a fixed 256·eps is 2.0 (bfloat16): a transposed H_res (0.47 scaled error) passes. The
+# kit instead evaluates the spec's closed form in the impl's compute dtype from the same state
+# and weights, rounded to its output dtype (hcspec.conformance.properties.precision), measures
+# *that* error against float64 on the same comparison (the law, the branch input, the probes)
+# and allows LAW_REFERENCE_FACTOR times it (FlashAttention's tests allow 2× the error of the
+# reference run in the same precision; the impl here also rounds its reported weights, which
+# the reference takes as exact, so 8×). Floor: one eps of the dtype.
+LAW_REFERENCE_FACTOR: Final = 8.0
+
+
+def law_measured(dtype: torch.dtype, reference_error: float) -> float:
+    """Scaled-error tolerance of a law comparison in bfloat16/float16, given the error
+    ``reference_error`` of the spec's closed form computed in that precision on the same
+    comparison: ``max(eps, 8 × reference_error)``; :func:`law` for float32/float64."""
+    if eps(dtype) <= eps(torch.float32):
+        return law(dtype)
+    return max(eps(dtype), LAW_REFERENCE_FACTOR * reference_error)
+
+
 # For float32 (and coarser) the pseudo-inverse dominates less than the forward's own rounding
 # (the impl rounds each op); 256·eps (float32: 3e-5) is γ_k for k = 64 with a 4× margin.
 
@@ -381,7 +401,9 @@ hundreds — both below 1e-100."""
 RULES: Final[dict[str, str]] = {
     "exact": "no numeric tolerance: a condition that holds or not (shape, dtype, device, "
              "finiteness, bit equality)",
-    "law": "law(dtype): 1e5·eps in float64, 256·eps below, on the scaled error",
+    "law": "law(dtype): 1e5·eps in float64, 256·eps in float32, on the scaled error; in "
+           "bfloat16/float16 law_measured: 8 × the error of the spec's closed form computed "
+           "in that precision on the same comparison (floor eps)",
     "identity": "identity(dtype): the law's budget for exact algebraic identities",
     "range_slack": "range_slack(dtype, probed): 4·eps on a range bound (the law's when probed)",
     "exact_axis": "exact_axis(dtype, n, probed): 16·(n + 1)·eps on Sinkhorn–Knopp's last axis",
