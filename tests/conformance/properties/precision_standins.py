@@ -97,6 +97,7 @@ make_transposed_float16 = partial(_rounded, output=torch.float16, transposed=Tru
 make_bf16_detached = partial(_rounded, output=torch.bfloat16, detached=True)
 make_float16_output = partial(_rounded, output=torch.float16)
 make_float32_output = partial(_rounded, output=torch.float32)
+make_float64_output = partial(_rounded, output=torch.float64)
 
 
 class BranchOnlyGradient(StaticHyperConnection):
