@@ -144,15 +144,18 @@ def check_expand(ctx: Context, case: Case) -> None:
     theorems=("forward.shapes",), requires=(capability(REDUCE),),
     prerequisites=("shape.output",), shrink=False)
 def check_reduce(ctx: Context, case: Case) -> None:
-    """``reduce(x [B,T,n,d])`` returns ``[B,T,d]`` with x's dtype and device."""
+    """``reduce(x [B,T,n,d])`` returns ``[B,T,d]`` on x's device, in x's dtype or the declared
+    ``output_dtype`` (a learned head rounding as the forward does)."""
     impl = ctx.build.make(case)
     x = ctx.inputs.state(case)
     out = ctx.observe.reduce(impl, x)
     shape = [case.batch, case.tokens, case.d]
+    dtypes = {x.dtype, ctx.observe.output_dtype(x.dtype)}
+    allowed = " or ".join(sorted(str(t) for t in dtypes))
     ctx.record.require(isinstance(out, torch.Tensor) and list(out.shape) == shape
-                and out.dtype == x.dtype and out.device == x.device,
+                and out.dtype in dtypes and out.device == x.device,
                 f"reduce(x {list(x.shape)}) returned {_describe(out)}, expected tensor {shape} "
-                f"{x.dtype} on {x.device}")
+                f"{allowed} on {x.device}")
 
 
 def _regrouped(x: torch.Tensor, tokens_first: int) -> torch.Tensor:
