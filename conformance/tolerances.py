@@ -248,7 +248,8 @@ def fd_fit_matrix() -> torch.Tensor:
     least-squares polynomial (row 1 over the step: the slope at 0)."""
     u = torch.linspace(-1.0, 1.0, FD_FIT_POINTS, dtype=torch.float64)
     vandermonde = torch.stack([u ** k for k in range(FD_FIT_DEGREE + 1)], dim=1)
-    return torch.linalg.pinv(vandermonde)
+    pinv: torch.Tensor = torch.linalg.pinv(vandermonde)
+    return pinv
 
 
 def fd_fit_slope(values: torch.Tensor, step: float) -> tuple[float, float]:

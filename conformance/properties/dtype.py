@@ -61,7 +61,7 @@ def _float32_branch(case: Case, device: str) -> Branch:
     fn32 = strategies.make_branch(case.branch, case.d, torch.float32, device, seed=case.seed)
 
     def branch(t: torch.Tensor) -> torch.Tensor:
-        out: torch.Tensor = _Float32Branch.apply(t, fn32)
+        out: torch.Tensor = _Float32Branch.apply(t, fn32)  # type: ignore[no-untyped-call]
         return out
 
     return branch
