@@ -50,8 +50,7 @@ def _run(ctx: Context, impl: HyperConnectionImpl, x: torch.Tensor, branch: Branc
 
 @declare(
     "shape.output",
-    statement="forward(x, F) returns a tensor with x's shape [B,T,n,d], device and dtype (or "
-              "the declared output_dtype)",
+    statement="forward(x, F) returns a tensor with x's shape [B,T,n,d], dtype and device",
     theorems=("forward.shapes",), shrink=False)
 def check_output(ctx: Context, case: Case) -> None:
     """Output is a tensor with the input's shape and device and the input's dtype, or the
