@@ -8,9 +8,9 @@
 2. ``conventions.reduce_scale`` fails any declared ``reduce="learned"`` (a learned head such as
    DeepSeek-V4's HyperHead): it compares ``reduce(X)`` with the mean whenever the declaration is
    not ``"sum"``.
-3. ``shape.output`` fails an impl that declares ``output_dtype=torch.bfloat16`` and returns
-   bfloat16 (as TileKernels' references do), and every property that needs it is then
-   blocked: the declared output dtype is not honoured.
+3. ``shape.output`` on an impl that declares ``output_dtype=torch.bfloat16`` and returns
+   bfloat16 (as TileKernels' references do): a kit that honours the declared output dtype
+   passes it (a kit that does not fails it and blocks every property that needs it).
 4. ``constraints.h_pre_range`` fails an H_pre of ``σ(·) + 1e-6`` declared ``h_pre_eps=1e-6``
    (DeepSeek-V4, nano-deepseek-v4) once σ saturates: it checks ``[0, 1]``, not the declared
    ``[eps, 1 + eps]``.
