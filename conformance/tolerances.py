@@ -239,12 +239,14 @@ FD_DIRECTIONAL_COARSE: Final = 1e-2
 # staircase, a larger one leaves the range where a saturating branch (tanh at state scale 10)
 # is a polynomial of degree 4.
 FD_STEP_LOW: Final = 0.03
-FD_STEP_LOW_LADDER: Final = (1.0, 1 / 3, 1 / 10)
+FD_STEP_LOW_LADDER: Final = (1.0, 1 / 3)
 """Fractions of :data:`FD_STEP_LOW` tried in turn: a strongly perturbed impl (parameters
 N(0, 1) on an N(0, 0.02) init: logits ~10 at d = 20, state scale 10) is not a quartic over
 [−h, h] (TileKernels' references: fd 6.3 vs autograd 39 at h = 0.3), and a smaller step has
 more rounding; the property passes when one step of the ladder agrees within its own
-allowance. A wrong gradient disagrees at every step."""
+allowance. A wrong gradient disagrees at every step, but the allowance of bfloat16 finite
+differences is wide: a detached residual in a bfloat16-output stand-in fails 24 of 180 cases
+(n = 1–8, d = 2–12, state scale 0.1–10), against every case in float64."""
 FD_FIT_POINTS: Final = 32
 FD_FIT_DEGREE: Final = 4
 

@@ -51,7 +51,7 @@ def test_finite_differences_pass_a_correct_bfloat16_output(prop: str, case: Case
 def test_finite_differences_still_catch_a_detached_residual_in_bfloat16() -> None:
     with pytest.raises(PropertyFailure, match="finite differences vs autograd"):
         support.run("gradients.fd_input", f"{STANDINS}:make_bf16_detached",
-                    Case(2, 3, 4, 8, seed=0, perturb=0.3, branch="mlp"))
+                    Case(2, 3, 1, 2, seed=1, scale=0.1, perturb=0.3, branch="linear"))
 
 
 def test_fit_slope_is_exact_on_a_quartic() -> None:
@@ -81,5 +81,5 @@ def test_transposed_weights_fail_at_every_precision(prop: str, precision: str) -
 def test_low_precision_law_tolerance_is_measured(prop: str) -> None:
     ctx = support.run(prop, BF16, PERTURBED)
     assert ctx.worst.tolerance < 0.05  # 8 × the closed form's bfloat16 error, not 256·eps = 2
-    assert tolerances.law_measured(torch.bfloat16, 0.0) == tolerances.eps(torch.bfloat16)
+    assert tolerances.law_measured(torch.bfloat16, 0.0) == 4 * tolerances.eps(torch.bfloat16)
     assert tolerances.law_measured(torch.float32, 1.0) == tolerances.law(torch.float32)
