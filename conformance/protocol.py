@@ -204,9 +204,11 @@ class Conventions:
         compute_dtype: the precision the impl computes in internally when it differs from the
             input's (e.g. ``torch.float32`` for an impl that upcasts/downcasts); ``None`` means
             "the input's dtype". Tolerances use the coarser of the two.
-        output_dtype: the dtype of ``forward``'s output (and of ``weights``) when it is not the
-            input's: an impl that computes in float32 and returns float32 for a bfloat16 input
-            declares ``torch.float32``; ``None`` means "the input's dtype".
+        output_dtype: the dtype of ``forward``'s output (and of ``weights``; ``reduce`` may
+            return it or the input's) when it is not the input's: an impl that computes in
+            float32 and returns float32 for a bfloat16 input declares ``torch.float32``;
+            ``None`` means "the input's dtype". Tolerances use the coarsest of it,
+            ``compute_dtype`` and the input's.
         sinkhorn_iterations: Sinkhorn–Knopp iterations (mHC only), counted as
             ``sinkhorn_iterations_count`` says; ``None`` means not declared, and the kit
             assumes the mHC paper's ``t_max = 20`` (Eq. 9) and says so in the report.

@@ -80,9 +80,10 @@ class Context:
 
     @property
     def tol_dtype(self) -> torch.dtype:
-        """The dtype tolerances are computed for (working dtype, or the coarser declared
-        compute dtype)."""
-        return tolerances.effective_dtype(self.dtype, self.conventions.compute_dtype)
+        """The dtype tolerances are computed for (the coarsest of the working dtype and the
+        declared compute and output dtypes)."""
+        return tolerances.effective_dtype(self.dtype, self.conventions.compute_dtype,
+                                          self.conventions.output_dtype)
 
     @property
     def replicated(self) -> bool:

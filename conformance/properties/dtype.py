@@ -12,6 +12,7 @@ applicable.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import torch
 
@@ -27,7 +28,7 @@ from hcspec.conformance.properties.base import (
 from hcspec.conformance.properties.cases import Cases, standard_examples
 from hcspec.conformance.properties.declaration import declare
 from hcspec.conformance.properties.requirements import float64
-from hcspec.conformance.protocol import HyperConnectionImpl
+from hcspec.conformance.protocol import Branch, HyperConnectionImpl
 from hcspec.conformance.strategies import SMOOTH_BRANCHES, Case
 
 BASE = ("shape.output", "shape.branch_once")
@@ -36,12 +37,43 @@ JITTER_SEED_STRIDE = 7919
 """Jitter sample k of a case draws its signs from ``case.seed·JITTER_SEED_STRIDE + k``."""
 
 
+class _Float32Branch(torch.autograd.Function):
+    """The kit's branch evaluated in float32 (forward and backward) inside a float64 graph:
+    what the float32 run's branch contributes to its gradients' error, and nothing else."""
+
+    @staticmethod
+    def forward(ctx: Any, t: torch.Tensor, fn: Branch) -> torch.Tensor:
+        ctx.save_for_backward(t)
+        ctx.fn = fn
+        return fn(t.detach().to(torch.float32)).to(t.dtype)
+
+    @staticmethod
+    def backward(ctx: Any, *grads: torch.Tensor) -> tuple[torch.Tensor, None]:
+        (t,) = ctx.saved_tensors
+        with torch.enable_grad():
+            t32 = t.detach().to(torch.float32).requires_grad_(True)
+            (g,) = torch.autograd.grad(ctx.fn(t32), t32, grads[0].to(torch.float32))
+        return g.to(t.dtype), None
+
+
+def _float32_branch(case: Case, device: str) -> Branch:
+    """The case's branch with float32 constants, applied through :class:`_Float32Branch`."""
+    fn32 = strategies.make_branch(case.branch, case.d, torch.float32, device, seed=case.seed)
+
+    def branch(t: torch.Tensor) -> torch.Tensor:
+        out: torch.Tensor = _Float32Branch.apply(t, fn32)  # type: ignore[no-untyped-call]
+        return out
+
+    return branch
+
+
 def _gradients(ctx: Context, impl: HyperConnectionImpl, case: Case, dtype: torch.dtype,
-               jitter: int | None = None,
+               jitter: int | None = None, branch32: bool = False,
                ) -> tuple[torch.Tensor, list[torch.Tensor], torch.Tensor]:
     """(∂L/∂x, ∂L/∂θ for the floating parameters, X') of ``L = ⟨G', X'⟩`` in ``dtype``;
     with ``jitter``, at ``x`` and ``θ`` moved by one float32 unit roundoff, relative, with
-    random signs (sample ``jitter``; the parameters are restored afterwards)."""
+    random signs (sample ``jitter``; the parameters are restored afterwards); with
+    ``branch32``, the kit's branch computes in float32 (:class:`_Float32Branch`)."""
     x = ctx.inputs.state(case, dtype=dtype)
     gen = None if jitter is None else torch.Generator().manual_seed(
         case.seed * JITTER_SEED_STRIDE + jitter)
@@ -51,7 +83,8 @@ def _gradients(ctx: Context, impl: HyperConnectionImpl, case: Case, dtype: torch
     x.requires_grad_(True)
     G = strategies.gaussian(x.shape, case.seed, salts.UPSTREAM_GRADIENT.at(), dtype, ctx.device)
     params = floating_parameters(impl, trainable=True)
-    fn = strategies.make_branch(case.branch, case.d, dtype, ctx.device, seed=case.seed)
+    fn = (_float32_branch(case, ctx.device) if branch32 else
+          strategies.make_branch(case.branch, case.d, dtype, ctx.device, seed=case.seed))
     saved = [p.detach().clone() for p in params] if gen is not None else []
     try:
         if gen is not None:
@@ -92,7 +125,9 @@ def check_float32_gradients(ctx: Context, case: Case) -> None:
     :func:`hcspec.conformance.tolerances.gradient_float32` at the case's measured conditioning (how
     far the float64 gradients move when x and θ move by one float32 unit roundoff) — catches
     a backward that is wrong only in float32 (e.g. a cast inside a custom backward), which
-    float64 finite differences cannot see."""
+    float64 finite differences cannot see. The allowance includes the error of the kit's own
+    branch: the float64 gradients recomputed with only the branch in float32
+    (:class:`_Float32Branch`), which a residual path without gradient does not dilute."""
     ctx.build.make(case)  # a configuration the factory rejects in the working dtype: skip the case
     impl64 = ctx.build.make(case, dtype=torch.float64)
     try:
@@ -115,10 +150,15 @@ def check_float32_gradients(ctx: Context, case: Case) -> None:
                           for k in range(tolerances.GRADIENT_SENSITIVITY_SAMPLES)))
     if not math.isfinite(sensitivity):  # non-finite float64 gradients: no allowance
         sensitivity = 0.0
+    gx_b, gp_b, _ = _gradients(ctx, impl64, case, torch.float64, branch32=True)
+    branch_error = _relative_error([f64(g) for g in (gx_b, *gp_b)], want)[0]
+    if not math.isfinite(branch_error):
+        branch_error = 0.0
     ctx.record.expect("‖float32 − float64‖ / ‖float64‖ over (∂L/∂x, ∂L/∂θ)", error,
-               tolerances.gradient_float32(sensitivity),
+               tolerances.gradient_float32(sensitivity, branch_error),
                f"largest difference in ∂L/∂{worst}; float64 gradients move by "
-               f"{sensitivity:.2g} (relative) when x and θ move by one float32 unit roundoff")
+               f"{sensitivity:.2g} (relative) when x and θ move by one float32 unit roundoff; "
+               f"the kit's own branch in float32 alone moves them by {branch_error:.2g}")
 
 
 def _relative_error(got: list[torch.Tensor],
@@ -165,12 +205,15 @@ def check_low_precision(ctx: Context, case: Case) -> None:
         with torch.no_grad(), seeded_global_rng(case.seed, ctx.device):  # the same draws
             branch = ctx.inputs.branch(case, dtype=dtype, record=False)
             out = probes.forward_on_copy(impl, x, branch)
-        ctx.record.require(isinstance(out, torch.Tensor) and out.dtype == dtype,
+        returns = ctx.observe.output_dtype(dtype)
+        ctx.record.require(isinstance(out, torch.Tensor) and out.dtype == returns,
                            f"{dtype} forward returned {getattr(out, 'dtype', type(out).__name__)}, "
-                           f"expected {dtype}")
+                           f"expected {ctx.observe.describe_output_dtype(dtype)}")
         scale = max(float(x32.abs().max()), float(out32.abs().max()))
+        precision = tolerances.effective_dtype(dtype, None, ctx.conventions.output_dtype)
         ctx.record.expect(f"{dtype} forward vs float32 forward",
-                   tolerances.scaled_error(out, out32, scale), tolerances.low_precision(dtype))
+                   tolerances.scaled_error(out, out32, scale), tolerances.low_precision(precision),
+                   f"compared in {precision}")
     if not ran:
         raise NotApplicable("the factory rejects bfloat16 and float16: "
                             + " | ".join(ctx.rejected[-2:]))

@@ -13,6 +13,7 @@ import torch
 from hypothesis import strategies as st
 
 from hcspec.conformance import tolerances
+from hcspec.conformance.properties import precision
 from hcspec.conformance.properties.base import Context, NotApplicable, f64, floating_parameters
 from hcspec.conformance.properties.cases import Cases, shift, standard_strategy
 from hcspec.conformance.properties.common import branch64, expected_output, law_tol
@@ -45,11 +46,19 @@ def check_reported(ctx: Context, case: Case) -> None:
     branch = ctx.inputs.branch(case)
     out = ctx.observe.forward(impl, x, branch)
     want, inp, scale = expected_output(ctx, case, x, h_pre, h_post, H_res)
-    tol = law_tol(ctx)
-    ctx.record.expect("branch input vs h_preᵀX from weights(x)",
-                      tolerances.scaled_error(branch.inputs[0], inp), tol,
+    tol_in = tol = law_tol(ctx)
+    where = ""
+    if precision.low_precision(ctx):  # 8 × what the closed form costs in this precision
+        spec_branch = ctx.inputs.branch(case)
+        spec_out = precision.spec_at_precision(ctx, h_pre, h_post, H_res).forward(x, spec_branch)
+        tol = precision.tolerance(ctx, tolerances.scaled_error(spec_out, want, scale), tol)
+        tol_in = precision.tolerance(
+            ctx, tolerances.scaled_error(spec_branch.inputs[0], inp), tol_in)
+        where = f" (in {ctx.tol_dtype}: 8 × the closed form's own error in it)"
+    ctx.record.expect(f"branch input vs h_preᵀX from weights(x){where}",
+                      tolerances.scaled_error(branch.inputs[0], inp), tol_in,
                       f"declared branch input: {ctx.conventions.branch_input}")
-    ctx.record.expect("X' vs H_res X + h_post F(h_preᵀX)ᵀ with weights(x)",
+    ctx.record.expect(f"X' vs H_res X + h_post F(h_preᵀX)ᵀ with weights(x){where}",
                       tolerances.scaled_error(out, want, scale), tol)
 
 
@@ -66,6 +75,10 @@ def check_probed(ctx: Context, case: Case) -> None:
     x = ctx.inputs.state(case)
     probed = ctx.observe.probe(impl, x, case)
     tol = law_tol(ctx)
+    spec = None
+    if precision.low_precision(ctx) and probed.h_pre is not None:
+        spec = precision.spec_at_precision(ctx, probed.h_pre, probed.h_post, probed.H_res)
+        reference = precision.probe_spec(ctx, spec, x, case)
     for name, what in (
         ("mix", "F ≡ 0: X'(0) is H_res X for some H_res (X'(0) − X'(0) X⁺ X)"),
         ("write", "F ≡ c: X'(c) − X'(0) = h_post cᵀ"),
@@ -73,7 +86,9 @@ def check_probed(ctx: Context, case: Case) -> None:
         ("identity", "F = id: X'(id) − X'(0) = h_post x_inᵀ"),
     ):
         if name in probed.residuals:
-            ctx.record.expect(f"probe {what}", probed.residuals[name], tol)
+            allowed = (tol if spec is None else
+                       precision.tolerance(ctx, reference.residuals.get(name, 0.0), tol))
+            ctx.record.expect(f"probe {what}", probed.residuals[name], allowed)
     branch = ctx.inputs.branch(case)
     out = ctx.observe.forward(impl, x, branch)
     if probed.h_pre is not None:
@@ -83,6 +98,9 @@ def check_probed(ctx: Context, case: Case) -> None:
         want = torch.from_numpy(numeric.forward(
             f64(x).numpy(), probed.h_post.numpy(), probed.H_res.numpy(), z.numpy()))
         scale = max(float(f64(x).abs().max()), float(want.abs().max()))
+    if spec is not None:
+        spec_out = spec.forward(x, ctx.inputs.branch(case, record=False))
+        tol = precision.tolerance(ctx, tolerances.scaled_error(spec_out, want, scale), tol)
     ctx.record.expect(f"X' ({case.branch} branch) vs the law with probed weights",
                       tolerances.scaled_error(out, want, scale), tol)
 
@@ -100,12 +118,21 @@ def check_reported_matches_probed(ctx: Context, case: Case) -> None:
     reported = [f64(w) for w in ctx.observe.weights(impl, x)]
     probed = ctx.observe.probe(impl, x, case)
     tol = law_tol(ctx) * max(1, case.n)
+    names = ("h_pre", "h_post", "H_res")
+    allowed = dict.fromkeys(names, tol)
+    if precision.low_precision(ctx):  # 8 × what probing the closed form costs in it
+        reference = precision.probe_spec(
+            ctx, precision.spec_at_precision(ctx, *reported), x, case)
+        for name, rep, ref in zip(names, reported, (reference.h_pre, reference.h_post,
+                                                    reference.H_res), strict=True):
+            if ref is not None:
+                allowed[name] = precision.tolerance(ctx, tolerances.scaled_error(rep, ref), tol)
     pairs = [("h_post", reported[1], probed.h_post), ("H_res", reported[2], probed.H_res)]
     if probed.h_pre is not None:
         pairs.insert(0, ("h_pre", reported[0], probed.h_pre))
     for name, rep, prb in pairs:
         ctx.record.expect(f"reported {name} vs probed {name}",
-                          tolerances.scaled_error(rep, prb), tol,
+                          tolerances.scaled_error(rep, prb), allowed[name],
                           f"max |reported| {float(rep.abs().max()):.3g}")
 
 

@@ -30,6 +30,18 @@ class Observer:
 
     conventions: Conventions
 
+    def output_dtype(self, dtype: torch.dtype) -> torch.dtype:
+        """The dtype ``forward`` (and ``weights``) must return for an input of ``dtype``: the
+        declared :attr:`~hcspec.conformance.protocol.Conventions.output_dtype`, else
+        ``dtype``."""
+        return self.conventions.output_dtype or dtype
+
+    def describe_output_dtype(self, dtype: torch.dtype) -> str:
+        """``"torch.float64 (the input's)"`` or ``"torch.bfloat16 (declared output_dtype)"``."""
+        if self.conventions.output_dtype is None:
+            return f"{dtype} (the input's)"
+        return f"{self.conventions.output_dtype} (declared output_dtype)"
+
     @staticmethod
     def forward(impl: HyperConnectionImpl, x: torch.Tensor, branch: CountingBranch, *,
                 copy: bool = True) -> torch.Tensor:

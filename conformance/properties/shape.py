@@ -53,8 +53,9 @@ def _run(ctx: Context, impl: HyperConnectionImpl, x: torch.Tensor, branch: Branc
     statement="forward(x, F) returns a tensor with x's shape [B,T,n,d], dtype and device",
     theorems=("forward.shapes",), shrink=False)
 def check_output(ctx: Context, case: Case) -> None:
-    """Output is a tensor with the input's shape, dtype and device (finite for finite input);
-    forward raising for a case the factory accepted is a failure naming the exception."""
+    """Output is a tensor with the input's shape and device and the input's dtype, or the
+    declared ``output_dtype`` (finite for finite input); forward raising for a case the
+    factory accepted is a failure naming the exception."""
     try:
         impl = ctx.build.make(case)
     except FactoryRejected as exc:
@@ -63,12 +64,14 @@ def check_output(ctx: Context, case: Case) -> None:
                                   f"d={case.d}): {exc}") from exc
         raise
     x = ctx.inputs.state(case)
-    expected = f"tensor {list(x.shape)} {x.dtype} on {x.device}"
+    dtype = ctx.observe.output_dtype(x.dtype)
+    expected = (f"tensor {list(x.shape)} on {x.device} (the input's shape and device), dtype "
+                f"{ctx.observe.describe_output_dtype(x.dtype)}")
     out = _run(ctx, impl, x, ctx.inputs.branch(case, record=False), case)
     ctx.record.require(
         isinstance(out, torch.Tensor)
-        and out.shape == x.shape and out.dtype == x.dtype and out.device == x.device,
-        f"forward returned {_describe(out)}, expected {expected} (the input's)",
+        and out.shape == x.shape and out.dtype == dtype and out.device == x.device,
+        f"forward returned {_describe(out)}, expected {expected}",
     )
     assert isinstance(out, torch.Tensor)
     bad = int((~torch.isfinite(out)).sum())
@@ -105,12 +108,14 @@ def check_branch_once(ctx: Context, case: Case) -> None:
     prerequisites=("shape.output",), shrink=False)
 def check_weights(ctx: Context, case: Case) -> None:
     """``weights(x)`` returns finite ``h_pre [B,T,n]``, ``h_post [B,T,n]``, ``H_res [B,T,n,n]``
-    with x's dtype and device."""
+    on x's device, in x's dtype or the declared ``output_dtype``."""
     impl = ctx.build.make(case)
     x = ctx.inputs.state(case)
+    dtype = ctx.observe.output_dtype(x.dtype)
     for name, w in zip(("h_pre", "h_post", "H_res"), ctx.observe.weights(impl, x), strict=True):
-        ctx.record.require(w.dtype == x.dtype and w.device == x.device,
-                    f"weights(x): {name} is {_describe(w)}, expected {x.dtype} on {x.device}")
+        ctx.record.require(w.dtype == dtype and w.device == x.device,
+                    f"weights(x): {name} is {_describe(w)}, expected "
+                    f"{ctx.observe.describe_output_dtype(x.dtype)} on {x.device}")
         bad = int((~torch.isfinite(w)).sum())
         ctx.record.require(bad == 0, f"weights(x): {name} has {bad} non-finite entries, expected "
                            "finite weights")
@@ -138,15 +143,18 @@ def check_expand(ctx: Context, case: Case) -> None:
     theorems=("forward.shapes",), requires=(capability(REDUCE),),
     prerequisites=("shape.output",), shrink=False)
 def check_reduce(ctx: Context, case: Case) -> None:
-    """``reduce(x [B,T,n,d])`` returns ``[B,T,d]`` with x's dtype and device."""
+    """``reduce(x [B,T,n,d])`` returns ``[B,T,d]`` on x's device, in x's dtype or the declared
+    ``output_dtype`` (a learned head rounding as the forward does)."""
     impl = ctx.build.make(case)
     x = ctx.inputs.state(case)
     out = ctx.observe.reduce(impl, x)
     shape = [case.batch, case.tokens, case.d]
+    dtypes = {x.dtype, ctx.observe.output_dtype(x.dtype)}
+    allowed = " or ".join(sorted(str(t) for t in dtypes))
     ctx.record.require(isinstance(out, torch.Tensor) and list(out.shape) == shape
-                and out.dtype == x.dtype and out.device == x.device,
+                and out.dtype in dtypes and out.device == x.device,
                 f"reduce(x {list(x.shape)}) returned {_describe(out)}, expected tensor {shape} "
-                f"{x.dtype} on {x.device}")
+                f"{allowed} on {x.device}")
 
 
 def _regrouped(x: torch.Tensor, tokens_first: int) -> torch.Tensor:

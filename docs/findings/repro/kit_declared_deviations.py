@@ -13,8 +13,8 @@ what the kit does now.
    learned head satisfies, ``reduce(X) = wᵀX`` per token (the output lies in the span of the
    streams, shown where d > n), and passes this stand-in's fixed weighted sum.
 3. ``shape.output`` on an impl that declares ``output_dtype=torch.bfloat16`` and returns
-   bfloat16 (as TileKernels' references do): the declared output dtype is handled by the
-   precision work on the shape and dtype families, not by this file's other items.
+   bfloat16 (as TileKernels' references do): it used to fail and block every property that
+   needs it. Now the declared output dtype is honoured (and a different one still fails).
 4. ``constraints.h_pre_range`` on an H_pre of ``σ(·) + 1e-6`` declared ``h_pre_eps=1e-6``
    (DeepSeek-V4, nano-deepseek-v4): it used to fail once σ saturated (it checked ``[0, 1]``).
    Now it checks the declared ``[eps, 1 + eps]`` and passes.

@@ -1,0 +1,88 @@
+"""What the law costs in the precision an impl returns: the spec's closed form
+``X' = H_res X + h_post F(h_preᵀ X)ᵀ`` (HC Eq. 3–5, mHC Eq. 3) evaluated from the same state and
+weights in the impl's compute dtype and rounded to its output dtype, as a black box the kit can
+run and probe like the impl. Its error against the float64 closed form is what a *correct*
+impl of that precision may differ by, so low-precision law tolerances are a small multiple of
+it (:func:`hcspec.conformance.tolerances.law_measured`), in the spirit of FlashAttention's tests
+(error ≤ c × the error of the reference computed in the same precision).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import cast
+
+import torch
+
+from hcspec.conformance import probes, tolerances
+from hcspec.conformance.properties.base import Context
+from hcspec.conformance.protocol import Branch, HyperConnectionImpl
+from hcspec.conformance.strategies import Case
+
+
+@dataclass(frozen=True)
+class SpecAtPrecision:
+    """The closed form with fixed per-token weights, computed in ``compute`` and returned in
+    ``output``; the aggregate is rounded to ``output`` before the branch and handed to the
+    branch in the state's dtype (as an impl that rounds what it returns).
+
+    Attributes:
+        h_pre, h_post: ``[B, T, n]``; H_res: ``[B, T, n, n]`` (any dtype; used in ``compute``).
+        compute, output: the dtypes.
+        branch_input: the declared map from the aggregate to what the branch receives.
+    """
+
+    h_pre: torch.Tensor
+    h_post: torch.Tensor
+    H_res: torch.Tensor
+    compute: torch.dtype
+    output: torch.dtype
+    branch_input: Callable[[torch.Tensor], torch.Tensor]
+
+    @property
+    def n(self) -> int:
+        """The number of streams."""
+        return int(self.H_res.shape[-1])
+
+    def forward(self, x: torch.Tensor, branch: Branch) -> torch.Tensor:
+        """``round_output(H_res X + h_post F(round_output(h_preᵀ X))ᵀ)`` computed in
+        ``compute``; shapes ``x [B, T, n, d] -> [B, T, n, d]`` in ``output``."""
+        c = self.compute
+        X = x.detach().to(device="cpu", dtype=c)
+        h_pre, h_post, H_res = (w.detach().to(device="cpu", dtype=c)
+                                for w in (self.h_pre, self.h_post, self.H_res))
+        x_in = self.branch_input((h_pre.unsqueeze(-2) @ X).squeeze(-2)).to(self.output)
+        z = branch(x_in.to(device=x.device, dtype=x.dtype)).detach().to(device="cpu", dtype=c)
+        out = H_res @ X + h_post.unsqueeze(-1) * z.unsqueeze(-2)
+        return out.to(self.output).to(x.device)
+
+
+def low_precision(ctx: Context) -> bool:
+    """Whether the run compares in bfloat16/float16 (the measured-reference rule applies)."""
+    return ctx.tol_dtype in (torch.bfloat16, torch.float16)
+
+
+def spec_at_precision(ctx: Context, h_pre: torch.Tensor, h_post: torch.Tensor,
+                      H_res: torch.Tensor) -> SpecAtPrecision:
+    """:class:`SpecAtPrecision` for the run: computed in the declared compute dtype (else the
+    working dtype) and returned in the effective dtype :attr:`Context.tol_dtype`."""
+    compute = ctx.conventions.compute_dtype or ctx.dtype
+    return SpecAtPrecision(h_pre, h_post, H_res, compute, ctx.tol_dtype,
+                           ctx.observe.branch_input)
+
+
+def probe_spec(ctx: Context, spec: SpecAtPrecision, x: torch.Tensor,
+               case: Case) -> probes.ProbedWeights:
+    """The kit's black-box probes run on ``spec`` at ``x``: what probing a correct impl of
+    the run's precision gives."""
+    return probes.probe(cast(HyperConnectionImpl, spec), x, ctx.conventions, seed=case.seed)
+
+
+def tolerance(ctx: Context, reference_error: float, fixed: float) -> float:
+    """``fixed`` (the rule of float64/float32) unless the run compares in bfloat16/float16;
+    then :func:`hcspec.conformance.tolerances.law_measured` of ``reference_error``, the
+    error of :class:`SpecAtPrecision` on the same comparison."""
+    if not low_precision(ctx):
+        return fixed
+    return tolerances.law_measured(ctx.tol_dtype, reference_error)

@@ -1,0 +1,122 @@
+"""Small stand-ins for the kit's precision handling (no third-party package): a correct mHC
+that computes in float32 and rounds what it returns to a coarser dtype (as DeepSeek's
+TileKernels references round to bfloat16), the same with ``weights()`` reporting ``H_resᵀ``,
+and a static HC whose residual path carries no gradient.
+
+TARGETs (``tests.conformance.properties.precision_standins:NAME``):
+
+* ``make_bf16_output`` — correct mHC, float32 inside, ``X'``, the weights and the branch input
+  rounded to bfloat16; declares ``compute_dtype=float32, output_dtype=bfloat16``;
+* ``make_bf16_undeclared`` — the same without declaring ``output_dtype`` (must fail
+  ``shape.output``);
+* ``make_bf16_detached`` — ``make_bf16_output`` whose residual ``H_res X`` is detached (a
+  gradient bug the finite differences must still see through the bfloat16 rounding);
+* ``make_transposed_{float64,float32,bfloat16,float16}`` — correct forward in that precision
+  (float32 inside for the three coarser ones), ``weights()`` reports ``H_resᵀ``;
+* ``make_branch_only_gradient`` — a static HC whose residual ``H_res X`` is detached, so only
+  the branch path carries gradient (``dtype.float32_gradients`` must not blame it for the
+  kit's own branch's float32 error).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+from typing import Any
+
+import torch
+
+from hcspec.conformance.protocol import Conventions
+from hcspec.reference import ManifoldHyperConnection, StaticHyperConnection
+
+Branch = Callable[[torch.Tensor], torch.Tensor]
+
+
+def _built(cls: type[torch.nn.Module], n: int, d: int, layer_index: int, seed: int,
+           param_dtype: torch.dtype, device: str) -> Any:
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        module = cls(n, d, layer_index, dtype=torch.float64)  # type: ignore[call-arg]
+    return module.to(dtype=param_dtype, device=device)
+
+
+class RoundedMHC(ManifoldHyperConnection):
+    """The reference mHC with float32 (or float64) parameters and arithmetic, returning ``X'``
+    and its weights in ``output`` (the branch input too, handed to the branch in the state's
+    dtype, as TileKernels' ``mhc_pre_apply_mix_ref``); ``transposed`` reports ``H_resᵀ``;
+    ``detached`` cuts the residual path from autograd."""
+
+    output: torch.dtype = torch.bfloat16
+    transposed: bool = False
+    detached: bool = False
+
+    def _inner(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        work = next(self.parameters()).dtype
+        xw = x.to(work)
+        return (xw, *super().weights(xw))
+
+    def weights(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        _, h_pre, h_post, H_res = self._inner(x)
+        if self.transposed:
+            H_res = H_res.transpose(-1, -2)
+        return h_pre.to(self.output), h_post.to(self.output), H_res.to(self.output)
+
+    def forward(self, x: torch.Tensor, branch: Branch) -> torch.Tensor:  # type: ignore[override]
+        xw, h_pre, h_post, H_res = self._inner(x)
+        x_in = (h_pre.unsqueeze(-2) @ xw).squeeze(-2)
+        z = branch(x_in.to(self.output).to(x.dtype)).to(xw.dtype)
+        residual = xw.detach() if self.detached else xw
+        out = H_res @ residual + h_post.unsqueeze(-1) * z.unsqueeze(-2)
+        return out.to(self.output)
+
+
+def _rounded(n: int, d: int, *, layer_index: int = 0, dtype: torch.dtype = torch.float64,
+             device: str = "cpu", seed: int = 0, output: torch.dtype = torch.bfloat16,
+             declare: bool = True, transposed: bool = False,
+             detached: bool = False) -> RoundedMHC:
+    work = torch.float64 if output == torch.float64 else torch.float32
+    module: RoundedMHC = _built(RoundedMHC, n, d, layer_index, seed, work, device)
+    module.output = output
+    module.transposed = transposed
+    module.detached = detached
+    if output == torch.float64:
+        module.conventions = Conventions(sinkhorn_iterations=20)  # type: ignore[assignment]
+    else:
+        module.conventions = Conventions(  # type: ignore[assignment]
+            sinkhorn_iterations=20, compute_dtype=torch.float32,
+            output_dtype=output if declare else None)
+    return module
+
+
+make_bf16_output = partial(_rounded, output=torch.bfloat16)
+make_bf16_undeclared = partial(_rounded, output=torch.bfloat16, declare=False)
+make_transposed_float64 = partial(_rounded, output=torch.float64, transposed=True)
+make_transposed_float32 = partial(_rounded, output=torch.float32, transposed=True)
+make_transposed_bfloat16 = partial(_rounded, output=torch.bfloat16, transposed=True)
+make_transposed_float16 = partial(_rounded, output=torch.float16, transposed=True)
+make_bf16_detached = partial(_rounded, output=torch.bfloat16, detached=True)
+make_float16_output = partial(_rounded, output=torch.float16)
+make_float32_output = partial(_rounded, output=torch.float32)
+make_float64_output = partial(_rounded, output=torch.float64)
+
+
+class BranchOnlyGradient(StaticHyperConnection):
+    """Static HC with ``X' = H_res X.detach() + h_post F(h_preᵀ X)ᵀ``: the forward is exact,
+    only the branch path carries gradient."""
+
+    def forward(self, x: torch.Tensor, branch: Branch) -> torch.Tensor:  # type: ignore[override]
+        h_pre, h_post, H_res = self.weights(x)
+        z = branch((h_pre.unsqueeze(-2) @ x).squeeze(-2))
+        return H_res @ x.detach() + h_post.unsqueeze(-1) * z.unsqueeze(-2)
+
+
+def make_branch_only_gradient(n: int, d: int, *, layer_index: int = 0,
+                              dtype: torch.dtype = torch.float64, device: str = "cpu",
+                              seed: int = 0) -> BranchOnlyGradient:
+    """:class:`BranchOnlyGradient` built as the reference static HC, its parameters frozen
+    (``requires_grad=False``): the only gradient is ``∂L/∂x = h_pre g_inᵀ``, through the
+    branch."""
+    module: BranchOnlyGradient = _built(BranchOnlyGradient, n, d, layer_index, seed, dtype,
+                                        device)
+    module.requires_grad_(False)
+    return module
