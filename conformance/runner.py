@@ -176,7 +176,7 @@ def _inspect(info: TargetInfo, factory: Factory, device: str, seed: int,
             info.conventions = conventions_of(impl)
         except TypeError as exc:
             info.problems.append(str(exc))
-        ignored = _ignored_dtype(impl, dtype)
+        ignored = _ignored_dtype(impl, dtype, info.conventions.compute_dtype)
         if ignored:
             info.causes["dtype"] = ignored
             info.warnings.append(ignored)
@@ -194,16 +194,19 @@ def _inspect(info: TargetInfo, factory: Factory, device: str, seed: int,
         return
 
 
-def _ignored_dtype(impl: object, dtype: torch.dtype) -> str | None:
+def _ignored_dtype(impl: object, dtype: torch.dtype,
+                   compute_dtype: torch.dtype | None = None) -> str | None:
     """``parameters are float32 but float64 was requested`` when the impl's floating
-    parameters do not have the ``dtype`` its factory was asked for, else None."""
+    parameters have neither the ``dtype`` its factory was asked for nor the declared
+    ``compute_dtype`` (parameters kept in a declared internal precision are not ignoring
+    anything), else None."""
     parameters = getattr(impl, "parameters", None)
     if not callable(parameters):
         return None
     try:
         found = sorted({str(p.dtype).replace("torch.", "") for p in parameters()
                         if isinstance(p, torch.Tensor) and p.is_floating_point()
-                        and p.dtype != dtype})
+                        and p.dtype not in (dtype, compute_dtype)})
     except Exception:  # parameters() itself is checked by the properties
         return None
     if not found:

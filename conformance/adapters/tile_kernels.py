@@ -55,6 +55,7 @@ from __future__ import annotations
 import functools
 import importlib.metadata
 import importlib.util
+import sys
 from types import ModuleType
 from typing import Any, Final
 
@@ -82,13 +83,19 @@ INIT_STD: Final = 0.02
 """DeepSeek-V4's ``initializer_range`` (the std of ``fn`` at init)."""
 
 
+_MODULE_NAME: Final = "_hcspec_tile_kernels_torch_mhc"
+
+
 @functools.cache
 def _load(path: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location("_hcspec_tile_kernels_torch_mhc", path)
+    spec = importlib.util.spec_from_file_location(_MODULE_NAME, path)
     if spec is None or spec.loader is None:
         raise ImportError(f"cannot load {path} as a Python module")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
+    # TorchDynamo looks a traced function's module up by name in sys.modules; a private name
+    # that cannot clash with the user's imports.
+    sys.modules[_MODULE_NAME] = module
     return module
 
 
@@ -128,9 +135,10 @@ def _build(n: int, d: int, layer_index: int) -> TileKernelsMhcParameters:
     return TileKernelsMhcParameters(n, d)
 
 
-def _decomposer(post_mult_value: float) -> Any:
+def _decomposer(ref: ModuleType, post_mult_value: float) -> Any:
+    # ``ref`` is resolved once, by the factory: loading the file inside forward is Python
+    # TorchDynamo does not trace (compile.fullgraph would fail on the adapter, not the kernels).
     def decompose(module: TileKernelsMhcParameters, x: torch.Tensor) -> Decomposition:
-        ref = load_reference()
         n = module.n
         mixes = ref.mhc_pre_norm_fn_ref(x, module.fn, None, NORM_EPS)
         pre, post, comb = ref.mhc_pre_split_mixes_ref(
@@ -142,9 +150,13 @@ def _decomposer(post_mult_value: float) -> Any:
     return decompose
 
 
-def reduce_with_head(module: TileKernelsMhcParameters, x: torch.Tensor) -> torch.Tensor:
-    """``mhc_head`` composed from the references: ``[B, T, n, d] -> [B, T, d]`` (bfloat16)."""
-    ref = load_reference()
+def reduce_with_head(module: TileKernelsMhcParameters, x: torch.Tensor,
+                     ref: ModuleType | None = None) -> torch.Tensor:
+    """``mhc_head`` composed from the references: ``[B, T, n, d] -> [B, T, d]`` (bfloat16).
+
+    ``ref`` is the loaded reference module (default: :func:`load_reference`).
+    """
+    ref = load_reference() if ref is None else ref
     n = module.n
     fn = F.pad(module.head_fn, (0, 0, 0, n * (n + 2) - n))
     mixes = ref.mhc_pre_norm_fn_ref(x, fn, None, NORM_EPS)[..., :n]
@@ -170,11 +182,21 @@ def conventions(post_mult_value: float) -> Conventions:
 
 
 def make_factory(post_mult_value: float) -> Any:
-    """The kit factory for the composed references with ``post_mult_value``."""
+    """The kit factory for the composed references with ``post_mult_value``; the reference
+    file is loaded here, once, not inside forward.
+
+    Raises:
+        ImportError: the reference file cannot be found (see :func:`reference_path`).
+    """
+    ref = load_reference()
+
+    def reduce(module: TileKernelsMhcParameters, x: torch.Tensor) -> torch.Tensor:
+        return reduce_with_head(module, x, ref)
+
     return v4_style_target(
-        _build, _decomposer(post_mult_value), comb="source_target",
+        _build, _decomposer(ref, post_mult_value), comb="source_target",
         conventions=conventions(post_mult_value), compose_dtype="float32", keep_float32=True,
-        reduce=reduce_with_head)
+        reduce=reduce)
 
 
 def make(n: int, d: int, *, layer_index: int = 0, dtype: torch.dtype = torch.float64,
@@ -188,6 +210,5 @@ def make(n: int, d: int, *, layer_index: int = 0, dtype: torch.dtype = torch.flo
         ImportError: the reference file cannot be found (see :func:`reference_path`).
         ValueError: ``n``/``d`` not positive ints, ``layer_index < 0`` or ``seed < 0``.
     """
-    load_reference()
     factory = make_factory(post_mult_value)
     return factory(n, d, layer_index=layer_index, dtype=dtype, device=device, seed=seed)

@@ -204,3 +204,18 @@ def test_inconclusive_cases_are_not_counted_and_none_conclusive_is_not_a_pass() 
     assert (none.status, checked) == (rp.NOT_APPLICABLE, 0)
     assert none.message == ("not demonstrated: none of the 2 cases was conclusive, e.g. seed 1 "
                             "shows nothing")
+
+
+def test_ignored_dtype_hint_spares_parameters_in_the_declared_compute_dtype() -> None:
+    """Float32 parameters asked for float64 are 'ignoring dtype' unless the impl declares
+    compute_dtype=float32 (as a float32-inside kernel reference does)."""
+    from torch import nn
+
+    from hcspec.conformance.runner import _ignored_dtype
+
+    impl = nn.Linear(2, 2)  # float32 parameters
+    hint = _ignored_dtype(impl, torch.float64)
+    assert hint is not None and "parameters are float32 but float64 was requested" in hint
+    assert _ignored_dtype(impl, torch.float64, torch.float32) is None
+    assert _ignored_dtype(impl, torch.float32) is None
+    assert _ignored_dtype(impl.double(), torch.float64, torch.float32) is None

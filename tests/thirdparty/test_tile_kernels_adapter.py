@@ -76,6 +76,26 @@ def test_checkout_is_loaded_by_path_and_comb_is_transposed(standin_checkout: Pat
     assert torch.equal(impl.reduce(x).double(), (0.5 * x).sum(2).bfloat16().double())
 
 
+def test_the_reference_file_is_loaded_by_the_factory_not_by_forward(
+        standin_checkout: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Loading the file inside forward is Python TorchDynamo cannot trace (compile.fullgraph
+    failed on the adapter); forward must use the module the factory loaded, which is
+    registered under a private name so that TorchDynamo can look it up."""
+    n, d = 2, 3
+    impl = adapter.make(n, d)
+    loaded = sys.modules[adapter._MODULE_NAME]
+    assert Path(loaded.__file__ or "") == standin_checkout / adapter.REFERENCE_FILE
+
+    def no_loading(*args: object) -> None:
+        raise AssertionError("the reference file was loaded during forward")
+
+    monkeypatch.setattr(adapter, "load_reference", no_loading)
+    monkeypatch.setattr(adapter, "_load", no_loading)
+    x = torch.randn(1, 2, n, d, dtype=torch.float64)
+    assert impl.forward(x, nn.Identity()).shape == x.shape
+    assert impl.reduce(x).shape == (1, 2, d)
+
+
 def test_missing_checkout_says_what_to_do(tmp_path: Path,
                                           monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(adapter.CHECKOUT_ENV, str(tmp_path))
