@@ -231,7 +231,7 @@ class Conventions:
             report a case of another ``n`` not applicable, with this declaration as the reason.
         hidden_size_multiple: the impl supports only hidden sizes ``d`` that are multiples of
             this (a kernel tiled by 64 without masking declares 64); 1 means any.
-        contiguous_input: the impl needs a contiguous ``[B,T,n,d]`` state (it ``view``\ s it);
+        contiguous_input: the impl needs a contiguous ``[B,T,n,d]`` state (it calls ``view`` on it);
             the strided-input property is then not applicable, and the report says so.
         deterministic: False when repeated forwards/backwards of the same input may differ
             (atomics, dropout kept on in eval): the determinism properties then report the

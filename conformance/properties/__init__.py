@@ -26,7 +26,7 @@ from hcspec.conformance.properties.declaration import PACKAGE, REGISTRY
 
 FAMILIES: Final[tuple[str, ...]] = (
     "shape", "law", "independence", "conventions", "constraints", "gradients", "reduction",
-    "dtype", "device", "state", "scale", "strides", "inference", "determinism", "compile",
+    "dtype", "device", "state", "scale", "strides", "inference", "determinism", "exact", "compile",
 )
 """The families in run order; each names its module."""
 

@@ -4,7 +4,7 @@ expanded (broadcast) tensor — gives the same output as its contiguous copy.
 Callers hand a connection views all the time: a ``[B, n, T, d]`` buffer permuted to
 ``[B, T, n, d]``, every other feature of a wider tensor, one hidden state broadcast over the
 batch. A kernel that assumes contiguous strides reads the wrong elements silently; code that
-``view``\\ s the state raises. The connection is a function of the values only (spec
+calls ``view`` on the state raises. The connection is a function of the values only (spec
 ``forward.shapes``), so the view's output must equal the copy's; an impl that needs contiguous
 input declares ``Conventions.contiguous_input`` and the property is then not applicable, with
 that reason in the report.

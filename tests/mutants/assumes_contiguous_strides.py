@@ -2,7 +2,7 @@
 the row-major strides of ``[B, T, n, d]``), so a view's elements are read in the wrong order —
 silently.
 
-Bug class: strided inputs (public report #16: kernels that assume contiguous strides read the
+Bug class: strided inputs (public report: kernels that assume contiguous strides read the
 wrong elements without raising; a Triton or CUDA kernel handed ``x.data_ptr()`` without its
 strides). Every other family hands the impl a contiguous state.
 Caught by: strides.non_contiguous.
@@ -15,7 +15,7 @@ import torch
 from hcspec.reference import ManifoldHyperConnection
 from tests.mutants._base import build, mhc_conventions
 
-BUG_CLASS = "strided input: storage read with contiguous strides (public report #16)"
+BUG_CLASS = "strided input: storage read with contiguous strides"
 CAUGHT_BY = ("strides.non_contiguous",)
 
 

@@ -2,7 +2,7 @@
 in an order that changes from call to call (as atomic adds scheduled by the hardware do), so
 two backwards of the same input differ in the last bits while every forward is bitwise equal.
 
-Bug class: determinism (public report #18: backward kernels that accumulate with atomics —
+Bug class: determinism (public report: backward kernels that accumulate with atomics —
 ``index_add``/``scatter_add`` on CUDA, split-K reductions — give run-to-run different
 gradients; fused mHC backward kernels accumulate the stream gradients this way).
 ``state.deterministic_eval`` compares forwards only.
@@ -18,7 +18,7 @@ import torch
 from hcspec.reference import ManifoldHyperConnection
 from tests.mutants._base import build, mhc_conventions
 
-BUG_CLASS = "determinism: backward accumulated in a run-dependent order (public report #18)"
+BUG_CLASS = "determinism: backward accumulated in a run-dependent order"
 CAUGHT_BY = ("determinism.forward_backward",)
 
 

@@ -2,7 +2,7 @@
 input shape and cached by that shape (a warm-up / graph-capture cache), so a later call with
 another input of the same shape reuses the first input's H_res, h_pre and h_post.
 
-Bug class: inference path ≠ training path (public report #17: serving engines' warm-up and
+Bug class: inference path ≠ training path (public report: serving engines' warm-up and
 caching logic keyed by shape; decode and prefill kernels the training path never runs). The
 other families never call forward under ``inference_mode``.
 Caught by: inference.repeated_calls.
@@ -15,7 +15,7 @@ import torch
 from hcspec.reference import ManifoldHyperConnection
 from tests.mutants._base import build, mhc_conventions
 
-BUG_CLASS = "inference path: weights cached by input shape (public report #17)"
+BUG_CLASS = "inference path: weights cached by input shape"
 CAUGHT_BY = ("inference.repeated_calls",)
 
 

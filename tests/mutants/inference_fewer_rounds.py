@@ -1,7 +1,7 @@
 """Mutant: under ``torch.inference_mode()`` a "serving" Sinkhorn–Knopp kernel runs 3 rounds
 instead of the declared 20, so H_res at inference differs from H_res in training.
 
-Bug class: inference path ≠ training path (public report #17: serving engines run kernels
+Bug class: inference path ≠ training path (public report: serving engines run kernels
 of their own for inference — fused, fewer iterations, another precision — that the training
 path never runs). The other families never call forward under ``inference_mode``.
 Caught by: inference.modes.
@@ -14,7 +14,7 @@ import torch
 from tests.mutants._base import MHCWithProjection, build, mhc_conventions
 from hcspec.reference import sinkhorn_knopp
 
-BUG_CLASS = "inference path: fewer Sinkhorn–Knopp rounds under inference_mode (public report #17)"
+BUG_CLASS = "inference path: fewer Sinkhorn–Knopp rounds under inference_mode"
 CAUGHT_BY = ("inference.modes",)
 SERVING_ROUNDS = 3
 

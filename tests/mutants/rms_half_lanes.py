@@ -2,7 +2,7 @@
 one 64-wide wavefront (the squares of the upper half are dropped but the mean still divides by
 d), so the branch receives ``x_in`` about √2 too large.
 
-Bug class: kernels that switch path with size (public report #13: vLLM's fused mHC pre-kernel
+Bug class: kernels that switch path with size (public report: vLLM's fused mHC pre-kernel
 reduced its RMS over half the lanes on 64-wide wavefronts; the branch input was √2 too large
 and a benchmark fell from 91 % to 24 %). Below 64 features the norm is right, so the small
 cases of the other families never see it.
@@ -18,7 +18,7 @@ from hcspec.reference import ManifoldHyperConnection
 from hcspec.reference.connection import apply_connection
 from tests.mutants._base import build, mhc_conventions
 
-BUG_CLASS = "size path: RMS over half the lanes past a 64-wide wavefront (public report #13)"
+BUG_CLASS = "size path: RMS over half the lanes past a 64-wide wavefront"
 CAUGHT_BY = ("scale.law",)
 WAVEFRONT = 64
 EPS = 1e-12

@@ -1,7 +1,7 @@
 """Mutant: a Sinkhorn–Knopp kernel written for a 4×4 tile: each normalisation sums only the
 first four entries of its row or column, so for n > 4 the sums are wrong (n ≤ 4 is exact).
 
-Bug class: hard-coded expansion rate (public report #14: an MLX Metal Sinkhorn kernel written
+Bug class: hard-coded expansion rate (public report: an MLX Metal Sinkhorn kernel written
 for 4×4 that needs a guard for hc_mult ≠ 4; Megatron's Triton ops require a power-of-two
 hc_mult). The other families draw n ≤ 4 and never see it.
 Caught by: scale.constraints (H_res row sums at n = 5, 6, 8).
@@ -13,7 +13,7 @@ import torch
 
 from tests.mutants._base import MHCWithProjection, build, mhc_conventions
 
-BUG_CLASS = "expansion rate: Sinkhorn–Knopp kernel written for a 4×4 tile (public report #14)"
+BUG_CLASS = "expansion rate: Sinkhorn–Knopp kernel written for a 4×4 tile"
 CAUGHT_BY = ("scale.constraints",)
 TILE = 4
 

@@ -3,7 +3,7 @@ of ``vec(X)`` is taken over all tokens of the batch instead of per token, so a t
 (and output) depend on how many other tokens share its batch. ``weights(x)`` takes the same
 path, so the law with the reported weights still holds.
 
-Bug class: kernels that switch path with the token count (public report #15: ROCm mHC kernels
+Bug class: kernels that switch path with the token count (public report: ROCm mHC kernels
 with "accuracy problems at large numbers of tokens"; serving engines whose kernels are chosen
 by batch size, vLLM's kernel tests sweep 1, 33 and 65537 tokens). The other families draw at
 most 12 tokens.
@@ -17,7 +17,7 @@ import torch
 from hcspec.reference import ManifoldHyperConnection, sinkhorn_knopp
 from tests.mutants._base import build, mhc_conventions
 
-BUG_CLASS = "token-count path: batch-wide RMS statistic above 64 tokens (public report #15)"
+BUG_CLASS = "token-count path: batch-wide RMS statistic above 64 tokens"
 CAUGHT_BY = ("scale.batch_composition",)
 THRESHOLD = 64
 

@@ -1,7 +1,7 @@
 """Mutant: the weight computation flattens the streams with ``x.view(B, T, n·d)``, which
 raises on a non-contiguous state (``reshape`` was meant).
 
-Bug class: strided inputs (public report #16: transformers' DeepSeek-V4 module raises on a
+Bug class: strided inputs (public report: transformers' DeepSeek-V4 module raises on a
 non-contiguous ``[B, S, n, D]`` state since it switched from ``flatten`` to ``view``). Every
 other family hands the impl a contiguous state.
 Caught by: strides.non_contiguous.
@@ -14,7 +14,7 @@ import torch
 from hcspec.reference import ManifoldHyperConnection
 from tests.mutants._base import build, mhc_conventions
 
-BUG_CLASS = "strided input: x.view(B, T, n·d) raises on a non-contiguous state (public report #16)"
+BUG_CLASS = "strided input: x.view(B, T, n·d) raises on a non-contiguous state"
 CAUGHT_BY = ("strides.non_contiguous",)
 
 
