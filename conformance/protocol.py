@@ -307,7 +307,7 @@ class Conventions:
             raise ValueError(f"conventions.norm_eps: expected >= 0, got {self.norm_eps!r}")
 
     def _check_sizes(self) -> None:
-        rates = self.supported_expansion_rates
+        rates: object = self.supported_expansion_rates
         if rates is not None:
             if isinstance(rates, (str, bytes)) or not isinstance(rates, Iterable):
                 raise ValueError("conventions.supported_expansion_rates: expected a sequence of "
@@ -331,7 +331,8 @@ class Conventions:
         """Why the declared sizes exclude expansion rate ``n`` and hidden size ``d``, or None
         when they are supported.
 
-        >>> Conventions(supported_expansion_rates=(4,), hidden_size_multiple=64).unsupported_size(8, 65)
+        >>> declared = Conventions(supported_expansion_rates=(4,), hidden_size_multiple=64)
+        >>> declared.unsupported_size(8, 65)
         'n=8 is not a declared expansion rate (supported_expansion_rates=(4,))'
         >>> Conventions(hidden_size_multiple=64).unsupported_size(4, 65)
         'd=65 is not a multiple of the declared hidden_size_multiple=64'

@@ -175,7 +175,7 @@ def check_cancelling_streams(ctx: Context, case: Case) -> None:
         seen += int(hit.sum())
         scale = torch.where(hit, -1.0 / post.double(), torch.zeros_like(post.double()))
         scale = scale.to(dtype)[..., None]
-        out = ctx.observe.forward(impl, x, _branch(case, lambda u: u * scale)).detach()
+        out = ctx.observe.forward(impl, x, _branch(case, lambda u, s=scale: u * s)).detach()
         got = torch.gather(out, -2, i[..., None, None].expand(*i.shape, 1, case.d)).squeeze(-2)
         ctx.record.require(bool((got[hit] == 0).all()),
                            f"{dtype}: output stream i = π(k) at the {int(hit.sum())} tokens "

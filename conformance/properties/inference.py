@@ -84,7 +84,8 @@ def _sub(case: Case, x: torch.Tensor) -> Case:
 
 @declare(
     "inference.modes",
-    statement="forward under no_grad, inference_mode, eval and train mode gives the training output",
+    statement="forward under no_grad, inference_mode, eval and train mode gives the training "
+              "output",
     theorems=("forward.shapes",), tolerance="law", prerequisites=BASE)
 def check_modes(ctx: Context, case: Case) -> None:
     """One impl, one state: every path of :func:`_paths` gives the training path's output."""

@@ -28,7 +28,7 @@ from hcspec.conformance.properties.common import expected_output, law_tol
 from hcspec.conformance.properties.constraints import MHCWeights
 from hcspec.conformance.properties.declaration import declare
 from hcspec.conformance.properties.requirements import WEIGHTS_OR_PROBING, kinds
-from hcspec.conformance.protocol import HyperConnectionImpl, has_weights
+from hcspec.conformance.protocol import HyperConnectionImpl
 from hcspec.conformance.strategies import Case
 
 BASE = ("shape.output", "shape.branch_once")

@@ -63,7 +63,8 @@ VIEWS: tuple[tuple[str, Callable[[torch.Tensor], torch.Tensor]], ...] = (
 
 @declare(
     "strides.non_contiguous",
-    statement="a transposed, sliced or expanded view of the state gives its contiguous copy's output",
+    statement="a transposed, sliced or expanded view of the state gives its contiguous copy's "
+              "output",
     theorems=("forward.shapes",), requires=(CONTIGUOUS_NOT_DECLARED,), tolerance="law",
     cases=Cases(min_batch=2, min_n=2, d_more_than_n=True), prerequisites=BASE)
 def check_non_contiguous(ctx: Context, case: Case) -> None:

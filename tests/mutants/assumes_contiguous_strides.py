@@ -23,7 +23,7 @@ def contiguous_read(x: torch.Tensor) -> torch.Tensor:
     """``x``'s storage from its offset, read with ``x``'s shape and row-major strides."""
     if x.is_contiguous():
         return x
-    batch, tokens, n, d = x.shape
+    _, tokens, n, d = x.shape
     strides = (tokens * n * d, n * d, d, 1)
     room = x.untyped_storage().nbytes() // x.element_size() - x.storage_offset()
     flat = torch.as_strided(x, (min(room, x.numel()),), (1,))

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import torch
 
-from tests.mutants._base import MHCWithProjection, build, mhc_conventions
 from hcspec.reference import sinkhorn_knopp
+from tests.mutants._base import MHCWithProjection, build, mhc_conventions
 
 BUG_CLASS = "inference path: fewer Sinkhorn–Knopp rounds under inference_mode"
 CAUGHT_BY = ("inference.modes",)

@@ -6,8 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from hcspec.conformance.properties import Inconclusive, PropertyFailure
-from hcspec.conformance.properties import exact
+from hcspec.conformance.properties import Inconclusive, PropertyFailure, exact
 from tests.conformance.properties.support import run
 
 IDS = ("exact.one_hot_copy", "exact.permutation_mixing", "exact.cancelling_streams")

@@ -7,8 +7,7 @@ import dataclasses
 
 import pytest
 
-from hcspec.conformance.properties import PropertyFailure
-from hcspec.conformance.properties import inference
+from hcspec.conformance.properties import PropertyFailure, inference
 from tests.conformance.properties.support import context, factory, run
 
 

@@ -7,8 +7,7 @@ import dataclasses
 
 import pytest
 
-from hcspec.conformance.properties import NotApplicable, PropertyFailure
-from hcspec.conformance.properties import scale
+from hcspec.conformance.properties import NotApplicable, PropertyFailure, scale
 from hcspec.conformance.protocol import Conventions
 from tests.conformance.properties.support import context, run
 
@@ -38,7 +37,7 @@ def test_rms_over_half_the_lanes_fails_past_64_features() -> None:
 
 
 def test_a_sinkhorn_kernel_written_for_4x4_fails_at_n_5() -> None:
-    n5 = [k for k, c in enumerate(scale.SIZES) if c.n == 5][0]
+    n5 = next(k for k, c in enumerate(scale.SIZES) if c.n == 5)
     with pytest.raises(PropertyFailure, match=r"H_res row sum − 1.*n=5"):
         run("scale.constraints", "mutant:sinkhorn_4x4_tile", example=n5)
     run("scale.constraints", "mutant:sinkhorn_4x4_tile", example=2)  # n = 4 is right

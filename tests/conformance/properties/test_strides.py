@@ -7,10 +7,9 @@ import dataclasses
 import pytest
 import torch
 
-from hcspec.conformance.properties import PropertyFailure
-from hcspec.conformance.properties import strides
-from tests.conformance.properties.support import run, unmet
+from hcspec.conformance.properties import PropertyFailure, strides
 from hcspec.conformance.protocol import Conventions
+from tests.conformance.properties.support import run, unmet
 
 
 @pytest.mark.parametrize("target", ["reference:mhc", "reference:hc-static",
