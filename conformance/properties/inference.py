@@ -7,7 +7,8 @@ Serving engines add warm-up, caching and separate decode/prefill kernels that th
 path never runs; the connection is a pure function of ``(x, parameters)`` (spec
 ``forward.shapes``), so each of them must give the training path's output. Train mode is
 compared only when the impl does not declare ``Conventions.deterministic = False`` (nothing
-random, such as dropout, is declared).
+random, such as dropout, is declared). Only the standard explicit examples run (no
+exploration): a path taken or a cache hit depends on the calls, not on the values.
 """
 
 from __future__ import annotations
@@ -86,7 +87,7 @@ def _sub(case: Case, x: torch.Tensor) -> Case:
     "inference.modes",
     statement="forward under no_grad, inference_mode, eval and train mode gives the training "
               "output",
-    theorems=("forward.shapes",), tolerance="law", prerequisites=BASE)
+    theorems=("forward.shapes",), tolerance="law", prerequisites=BASE, explore=False)
 def check_modes(ctx: Context, case: Case) -> None:
     """One impl, one state: every path of :func:`_paths` gives the training path's output."""
     x = ctx.inputs.state(case)
@@ -103,7 +104,7 @@ def check_modes(ctx: Context, case: Case) -> None:
     "inference.repeated_calls",
     statement="a second inference call (same shape, new input; or one decode token) is correct",
     theorems=("forward.shapes",), tolerance="law", cases=Cases(min_tokens=2),
-    prerequisites=BASE)
+    prerequisites=BASE, explore=False)
 def check_repeated_calls(ctx: Context, case: Case) -> None:
     """On each inference path, a fresh impl called on ``x₁`` (a prefill of T tokens), then on
     another state ``x₂`` of the same shape, then on a one-token state ``x₃`` (a decode step),
