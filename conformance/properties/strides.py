@@ -18,7 +18,7 @@ from collections.abc import Callable
 import torch
 
 from hcspec.conformance import tolerances
-from hcspec.conformance.properties.base import Context, PropertyFailure
+from hcspec.conformance.properties.base import Context, Inconclusive, PropertyFailure
 from hcspec.conformance.properties.cases import Cases
 from hcspec.conformance.properties.common import law_tol
 from hcspec.conformance.properties.declaration import declare
@@ -50,7 +50,7 @@ def _every_other_feature(x: torch.Tensor) -> torch.Tensor:
 
 
 def _broadcast_batch(x: torch.Tensor) -> torch.Tensor:
-    return x[:1].expand_as(x)
+    return x[:1].clone().expand_as(x)
 
 
 VIEWS: tuple[tuple[str, Callable[[torch.Tensor], torch.Tensor]], ...] = (
@@ -59,7 +59,8 @@ VIEWS: tuple[tuple[str, Callable[[torch.Tensor], torch.Tensor]], ...] = (
     ("a slice (every other feature of a [B,T,n,2d] tensor)", _every_other_feature),
     ("an expanded view (batch element 0 broadcast over the batch, stride 0)", _broadcast_batch),
 )
-"""Each view of the case's state, by what it is."""
+"""Each view of the case's state, by what it is (each on storage of its own: the kit's state
+is never handed to the impl)."""
 
 
 @declare(
@@ -71,9 +72,16 @@ VIEWS: tuple[tuple[str, Callable[[torch.Tensor], torch.Tensor]], ...] = (
 def check_non_contiguous(ctx: Context, case: Case) -> None:
     """For every view in :data:`VIEWS`, ``forward(view)`` equals ``forward(view.contiguous())``
     (the view itself is passed, not a copy); an exception raised on the view fails with its
-    text and the view's strides."""
+    text and the view's strides. A forward that writes into its input (which
+    ``state.input_unchanged`` diagnoses) cannot be handed an expanded view: such a case is
+    inconclusive."""
     impl = ctx.build.make(case)
     x = ctx.inputs.state(case)
+    probe = x.clone()
+    ctx.observe.forward(impl, probe, ctx.inputs.branch(case, record=False), copy=False)
+    if not torch.equal(probe, x):
+        raise Inconclusive("forward writes into its input (state.input_unchanged diagnoses it), "
+                           "so it cannot be handed views")
     tol = law_tol(ctx)
     for what, make_view in VIEWS:
         view = make_view(x)
