@@ -252,6 +252,17 @@ class Conventions:
             fixed point (DeepSeek TileKernels). Declared implicit, the finite-difference
             checks of the truncated forward do not apply and ``variant.sinkhorn_gradient``
             compares with the fixed-point gradient the kit computes.
+        supported_expansion_rates: the expansion rates ``n`` the impl supports (a kernel
+            written for ``n = 4`` declares ``(4,)``); ``None`` means any. The scale properties
+            report a case of another ``n`` not applicable, with this declaration as the reason.
+        hidden_size_multiple: the impl supports only hidden sizes ``d`` that are multiples of
+            this (a kernel tiled by 64 without masking declares 64); 1 means any.
+        contiguous_input: the impl needs a contiguous ``[B,T,n,d]`` state (it calls ``view`` on it);
+            the strided-input property is then not applicable, and the report says so.
+        deterministic: False when repeated forwards/backwards of the same input may differ
+            (atomics, dropout kept on in eval): the determinism properties then report the
+            run-to-run spread instead of requiring bitwise equality, and the inference
+            properties do not compare train-mode with eval-mode outputs.
 
     Raises:
         ValueError: on construction, for a value outside the ones listed above.
@@ -275,8 +286,13 @@ class Conventions:
     h_post_multiplier: float = 2.0
     residual_mixing: ResidualMixing = "matrix"
     sinkhorn_gradient: SinkhornGradient = "unrolled"
+    supported_expansion_rates: tuple[int, ...] | None = None
+    hidden_size_multiple: int = 1
+    contiguous_input: bool = False
+    deterministic: bool = True
 
     def __post_init__(self) -> None:
+        self._check_sizes()
         _one_of("branch_input", self.branch_input, _BRANCH_INPUTS)
         _one_of("reduce", self.reduce, _REDUCE_SCALES)
         _one_of("sinkhorn_exact_axis", self.sinkhorn_exact_axis, _EXACT_AXES)
@@ -317,6 +333,46 @@ class Conventions:
             )
         if not self.norm_eps >= 0.0:
             raise ValueError(f"conventions.norm_eps: expected >= 0, got {self.norm_eps!r}")
+
+    def _check_sizes(self) -> None:
+        rates: object = self.supported_expansion_rates
+        if rates is not None:
+            if isinstance(rates, (str, bytes)) or not isinstance(rates, Iterable):
+                raise ValueError("conventions.supported_expansion_rates: expected a sequence of "
+                                 f"ints >= 1 or None, got {rates!r}")
+            rates = tuple(rates)
+            if not rates or any(isinstance(r, bool) or not isinstance(r, int) or r < 1
+                                for r in rates):
+                raise ValueError("conventions.supported_expansion_rates: expected a non-empty "
+                                 f"sequence of ints >= 1 or None, got {rates!r}")
+            object.__setattr__(self, "supported_expansion_rates", tuple(sorted(set(rates))))
+        multiple = self.hidden_size_multiple
+        if isinstance(multiple, bool) or not isinstance(multiple, int) or multiple < 1:
+            raise ValueError(
+                f"conventions.hidden_size_multiple: expected an int >= 1, got {multiple!r}")
+        for name in ("contiguous_input", "deterministic"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"conventions.{name}: expected a bool, got "
+                                 f"{getattr(self, name)!r}")
+
+    def unsupported_size(self, n: int, d: int) -> str | None:
+        """Why the declared sizes exclude expansion rate ``n`` and hidden size ``d``, or None
+        when they are supported.
+
+        >>> declared = Conventions(supported_expansion_rates=(4,), hidden_size_multiple=64)
+        >>> declared.unsupported_size(8, 65)
+        'n=8 is not a declared expansion rate (supported_expansion_rates=(4,))'
+        >>> Conventions(hidden_size_multiple=64).unsupported_size(4, 65)
+        'd=65 is not a multiple of the declared hidden_size_multiple=64'
+        """
+        rates = self.supported_expansion_rates
+        if rates is not None and n not in rates:
+            return (f"n={n} is not a declared expansion rate "
+                    f"(supported_expansion_rates={rates})")
+        if d % self.hidden_size_multiple:
+            return (f"d={d} is not a multiple of the declared "
+                    f"hidden_size_multiple={self.hidden_size_multiple}")
+        return None
 
     def describe(self) -> dict[str, str]:
         """Every field as text, for reports (``None`` iterations shows the assumed default)."""

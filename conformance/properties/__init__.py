@@ -26,7 +26,8 @@ from hcspec.conformance.properties.declaration import PACKAGE, REGISTRY
 
 FAMILIES: Final[tuple[str, ...]] = (
     "shape", "law", "independence", "conventions", "constraints", "gradients", "reduction",
-    "dtype", "device", "state", "compile", "variant", "depth",
+    "dtype", "device", "state", "scale", "strides", "inference", "determinism", "exact", "compile",
+    "variant", "depth",
 )
 """The families in run order; each names its module."""
 

@@ -1,0 +1,200 @@
+"""Exact family: where the math gives an exact result, the impl gives it to the last bit, in
+every precision — a one-hot ``h_pre`` copies a stream, a permutation ``H_res`` permutes the
+streams, and a branch output that cancels a stream gives exactly zero.
+
+The kit cannot set an impl's weights exactly through the protocol; it reads them
+(capability ``weights``) at states where they *are* exact: HC at its init (``h_pre = e_k``,
+``h_post = 1``, ``H_res = I``, HC Eq. 14) and mHC with its parameters scaled ×1e4 (``σ`` and
+log-domain Sinkhorn–Knopp saturate to exact 0/1 entries in every float format). Only the
+tokens whose reported weights are exactly one-hot / a permutation / a power of two are
+checked; a case with none is inconclusive, and a target with no conclusive case is not
+applicable ("not demonstrated").
+
+Products with 0 and 1, additions of 0, and negation are exact in IEEE arithmetic, so each
+expected value is computed bit for bit; a tolerance of zero ulps applies in float64, float32,
+bfloat16 and float16 (each precision the factory accepts). An impl that declares a coarser
+``compute_dtype`` is expected to give the value rounded through it (a copy made in float32 is
+the float32 rounding of the stream).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import torch
+
+from hcspec.conformance.properties.base import Context, Inconclusive, NotApplicable
+from hcspec.conformance.properties.cases import shift
+from hcspec.conformance.properties.declaration import declare
+from hcspec.conformance.properties.errors import FactoryRejected
+from hcspec.conformance.properties.inputs import CheckedBranch
+from hcspec.conformance.properties.requirements import PROBED_H_PRE, capability
+from hcspec.conformance.protocol import WEIGHTS, HyperConnectionImpl
+from hcspec.conformance.strategies import Case
+
+BASE = ("shape.output", "shape.branch_once", "shape.weights")
+PRECISIONS = (torch.float64, torch.float32, torch.bfloat16, torch.float16)
+SATURATED = 1e4
+"""The parameter scale at which mHC's weights saturate to exact 0/1 entries."""
+
+
+def _examples(ctx: Context) -> list[Case]:
+    at_init = [Case(2, 3, 4, 8, layer_index=k, seed=k) for k in (0, 1)]
+    at_init.append(Case(1, 4, 3, 5, layer_index=5, seed=2))
+    saturated = [Case(4, 8, n, 8, seed=10 + n, perturb=1.0, param_scale=SATURATED)
+                 for n in (2, 3, 4)]
+    return shift(ctx, at_init if ctx.kind != "mhc" else saturated)
+
+
+def _precisions(ctx: Context) -> list[torch.dtype]:
+    return [ctx.dtype] + [p for p in PRECISIONS if p != ctx.dtype and
+                          torch.finfo(p).eps >= torch.finfo(ctx.dtype).eps]
+
+
+def _impls(ctx: Context, case: Case) -> Iterator[tuple[torch.dtype, HyperConnectionImpl]]:
+    """An impl for the case in each precision the factory accepts."""
+    built = 0
+    for dtype in _precisions(ctx):
+        try:
+            impl = ctx.build.make(case, dtype=dtype)
+        except FactoryRejected:
+            continue
+        built += 1
+        yield dtype, impl
+    if not built:
+        raise NotApplicable("the factory rejected every precision")
+
+
+def _state(ctx: Context, case: Case, dtype: torch.dtype) -> torch.Tensor:
+    return ctx.inputs.state(case, dtype=torch.float64).to(dtype)
+
+
+def _through_compute(ctx: Context, want: torch.Tensor) -> torch.Tensor:
+    """``want`` rounded through the declared compute dtype when it is coarser than
+    ``want``'s (a copy computed in float32 is the float32 rounding of the value), as float64
+    (every float format converts to float64 exactly)."""
+    compute = ctx.conventions.compute_dtype
+    if compute is not None and torch.finfo(compute).eps > torch.finfo(want.dtype).eps:
+        want = want.to(compute)
+    return want.double()
+
+
+def _one_hot(h: torch.Tensor) -> torch.Tensor:
+    """``[..., n]`` -> bool ``[...]``: exactly one entry is 1 and the others 0."""
+    return ((h == 1).sum(-1) == 1) & (((h == 0) | (h == 1)).all(-1))
+
+
+def _permutation(H: torch.Tensor) -> torch.Tensor:
+    """``[..., n, n]`` -> bool ``[...]``: a permutation matrix, exactly."""
+    ones = H == 1
+    return (((H == 0) | ones).all(-1).all(-1) & (ones.sum(-1) == 1).all(-1)
+            & (ones.sum(-2) == 1).all(-1))
+
+
+def _branch(case: Case, fn: object) -> CheckedBranch:
+    return CheckedBranch(fn, case.d)  # type: ignore[arg-type]
+
+
+def _differ(got: torch.Tensor, want: torch.Tensor) -> str:
+    bad = got != want
+    worst = float((got.double() - want.double()).abs().max()) if got.numel() else 0.0
+    return f"{int(bad.sum())} of {bad.numel()} entries differ, max |diff| {worst:.3g}"
+
+
+@declare(
+    "exact.one_hot_copy",
+    statement="a one-hot h_pre = e_k makes the branch input exactly stream k, in every precision",
+    theorems=("init.static_prenorm",), requires=(capability(WEIGHTS), PROBED_H_PRE),
+    examples=_examples, prerequisites=BASE, explore=False)
+def check_one_hot_copy(ctx: Context, case: Case) -> None:
+    """At every token whose reported h_pre is exactly ``e_k``, the branch receives ``X_k``
+    bit for bit (0 ulps), in each precision the factory accepts."""
+    seen = 0
+    for dtype, impl in _impls(ctx, case):
+        x = _state(ctx, case, dtype)
+        h_pre = ctx.observe.weights(impl, x)[0].detach()
+        mask = _one_hot(h_pre)
+        if not bool(mask.any()):
+            continue
+        seen += int(mask.sum())
+        branch = ctx.inputs.branch(case, "zero", dtype=dtype)
+        ctx.observe.forward(impl, x, branch)
+        k = h_pre.argmax(-1)  # [B, T]
+        want = torch.gather(x, -2, k[..., None, None].expand(*k.shape, 1, case.d)).squeeze(-2)
+        got, want = branch.inputs[0].double(), _through_compute(ctx, want)
+        ctx.record.require(bool(torch.equal(got[mask], want[mask])),
+                           f"{dtype}: branch input vs stream k at the {int(mask.sum())} tokens "
+                           f"with h_pre exactly e_k: {_differ(got[mask], want[mask])}")
+    if not seen:
+        raise Inconclusive("no token's reported h_pre is exactly one-hot")
+
+
+@declare(
+    "exact.permutation_mixing",
+    statement="a permutation H_res with F ≡ 0 permutes the streams exactly, in every precision",
+    theorems=("ds.permutation_vertices",), requires=(capability(WEIGHTS),),
+    examples=_examples, prerequisites=BASE, explore=False)
+def check_permutation_mixing(ctx: Context, case: Case) -> None:
+    """At every token whose reported H_res is exactly a permutation matrix P, with F ≡ 0 the
+    output is ``P X`` bit for bit (0 ulps), in each precision the factory accepts."""
+    seen = 0
+    for dtype, impl in _impls(ctx, case):
+        x = _state(ctx, case, dtype)
+        H = ctx.observe.weights(impl, x)[2].detach()
+        mask = _permutation(H)
+        if not bool(mask.any()):
+            continue
+        seen += int(mask.sum())
+        out = ctx.observe.forward(impl, x, ctx.inputs.branch(case, "zero", dtype=dtype,
+                                                             record=False)).detach()
+        source = H.argmax(-1)  # stream i of the output is input stream source[i]
+        want = _through_compute(
+            ctx, torch.gather(x, -2, source[..., None].expand(*source.shape, case.d)))
+        out = out.double()
+        ctx.record.require(bool(torch.equal(out[mask], want[mask])),
+                           f"{dtype}: X' vs P X at the {int(mask.sum())} tokens with H_res "
+                           f"exactly a permutation P (F ≡ 0): {_differ(out[mask], want[mask])}",
+                           hint="mixing computed as X + (H_res − I) X, or through another "
+                                "precision?")
+    if not seen:
+        raise Inconclusive("no token's reported H_res is exactly a permutation matrix")
+
+
+def _power_of_two(h: torch.Tensor) -> torch.Tensor:
+    mantissa, _ = torch.frexp(h.double())
+    return (h > 0) & (mantissa == 0.5)
+
+
+@declare(
+    "exact.cancelling_streams",
+    statement="a branch output that cancels a stream exactly gives exactly zero on that stream",
+    theorems=("init.static_prenorm",), requires=(capability(WEIGHTS), PROBED_H_PRE),
+    examples=_examples, prerequisites=BASE, explore=False)
+def check_cancelling_streams(ctx: Context, case: Case) -> None:
+    """At every token with h_pre exactly ``e_k``, H_res exactly a permutation that sends
+    input stream k to output stream i, and ``h_post_i`` an exact power of two, the branch
+    ``F(u) = −u / h_post_i`` (exact) makes output stream i exactly zero:
+    ``X_k − h_post_i · X_k / h_post_i = 0`` (0 ulps), in each precision."""
+    seen = 0
+    for dtype, impl in _impls(ctx, case):
+        x = _state(ctx, case, dtype)
+        h_pre, h_post, H = (w.detach() for w in ctx.observe.weights(impl, x))
+        hit = _one_hot(h_pre) & _permutation(H)
+        k = h_pre.argmax(-1)  # [B, T]
+        i = torch.gather(H.argmax(-2), -1, k[..., None]).squeeze(-1)  # H[i, k] = 1
+        post = torch.gather(h_post, -1, i[..., None]).squeeze(-1)
+        hit &= _power_of_two(post)
+        if not bool(hit.any()):
+            continue
+        seen += int(hit.sum())
+        scale = torch.where(hit, -1.0 / post.double(), torch.zeros_like(post.double()))
+        scale = scale.to(dtype)[..., None]
+        out = ctx.observe.forward(impl, x, _branch(case, lambda u, s=scale: u * s)).detach()
+        got = torch.gather(out, -2, i[..., None, None].expand(*i.shape, 1, case.d)).squeeze(-2)
+        ctx.record.require(bool((got[hit] == 0).all()),
+                           f"{dtype}: output stream i = π(k) at the {int(hit.sum())} tokens "
+                           f"where F(u) = −u / h_post_i cancels it: "
+                           f"{_differ(got[hit], torch.zeros_like(got[hit]))} (expected 0)")
+    if not seen:
+        raise Inconclusive("no token's reported weights have h_pre exactly one-hot, H_res "
+                           "exactly a permutation and the matching h_post a power of two")

@@ -1,0 +1,130 @@
+"""Inference family: the inference path computes what the training path computes — under
+``torch.no_grad()``, under ``torch.inference_mode()``, in eval and in train mode — also on a
+later call with another input of the same shape (a cache keyed by shape) and with another
+sequence length (a decode step of one token after a prefill).
+
+Serving engines add warm-up, caching and separate decode/prefill kernels that the training
+path never runs; the connection is a pure function of ``(x, parameters)`` (spec
+``forward.shapes``), so each of them must give the training path's output. Train mode is
+compared only when the impl does not declare ``Conventions.deterministic = False`` (nothing
+random, such as dropout, is declared). Only the standard explicit examples run (no
+exploration): a path taken or a cache hit depends on the calls, not on the values.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+
+import torch
+
+from hcspec.conformance import salts, tolerances
+from hcspec.conformance.properties.base import Context, f64
+from hcspec.conformance.properties.cases import Cases
+from hcspec.conformance.properties.common import law_tol
+from hcspec.conformance.properties.declaration import declare
+from hcspec.conformance.protocol import HyperConnectionImpl, has_train_eval
+from hcspec.conformance.strategies import Case
+
+BASE = ("shape.output", "shape.branch_once")
+
+
+@contextlib.contextmanager
+def _mode(impl: HyperConnectionImpl, train: bool | None) -> Iterator[None]:
+    """Train (True) or eval (False) mode for the block, when the impl offers the switch."""
+    if train is None or not has_train_eval(impl):
+        yield
+        return
+    impl.train(train)
+    try:
+        yield
+    finally:
+        impl.train(True)
+
+
+GradMode = Callable[[], contextlib.AbstractContextManager[object]]
+GRAD_MODES: tuple[tuple[str, GradMode], ...] = (
+    ("torch.no_grad()", torch.no_grad),
+    ("torch.inference_mode()", torch.inference_mode),
+)
+
+
+def _paths(ctx: Context, impl: HyperConnectionImpl) -> list[tuple[str, bool | None, GradMode]]:
+    """(name, train mode or None, grad mode) of every inference path to compare."""
+    switch = has_train_eval(impl)
+    paths: list[tuple[str, bool | None, GradMode]] = [
+        (name, None, mode) for name, mode in GRAD_MODES]
+    if switch:
+        paths += [(f"eval mode, {name}", False, mode) for name, mode in GRAD_MODES]
+        paths.append(("eval mode, gradients enabled", False, torch.enable_grad))
+        if ctx.conventions.deterministic:
+            paths.append(("train mode, torch.no_grad()", True, torch.no_grad))
+    return paths
+
+
+def _run(ctx: Context, impl: HyperConnectionImpl, x: torch.Tensor, case: Case,
+         train: bool | None, grad: GradMode) -> torch.Tensor:
+    with _mode(impl, train), grad():
+        out = ctx.observe.forward(impl, x, ctx.inputs.branch(case, record=False))
+        return f64(out.detach())
+
+
+def _training(ctx: Context, case: Case, x: torch.Tensor) -> torch.Tensor:
+    """The training path's output at ``x``: a fresh impl, gradients enabled, train mode when
+    nothing random is declared (else the factory's default mode)."""
+    impl = ctx.build.make(case)
+    train = True if ctx.conventions.deterministic else None
+    return _run(ctx, impl, x, case, train, torch.enable_grad)
+
+
+def _sub(case: Case, x: torch.Tensor) -> Case:
+    return Case(x.shape[0], x.shape[1], case.n, case.d, layer_index=case.layer_index,
+                seed=case.seed, scale=case.scale, perturb=case.perturb,
+                param_scale=case.param_scale, branch=case.branch)
+
+
+@declare(
+    "inference.modes",
+    statement="forward under no_grad, inference_mode, eval and train mode gives the training "
+              "output",
+    theorems=("forward.shapes",), tolerance="law", prerequisites=BASE, explore=False)
+def check_modes(ctx: Context, case: Case) -> None:
+    """One impl, one state: every path of :func:`_paths` gives the training path's output."""
+    x = ctx.inputs.state(case)
+    want = _training(ctx, case, x)
+    impl = ctx.build.make(case)
+    tol = law_tol(ctx)
+    for name, train, grad in _paths(ctx, impl):
+        got = _run(ctx, impl, x, case, train, grad)
+        ctx.record.expect(f"X' under {name} vs the training path (train mode, gradients on)",
+                          tolerances.scaled_error(got, want), tol)
+
+
+@declare(
+    "inference.repeated_calls",
+    statement="a second inference call (same shape, new input; or one decode token) is correct",
+    theorems=("forward.shapes",), tolerance="law", cases=Cases(min_tokens=2),
+    prerequisites=BASE, explore=False)
+def check_repeated_calls(ctx: Context, case: Case) -> None:
+    """On each inference path, a fresh impl called on ``x₁`` (a prefill of T tokens), then on
+    another state ``x₂`` of the same shape, then on a one-token state ``x₃`` (a decode step),
+    gives for ``x₂`` and ``x₃`` the training path's outputs."""
+    x1 = ctx.inputs.state(case)
+    x2 = ctx.inputs.state(case, salt=salts.SECOND_STATE)
+    x3 = ctx.inputs.state(case, salt=salts.OTHER_TOKENS_STATE)[:, -1:].contiguous()
+    want2 = _training(ctx, case, x2)
+    want3 = _training(ctx, _sub(case, x3), x3)
+    tol = law_tol(ctx)
+    for name, train, grad in _paths(ctx, ctx.build.make(case)):
+        impl = ctx.build.make(case)
+        _run(ctx, impl, x1, case, train, grad)
+        got2 = _run(ctx, impl, x2, case, train, grad)
+        ctx.record.expect(f"second call under {name} (same shape {list(x2.shape)}, new input) "
+                          "vs the training path", tolerances.scaled_error(got2, want2), tol,
+                          hint="a result cached by shape (warm-up, graph capture) reused "
+                               "for a new input?")
+        got3 = _run(ctx, impl, x3, _sub(case, x3), train, grad)
+        ctx.record.expect(f"decode step under {name} (1 token after a prefill of "
+                          f"{case.tokens}) vs the training path",
+                          tolerances.scaled_error(got3, want3), tol,
+                          hint="a decode path that differs from the prefill path?")

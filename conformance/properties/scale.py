@@ -1,0 +1,190 @@
+"""Scale family: the law, the mHC constraints and batch composition at the sizes where kernels
+switch path — expansion rates 1–8 (odd and not powers of two), hidden sizes that are not
+multiples of common tile widths (65, 100, 129, 257), a single token, tens and a hundred or
+more tokens.
+
+The other families draw small cases (B ≤ 3, T ≤ 4, n ≤ 4, d ≤ 12) that never leave a kernel's
+first code path; the bugs reported against HC/mHC kernels live where those cases never go (a
+reduction over half the lanes past 64 features, a Sinkhorn kernel written for 4×4, a path
+taken above a token count). Each property runs a few fixed cases only (no exploration), so the
+family adds seconds, not minutes, to ``ci``.
+
+An impl that supports only some sizes declares them (``Conventions.supported_expansion_rates``,
+``Conventions.hidden_size_multiple``); cases outside them are left out with the reason, and a
+property none of whose cases is supported is reported not applicable with it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+import torch
+
+from hcspec.conformance import tolerances
+from hcspec.conformance.properties.base import Context, NotApplicable, f64
+from hcspec.conformance.properties.cases import shift
+from hcspec.conformance.properties.common import expected_output, law_tol
+from hcspec.conformance.properties.constraints import MHCWeights
+from hcspec.conformance.properties.declaration import declare
+from hcspec.conformance.properties.requirements import WEIGHTS_OR_PROBING, kinds
+from hcspec.conformance.protocol import HyperConnectionImpl
+from hcspec.conformance.strategies import Case
+
+BASE = ("shape.output", "shape.branch_once")
+TILE = 64
+"""The tile width the law's budget is stated for (:func:`hcspec.conformance.tolerances.law`:
+dot products of length ≤ 64); longer ones scale it linearly."""
+
+SIZES: tuple[Case, ...] = (
+    Case(1, 1, 1, 65, layer_index=0, seed=0, perturb=0.3),      # one token, n = 1
+    Case(2, 33, 3, 65, layer_index=1, seed=1, perturb=0.3),     # odd n, d = 64 + 1
+    Case(1, 130, 4, 257, layer_index=2, seed=2, perturb=0.3),   # 130 tokens, d = 256 + 1
+    Case(1, 9, 5, 100, layer_index=3, seed=3, perturb=0.3),     # n = 5, d not a power of two
+    Case(2, 7, 6, 96, layer_index=4, seed=4, perturb=0.3),      # n = 6
+    Case(3, 11, 8, 129, layer_index=5, seed=5, perturb=0.3),    # n = 8, d = 128 + 1
+)
+"""The fixed cases of the law and constraint checks at scale (``d > n`` everywhere, so the
+weights can be probed)."""
+
+COMPOSITION: tuple[Case, ...] = (
+    Case(2, 100, 4, 72, layer_index=0, seed=6, perturb=0.3),
+    Case(4, 33, 3, 65, layer_index=1, seed=7, perturb=0.3),
+    Case(1, 200, 2, 40, layer_index=2, seed=8, perturb=0.3),
+)
+"""The fixed cases of batch composition: 200, 132 and 200 tokens in all, each compared with
+sub-batches of 1 token, 1 sequence and a prefix of 16 tokens."""
+
+
+def supported(ctx: Context, cases: Sequence[Case]) -> list[Case]:
+    """The cases whose ``(n, d)`` the impl's declared sizes allow, shifted by the run seed.
+
+    Raises:
+        NotApplicable: none is allowed (the message gives the declaration's reason for each
+            size left out).
+    """
+    kept = [c for c in cases if ctx.conventions.unsupported_size(c.n, c.d) is None]
+    if not kept:
+        reasons = sorted({str(ctx.conventions.unsupported_size(c.n, c.d)) for c in cases})
+        raise NotApplicable("the impl declares sizes that exclude every case at scale: "
+                            + "; ".join(reasons))
+    return shift(ctx, kept)
+
+
+def scaled_law_tol(ctx: Context, case: Case) -> float:
+    """:func:`law_tol` grown linearly with the longest dot product past :data:`TILE`."""
+    return law_tol(ctx) * max(1.0, max(case.n, case.d) / TILE)
+
+
+def _where(case: Case) -> str:
+    return f"B={case.batch}, T={case.tokens}, n={case.n}, d={case.d}"
+
+
+@declare(
+    "scale.law",
+    statement="X' = H_res X + h_post F(h_preᵀX)ᵀ at n up to 8, d up to 257, 1 to 130 tokens",
+    theorems=("layout.paper_rows",), requires=(WEIGHTS_OR_PROBING,), tolerance="law",
+    examples=lambda ctx: supported(ctx, SIZES), prerequisites=BASE, explore=False)
+def check_law(ctx: Context, case: Case) -> None:
+    """The law holds at scale with the reported weights (else the probed ones), and the
+    branch receives the declared input ``h_preᵀ X`` (or its declared norm)."""
+    impl = ctx.build.make(case)
+    x = ctx.inputs.state(case)
+    w = MHCWeights(ctx, impl, x, case)
+    branch = ctx.inputs.branch(case)
+    out = ctx.observe.forward(impl, x, branch)
+    tol = scaled_law_tol(ctx, case)
+    if w.h_pre is None:  # probed under a declared norm: h_pre is not identifiable
+        raise NotApplicable("h_pre is not identifiable by probing under the declared branch "
+                            f"input {ctx.conventions.branch_input!r} (needs the weights "
+                            "capability)")
+    want, inp, scale = expected_output(ctx, case, x, w.h_pre, w.h_post, w.H_res)
+    ctx.record.expect(f"branch input vs h_preᵀX ({w.source} weights) at {_where(case)}",
+                      tolerances.scaled_error(branch.inputs[0], inp), tol,
+                      f"declared branch input: {ctx.conventions.branch_input}; "
+                      f"max |received| / max |expected| = "
+                      f"{float(f64(branch.inputs[0]).abs().max() / inp.abs().max()):.4g}")
+    ctx.record.expect(f"X' vs the law ({w.source} weights) at {_where(case)}",
+                      tolerances.scaled_error(out, want, scale), tol)
+
+
+def _sums(ctx: Context, H: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, str, str]:
+    rows, cols = H.sum(dim=-1), H.sum(dim=-2)
+    if ctx.conventions.sinkhorn_exact_axis == "rows":
+        return rows, cols, "row", "column"
+    return cols, rows, "column", "row"
+
+
+@declare(
+    "scale.constraints",
+    statement="mHC at n up to 8, d up to 257: H_res doubly stochastic, H_pre, H_post in range",
+    theorems=("mhc.sinkhorn_rows_exact", "mhc.h_pre_range", "mhc.h_post_range"),
+    requires=(kinds("mhc"), WEIGHTS_OR_PROBING), tolerance="sinkhorn_other_axis",
+    examples=lambda ctx: supported(ctx, SIZES), prerequisites=BASE, explore=False)
+def check_constraints(ctx: Context, case: Case) -> None:
+    """At scale, H_res ≥ 0 with its exact axis summing to 1 and its other axis within the
+    Birkhoff–Hopf bound for the declared rounds; H_pre ∈ [0, 1 + h_pre_eps] and
+    H_post ∈ [0, h_post_multiplier + h_post_eps] (the declared form: the paper's facts are
+    stated, for the small cases, by ``constraints.h_pre_range`` / ``h_post_range``)."""
+    w = MHCWeights(ctx, ctx.build.make(case), ctx.inputs.state(case), case)
+    where = f"({w.source}) at {_where(case)}"
+    slack = tolerances.range_slack(ctx.tol_dtype, w.probed)
+    ctx.record.expect(f"most negative H_res entry {where}", max(0.0, -float(w.H_res.min())),
+                      slack)
+    exact, other, exact_name, other_name = _sums(ctx, w.H_res)
+    ctx.record.expect(f"max |H_res {exact_name} sum − 1| {where}",
+                      float((exact - 1).abs().max()),
+                      tolerances.exact_axis(ctx.tol_dtype, case.n, w.probed))
+    err = (other - 1).abs().amax(dim=-1)
+    bound = tolerances.sinkhorn_other_axis_bound(w.H_res, ctx.conventions.iterations,
+                                                 ctx.tol_dtype, w.probed)
+    excess = int(torch.argmax((err - bound).flatten()))
+    worst_row = w.H_res.flatten(0, -3)[excess]
+    ctx.record.expect(f"max |H_res {other_name} sum − 1| {where}",
+                      float(err.flatten()[excess]), float(bound.flatten()[excess]),
+                      f"{other_name} sums of the worst token: "
+                      f"{[round(float(v), 4) for v in _sums(ctx, worst_row)[1]]}")
+    c = ctx.conventions
+    for name, values, top in (("H_pre", w.h_pre, 1.0 + c.h_pre_eps),
+                              ("H_post", w.h_post, c.h_post_multiplier + c.h_post_eps)):
+        if values is None:
+            continue
+        outside = max(0.0, -float(values.min()), float(values.max()) - top)
+        ctx.record.expect(f"{name} distance outside [0, {top:g}] {where}", outside, slack,
+                          "the upper bound is the declared form: multiplier·σ + eps")
+
+
+def _forward(ctx: Context, impl: HyperConnectionImpl, x: torch.Tensor,
+             case: Case) -> torch.Tensor:
+    return f64(ctx.observe.forward(impl, x, ctx.inputs.branch(case, record=False)))
+
+
+@declare(
+    "scale.batch_composition",
+    statement="a token's output does not depend on how many tokens or sequences share its batch",
+    theorems=("forward.shapes",), tolerance="law",
+    examples=lambda ctx: supported(ctx, COMPOSITION), prerequisites=BASE, explore=False)
+def check_batch_composition(ctx: Context, case: Case) -> None:
+    """With a token-wise branch, the outputs of the whole batch (a hundred tokens or more)
+    restricted to one token, to one sequence and to a 16-token prefix equal the outputs of
+    running that token, sequence or prefix alone."""
+    impl = ctx.build.make(case)
+    x = ctx.inputs.state(case)
+    full = _forward(ctx, impl, x, case)
+    b, t = case.seed % case.batch, case.seed % case.tokens
+    prefix = min(16, case.tokens)
+    parts = (
+        (f"token ({b}, {t}) alone", (slice(b, b + 1), slice(t, t + 1))),
+        (f"sequence {b} alone", (slice(b, b + 1), slice(None))),
+        (f"the first {prefix} tokens of every sequence", (slice(None), slice(0, prefix))),
+    )
+    tol = scaled_law_tol(ctx, case)
+    scale = float(full.abs().max())
+    for what, index in parts:
+        part = x[index].contiguous()
+        got = _forward(ctx, impl, part, dataclasses.replace(
+            case, batch=part.shape[0], tokens=part.shape[1]))
+        ctx.record.expect(
+            f"{what} vs the same outputs in the batch of {case.batch * case.tokens} tokens",
+            tolerances.scaled_error(got, full[index], scale), tol,
+            f"at {_where(case)}")
