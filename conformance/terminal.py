@@ -149,7 +149,8 @@ def print_catalogue(console: Console, rows: Sequence[Row]) -> None:
     """``hc-conformance list``: id, statement, spec theorems, requirements (decided before any
     case runs), tolerance rule; one row per property (:func:`hcspec.conformance.listing.rows`)."""
     table = Table(header_style="bold", show_lines=False)
-    for name in ("id", "statement", "theorems", "requires", "tolerance"):
+    table.add_column("id", no_wrap=True)  # ids are copied into --only: never cut or wrapped
+    for name in ("statement", "theorems", "requires", "tolerance"):
         table.add_column(name)
     for row in rows:
         table.add_row(row.id, escape(row.statement), ", ".join(row.theorems) or "—",
