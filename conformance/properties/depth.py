@@ -99,7 +99,9 @@ def run_stack(ctx: Context, case: Case, layers: int, *, weights: bool) -> list[L
         z = outputs[0] if outputs else torch.zeros(case.batch, case.tokens, case.d,
                                                    dtype=torch.float64)
         stack.append(Layer(f64(x), f64(out), z, w))  # type: ignore[arg-type]
-        x = out.detach()
+        # The next sublayer reads the state in the kit's working dtype (an impl may return a
+        # declared coarser output_dtype; the kit's branch runs in the working dtype).
+        x = out.detach().to(ctx.dtype)
     return stack
 
 

@@ -55,6 +55,10 @@ class RoundedMHC(ManifoldHyperConnection):
         xw = x.to(work)
         return (xw, *super().weights(xw))
 
+    def logits(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The reference's pre-activation logits, computed in the parameters' dtype."""
+        return super().logits(x.to(next(self.parameters()).dtype))
+
     def weights(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         _, h_pre, h_post, H_res = self._inner(x)
         if self.transposed:

@@ -83,3 +83,19 @@ def test_low_precision_law_tolerance_is_measured(prop: str) -> None:
     assert ctx.worst.tolerance < 0.05  # 8 × the closed form's bfloat16 error, not 256·eps = 2
     assert tolerances.law_measured(torch.bfloat16, 0.0) == 4 * tolerances.eps(torch.bfloat16)
     assert tolerances.law_measured(torch.float32, 1.0) == tolerances.law(torch.float32)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("target", ["make_bf16_output", "make_float16_output"])
+def test_every_property_runs_on_a_declared_low_precision_output(target: str) -> None:
+    """A correct mHC that declares (and returns) a bfloat16/float16 output: no property may
+    end in an error (a kit crash such as a dtype mismatch in a family that forgets the declared
+    output dtype), and none may fail."""
+    from hcspec.conformance import report as rp
+    from hcspec.conformance.runner import check_implementation
+
+    report = check_implementation(
+        f"tests.conformance.properties.precision_standins:{target}", profile="quick")
+    bad = {r.id: (r.status, r.message) for r in report.results
+           if r.status in (rp.ERROR, rp.FAILED)}
+    assert bad == {}
