@@ -239,8 +239,20 @@ def resolve(target: str | Factory | None) -> Target:
     version = _version(top)
     if version is not None:
         versions[top] = version
+    return Target(target, factory, _first_doc_line(factory), versions)
+
+
+def _first_doc_line(factory: object) -> str:
+    """The first line of the factory's docstring, without markup; for a
+    :func:`functools.partial` the wrapped function's (a partial's own docstring describes
+    ``partial``), with the bound arguments appended."""
+    bound = ""
+    if isinstance(factory, functools.partial):
+        bound = ", ".join(f"{k}={v!r}" for k, v in factory.keywords.items())
+        factory = factory.func
     doc = (getattr(factory, "__doc__", "") or "").strip().splitlines()
-    return Target(target, factory, plain_text(doc[0]) if doc else "", versions)
+    line = plain_text(doc[0]) if doc else ""
+    return f"{line} [{bound}]" if bound else line
 
 
 _RST_ROLE = re.compile(r":[a-z]+:`~?([^`]+)`")

@@ -388,3 +388,13 @@ def test_a_run_leaves_no_hypothesis_directory_in_the_working_directory(tmp_path:
                           capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_partial_factory_is_described_by_its_function_and_bound_arguments() -> None:
+    """functools.partial's own docstring ('partial(func, *args, **keywords) - new function
+    ...') describes partial, not the target."""
+    from hcspec.conformance.targets import resolve
+
+    target = resolve("tests.conformance.properties.precision_standins:make_bf16_output")
+    assert "partial(func" not in target.description
+    assert "output=torch.bfloat16" in target.description
