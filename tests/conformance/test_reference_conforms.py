@@ -9,6 +9,9 @@ from hcspec.conformance.runner import check_implementation
 from tests.conformance.helpers import is_expected_not_applicable
 
 ONE_EXAMPLE_BY_DESIGN = {"compile.fullgraph"}  # one torch.compile under ci (its cost, ~2 s)
+# Three fixed saturated cases for mHC, of which a case whose tokens are not exactly one-hot /
+# a permutation / a power-of-two h_post is inconclusive (not counted): two must demonstrate.
+TWO_EXAMPLES_BY_DESIGN = {"exact.cancelling_streams"}
 
 
 @pytest.mark.slow
@@ -24,6 +27,8 @@ def test_reference_kind_passes_ci(target: str) -> None:
             assert is_expected_not_applicable(r.message), (r.id, r.message)
         elif r.id in ONE_EXAMPLE_BY_DESIGN:
             assert r.examples >= 1, r.id
+        elif r.id in TWO_EXAMPLES_BY_DESIGN:
+            assert r.examples >= 2, r.id
         else:
             assert r.examples >= 3, r.id
     passed = [r for r in report.results if r.status == rp.PASSED]

@@ -1,4 +1,4 @@
-"""An independent second implementation of static HC, dynamic HC and mHC (issue 6).
+"""An independent second implementation of static HC, dynamic HC and mHC.
 
 Written from the papers (HC arXiv:2409.19606 §2 Eq. 1–14, Alg. 2; mHC arXiv:2512.24880 §4
 Eq. 3, 7–9) and DESIGN.md §1, without reading ``reference/``, so that the conformance kit's

@@ -12,7 +12,7 @@ reads ``Ŝ = Ĥᵀ = T(S A_m) B + S A_r`` (Alg. 2's width/depth connections), i.
 convention (DESIGN.md §1): ``X [B,T,n,d]`` in and out, and :meth:`weights` reports
 ``h_pre = A_m``, ``h_post = Bᵀ``, ``H_res = A_rᵀ``. The transposes happen only at that boundary.
 
-Written independently of ``reference/`` (issue 6, false-positive check of the conformance kit).
+Written independently of ``reference/`` (the false-positive check of the conformance kit).
 """
 
 from __future__ import annotations

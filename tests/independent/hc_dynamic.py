@@ -13,7 +13,7 @@ W_m and W_r are the columns of a single ``d×(n+1)`` matrix. Init (Eq. 14, §2.2
 
 Internally the streams sit on columns (``S = Hᵀ ∈ R^{d×n}``), so ``H̄ W = S̄ᵀ W``.
 
-Written independently of ``reference/`` (issue 6, false-positive check of the conformance kit).
+Written independently of ``reference/`` (the false-positive check of the conformance kit).
 """
 
 from __future__ import annotations
@@ -87,7 +87,7 @@ class DynamicHyperConnection(PaperLayoutConnection):
 
 def make(n: int, d: int, *, layer_index: int = 0, dtype: torch.dtype = torch.float64,
          device: str = "cpu", seed: int = 0) -> DynamicHyperConnection:
-    """Conformance-kit factory for dynamic HC (issue 4 adapter protocol).
+    """Conformance-kit factory for dynamic HC (the adapter protocol of docs/conformance.md).
 
     ``seed`` is accepted for the protocol and unused: the paper's init (W = 0) is deterministic.
 

@@ -2,9 +2,9 @@
 the kit's type.
 
 The independent mHC declares its conventions as a plain ``dict`` (plus a
-``sinkhorn_iterations`` attribute); on main the kit requires a
-:class:`hcspec.conformance.protocol.Conventions` (issue 5 changes the protocol to accept a mapping).
-Until then these factories translate the declaration and change nothing else::
+``sinkhorn_iterations`` attribute); the kit's own type is
+:class:`hcspec.conformance.protocol.Conventions`. These factories translate the declaration and
+change nothing else::
 
     hc-conformance run tests.independent.kit_adapter:make_mhc
 """

@@ -30,7 +30,7 @@ Choices the paper leaves open (documented here, all ours):
   changed with the dtype would make the kit's per-impl conventions inconsistent).
 - expand replicates, reduce sums (no learned head reduce).
 
-Written independently of ``reference/`` (issue 6, false-positive check of the conformance kit).
+Written independently of ``reference/`` (the false-positive check of the conformance kit).
 """
 
 from __future__ import annotations
@@ -108,6 +108,15 @@ class ManifoldHyperConnection(PaperLayoutConnection):
 
         Dtype: float32 for bfloat16/float16 inputs, else that of ``x``.
         """
+        pre_logits, post_logits, res_logits = self._logits(x)
+        h_pre_row = torch.sigmoid(pre_logits)
+        h_post_row = 2 * torch.sigmoid(post_logits)
+        h_res = sinkhorn_knopp(res_logits, self.sinkhorn_iterations)
+        return h_pre_row, h_post_row, h_res
+
+    def _logits(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """mHC Eq. 7: ``H̃_pre [B,T,1,n]``, ``H̃_post [B,T,1,n]``, ``H̃_res [B,T,n,n]`` (dtype
+        as :meth:`mappings`)."""
         work = torch.float32 if x.dtype in _LOW_PRECISION else x.dtype
 
         def p(t: Tensor) -> Tensor:
@@ -119,10 +128,20 @@ class ManifoldHyperConnection(PaperLayoutConnection):
         post_logits = p(self.alpha_post) * (flat @ p(self.phi_post)) + p(self.b_post)
         res_logits = (p(self.alpha_res) * (flat @ p(self.phi_res)).reshape(*x.shape[:-2], n, n)
                       + p(self.b_res))
-        h_pre_row = torch.sigmoid(pre_logits)
-        h_post_row = 2 * torch.sigmoid(post_logits)
-        h_res = sinkhorn_knopp(res_logits, self.sinkhorn_iterations)
-        return h_pre_row, h_post_row, h_res
+        return pre_logits, post_logits, res_logits
+
+    def logits(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """The kit's ``logits`` capability: the pre-activation logits of :meth:`mappings`,
+        ``x [B,T,n,d]`` -> ``H̃_pre [B,T,n]``, ``H̃_post [B,T,n]``, ``H̃_res [B,T,n,n]``, the
+        last in the row convention (``H_res = SinkhornKnopp(H̃_res)`` acts as ``H_res X``).
+
+        Dtype: float32 for bfloat16/float16 inputs, else that of ``x``.
+
+        Raises:
+            ValueError, TypeError: ``x`` is not a ``[B,T,n,d]`` state of this module.
+        """
+        pre_logits, post_logits, res_logits = self._logits(self._check_state(x))
+        return pre_logits.squeeze(-2), post_logits.squeeze(-2), res_logits
 
     def hc_matrix(self, x: Tensor) -> Tensor:
         """Paper-layout matrix ``[[0, H_post], [H_preᵀ, H_resᵀ]]``.
@@ -136,7 +155,7 @@ class ManifoldHyperConnection(PaperLayoutConnection):
 
 def make(n: int, d: int, *, layer_index: int = 0, dtype: torch.dtype = torch.float64,
          device: str = "cpu", seed: int = 0) -> ManifoldHyperConnection:
-    """Conformance-kit factory for mHC (issue 4 adapter protocol).
+    """Conformance-kit factory for mHC (the adapter protocol of docs/conformance.md).
 
     ``layer_index`` is accepted for the protocol and unused (mHC's init does not depend on it);
     ``seed`` draws φ.
