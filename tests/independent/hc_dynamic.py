@@ -6,14 +6,14 @@ In the paper layout (streams on rows, ``H ∈ R^{n×d}``), with ``H̄ = norm(H)`
     A_m(H) = s_α ∘ tanh(H̄ W_m)  + A_m        (Eq. 12)   W_m ∈ R^{d×1}
     A_r(H) = s_α ∘ tanh(H̄ W_r)  + A_r        (Eq. 13)   W_r ∈ R^{d×n}
 
-``norm`` is a per-stream LayerNorm over d without learnable parameters (DESIGN.md §1; eps 1e-5,
+``norm`` is a per-stream LayerNorm over d without learnable parameters (docs/reference.md; eps 1e-5,
 torch's LayerNorm default). One scale ``s_α`` is shared by A_m and A_r, as in Alg. 2 where
 W_m and W_r are the columns of a single ``d×(n+1)`` matrix. Init (Eq. 14, §2.2): all ``W = 0``,
 ``s_α = s_β = 0.01``, static blocks as :mod:`hc_static` — so DHC equals SHC at init exactly.
 
 Internally the streams sit on columns (``S = Hᵀ ∈ R^{d×n}``), so ``H̄ W = S̄ᵀ W``.
 
-Written independently of ``reference/`` (issue 6, false-positive check of the conformance kit).
+Written independently of ``reference/`` (the conformance kit's false-positive check).
 """
 
 from __future__ import annotations
@@ -87,7 +87,7 @@ class DynamicHyperConnection(PaperLayoutConnection):
 
 def make(n: int, d: int, *, layer_index: int = 0, dtype: torch.dtype = torch.float64,
          device: str = "cpu", seed: int = 0) -> DynamicHyperConnection:
-    """Conformance-kit factory for dynamic HC (issue 4 adapter protocol).
+    """Conformance-kit factory for dynamic HC (the kit's adapter protocol).
 
     ``seed`` is accepted for the protocol and unused: the paper's init (W = 0) is deterministic.
 

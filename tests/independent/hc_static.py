@@ -6,7 +6,7 @@ is the constant 0, not a parameter). Init for sublayer ``k = layer_index`` (Eq. 
 ``A_m = e_{k mod n}``, ``A_r = I_n``, ``B = 1ᵀ`` — i.e. ``h_pre = e_{k mod n}``, ``H_res = I``,
 ``h_post = 1``, which makes a stack of fresh SHC layers a pre-norm residual network.
 
-Written independently of ``reference/`` (issue 6, false-positive check of the conformance kit).
+Written independently of ``reference/`` (the conformance kit's false-positive check).
 """
 
 from __future__ import annotations
@@ -70,7 +70,7 @@ class StaticHyperConnection(PaperLayoutConnection):
 
 def make(n: int, d: int, *, layer_index: int = 0, dtype: torch.dtype = torch.float64,
          device: str = "cpu", seed: int = 0) -> StaticHyperConnection:
-    """Conformance-kit factory for static HC (issue 4 adapter protocol).
+    """Conformance-kit factory for static HC (the kit's adapter protocol).
 
     ``seed`` is accepted for the protocol and unused: the Eq. 14 init is deterministic.
 

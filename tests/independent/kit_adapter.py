@@ -3,7 +3,7 @@ the kit's type.
 
 The independent mHC declares its conventions as a plain ``dict`` (plus a
 ``sinkhorn_iterations`` attribute); on main the kit requires a
-:class:`hcspec.conformance.protocol.Conventions` (issue 5 changes the protocol to accept a mapping).
+:class:`hcspec.conformance.protocol.Conventions` (the protocol also accepts a mapping).
 Until then these factories translate the declaration and change nothing else::
 
     hc-conformance run tests.independent.kit_adapter:make_mhc

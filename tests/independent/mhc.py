@@ -8,7 +8,7 @@ Per token the state ``x_l ∈ R^{n×C}`` (C = d here) is flattened stream-major 
     H̃_res  = α_res  · mat(x' φ_res)    + b_res      H_res  = SinkhornKnopp(H̃_res)   (Eq. 9)
 
 and the layer is ``x_{l+1} = H_res x_l + H_postᵀ F(H_pre x_l)`` (Eq. 3). In the row convention
-of DESIGN.md §1 this is ``h_pre = H_preᵀ``, ``h_post = H_postᵀ``, ``H_res = H_res``; in the HC
+of docs/reference.md this is ``h_pre = H_preᵀ``, ``h_post = H_postᵀ``, ``H_res = H_res``; in the HC
 paper layout used internally, ``A_m = H_preᵀ``, ``B = H_post``, ``A_r = H_resᵀ``.
 
 Choices the paper leaves open (documented here, all ours):
@@ -30,7 +30,7 @@ Choices the paper leaves open (documented here, all ours):
   changed with the dtype would make the kit's per-impl conventions inconsistent).
 - expand replicates, reduce sums (no learned head reduce).
 
-Written independently of ``reference/`` (issue 6, false-positive check of the conformance kit).
+Written independently of ``reference/`` (the conformance kit's false-positive check).
 """
 
 from __future__ import annotations
@@ -136,7 +136,7 @@ class ManifoldHyperConnection(PaperLayoutConnection):
 
 def make(n: int, d: int, *, layer_index: int = 0, dtype: torch.dtype = torch.float64,
          device: str = "cpu", seed: int = 0) -> ManifoldHyperConnection:
-    """Conformance-kit factory for mHC (issue 4 adapter protocol).
+    """Conformance-kit factory for mHC (the kit's adapter protocol).
 
     ``layer_index`` is accepted for the protocol and unused (mHC's init does not depend on it);
     ``seed`` draws φ.

@@ -5,7 +5,7 @@ column normalisation followed by a row normalisation. This module runs the same 
 ``log M`` with ``logsumexp`` so that no intermediate ``exp`` is ever formed: logits of any finite
 size give a finite result (there is no ``exp`` overflow and no all-zero row or column, see below).
 
-Written independently of ``reference/`` for the kit's false-positive check (issue 6).
+Written independently of ``reference/`` for the kit's false-positive check.
 """
 
 from __future__ import annotations

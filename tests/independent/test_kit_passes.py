@@ -1,4 +1,4 @@
-"""False-positive check (issue 6): the conformance kit passes an implementation written
+"""False-positive check: the conformance kit passes an implementation written
 independently of the reference (tests/independent), for every kind, under ``ci``.
 
 If this fails, find out which of the two is wrong before touching a tolerance: the
@@ -39,7 +39,7 @@ def test_the_adapter_translates_the_dict_declaration() -> None:
 
 def test_raw_mhc_factory_differs_only_in_the_declaration_type() -> None:
     """The dict declaration is the only obstacle: either the protocol accepts a mapping
-    (issue 5) and the raw factory passes, or only conventions.declaration fails."""
+    and the raw factory passes, or only conventions.declaration fails."""
     report = check_implementation("tests.independent.mhc:make", profile="quick", device="cpu")
     failing = {r.id for r in report.results if r.status in rp.UNEXPECTED}
     try:
