@@ -4,7 +4,7 @@ Format (UTF-8 text): one ``PROPERTY_ID: reason`` per line; blank lines and lines
 ``#`` are ignored. Example::
 
     # hyper-connections 0.4.11, mHC target
-    constraints.h_res_other_axis: 10 Sinkhorn rounds, declared 20 (upstream issue #123)
+    constraints.h_res_other_axis: 10 Sinkhorn rounds, declared 20 (reported upstream)
 
 An id may be an ``fnmatch`` glob (``*``, ``?``, ``[...]``), e.g. ``constraints.*: reason``: it
 stands for every property id it matches, each with that reason. A glob that matches no property

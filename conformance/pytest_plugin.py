@@ -35,10 +35,11 @@ against this file); expected failure -> xfail; an expected failure that passes -
 (``XPASS(strict)``). Each property runs in a worker thread limited to ``--hc-timeout``
 seconds, with torch's global state restored after it (nothing the target changes leaks into
 the rest of the session). SIGTERM during a session is handled like Ctrl-C: pytest stops,
-reports what ran, the plugin prints the signal, the property that was running, the finished
-results and the ids not run (also into ``--junitxml`` as suite properties ``hc_interrupted``,
-``hc_interrupted_by``, ``hc_running``, ``hc_finished``, ``hc_not_run``), and pytest exits 2
-(interrupted), for either signal.
+reports what ran, the plugin prints the cause (the signal, or ``pytest.exit(): MESSAGE``), the
+property that was running, the finished results and the properties not run, each named
+``TARGET::ID`` when the session runs several targets (also into ``--junitxml`` as suite
+properties ``hc_interrupted``, ``hc_interrupted_by``, ``hc_running``, ``hc_finished``,
+``hc_not_run``), and pytest exits 2 (interrupted), for either signal.
 
 hypothesis writes nothing into the current directory: while a property runs, its home (where
 it caches, e.g. ``.hypothesis/constants/``) is a temporary directory of the session, removed at
@@ -102,8 +103,39 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Register the marker (needed under ``--strict-markers`` by tests that use the helper)."""
+    """Register the marker (needed under ``--strict-markers`` by tests that use the helper)
+    and the recorder of what interrupts the session (:class:`_InterruptCause`)."""
     config.addinivalue_line("markers", f"{MARKER}: a conformance property test (hcspec kit)")
+    if not config.pluginmanager.has_plugin(_InterruptCause.NAME):
+        config.pluginmanager.register(_InterruptCause(config), _InterruptCause.NAME)
+
+
+def interrupt_cause(exc: BaseException, recorded: str | None) -> str:
+    """What stopped a session that exits "interrupted", from the exception pytest caught
+    (``exc``) and the signal this plugin's handler ``recorded`` (``SIGTERM``), else None:
+    ``pytest.exit(): MESSAGE`` for :func:`pytest.exit`, ``stopped: REASON`` for a session
+    told to stop (``session.shouldstop``, e.g. by a plugin), the recorded signal, else
+    ``SIGINT`` (a ``KeyboardInterrupt``: Ctrl-C)."""
+    if isinstance(exc, pytest.exit.Exception):
+        return f"pytest.exit(): {exc.msg}"
+    if isinstance(exc, pytest.Session.Interrupted):
+        return f"stopped: {exc}"
+    return recorded or "SIGINT"
+
+
+class _InterruptCause:
+    """A plugin object that keeps, in the config's stash, the cause of an interrupted session
+    (:func:`interrupt_cause`); the module-level hooks receive no config at that point."""
+
+    NAME = "hcspec-conformance-interrupt-cause"
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+
+    def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
+        """Record :func:`interrupt_cause` of the exception that stopped the session."""
+        stash = self.config.stash
+        stash[_SIGNAL_KEY] = interrupt_cause(excinfo.value, stash.get(_SIGNAL_KEY, None))
 
 
 def _selected_target(config: pytest.Config) -> str | None:
@@ -275,10 +307,19 @@ class ConformanceItem(pytest.Item):
         self.add_marker(MARKER)
 
     def runtest(self) -> None:
+        """Run the property against the session's ``--hc-target`` and turn its result into
+        the pytest outcome (pass, fail with the failure's explanation, skip with the
+        not-applicable or blocked reason, xfail; a strict XPASS fails).
+
+        Raises:
+            pytest.UsageError: no target is selected or the expected-failures file is bad.
+        """
         run = _target_run(self.config, _settings(self.config, None))
         _report(run.run(self.prop_id))
 
     def reportinfo(self) -> tuple[str, int | None, str]:
+        """``("hc-conformance", None, "hc-conformance PROPERTY_ID")``: where pytest reports
+        the item (no file or line: it is a property of the kit, not a test in a file)."""
         return ("hc-conformance", None, f"hc-conformance {self.prop_id}")
 
 
@@ -286,6 +327,8 @@ class ConformanceCollector(pytest.Collector):
     """Holds the :class:`ConformanceItem` of every selected property."""
 
     def collect(self) -> Iterable[pytest.Item]:
+        """One :class:`ConformanceItem` per property of the catalogue, in catalogue order
+        (prerequisites first), each named by its property id."""
         from hcspec.conformance import properties
 
         for prop in properties.CATALOGUE:
@@ -366,33 +409,54 @@ def _property_id(item: pytest.Item) -> str | None:
     return prop_id if isinstance(prop_id, str) else None
 
 
+def _item_target(item: pytest.Item) -> str | None:
+    """The target a conformance item runs against (``--hc-target``, or the helper's
+    arguments under the precedence rule); None when it cannot be determined."""
+    helper = None if isinstance(item, ConformanceItem) else getattr(
+        getattr(item, "function", None), "hc_helper_arguments", None)
+    try:
+        return _settings(item.config, helper).target
+    except pytest.UsageError:
+        return None
+
+
 def interrupted_summary(session: pytest.Session, signal_name: str) -> dict[str, Any] | None:
     """What an interrupted session ran of the kit: ``interrupted_by``, ``running`` (the
-    property that was running, or None), ``finished`` (property id -> status, in run order)
-    and ``not_run`` (the ids of the collected conformance items that did not finish, the
-    running one first); None when the session collected no conformance item."""
+    property that was running, or None), ``finished`` (property -> status, in run order)
+    and ``not_run`` (the collected conformance items that did not finish, the running one
+    first); None when the session collected no conformance item. Runs are told apart by
+    (target, property id): a property is named by its id when the session has one target,
+    else as ``TARGET::ID``."""
     runs = session.config.stash.get(_RUNS_KEY, {})
-    collected = [pid for item in getattr(session, "items", [])
+    collected = [(_item_target(item), pid) for item in getattr(session, "items", [])
                  if (pid := _property_id(item)) is not None]
     if not collected:
         return None
-    finished: dict[str, str] = {}
-    running = None
-    for run in runs.values():
-        finished.update(run.statuses)
-        running = running or run.running
-    not_run = [pid for pid in collected if pid not in finished]
+    finished: dict[tuple[str | None, str], str] = {}
+    running: tuple[str | None, str] | None = None
+    for settings, run in runs.items():
+        finished.update(((settings.target, pid), status) for pid, status in run.statuses.items())
+        if running is None and run.running is not None:
+            running = (settings.target, run.running)
+    targets = {target for target, _ in [*collected, *finished]}
+
+    def name(key: tuple[str | None, str]) -> str:
+        return key[1] if len(targets) == 1 else f"{key[0]}::{key[1]}"
+
+    not_run = [key for key in dict.fromkeys(collected) if key not in finished]
     if running in not_run:
         not_run.remove(running)
         not_run.insert(0, running)
-    return {"interrupted_by": signal_name, "running": running, "finished": finished,
-            "not_run": not_run}
+    return {"interrupted_by": signal_name, "running": None if running is None else name(running),
+            "finished": {name(key): status for key, status in finished.items()},
+            "not_run": [name(key) for key in not_run]}
 
 
 @pytest.hookimpl(tryfirst=True)  # before the JUnit writer, which writes in its own
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    """When SIGINT or SIGTERM stopped a session that ran conformance properties: print what
-    ran (the signal, the running property, the finished results, the ids not run) and add
+    """When SIGINT, SIGTERM or ``pytest.exit()`` stopped a session that ran conformance
+    properties: print what ran (the cause, :func:`interrupt_cause`; the running property,
+    the finished results, the properties not run) and add
     the same as suite properties to ``--junitxml`` (``hc_interrupted``, ``hc_interrupted_by``,
     ``hc_running``, ``hc_finished``, ``hc_not_run``); pytest exits 2 (interrupted) for
     both signals. Then restore the SIGTERM handler :func:`_handle_sigterm` replaced and
@@ -409,7 +473,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 def _report_interrupt(session: pytest.Session) -> None:
     config = session.config
-    summary = interrupted_summary(session, config.stash.get(_SIGNAL_KEY, "SIGINT"))
+    summary = interrupted_summary(session, config.stash.get(_SIGNAL_KEY, "interrupted"))
     if summary is None:
         return
     finished = ", ".join(f"{pid} {status}" for pid, status in summary["finished"].items())

@@ -664,7 +664,10 @@ def evaluate_property(
                                            shrink_runs=outcome.shrink_runs,
                                            shrunk_from_figures=outcome.shrunk_from_figures)
         if outcome.status == rp.FAILED and outcome.failing is not None:
-            known = _known_bug_class(prop, ctx, outcome.shrunk_from or outcome.failing)
+            remaining = (None if setup.timeout is None
+                         else setup.timeout - (time.perf_counter() - start))
+            known = _known_bug_class(prop, ctx, outcome.shrunk_from or outcome.failing,
+                                     remaining)
             if known is not None:
                 failure = failure.with_changes(
                     hint=known if failure.hint is None else f"{known}; {failure.hint}")
@@ -684,14 +687,24 @@ def evaluate_property(
     return result
 
 
-def _known_bug_class(prop: Property, ctx: Context, case: Case) -> str | None:
+def _known_bug_class(prop: Property, ctx: Context, case: Case,
+                     seconds: float | None) -> str | None:
     """:func:`hcspec.conformance.properties.bug_classes.known_bug_class` on ``case`` (the
     unshrunk example where there is one: the bug's full severity), seeded as the case ran,
-    within the property's isolation; None on any exception."""
-    try:
+    within the property's isolation, in a worker thread limited to ``seconds`` (what is left
+    of the property's limit; None: no limit). None when no class is known, the time is spent
+    (``seconds <= 0``: not started; past it: the thread is abandoned, as a hanging property's)
+    or on any exception."""
+    if seconds is not None and seconds <= 0:
+        return None
+
+    def diagnose() -> str | None:
         with isolation.watch(), seeded_global_rng(case.seed, ctx.device):
             return bug_classes.known_bug_class(prop.id, ctx, case)
-    except Exception:
+
+    try:
+        return call_with_timeout(diagnose, seconds, f"{prop.id}: known bug class")
+    except Exception:  # TimedOut included
         return None
 
 

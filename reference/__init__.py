@@ -1,4 +1,5 @@
-"""hcspec reference implementation: static HC, dynamic HC and mHC in PyTorch (see DESIGN.md).
+"""hcspec reference implementation: static HC, dynamic HC and mHC in PyTorch (see
+docs/reference.md).
 
 Layout everywhere: multi-stream state ``x: [B, T, n, d]`` (streams on axis -2), row convention
 ``x_in = h_preᵀ X``, ``X' = H_res X + h_post zᵀ``. docs/reference.md describes the API and the

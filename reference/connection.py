@@ -1,8 +1,9 @@
 """The hyper-connection update shared by static HC, dynamic HC and mHC, and their base class.
 
 For one token with state ``X ∈ R^{n×d}`` (streams are rows) and weights
-``h_pre, h_post ∈ R^n``, ``H_res ∈ R^{n×n}`` (DESIGN.md §1; HC arXiv:2409.19606 Eq. 3–5 with
-``h_pre = A_m``, ``h_post = Bᵀ``, ``H_res = A_rᵀ``; mHC arXiv:2512.24880 Eq. 3):
+``h_pre, h_post ∈ R^n``, ``H_res ∈ R^{n×n}`` (the row convention of docs/reference.md;
+HC arXiv:2409.19606 Eq. 3–5 with ``h_pre = A_m``, ``h_post = Bᵀ``, ``H_res = A_rᵀ``;
+mHC arXiv:2512.24880 Eq. 3):
 
     x_in = h_preᵀ X              (read: one d-vector)
     z    = F(x_in)               (the branch, called once)
@@ -45,7 +46,7 @@ def apply_connection(
     ``H_res [B, T, n, n]`` -> ``[B, T, n, d]``; ``branch`` maps ``[B, T, d] -> [B, T, d]`` and is
     called exactly once. Autograd flows to ``x``, the three weights and the branch.
     Dtype/device: standard torch promotion of the inputs (the modules pass matching ones).
-    Source: HC Eq. 3–5, mHC Eq. 3, in the row form of DESIGN.md §1.
+    Source: HC Eq. 3–5, mHC Eq. 3, in the row form of docs/reference.md.
 
     Raises:
         TypeError: a non-tensor input, or a branch that does not return a tensor.

@@ -35,7 +35,7 @@ class DynamicHyperConnection(StaticHyperConnection):
     ``W_pre [d]`` (HC ``W_m``), ``W_post [d]`` (HC ``W_β``), ``W_res [d, n]`` (HC ``W_r``, paper
     layout: column j gives entry ``A_r[i, j]`` from stream i), and the scalars ``s_alpha``
     (shared by ``A_m`` and ``A_r``) and ``s_beta``. Init: ``W = 0``, ``s_α = s_β = 0.01``, so at
-    init DHC equals SHC exactly. Parameter count ``(n + 2) d + n² + 2n + 2`` (DESIGN.md §1).
+    init DHC equals SHC exactly. Parameter count ``(n + 2) d + n² + 2n + 2``.
 
     Args:
         n, d, layer_index, dtype, device: as for the static connection.

@@ -1,7 +1,7 @@
 """The fast path of mHC: the same math as :mod:`hcspec.reference.manifold`, arranged for speed.
 
 Selected by ``ManifoldHyperConnection(..., implementation="fast")``; the readable version stays
-the default. Same equations (mHC arXiv:2512.24880 Eq. 3, 7–9; row form of DESIGN.md §1), same
+the default. Same equations (mHC arXiv:2512.24880 Eq. 3, 7–9; row form of docs/reference.md), same
 parameters, same results to rounding — checked by ``tests/reference/test_fast.py`` (float64,
 outputs and every gradient) and by the conformance kit as the built-in target
 ``reference:mhc-fast``. What changes is where the time went (measured with ``torch.profiler``

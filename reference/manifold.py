@@ -9,7 +9,7 @@ mHC arXiv:2512.24880 §4.2, Eq. 7–9, per token with state ``x_l ∈ R^{n×C}``
     H_pre = σ(H̃_pre),  H_post = 2σ(H̃_post),  H_res = SinkhornKnopp(H̃_res)
 
 and ``x_{l+1} = H_res x_l + H_postᵀ F(H_pre x_l)`` (Eq. 3), which is the row form of
-DESIGN.md §1 with ``h_pre = H_preᵀ``, ``h_post = H_postᵀ``.
+docs/reference.md (Conventions) with ``h_pre = H_preᵀ``, ``h_post = H_postᵀ``.
 
 The paper fixes α = 0.01 at init and 20 Sinkhorn rounds; the choices it leaves open (RMSNorm
 gain, φ and b init) are documented on :class:`ManifoldHyperConnection` and in docs/reference.md.
@@ -266,6 +266,8 @@ class ManifoldHyperConnection(HyperConnection):
         return h_pre, h_post, H_res
 
     def extra_repr(self) -> str:
+        """The module's line in ``repr``: the base class's fields, ``sinkhorn_iterations``,
+        and ``implementation`` and ``recompute`` when they differ from the defaults."""
         extra = f"{super().extra_repr()}, sinkhorn_iterations={self.sinkhorn_iterations}"
         if self.implementation != "readable":
             extra += f", implementation={self.implementation!r}"

@@ -1,7 +1,7 @@
 """Static hyper-connections (SHC): learned constant h_pre, h_post, H_res.
 
 HC arXiv:2409.19606 §2 (Eq. 1–5) and the initialisation of Eq. 14 / Alg. 2, in the row form
-of DESIGN.md §1 (``h_pre = A_m``, ``h_post = Bᵀ``, ``H_res = A_rᵀ``).
+of docs/reference.md (``h_pre = A_m``, ``h_post = Bᵀ``, ``H_res = A_rᵀ``).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """A small decoder-only transformer whose sublayers are wrapped by a chosen connection.
 
-Layout (HC arXiv:2409.19606 §2 and Alg. 2; DESIGN.md §1 "Network"): token + learned position
+Layout (HC arXiv:2409.19606 §2 and Alg. 2; docs/reference.md, Conventions): token + learned position
 embedding ``h₀``; for hyper-connections replicate it into n streams ``X₀ = 1_n h₀ᵀ``; then
 L layers, each a causal self-attention sublayer and an FFN sublayer, every sublayer wrapped by
 its own connection (``layer_index`` 2l and 2l + 1), the full multi-stream output of one being

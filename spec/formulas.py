@@ -1,7 +1,8 @@
 """The HC/mHC connection formulas as sympy matrix expressions: the single source of truth.
 
-Row convention (DESIGN.md §1): for one token the state is ``X ∈ R^{n×d}`` (streams are rows),
-``h_pre, h_post ∈ R^{n×1}``, ``H_res ∈ R^{n×n}``, the branch output ``z ∈ R^{d×1}``.
+Row convention (docs/reference.md, Conventions): for one token the state is ``X ∈ R^{n×d}``
+(streams are rows), ``h_pre, h_post ∈ R^{n×1}``, ``H_res ∈ R^{n×n}``, the branch output
+``z ∈ R^{d×1}``.
 
     x_in = Xᵀ h_pre                      (read; HC A_m, mHC H_pre)
     X'   = H_res X + h_post zᵀ           (mix + write back; HC A_rᵀ and Bᵀ, mHC H_res and H_postᵀ)

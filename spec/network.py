@@ -1,9 +1,10 @@
 """Stacks of HC sublayers with explicit sympy matrices: the paper layout, the static init, the
 unrolled cross-layer connection weights.
 
-Row convention (DESIGN.md §1): the state X is n×d (streams are rows); one sublayer computes
-``x_in = Xᵀ h_pre``, ``z = F(x_in)``, ``X' = H_res X + h_post zᵀ``. The network input is the
-replicated embedding ``X₀ = 1_n h₀ᵀ`` and the output is the stream sum ``1ᵀ X_L``.
+Row convention (docs/reference.md, Conventions): the state X is n×d (streams are rows); one
+sublayer computes ``x_in = Xᵀ h_pre``, ``z = F(x_in)``, ``X' = H_res X + h_post zᵀ``. The
+network input is the replicated embedding ``X₀ = 1_n h₀ᵀ`` and the output is the stream sum
+``1ᵀ X_L``.
 
 Sources: HC arXiv:2409.19606 §2.1 Eq. 1–5, §2.3 Eq. 14 (init), §4.5 Eq. 20 / App. F Eq. 27
 (unrolled connections); mHC arXiv:2512.24880 Eq. 3–4.

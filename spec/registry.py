@@ -72,7 +72,7 @@ class Theorem:
 
     Attributes:
         id: stable identifier ``family.name`` (conformance properties cite it).
-        statement: one line, in the project's row convention (DESIGN.md §1).
+        statement: one line, in the project's row convention (docs/reference.md, Conventions).
         assumptions: the hypotheses the proof uses, one line each.
         cases: what it is proven for, e.g. ``"n in {1,2,3,4}, d in {1,2,3}"`` or ``"symbolic n"``.
         generality: how general the proof is, one of :data:`GENERALITIES`.

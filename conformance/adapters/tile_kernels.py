@@ -53,6 +53,7 @@ module). ``reduce`` is ``mhc_head`` composed from the references
 from __future__ import annotations
 
 import functools
+import hashlib
 import importlib.metadata
 import importlib.util
 import sys
@@ -83,19 +84,33 @@ INIT_STD: Final = 0.02
 """DeepSeek-V4's ``initializer_range`` (the std of ``fn`` at init)."""
 
 
-_MODULE_NAME: Final = "_hcspec_tile_kernels_torch_mhc"
+_MODULE_PREFIX: Final = "_hcspec_tile_kernels_torch_mhc_"
+
+
+def module_name(path: str) -> str:
+    """The private ``sys.modules`` name the reference file at ``path`` is loaded under:
+    :data:`_MODULE_PREFIX` and the first 16 hex digits of the SHA-256 of ``path``, so that two
+    checkouts loaded in one process are two modules."""
+    return _MODULE_PREFIX + hashlib.sha256(path.encode()).hexdigest()[:16]
 
 
 @functools.cache
 def _load(path: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(_MODULE_NAME, path)
+    """The reference file at ``path``, executed once per path and registered in
+    ``sys.modules`` under :func:`module_name` (TorchDynamo looks a traced function's module
+    up by name there; a private name cannot clash with the user's imports).
+
+    Raises:
+        ImportError: ``path`` cannot be loaded as a Python module.
+        Exception: whatever executing the file raises.
+    """
+    name = module_name(path)
+    spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
         raise ImportError(f"cannot load {path} as a Python module")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    # TorchDynamo looks a traced function's module up by name in sys.modules; a private name
-    # that cannot clash with the user's imports.
-    sys.modules[_MODULE_NAME] = module
+    sys.modules[name] = module
     return module
 
 

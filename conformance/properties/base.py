@@ -93,7 +93,9 @@ class Context:
     # the run's records, as the runner and the shrinker read and restore them
     @property
     def worst(self) -> Worst:
-        """The worst comparison so far (:attr:`Recorder.worst`)."""
+        """The worst comparison so far (:attr:`Recorder.worst`: label, error, tolerance; an
+        empty label while nothing was compared). Reading and assigning go to ``self.record``;
+        the runner and the shrinker save it before a trial case and assign it back after."""
         return self.record.worst
 
     @worst.setter
@@ -102,7 +104,9 @@ class Context:
 
     @property
     def rejected(self) -> list[str]:
-        """The configurations the factory rejected (:attr:`Builder.rejected`)."""
+        """The messages of the configurations the factory rejected so far, in order
+        (:attr:`Builder.rejected`, the same list object: appending to it records a rejection).
+        Reading and assigning go to ``self.build``; the shrinker restores it after a trial."""
         return self.build.rejected
 
     @rejected.setter
@@ -111,7 +115,9 @@ class Context:
 
     @property
     def inconclusive(self) -> list[str]:
-        """The inconclusive cases' messages (:attr:`Recorder.inconclusive`)."""
+        """The messages of the cases that could show nothing either way, in order
+        (:attr:`Recorder.inconclusive`, the same list object; the runner appends them).
+        Reading and assigning go to ``self.record``; the shrinker restores it after a trial."""
         return self.record.inconclusive
 
     @inconclusive.setter

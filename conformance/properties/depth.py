@@ -33,7 +33,8 @@ from hcspec.conformance.strategies import Case
 
 BASE = ("shape.output", "shape.branch_once")
 DEPTH = 16
-"""Sublayers in a stack (layer indices 0 … 15: beyond the 0 … 7 the other families draw)."""
+"""Sublayers in a stack under ``quick`` and ``ci`` (layer indices 0 … 15: beyond the 0 … 7 the
+other families draw); :func:`depth` doubles it under ``thorough``."""
 DEPTH_DOMAIN = any_state_domain(
     "a stack feeds each sublayer the previous output, which is not stream-replicated")
 
@@ -140,8 +141,8 @@ def mhc_bounds(ctx: Context, stack: list[Layer]) -> tuple[torch.Tensor, torch.Te
 
 @declare(
     "depth.mhc_bounded",
-    statement="a stack of 16 sublayers keeps the stream sum and the norm bound of products of "
-              "DS matrices",
+    statement="a stack of 16 sublayers (32 under thorough) keeps the stream sum and the "
+              "DS-product norm bound",
     theorems=("ds.product_closure", "ds.stream_sum_preserved", "ds.nonexpansive"),
     requires=(kinds("mhc"), capability(WEIGHTS), DEPTH_DOMAIN), tolerance="sinkhorn_other_axis",
     examples=_examples, explore=False, prerequisites=BASE)
@@ -177,8 +178,8 @@ def _growth_text(stack: list[Layer]) -> str:
 
 @declare(
     "depth.hc_growth",
-    statement="HC: a stack of 16 sublayers stays finite; the state's growth is reported, not "
-              "bounded",
+    statement="HC: a stack of 16 sublayers (32 under thorough) stays finite; its growth is "
+              "reported, not bounded",
     requires=(kinds("hc-static", "hc-dynamic"), DEPTH_DOMAIN), tolerance="exact",
     examples=_examples, explore=False, prerequisites=BASE)
 def check_hc_growth(ctx: Context, case: Case) -> None:

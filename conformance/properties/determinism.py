@@ -1,6 +1,6 @@
 """Determinism family: repeated forwards *and backwards* of the same input in eval mode are
-bitwise equal — or, when the impl declares ``Conventions.deterministic = False``, the report
-states their run-to-run spread.
+bitwise equal on every device (CUDA included) — or, when the impl declares
+``Conventions.deterministic = False``, the report states their run-to-run spread.
 
 ``state.deterministic_eval`` compares two forwards; a backward that accumulates with atomics
 (``index_add``/``scatter_add`` on CUDA, split-K reductions whose order depends on scheduling)
@@ -25,18 +25,73 @@ REPEATS = 3
 """Forward + backward passes compared per case."""
 
 
-def _pass(ctx: Context, impl: HyperConnectionImpl, x: torch.Tensor, upstream: torch.Tensor,
-          case: Case) -> list[tuple[str, torch.Tensor]]:
-    """One forward and backward of ``L = ⟨G', X'⟩``: ``[("X'", out), ("∂L/∂x", …),
-    ("∂L/∂θ_i", …)]``, detached."""
+def _trainable(impl: HyperConnectionImpl) -> list[tuple[str, torch.Tensor]]:
+    """The trainable floating-point parameters of ``impl``, each with a name that is the same
+    on every pass: its ``named_parameters()`` name where the impl has that method, else its
+    position in ``parameters()``."""
     params = floating_parameters(impl, trainable=True)
+    named = getattr(impl, "named_parameters", None)
+    if callable(named):
+        names = {id(p): name for name, p in named()}
+        if all(id(p) in names for p in params):
+            return [(f"parameter {names[id(p)]}", p) for p in params]
+    return [(f"parameter {i}", p) for i, p in enumerate(params)]
+
+
+def _pass(ctx: Context, impl: HyperConnectionImpl, x: torch.Tensor, upstream: torch.Tensor,
+          case: Case) -> dict[str, torch.Tensor | None]:
+    """One forward and backward of ``L = ⟨G', X'⟩``, as
+    ``{"X'": out, "∂L/∂x": …, "∂L/∂(parameter NAME)": … or None when unused}``, detached.
+
+    Raises:
+        PropertyFailure: the output's shape is not the input's (checked by
+            ``ctx.observe.forward`` on every pass).
+    """
+    params = _trainable(impl)
     leaf = x.detach().clone().requires_grad_(True)
     with torch.enable_grad():
         out = ctx.observe.forward(impl, leaf, ctx.inputs.branch(case, record=False))
-        grads = torch.autograd.grad((out * upstream).sum(), [leaf, *params], allow_unused=True)
-    named = [("X'", out.detach()), ("∂L/∂x", grads[0])]
-    named += [(f"∂L/∂(parameter {i})", g) for i, g in enumerate(grads[1:])]
-    return [(name, g.detach()) for name, g in named if g is not None]
+        grads = torch.autograd.grad((out * upstream).sum(), [leaf, *(p for _, p in params)],
+                                    allow_unused=True)
+    named: dict[str, torch.Tensor | None] = {"X'": out.detach(), "∂L/∂x": grads[0]}
+    for (name, _), g in zip(params, grads[1:], strict=True):
+        named[f"∂L/∂({name})"] = g
+    return {name: None if g is None else g.detach() for name, g in named.items()}
+
+
+def _compare(ctx: Context, k: int, name: str, got: torch.Tensor | None,
+             first: torch.Tensor | None, declared: bool, tol: float) -> None:
+    """Compare ``name`` of pass ``k`` with pass 1: presence, then shape, then bitwise equality
+    (declared non-deterministic: the scaled spread within ``tol``).
+
+    Raises:
+        PropertyFailure: the value is missing in one pass only, its shape differs, or it
+            differs (beyond ``tol`` when ``declared``).
+    """
+    if got is None or first is None:
+        ctx.record.require(
+            got is None and first is None,
+            f"eval-mode pass {k} {'has no' if got is None else 'has a'} {name} but pass 1 "
+            f"{'has one' if got is None else 'has none'} (the parameter takes part in one "
+            "pass only)",
+            hint="the forward uses a parameter conditionally on the call (a counter or a "
+                 "cache?)")
+        return
+    ctx.record.require(
+        got.shape == first.shape,
+        f"eval-mode pass {k} gives {name} of shape {tuple(got.shape)}, pass 1 "
+        f"{tuple(first.shape)}")
+    if declared:
+        ctx.record.expect(f"{name}, pass {k} vs pass 1: run-to-run spread (declared "
+                          "deterministic=False)", tolerances.scaled_error(got, first), tol)
+        return
+    differ = int((got != first).sum())
+    ctx.record.require(
+        differ == 0,
+        f"eval-mode pass {k} differs from pass 1 in {name}: {differ} of {first.numel()} "
+        f"entries, max |diff| {float((f64(got) - f64(first)).abs().max()):.3g}",
+        hint="atomics or an order-dependent reduction in the backward? declare "
+             "deterministic=False if that is intended")
 
 
 @declare(
@@ -46,9 +101,16 @@ def _pass(ctx: Context, impl: HyperConnectionImpl, x: torch.Tensor, upstream: to
     prerequisites=BASE, explore=False)
 def check_forward_backward(ctx: Context, case: Case) -> None:
     """:data:`REPEATS` forwards and backwards (``L = ⟨G', X'⟩``) of the same x in eval mode
-    give bitwise equal outputs and gradients w.r.t. x and every trainable parameter (on CUDA:
-    within the device tolerance). Declared non-deterministic: the spread (the largest scaled
-    difference between runs) is recorded, and fails only beyond the device tolerance."""
+    give outputs of the input's shape and bitwise equal outputs and gradients w.r.t. x and
+    every trainable parameter (compared by parameter name), on every device: run-to-run
+    noise from atomics on CUDA fails too. An impl that declares
+    ``Conventions.deterministic = False`` has its spread (the largest scaled difference
+    between runs) recorded instead, failing only beyond the device tolerance.
+
+    Raises:
+        PropertyFailure: a pass's output shape differs from the input's, a gradient is
+            present in one pass only or changes shape, or a value differs between passes.
+    """
     impl = ctx.build.make(case)
     if has_train_eval(impl):
         impl.eval()
@@ -57,21 +119,7 @@ def check_forward_backward(ctx: Context, case: Case) -> None:
                                    ctx.device)
     runs = [_pass(ctx, impl, x, upstream, case) for _ in range(REPEATS)]
     declared = not ctx.conventions.deterministic
-    bitwise = x.device.type == "cpu" and not declared
     tol = tolerances.device(ctx.tol_dtype)
     for k, run in enumerate(runs[1:], start=2):
-        for (name, got), (_, first) in zip(run, runs[0], strict=True):
-            if bitwise:
-                differ = int((got != first).sum()) if got.shape == first.shape else got.numel()
-                ctx.record.require(
-                    differ == 0,
-                    f"eval-mode pass {k} differs from pass 1 in {name}: {differ} of "
-                    f"{first.numel()} entries, max |diff| "
-                    f"{float((f64(got) - f64(first)).abs().max()):.3g}",
-                    hint="atomics or an order-dependent reduction in the backward? declare "
-                         "deterministic=False if that is intended")
-            else:
-                why = ("run-to-run spread (declared deterministic=False)" if declared
-                       else "run-to-run spread on CUDA")
-                ctx.record.expect(f"{name}, pass {k} vs pass 1: {why}",
-                                  tolerances.scaled_error(got, first), tol)
+        for name in dict.fromkeys([*runs[0], *run]):
+            _compare(ctx, k, name, run.get(name), runs[0].get(name), declared, tol)

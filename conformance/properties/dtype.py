@@ -43,12 +43,17 @@ class _Float32Branch(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx: Any, t: torch.Tensor, fn: Branch) -> torch.Tensor:
+        """``fn(t)`` evaluated on ``t`` rounded to float32, returned in ``t``'s dtype (same
+        shape as ``fn``'s output, on ``t``'s device); ``t`` and ``fn`` are kept for
+        :meth:`backward`."""
         ctx.save_for_backward(t)
         ctx.fn = fn
         return fn(t.detach().to(torch.float32)).to(t.dtype)
 
     @staticmethod
     def backward(ctx: Any, *grads: torch.Tensor) -> tuple[torch.Tensor, None]:
+        """The VJP of ``fn`` at ``t`` rounded to float32, with the upstream gradient rounded to
+        float32, returned in ``t``'s dtype and shape; None for ``fn`` (not differentiable)."""
         (t,) = ctx.saved_tensors
         with torch.enable_grad():
             t32 = t.detach().to(torch.float32).requires_grad_(True)

@@ -345,10 +345,15 @@ def _gradient_errors(ctx: Context, case: Case) -> tuple[float, float, float, str
     if not res.requires_grad:
         raise PropertyFailure("logits(x) is not differentiable w.r.t. x (the capability "
                               "promises it): the kit cannot chain its Sinkhorn gradient")
-    target = None
-    if H.requires_grad:
-        (target,) = torch.autograd.grad((H * G.to(H)).sum(), x, retain_graph=True,
-                                        allow_unused=True)
+    if not H.requires_grad:
+        raise PropertyFailure(
+            "weights(x) carries no autograd graph: its H_res does not require grad although "
+            "logits(x) does, so ∂⟨G, H_res⟩/∂x is zero (the weights capability promises "
+            "weights differentiable w.r.t. x)",
+            hint="weights(x) detached or computed under no_grad, or the Sinkhorn gradient "
+                 "stopped (H_res computed from detached logits)?")
+    (target,) = torch.autograd.grad((H * G.to(H)).sum(), x, retain_graph=True,
+                                    allow_unused=True)
     target = torch.zeros_like(x) if target is None else target
     v = Variant.declared(ctx.conventions)
     unrolled_k, implicit_k, H64 = kit_gradients(f64(res), G, v)
@@ -370,7 +375,12 @@ def _gradient_errors(ctx: Context, case: Case) -> tuple[float, float, float, str
 def check_sinkhorn_gradient(ctx: Context, case: Case) -> None:
     """The target's ``∂⟨G, H_res(x)⟩/∂x`` equals the kit's ``J_{H̃_res}(x)ᵀ K`` where ``K``
     is the declared Sinkhorn backward at the target's ``H̃_res`` (unrolled; or declared
-    implicit: the fixed-point gradient), both chained through the target's ``logits(x)``."""
+    implicit: the fixed-point gradient), both chained through the target's ``logits(x)``.
+
+    Raises:
+        PropertyFailure: the gradients differ (naming the backward they match, if any), or
+            ``weights(x)`` carries no autograd graph although ``logits(x)`` does.
+    """
     err_unrolled, err_implicit, fixed_tol, rounds = _gradient_errors(ctx, case)
     law = law_tol(ctx)
     if ctx.conventions.sinkhorn_gradient == "implicit":

@@ -210,3 +210,31 @@ def test_a_property_past_the_helper_timeout_fails_and_the_session_goes_on(
         "test_mine.py::test_hc[state.deterministic_eval]"], out
     assert "PASSED test_mine.py::test_hc[state.input_unchanged]" in out
     assert "PASSED test_zz_after.py::test_later" in out  # the session went on after the hang
+
+
+def test_two_targets_and_pytest_exit_report_each_property_and_the_real_cause(
+        tmp_path: Path) -> None:
+    """Two helpers on two targets with the same ids, then ``pytest.exit()`` between them: the
+    finished and not-run properties are told apart by target, and the cause is pytest.exit,
+    not a signal."""
+    only = ["shape.output", "law.probed"]
+    _helper_file(tmp_path, "reference:hc-static", only)
+    (tmp_path / "test_mine.py").rename(tmp_path / "test_a_first.py")
+    (tmp_path / "test_b_stop.py").write_text(
+        "import pytest\n"
+        "def test_stop():\n"
+        "    pytest.exit('enough for today')\n", encoding="utf-8")
+    _helper_file(tmp_path, "reference:mhc", only)
+    (tmp_path / "test_mine.py").rename(tmp_path / "test_c_second.py")
+    junit = tmp_path / "report.xml"
+    result = _run(tmp_path, [f"--junitxml={junit}"], {})
+    out = result.stdout + result.stderr
+    assert result.returncode == pytest.ExitCode.INTERRUPTED, out
+    assert ("hcspec conformance kit: interrupted (pytest.exit(): enough for today) while "
+            "running nothing; finished 3: reference:hc-static::shape.output passed, "
+            "reference:hc-static::shape.branch_once passed, "
+            "reference:hc-static::law.probed passed") in out, out
+    props = _suite_properties(junit)
+    assert props["hc_interrupted_by"] == "pytest.exit(): enough for today"
+    assert props["hc_not_run"] == ("reference:mhc::shape.output,reference:mhc::shape.branch_once,"
+                                   "reference:mhc::law.probed")

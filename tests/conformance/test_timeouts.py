@@ -10,9 +10,11 @@ from typing import Any
 import pytest
 
 from hcspec.conformance import report as rp
+from hcspec.conformance import runner
 from hcspec.conformance.adapters.reference import make_hc_static
 from hcspec.conformance.runner import check_implementation
 from hcspec.conformance.timeouts import TimedOut, call_with_timeout
+from tests.mutants import h_res_transposed
 
 
 def test_results_and_exceptions_come_back() -> None:
@@ -57,3 +59,45 @@ def test_a_hanging_property_is_reported_timeout_and_the_run_goes_on() -> None:
     assert hung.failure is not None and hung.failure.counterexample is not None
     assert hung.failure.counterexample in hung.message
     assert got["state.input_unchanged"].status == rp.PASSED
+
+
+@pytest.mark.slow
+def test_a_target_that_hangs_while_its_failure_is_diagnosed_does_not_hang_the_run(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """law.reported fails on a transposed H_res; the known-bug-class diagnosis then builds
+    and runs the target again, and from then on its forward hangs: the diagnosis is bounded
+    by what is left of the property's limit, the failure is reported without the hint."""
+    release = threading.Event()
+    property_ran = threading.Event()
+    real_run_property = runner.run_property
+
+    def run_property(prop: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return real_run_property(prop, *args, **kwargs)
+        finally:
+            if prop.id == "law.reported":
+                property_ran.set()
+
+    def make(n: int, d: int, **kwargs: Any) -> Any:
+        impl = h_res_transposed.make(n, d, **kwargs)
+        inner = impl.forward
+
+        def forward(x: Any, branch: Any) -> Any:
+            if property_ran.is_set():
+                release.wait()
+            return inner(x, branch)
+
+        impl.forward = forward
+        return impl
+
+    monkeypatch.setattr(runner, "run_property", run_property)
+    start = time.perf_counter()
+    try:
+        report = check_implementation(make, profile="quick", device="cpu", timeout=15,
+                                      only=["law.reported"])
+    finally:
+        release.set()
+    assert time.perf_counter() - start < 60
+    (result,) = [r for r in report.results if r.id == "law.reported"]
+    assert result.status == rp.FAILED, result.message
+    assert result.failure is not None and "transposed" not in (result.failure.hint or "")

@@ -9,7 +9,7 @@ and the layer as ``Ĥ = Bᵀ T(Hᵀ A_m)ᵀ + A_rᵀ H`` with ``H ∈ R^{n×d}``
 Internally this package keeps the streams on *columns*, ``S = Hᵀ ∈ R^{d×n}``, where the layer
 reads ``Ŝ = Ĥᵀ = T(S A_m) B + S A_r`` (Alg. 2's width/depth connections), i.e. one matmul
 ``S [A_m | A_r]`` followed by a rank-1 update. The public boundary speaks the project's row
-convention (DESIGN.md §1): ``X [B,T,n,d]`` in and out, and :meth:`weights` reports
+convention (docs/reference.md): ``X [B,T,n,d]`` in and out, and :meth:`weights` reports
 ``h_pre = A_m``, ``h_post = Bᵀ``, ``H_res = A_rᵀ``. The transposes happen only at that boundary.
 
 Written independently of ``reference/`` (the false-positive check of the conformance kit).

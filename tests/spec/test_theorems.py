@@ -1,4 +1,5 @@
-"""Every registered theorem proves, and every id issue 2 asks for is registered."""
+"""Every registered theorem proves, and every id in REQUIRED_IDS (the theorems the spec must
+provide) is registered."""
 
 from __future__ import annotations
 

@@ -83,8 +83,9 @@ def test_the_reference_file_is_loaded_by_the_factory_not_by_forward(
     registered under a private name so that TorchDynamo can look it up."""
     n, d = 2, 3
     impl = adapter.make(n, d)
-    loaded = sys.modules[adapter._MODULE_NAME]
-    assert Path(loaded.__file__ or "") == standin_checkout / adapter.REFERENCE_FILE
+    path = standin_checkout / adapter.REFERENCE_FILE
+    loaded = sys.modules[adapter.module_name(str(path))]
+    assert Path(loaded.__file__ or "") == path
 
     def no_loading(*args: object) -> None:
         raise AssertionError("the reference file was loaded during forward")
@@ -94,6 +95,32 @@ def test_the_reference_file_is_loaded_by_the_factory_not_by_forward(
     x = torch.randn(1, 2, n, d, dtype=torch.float64)
     assert impl.forward(x, nn.Identity()).shape == x.shape
     assert impl.reduce(x).shape == (1, 2, d)
+
+
+def test_two_checkouts_in_one_process_are_two_modules(
+        standin_checkout: Path, tmp_path_factory: pytest.TempPathFactory,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A second checkout loaded after the first does not replace the first one's module in
+    ``sys.modules`` (TorchDynamo would look the first impl's functions up in the second's)."""
+    n, d = 2, 3
+    first = adapter.make(n, d)
+    other = tmp_path_factory.mktemp("other-checkout")
+    (other / adapter.REFERENCE_FILE).parent.mkdir(parents=True)
+    (other / adapter.REFERENCE_FILE).write_text(
+        STANDIN.replace("torch.full((a, b, n, 1), 0.25)", "torch.full((a, b, n, 1), 0.75)"),
+        encoding="utf-8")
+    monkeypatch.setenv(adapter.CHECKOUT_ENV, str(other))
+    second = adapter.make(n, d)
+    names = [adapter.module_name(str(root / adapter.REFERENCE_FILE))
+             for root in (standin_checkout, other)]
+    assert names[0] != names[1]
+    files = [Path(sys.modules[name].__file__ or "") for name in names]
+    assert files == [standin_checkout / adapter.REFERENCE_FILE, other / adapter.REFERENCE_FILE]
+    x = torch.randn(1, 2, n, d, dtype=torch.float64)
+    assert torch.equal(first.weights(x)[0].double(), torch.full((1, 2, n), 0.25,
+                                                                dtype=torch.float64))
+    assert torch.equal(second.weights(x)[0].double(), torch.full((1, 2, n), 0.75,
+                                                                 dtype=torch.float64))
 
 
 def test_missing_checkout_says_what_to_do(tmp_path: Path,

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from hcspec.conformance.properties import PropertyFailure
-from hcspec.conformance.properties.depth import mhc_bounds, run_stack
+from hcspec.conformance.profiles import PROFILE_NAMES
+from hcspec.conformance.properties import BY_ID, PropertyFailure
+from hcspec.conformance.properties.depth import depth, mhc_bounds, run_stack
 from hcspec.conformance.protocol import Conventions
 from hcspec.conformance.strategies import Case
 from tests.conformance.properties.support import context, run, unmet
@@ -52,3 +53,13 @@ def test_depth_needs_weights_and_any_state() -> None:
     assert reason is not None and "not stream-replicated" in reason
     assert unmet("depth.mhc_bounded", capabilities=frozenset()) is not None
     assert unmet("depth.hc_growth", kind="mhc") is not None
+
+
+@pytest.mark.parametrize("prop_id", ["depth.mhc_bounded", "depth.hc_growth"])
+def test_the_statement_names_the_depth_of_every_profile(prop_id: str) -> None:
+    """The statement is the same under every profile, so it names each profile's depth."""
+    statement = BY_ID[prop_id].statement
+    for name in PROFILE_NAMES:
+        ctx = context("reference:mhc", profile=name)
+        assert f"{depth(ctx)} sublayers" in statement or f"{depth(ctx)} under {name}" in \
+            statement, (name, statement)

@@ -6,9 +6,16 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+import torch
 
+from hcspec.conformance.profiles import get_profile
 from hcspec.conformance.properties import BY_ID, PropertyFailure
-from tests.conformance.properties.support import context, run
+from hcspec.conformance.properties.base import Context
+from hcspec.conformance.protocol import HyperConnectionImpl
+from hcspec.conformance.runner import inspect_target
+from hcspec.reference import ManifoldHyperConnection
+from tests.conformance.properties.support import context, factory, run
+from tests.mutants._base import build, mhc_conventions
 
 
 @pytest.mark.parametrize("target", ["reference:mhc", "reference:hc-static",
@@ -30,3 +37,72 @@ def test_declared_non_determinism_records_the_spread() -> None:
     prop.run(ctx, prop.examples(ctx)[0])
     assert "run-to-run spread (declared deterministic=False)" in ctx.worst.label
     assert 0.0 < ctx.worst.error < 1e-14
+
+
+class _OutputShapeChanges(ManifoldHyperConnection):
+    """Drops the last token from the second call on (a cache that shortens the output)."""
+
+    calls = 0
+
+    def forward(self, x, branch):  # type: ignore[no-untyped-def,override]
+        self.calls += 1
+        out = super().forward(x, branch)
+        return out if self.calls == 1 else out[:, :-1]
+
+
+class _ParameterUsedOnce(ManifoldHyperConnection):
+    """Adds ``0 · extra`` on the first call only, so ∂L/∂extra is zeros in pass 1 and absent
+    (None) in the passes after it."""
+
+    calls = 0
+
+    def __init__(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        super().__init__(*args, **kwargs)
+        self.extra = torch.nn.Parameter(torch.zeros((), dtype=torch.float64))
+
+    def forward(self, x, branch):  # type: ignore[no-untyped-def,override]
+        self.calls += 1
+        out = super().forward(x, branch)
+        return out + 0 * self.extra if self.calls == 1 else out
+
+
+def _context_of(cls: type[torch.nn.Module]) -> Context:
+    def make(n: int, d: int, *, layer_index: int = 0, dtype: torch.dtype = torch.float64,
+             device: str = "cpu", seed: int = 0) -> HyperConnectionImpl:
+        return build(cls, n, d, layer_index, dtype, device, seed, mhc_conventions())
+
+    info = inspect_target(make, "cpu", 0)
+    return Context(factory=make, target_name=cls.__name__, kind=info.kind,
+                   conventions=info.conventions, capabilities=info.capabilities,
+                   dtype=info.dtype, device="cpu", profile=get_profile("quick"))
+
+
+def test_an_output_shape_that_changes_between_passes_is_a_verdict() -> None:
+    """The second pass's shorter output is a verdict (not a broadcast error comparing it)."""
+    ctx = _context_of(_OutputShapeChanges)
+    prop = BY_ID["determinism.forward_backward"]
+    with pytest.raises(PropertyFailure,
+                       match=r"forward returned shape \[2, 2, 4, 8\], expected \[2, 3, 4, 8\]"):
+        prop.run(ctx, prop.examples(ctx)[0])
+
+
+def test_a_gradient_present_in_one_pass_only_is_named() -> None:
+    ctx = _context_of(_ParameterUsedOnce)
+    prop = BY_ID["determinism.forward_backward"]
+    with pytest.raises(PropertyFailure,
+                       match=r"pass 2 has no ∂L/∂\(parameter extra\) but pass 1 has one"):
+        prop.run(ctx, prop.examples(ctx)[0])
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_cuda_noise_fails_unless_declared() -> None:
+    """On CUDA too, run-to-run noise in the backward fails (it passed within the device
+    tolerance there)."""
+    make = factory("mutant:backward_atomic_order")
+    info = inspect_target(make, "cuda", 0)
+    ctx = Context(factory=make, target_name="mutant:backward_atomic_order", kind=info.kind,
+                  conventions=info.conventions, capabilities=info.capabilities,
+                  dtype=info.dtype, device="cuda", profile=get_profile("quick"))
+    prop = BY_ID["determinism.forward_backward"]
+    with pytest.raises(PropertyFailure, match=r"pass \d differs from pass 1 in ∂L/∂x"):
+        prop.run(ctx, prop.examples(ctx)[0])
