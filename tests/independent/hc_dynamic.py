@@ -6,7 +6,7 @@ In the paper layout (streams on rows, ``H ∈ R^{n×d}``), with ``H̄ = norm(H)`
     A_m(H) = s_α ∘ tanh(H̄ W_m)  + A_m        (Eq. 12)   W_m ∈ R^{d×1}
     A_r(H) = s_α ∘ tanh(H̄ W_r)  + A_r        (Eq. 13)   W_r ∈ R^{d×n}
 
-``norm`` is a per-stream LayerNorm over d without learnable parameters (DESIGN.md §1; eps 1e-5,
+``norm`` is a per-stream LayerNorm over d without learnable parameters (docs/reference.md; eps 1e-5,
 torch's LayerNorm default). One scale ``s_α`` is shared by A_m and A_r, as in Alg. 2 where
 W_m and W_r are the columns of a single ``d×(n+1)`` matrix. Init (Eq. 14, §2.2): all ``W = 0``,
 ``s_α = s_β = 0.01``, static blocks as :mod:`hc_static` — so DHC equals SHC at init exactly.

@@ -8,7 +8,7 @@ Per token the state ``x_l ∈ R^{n×C}`` (C = d here) is flattened stream-major 
     H̃_res  = α_res  · mat(x' φ_res)    + b_res      H_res  = SinkhornKnopp(H̃_res)   (Eq. 9)
 
 and the layer is ``x_{l+1} = H_res x_l + H_postᵀ F(H_pre x_l)`` (Eq. 3). In the row convention
-of DESIGN.md §1 this is ``h_pre = H_preᵀ``, ``h_post = H_postᵀ``, ``H_res = H_res``; in the HC
+of docs/reference.md this is ``h_pre = H_preᵀ``, ``h_post = H_postᵀ``, ``H_res = H_res``; in the HC
 paper layout used internally, ``A_m = H_preᵀ``, ``B = H_post``, ``A_r = H_resᵀ``.
 
 Choices the paper leaves open (documented here, all ours):
