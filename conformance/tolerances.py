@@ -86,6 +86,32 @@ def law_measured(dtype: torch.dtype, reference_error: float) -> float:
     return max(LAW_FLOOR_EPS * eps(dtype), LAW_REFERENCE_FACTOR * reference_error)
 
 
+# --- self-consistency: the target against itself ---------------------------------------------
+# Where the kit compares a target with ITSELF — a strided view vs its contiguous copy, the
+# inference paths (no_grad, inference_mode, eval) vs the training path, a token alone vs the same
+# token in a batch, a second call vs a fresh one — both sides run the same code in the same
+# precision on the same values: the only legitimate difference is another reduction order
+# (another kernel tile, another blocking of a matmul). In float64/float32 the law's budget
+# (:func:`law`) is kept. In bfloat16/float16 that budget is 256·eps = 2.0 (bfloat16), more than
+# any output of scale ~1 can differ, so the kit allows SELF_CONSISTENCY_EPS_FACTOR units of
+# roundoff of the effective dtype relative to the output's magnitude: a reduction computed in
+# float32 and rounded to the output can flip one rounding (≤ eps·|X'|); one computed in the low
+# precision itself reorders k ≤ 64 terms whose rounding errors add like a random walk,
+# √64·eps/2 = 4·eps. 8·eps (bfloat16 0.0625, float16 0.0078) covers both, and stays 10× below
+# the O(1) differences of the bugs these checks are written for (a result cached by shape, a
+# kernel reading the wrong strides, a path taken only above a token count).
+SELF_CONSISTENCY_EPS_FACTOR: Final = 8.0
+
+
+def self_consistency(dtype: torch.dtype) -> float:
+    """Scaled-error tolerance of a target compared with itself (another path, layout, batch or
+    call on the same values) whose effective dtype is ``dtype``: :func:`law` for float64 and
+    float32, ``8·eps`` for bfloat16/float16 (see the comment above)."""
+    if eps(dtype) <= eps(torch.float32):
+        return law(dtype)
+    return SELF_CONSISTENCY_EPS_FACTOR * eps(dtype)
+
+
 # For float32 (and coarser) the pseudo-inverse dominates less than the forward's own rounding
 # (the impl rounds each op); 256·eps (float32: 3e-5) is γ_k for k = 64 with a 4× margin.
 
@@ -428,8 +454,15 @@ RULES: Final[dict[str, str]] = {
     "exact": "no numeric tolerance: a condition that holds or not (shape, dtype, device, "
              "finiteness, bit equality)",
     "law": "law(dtype): 1e5·eps in float64, 256·eps in float32, on the scaled error; in "
-           "bfloat16/float16 law_measured: 8 × the error of the spec's closed form computed "
-           "in that precision on the same comparison (floor 4·eps)",
+           "bfloat16/float16 law_measured: max(4·eps, 8 × the error of the spec's closed form "
+           "computed in that precision on the same comparison) — law.reported, law.probed "
+           "(its probe residuals: 8 × those of probing that closed form), scale.law; "
+           "variant.h_res / variant.gates: 8 × the error of the declared variant or gates "
+           "computed in that precision; depth.mhc_bounded's per-layer rounding; the 'H_res "
+           "looks transposed' hint",
+    "self_consistency": "self_consistency(dtype): the target against itself (strides, "
+                        "inference paths and repeated calls, batch composition): law(dtype) "
+                        "in float64/float32, 8·eps in bfloat16/float16, on the scaled error",
     "identity": "identity(dtype): the law's budget for exact algebraic identities",
     "range_slack": "range_slack(dtype, probed): 4·eps on a range bound (the law's when probed)",
     "exact_axis": "exact_axis(dtype, n, probed): 16·(n + 1)·eps on Sinkhorn–Knopp's last axis",
