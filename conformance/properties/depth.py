@@ -109,12 +109,19 @@ def run_stack(ctx: Context, case: Case, layers: int, *, weights: bool) -> list[L
 def _allowances(ctx: Context, H: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Per token ``[B, T]``: how far the row and the column sums of ``H`` may be from 1 under
     the declaration (the exact axis to rounding plus n·ε of a declared denominator ε, the
-    other within the Birkhoff–Hopf bound of the declared rounds)."""
+    other within the Birkhoff–Hopf bound of the declared rounds). In bfloat16/float16 the
+    rounding is that of the compute dtype (the declared one, else the working dtype) plus the
+    output's rounding (:func:`hcspec.conformance.tolerances.output_rounding`)."""
     c = ctx.conventions
     n = H.shape[-1]
-    exact = tolerances.exact_axis(ctx.tol_dtype, n, False) + n * c.sinkhorn_denominator_eps
-    other = tolerances.sinkhorn_other_axis_bound(H, c.iterations, ctx.tol_dtype, False)
-    other = other + n * c.sinkhorn_denominator_eps
+    computed, rounding = ctx.tol_dtype, 0.0
+    if precision.low_precision(ctx):  # Sinkhorn–Knopp in the compute dtype, then rounded
+        computed = tolerances.effective_dtype(ctx.dtype, c.compute_dtype)
+        rounding = tolerances.output_rounding(computed, ctx.tol_dtype)
+    exact = (tolerances.exact_axis(computed, n, False) + rounding
+             + n * c.sinkhorn_denominator_eps)
+    other = tolerances.sinkhorn_other_axis_bound(H, c.iterations, computed, False)
+    other = other * (1 + rounding) + rounding + n * c.sinkhorn_denominator_eps
     exact_t = torch.full_like(other, exact)
     return (exact_t, other) if c.sinkhorn_exact_axis == "rows" else (other, exact_t)
 

@@ -89,9 +89,11 @@ def tolerance(ctx: Context, reference_error: float, fixed: float) -> float:
 
 
 def self_consistency(ctx: Context) -> float:
-    """:func:`hcspec.conformance.tolerances.self_consistency` for the run's effective dtype:
-    the tolerance of a target compared with itself (another layout, path, batch or call)."""
-    return tolerances.self_consistency(ctx.tol_dtype)
+    """:func:`hcspec.conformance.tolerances.self_consistency` for the run's effective dtype and
+    compute dtype (the coarsest of the working and the declared compute dtype): the tolerance
+    of a target compared with itself (another layout, path, batch or call)."""
+    compute = tolerances.effective_dtype(ctx.dtype, ctx.conventions.compute_dtype)
+    return tolerances.self_consistency(ctx.tol_dtype, compute)
 
 
 def law_tolerances(ctx: Context, case: Case, x: torch.Tensor, weights: tuple[
