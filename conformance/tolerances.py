@@ -480,10 +480,11 @@ RULES: Final[dict[str, str]] = {
     "law": "law(dtype): 1e5·eps in float64, 256·eps in float32, on the scaled error; in "
            "bfloat16/float16 law_measured: max(4·eps, 8 × the error of the spec's closed form "
            "computed in that precision on the same comparison) — law.reported, law.probed "
-           "(its probe residuals: 8 × those of probing that closed form), scale.law; "
+           "(its probe residuals: 8 × those of probing that closed form), "
+           "law.reported_matches_probed (8 × what probing it reads back), scale.law; "
            "variant.h_res / variant.gates: 8 × the error of the declared variant or gates "
            "computed in that precision; depth.mhc_bounded's per-layer rounding; the 'H_res "
-           "looks transposed' hint",
+           "looks transposed' hint; the other 'law' properties keep 256·eps there",
     "self_consistency": "self_consistency(dtype): the target against itself (strides, "
                         "inference paths and repeated calls, batch composition): law(dtype) "
                         "in float64/float32; in bfloat16/float16 4·eps when computed in "
