@@ -86,6 +86,44 @@ def law_measured(dtype: torch.dtype, reference_error: float) -> float:
     return max(LAW_FLOOR_EPS * eps(dtype), LAW_REFERENCE_FACTOR * reference_error)
 
 
+# --- self-consistency: the target against itself ---------------------------------------------
+# Where the kit compares a target with ITSELF — a strided view vs its contiguous copy, the
+# inference paths (no_grad, inference_mode, eval) vs the training path, a token alone vs the same
+# token in a batch, a second call vs a fresh one — both sides run the same code in the same
+# precision on the same values: the only legitimate difference is another reduction order
+# (another kernel tile, another blocking of a matmul). In float64/float32 the law's budget
+# (:func:`law`) is kept. In bfloat16/float16 that budget is 256·eps = 2.0 (bfloat16), more than
+# any output of scale ~1 can differ, so the kit allows a few units of roundoff of the effective
+# dtype relative to the output's magnitude:
+# * computed in float32 (or finer; declared compute_dtype) and rounded to the output: the
+#   reordered float32 sums differ by ~1e-7, which can flip the final rounding of an entry
+#   (≤ eps·|X'|) and that of an intermediate the impl rounds to the output dtype (the branch
+#   input, as TileKernels: ≤ eps·|x_in|, carried through h_post ≤ 2), 3·eps in all; we allow
+#   SELF_CONSISTENCY_ROUNDED = 4·eps (bfloat16 0.031, float16 0.0039);
+# * computed in bfloat16/float16 itself: a reordered sum of k ≤ 64 terms, whose rounding errors
+#   add like a random walk, √64·eps/2 = 4·eps, on top of the above; we allow
+#   SELF_CONSISTENCY_LOW = 8·eps (bfloat16 0.0625, float16 0.0078).
+# Both stay far below the O(1) differences of the bugs these checks are written for (a result
+# cached by shape, a kernel reading the wrong strides); a path taken above a token count whose
+# statistic differs by little (the token_count_path mutant at perturbation 0.3: 3.6·eps in a
+# bfloat16 output) is below them, which is what a bfloat16 output can resolve.
+SELF_CONSISTENCY_ROUNDED: Final = 4.0
+SELF_CONSISTENCY_LOW: Final = 8.0
+
+
+def self_consistency(dtype: torch.dtype, compute_dtype: torch.dtype | None = None) -> float:
+    """Scaled-error tolerance of a target compared with itself (another path, layout, batch or
+    call on the same values) whose effective dtype is ``dtype`` and which computes in
+    ``compute_dtype`` (the coarsest of the working and the declared compute dtype; ``None``:
+    ``dtype``): :func:`law` for float64 and float32; for bfloat16/float16 ``4·eps`` when the
+    computation is float32 or finer, else ``8·eps`` (see the comment above)."""
+    if eps(dtype) <= eps(torch.float32):
+        return law(dtype)
+    if compute_dtype is not None and eps(compute_dtype) <= eps(torch.float32):
+        return SELF_CONSISTENCY_ROUNDED * eps(dtype)
+    return SELF_CONSISTENCY_LOW * eps(dtype)
+
+
 # For float32 (and coarser) the pseudo-inverse dominates less than the forward's own rounding
 # (the impl rounds each op); 256·eps (float32: 3e-5) is γ_k for k = 64 with a 4× margin.
 
@@ -100,6 +138,18 @@ def exact_axis(dtype: torch.dtype, n: int, probed: bool) -> float:
     if probed:
         return law(dtype) * max(1, n)
     return 16.0 * (n + 1) * eps(dtype)
+
+
+def output_rounding(compute_dtype: torch.dtype, output_dtype: torch.dtype) -> float:
+    """Relative rounding of a value computed in ``compute_dtype`` and returned in a coarser
+    ``output_dtype``: ``eps(output)`` (twice the eps/2 of one rounding, so that a sum of rounded
+    non-negative entries stays within it relative to the exact sum); 0 when the output is not
+    coarser. A Sinkhorn–Knopp computed in float32 and returned in bfloat16 has its exact axis
+    within :func:`exact_axis` of float32 plus this, far below :func:`exact_axis` of bfloat16
+    (16·(n + 1)·eps = 0.625 at n = 4, which would hide a matrix that is not normalised)."""
+    if eps(output_dtype) <= eps(compute_dtype):
+        return 0.0
+    return eps(output_dtype)
 
 
 # --- doubly stochastic: the other axis (Birkhoff–Hopf bound) -------------------------------------
@@ -428,11 +478,22 @@ RULES: Final[dict[str, str]] = {
     "exact": "no numeric tolerance: a condition that holds or not (shape, dtype, device, "
              "finiteness, bit equality)",
     "law": "law(dtype): 1e5·eps in float64, 256·eps in float32, on the scaled error; in "
-           "bfloat16/float16 law_measured: 8 × the error of the spec's closed form computed "
-           "in that precision on the same comparison (floor 4·eps)",
+           "bfloat16/float16 law_measured: max(4·eps, 8 × the error of the spec's closed form "
+           "computed in that precision on the same comparison) — law.reported, law.probed "
+           "(its probe residuals: 8 × those of probing that closed form), "
+           "law.reported_matches_probed (8 × what probing it reads back), scale.law; "
+           "variant.h_res / variant.gates: 8 × the error of the declared variant or gates "
+           "computed in that precision; depth.mhc_bounded's per-layer rounding; the 'H_res "
+           "looks transposed' hint; the other 'law' properties keep 256·eps there",
+    "self_consistency": "self_consistency(dtype): the target against itself (strides, "
+                        "inference paths and repeated calls, batch composition): law(dtype) "
+                        "in float64/float32; in bfloat16/float16 4·eps when computed in "
+                        "float32 or finer, else 8·eps; on the scaled error",
     "identity": "identity(dtype): the law's budget for exact algebraic identities",
     "range_slack": "range_slack(dtype, probed): 4·eps on a range bound (the law's when probed)",
-    "exact_axis": "exact_axis(dtype, n, probed): 16·(n + 1)·eps on Sinkhorn–Knopp's last axis",
+    "exact_axis": "exact_axis(dtype, n, probed): 16·(n + 1)·eps on Sinkhorn–Knopp's last axis "
+                  "(depth.mhc_bounded in bfloat16/float16: that of the compute dtype plus "
+                  "output_rounding, eps of the output)",
     "sinkhorn_other_axis": "sinkhorn_other_axis_bound: the Birkhoff–Hopf bound for the declared "
                            "rounds at the measured projective diameter",
     "fd_directional": "fd_directional(dtype) plus fd_cancellation: finite differences vs "

@@ -14,6 +14,7 @@ from __future__ import annotations
 import torch
 
 from hcspec.conformance import tolerances
+from hcspec.conformance.properties import precision
 from hcspec.conformance.properties.base import Context, f64
 from hcspec.conformance.properties.common import expected_output, law_tol
 from hcspec.conformance.protocol import has_weights
@@ -27,8 +28,10 @@ TRANSPOSED_LAW = frozenset({"law.reported", "law.reported_matches_probed"})
 def law_pattern(ctx: Context, case: Case) -> str | None:
     """Re-run ``case`` with the reported weights: "the branch sees Norm(x_in)" when the branch
     input is x_in scaled to unit RMS (:func:`branch_input_pattern`); "H_res looks transposed"
-    when the output misses the law with the reported H_res beyond the law tolerance but meets
-    it with H_resᵀ; else None. Needs ``weights``; never raises (a target that cannot be re-run
+    when the output misses the law with the reported H_res beyond the law tolerance (in
+    bfloat16/float16 the measured one of ``law.reported``,
+    :func:`hcspec.conformance.properties.precision.law_tolerances`) but meets it with H_resᵀ;
+    else None. Needs ``weights``; never raises (a target that cannot be re-run
     gives None)."""
     try:
         impl = ctx.build.make(case)
@@ -42,11 +45,12 @@ def law_pattern(ctx: Context, case: Case) -> str | None:
         want, inp, scale = expected_output(ctx, case, x, h_pre, h_post, H_res)
         flipped, _, _ = expected_output(ctx, case, x, h_pre, h_post, H_res.transpose(-1, -2))
         got_input = f64(branch.inputs[0])
+        tol, tol_in = precision.law_tolerances(ctx, case, x, (h_pre, h_post, H_res),
+                                               (want, inp, scale), law_tol(ctx))
     except Exception:
         return None
-    tol = law_tol(ctx)
     if ctx.conventions.branch_input == "x_in":
-        normed = branch_input_pattern(got_input, f64(inp), tol)
+        normed = branch_input_pattern(got_input, f64(inp), tol_in)
         if normed is not None:
             return normed
     straight = tolerances.scaled_error(out, want, scale)

@@ -19,9 +19,9 @@ from collections.abc import Callable, Iterator
 import torch
 
 from hcspec.conformance import salts, tolerances
+from hcspec.conformance.properties import precision
 from hcspec.conformance.properties.base import Context, f64
 from hcspec.conformance.properties.cases import Cases
-from hcspec.conformance.properties.common import law_tol
 from hcspec.conformance.properties.declaration import declare
 from hcspec.conformance.protocol import HyperConnectionImpl, has_train_eval
 from hcspec.conformance.strategies import Case
@@ -87,13 +87,13 @@ def _sub(case: Case, x: torch.Tensor) -> Case:
     "inference.modes",
     statement="forward under no_grad, inference_mode, eval and train mode gives the training "
               "output",
-    theorems=("forward.shapes",), tolerance="law", prerequisites=BASE, explore=False)
+    theorems=("forward.shapes",), tolerance="self_consistency", prerequisites=BASE, explore=False)
 def check_modes(ctx: Context, case: Case) -> None:
     """One impl, one state: every path of :func:`_paths` gives the training path's output."""
     x = ctx.inputs.state(case)
     want = _training(ctx, case, x)
     impl = ctx.build.make(case)
-    tol = law_tol(ctx)
+    tol = precision.self_consistency(ctx)
     for name, train, grad in _paths(ctx, impl):
         got = _run(ctx, impl, x, case, train, grad)
         ctx.record.expect(f"X' under {name} vs the training path (train mode, gradients on)",
@@ -103,7 +103,7 @@ def check_modes(ctx: Context, case: Case) -> None:
 @declare(
     "inference.repeated_calls",
     statement="a second inference call (same shape, new input; or one decode token) is correct",
-    theorems=("forward.shapes",), tolerance="law", cases=Cases(min_tokens=2),
+    theorems=("forward.shapes",), tolerance="self_consistency", cases=Cases(min_tokens=2),
     prerequisites=BASE, explore=False)
 def check_repeated_calls(ctx: Context, case: Case) -> None:
     """On each inference path, a fresh impl called on ``x₁`` (a prefill of T tokens), then on
@@ -114,7 +114,7 @@ def check_repeated_calls(ctx: Context, case: Case) -> None:
     x3 = ctx.inputs.state(case, salt=salts.OTHER_TOKENS_STATE)[:, -1:].contiguous()
     want2 = _training(ctx, case, x2)
     want3 = _training(ctx, _sub(case, x3), x3)
-    tol = law_tol(ctx)
+    tol = precision.self_consistency(ctx)
     for name, train, grad in _paths(ctx, ctx.build.make(case)):
         impl = ctx.build.make(case)
         _run(ctx, impl, x1, case, train, grad)

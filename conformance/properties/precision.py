@@ -86,3 +86,31 @@ def tolerance(ctx: Context, reference_error: float, fixed: float) -> float:
     if not low_precision(ctx):
         return fixed
     return tolerances.law_measured(ctx.tol_dtype, reference_error)
+
+
+def self_consistency(ctx: Context) -> float:
+    """:func:`hcspec.conformance.tolerances.self_consistency` for the run's effective dtype and
+    compute dtype (the coarsest of the working and the declared compute dtype): the tolerance
+    of a target compared with itself (another layout, path, batch or call)."""
+    compute = tolerances.effective_dtype(ctx.dtype, ctx.conventions.compute_dtype)
+    return tolerances.self_consistency(ctx.tol_dtype, compute)
+
+
+def law_tolerances(ctx: Context, case: Case, x: torch.Tensor, weights: tuple[
+        torch.Tensor, torch.Tensor, torch.Tensor], expected: tuple[torch.Tensor, torch.Tensor,
+                                                                    float],
+                   fixed: float) -> tuple[float, float]:
+    """``(output tolerance, branch-input tolerance)`` of a law comparison at ``x [B, T, n, d]``
+    with ``weights = (h_pre, h_post, H_res)`` and the float64 ``expected = (X', branch input,
+    scale)`` of :func:`hcspec.conformance.properties.common.expected_output`: ``fixed`` for
+    both unless the run compares in bfloat16/float16; then :func:`tolerance` of the error of
+    :class:`SpecAtPrecision` (the closed form in the run's precision, the case's branch) on
+    each comparison."""
+    if not low_precision(ctx):
+        return fixed, fixed
+    want, inp, scale = expected
+    spec_branch = ctx.inputs.branch(case)
+    spec_out = spec_at_precision(ctx, *weights).forward(x, spec_branch)
+    tol = tolerance(ctx, tolerances.scaled_error(spec_out, want, scale), fixed)
+    tol_in = tolerance(ctx, tolerances.scaled_error(spec_branch.inputs[0], inp), fixed)
+    return tol, tol_in

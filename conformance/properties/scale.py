@@ -22,6 +22,7 @@ from collections.abc import Sequence
 import torch
 
 from hcspec.conformance import tolerances
+from hcspec.conformance.properties import precision
 from hcspec.conformance.properties.base import Context, NotApplicable, f64
 from hcspec.conformance.properties.cases import shift
 from hcspec.conformance.properties.common import expected_output, law_tol
@@ -71,9 +72,21 @@ def supported(ctx: Context, cases: Sequence[Case]) -> list[Case]:
     return shift(ctx, kept)
 
 
+def _length_factor(case: Case) -> float:
+    return max(1.0, max(case.n, case.d) / TILE)
+
+
 def scaled_law_tol(ctx: Context, case: Case) -> float:
-    """:func:`law_tol` grown linearly with the longest dot product past :data:`TILE`."""
-    return law_tol(ctx) * max(1.0, max(case.n, case.d) / TILE)
+    """:func:`law_tol` grown linearly with the longest dot product past :data:`TILE` (the
+    fixed rule of float64/float32; bfloat16/float16 measure theirs,
+    :func:`hcspec.conformance.properties.precision.law_tolerances`)."""
+    return law_tol(ctx) * _length_factor(case)
+
+
+def scaled_self_tol(ctx: Context, case: Case) -> float:
+    """:func:`hcspec.conformance.tolerances.self_consistency` grown linearly with the longest
+    dot product past :data:`TILE` (a reordered reduction of k terms)."""
+    return precision.self_consistency(ctx) * _length_factor(case)
 
 
 def _where(case: Case) -> str:
@@ -93,14 +106,15 @@ def check_law(ctx: Context, case: Case) -> None:
     w = MHCWeights(ctx, impl, x, case)
     branch = ctx.inputs.branch(case)
     out = ctx.observe.forward(impl, x, branch)
-    tol = scaled_law_tol(ctx, case)
     if w.h_pre is None:  # probed under a declared norm: h_pre is not identifiable
         raise NotApplicable("h_pre is not identifiable by probing under the declared branch "
                             f"input {ctx.conventions.branch_input!r} (needs the weights "
                             "capability)")
     want, inp, scale = expected_output(ctx, case, x, w.h_pre, w.h_post, w.H_res)
+    tol, tol_in = precision.law_tolerances(ctx, case, x, (w.h_pre, w.h_post, w.H_res),
+                                           (want, inp, scale), scaled_law_tol(ctx, case))
     ctx.record.expect(f"branch input vs h_preᵀX ({w.source} weights) at {_where(case)}",
-                      tolerances.scaled_error(branch.inputs[0], inp), tol,
+                      tolerances.scaled_error(branch.inputs[0], inp), tol_in,
                       f"declared branch input: {ctx.conventions.branch_input}; "
                       f"max |received| / max |expected| = "
                       f"{float(f64(branch.inputs[0]).abs().max() / inp.abs().max()):.4g}")
@@ -162,7 +176,7 @@ def _forward(ctx: Context, impl: HyperConnectionImpl, x: torch.Tensor,
 @declare(
     "scale.batch_composition",
     statement="a token's output does not depend on how many tokens or sequences share its batch",
-    theorems=("forward.shapes",), tolerance="law",
+    theorems=("forward.shapes",), tolerance="self_consistency",
     examples=lambda ctx: supported(ctx, COMPOSITION), prerequisites=BASE, explore=False)
 def check_batch_composition(ctx: Context, case: Case) -> None:
     """With a token-wise branch, the outputs of the whole batch (a hundred tokens or more)
@@ -178,7 +192,7 @@ def check_batch_composition(ctx: Context, case: Case) -> None:
         (f"sequence {b} alone", (slice(b, b + 1), slice(None))),
         (f"the first {prefix} tokens of every sequence", (slice(None), slice(0, prefix))),
     )
-    tol = scaled_law_tol(ctx, case)
+    tol = scaled_self_tol(ctx, case)
     scale = float(full.abs().max())
     for what, index in parts:
         part = x[index].contiguous()

@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import torch
 
 from hcspec.conformance import salts, strategies, tolerances
+from hcspec.conformance.properties import precision
 from hcspec.conformance.properties.base import Context, Inconclusive, f64
 from hcspec.conformance.properties.cases import Cases, shift
 from hcspec.conformance.properties.common import law_tol
@@ -225,6 +226,40 @@ def _probed_tol(ctx: Context, w: MHCWeights, n: int) -> float:
     return law_tol(ctx) * (max(1, n) if w.probed else 1)
 
 
+def _in_precision(ctx: Context, fn: Callable[[torch.Tensor], torch.Tensor],
+                  logits: torch.Tensor) -> torch.Tensor:
+    """``fn`` of ``logits`` computed in the run's compute dtype (the declared one, else the
+    working dtype) and rounded to its effective dtype, as float64: what a correct target of
+    the run's precision reports."""
+    compute = ctx.conventions.compute_dtype or ctx.dtype
+    return f64(fn(logits.to(compute)).to(ctx.tol_dtype))
+
+
+def _variant_tols(ctx: Context, w: MHCWeights, x: torch.Tensor, case: Case,
+                  want: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
+                  at_precision: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
+                  ) -> tuple[float, float, float]:
+    """Tolerances of ``(h_pre, h_post, H_res)`` against the declared float64 values ``want``:
+    :func:`_probed_tol` unless the run compares in bfloat16/float16; then
+    :func:`hcspec.conformance.properties.precision.tolerance` of the error of the declared
+    values computed in the run's precision (``at_precision``), reported — or, for probed
+    weights, of what probing the closed form with them
+    (:class:`~hcspec.conformance.properties.precision.SpecAtPrecision`) reads back."""
+    fixed = _probed_tol(ctx, w, case.n)
+    if not precision.low_precision(ctx):
+        return fixed, fixed, fixed
+    errors = [tolerances.scaled_error(got, ref) for got, ref in zip(at_precision, want,
+                                                                    strict=True)]
+    if w.probed:
+        spec = precision.spec_at_precision(ctx, *at_precision)
+        probed = precision.probe_spec(ctx, spec, x, case)
+        read = (probed.h_pre, probed.h_post, probed.H_res)
+        errors = [e if got is None else max(e, tolerances.scaled_error(got, ref))
+                  for e, got, ref in zip(errors, read, want, strict=True)]
+    pre, post, res = (precision.tolerance(ctx, e, fixed) for e in errors)
+    return pre, post, res
+
+
 @declare(
     "variant.h_res",
     statement="H_res is the declared Sinkhorn–Knopp variant (start, order, eps, rounds) of the "
@@ -237,15 +272,33 @@ def check_h_res(ctx: Context, case: Case) -> None:
     impl = ctx.build.make(case)
     x = ctx.inputs.state(case)
     with torch.no_grad():
-        logits = f64(_logits(impl, x)[2])
+        pre, post, logits = (f64(t) for t in _logits(impl, x))
     w = MHCWeights(ctx, impl, x, case)
     declared = Variant.declared(ctx.conventions)
     want = declared.apply(logits)
     tol = _probed_tol(ctx, w, case.n)
+    if precision.low_precision(ctx):
+        gates = _declared_gates(ctx.conventions)
+        tol = _variant_tols(ctx, w, x, case, (gates[0](pre), gates[1](post), want), (
+            _in_precision(ctx, gates[0], pre), _in_precision(ctx, gates[1], post),
+            _in_precision(ctx, declared.apply, logits)))[2]
     err = tolerances.scaled_error(w.H_res, want)
     detail = diagnose(w.H_res, logits, declared, tol) if not err <= tol else ""
     ctx.record.expect(f"H_res ({w.source}) vs the declared variant ({declared.describe()}) "
                       "at the target's logits", err, tol, detail)
+
+
+def _declared_gates(c: Conventions) -> tuple[Callable[[torch.Tensor], torch.Tensor],
+                                              Callable[[torch.Tensor], torch.Tensor]]:
+    """The declared ``H_pre = σ(H̃_pre) + eps`` and ``H_post = c·σ(H̃_post) + eps`` (mHC Eq. 8),
+    in the dtype of the logits."""
+    def gate_pre(t: torch.Tensor) -> torch.Tensor:
+        return torch.sigmoid(t) + c.h_pre_eps
+
+    def gate_post(t: torch.Tensor) -> torch.Tensor:
+        return c.h_post_multiplier * torch.sigmoid(t) + c.h_post_eps
+
+    return gate_pre, gate_post
 
 
 def _gate_multiplier(h: torch.Tensor, logits: torch.Tensor, eps: float) -> float:
@@ -265,15 +318,22 @@ def check_gates(ctx: Context, case: Case) -> None:
     impl = ctx.build.make(case)
     x = ctx.inputs.state(case)
     with torch.no_grad():
-        pre, post, _ = (f64(t) for t in _logits(impl, x))
+        pre, post, res = (f64(t) for t in _logits(impl, x))
     w = MHCWeights(ctx, impl, x, case)
     c = ctx.conventions
-    tol = _probed_tol(ctx, w, case.n)
+    tol_pre = tol = _probed_tol(ctx, w, case.n)
+    gate_pre, gate_post = _declared_gates(c)
+    want_pre = gate_pre(pre)
+    want_post = gate_post(post)
+    if precision.low_precision(ctx):
+        declared = Variant.declared(c)
+        tol_pre, tol, _ = _variant_tols(
+            ctx, w, x, case, (want_pre, want_post, declared.apply(res)),
+            (_in_precision(ctx, gate_pre, pre), _in_precision(ctx, gate_post, post),
+             _in_precision(ctx, declared.apply, res)))
     if w.h_pre is not None:
-        want_pre = torch.sigmoid(pre) + c.h_pre_eps
         ctx.record.expect(f"h_pre ({w.source}) vs σ(H̃_pre) + {c.h_pre_eps:g}",
-                          tolerances.scaled_error(w.h_pre, want_pre), tol)
-    want_post = c.h_post_multiplier * torch.sigmoid(post) + c.h_post_eps
+                          tolerances.scaled_error(w.h_pre, want_pre), tol_pre)
     err = tolerances.scaled_error(w.h_post, want_post)
     detail = ""
     if not err <= tol:

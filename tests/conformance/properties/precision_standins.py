@@ -13,6 +13,14 @@ TARGETs (``tests.conformance.properties.precision_standins:NAME``):
   gradient bug the finite differences must still see through the bfloat16 rounding);
 * ``make_transposed_{float64,float32,bfloat16,float16}`` — correct forward in that precision
   (float32 inside for the three coarser ones), ``weights()`` reports ``H_resᵀ``;
+* ``make_bf16_{shape_cached,contiguous_kernel,deep_unnormalised,batched_path}`` (and
+  ``make_float16_shape_cached``) — ``make_bf16_output`` with the bug of the mutant of the same
+  class (``tests.mutants``: cache_keyed_by_shape, assumes_contiguous_strides,
+  depth_deep_layers_unnormalised, token_count_path): what ``inference.repeated_calls``,
+  ``strides.non_contiguous``, ``depth.mhc_bounded`` and ``scale.batch_composition`` must still
+  catch in low precision;
+* ``make_bf16_unrounded_branch_input`` — ``make_bf16_output`` that hands the branch its
+  float32 aggregate (correct: the exact family must accept either rounding);
 * ``make_branch_only_gradient`` — a static HC whose residual ``H_res X`` is detached, so only
   the branch path carries gradient (``dtype.float32_gradients`` must not blame it for the
   kit's own branch's float32 error).
@@ -28,6 +36,10 @@ import torch
 
 from hcspec.conformance.protocol import Conventions
 from hcspec.reference import ManifoldHyperConnection, StaticHyperConnection
+from tests.mutants.assumes_contiguous_strides import contiguous_read
+from tests.mutants.cache_keyed_by_shape import ShapeCache
+from tests.mutants.depth_deep_layers_unnormalised import DeepLayersUnnormalised
+from tests.mutants.token_count_path import BatchedPath
 
 Branch = Callable[[torch.Tensor], torch.Tensor]
 
@@ -77,9 +89,9 @@ class RoundedMHC(ManifoldHyperConnection):
 def _rounded(n: int, d: int, *, layer_index: int = 0, dtype: torch.dtype = torch.float64,
              device: str = "cpu", seed: int = 0, output: torch.dtype = torch.bfloat16,
              declare: bool = True, transposed: bool = False,
-             detached: bool = False) -> RoundedMHC:
+             detached: bool = False, cls: type[RoundedMHC] = RoundedMHC) -> RoundedMHC:
     work = torch.float64 if output == torch.float64 else torch.float32
-    module: RoundedMHC = _built(RoundedMHC, n, d, layer_index, seed, work, device)
+    module: RoundedMHC = _built(cls, n, d, layer_index, seed, work, device)
     module.output = output
     module.transposed = transposed
     module.detached = detached
@@ -102,6 +114,50 @@ make_bf16_detached = partial(_rounded, output=torch.bfloat16, detached=True)
 make_float16_output = partial(_rounded, output=torch.float16)
 make_float32_output = partial(_rounded, output=torch.float32)
 make_float64_output = partial(_rounded, output=torch.float64)
+
+
+# --- the new families' bugs with a bfloat16 output (the mutants' bugs, rounded as TileKernels) ---
+class ShapeCachedBF16(RoundedMHC, ShapeCache):
+    """:class:`RoundedMHC` whose weights under ``inference_mode`` are cached by input shape
+    (``tests.mutants.cache_keyed_by_shape``)."""
+
+
+class ContiguousKernelBF16(RoundedMHC):
+    """:class:`RoundedMHC` that reads a strided state's storage with contiguous strides
+    (``tests.mutants.assumes_contiguous_strides``)."""
+
+    def forward(self, x: torch.Tensor, branch: Branch) -> torch.Tensor:  # type: ignore[override]
+        return super().forward(contiguous_read(x), branch)
+
+
+class DeepUnnormalisedBF16(RoundedMHC, DeepLayersUnnormalised):
+    """:class:`RoundedMHC` whose layers from index 8 on skip Sinkhorn–Knopp
+    (``tests.mutants.depth_deep_layers_unnormalised``)."""
+
+
+class BatchedPathBF16(RoundedMHC, BatchedPath):
+    """:class:`RoundedMHC` whose weights above 64 tokens take a batch-wide RMS statistic
+    (``tests.mutants.token_count_path``)."""
+
+
+class UnroundedBranchInputBF16(RoundedMHC):
+    """:class:`RoundedMHC` that hands the branch its float32 aggregate ``h_preᵀ X`` (not rounded
+    to its bfloat16 output): a correct impl, as the exact family must accept."""
+
+    def forward(self, x: torch.Tensor, branch: Branch) -> torch.Tensor:  # type: ignore[override]
+        xw, h_pre, h_post, H_res = self._inner(x)
+        z = branch((h_pre.unsqueeze(-2) @ xw).squeeze(-2).to(x.dtype)).to(xw.dtype)
+        return (H_res @ xw + h_post.unsqueeze(-1) * z.unsqueeze(-2)).to(self.output)
+
+
+make_bf16_unrounded_branch_input = partial(_rounded, output=torch.bfloat16,
+                                           cls=UnroundedBranchInputBF16)
+make_bf16_shape_cached = partial(_rounded, output=torch.bfloat16, cls=ShapeCachedBF16)
+make_bf16_contiguous_kernel = partial(_rounded, output=torch.bfloat16, cls=ContiguousKernelBF16)
+make_bf16_deep_unnormalised = partial(_rounded, output=torch.bfloat16,
+                                      cls=DeepUnnormalisedBF16)
+make_bf16_batched_path = partial(_rounded, output=torch.bfloat16, cls=BatchedPathBF16)
+make_float16_shape_cached = partial(_rounded, output=torch.float16, cls=ShapeCachedBF16)
 
 
 class BranchOnlyGradient(StaticHyperConnection):

@@ -1,0 +1,100 @@
+"""The families that compare a target with itself (strides, inference, batch composition) or
+with float64 math (scale.law, variant, depth, the bug-class hints) still catch their bugs when
+the target returns bfloat16/float16, and still pass a correct target of that precision; in
+float64/float32 their tolerances are the law's."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from hcspec.conformance import tolerances
+from hcspec.conformance.properties.base import PropertyFailure
+from hcspec.conformance.properties.bug_classes import known_bug_class
+from hcspec.conformance.strategies import Case
+from tests.conformance.properties import support
+
+STANDINS = "tests.conformance.properties.precision_standins"
+PERTURBED = Case(2, 3, 4, 8, seed=0, perturb=1.0, branch="mlp")
+MANY_TOKENS = Case(1, 200, 2, 40, layer_index=2, seed=8, perturb=1.0)
+
+# (property, buggy stand-in, correct stand-in of the same precision, case or example number)
+BUGS = [
+    ("inference.repeated_calls", "make_bf16_shape_cached", "make_bf16_output", 1),
+    ("inference.repeated_calls", "make_float16_shape_cached", "make_float16_output", 0),
+    ("strides.non_contiguous", "make_bf16_contiguous_kernel", "make_bf16_output", 0),
+    ("depth.mhc_bounded", "make_bf16_deep_unnormalised", "make_bf16_output", 0),
+    ("scale.batch_composition", "make_bf16_batched_path", "make_bf16_output", MANY_TOKENS),
+    ("variant.h_res", "make_transposed_bfloat16", "make_bf16_output", PERTURBED),
+    ("variant.h_res", "make_transposed_float16", "make_float16_output", PERTURBED),
+]
+
+
+def _run(prop: str, target: str, where: Case | int) -> None:
+    if isinstance(where, Case):
+        support.run(prop, f"{STANDINS}:{target}", where)
+    else:
+        support.run(prop, f"{STANDINS}:{target}", example=where)
+
+
+@pytest.mark.parametrize(("prop", "buggy", "correct", "where"), BUGS,
+                         ids=[f"{p}-{b}" for p, b, _, _ in BUGS])
+def test_low_precision_bug_is_caught(prop: str, buggy: str, correct: str,
+                                     where: Case | int) -> None:
+    _run(prop, correct, where)
+    with pytest.raises(PropertyFailure):
+        _run(prop, buggy, where)
+
+
+@pytest.mark.parametrize("prop", ["strides.non_contiguous", "inference.modes",
+                                  "inference.repeated_calls", "scale.batch_composition"])
+def test_self_consistency_is_a_few_units_of_roundoff(prop: str) -> None:
+    ctx = support.run(prop, f"{STANDINS}:make_bf16_output")
+    bf16 = tolerances.eps(torch.bfloat16)
+    # float32 inside, bfloat16 out: 4·eps (batch composition grows it with d past 64)
+    assert 4 * bf16 <= ctx.worst.tolerance <= 4 * bf16 * 257 / 64
+    assert ctx.worst.error <= ctx.worst.tolerance
+
+
+def test_self_consistency_keeps_the_law_in_float64_and_float32() -> None:
+    for dtype in (torch.float64, torch.float32):
+        assert tolerances.self_consistency(dtype) == tolerances.law(dtype)
+        assert tolerances.self_consistency(dtype, torch.float32) == tolerances.law(dtype)
+    bf16 = tolerances.eps(torch.bfloat16)
+    assert tolerances.self_consistency(torch.bfloat16, torch.float32) == 4 * bf16
+    assert tolerances.self_consistency(torch.bfloat16, torch.bfloat16) == 8 * bf16
+    assert "self_consistency" in tolerances.RULES
+
+
+@pytest.mark.parametrize("prop", ["scale.law", "variant.h_res", "variant.gates"])
+def test_comparisons_with_float64_math_are_measured_in_bfloat16(prop: str) -> None:
+    ctx = support.run(prop, f"{STANDINS}:make_bf16_output", PERTURBED if prop != "scale.law"
+                      else None)
+    assert ctx.worst.tolerance < 0.05  # max(4·eps, 8 × the closed form's error), not 2.0
+    assert ctx.worst.error <= ctx.worst.tolerance
+
+
+def test_depth_bounds_are_measured_in_bfloat16() -> None:
+    ctx = support.run("depth.mhc_bounded", f"{STANDINS}:make_bf16_output")
+    # the bfloat16 stand-in passes with the exact axis of float32 plus one output eps
+    assert ctx.worst.error <= ctx.worst.tolerance < 2.0
+
+
+@pytest.mark.parametrize("precision", ["bfloat16", "float16"])
+def test_transposed_hint_fires_in_low_precision(precision: str) -> None:
+    ctx = support.context(f"{STANDINS}:make_transposed_{precision}")
+    with pytest.raises(PropertyFailure):
+        support.run("law.reported", f"{STANDINS}:make_transposed_{precision}", PERTURBED)
+    hint = known_bug_class("law.reported", ctx, PERTURBED)
+    assert hint is not None and "H_res looks transposed" in hint
+
+
+def test_transposed_hint_spares_a_correct_bfloat16_output() -> None:
+    ctx = support.context(f"{STANDINS}:make_bf16_output")
+    assert known_bug_class("law.reported", ctx, PERTURBED) is None
+
+
+@pytest.mark.parametrize("prop", ["exact.one_hot_copy", "exact.cancelling_streams"])
+def test_exact_accepts_a_branch_input_before_the_output_rounding(prop: str) -> None:
+    support.run(prop, f"{STANDINS}:make_bf16_unrounded_branch_input")
+    support.run(prop, f"{STANDINS}:make_bf16_output")
