@@ -111,7 +111,9 @@ def test_modes_say_why() -> None:
         compiled.require_device("cpu", "LigerMHC")
     with pytest.raises(ValueError, match="cannot run here"):
         _triton.TritonMode("unavailable", "no CUDA").require_device("cpu", "LigerMHC")
-    assert MODE.name in targets.BUILTIN["liger_kernel:mhc"].description or MODE.name == "cuda"
+    # the mode is a lazy detail of the description (it needs torch), added when resolved
+    assert MODE.name in targets.describe(targets.BUILTIN["liger_kernel:mhc"]) \
+        or MODE.name == "cuda"
 
 
 @pytest.mark.slow
