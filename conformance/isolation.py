@@ -157,3 +157,30 @@ def watch() -> Iterator[list[str]]:
     finally:
         changed.extend(changes(before, snapshot()))
         restore(before)
+
+
+@contextlib.contextmanager
+def thread_watch() -> Iterator[list[str]]:
+    """As :func:`watch`, for the state torch keeps per thread, which :func:`watch` in another
+    thread cannot see: run a block in the calling thread, then put the thread's grad mode back
+    and fill the yielded list with the change, e.g. ``grad mode (worker thread) True ->
+    False``. Used around code the kit does not own in a reused worker thread
+    (:mod:`hcspec.conformance.timeouts`), so a forward that leaves grad mode off cannot leak it
+    into the next property.
+
+    >>> import torch
+    >>> with thread_watch() as changed:
+    ...     _ = torch.set_grad_enabled(False)
+    >>> changed, torch.is_grad_enabled()
+    (['grad mode (worker thread) True -> False'], True)
+    """
+    import torch
+
+    grad = torch.is_grad_enabled()
+    changed: list[str] = []
+    try:
+        yield changed
+    finally:
+        if torch.is_grad_enabled() != grad:
+            changed.append(f"grad mode (worker thread) {grad} -> {torch.is_grad_enabled()}")
+            torch.set_grad_enabled(grad)

@@ -20,6 +20,7 @@ import time
 import zlib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import torch
 from hypothesis import Verbosity, given, reject, settings
@@ -54,6 +55,8 @@ from hcspec.conformance.report import kit_version
 from hcspec.conformance.strategies import Case, make_branch
 from hcspec.conformance.targets import Target, resolve
 from hcspec.conformance.timeouts import TimedOut, call_with_timeout, default_timeout
+
+T = TypeVar("T")
 
 
 class Terminated(KeyboardInterrupt):
@@ -128,8 +131,8 @@ def inspect_target(factory: Factory, device: str, seed: int, *,
     info = TargetInfo()
     with isolation.watch() as changed:
         try:
-            call_with_timeout(lambda: _inspect_seeded(info, factory, device, seed, status),
-                              timeout, "building and inspecting a sample impl")
+            _in_worker(lambda: _inspect_seeded(info, factory, device, seed, status),
+                       timeout, "building and inspecting a sample impl", changed)
         except TimedOut as exc:
             info.problems.append(f"{info.causes.get('running', 'the inspection')} did not "
                                  f"finish within {exc.seconds:g} s (--timeout)")
@@ -603,6 +606,23 @@ def _hint(prop: Property, info: TargetInfo) -> str | None:
     return None
 
 
+def _in_worker(fn: Callable[[], T], seconds: float | None, what: str,
+               changed: list[str]) -> T:
+    """:func:`hcspec.conformance.timeouts.call_with_timeout` for code the kit does not own:
+    the worker thread's own state (grad mode) is put back afterwards and what changed is
+    appended to ``changed``. Raises as ``call_with_timeout``."""
+
+    def guarded() -> T:
+        thread_changed: list[str] = []
+        try:
+            with isolation.thread_watch() as thread_changed:
+                return fn()
+        finally:
+            changed.extend(thread_changed)
+
+    return call_with_timeout(guarded, seconds, what)
+
+
 def evaluate_property(
     setup: RunSetup, prop: Property, statuses: Mapping[str, str], expected: str | None = None,
     replay: Case | None = None,
@@ -640,9 +660,9 @@ def evaluate_property(
     start = time.perf_counter()
     with isolation.watch() as changed:
         try:
-            outcome, checked = call_with_timeout(
+            outcome, checked = _in_worker(
                 lambda: run_property(prop, ctx, replay=replay, on_case=running.append),
-                setup.timeout, prop.id)
+                setup.timeout, prop.id, changed)
         except TimedOut as exc:
             outcome, checked = _timed_out(prop, exc, running[-1] if running else None), 0
     result.seconds = time.perf_counter() - start

@@ -2,16 +2,24 @@
 waiting for it after a time limit.
 
 A forward that hangs must not hang the run. :func:`call_with_timeout` runs the work in a
-daemon thread and waits for it at most ``seconds``; past that it raises :class:`TimedOut`
+daemon worker thread and waits for it at most ``seconds``; past that it raises :class:`TimedOut`
 and the caller moves on, abandoning the thread. A thread, not a process, because the
 implementation under test is live Python state (a factory that may be a closure, modules,
 CUDA tensors): a worker process would have to re-import the target and, on CUDA, start its
 own CUDA context (CUDA cannot be used in a forked child), which costs seconds per property
-and breaks factories that cannot be pickled. A thread shares the CUDA context and costs
-nothing. Its limits, documented in docs/conformance.md: an abandoned thread keeps running
-until its call returns or the process exits (it is a daemon thread), and a hang that holds
-the GIL in native code cannot be waited out by any thread (the process-level guard then is
-the CI job's timeout, whose SIGTERM still writes the report, :mod:`hcspec.conformance.cli`).
+and breaks factories that cannot be pickled. A thread shares the CUDA context. Its limits,
+documented in docs/conformance.md: an abandoned thread keeps running until its call returns
+or the process exits (it is a daemon thread), and a hang that holds the GIL in native code
+cannot be waited out by any thread (the process-level guard then is the CI job's timeout,
+whose SIGTERM still writes the report, :mod:`hcspec.conformance.cli`).
+
+The worker thread is kept and reused for the next call as long as its work finished in time
+(one worker per caller at a time; a call made while it is busy, e.g. from inside a job, gets a
+fresh one). Starting a thread per call would cost far more than the thread: hypothesis keeps
+a per-thread random generator and registers it in each new thread with a full garbage
+collection, about 0.1 s per call once torch is imported. State that is per thread (torch's
+grad mode, for one) therefore carries over from one job to the next; callers that run code
+they do not own reset it themselves (:func:`hcspec.conformance.isolation.thread_watch`).
 
 The main thread waits on an event, so SIGINT and SIGTERM are handled at once even while the
 worker hangs.
@@ -19,6 +27,7 @@ worker hangs.
 
 from __future__ import annotations
 
+import queue
 import threading
 from collections.abc import Callable
 from typing import Final, TypeVar
@@ -45,36 +54,78 @@ class TimedOut(Exception):
         self.seconds = seconds
 
 
+class _Worker:
+    """A daemon thread that runs the jobs put on its queue one after another, until it gets
+    None."""
+
+    def __init__(self) -> None:
+        self.jobs: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
+        self.thread = threading.Thread(target=self._loop, name="hc-conformance worker",
+                                       daemon=True)
+        self.thread.start()
+
+    def _loop(self) -> None:
+        while (job := self.jobs.get()) is not None:
+            job()
+
+
+_idle_worker: _Worker | None = None
+_idle_lock = threading.Lock()
+
+
+def _take_worker() -> _Worker:
+    """The idle worker (now owned by the caller), or a new one when none is idle."""
+    global _idle_worker
+    with _idle_lock:
+        worker, _idle_worker = _idle_worker, None
+    return worker if worker is not None else _Worker()
+
+
+def _give_back(worker: _Worker) -> None:
+    """Make ``worker`` the idle one again, or end it when another became idle meanwhile."""
+    global _idle_worker
+    with _idle_lock:
+        if _idle_worker is None:
+            _idle_worker = worker
+            return
+    worker.jobs.put(None)
+
+
 def call_with_timeout(fn: Callable[[], T], seconds: float | None, what: str) -> T:
     """``fn()`` in a daemon worker thread, waited for at most ``seconds`` (None or <= 0: no
-    limit, still in the worker so that signals reach the main thread promptly).
+    limit, still in the worker so that signals reach the main thread promptly). The worker is
+    reused by the next call when ``fn`` finished in time (see the module docstring).
 
     Returns:
         what ``fn`` returned.
 
     Raises:
-        TimedOut: the limit passed (the thread is abandoned, still running).
+        TimedOut: the limit passed (the worker is abandoned, still running ``fn``).
         BaseException: whatever ``fn`` raised, re-raised in the caller's thread.
     """
     done = threading.Event()
     box: dict[str, object] = {}
 
-    def work() -> None:
+    def job() -> None:
+        thread = threading.current_thread()
+        thread.name = f"hc-conformance: {what}"
         try:
             box["value"] = fn()
         except BaseException as exc:  # handed to the caller's thread
             box["error"] = exc
         finally:
+            thread.name = "hc-conformance worker"
             done.set()
 
-    worker = threading.Thread(target=work, name=f"hc-conformance: {what}", daemon=True)
-    worker.start()
+    worker = _take_worker()
+    worker.jobs.put(job)
     limit = seconds if seconds is not None and seconds > 0 else None
     if limit is None:
         while not done.wait(1.0):  # short waits: a signal interrupts the main thread here
             pass
     elif not done.wait(limit):
         raise TimedOut(what, limit)
+    _give_back(worker)
     if "error" in box:
         raise box["error"]  # type: ignore[misc]
     return box["value"]  # type: ignore[return-value]

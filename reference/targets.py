@@ -24,7 +24,7 @@ def _seeded(build: Callable[[], HyperConnection], seed: int,
     # Initialise on the CPU under a private seed (leaving the caller's RNG state untouched),
     # then move: the same seed gives the same parameters on every device.
     with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
+        torch.default_generator.manual_seed(seed)  # the CPU generator only: it is forked
         module = build()
     return module.to(dtype=dtype, device=device)
 

@@ -8,6 +8,7 @@ import time
 from typing import Any
 
 import pytest
+import torch
 
 from hcspec.conformance import report as rp
 from hcspec.conformance import runner
@@ -101,3 +102,56 @@ def test_a_target_that_hangs_while_its_failure_is_diagnosed_does_not_hang_the_ru
     (result,) = [r for r in report.results if r.id == "law.reported"]
     assert result.status == rp.FAILED, result.message
     assert result.failure is not None and "transposed" not in (result.failure.hint or "")
+
+
+def test_the_worker_thread_is_reused_until_work_overruns() -> None:
+    first = call_with_timeout(threading.get_ident, 5, "first")
+    assert call_with_timeout(threading.get_ident, 5, "second") == first
+    release = threading.Event()
+    with pytest.raises(TimedOut):
+        call_with_timeout(release.wait, 0.2, "sleeper")
+    try:
+        after = call_with_timeout(threading.get_ident, 5, "after")
+        assert after != first  # the abandoned worker is still waiting: a fresh one ran this
+    finally:
+        release.set()
+
+
+def test_a_call_from_inside_a_job_gets_its_own_worker() -> None:
+    outer, inner = call_with_timeout(
+        lambda: (threading.get_ident(), call_with_timeout(threading.get_ident, 5, "inner")),
+        5, "outer")
+    assert outer != inner
+
+
+def test_grad_mode_left_off_by_a_forward_does_not_leak_into_later_properties() -> None:
+    """The worker thread is reused, and grad mode is per thread: a forward that switches it
+    off (once, the first time it runs with grad on) would make every later gradient property
+    fail; the kit puts it back and reports the change instead."""
+    calls = {"n": 0}
+
+    def make(n: int, d: int, **kwargs: Any) -> Any:
+        impl = make_hc_static(n, d, **kwargs)
+        inner = impl.forward
+
+        def forward(x: Any, branch: Any) -> Any:
+            out = inner(x, branch)
+            if torch.is_grad_enabled():
+                calls["n"] += 1
+                if calls["n"] == 1:
+                    torch.set_grad_enabled(False)
+            return out
+
+        impl.forward = forward
+        return impl
+
+    report = check_implementation(make, profile="quick", device="cpu",
+                                  only=["shape.output", "gradients.fd_input",
+                                        "gradients.closed_form"])
+    got = {r.id: r for r in report.results}
+    assert got["gradients.fd_input"].status == rp.PASSED, got["gradients.fd_input"].message
+    assert got["gradients.closed_form"].status == rp.PASSED
+    changes = [c for r in report.results for c in r.global_state_changes]
+    changes += report.global_state_changes
+    assert changes == ["grad mode (worker thread) True -> False"]
+    assert torch.is_grad_enabled()
