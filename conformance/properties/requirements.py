@@ -154,12 +154,16 @@ CUDA = Requirement("a CUDA device", "compares the CUDA forward with the CPU forw
                    lambda s: cuda_reason() is None, lambda s: cuda_reason())
 """A CUDA device is present (whatever the run's device)."""
 
+TRACE_BACKEND = "eager"
 CHEAP_BACKEND = "aot_eager"
 FULL_BACKEND = "inductor"
 
 
 def compile_backend(profile: Profile) -> str:
-    """``inductor`` under the ``thorough`` profile, else ``aot_eager``."""
+    """``eager`` under ``quick`` (TorchDynamo's trace only), ``inductor`` under ``thorough``,
+    else ``aot_eager`` (see :mod:`hcspec.conformance.properties.compile`)."""
+    if profile.name == "quick":
+        return TRACE_BACKEND
     return FULL_BACKEND if profile.name == "thorough" else CHEAP_BACKEND
 
 
@@ -189,7 +193,7 @@ def compile_unavailable(backend: str, device: str) -> str | None:
 
 
 COMPILE = Requirement(
-    "torch.compile usable (aot_eager; inductor under thorough)",
+    "torch.compile usable (aot_eager; eager under quick, inductor under thorough)",
     "torch.compile with the profile's backend cannot run here",
     lambda s: compile_unavailable(compile_backend(s.profile), s.device) is None,
     lambda s: compile_unavailable(compile_backend(s.profile), s.device))

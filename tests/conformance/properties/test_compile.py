@@ -11,6 +11,7 @@ from tests.conformance.properties.support import run, unmet
 
 
 def test_backend_follows_the_profile() -> None:
+    assert compile_backend(get_profile("quick")) == "eager"
     assert compile_backend(get_profile("ci")) == "aot_eager"
     assert compile_backend(get_profile("thorough")) == "inductor"
 
