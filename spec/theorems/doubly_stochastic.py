@@ -18,6 +18,7 @@ import sympy
 
 from hcspec.spec import doubly_stochastic as ds
 from hcspec.spec import formulas, norms
+from hcspec.spec import sinkhorn_index as si
 from hcspec.spec.checks import (
     chain,
     instantiate,
@@ -494,13 +495,22 @@ def _mhc_n1_residual() -> list[Step]:
         "Lemma form: for any positive matrix A, T_c(A) > 0, T_r(A) > 0 and T_r(A) 1 = 1; by "
         "induction on the rounds this holds after every round.",
     ),
-    cases="lemma: generic positive A, n in {1,2,3,4}; column sums not exact: n = 2, logits "
-          "[[0, 1], [2, 0]], one round",
-    generality="explicit sizes",
+    cases="lemma for symbolic n in index form (every round by induction); examples: generic "
+          "positive A, n in {1,2,3,4}; column sums not exact: n = 2, logits [[0, 1], [2, 0]], one "
+          "round",
+    generality="all sizes",
     source="mHC arXiv:2512.24880 §4.2 Eq. 8–9",
 )
 def _sinkhorn_rows_exact() -> list[Step]:
-    steps: list[Step] = []
+    summed, split, value = si.rows_exact()
+    positive = si.steps_keep_positive(0)
+    steps: list[Step] = [
+        ("every n: the factor 1/Σ_k A_ik does not depend on j, so row i of T_r(A) sums to 1",
+         chain(summed, split, value)),
+        ("every n: a positive entry over a non-empty sum of positive entries is positive, so "
+         "T_r and T_c keep A > 0 and, by induction from M⁰ = exp(H̃) > 0, every iterate is "
+         "positive", sympy.StrictGreaterThan(positive, 0, evaluate=False)),
+    ]
     for n in SIZES_N:
         A = symbol_matrix("A", n, n, positive=True)
         rows = ds.normalise_rows(A)
@@ -509,7 +519,7 @@ def _sinkhorn_rows_exact() -> list[Step]:
             if not all(entry.is_positive for entry in M):
                 raise ProofFailure(f"{name} has an entry not provably positive, n={n}")
         if n == 2:
-            steps.append(step)
+            steps.append(("example, " + step[0], step[1]))
     logits = sympy.Matrix([[0, 1], [2, 0]])
     column_gap = ds.col_sums(ds.sinkhorn_knopp(logits, 1)) - sympy.ones(1, 2)
     value = column_gap[0, 0].evalf(30)
