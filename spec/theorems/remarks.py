@@ -16,6 +16,7 @@ import sympy
 
 from hcspec.spec import doubly_stochastic as ds
 from hcspec.spec import formulas, network
+from hcspec.spec import sinkhorn_index as si
 from hcspec.spec.checks import chain, require_equal, require_true, symbol_matrix
 from hcspec.spec.registry import ProofFailure, Step, theorem
 from hcspec.spec.theorems.duality import HC_PARALLEL_EVEN, HC_PARALLEL_ODD, symbolic_weights
@@ -218,6 +219,38 @@ def seed_sinkhorn(logits: sympy.Matrix, rounds: int, tau: sympy.Expr,
     return M
 
 
+def _seed_loop_every_n() -> list[Step]:
+    """The seed loop in index form, symbolic n (:mod:`hcspec.spec.sinkhorn_index`): its last
+    step T_c^ε leaves column sums c/(c + ε) < 1 on any positive iterate, its steps keep the
+    iterate positive from exp(H̃/τ) > 0, and at ε = 0 one round satisfies
+    T_c(T_r(M))_ij = T_r(T_c(Mᵀ))_ji (so t rounds on M are the transpose of the paper's t
+    rounds on Mᵀ, by induction).
+
+    Raises:
+        ProofFailure: when a step does not reduce as claimed.
+    """
+    column_total, column_value = si.variant_columns()
+    positive = si.steps_keep_positive(si.EPS)
+    logits = sympy.IndexedBase("h", real=True)
+    tau = sympy.Symbol("tau", positive=True)
+    si.require_positive("exp(h_ij/τ)", sympy.exp(logits[si.I, si.J] / tau))
+    M = si.positive_entries("M")
+    seed_round = si.column_step(si.row_step(M, 0, si.L))
+    paper_round = si.row_step(si.column_step(si.transpose(M), 0, si.L))
+    si.require_reduces("ε = 0: T_c(T_r(M))_ij = T_r(T_c(Mᵀ))_ji, symbolic n",
+                       seed_round(si.I, si.J), paper_round(si.J, si.I))
+    return [
+        ("every n: the seed loop's last step T_c^ε leaves column j of any positive iterate B "
+         "summing to c_j/(c_j + ε), c_j = Σ_k B_kj: below 1 for ε > 0",
+         chain(column_total, column_value)),
+        ("every n: its steps keep the iterate positive (from exp(H̃/τ) > 0, by induction)",
+         sympy.StrictGreaterThan(positive, 0, evaluate=False)),
+        ("every n, ε = 0: entry (i, j) of a seed round on M is entry (j, i) of a paper round "
+         "on Mᵀ (rows first on M is columns first on Mᵀ)",
+         chain(r"T_c(T_r(M))_{ij}", seed_round(si.I, si.J), r"T_r(T_c(M^{T}))_{ji}")),
+    ]
+
+
 @theorem(
     "mhc.sinkhorn_seed_loop",
     "The seed notes' Sinkhorn loop (exp(H̃/τ), rows first, +ε in every denominator) ends each "
@@ -225,15 +258,17 @@ def seed_sinkhorn(logits: sympy.Matrix, rounds: int, tau: sympy.Expr,
     "paper's (columns first, no ε) ends with rows exactly 1. At ε = 0 the seed loop on H̃ is the "
     "transpose of the paper's on H̃ᵀ, and τ only rescales the logits.",
     assumptions=("A positive n×n iterate; ε = 1e-8 > 0; τ > 0.",),
-    cases="generic positive entries at n in {2,3} (one round; rounds compose); the logits "
-          "[[0, 2, −1], [1, 0, 3], [−2, 1, 0]] at τ = 1, 20 rounds, evaluated to 30 digits",
-    generality="explicit sizes",
+    cases="column sums, positivity and the transpose relation for symbolic n in index form "
+          "(every round by induction); examples: generic positive entries at n in {2,3}; inexact "
+          "rows: the logits [[0, 2, −1], [1, 0, 3], [−2, 1, 0]] at τ = 1, 20 rounds, evaluated "
+          "to 30 digits",
+    generality="all sizes",
     source="mHC arXiv:2512.24880 §4.2 Eq. 9 (the paper's order); the seed notes' loop",
 )
 def _sinkhorn_seed_loop() -> list[Step]:
     eps = sympy.Symbol("epsilon", positive=True)
     tau = sympy.Symbol("tau", positive=True)
-    steps: list[Step] = []
+    steps: list[Step] = _seed_loop_every_n()
     for n in (2, 3):
         h = symbol_matrix("h", n, n)
         seed = seed_sinkhorn(h, 1, tau, eps)
@@ -248,7 +283,7 @@ def _sinkhorn_seed_loop() -> list[Step]:
             show=(sympy.Symbol(r"\mathrm{seed}_{\varepsilon=0}(\tilde{H})"),
                   sympy.Symbol(r"\mathrm{paper}(\tilde{H}^T / \tau)^T")))
         if n == 2:
-            steps += [step, transpose]
+            steps += [("example, " + step[0], step[1]), ("example, " + transpose[0], transpose[1])]
     logits = CONVERGENCE_LOGITS.applyfunc(lambda v: sympy.Float(v, 40))
     values = seed_sinkhorn(logits, 20, sympy.Integer(1))
     column_error = max(abs(float((s - 1).evalf(30))) for s in ds.col_sums(values))
