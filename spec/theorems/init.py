@@ -160,13 +160,19 @@ def index_instance(expr: sympy.Expr, n: int, d: int, X: sympy.Matrix,
     n×1 column for h_pre / h_post (free index i), an n×n matrix for H_res (i, j)."""
     values = {_X_IDX: X, _W_M: W_m, _W_BETA: W_beta, _W_R: W_r, _STATIC_PRE: static.h_pre,
               _STATIC_POST: static.h_post, _STATIC_RES: static.H_res}
+    entries = {base[(a, b) if base in (_X_IDX, _W_R, _STATIC_RES) else a]: matrix[a, b]
+               for base, matrix in values.items()
+               for a in range(matrix.shape[0]) for b in range(matrix.shape[1])}
+
+    def unroll(total: sympy.Sum) -> sympy.Expr:
+        index, low, high = total.limits[0]
+        return sympy.Add(*(total.function.xreplace({index: v})
+                           for v in range(int(low), int(high) + 1)))
 
     def entry(i: int, j: int) -> sympy.Expr:
-        concrete = expr.subs(formulas.d, d).xreplace({_I: i, _J: j}).doit()
-        return concrete.replace(
-            lambda e: isinstance(e, sympy.Indexed) and e.base in values,
-            lambda e: values[e.base][int(e.indices[0]), int(e.indices[1]) if len(e.indices) > 1
-                                     else 0])
+        concrete = expr.xreplace({formulas.d: sympy.Integer(d), _I: i, _J: j})
+        concrete = concrete.replace(lambda e: isinstance(e, sympy.Sum), unroll)
+        return concrete.xreplace(entries)
 
     columns = n if _J in expr.free_symbols else 1
     return sympy.Matrix(n, columns, entry)

@@ -150,7 +150,8 @@ def _witness_entry(norm_entry: sympy.Expr, scale: int) -> sympy.Expr:
     x0 = {index: scale * (sympy.KroneckerDelta(index, 0) - sympy.KroneckerDelta(index, 1))
           for index in (_NORM_I, _NORM_K, _NORM_L)}
     value = norm_entry.xreplace({_NORM_X[a]: b for a, b in x0.items()})
-    value = value.subs(_NORM_D, _E + 2).subs(_NORM_I, 0).doit()
+    value = value.subs(_NORM_D, _E + 2).subs(_NORM_I, 0)
+    value = value.replace(lambda e: isinstance(e, sympy.Sum), split_sums).doit()  # Σ δ's
     return sympy.simplify(sympy.piecewise_fold(value))
 
 
