@@ -181,7 +181,7 @@ def _sinkhorn_variants() -> list[Step]:
     for n in (2, 3):
         logits = symbol_matrix("h", n, n)
         start = softmax_rows(logits)
-        step = require_equal(f"softmax start: rows of softmax_rows(H̃) sum to 1, n={n}",
+        step = require_equal(f"example, softmax start: rows of softmax_rows(H̃) sum to 1, n={n}",
                              ds.row_sums(start), sympy.ones(n, 1))
         if n == 2:
             steps.append(step)
