@@ -276,9 +276,6 @@ NOT_PROVEN: tuple[tuple[str, str], ...] = (
      "the fixed-point formula with the derivative of a closed-form limit, which exists only at "
      "n = 2 (P is fixed by one cross ratio); for n ≥ 3 the scaling vectors solve a nonlinear "
      "system with no closed form to differentiate."),
-    ("Permutation matrices as vertices for every n.", "`ds.permutation_vertices` checks all n! "
-     "permutations for n ≤ 4 by solving the row and column sums on the zero pattern; it is not "
-     "yet written in index form."),
     ("The seeds' worked exercises (X' = [7, −1]; X' = (8.5, 6.5) with G_X = (3.25, 3.75)).",
      "Their inputs are not part of the repository, so they cannot be recomputed here; the "
      "worked example below is computed by the spec."),

@@ -562,8 +562,9 @@ def _duality_parallel() -> list[Step]:
     C = network.connection_weights(weights)
     for g in range(3):
         odd, even = 2 * g + 1, 2 * g + 2
-        pair = require_equal(f"unrolled: layer {even} does not read layer {odd}",
-                             sympy.Matrix([C[even, odd]]), sympy.zeros(1, 1))
+        pair = require_equal(f"n = 2, unrolled: layer {even} does not read layer {odd}",
+                             sympy.Matrix([C[even, odd]]), sympy.zeros(1, 1),
+                             show=(sympy.Symbol(f"w_{{{odd},{even}}}"), sympy.Integer(0)))
         if g == 0:
             steps.append(pair)
     steps.append(("n = 2 (Eq. 18–19), L = 6: the unrolled weights (rows: node k's input; PTB "
