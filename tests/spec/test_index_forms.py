@@ -73,6 +73,7 @@ def test_index_form_dynamic_weights_are_the_explicit_ones_and_w_zero_is_static()
     assert zero == static.H_res
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("theorem_id", [
     "duality.parallel", "mhc.sinkhorn_rows_exact", "mhc.sinkhorn_variants",
     "mhc.sinkhorn_seed_loop", "dynamic.init_equals_static", "dynamic.weights_bounded",
