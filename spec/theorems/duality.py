@@ -1,5 +1,5 @@
 """Cross-layer structure of HC stacks: unrolled connection weights and the sequential–parallel
-duality of the paper's n = 2 matrices.
+duality (the paper's n = 2 matrices and their general-n forms, App. H Eq. 42 and 54–55).
 
 Theorems: ``unroll.connection_weights``, ``unroll.gradient``, ``duality.sequential``,
 ``duality.parallel``.
