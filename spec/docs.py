@@ -267,15 +267,15 @@ NOT_PROVEN: tuple[tuple[str, str], ...] = (
     ("Birkhoff–von Neumann for every n.", "The general proof rests on Hall's marriage theorem, "
      "a combinatorial argument sympy does not check; `ds.two_by_two_family` proves n = 2 and "
      "`ds.birkhoff_decompositions` decomposes four rational 3×3 and 4×4 matrices exactly."),
-    ("The general-n parallel arrangement (HC App. H Eq. 54–55).", "`duality.parallel` proves "
-     "n = 2 only: the general-n matrices of Eq. 54–55 were not transcribed into the spec."),
-    ("Sinkhorn–Knopp and the DeepSeek-V4 variant for symbolic n.", "`mhc.sinkhorn_rows_exact`, "
-     "`mhc.sinkhorn_variants` and `mhc.sinkhorn_seed_loop` normalise explicit n×n matrices "
-     "(n ≤ 4); the entrywise arguments hold for every n but are checked per n. "
-     "`mhc.soft_start` treats the diagonal start λ I for every n."),
-    ("Dynamic HC and the n = 1 reductions for symbolic d.", "`dynamic.*` and `reduction.*` build "
-     "the per-stream LayerNorm and the tanh weights entry by entry at explicit d; not yet "
-     "rewritten in index form."),
+    ("Convergence of Sinkhorn–Knopp for every positive matrix.", "It is a limit argument "
+     "(Sinkhorn 1964, e.g. by contraction in Hilbert's projective metric) that sympy does not "
+     "check; what holds after every finite round is proven for every n "
+     "(`mhc.sinkhorn_rows_exact`, `mhc.sinkhorn_variants`, `mhc.sinkhorn_seed_loop`), and "
+     "`mhc.sinkhorn_converges` follows the column-sum error of one 3×3 instance numerically."),
+    ("The Sinkhorn–Knopp implicit gradient for n ≥ 3.", "`sinkhorn.implicit_gradient` compares "
+     "the fixed-point formula with the derivative of a closed-form limit, which exists only at "
+     "n = 2 (P is fixed by one cross ratio); for n ≥ 3 the scaling vectors solve a nonlinear "
+     "system with no closed form to differentiate."),
     ("The seeds' worked exercises (X' = [7, −1]; X' = (8.5, 6.5) with G_X = (3.25, 3.75)).",
      "Their inputs are not part of the repository, so they cannot be recomputed here; the "
      "worked example below is computed by the spec."),

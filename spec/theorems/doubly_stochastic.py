@@ -18,6 +18,7 @@ import sympy
 
 from hcspec.spec import doubly_stochastic as ds
 from hcspec.spec import formulas, norms
+from hcspec.spec import sinkhorn_index as si
 from hcspec.spec.checks import (
     chain,
     instantiate,
@@ -214,18 +215,61 @@ def _ds_two_by_two() -> list[Step]:
     ]
 
 
+def _permutation_vertices_every_n() -> list[Step]:
+    """Index form, symbolic n: P_ij = δ_σ(i)j = δ_iτ(j) (τ = σ⁻¹) has row and column sums 1; if
+    P = λA + (1 − λ)B with A, B doubly stochastic and 0 < λ < 1, A has the zero pattern of P,
+    so A_ij = a_i δ_σ(i)j, whose row sums a_i must be 1: A = P (and B likewise).
+
+    Raises:
+        ProofFailure: when a sum does not reduce as claimed or a term is not provably ≥ 0.
+    """
+    n = sympy.Symbol("n", integer=True, positive=True)
+    i, j = sympy.symbols("i j", integer=True, nonnegative=True)
+    sigma = sympy.Function("sigma", integer=True, nonnegative=True)(i)
+    tau = sympy.Function("tau", integer=True, nonnegative=True)(j)
+    in_range = {sympy.Le(sigma, n - 1): True, sympy.Le(tau, n - 1): True}
+
+    def reduce(total: sympy.Sum) -> sympy.Expr:
+        return sympy.piecewise_fold(total.doit()).xreplace(in_range)
+
+    row = sympy.Sum(sympy.KroneckerDelta(sigma, j), (j, 0, n - 1))
+    column = sympy.Sum(sympy.KroneckerDelta(i, tau), (i, 0, n - 1))
+    if reduce(row) != 1 or reduce(column) != 1:
+        raise ProofFailure(f"P's row or column sum is not 1: {reduce(row)}, {reduce(column)}")
+    lam, mu = sympy.symbols("lambda mu", positive=True)  # μ = 1 − λ > 0
+    a_off, b_off = sympy.symbols("A_{ij} B_{ij}", nonnegative=True)
+    for term in (lam * a_off, mu * b_off):
+        if term.is_nonnegative is not True:
+            raise ProofFailure(f"{term} is not provably nonnegative")
+    a = sympy.IndexedBase("a", real=True)
+    pinned = sympy.Sum(a[i] * sympy.KroneckerDelta(sigma, j), (j, 0, n - 1))
+    if reduce(pinned) != a[i]:
+        raise ProofFailure(f"the row sum of the pinned A is {reduce(pinned)}, not a_i")
+    return [
+        ("every n: P_ij = δ_σ(i)j = δ_iτ(j) (τ = σ⁻¹, σ a bijection of {0, …, n−1}) has unit "
+         "row sums", chain(row, reduce(row))),
+        ("and unit column sums (P ≥ 0: P is doubly stochastic)", chain(column, reduce(column))),
+        ("if P = λ A + (1 − λ) B with A, B doubly stochastic, 0 < λ < 1, then where "
+         "P_ij = 0 both nonnegative terms vanish: A_ij = B_ij = 0 (μ = 1 − λ)",
+         sympy.Eq(lam * a_off + mu * b_off, 0, evaluate=False)),
+        ("so A = (a_i δ_σ(i)j), and its row sums a_i must be 1: A = P (B likewise)",
+         chain(pinned, reduce(pinned))),
+    ]
+
+
 @theorem(
     "ds.permutation_vertices",
     "Every permutation matrix is doubly stochastic and is a vertex of the doubly stochastic set: "
     "a doubly stochastic matrix with the zero pattern of P equals P, so P = λA + (1−λ)B with "
     "0 < λ < 1 forces A = B = P.",
     assumptions=(*DS_ASSUMPTIONS, "A, B doubly stochastic, 0 < λ < 1."),
-    cases="all n! permutations for n in {1,2,3,4}",
-    generality="explicit sizes",
+    cases="symbolic n in index form (P_ij = δ_σ(i)j); examples: all n! permutations for n in "
+          "{1,2,3,4}, the zero pattern solved",
+    generality="all sizes",
     source="mHC arXiv:2512.24880 §4.1 (Birkhoff polytope: convex hull of the permutations)",
 )
 def _ds_permutation_vertices() -> list[Step]:
-    steps: list[Step] = []
+    steps: list[Step] = _permutation_vertices_every_n()
     for n in SIZES_N:
         for P in ds.permutation_matrices(n):
             ds.require_doubly_stochastic(f"permutation {P.tolist()}", P)
@@ -242,7 +286,7 @@ def _ds_permutation_vertices() -> list[Step]:
                                    f"with its zero pattern: {solutions}")
     P = ds.permutation_matrices(3)[3]
     steps += [
-        ("n = 3 example: P, and a doubly stochastic A with A_ij = 0 wherever P_ij = 0 "
+        ("example, n = 3: P, and a doubly stochastic A with A_ij = 0 wherever P_ij = 0 "
          "(forced by λ A_ij + (1 − λ) B_ij = 0 with A, B ≥ 0) solves to A = P",
          sympy.Eq(sympy.Symbol("A"), P, evaluate=False)),
         ("number of permutation matrices checked", sympy.Eq(
@@ -494,13 +538,22 @@ def _mhc_n1_residual() -> list[Step]:
         "Lemma form: for any positive matrix A, T_c(A) > 0, T_r(A) > 0 and T_r(A) 1 = 1; by "
         "induction on the rounds this holds after every round.",
     ),
-    cases="lemma: generic positive A, n in {1,2,3,4}; column sums not exact: n = 2, logits "
-          "[[0, 1], [2, 0]], one round",
-    generality="explicit sizes",
+    cases="lemma for symbolic n in index form (every round by induction); examples: generic "
+          "positive A, n in {1,2,3,4}; column sums not exact: n = 2, logits [[0, 1], [2, 0]], one "
+          "round",
+    generality="all sizes",
     source="mHC arXiv:2512.24880 §4.2 Eq. 8–9",
 )
 def _sinkhorn_rows_exact() -> list[Step]:
-    steps: list[Step] = []
+    summed, split, value = si.rows_exact()
+    positive = si.steps_keep_positive(0)
+    steps: list[Step] = [
+        ("every n: the factor 1/Σ_k A_ik does not depend on j, so row i of T_r(A) sums to 1",
+         chain(summed, split, value)),
+        ("every n: a positive entry over a non-empty sum of positive entries is positive, so "
+         "T_r and T_c keep A > 0 and, by induction from M⁰ = exp(H̃) > 0, every iterate is "
+         "positive", sympy.StrictGreaterThan(positive, 0, evaluate=False)),
+    ]
     for n in SIZES_N:
         A = symbol_matrix("A", n, n, positive=True)
         rows = ds.normalise_rows(A)
@@ -509,7 +562,7 @@ def _sinkhorn_rows_exact() -> list[Step]:
             if not all(entry.is_positive for entry in M):
                 raise ProofFailure(f"{name} has an entry not provably positive, n={n}")
         if n == 2:
-            steps.append(step)
+            steps.append(("example, " + step[0], step[1]))
     logits = sympy.Matrix([[0, 1], [2, 0]])
     column_gap = ds.col_sums(ds.sinkhorn_knopp(logits, 1)) - sympy.ones(1, 2)
     value = column_gap[0, 0].evalf(30)

@@ -1,5 +1,5 @@
 """Cross-layer structure of HC stacks: unrolled connection weights and the sequential–parallel
-duality of the paper's n = 2 matrices.
+duality (the paper's n = 2 matrices and their general-n forms, App. H Eq. 42 and 54–55).
 
 Theorems: ``unroll.connection_weights``, ``unroll.gradient``, ``duality.sequential``,
 ``duality.parallel``.
@@ -13,9 +13,17 @@ import sympy
 
 from hcspec.spec import doubly_stochastic as ds
 from hcspec.spec import formulas, network
-from hcspec.spec.checks import chain, evaluate, require_equal, symbol_matrix, symbol_vector
+from hcspec.spec.checks import (
+    chain,
+    evaluate,
+    require_equal,
+    require_size,
+    symbol_matrix,
+    symbol_vector,
+)
 from hcspec.spec.network import ConnectionWeights
 from hcspec.spec.registry import ProofFailure, Step, theorem
+from hcspec.spec.sums import split_sums
 
 D = 3  # feature size of the stacks below: never equal to n = 2 (catches transposition slips)
 
@@ -273,13 +281,6 @@ def sequential_blocks() -> list[Step]:
 HC_SEQUENTIAL = sympy.Matrix([[0, 1, 1], [1, 1, 0], [0, 0, 1]])
 """HC Eq. 17 (n = 2), the n = 2 case of App. H Eq. 42: B = 1ᵀ, A_m = e_1, A_r = I."""
 
-HC_PARALLEL_ODD = sympy.Matrix([[0, 1, 0], [1, 1, 1], [1, 1, 1]])
-"""HC Eq. 18: odd layers (the first of each pair) — B = e_1ᵀ, A_m = 1, A_r = 11ᵀ."""
-
-HC_PARALLEL_EVEN = sympy.Matrix([[0, 0, 1], [0, 1, 0], [1, 0, 1]])
-"""HC Eq. 19: even layers (the second of each pair) — B = e_2ᵀ, A_m = e_2, A_r = I."""
-
-
 def sequential_matrix(n: int) -> sympy.Matrix:
     """HC App. H Eq. 42: [[0, 1_{1×n}], [e_1, I_n]]."""
     return sympy.Matrix(sympy.BlockMatrix([
@@ -333,49 +334,239 @@ def _duality_sequential() -> list[Step]:
     return steps
 
 
-@theorem(
-    "duality.parallel",
-    "Alternating HC_odd = [[0,1,0],[1,1,1],[1,1,1]] and HC_even = [[0,0,1],[0,1,0],[1,0,1]] "
-    "(n = 2) makes each pair of layers read the same input s_g = 1ᵀX and gives "
-    "s_{g+1} = Σ_i (T_{2g+i}(s_g) + s_g): a parallel (PTB-style) arrangement.",
-    assumptions=(
-        "T_k arbitrary sublayers R^d → R^d; X₀ = 1_2 h₀ᵀ, so s_0 = 2 h₀.",
-        "Layers are counted from 1; odd layers use Eq. 18, even layers Eq. 19.",
-    ),
-    cases="n = 2, L = 6 layers (3 parallel pairs), d = 3",
-    generality="explicit sizes",
-    source="HC arXiv:2409.19606 §3.2 Eq. 18–19, Fig. 4(b); App. H Eq. 53 (Eq. 54–55 general n)",
-)
-def _duality_parallel() -> list[Step]:
+HC_PARALLEL_ODD = sympy.Matrix([[0, 1, 0], [1, 1, 1], [1, 1, 1]])
+"""HC Eq. 18: odd layers (the first of each pair) — B = e_1ᵀ, A_m = 1, A_r = 11ᵀ."""
+
+HC_PARALLEL_EVEN = sympy.Matrix([[0, 0, 1], [0, 1, 0], [1, 0, 1]])
+"""HC Eq. 19: even layers (the second of each pair) — B = e_2ᵀ, A_m = e_2, A_r = I."""
+
+
+def unit(n: int, j: int) -> sympy.Matrix:
+    """e_j ∈ R^{n×1}, the j-th unit column (1-based, as in the paper's e_1)."""
+    return sympy.Matrix(n, 1, lambda r, _: 1 if r == j - 1 else 0)
+
+
+def parallel_matrix(n: int, k: int, *, literal: bool = False) -> sympy.Matrix:
+    """The HC matrix of layer k (1-based) in the parallel arrangement of App. H, i = (k−1) mod n.
+
+    i = 0 (Eq. 54): [[0, e_1ᵀ], [1, 11ᵀ]] — read the stream sum, reset every stream to it, write
+    to stream 1. i ≠ 0 (Eq. 55): [[0, e_{i+1}ᵀ], [e_{i+1}, I]] — read and write stream i + 1 only.
+    ``literal=True`` uses e_i for i ≠ 0, Eq. 55 as printed with the 1-based e of Eq. 54; it is
+    not Eq. 19 at n = 2 (see :func:`literal_reading_fails`).
+
+    Raises:
+        ValueError: if n < 2 or k < 1.
+    """
+    require_size("n", n, minimum=2)
+    require_size("k", k)
+    i = (k - 1) % n
+    if i == 0:
+        B, A_m, A_r = unit(n, 1).T, sympy.ones(n, 1), sympy.ones(n, n)
+    else:
+        e = unit(n, i if literal else i + 1)
+        B, A_m, A_r = e.T, e, sympy.eye(n)
+    return sympy.Matrix(sympy.BlockMatrix([[sympy.zeros(1, 1), B], [A_m, A_r]]))
+
+
+def unit_vector_lemma() -> list[Step]:
+    """Index form, symbolic n: (e_j)_r = δ_{rj} (r = 1..n) gives 1ᵀ e_j = 1 for 1 ≤ j ≤ n and
+    e_jᵀ e_m = δ_{jm}, so distinct unit vectors are orthogonal.
+
+    Raises:
+        ProofFailure: when sympy does not reduce the sums to these values.
+    """
+    n = formulas.n
+    r, j, m = sympy.symbols("r j m", integer=True)
+    in_range = {sympy.Ge(j, 1): True, sympy.Le(j, n): True}
+    total = sympy.Sum(sympy.KroneckerDelta(r, j), (r, 1, n))
+    inner = sympy.Sum(sympy.KroneckerDelta(r, j) * sympy.KroneckerDelta(r, m), (r, 1, n))
+    total_value = sympy.piecewise_fold(total.doit()).xreplace(in_range)
+    inner_value = sympy.piecewise_fold(inner.doit()).xreplace(in_range)
+    if sympy.simplify(total_value) != 1:
+        raise ProofFailure(f"1ᵀ e_j should be 1 for 1 ≤ j ≤ n, got {total_value}")
+    if sympy.simplify(inner_value - sympy.KroneckerDelta(j, m)) != 0:
+        raise ProofFailure(f"e_jᵀ e_m should be δ_jm, got {inner_value}")
+    if inner_value.subs({j: 1, m: 2}) != 0:
+        raise ProofFailure("distinct unit vectors should be orthogonal")
+    return [
+        ("every n, 1 ≤ j ≤ n: (e_j)_r = δ_{rj}, so a unit vector sums to 1",
+         chain(r"\mathbf{1}^{T} e_j", total, total_value)),
+        ("and distinct unit vectors are orthogonal (δ_{jm} = 0 for j ≠ m)",
+         chain("e_j^{T} e_m", inner, inner_value)),
+    ]
+
+
+def parallel_induction() -> list[Step]:
+    """The parallel arrangement for symbolic n and d, by induction over the layers of a group
+    (every step evaluates :mod:`hcspec.spec.formulas` on the row form of Eq. 54–55).
+
+    Group g starts from any state X with stream sum 1ᵀX = s_gᵀ. Layer 1 (Eq. 54) reads s_g and
+    leaves X = 1 s_gᵀ + P with P = e_1 t_1ᵀ. Layer i + 1 (Eq. 55, stream e = e_{i+1}) sees
+    X = 1 s_gᵀ + P with P = Σ_{j≤i} e_j t_jᵀ, so Pᵀ e = 0 (distinct unit vectors) and it reads s_g
+    again, then adds e t_{i+1}ᵀ to P. After layer n, 1ᵀX = n s_gᵀ + Σ_j t_jᵀ = s_{g+1}ᵀ (Eq. 53).
+
+    Raises:
+        ProofFailure: when a step does not reduce as claimed.
+    """
+    n, d = formulas.n, formulas.d
+    one = sympy.MatrixSymbol(r"\mathbf{1}", n, 1)
+    e_1, e = sympy.MatrixSymbol("e_1", n, 1), sympy.MatrixSymbol("e_{i+1}", n, 1)
+    X, P = sympy.MatrixSymbol("X", n, d), sympy.MatrixSymbol("P_i", n, d)
+    s_g = sympy.MatrixSymbol("s_g", d, 1)
+    t_1, t = sympy.MatrixSymbol("t_1", d, 1), sympy.MatrixSymbol("t_{i+1}", d, 1)
+    s = formulas.connection_symbols()
+    steps = unit_vector_lemma()
+
+    h_pre, h_post, H_res = network.read_blocks(e_1.T, one, one * one.T)  # Eq. 54, row form
+    first_read = formulas.aggregate(s).xreplace({s.X: X, s.h_pre: h_pre})
+    read = ds.rewrite(first_read, [one.T, X], s_g.T)
+    require_equal("layer 1 of the group reads x_in = Xᵀ 1 = s_g (1ᵀ X = s_gᵀ), symbolic n, d",
+                  read, s_g)
+    first_write = formulas.forward(s).xreplace({s.X: X, s.H_res: H_res, s.h_post: h_post,
+                                                s.z: t_1})
+    written = ds.rewrite(first_write, [one.T, X], s_g.T)
+    require_equal("layer 1 writes X' = 1 s_gᵀ + e_1 t_1ᵀ, symbolic n, d", written,
+                  one * s_g.T + e_1 * t_1.T)
+
+    state = one * s_g.T + P
+    h_pre, h_post, H_res = network.read_blocks(e.T, e, sympy.Identity(n))  # Eq. 55, row form
+    later_read = formulas.aggregate(s).xreplace({s.X: state, s.h_pre: h_pre})
+    unit_sum = ds.rewrite(later_read, [one.T, e], sympy.Identity(1))
+    orthogonal = ds.rewrite(unit_sum, [P.T, e], sympy.ZeroMatrix(d, 1))
+    require_equal("layer i + 1 reads x_in = s_g (1ᵀ e = 1, P_iᵀ e = 0), symbolic n, d",
+                  orthogonal, s_g)
+    later_write = formulas.forward(s).xreplace({s.X: state, s.H_res: H_res, s.h_post: h_post,
+                                                s.z: t})
+    require_equal("layer i + 1 writes X' = 1 s_gᵀ + (P_i + e_{i+1} t_{i+1}ᵀ), symbolic n, d",
+                  later_write, one * s_g.T + (P + e * t.T))
+
+    r, j, c = sympy.symbols("r j c", integer=True)
+    t_idx, s_idx = sympy.IndexedBase("t"), sympy.IndexedBase("s_g")
+    stream_sum = sympy.Sum(sympy.KroneckerDelta(r, j) * t_idx[j, c], (r, 1, n), (j, 1, n))
+    by_unit = sympy.Sum(sympy.Sum(sympy.KroneckerDelta(r, j), (r, 1, n)).doit(), (j, 1, n))
+    in_range = {sympy.Ge(j, 1): True, sympy.Le(j, n): True}
+    reduced = sympy.Sum(sympy.piecewise_fold(by_unit.function).xreplace(in_range)
+                        * t_idx[j, c], (j, 1, n))
+    output = n * s_idx[c] + reduced
+    eq53 = split_sums(sympy.Sum(s_idx[c] + t_idx[j, c], (j, 1, n)))
+    if sympy.simplify(sympy.expand(output - eq53)) != 0 or sympy.simplify(
+            by_unit.function.xreplace(in_range)) != 1:
+        raise ProofFailure(f"after layer n: 1ᵀX = {output}, Eq. 53 gives {eq53}")
+    steps += [
+        ("induction base, every n and d: group g starts from any X with 1ᵀ X = s_gᵀ; layer 1 "
+         "(Eq. 54: h_pre = 1, h_post = e_1, H_res = 11ᵀ) reads the stream sum",
+         chain(first_read, read)),
+        ("and resets every stream to s_g before writing t_1 = T_1(s_g) to stream 1",
+         chain(first_write, sympy.expand(first_write.doit()), one * s_g.T + e_1 * t_1.T)),
+        ("induction step: with X = 1 s_gᵀ + P_i, P_i = Σ_{j≤i} e_j t_jᵀ (so P_iᵀ e_{i+1} = 0), "
+         "layer i + 1 (Eq. 55: h_pre = h_post = e_{i+1}, H_res = I) reads s_g again",
+         chain(later_read, sympy.expand(later_read.doit()), orthogonal)),
+        ("and adds t_{i+1} = T_{i+1}(s_g) to stream i + 1 only",
+         chain(later_write, one * s_g.T + (P + e * t.T))),
+        ("after layer n, P_n = Σ_j e_j t_jᵀ: entry c of the stream sum 1ᵀX is Eq. 53 "
+         "(1ᵀ1 = n, 1ᵀ e_j = 1), the start of group g + 1",
+         chain(sympy.Symbol(r"(\mathbf{1}^T X)_c"),
+               sympy.Add(n * s_idx[c], stream_sum, evaluate=False), output,
+               sympy.Sum(s_idx[c] + t_idx[j, c], (j, 1, n)))),
+    ]
+    return steps
+
+
+def literal_reading_fails() -> Step:
+    """Eq. 55 as printed (e_i for k − 1 ≡ i, with Eq. 54's 1-based e_1) is not Eq. 19 at n = 2,
+    and its layer 2 reads stream 1, which layer 1 has written: s + T_1(s), not s.
+
+    Raises:
+        ProofFailure: if the literal reading were Eq. 19 or ran in parallel (then the spec's
+            e_{i+1} reading would not be needed).
+    """
+    literal = parallel_matrix(2, 2, literal=True)
+    if literal == HC_PARALLEL_EVEN:
+        raise ProofFailure("Eq. 55 read with e_i is Eq. 19 at n = 2")
     h0 = symbol_vector("h_0", D)
-    weights = [network.from_paper(HC_PARALLEL_ODD if k % 2 == 1 else HC_PARALLEL_EVEN)
-               for k in range(1, 7)]
-    branches = [generic_branch(k) for k in range(1, 7)]
-    trace = network.run_stack(network.replicate(h0, 2), weights, branches)
-    steps: list[Step] = []
+    branches = [generic_branch(k) for k in (1, 2)]
+    trace = network.run_stack(network.replicate(h0, 2),
+                              [network.from_paper(parallel_matrix(2, 1)),
+                               network.from_paper(literal)], branches)
     s = 2 * h0
-    for g in range(3):
-        odd, even = 2 * g + 1, 2 * g + 2
-        first = require_equal(f"layer {odd} reads s_{g}", trace.inputs[odd - 1], s,
-                              show=(sympy.Symbol(f"x_{{in,{odd}}}"), sympy.Symbol(f"s_{g}")))
-        second = require_equal(f"layer {even} reads the same s_{g}", trace.inputs[even - 1], s,
-                               show=(sympy.Symbol(f"x_{{in,{even}}}"), sympy.Symbol(f"s_{g}")))
-        s = branches[odd - 1](s) + s + branches[even - 1](s) + s
+    gap = sympy.expand(trace.inputs[1] - s)
+    if all(entry == 0 for entry in gap):
+        raise ProofFailure("Eq. 55 read with e_i runs the pair in parallel")
+    return ("Eq. 55 read with e_i (1-based) instead: at n = 2 it is not Eq. 19, and layer 2 reads "
+            "stream 1, which layer 1 wrote (x_{in,2} = s_0 + T_1(s_0))",
+            sympy.Ne(sympy.Symbol("x_{in,2}"), sympy.Symbol("s_0"), evaluate=False))
+
+
+def run_parallel(n: int, groups: int) -> list[Step]:
+    """Run ``groups`` × n layers of :func:`parallel_matrix` with generic branches (d = D) and check
+    that every layer of group g reads s_g and s_{g+1} = Σ_i (T_{gn+i}(s_g) + s_g) (Eq. 53).
+
+    Raises:
+        ProofFailure: when a layer reads something else or a stream sum differs.
+    """
+    h0 = symbol_vector("h_0", D)
+    L = groups * n
+    weights = [network.from_paper(parallel_matrix(n, k)) for k in range(1, L + 1)]
+    branches = [generic_branch(k) for k in range(1, L + 1)]
+    trace = network.run_stack(network.replicate(h0, n), weights, branches)
+    steps: list[Step] = []
+    s = n * h0
+    for g in range(groups):
+        layers = range(g * n + 1, g * n + n + 1)
+        for k in layers:
+            step = require_equal(f"layer {k} reads s_{g}, n={n}", trace.inputs[k - 1], s,
+                                 show=(sympy.Symbol(f"x_{{in,{k}}}"), sympy.Symbol(f"s_{g}")))
+            if g == 0:
+                steps.append(step)
+        s = sum((branches[k - 1](s) + s for k in layers), sympy.zeros(D, 1))
         s_g = sympy.Symbol(f"s_{g}")
         after = require_equal(
-            f"s_{g + 1} = Σ_i (T_i(s_{g}) + s_{g}) (Eq. 53)",
-            trace.states[even].T * sympy.ones(2, 1), s,
+            f"s_{g + 1} = Σ_i (T_i(s_{g}) + s_{g}) (Eq. 53), n={n}",
+            trace.states[g * n + n].T * sympy.ones(n, 1), s,
             show=(sympy.Symbol(f"s_{g + 1}"), sympy.Add(
-                *(sympy.Function(f"T_{k}")(s_g) for k in (odd, even)), 2 * s_g, evaluate=False)))
+                *(sympy.Function(f"T_{k}")(s_g) for k in layers), n * s_g, evaluate=False)))
         if g == 0:
-            steps += [first, second, after]
+            steps.append(after)
+    return steps
+
+
+@theorem(
+    "duality.parallel",
+    "In the parallel arrangement of HC App. H (Eq. 54 for the first layer of each group of n, "
+    "Eq. 55 for the others; Eq. 18–19 at n = 2) every layer of group g reads the same input "
+    "s_g = Xᵀ1 and s_{g+1} = Σ_{i=1}^{n} (T_{gn+i}(s_g) + s_g) (Eq. 53): groups of n layers run "
+    "in parallel (PTB-style), the groups in sequence.",
+    assumptions=(
+        "T_k arbitrary sublayers R^d → R^d; X₀ = 1_n h₀ᵀ, so s_0 = n h₀; layers counted from 1.",
+        "Layer k with i = (k−1) mod n uses [[0, e_1ᵀ], [1, 11ᵀ]] for i = 0 (Eq. 54) and "
+        "[[0, e_{i+1}ᵀ], [e_{i+1}, I]] otherwise: Eq. 55 with the stream index i + 1, the "
+        "reading that gives Eq. 19 at n = 2 (e_i with Eq. 54's 1-based e_1 does not).",
+        "Paper matrices read in row form via layout.paper_rows.",
+    ),
+    cases="every n, d and number of groups by induction over the layers (unit vectors in index "
+          "form); examples: n in {2, 3} with two groups, n in {4, 5} with one, d = 3; n = 2 is "
+          "Eq. 18–19",
+    generality="induction",
+    source="HC arXiv:2409.19606 §3.2 Eq. 18–19, Fig. 4(b); App. H Eq. 53–55",
+)
+def _duality_parallel() -> list[Step]:
+    steps = parallel_induction()
+    if parallel_matrix(2, 1) != HC_PARALLEL_ODD or parallel_matrix(2, 2) != HC_PARALLEL_EVEN:
+        raise ProofFailure("Eq. 54–55 at n = 2 are not Eq. 18–19")
+    steps.append(literal_reading_fails())
+    for n, groups in ((2, 2), (3, 2), (4, 1), (5, 1)):
+        example = run_parallel(n, groups)
+        if n == 3:
+            steps += example
+    weights = [network.from_paper(parallel_matrix(2, k)) for k in range(1, 7)]
     C = network.connection_weights(weights)
     for g in range(3):
         odd, even = 2 * g + 1, 2 * g + 2
-        steps_pair = require_equal(f"unrolled: layer {even} does not read layer {odd}",
-                                   sympy.Matrix([C[even, odd]]), sympy.zeros(1, 1))
+        pair = require_equal(f"n = 2, unrolled: layer {even} does not read layer {odd}",
+                             sympy.Matrix([C[even, odd]]), sympy.zeros(1, 1),
+                             show=(sympy.Symbol(f"w_{{{odd},{even}}}"), sympy.Integer(0)))
         if g == 0:
-            steps.append(steps_pair)
-    steps.append(("the unrolled weights, L = 6 (rows: node k's input; PTB pairs)",
-                  sympy.Eq(sympy.Symbol("C"), C, evaluate=False)))
+            steps.append(pair)
+    steps.append(("n = 2 (Eq. 18–19), L = 6: the unrolled weights (rows: node k's input; PTB "
+                  "pairs)", sympy.Eq(sympy.Symbol("C"), C, evaluate=False)))
     return steps

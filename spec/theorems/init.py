@@ -10,6 +10,7 @@ import sympy
 
 from hcspec.spec import formulas, network, norms
 from hcspec.spec.checks import (
+    chain,
     instantiate,
     require_equal,
     require_true,
@@ -107,6 +108,137 @@ def dynamic_weights(
     )
 
 
+_X_IDX = sympy.IndexedBase("X", real=True)
+_W_M, _W_BETA, _W_R = (sympy.IndexedBase(name, real=True) for name in ("m", "b", "r"))
+_STATIC_PRE, _STATIC_POST, _STATIC_RES = (sympy.IndexedBase(name, real=True)
+                                          for name in ("p", "q", "H"))
+_I, _J, _K, _L, _M = sympy.symbols("i j k l m", integer=True, nonnegative=True)
+
+
+def index_stream_norm(a: sympy.Expr, k: sympy.Expr, eps: sympy.Expr) -> sympy.Expr:
+    """X̄_ak, the per-stream LayerNorm (no affine) in index form for symbolic d:
+    (X_ak − μ_a) / sqrt(σ_a² + ε), μ_a = Σ_l X_al / d, σ_a² = Σ_m (X_am − μ_a)² / d."""
+    d = formulas.d
+    mu = sympy.Sum(_X_IDX[a, _L], (_L, 0, d - 1)) / d
+    var = sympy.Sum((_X_IDX[a, _M] - mu) ** 2, (_M, 0, d - 1)) / d
+    return (_X_IDX[a, k] - mu) / sympy.sqrt(var + eps)
+
+
+def index_dynamic_weights(s_alpha: sympy.Expr, s_beta: sympy.Expr, eps: sympy.Expr, *,
+                          named: bool = False) -> dict[str, sympy.Expr]:
+    """HC Eq. 10–13 in index form for symbolic n, d (row form, H_res = A_rᵀ):
+    h_pre,i = s_α tanh(Σ_k X̄_ik m_k) + p_i, h_post,i = s_β tanh(Σ_k X̄_ik b_k) + q_i,
+    H_res,ij = s_α tanh(Σ_k X̄_jk r_ki) + H_ij; entries ``{name: expression in i (and j)}``
+    (``named``: X̄_ak left as the name :data:`X_BAR`, for displays)."""
+    d = formulas.d
+
+    def proj(a: sympy.Expr, W: sympy.Expr) -> sympy.Sum:
+        x_bar = X_BAR[a, _K] if named else index_stream_norm(a, _K, eps)
+        return sympy.Sum(x_bar * W, (_K, 0, d - 1))
+
+    return {
+        "h_pre": s_alpha * sympy.tanh(proj(_I, _W_M[_K])) + _STATIC_PRE[_I],
+        "h_post": s_beta * sympy.tanh(proj(_I, _W_BETA[_K])) + _STATIC_POST[_I],
+        "H_res": s_alpha * sympy.tanh(proj(_J, _W_R[_K, _I])) + _STATIC_RES[_I, _J],
+    }
+
+
+X_BAR = sympy.IndexedBase(r"\bar{X}")
+"""X̄ as a name, for displays: X̄_ak stands for :func:`index_stream_norm` (a, k)."""
+
+
+def _at_zero_w(expr: sympy.Expr) -> sympy.Expr:
+    """``expr`` with every entry of W_m, W_β, W_r set to 0."""
+    return expr.replace(lambda e: isinstance(e, sympy.Indexed)
+                        and e.base in (_W_M, _W_BETA, _W_R), lambda e: sympy.Integer(0))
+
+
+def index_instance(expr: sympy.Expr, n: int, d: int, X: sympy.Matrix,
+                   static: network.ConnectionWeights, W_beta: sympy.Matrix, W_m: sympy.Matrix,
+                   W_r: sympy.Matrix) -> sympy.Matrix:
+    """The index-form weight ``expr`` at explicit n, d with the explicit matrices put in: an
+    n×1 column for h_pre / h_post (free index i), an n×n matrix for H_res (i, j)."""
+    values = {_X_IDX: X, _W_M: W_m, _W_BETA: W_beta, _W_R: W_r, _STATIC_PRE: static.h_pre,
+              _STATIC_POST: static.h_post, _STATIC_RES: static.H_res}
+    entries = {base[(a, b) if base in (_X_IDX, _W_R, _STATIC_RES) else a]: matrix[a, b]
+               for base, matrix in values.items()
+               for a in range(matrix.shape[0]) for b in range(matrix.shape[1])}
+
+    def unroll(total: sympy.Sum) -> sympy.Expr:
+        index, low, high = total.limits[0]
+        return sympy.Add(*(total.function.xreplace({index: v})
+                           for v in range(int(low), int(high) + 1)))
+
+    def entry(i: int, j: int) -> sympy.Expr:
+        concrete = expr.xreplace({formulas.d: sympy.Integer(d), _I: i, _J: j})
+        concrete = concrete.replace(lambda e: isinstance(e, sympy.Sum), unroll)
+        return concrete.xreplace(entries)
+
+    columns = n if _J in expr.free_symbols else 1
+    return sympy.Matrix(n, columns, entry)
+
+
+def _init_every_size(s_alpha: sympy.Expr, s_beta: sympy.Expr, eps: sympy.Expr) -> list[Step]:
+    """W = 0 in index form, symbolic n, d: every projection Σ_k X̄_ik · 0 is 0 and tanh(0) = 0.
+
+    Raises:
+        ProofFailure: when a weight at W = 0 is not its static value.
+    """
+    weights = index_dynamic_weights(s_alpha, s_beta, eps)
+    static = {"h_pre": _STATIC_PRE[_I], "h_post": _STATIC_POST[_I],
+              "H_res": _STATIC_RES[_I, _J]}
+    for name, expr in weights.items():
+        if sympy.simplify(_at_zero_w(expr) - static[name]) != 0:
+            raise ProofFailure(f"{name}(X) at W = 0 is {_at_zero_w(expr)}, not {static[name]}")
+    pre = weights["h_pre"]
+    return [
+        ("every n and d (index form of Eq. 10–13): at W_m = 0 each projection Σ_k X̄_ik W_m,k is "
+         "0 and tanh(0) = 0, so h_pre(X) = h_pre for every X; h_post and H_res likewise",
+         chain(index_dynamic_weights(s_alpha, s_beta, eps, named=True)["h_pre"],
+               _at_zero_w(pre))),
+        ("so the DHC sublayer X' = H_res(X) X + h_post(X) F(Xᵀ h_pre(X))ᵀ is SHC's for every X "
+         "and F (the weights are the only difference)",
+         sympy.Eq(sympy.Tuple(*(sympy.Symbol(f"{name}(X)") for name in weights)),
+                  sympy.Tuple(*(sympy.Symbol(name) for name in weights)), evaluate=False)),
+    ]
+
+
+def _bounded_every_size(s_alpha: sympy.Expr, s_beta: sympy.Expr, eps: sympy.Expr
+                        ) -> list[Step]:
+    """|w(X) − w| < |s| in index form, symbolic n, d: w(X) − w = s tanh(u) with u real (X̄ is
+    real: σ² + ε > 0), and 1 − tanh²(u) = 4e^{2u}/(e^{2u} + 1)² > 0.
+
+    Raises:
+        ProofFailure: when a gap is not s·tanh(u) with u real, or 1 − tanh² is not positive.
+    """
+    weights = index_dynamic_weights(s_alpha, s_beta, eps)
+    named = index_dynamic_weights(s_alpha, s_beta, eps, named=True)
+    static = {"h_pre": (_STATIC_PRE[_I], s_alpha), "h_post": (_STATIC_POST[_I], s_beta),
+              "H_res": (_STATIC_RES[_I, _J], s_alpha)}
+    u = sympy.Symbol("u", real=True)
+    steps: list[Step] = []
+    for name, expr in weights.items():
+        base, scale = static[name]
+        ratio = (expr - base) / scale
+        inner = [call.args[0] for call in ratio.atoms(sympy.tanh)]
+        if len(inner) != 1 or ratio != sympy.tanh(inner[0]) or inner[0].is_real is not True:
+            raise ProofFailure(f"{name}(X) − {name} is not {scale}·tanh(u) with u real: "
+                               f"{ratio}")
+        if name == "h_pre":
+            steps.append(("every n and d: the gap to the static weight is s_α tanh(u), "
+                          "u = Σ_k X̄_ik W_m,k real (σ² + ε > 0)",
+                          chain(sympy.Symbol(r"\frac{h_{pre}(X)_i - h_{pre,i}}{s_\alpha}"),
+                                (named[name] - base) / scale)))
+            steps.append(("where X̄ is the per-stream LayerNorm, real because σ² + ε > 0",
+                          chain(X_BAR[_I, _K], index_stream_norm(_I, _K, eps))))
+    sech = sympy.simplify((1 - sympy.tanh(u) ** 2).rewrite(sympy.exp))
+    if sech.is_positive is not True:
+        raise ProofFailure(f"1 − tanh²(u) = {sech} is not provably positive")
+    steps.append(("and |tanh(u)| < 1 for real u, so |w(X) − w| = |s| |tanh(u)| < |s| for every "
+                  "X and W (s ≠ 0)", chain(1 - sympy.tanh(u) ** 2, sech)))
+    return steps
+
+
 @theorem(
     "dynamic.init_equals_static",
     "DHC with W_β = W_m = W_r = 0 has h_pre(X) = h_pre, h_post(X) = h_post, H_res(X) = H_res for "
@@ -116,14 +248,15 @@ def dynamic_weights(
         "A_m and A_r; the static part arbitrary (symbol matrices).",
         "The branch F is arbitrary.",
     ),
-    cases="explicit n in {1,2,3,4} × d in {1,2,3}",
-    generality="explicit sizes",
+    cases="symbolic n, d in index form (each projection Σ_k X̄_ik W_k vanishes at W = 0); "
+          "examples: explicit n in {1,2,3,4} × d in {1,2,3}",
+    generality="all sizes",
     source="HC arXiv:2409.19606 §2.2 Eq. 10–13, §2.3 (W initialised to 0), App. J Algorithm 2",
 )
 def _dynamic_init_equals_static() -> list[Step]:
-    steps: list[Step] = []
     s_alpha, s_beta = sympy.symbols("s_alpha s_beta", real=True)
     eps = sympy.Symbol("epsilon", positive=True)
+    steps: list[Step] = _init_every_size(s_alpha, s_beta, eps)
     for n in (1, 2, 3, 4):
         for d in (1, 2, 3):
             X = symbol_matrix("X", n, d)
@@ -143,9 +276,9 @@ def _dynamic_init_equals_static() -> list[Step]:
                     c.X: X, c.h_post: w.h_post, c.H_res: w.H_res, c.z: branch(x_in)}))
             step = require_equal(f"DHC sublayer = SHC sublayer at W = 0, n={n}, d={d}", *outputs)
             if (n, d) == (2, 1):
-                steps.append(("n = 2, d = 1: the dynamic read weights at W_m = 0 (tanh(0) = 0)",
+                steps.append(("example, n = 2, d = 1: the dynamic read weights at W_m = 0",
                               sympy.Eq(sympy.Symbol("h_pre(X)"), dyn.h_pre, evaluate=False)))
-                steps.append(step)
+                steps.append(("example, " + step[0], step[1]))
     return steps
 
 
@@ -160,9 +293,10 @@ def _dynamic_init_equals_static() -> list[Step]:
         "Index form: h_pre,i = s_α tanh(Σ_k X̄_ik W_m,k) + A_m,i; h_post,i = s_β tanh(Σ_k X̄_ik "
         "W_β,k) + B_i; A_r,ij = s_α tanh(Σ_k X̄_ik W_r,kj) + A_r,ij (static), H_res = A_rᵀ.",
     ),
-    cases="index form: symbolic W at n in {1,2,3} × d in {1,2}; bound: numeric at 3 random "
-          "points with large W (entries up to ±10), n = 3, d = 2",
-    generality="explicit sizes",
+    cases="bound for symbolic n, d in index form (|tanh| < 1 on real arguments); the index "
+          "form equals the explicit DHC weights at n in {1,2,3} × d in {1,2} (symbolic W); "
+          "numeric example at 3 random points with large W (entries up to ±10), n = 3, d = 2",
+    generality="all sizes",
     source="HC arXiv:2409.19606 §2.2 Eq. 10–13",
 )
 def _dynamic_weights_bounded() -> list[Step]:
@@ -170,7 +304,8 @@ def _dynamic_weights_bounded() -> list[Step]:
 
     s_alpha, s_beta = sympy.symbols("s_alpha s_beta", real=True)
     eps = sympy.Symbol("epsilon", positive=True)
-    steps: list[Step] = []
+    steps: list[Step] = _bounded_every_size(s_alpha, s_beta, eps)
+    symbolic = index_dynamic_weights(s_alpha, s_beta, eps)
     for n in (1, 2, 3):
         for d in (1, 2):
             X = symbol_matrix("X", n, d)
@@ -179,25 +314,12 @@ def _dynamic_weights_bounded() -> list[Step]:
             W_beta, W_m, W_r = symbol_vector("b", d), symbol_vector("m", d), symbol_matrix(
                 "r", d, n)
             dyn = dynamic_weights(X, static, W_beta, W_m, W_r, s_alpha, s_beta, eps)
-            X_bar = [norms.layer_norm(X[i, :].T, eps) for i in range(n)]
-
-            def proj(i: int, W: sympy.Matrix, j: int, X_bar: list[sympy.Matrix] = X_bar,
-                     d: int = d) -> sympy.Expr:
-                return sum((X_bar[i][k] * W[k, j] for k in range(d)), sympy.Integer(0))
-
-            index_form = {
-                "h_pre": sympy.Matrix([s_alpha * sympy.tanh(proj(i, W_m, 0)) + static.h_pre[i]
-                                       for i in range(n)]),
-                "h_post": sympy.Matrix([s_beta * sympy.tanh(proj(i, W_beta, 0))
-                                        + static.h_post[i] for i in range(n)]),
-                "H_res": sympy.Matrix([[s_alpha * sympy.tanh(proj(j, W_r, i)) + static.H_res[i, j]
-                                        for j in range(n)] for i in range(n)]),
-            }
-            for name, expected in index_form.items():
-                step = require_equal(f"{name}(X), index form of Eq. 10–13, n={n}, d={d}",
+            for name, expr in symbolic.items():
+                expected = index_instance(expr, n, d, X, static, W_beta, W_m, W_r)
+                step = require_equal(f"{name}(X) is the index form of Eq. 10–13 at n={n}, d={d}",
                                      getattr(dyn, name), expected)
                 if (n, d, name) == (2, 1, "h_pre"):
-                    steps.append(step)
+                    steps.append(("example, " + step[0], step[1]))
     rng = random.Random(3)
     n, d = 3, 2
     X = symbol_matrix("X", n, d)

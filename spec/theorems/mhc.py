@@ -13,6 +13,7 @@ import itertools
 import sympy
 
 from hcspec.spec import doubly_stochastic as ds
+from hcspec.spec import sinkhorn_index as si
 from hcspec.spec.checks import chain, require_equal, require_true, symbol_matrix, symbol_vector
 from hcspec.spec.registry import ProofFailure, Step, theorem
 
@@ -101,6 +102,42 @@ def softmax_rows(logits: sympy.Matrix) -> sympy.Matrix:
     return ds.normalise_rows(logits.applyfunc(sympy.exp))
 
 
+def _variants_every_n() -> list[Step]:
+    """The paper's and the DeepSeek-V4 steps in index form, symbolic n (:mod:`sinkhorn_index`):
+    rows of T_r(A) sum to 1, rows of T_r^ε(A) to r/(r + ε) < 1, both keep A > 0, the variant's
+    round at ε = 0 is the paper's, and softmax_rows(H̃) = T_r(exp H̃) has unit row sums.
+
+    Raises:
+        ProofFailure: when a step does not reduce as claimed.
+    """
+    _, _, paper_value = si.rows_exact()
+    variant_sum, variant_value, gap = si.variant_rows()
+    positive = si.steps_keep_positive(si.EPS)
+    A = si.positive_entries("A")
+    variant_round = si.row_step(si.column_step(A, si.EPS, si.L), si.EPS)(si.I, si.J)
+    paper_round = si.row_step(si.column_step(A, 0, si.L))(si.I, si.J)
+    si.require_reduces("variant round at ε = 0 is the paper's, symbolic n",
+                       variant_round.subs(si.EPS, 0), paper_round)
+    logits = sympy.IndexedBase("h", real=True)
+    softmax = si.row_step(lambda i, j: sympy.exp(logits[i, j]))
+    si.require_positive("exp(h_ij)", sympy.exp(logits[si.I, si.J]))
+    softmax_value = si.row_sum(softmax)
+    si.require_reduces("softmax_rows(H̃) 1 = 1, symbolic n", softmax_value, 1)
+    return [
+        ("every n: the paper's row step leaves row sums exactly 1 (mhc.sinkhorn_rows_exact)",
+         chain(sympy.Symbol(r"(T_r(A) \mathbf{1})_i"), paper_value)),
+        ("every n: the variant's row step leaves r_i/(r_i + ε), r_i = Σ_k A_ik, exactly "
+         "ε/(r_i + ε) > 0 below 1", chain(variant_sum, variant_value,
+                                          f"1 - {sympy.latex(gap)}")),
+        ("every n: both steps keep A > 0, so by induction every iterate is positive",
+         sympy.StrictGreaterThan(positive, 0, evaluate=False)),
+        ("every n: at ε = 0 the variant's round (column step, then row step) is the paper's",
+         chain(variant_round, variant_round.subs(si.EPS, 0))),
+        ("every n: the softmax start is T_r(exp H̃), so its rows sum to 1",
+         chain(si.total(softmax(si.I, si.J), si.J), softmax_value)),
+    ]
+
+
 @theorem(
     "mhc.sinkhorn_variants",
     "The paper's Sinkhorn–Knopp (M⁰ = exp(H̃), then column and row normalisation) ends every "
@@ -113,12 +150,13 @@ def softmax_rows(logits: sympy.Matrix) -> sympy.Matrix:
         "is positive after any number of rounds); ε > 0.",
         "Variant: T_c^ε(A)_ij = A_ij / (Σ_i A_ij + ε), T_r^ε(A)_ij = A_ij / (Σ_j A_ij + ε).",
     ),
-    cases="generic positive A, n in {1,2,3}; softmax start: generic logits, n in {2,3}",
-    generality="explicit sizes",
+    cases="symbolic n in index form (every round by induction: each step keeps A > 0); "
+          "examples: generic positive A, n in {1,2,3}; softmax start: generic logits, n in {2,3}",
+    generality="all sizes",
     source="mHC arXiv:2512.24880 §4.2 Eq. 9; the DeepSeek-V4 variant as described by the seeds",
 )
 def _sinkhorn_variants() -> list[Step]:
-    steps: list[Step] = []
+    steps: list[Step] = _variants_every_n()
     for n in (1, 2, 3):
         A = symbol_matrix("A", n, n, positive=True)
         paper_step = require_equal(f"paper: T_r(A) 1 = 1, n={n}",
@@ -134,7 +172,8 @@ def _sinkhorn_variants() -> list[Step]:
                       normalise_rows_eps(normalise_columns_eps(A, EPS), EPS).subs(EPS, 0),
                       ds.normalise_rows(ds.normalise_columns(A)))
         if n == 2:
-            steps += [paper_step, variant_step]
+            steps += [("example, " + paper_step[0], paper_step[1]),
+                      ("example, " + variant_step[0], variant_step[1])]
     r = sympy.Symbol("r", positive=True)
     steps.append(require_equal("1 − r/(r + ε) = ε/(r + ε) > 0 for r > 0, ε > 0: the variant's "
                                "row sums lie strictly below 1", 1 - r / (r + EPS),
@@ -142,7 +181,7 @@ def _sinkhorn_variants() -> list[Step]:
     for n in (2, 3):
         logits = symbol_matrix("h", n, n)
         start = softmax_rows(logits)
-        step = require_equal(f"softmax start: rows of softmax_rows(H̃) sum to 1, n={n}",
+        step = require_equal(f"example, softmax start: rows of softmax_rows(H̃) sum to 1, n={n}",
                              ds.row_sums(start), sympy.ones(n, 1))
         if n == 2:
             steps.append(step)

@@ -8,6 +8,7 @@ Sources: HC arXiv:2409.19606 §3.1 Eq. 15–16 and App. G Eq. 30–41.
 from __future__ import annotations
 
 import sympy
+from sympy.matrices.expressions.matexpr import MatrixElement
 
 from hcspec.spec import formulas, network, norms
 from hcspec.spec.checks import (
@@ -19,7 +20,14 @@ from hcspec.spec.checks import (
     symbol_vector,
 )
 from hcspec.spec.registry import ProofFailure, Step, theorem
+from hcspec.spec.sums import split_sums
 from hcspec.spec.theorems.backprop import frobenius_loss, generic_map, gradient
+from hcspec.spec.theorems.norm import _D as _NORM_D
+from hcspec.spec.theorems.norm import _I as _NORM_I
+from hcspec.spec.theorems.norm import _K as _NORM_K
+from hcspec.spec.theorems.norm import _L as _NORM_L
+from hcspec.spec.theorems.norm import _X as _NORM_X
+from hcspec.spec.theorems.norm import _index_layer_norm, _index_rms_norm
 
 HC_PRENORM = sympy.Matrix([[0, 1], [1, 1]])
 """HC Eq. 15: the pre-norm residual as a (1+1)×(1+1) HC matrix."""
@@ -132,6 +140,60 @@ def _prenorm_backward() -> list[Step]:
     return steps
 
 
+_E = sympy.Symbol("e", integer=True, nonnegative=True)
+"""d − 2 ≥ 0: the witness x₀ = e_0 − e_1 needs d ≥ 2."""
+
+
+def _witness_entry(norm_entry: sympy.Expr, scale: int) -> sympy.Expr:
+    """Entry 0 of an index-form Norm (norm module: x indexed by k, d symbolic) at
+    x = scale·(e_0 − e_1), with d = e + 2 ≥ 2."""
+    x0 = {index: scale * (sympy.KroneckerDelta(index, 0) - sympy.KroneckerDelta(index, 1))
+          for index in (_NORM_I, _NORM_K, _NORM_L)}
+    value = norm_entry.xreplace({_NORM_X[a]: b for a, b in x0.items()})
+    value = value.subs(_NORM_D, _E + 2).subs(_NORM_I, 0)
+    value = value.replace(lambda e: isinstance(e, sympy.Sum), split_sums).doit()  # Σ δ's
+    return sympy.simplify(sympy.piecewise_fold(value))
+
+
+def _unreachable_every_size(eps: sympy.Expr) -> list[Step]:
+    """Symbolic n and d ≥ 2: with F ≡ 0 the state is (H_res 1) xᵀ (MatrixSymbols), and the
+    witness x₀ = e_0 − e_1 (index form) makes r x = Norm(x) at x₀ and 2x₀ contradictory:
+    entry 0 asks r = a and 2r = b with a² − (b/2)² > 0.
+
+    Raises:
+        ProofFailure: when a step does not reduce as claimed.
+    """
+    n, d = formulas.n, formulas.d
+    one, x = sympy.MatrixSymbol(r"\mathbf{1}", n, 1), sympy.MatrixSymbol("x", d, 1)
+    c = formulas.connection_symbols()
+    state = formulas.forward(c).xreplace({c.X: one * x.T, c.z: sympy.ZeroMatrix(d, 1)})
+    require_equal("F ≡ 0: X' = (H_res 1) xᵀ, symbolic n, d", state, (c.H_res * one) * x.T)
+    steps: list[Step] = [
+        ("every n and d: with F ≡ 0 and X = 1 xᵀ every stream is a constant multiple of xᵀ "
+         "(r_i = (H_res 1)_i; the stream sum has r = 1ᵀ H_res 1)",
+         chain(state, (c.H_res * one) * x.T)),
+    ]
+    for name, (entry, *_) in (("LayerNorm", _index_layer_norm(_NORM_X, eps)),
+                              ("RMSNorm", _index_rms_norm(_NORM_X, eps))):
+        a, b = _witness_entry(entry, 1), _witness_entry(entry, 2)
+        gap = sympy.cancel(a**2 - (b / 2) ** 2)
+        if gap.is_positive is not True:
+            raise ProofFailure(f"{name}: r = {a} and 2r = {b} are not provably contradictory "
+                               f"(a² − (b/2)² = {gap})")
+        back = {_E: _NORM_D - 2}
+        steps.append((f"{name}, every d ≥ 2, ε ≥ 0: entry 0 of r x = Norm(x) at x₀ = e_0 − e_1 "
+                      "and at 2x₀ asks r = a and r = b/2, but a² − (b/2)² > 0",
+                      chain(sympy.Tuple(sympy.Symbol("a"), sympy.Symbol("b")),
+                            sympy.Tuple(sympy.simplify(a.subs(back)),
+                                        sympy.simplify(b.subs(back)))))
+                     if name == "LayerNorm" else
+                     (f"{name}, every d ≥ 2, ε ≥ 0: a² − (b/2)² > 0 as well (x₀ has zero mean, "
+                      "so both norms give these a, b): no r exists for either norm",
+                      sympy.StrictGreaterThan(
+                          sympy.factor(gap.subs(back)), 0, evaluate=False)))
+    return steps
+
+
 X0 = sympy.Matrix([1, -1])
 """The witness x₀ = (1, −1): zero mean, unit variance (d = 2)."""
 
@@ -146,12 +208,14 @@ X0 = sympy.Matrix([1, -1])
         "Input replicated, X = 1_n xᵀ; the claim is read on any one stream or on the stream sum "
         "(both are r xᵀ with r a constant: (H_res 1)_i or 1ᵀ H_res 1).",
     ),
-    cases="the F ≡ 0 form for n in {1,2,3,4}, d = 2; the contradiction for a generic scalar r",
-    generality="explicit sizes",
+    cases="every n and every d ≥ 2 (F ≡ 0 form with MatrixSymbols; the witness x₀ = e_0 − e_1 in "
+          "index form); examples: the F ≡ 0 form for n in {1,2,3,4}, d = 2, and the d = 2 "
+          "system solved for a generic scalar r",
+    generality="all sizes",
     source="HC arXiv:2409.19606 §3.1 Eq. 16 (post-norm needs input-dependent weights), App. G",
 )
 def _postnorm_unreachable_static() -> list[Step]:
-    steps: list[Step] = []
+    steps: list[Step] = _unreachable_every_size(sympy.Symbol("epsilon", nonnegative=True))
     for n in (1, 2, 3, 4):
         weights = network.ConnectionWeights(symbol_vector("p", n), symbol_vector("q", n),
                                             symbol_matrix("H", n, n))
@@ -161,7 +225,7 @@ def _postnorm_unreachable_static() -> list[Step]:
         step = require_equal(f"F ≡ 0: X' = (H_res 1) xᵀ, n={n}", trace.states[1],
                              weights.H_res * sympy.ones(n, 1) * x.T)
         if n == 2:
-            steps.append(step)
+            steps.append(("example, " + step[0], step[1]))
     r = sympy.Symbol("r", real=True)
     eps = sympy.Symbol("epsilon", nonnegative=True)
     for name, norm in (("LayerNorm", norms.layer_norm), ("RMSNorm", norms.rms_norm)):
@@ -170,7 +234,8 @@ def _postnorm_unreachable_static() -> list[Step]:
         if solutions:
             raise ProofFailure(f"{name}: a constant r solves r x = Norm(x) at x₀, 2x₀: {solutions}")
         steps.append(require_true(
-            f"{name}, ε ≥ 0: r x₀ = Norm(x₀) and r (2x₀) = Norm(2x₀) has no solution r",
+            f"example, {name}, d = 2, ε ≥ 0: r x₀ = Norm(x₀) and r (2x₀) = Norm(2x₀) has no "
+            "solution r",
             not solutions,
             sympy.Eq(sympy.Symbol(r"\{r : r x_0 = N(x_0),\ 2 r x_0 = N(2 x_0)\}"),
                      sympy.EmptySet, evaluate=False)))
@@ -183,6 +248,65 @@ def _postnorm_unreachable_static() -> list[Step]:
 def _zero_mean(name: str, d: int) -> sympy.Matrix:
     v = symbol_vector(name, d)
     return v.subs(v[d - 1], -sum(v[: d - 1], sympy.Integer(0)))
+
+
+_F_IDX = sympy.IndexedBase("f", real=True)
+
+
+def _postnorm_every_d(eps: sympy.Expr) -> list[Step]:
+    """Symbolic d, index form: Eq. 39 (σ²_{x+F} = σ_x² + σ_F² + 2σ_xF), and X'ᵀ = Norm(x + F(x))
+    for LayerNorm (x, F(x) of zero mean) and RMSNorm (second moments about 0), the sublayer
+    evaluated from :func:`formulas.forward` at n = 1 with h_post = H_res = w.
+
+    Raises:
+        ProofFailure: when a step does not reduce as claimed.
+    """
+    d = formulas.d
+    x, f, k, i = _NORM_X, _F_IDX, _NORM_K, _NORM_I
+
+    def mean(entry: sympy.Expr) -> sympy.Expr:
+        return sympy.Sum(entry, (k, 0, d - 1)) / d
+
+    mx, mf = mean(x[k]), mean(f[k])
+    lhs = mean((x[k] + f[k] - mean(x[k] + f[k])) ** 2)
+    rhs = mean((x[k] - mx) ** 2) + mean((f[k] - mf) ** 2) + 2 * mean((x[k] - mx) * (f[k] - mf))
+    if sympy.expand(split_sums(split_sums(lhs) - split_sums(rhs))) != 0:
+        raise ProofFailure("Eq. 39 does not hold in index form")
+    mu_x, mu_f = sympy.Symbol(r"\mu_x"), sympy.Symbol(r"\mu_F")
+    shown = sympy.Sum(((x[k] - mu_x) + (f[k] - mu_f)) ** 2, (k, 0, d - 1)) / d
+    steps: list[Step] = [("Eq. 39, every d: μ_{x+F} = μ_x + μ_F and the square expands under Σ_k "
+                          "(linearity), σ_xF the covariance",
+                          chain(sympy.Symbol(r"\sigma^2_{x+F}"), shown,
+                                r"\sigma_x^2 + \sigma_F^2 + 2 \sigma_{xF}"))]
+
+    c = formulas.connection_symbols(1, d)
+    w = sympy.Symbol("w", positive=True)
+    element = formulas.forward(c).xreplace({c.H_res: w * sympy.Identity(1),
+                                            c.h_post: w * sympy.Identity(1)}).doit()[0, i]
+    sublayer = element.replace(
+        lambda e: isinstance(e, MatrixElement) and e.parent == c.X, lambda e: x[e.j]).replace(
+        lambda e: isinstance(e, MatrixElement) and e.parent == c.z, lambda e: f[e.i])
+    second = {"x": mean(x[k] ** 2), "F": mean(f[k] ** 2), "xF": mean(x[k] * f[k])}
+    weight = 1 / sympy.sqrt(second["x"] + second["F"] + 2 * second["xF"] + eps)
+    zero_mean = {sympy.Sum(x[k], (k, 0, d - 1)): 0, sympy.Sum(f[k], (k, 0, d - 1)): 0}
+    s_idx = sympy.IndexedBase("s", real=True)
+    for name, (entry, *_) in (("LayerNorm", _index_layer_norm(s_idx, eps)),
+                              ("RMSNorm", _index_rms_norm(s_idx, eps))):
+        summed = entry.replace(lambda e: isinstance(e, sympy.Indexed) and e.base == s_idx,
+                               lambda e: x[e.indices[0]] + f[e.indices[0]])
+        norm = summed.replace(lambda e: isinstance(e, sympy.Sum),
+                              lambda e: split_sums(e.xreplace({e.limits[0][0]: k}))
+                              ).xreplace(zero_mean)
+        norm = norm.replace(lambda e: isinstance(e, sympy.Sum), split_sums).xreplace(zero_mean)
+        target = sublayer.xreplace({w: weight})
+        if sympy.simplify(norm - target) != 0:
+            raise ProofFailure(f"{name}(x + F(x))_i = {norm}, the sublayer gives {target}")
+        steps.append((f"{name}, every d: with h_post = H_res = w = 1/sqrt(σ_x² + σ_F² + 2σ_xF + ε) "
+                      "(second moments; zero means for LayerNorm) the sublayer's entry i is "
+                      f"{name}(x + F(x))_i", chain(sympy.Symbol("X'_{0,i}"), sublayer,
+                                                   w * (x[i] + f[i]),
+                                                   rf"\mathrm{{{name}}}(x + F(x))_i")))
+    return steps
 
 
 @theorem(
@@ -198,23 +322,21 @@ def _zero_mean(name: str, d: int) -> sympy.Matrix:
         "RMSNorm variant: no zero-mean assumption, second moments about 0.",
         "The branch F is applied to x directly (post-norm has no norm before F).",
     ),
-    cases="LayerNorm: d in {2,3,4} with zero-mean x, F(x); RMSNorm: d in {1,2,3}; "
-          "Eq. 39 (σ²_{x+F} = σ_x² + σ_F² + 2σ_xF) for d in {1,2,3,4}",
-    generality="explicit sizes",
+    cases="symbolic d in index form (Eq. 39 and both norms); examples: LayerNorm at d in "
+          "{2,3,4} with zero-mean x, F(x); RMSNorm at d in {1,2,3}; Eq. 39 for d in {1,2,3,4}",
+    generality="all sizes",
     source="HC arXiv:2409.19606 §3.1 Eq. 16, App. G Eq. 34–41",
 )
 def _postnorm_dynamic() -> list[Step]:
     eps = sympy.Symbol("epsilon", nonnegative=True)
-    steps: list[Step] = []
+    steps: list[Step] = _postnorm_every_d(eps)
     for d in (1, 2, 3, 4):
         x, f = symbol_vector("x", d), symbol_vector("f", d)
         mx, mf = norms.mean(x), norms.mean(f)
         cov = norms.mean((x - mx * sympy.ones(d, 1)).multiply_elementwise(
             f - mf * sympy.ones(d, 1)))
-        step = require_equal(f"Eq. 39: σ²_(x+F) = σ_x² + σ_F² + 2σ_xF, d={d}",
-                             norms.variance(x + f), norms.variance(x) + norms.variance(f) + 2 * cov)
-        if d == 2:
-            steps.append(step)
+        require_equal(f"Eq. 39: σ²_(x+F) = σ_x² + σ_F² + 2σ_xF, d={d}",
+                      norms.variance(x + f), norms.variance(x) + norms.variance(f) + 2 * cov)
     cases = [("LayerNorm", norms.layer_norm, d, True) for d in (2, 3, 4)]
     cases += [("RMSNorm", norms.rms_norm, d, False) for d in (1, 2, 3)]
     for name, norm, d, centred in cases:
@@ -229,6 +351,6 @@ def _postnorm_dynamic() -> list[Step]:
         new_state = instantiate(formulas.forward(c), {c.X: x.T, c.h_post: weights.h_post,
                                                       c.H_res: weights.H_res, c.z: f})
         step = require_equal(f"{name}: X'ᵀ = Norm(x + F(x)), d={d}", new_state.T, norm(x + f, eps))
-        if d == 2:
-            steps.append(step)
+        if (name, d) == ("LayerNorm", 2):
+            steps.append(("example, " + step[0], step[1]))
     return steps

@@ -16,6 +16,7 @@ import sympy
 
 from hcspec.spec import doubly_stochastic as ds
 from hcspec.spec import formulas, network
+from hcspec.spec import sinkhorn_index as si
 from hcspec.spec.checks import chain, require_equal, require_true, symbol_matrix
 from hcspec.spec.registry import ProofFailure, Step, theorem
 from hcspec.spec.theorems.duality import HC_PARALLEL_EVEN, HC_PARALLEL_ODD, symbolic_weights
@@ -163,6 +164,52 @@ def minors_vanish(C: sympy.Matrix, L: int) -> list[sympy.Expr]:
             for j, j2 in itertools.combinations(range(k), 2)]
 
 
+_A_N1, _P_N1, _Q_N1 = (sympy.IndexedBase(name, real=True) for name in ("a", "p", "q"))
+_T = sympy.Symbol("t", integer=True)
+
+
+def n1_weight(j: sympy.Expr, k: sympy.Expr) -> sympy.Expr:
+    """w_{j,k} at n = 1 for every L: p_k (Π_{t=j+1}^{k-1} a_t) q_j (unroll.connection_weights with
+    scalar weights; q_0 = 1 for the embedding)."""
+    return _P_N1[k] * sympy.Product(_A_N1[_T], (_T, j + 1, k - 1)) * _Q_N1[j]
+
+
+def _n1_minors_every_l() -> list[Step]:
+    """Every 2×2 minor over sublayers k < k' and nodes j < j' < k vanishes, for symbolic
+    indices (so every L): split Π_{j+1}^{k-1} and Π_{j+1}^{k'-1} at j' (sympy joins the pieces
+    back) and both products of the minor become p_k p_k' q_j q_j' Π_{j+1}^{j'} Π_{j'+1}^{k-1}
+    Π_{j'+1}^{k'-1}.
+
+    Raises:
+        ProofFailure: when a split does not join back or the minor does not vanish.
+    """
+    j, j2, k, k2 = sympy.symbols("j j' k k'", integer=True)
+
+    def span(lo: sympy.Expr, hi: sympy.Expr) -> sympy.Product:
+        return sympy.Product(_A_N1[_T], (_T, lo, hi))
+
+    splits = {span(j + 1, k - 1): span(j + 1, j2) * span(j2 + 1, k - 1),
+              span(j + 1, k2 - 1): span(j + 1, j2) * span(j2 + 1, k2 - 1)}
+    for whole, pieces in splits.items():
+        if sympy.simplify(pieces) != whole:
+            raise ProofFailure(f"{pieces} does not join back to {whole}")
+    minor = n1_weight(j, k) * n1_weight(j2, k2) - n1_weight(j2, k) * n1_weight(j, k2)
+    split = minor.xreplace(splits)
+    if sympy.expand(split) != 0:
+        raise ProofFailure(f"the n = 1 minor does not vanish: {sympy.expand(split)}")
+    shown = sympy.Add((n1_weight(j, k) * n1_weight(j2, k2)).xreplace(splits),
+                      -(n1_weight(j2, k) * n1_weight(j, k2)).xreplace(splits), evaluate=False)
+    return [
+        ("every L (n = 1: the H_res are scalars a_t in unroll.connection_weights)",
+         chain(sympy.Symbol("w_{j,k}"), n1_weight(j, k))),
+        ("a product over t = j+1..k−1 splits at any j' (sympy joins the two pieces back)",
+         chain(span(j + 1, k - 1), splits[span(j + 1, k - 1)])),
+        ("so for nodes j < j' < k and sublayers k < k' the minor vanishes: both products carry "
+         "the same factors", chain(sympy.Symbol("w_{j,k} w_{j',k'} - w_{j',k} w_{j,k'}"),
+                                   shown, sympy.Integer(0))),
+    ]
+
+
 @theorem(
     "reduction.n1_expressiveness",
     "At n = 1 the unrolled weights factor as w_{j,k} = p_k (a_{k-1} ⋯ a_{j+1}) q_j, so every 2×2 "
@@ -170,22 +217,37 @@ def minors_vanish(C: sympy.Matrix, L: int) -> list[sympy.Expr]:
     "outputs in the same proportions (up to its own scale). n = 2 breaks this: the parallel "
     "arrangement (HC Eq. 18–19) has a non-zero minor.",
     assumptions=("Symbolic scalar weights p_k (h_pre), q_k (h_post), a_k (H_res) per sublayer.",),
-    cases="n = 1, L in {2,3,4} with symbolic weights; the n = 2 parallel pattern at L = 4",
-    generality="explicit sizes",
+    cases="every L (symbolic indices j < j' < k < k', products split by sympy); examples: "
+          "n = 1, L in {2,3,4} with symbolic weights, the product form equal to the unrolled "
+          "weights at L = 4; the n = 2 parallel pattern at L = 4",
+    generality="induction",
     source="HC arXiv:2409.19606 §3.2 (n ≥ 2 expresses sequential and parallel arrangements), "
            "§4.5 Eq. 20; mHC arXiv:2512.24880 §4.1 (n = 1 degenerates to the residual)",
 )
 def _n1_expressiveness() -> list[Step]:
-    steps: list[Step] = []
+    steps: list[Step] = _n1_minors_every_l()
     for L in (2, 3, 4):
-        C = network.connection_weights([symbolic_weights(1, k) for k in range(1, L + 1)])
+        weights = [symbolic_weights(1, k) for k in range(1, L + 1)]
+        C = network.connection_weights(weights)
+        if L == 4:
+            values = {_P_N1: [None] + [w.h_pre[0] for w in weights],
+                      _Q_N1: [sympy.Integer(1)] + [w.h_post[0] for w in weights],
+                      _A_N1: [None] + [w.H_res[0, 0] for w in weights]}
+            for k in range(1, L + 1):
+                for j in range(k):
+                    product = n1_weight(sympy.Integer(j), sympy.Integer(k)).doit().xreplace({
+                        base[t]: entries[t] for base, entries in values.items()
+                        for t in range(L + 1) if entries[t] is not None})
+                    if sympy.expand(product - C[k, j]) != 0:
+                        raise ProofFailure(f"w_{{{j},{k}}}: the product form {product} is not "
+                                           f"the unrolled weight {C[k, j]}")
         nonzero = [m for m in minors_vanish(C, L) if m != 0]
         if nonzero:
             raise ProofFailure(f"n = 1, L = {L}: a 2×2 minor does not vanish: {nonzero[0]}")
         if L == 3:
             k, k2, j, j2 = 2, 3, 0, 1
-            steps.append(("n = 1, L = 3: the minor over sublayers 2, 3 and nodes 0, 1 (each such "
-                          "minor for L ≤ 4 expands to 0)",
+            steps.append(("example, n = 1, L = 3: the minor over sublayers 2, 3 and nodes 0, 1 "
+                          "(each such minor for L ≤ 4 expands to 0)",
                           chain(sympy.Symbol("w_{0,2} w_{1,3} - w_{1,2} w_{0,3}"),
                                 C[k, j] * C[k2, j2] - C[k, j2] * C[k2, j], sympy.Integer(0))))
     parallel = [network.from_paper(HC_PARALLEL_ODD if k % 2 == 1 else HC_PARALLEL_EVEN)
@@ -218,6 +280,38 @@ def seed_sinkhorn(logits: sympy.Matrix, rounds: int, tau: sympy.Expr,
     return M
 
 
+def _seed_loop_every_n() -> list[Step]:
+    """The seed loop in index form, symbolic n (:mod:`hcspec.spec.sinkhorn_index`): its last
+    step T_c^ε leaves column sums c/(c + ε) < 1 on any positive iterate, its steps keep the
+    iterate positive from exp(H̃/τ) > 0, and at ε = 0 one round satisfies
+    T_c(T_r(M))_ij = T_r(T_c(Mᵀ))_ji (so t rounds on M are the transpose of the paper's t
+    rounds on Mᵀ, by induction).
+
+    Raises:
+        ProofFailure: when a step does not reduce as claimed.
+    """
+    column_total, column_value = si.variant_columns()
+    positive = si.steps_keep_positive(si.EPS)
+    logits = sympy.IndexedBase("h", real=True)
+    tau = sympy.Symbol("tau", positive=True)
+    si.require_positive("exp(h_ij/τ)", sympy.exp(logits[si.I, si.J] / tau))
+    M = si.positive_entries("M")
+    seed_round = si.column_step(si.row_step(M, 0, si.L))
+    paper_round = si.row_step(si.column_step(si.transpose(M), 0, si.L))
+    si.require_reduces("ε = 0: T_c(T_r(M))_ij = T_r(T_c(Mᵀ))_ji, symbolic n",
+                       seed_round(si.I, si.J), paper_round(si.J, si.I))
+    return [
+        ("every n: the seed loop's last step T_c^ε leaves column j of any positive iterate B "
+         "summing to c_j/(c_j + ε), c_j = Σ_k B_kj: below 1 for ε > 0",
+         chain(column_total, column_value)),
+        ("every n: its steps keep the iterate positive (from exp(H̃/τ) > 0, by induction)",
+         sympy.StrictGreaterThan(positive, 0, evaluate=False)),
+        ("every n, ε = 0: entry (i, j) of a seed round on M is entry (j, i) of a paper round "
+         "on Mᵀ (rows first on M is columns first on Mᵀ)",
+         chain(r"T_c(T_r(M))_{ij}", seed_round(si.I, si.J), r"T_r(T_c(M^{T}))_{ji}")),
+    ]
+
+
 @theorem(
     "mhc.sinkhorn_seed_loop",
     "The seed notes' Sinkhorn loop (exp(H̃/τ), rows first, +ε in every denominator) ends each "
@@ -225,15 +319,17 @@ def seed_sinkhorn(logits: sympy.Matrix, rounds: int, tau: sympy.Expr,
     "paper's (columns first, no ε) ends with rows exactly 1. At ε = 0 the seed loop on H̃ is the "
     "transpose of the paper's on H̃ᵀ, and τ only rescales the logits.",
     assumptions=("A positive n×n iterate; ε = 1e-8 > 0; τ > 0.",),
-    cases="generic positive entries at n in {2,3} (one round; rounds compose); the logits "
-          "[[0, 2, −1], [1, 0, 3], [−2, 1, 0]] at τ = 1, 20 rounds, evaluated to 30 digits",
-    generality="explicit sizes",
+    cases="column sums, positivity and the transpose relation for symbolic n in index form "
+          "(every round by induction); examples: generic positive entries at n in {2,3}; inexact "
+          "rows: the logits [[0, 2, −1], [1, 0, 3], [−2, 1, 0]] at τ = 1, 20 rounds, evaluated "
+          "to 30 digits",
+    generality="all sizes",
     source="mHC arXiv:2512.24880 §4.2 Eq. 9 (the paper's order); the seed notes' loop",
 )
 def _sinkhorn_seed_loop() -> list[Step]:
     eps = sympy.Symbol("epsilon", positive=True)
     tau = sympy.Symbol("tau", positive=True)
-    steps: list[Step] = []
+    steps: list[Step] = _seed_loop_every_n()
     for n in (2, 3):
         h = symbol_matrix("h", n, n)
         seed = seed_sinkhorn(h, 1, tau, eps)
@@ -248,7 +344,7 @@ def _sinkhorn_seed_loop() -> list[Step]:
             show=(sympy.Symbol(r"\mathrm{seed}_{\varepsilon=0}(\tilde{H})"),
                   sympy.Symbol(r"\mathrm{paper}(\tilde{H}^T / \tau)^T")))
         if n == 2:
-            steps += [step, transpose]
+            steps += [("example, " + step[0], step[1]), ("example, " + transpose[0], transpose[1])]
     logits = CONVERGENCE_LOGITS.applyfunc(lambda v: sympy.Float(v, 40))
     values = seed_sinkhorn(logits, 20, sympy.Integer(1))
     column_error = max(abs(float((s - 1).evalf(30))) for s in ds.col_sums(values))

@@ -44,10 +44,14 @@ def test_generality_is_recorded_and_symbolic_where_promised() -> None:
                        "linear.backward", "matmul_chain.backward", "ffn.backward",
                        "norm.jacobians", "residual.direct_term", "prenorm.direct_term",
                        "postnorm.no_bare_direct_term", "mhc.soft_start",
-                       "mhc.tensor_parallel_locality"):
+                       "mhc.tensor_parallel_locality", "mhc.sinkhorn_rows_exact",
+                       "mhc.sinkhorn_variants", "mhc.sinkhorn_seed_loop",
+                       "dynamic.init_equals_static", "dynamic.weights_bounded",
+                       "reduction.postnorm_dynamic", "reduction.postnorm_unreachable_static",
+                       "ds.permutation_vertices"):
         assert by_id[theorem_id] == "all sizes", theorem_id
     for theorem_id in ("init.static_prenorm", "duality.sequential", "unroll.connection_weights",
-                       "unroll.gradient"):
+                       "unroll.gradient", "duality.parallel", "reduction.n1_expressiveness"):
         assert by_id[theorem_id] == "induction", theorem_id
 
 
