@@ -351,8 +351,9 @@ def parallel_matrix(n: int, k: int, *, literal: bool = False) -> sympy.Matrix:
 
     i = 0 (Eq. 54): [[0, e_1ᵀ], [1, 11ᵀ]] — read the stream sum, reset every stream to it, write
     to stream 1. i ≠ 0 (Eq. 55): [[0, e_{i+1}ᵀ], [e_{i+1}, I]] — read and write stream i + 1 only.
-    ``literal=True`` uses e_i for i ≠ 0, Eq. 55 as printed with the 1-based e of Eq. 54; it is
-    not Eq. 19 at n = 2 (see :func:`literal_reading_fails`).
+    ``literal=True`` uses e_i for i ≠ 0, Eq. 55 with its index taken literally in the 1-based e
+    of Eq. 54 (the equations were read in a secondary transcription; the original's index base
+    was not checked); it is not Eq. 19 at n = 2 (see :func:`literal_reading_fails`).
 
     Raises:
         ValueError: if n < 2 or k < 1.
@@ -473,7 +474,7 @@ def parallel_induction() -> list[Step]:
 
 
 def literal_reading_fails() -> Step:
-    """Eq. 55 as printed (e_i for k − 1 ≡ i, with Eq. 54's 1-based e_1) is not Eq. 19 at n = 2,
+    """Eq. 55 read literally (e_i for k − 1 ≡ i, with Eq. 54's 1-based e_1) is not Eq. 19 at n = 2,
     and its layer 2 reads stream 1, which layer 1 has written: s + T_1(s), not s.
 
     Raises:
@@ -541,6 +542,8 @@ def run_parallel(n: int, groups: int) -> list[Step]:
         "Layer k with i = (k−1) mod n uses [[0, e_1ᵀ], [1, 11ᵀ]] for i = 0 (Eq. 54) and "
         "[[0, e_{i+1}ᵀ], [e_{i+1}, I]] otherwise: Eq. 55 with the stream index i + 1, the "
         "reading that gives Eq. 19 at n = 2 (e_i with Eq. 54's 1-based e_1 does not).",
+        "Eq. 53–55 were read in a secondary transcription of App. H (the original's typesetting "
+        "and index base were not available to check); Eq. 18–19 and Eq. 42 agree with it.",
         "Paper matrices read in row form via layout.paper_rows.",
     ),
     cases="every n, d and number of groups by induction over the layers (unit vectors in index "
