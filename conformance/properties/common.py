@@ -1,7 +1,9 @@
 """Shared pieces of the property families: float64 re-computation of the branch and the law,
-and the law's tolerance for the run."""
+the law's tolerance for the run, and the sums of H_res along its exact and other axis."""
 
 from __future__ import annotations
+
+from typing import TypeVar
 
 import torch
 
@@ -30,6 +32,24 @@ def expected_output(
     scale = max(float(f64(X).abs().max()), float(want.abs().max()),
                 float(f64(h_post).abs().max() * z.abs().max()))
     return want, inp, scale
+
+
+T = TypeVar("T")
+
+
+def by_exact_axis(exact_axis: str, rows: T, columns: T) -> tuple[T, T]:
+    """``(the row value, the column value)`` ordered as ``(exact axis, other axis)`` for the
+    declared ``sinkhorn_exact_axis`` (``"rows"`` or ``"columns"``: the axis Sinkhorn–Knopp
+    normalises last, mHC eq. 9). The swap is its own inverse: an ``(exact, other)`` pair
+    passed in comes back as ``(rows, columns)``."""
+    return (rows, columns) if exact_axis == "rows" else (columns, rows)
+
+
+def axis_sums(H: torch.Tensor, exact_axis: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(sums along the exact axis, sums along the other axis)`` of ``H [..., n, n]``, each
+    ``[..., n]`` in ``H``'s dtype and device: the row sums ``H 1`` and the column sums
+    ``1ᵀ H`` ordered by :func:`by_exact_axis`."""
+    return by_exact_axis(exact_axis, H.sum(dim=-1), H.sum(dim=-2))
 
 
 def law_tol(ctx: Context) -> float:
