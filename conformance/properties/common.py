@@ -1,8 +1,10 @@
 """Shared pieces of the property families: float64 re-computation of the branch and the law,
-the law's tolerance for the run, and the sums of H_res along its exact and other axis."""
+the law's tolerance for the run, the sums of H_res along its exact and other axis, and one
+forward and backward of ``L = ⟨G', X'⟩``."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 import torch
@@ -50,6 +52,23 @@ def axis_sums(H: torch.Tensor, exact_axis: str) -> tuple[torch.Tensor, torch.Ten
     ``[..., n]`` in ``H``'s dtype and device: the row sums ``H 1`` and the column sums
     ``1ᵀ H`` ordered by :func:`by_exact_axis`."""
     return by_exact_axis(exact_axis, H.sum(dim=-1), H.sum(dim=-2))
+
+
+def forward_backward(forward: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor,
+                     upstream: torch.Tensor, params: Sequence[torch.Tensor],
+                     ) -> tuple[torch.Tensor, list[torch.Tensor | None]]:
+    """One forward and backward of ``L = ⟨G', X'⟩``: ``X' = forward(leaf)`` on a fresh leaf
+    copy of ``x`` that requires grad (``x`` itself is left as it is), ``G' = upstream`` (the
+    shape of ``X'``), under grad mode. Returns ``(X', [∂L/∂x, ∂L/∂p for p in params])``,
+    detached, with None for a parameter ``L`` does not depend on. Whatever ``forward`` raises
+    propagates; a ``forward`` whose output is not connected to autograd makes
+    :func:`torch.autograd.grad` raise RuntimeError (check it inside ``forward`` to fail
+    with a message of one's own)."""
+    leaf = x.detach().clone().requires_grad_(True)
+    with torch.enable_grad():
+        out = forward(leaf)
+        grads = torch.autograd.grad((out * upstream).sum(), [leaf, *params], allow_unused=True)
+    return out.detach(), [None if g is None else g.detach() for g in grads]
 
 
 def law_tol(ctx: Context) -> float:
