@@ -16,7 +16,6 @@ property none of whose cases is supported is reported not applicable with it.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 
 import torch
@@ -24,7 +23,7 @@ import torch
 from hcspec.conformance import tolerances
 from hcspec.conformance.properties import precision
 from hcspec.conformance.properties.base import Context, NotApplicable, f64
-from hcspec.conformance.properties.cases import shift
+from hcspec.conformance.properties.cases import resized, shift
 from hcspec.conformance.properties.common import (
     axis_sums,
     by_exact_axis,
@@ -196,8 +195,7 @@ def check_batch_composition(ctx: Context, case: Case) -> None:
     scale = float(full.abs().max())
     for what, index in parts:
         part = x[index].contiguous()
-        got = _forward(ctx, impl, part, dataclasses.replace(
-            case, batch=part.shape[0], tokens=part.shape[1]))
+        got = _forward(ctx, impl, part, resized(case, part))
         ctx.record.expect(
             f"{what} vs the same outputs in the batch of {case.batch * case.tokens} tokens",
             tolerances.scaled_error(got, full[index], scale), tol,
