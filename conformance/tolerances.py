@@ -482,11 +482,14 @@ RULES: Final[dict[str, str]] = {
            "computed in that precision on the same comparison) — law.reported, law.probed "
            "(its probe residuals: 8 × those of probing that closed form), "
            "law.reported_matches_probed (8 × what probing it reads back), scale.law; "
+           "law.permutation_mixing (H_res steered to P within 4·eps, then 8 × the closed "
+           "form's error with the steered weights); "
            "variant.h_res / variant.gates: 8 × the error of the declared variant or gates "
            "computed in that precision; depth.mhc_bounded's per-layer rounding; the 'H_res "
            "looks transposed' hint; the other 'law' properties keep 256·eps there",
     "self_consistency": "self_consistency(dtype): the target against itself (strides, "
-                        "inference paths and repeated calls, batch composition): law(dtype) "
+                        "inference paths and repeated calls, batch composition, compiled vs "
+                        "eager forward and backward): law(dtype) "
                         "in float64/float32; in bfloat16/float16 4·eps when computed in "
                         "float32 or finer, else 8·eps; on the scaled error",
     "identity": "identity(dtype): the law's budget for exact algebraic identities",

@@ -16,7 +16,12 @@ import torch
 from hcspec.conformance import tolerances
 from hcspec.conformance.properties import precision
 from hcspec.conformance.properties.base import Context, f64
-from hcspec.conformance.properties.common import expected_output, law_tol
+from hcspec.conformance.properties.common import (
+    axis_sums,
+    by_exact_axis,
+    expected_output,
+    law_tol,
+)
 from hcspec.conformance.protocol import has_weights
 from hcspec.conformance.strategies import Case
 
@@ -72,12 +77,11 @@ def sums_pattern(H: torch.Tensor, exact_axis: str, slack: float) -> str | None:
     if n >= 2 and bool(((H - 1).abs() <= max(slack, 1e-6)).all()):
         return (f"known bug class: the mixing matrix is all ones (every sum is {n}, not 1): "
                 "the residual path adds all the streams to each")
-    rows, cols = H.sum(dim=-1), H.sum(dim=-2)
-    exact, other = (rows, cols) if exact_axis == "rows" else (cols, rows)
-    other_name = "columns" if exact_axis == "rows" else "rows"
-    if n >= 2 and bool((torch.cat([rows, cols], -1).abs() <= max(slack, 1e-12)).any()):
+    exact, other = axis_sums(H, exact_axis)
+    _, other_name = by_exact_axis(exact_axis, "rows", "columns")
+    if n >= 2 and bool((torch.cat([exact, other], -1).abs() <= max(slack, 1e-12)).any()):
         return ("known bug class: a stream was dropped — an H_res row or column sums to "
-                f"{float(torch.cat([rows, cols], -1).abs().min()):.3g}")
+                f"{float(torch.cat([exact, other], -1).abs().min()):.3g}")
     exact_err = float((exact - 1).abs().max())
     other_err = float((other - 1).abs().max())
     if n >= 2 and exact_err > slack and other_err <= slack:

@@ -1,5 +1,6 @@
 """The cases a property runs: the standard explicit examples, the standard hypothesis strategy
-for a profile, and :class:`Cases`, the declaration of how a property departs from them."""
+for a profile, :class:`Cases`, the declaration of how a property departs from them, and a case
+resized to a part of its state."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import torch
 from hypothesis import strategies as st
 
 from hcspec.conformance import strategies
@@ -20,6 +22,14 @@ if TYPE_CHECKING:
 def shift(ctx: Context, cases: Sequence[Case]) -> list[Case]:
     """The cases with the run seed added to their seeds."""
     return [dataclasses.replace(c, seed=c.seed + ctx.seed) for c in cases]
+
+
+def resized(case: Case, x: torch.Tensor) -> Case:
+    """``case`` with its shape ``(B, T, n, d)`` set to that of the state ``x [B, T, n, d]``
+    and every other field (layer index, seed, scales, branch) kept: the case of a sub-batch,
+    a slice of tokens or a decode step cut from the case's state."""
+    b, t, n, d = x.shape
+    return dataclasses.replace(case, batch=b, tokens=t, n=n, d=d)
 
 
 def standard_examples(

@@ -1,7 +1,11 @@
 """Shared pieces of the property families: float64 re-computation of the branch and the law,
-and the law's tolerance for the run."""
+the law's tolerance for the run, the sums of H_res along its exact and other axis, and one
+forward and backward of ``L = ⟨G', X'⟩``."""
 
 from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 import torch
 
@@ -30,6 +34,41 @@ def expected_output(
     scale = max(float(f64(X).abs().max()), float(want.abs().max()),
                 float(f64(h_post).abs().max() * z.abs().max()))
     return want, inp, scale
+
+
+T = TypeVar("T")
+
+
+def by_exact_axis(exact_axis: str, rows: T, columns: T) -> tuple[T, T]:
+    """``(the row value, the column value)`` ordered as ``(exact axis, other axis)`` for the
+    declared ``sinkhorn_exact_axis`` (``"rows"`` or ``"columns"``: the axis Sinkhorn–Knopp
+    normalises last, mHC eq. 9). The swap is its own inverse: an ``(exact, other)`` pair
+    passed in comes back as ``(rows, columns)``."""
+    return (rows, columns) if exact_axis == "rows" else (columns, rows)
+
+
+def axis_sums(H: torch.Tensor, exact_axis: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(sums along the exact axis, sums along the other axis)`` of ``H [..., n, n]``, each
+    ``[..., n]`` in ``H``'s dtype and device: the row sums ``H 1`` and the column sums
+    ``1ᵀ H`` ordered by :func:`by_exact_axis`."""
+    return by_exact_axis(exact_axis, H.sum(dim=-1), H.sum(dim=-2))
+
+
+def forward_backward(forward: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor,
+                     upstream: torch.Tensor, params: Sequence[torch.Tensor],
+                     ) -> tuple[torch.Tensor, list[torch.Tensor | None]]:
+    """One forward and backward of ``L = ⟨G', X'⟩``: ``X' = forward(leaf)`` on a fresh leaf
+    copy of ``x`` that requires grad (``x`` itself is left as it is), ``G' = upstream`` (the
+    shape of ``X'``), under grad mode. Returns ``(X', [∂L/∂x, ∂L/∂p for p in params])``,
+    detached, with None for a parameter ``L`` does not depend on. Whatever ``forward`` raises
+    propagates; a ``forward`` whose output is not connected to autograd makes
+    :func:`torch.autograd.grad` raise RuntimeError (check it inside ``forward`` to fail
+    with a message of one's own)."""
+    leaf = x.detach().clone().requires_grad_(True)
+    with torch.enable_grad():
+        out = forward(leaf)
+        grads = torch.autograd.grad((out * upstream).sum(), [leaf, *params], allow_unused=True)
+    return out.detach(), [None if g is None else g.detach() for g in grads]
 
 
 def law_tol(ctx: Context) -> float:

@@ -22,7 +22,7 @@ from hcspec.conformance.properties.base import Context, Inconclusive, f64
 from hcspec.conformance.properties.bug_classes import sums_pattern
 from hcspec.conformance.properties.building import all_parameters
 from hcspec.conformance.properties.cases import Cases, shift, standard_strategy
-from hcspec.conformance.properties.common import law_tol
+from hcspec.conformance.properties.common import axis_sums, by_exact_axis, law_tol
 from hcspec.conformance.properties.declaration import declare
 from hcspec.conformance.properties.requirements import WEIGHTS_OR_PROBING, capability, kinds
 from hcspec.conformance.protocol import PARAMETERS, HyperConnectionImpl, has_weights
@@ -54,12 +54,11 @@ class MHCWeights:
 
 def _sums(ctx: Context, H: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """(sums along the exactly normalised axis, sums along the other axis), ``[..., n]``."""
-    rows, cols = H.sum(dim=-1), H.sum(dim=-2)
-    return (rows, cols) if ctx.conventions.sinkhorn_exact_axis == "rows" else (cols, rows)
+    return axis_sums(H, ctx.conventions.sinkhorn_exact_axis)
 
 
 def _axis_names(ctx: Context) -> tuple[str, str]:
-    return ("row", "column") if ctx.conventions.sinkhorn_exact_axis == "rows" else ("column", "row")
+    return by_exact_axis(ctx.conventions.sinkhorn_exact_axis, "row", "column")
 
 
 def other_axis_bound(ctx: Context, w: MHCWeights, n: int) -> tuple[torch.Tensor, list[str]]:

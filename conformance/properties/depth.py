@@ -24,7 +24,7 @@ from hcspec.conformance import strategies, tolerances
 from hcspec.conformance.properties import precision
 from hcspec.conformance.properties.base import Context, f64
 from hcspec.conformance.properties.cases import shift
-from hcspec.conformance.properties.common import law_tol
+from hcspec.conformance.properties.common import by_exact_axis, law_tol
 from hcspec.conformance.properties.declaration import declare
 from hcspec.conformance.properties.errors import PropertyFailure
 from hcspec.conformance.properties.inputs import CheckedBranch
@@ -124,7 +124,7 @@ def _allowances(ctx: Context, H: torch.Tensor) -> tuple[torch.Tensor, torch.Tens
     other = tolerances.sinkhorn_other_axis_bound(H, c.iterations, computed, False)
     other = other * (1 + rounding) + rounding + n * c.sinkhorn_denominator_eps
     exact_t = torch.full_like(other, exact)
-    return (exact_t, other) if c.sinkhorn_exact_axis == "rows" else (other, exact_t)
+    return by_exact_axis(c.sinkhorn_exact_axis, exact_t, other)  # → (rows, columns)
 
 
 def _layer_rounding(ctx: Context, layer: Layer) -> tuple[float, torch.Tensor]:

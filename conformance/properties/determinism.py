@@ -16,6 +16,7 @@ import torch
 from hcspec.conformance import salts, strategies, tolerances
 from hcspec.conformance.properties.base import Context, f64, floating_parameters
 from hcspec.conformance.properties.cases import Cases
+from hcspec.conformance.properties.common import forward_backward
 from hcspec.conformance.properties.declaration import declare
 from hcspec.conformance.protocol import HyperConnectionImpl, has_train_eval
 from hcspec.conformance.strategies import SMOOTH_BRANCHES, Case
@@ -48,15 +49,13 @@ def _pass(ctx: Context, impl: HyperConnectionImpl, x: torch.Tensor, upstream: to
             ``ctx.observe.forward`` on every pass).
     """
     params = _trainable(impl)
-    leaf = x.detach().clone().requires_grad_(True)
-    with torch.enable_grad():
-        out = ctx.observe.forward(impl, leaf, ctx.inputs.branch(case, record=False))
-        grads = torch.autograd.grad((out * upstream).sum(), [leaf, *(p for _, p in params)],
-                                    allow_unused=True)
-    named: dict[str, torch.Tensor | None] = {"X'": out.detach(), "∂L/∂x": grads[0]}
+    out, grads = forward_backward(
+        lambda leaf: ctx.observe.forward(impl, leaf, ctx.inputs.branch(case, record=False)),
+        x, upstream, [p for _, p in params])
+    named: dict[str, torch.Tensor | None] = {"X'": out, "∂L/∂x": grads[0]}
     for (name, _), g in zip(params, grads[1:], strict=True):
         named[f"∂L/∂({name})"] = g
-    return {name: None if g is None else g.detach() for name, g in named.items()}
+    return named
 
 
 def _compare(ctx: Context, k: int, name: str, got: torch.Tensor | None,

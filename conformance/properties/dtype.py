@@ -26,6 +26,7 @@ from hcspec.conformance.properties.base import (
     seeded_global_rng,
 )
 from hcspec.conformance.properties.cases import Cases, standard_examples
+from hcspec.conformance.properties.common import forward_backward
 from hcspec.conformance.properties.declaration import declare
 from hcspec.conformance.properties.requirements import float64
 from hcspec.conformance.protocol import Branch, HyperConnectionImpl
@@ -85,11 +86,17 @@ def _gradients(ctx: Context, impl: HyperConnectionImpl, case: Case, dtype: torch
     if gen is not None:  # one factor per stream-0 entry when the state must stay replicated
         factors = _unit_roundoff_factors(x[..., :1, :] if ctx.replicated else x, gen)
         x = x * factors.expand_as(x)
-    x.requires_grad_(True)
     G = strategies.gaussian(x.shape, case.seed, salts.UPSTREAM_GRADIENT.at(), dtype, ctx.device)
     params = floating_parameters(impl, trainable=True)
     fn = (_float32_branch(case, ctx.device) if branch32 else
           strategies.make_branch(case.branch, case.d, dtype, ctx.device, seed=case.seed))
+
+    def forward(leaf: torch.Tensor) -> torch.Tensor:
+        out = probes.forward_on_copy(impl, leaf, fn)
+        ctx.record.require(out.requires_grad,
+                           f"the {dtype} forward's output is not connected to autograd")
+        return out
+
     saved = [p.detach().clone() for p in params] if gen is not None else []
     try:
         if gen is not None:
@@ -97,11 +104,7 @@ def _gradients(ctx: Context, impl: HyperConnectionImpl, case: Case, dtype: torch
                 for p in params:
                     p.mul_(_unit_roundoff_factors(p, gen))
         with seeded_global_rng(case.seed, ctx.device):  # every call draws the same numbers
-            out = probes.forward_on_copy(impl, x, fn)
-            loss = (out * G).sum()
-            ctx.record.require(loss.requires_grad,
-                               f"the {dtype} forward's output is not connected to autograd")
-            grads = torch.autograd.grad(loss, [x, *params], allow_unused=True)
+            out, grads = forward_backward(forward, x, G, params)
     finally:
         if gen is not None:
             with torch.no_grad():
@@ -109,7 +112,7 @@ def _gradients(ctx: Context, impl: HyperConnectionImpl, case: Case, dtype: torch
                     p.copy_(value)
     filled = [torch.zeros_like(t) if g is None else g for t, g in zip([x, *params], grads,
                                                                          strict=True)]
-    return filled[0], filled[1:], out.detach()
+    return filled[0], filled[1:], out
 
 
 def _gradient_examples(ctx: Context) -> list[Case]:

@@ -21,7 +21,7 @@ import torch
 from hcspec.conformance import salts, tolerances
 from hcspec.conformance.properties import precision
 from hcspec.conformance.properties.base import Context, f64
-from hcspec.conformance.properties.cases import Cases
+from hcspec.conformance.properties.cases import Cases, resized
 from hcspec.conformance.properties.declaration import declare
 from hcspec.conformance.protocol import HyperConnectionImpl, has_train_eval
 from hcspec.conformance.strategies import Case
@@ -77,12 +77,6 @@ def _training(ctx: Context, case: Case, x: torch.Tensor) -> torch.Tensor:
     return _run(ctx, impl, x, case, train, torch.enable_grad)
 
 
-def _sub(case: Case, x: torch.Tensor) -> Case:
-    return Case(x.shape[0], x.shape[1], case.n, case.d, layer_index=case.layer_index,
-                seed=case.seed, scale=case.scale, perturb=case.perturb,
-                param_scale=case.param_scale, branch=case.branch)
-
-
 @declare(
     "inference.modes",
     statement="forward under no_grad, inference_mode, eval and train mode gives the training "
@@ -113,7 +107,7 @@ def check_repeated_calls(ctx: Context, case: Case) -> None:
     x2 = ctx.inputs.state(case, salt=salts.SECOND_STATE)
     x3 = ctx.inputs.state(case, salt=salts.OTHER_TOKENS_STATE)[:, -1:].contiguous()
     want2 = _training(ctx, case, x2)
-    want3 = _training(ctx, _sub(case, x3), x3)
+    want3 = _training(ctx, resized(case, x3), x3)
     tol = precision.self_consistency(ctx)
     for name, train, grad in _paths(ctx, ctx.build.make(case)):
         impl = ctx.build.make(case)
@@ -123,7 +117,7 @@ def check_repeated_calls(ctx: Context, case: Case) -> None:
                           "vs the training path", tolerances.scaled_error(got2, want2), tol,
                           hint="a result cached by shape (warm-up, graph capture) reused "
                                "for a new input?")
-        got3 = _run(ctx, impl, x3, _sub(case, x3), train, grad)
+        got3 = _run(ctx, impl, x3, resized(case, x3), train, grad)
         ctx.record.expect(f"decode step under {name} (1 token after a prefill of "
                           f"{case.tokens}) vs the training path",
                           tolerances.scaled_error(got3, want3), tol,

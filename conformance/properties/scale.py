@@ -16,7 +16,6 @@ property none of whose cases is supported is reported not applicable with it.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 
 import torch
@@ -24,8 +23,13 @@ import torch
 from hcspec.conformance import tolerances
 from hcspec.conformance.properties import precision
 from hcspec.conformance.properties.base import Context, NotApplicable, f64
-from hcspec.conformance.properties.cases import shift
-from hcspec.conformance.properties.common import expected_output, law_tol
+from hcspec.conformance.properties.cases import resized, shift
+from hcspec.conformance.properties.common import (
+    axis_sums,
+    by_exact_axis,
+    expected_output,
+    law_tol,
+)
 from hcspec.conformance.properties.constraints import MHCWeights
 from hcspec.conformance.properties.declaration import declare
 from hcspec.conformance.properties.requirements import WEIGHTS_OR_PROBING, kinds
@@ -122,13 +126,6 @@ def check_law(ctx: Context, case: Case) -> None:
                       tolerances.scaled_error(out, want, scale), tol)
 
 
-def _sums(ctx: Context, H: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, str, str]:
-    rows, cols = H.sum(dim=-1), H.sum(dim=-2)
-    if ctx.conventions.sinkhorn_exact_axis == "rows":
-        return rows, cols, "row", "column"
-    return cols, rows, "column", "row"
-
-
 @declare(
     "scale.constraints",
     statement="mHC at n up to 8, d up to 257: H_res doubly stochastic, H_pre, H_post in range",
@@ -145,7 +142,9 @@ def check_constraints(ctx: Context, case: Case) -> None:
     slack = tolerances.range_slack(ctx.tol_dtype, w.probed)
     ctx.record.expect(f"most negative H_res entry {where}", max(0.0, -float(w.H_res.min())),
                       slack)
-    exact, other, exact_name, other_name = _sums(ctx, w.H_res)
+    axis = ctx.conventions.sinkhorn_exact_axis
+    exact, other = axis_sums(w.H_res, axis)
+    exact_name, other_name = by_exact_axis(axis, "row", "column")
     ctx.record.expect(f"max |H_res {exact_name} sum − 1| {where}",
                       float((exact - 1).abs().max()),
                       tolerances.exact_axis(ctx.tol_dtype, case.n, w.probed))
@@ -157,7 +156,7 @@ def check_constraints(ctx: Context, case: Case) -> None:
     ctx.record.expect(f"max |H_res {other_name} sum − 1| {where}",
                       float(err.flatten()[excess]), float(bound.flatten()[excess]),
                       f"{other_name} sums of the worst token: "
-                      f"{[round(float(v), 4) for v in _sums(ctx, worst_row)[1]]}")
+                      f"{[round(float(v), 4) for v in axis_sums(worst_row, axis)[1]]}")
     c = ctx.conventions
     for name, values, top in (("H_pre", w.h_pre, 1.0 + c.h_pre_eps),
                               ("H_post", w.h_post, c.h_post_multiplier + c.h_post_eps)):
@@ -196,8 +195,7 @@ def check_batch_composition(ctx: Context, case: Case) -> None:
     scale = float(full.abs().max())
     for what, index in parts:
         part = x[index].contiguous()
-        got = _forward(ctx, impl, part, dataclasses.replace(
-            case, batch=part.shape[0], tokens=part.shape[1]))
+        got = _forward(ctx, impl, part, resized(case, part))
         ctx.record.expect(
             f"{what} vs the same outputs in the batch of {case.batch * case.tokens} tokens",
             tolerances.scaled_error(got, full[index], scale), tol,

@@ -27,7 +27,7 @@ from hcspec.conformance import salts, strategies, tolerances
 from hcspec.conformance.properties import precision
 from hcspec.conformance.properties.base import Context, Inconclusive, f64
 from hcspec.conformance.properties.cases import Cases, shift
-from hcspec.conformance.properties.common import law_tol
+from hcspec.conformance.properties.common import axis_sums, law_tol
 from hcspec.conformance.properties.constraints import MHCWeights
 from hcspec.conformance.properties.declaration import declare
 from hcspec.conformance.properties.errors import PropertyFailure
@@ -384,7 +384,7 @@ def fixed_point_tolerance(ctx: Context, H: torch.Tensor, exact_axis: str) -> flo
     second singular value of ``H`` (the conditioning of the fixed-point system; an implicit
     backward evaluated at another point within ``e`` of the fixed point differs by O(e)
     divided by the spectral gap)."""
-    other = H.sum(dim=-2) if exact_axis == "rows" else H.sum(dim=-1)
+    _, other = axis_sums(H, exact_axis)
     e = float((other - 1).abs().max())
     sigma = torch.linalg.svdvals(H)
     second = float(sigma[..., 1].max()) if H.shape[-1] > 1 else 0.0

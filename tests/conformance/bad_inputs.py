@@ -19,10 +19,8 @@ import io
 import json
 import os
 import signal
-import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -33,6 +31,7 @@ import torch
 
 from hcspec.conformance import cli, isolation
 from hcspec.conformance.adapters.reference import make_hc_dynamic, make_hc_static
+from tests.conformance.signalled import run_signalled
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "bad-input.md"
@@ -367,28 +366,8 @@ def _in_subprocess(case: BadInput, argv: list[str], cwd: str) -> tuple[int, str,
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH",
                                                                                   "")]),
                OMP_NUM_THREADS="1")
-    proc = subprocess.Popen([sys.executable, "-m", "hcspec.conformance", *argv], cwd=cwd,
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    err_lines: list[str] = []
-    watchdog = threading.Timer(240, proc.kill)  # a case that does not end is a failure
-    watchdog.start()
-    try:
-        if case.send is not None:
-            sig, trigger = case.send
-            assert proc.stderr is not None
-            for line in proc.stderr:
-                err_lines.append(line)
-                if trigger in line:
-                    time.sleep(0.5)  # let the next step start (and hang)
-                    proc.send_signal(sig)
-                    break
-        out, rest = proc.communicate(timeout=300)
-    finally:
-        watchdog.cancel()
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
-    return proc.returncode, out, "".join(err_lines) + rest
+    return run_signalled([sys.executable, "-m", "hcspec.conformance", *argv], cwd=cwd,
+                         env=env, send=case.send)
 
 
 def observe(case: BadInput) -> Observed:

@@ -11,13 +11,12 @@ import os
 import signal
 import subprocess
 import sys
-import threading
-import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
 
+from tests.conformance.signalled import run_signalled
 from tests.conformance.test_pytest_plugin import ROOT, _plugin_args
 
 pytestmark = pytest.mark.slow  # pytest subprocesses that run properties
@@ -77,26 +76,8 @@ def _signalled_run(cwd: Path, sig: int) -> tuple[int, str, Path]:
                OMP_NUM_THREADS="1")
     cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-s",
            *_plugin_args(), f"--junitxml={junit}"]
-    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-    watchdog = threading.Timer(240, proc.kill)  # a run that does not stop is a failure
-    watchdog.start()
-    seen: list[str] = []
-    try:
-        assert proc.stderr is not None
-        for line in proc.stderr:
-            seen.append(line)
-            if HANG_CUE in line:
-                time.sleep(0.5)
-                proc.send_signal(sig)
-                break
-        out, rest = proc.communicate(timeout=300)
-    finally:
-        watchdog.cancel()
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
-    return proc.returncode, out + "".join(seen) + rest, junit
+    code, out, err = run_signalled(cmd, cwd=str(cwd), env=env, send=(sig, HANG_CUE))
+    return code, out + err, junit
 
 
 def _suite_properties(junit: Path) -> dict[str, str]:

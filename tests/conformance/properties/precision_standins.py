@@ -21,6 +21,13 @@ TARGETs (``tests.conformance.properties.precision_standins:NAME``):
   catch in low precision;
 * ``make_bf16_unrounded_branch_input`` — ``make_bf16_output`` that hands the branch its
   float32 aggregate (correct: the exact family must accept either rounding);
+* ``make_{bf16,float16}_compiled_unmixed`` — ``make_bf16_output`` (``make_float16_output``)
+  whose forward skips the mixing ``H_res X`` only while ``torch.compile`` traces it: what
+  ``compile.fullgraph`` must catch in low precision;
+* ``make_{bf16,float16}_hc_{static,dynamic}`` — the reference static (dynamic) HC with the
+  rounding of ``make_bf16_output``, and ``make_{bf16,float16}_hc_unmixed`` the static one
+  returning the streams from before mixing (``tests.mutants.width_returns_unmixed``): what
+  ``law.permutation_mixing`` must pass and catch in low precision;
 * ``make_branch_only_gradient`` — a static HC whose residual ``H_res X`` is detached, so only
   the branch path carries gradient (``dtype.float32_gradients`` must not blame it for the
   kit's own branch's float32 error).
@@ -35,7 +42,11 @@ from typing import Any
 import torch
 
 from hcspec.conformance.protocol import Conventions
-from hcspec.reference import ManifoldHyperConnection, StaticHyperConnection
+from hcspec.reference import (
+    DynamicHyperConnection,
+    ManifoldHyperConnection,
+    StaticHyperConnection,
+)
 from tests.mutants.assumes_contiguous_strides import contiguous_read
 from tests.mutants.cache_keyed_by_shape import ShapeCache
 from tests.mutants.depth_deep_layers_unnormalised import DeepLayersUnnormalised
@@ -52,24 +63,27 @@ def _built(cls: type[torch.nn.Module], n: int, d: int, layer_index: int, seed: i
     return module.to(dtype=param_dtype, device=device)
 
 
-class RoundedMHC(ManifoldHyperConnection):
-    """The reference mHC with float32 (or float64) parameters and arithmetic, returning ``X'``
-    and its weights in ``output`` (the branch input too, handed to the branch in the state's
-    dtype, as TileKernels' ``mhc_pre_apply_mix_ref``); ``transposed`` reports ``H_resᵀ``;
-    ``detached`` cuts the residual path from autograd."""
+class Rounded:
+    """Mixin (listed before the reference class in the bases) for a reference module with
+    float32 (or float64) parameters and arithmetic, returning ``X'`` and its weights in
+    ``output`` (the branch input too, handed to the branch in the state's dtype, as
+    TileKernels' ``mhc_pre_apply_mix_ref``);
+    ``transposed`` reports ``H_resᵀ``; ``detached`` cuts the residual path from autograd;
+    ``unmixed`` returns the streams from before mixing (``X`` for ``H_res X``)."""
 
     output: torch.dtype = torch.bfloat16
     transposed: bool = False
     detached: bool = False
+    unmixed: bool = False
 
     def _inner(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        work = next(self.parameters()).dtype
+        work = next(self.parameters()).dtype  # type: ignore[attr-defined]
         xw = x.to(work)
-        return (xw, *super().weights(xw))
+        return (xw, *super().weights(xw))  # type: ignore[misc]
 
-    def logits(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """The reference's pre-activation logits, computed in the parameters' dtype."""
-        return super().logits(x.to(next(self.parameters()).dtype))
+    def _mixes(self) -> bool:
+        """Whether this call applies ``H_res`` to the streams."""
+        return not self.unmixed
 
     def weights(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         _, h_pre, h_post, H_res = self._inner(x)
@@ -77,30 +91,48 @@ class RoundedMHC(ManifoldHyperConnection):
             H_res = H_res.transpose(-1, -2)
         return h_pre.to(self.output), h_post.to(self.output), H_res.to(self.output)
 
-    def forward(self, x: torch.Tensor, branch: Branch) -> torch.Tensor:  # type: ignore[override]
+    def forward(self, x: torch.Tensor, branch: Branch) -> torch.Tensor:
         xw, h_pre, h_post, H_res = self._inner(x)
         x_in = (h_pre.unsqueeze(-2) @ xw).squeeze(-2)
         z = branch(x_in.to(self.output).to(x.dtype)).to(xw.dtype)
         residual = xw.detach() if self.detached else xw
-        out = H_res @ residual + h_post.unsqueeze(-1) * z.unsqueeze(-2)
+        mixed = H_res @ residual if self._mixes() else residual
+        out = mixed + h_post.unsqueeze(-1) * z.unsqueeze(-2)
         return out.to(self.output)
+
+
+class RoundedMHC(Rounded, ManifoldHyperConnection):
+    """The reference mHC with the rounding of :class:`Rounded`."""
+
+    def logits(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The reference's pre-activation logits, computed in the parameters' dtype."""
+        return super().logits(x.to(next(self.parameters()).dtype))
+
+
+class RoundedStaticHC(Rounded, StaticHyperConnection):
+    """The reference static HC with the rounding of :class:`Rounded`."""
+
+
+class RoundedDynamicHC(Rounded, DynamicHyperConnection):
+    """The reference dynamic HC with the rounding of :class:`Rounded`."""
 
 
 def _rounded(n: int, d: int, *, layer_index: int = 0, dtype: torch.dtype = torch.float64,
              device: str = "cpu", seed: int = 0, output: torch.dtype = torch.bfloat16,
-             declare: bool = True, transposed: bool = False,
-             detached: bool = False, cls: type[RoundedMHC] = RoundedMHC) -> RoundedMHC:
+             declare: bool = True, transposed: bool = False, detached: bool = False,
+             unmixed: bool = False, cls: type[Rounded] = RoundedMHC) -> Any:
     work = torch.float64 if output == torch.float64 else torch.float32
-    module: RoundedMHC = _built(cls, n, d, layer_index, seed, work, device)
+    module = _built(cls, n, d, layer_index, seed, work, device)  # type: ignore[arg-type]
     module.output = output
     module.transposed = transposed
     module.detached = detached
+    module.unmixed = unmixed
+    rounds = {"sinkhorn_iterations": 20} if issubclass(cls, ManifoldHyperConnection) else {}
     if output == torch.float64:
-        module.conventions = Conventions(sinkhorn_iterations=20)  # type: ignore[assignment]
+        module.conventions = Conventions(**rounds)  # type: ignore[arg-type]
     else:
-        module.conventions = Conventions(  # type: ignore[assignment]
-            sinkhorn_iterations=20, compute_dtype=torch.float32,
-            output_dtype=output if declare else None)
+        module.conventions = Conventions(  # type: ignore[arg-type]
+            **rounds, compute_dtype=torch.float32, output_dtype=output if declare else None)
     return module
 
 
@@ -150,6 +182,24 @@ class UnroundedBranchInputBF16(RoundedMHC):
         return (H_res @ xw + h_post.unsqueeze(-1) * z.unsqueeze(-2)).to(self.output)
 
 
+class CompiledPathUnmixed(RoundedMHC):
+    """:class:`RoundedMHC` whose forward skips the mixing while ``torch.compile`` traces it
+    (a compile-only path that differs from eager by O(1), less than 256·eps of bfloat16)."""
+
+    def _mixes(self) -> bool:
+        return not torch.compiler.is_compiling()
+
+
+make_bf16_compiled_unmixed = partial(_rounded, output=torch.bfloat16, cls=CompiledPathUnmixed)
+make_float16_compiled_unmixed = partial(_rounded, output=torch.float16, cls=CompiledPathUnmixed)
+make_bf16_hc_static = partial(_rounded, output=torch.bfloat16, cls=RoundedStaticHC)
+make_float16_hc_static = partial(_rounded, output=torch.float16, cls=RoundedStaticHC)
+make_bf16_hc_dynamic = partial(_rounded, output=torch.bfloat16, cls=RoundedDynamicHC)
+make_float16_hc_dynamic = partial(_rounded, output=torch.float16, cls=RoundedDynamicHC)
+make_bf16_hc_unmixed = partial(_rounded, output=torch.bfloat16, cls=RoundedStaticHC,
+                               unmixed=True)
+make_float16_hc_unmixed = partial(_rounded, output=torch.float16, cls=RoundedStaticHC,
+                                  unmixed=True)
 make_bf16_unrounded_branch_input = partial(_rounded, output=torch.bfloat16,
                                            cls=UnroundedBranchInputBF16)
 make_bf16_shape_cached = partial(_rounded, output=torch.bfloat16, cls=ShapeCachedBF16)

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import pytest
+import torch
 
+from hcspec.conformance import tolerances
 from hcspec.conformance.profiles import get_profile
 from hcspec.conformance.properties import PropertyFailure
 from hcspec.conformance.properties.requirements import compile_backend, compile_unavailable
 from tests.conformance.properties.support import run, unmet
+
+STANDINS = "tests.conformance.properties.precision_standins"
 
 
 def test_backend_follows_the_profile() -> None:
@@ -64,3 +68,22 @@ def test_a_graph_break_names_dynamos_reason_and_the_users_source(
     assert "tests/conformance/standins.py:" in result.message and source in result.message
     assert "data-dependent" not in result.message
     assert "data-dependent" not in (result.failure.hint or "")  # type: ignore[union-attr]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("precision", ["bf16", "float16"])
+def test_a_compiled_path_that_differs_in_low_precision_fails(precision: str) -> None:
+    """Compiled vs eager is the target against itself: a few units of roundoff in
+    bfloat16/float16 (self_consistency), not 256·eps (2.0 in bfloat16, more than a compiled
+    path that skips the mixing differs by)."""
+    ctx = run("compile.fullgraph", f"{STANDINS}:make_{precision}_output")
+    eps = tolerances.eps(ctx.tol_dtype)
+    assert ctx.worst.error <= ctx.worst.tolerance == 4 * eps  # float32 inside, rounded out
+    with pytest.raises(PropertyFailure, match=r"compiled \(aot_eager\) forward vs eager"):
+        run("compile.fullgraph", f"{STANDINS}:make_{precision}_compiled_unmixed")
+
+
+@pytest.mark.slow
+def test_compiled_vs_eager_keeps_the_law_in_float64() -> None:
+    ctx = run("compile.fullgraph", "reference:hc-dynamic")
+    assert ctx.worst.tolerance == tolerances.law(torch.float64)

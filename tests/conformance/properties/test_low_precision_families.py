@@ -27,6 +27,8 @@ BUGS = [
     ("scale.batch_composition", "make_bf16_batched_path", "make_bf16_output", MANY_TOKENS),
     ("variant.h_res", "make_transposed_bfloat16", "make_bf16_output", PERTURBED),
     ("variant.h_res", "make_transposed_float16", "make_float16_output", PERTURBED),
+    ("law.permutation_mixing", "make_bf16_hc_unmixed", "make_bf16_hc_static", 0),
+    ("law.permutation_mixing", "make_float16_hc_unmixed", "make_float16_hc_static", 2),
 ]
 
 
@@ -64,6 +66,21 @@ def test_self_consistency_keeps_the_law_in_float64_and_float32() -> None:
     assert tolerances.self_consistency(torch.bfloat16, torch.float32) == 4 * bf16
     assert tolerances.self_consistency(torch.bfloat16, torch.bfloat16) == 8 * bf16
     assert "self_consistency" in tolerances.RULES
+
+
+@pytest.mark.parametrize("target", ["make_bf16_hc_static", "make_bf16_hc_dynamic",
+                                    "make_float16_hc_static", "make_float16_hc_dynamic"])
+def test_permutation_mixing_is_measured_in_low_precision(target: str) -> None:
+    for example in range(3):  # at init, perturbed, state scale 10
+        ctx = support.run("law.permutation_mixing", f"{STANDINS}:{target}", example=example)
+        eps = tolerances.eps(ctx.tol_dtype)
+        # steered to P within 4·eps, then max(4·eps, 8 × the closed form's error): not 256·eps·n
+        assert ctx.worst.error <= ctx.worst.tolerance <= 8 * eps, (example, ctx.worst)
+
+
+def test_permutation_mixing_keeps_the_law_in_float64() -> None:
+    ctx = support.run("law.permutation_mixing", "reference:hc-dynamic")
+    assert ctx.worst.tolerance == tolerances.law(torch.float64) * 4  # n = 4
 
 
 @pytest.mark.parametrize("prop", ["scale.law", "variant.h_res", "variant.gates"])
