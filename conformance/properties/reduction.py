@@ -179,7 +179,9 @@ def check_prenorm_stack(ctx: Context, case: Case) -> None:
         impl = first if k == 0 else ctx.build.make(case, layer_index=k, perturb=False)
         seed = case.seed + LAYER_SEED_STRIDE * k
         fn = strategies.make_branch(case.branch, case.d, ctx.dtype, ctx.device, seed=seed)
+        # the output (in a declared output dtype) is the next layer's input, in the working dtype
         x = probes.forward_on_copy(impl, x, strategies.CountingBranch(fn, record=False))
+        x = x.to(ctx.dtype) if isinstance(x, torch.Tensor) else x
         fn64 = strategies.make_branch(case.branch, case.d, torch.float64, seed=seed)
         h_ref = h_ref + fn64(ctx.observe.branch_input(h_ref))
     out = ctx.observe.reduce(first, x)

@@ -86,9 +86,10 @@ def test_low_precision_law_tolerance_is_measured(prop: str) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("target", ["make_bf16_output", "make_float16_output"])
+@pytest.mark.parametrize("target", ["make_bf16_output", "make_float16_output",
+                                    "make_bf16_hc_static", "make_float16_hc_dynamic"])
 def test_every_property_runs_on_a_declared_low_precision_output(target: str) -> None:
-    """A correct mHC that declares (and returns) a bfloat16/float16 output: no property may
+    """A correct mHC or HC that declares (and returns) a bfloat16/float16 output: no property may
     end in an error (a kit crash such as a dtype mismatch in a family that forgets the declared
     output dtype), and none may fail."""
     from hcspec.conformance import report as rp
