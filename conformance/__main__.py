@@ -1,7 +1,5 @@
 """``python -m hcspec.conformance`` is ``hc-conformance``."""
 
-import sys
+from hcspec.conformance.cli import console_main
 
-from hcspec.conformance.cli import main
-
-sys.exit(main())
+console_main()

@@ -17,7 +17,7 @@ import textwrap
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 from rich.console import Console
 from rich.markup import escape
@@ -126,7 +126,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--json", metavar="PATH", help="write the JSON report here")
     run.add_argument("--junit", metavar="PATH", help="write JUnit XML here")
     run.add_argument("--markdown", metavar="PATH", help="write the Markdown report here")
-    run.add_argument("--timeout", metavar="SECONDS", type=float, default=None,
+    run.add_argument("--timeout", metavar="SECONDS", type=_seconds, default=None,
                      help="wall-clock limit per property (default: the profile's: "
                           + ", ".join(f"{k} {v:g} s" for k, v in _default_timeouts().items())
                           + "; 0: none); a property past it is reported `timeout` and the "
@@ -262,6 +262,22 @@ def cmd_report(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _seconds(text: str) -> float:
+    """``--timeout``'s value: a finite number of seconds, 0 or more.
+
+    Raises:
+        argparse.ArgumentTypeError: anything else (argparse makes it a usage error, exit 2).
+    """
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(
+            f"expected a number of seconds, 0 or more (0: no limit), got {text!r}")
+    return value
+
+
 def _usage_error(console: Console, message: str) -> int:
     console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
     return EXIT_USAGE
@@ -306,24 +322,22 @@ def cmd_run(args: argparse.Namespace) -> int:
         from hcspec.conformance.parallel.cli import cmd_run_parallel
 
         return cmd_run_parallel(args)
-    from hcspec.conformance import hypothesis_home
+    try:
+        from hcspec.conformance import hypothesis_home
 
-    with sigterm_as_interrupt(), hypothesis_home.private():
-        try:
+        with sigterm_as_interrupt(), hypothesis_home.private():
             return _run(args)
-        except KeyboardInterrupt as exc:  # before the target was resolved, or while printing
-            from hcspec.conformance.runner import interrupt_name
-
-            err = Console(stderr=True)
-            target = args.target or os.environ.get(ENV_VAR) or DEFAULT_TARGET
-            report = rp.Report(target=target, kit_version=kit_version(), profile=args.profile,
-                               seed=args.seed, device=args.device, interrupted=True,
-                               interrupted_by=interrupt_name(exc),
-                               running="setup: resolving the target")
-            err.print(f"interrupted ({report.interrupted_by}) before the target was resolved",
-                      highlight=False)
-            _write_reports(args, report, _console(), err)
-            return _exit_code(report)
+    except KeyboardInterrupt as exc:  # while importing, before the target was resolved, ...
+        err = Console(stderr=True)
+        target = args.target or os.environ.get(ENV_VAR) or DEFAULT_TARGET
+        # by class name: the runner module may be the import that was interrupted
+        by = "SIGTERM" if type(exc).__name__ == "Terminated" else "SIGINT"
+        report = rp.Report(target=target, kit_version=kit_version(), profile=args.profile,
+                           seed=args.seed, device=args.device, interrupted=True,
+                           interrupted_by=by, running="setup: resolving the target")
+        err.print(f"interrupted ({by}) before the target was resolved", highlight=False)
+        _write_reports(args, report, _console(), err)
+        return _exit_code(report)
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -393,6 +407,8 @@ def _run(args: argparse.Namespace) -> int:
             )
     except (TargetError, catalogue.SelectionError, ValueError) as exc:
         message = source_tree_problem(target, exc) or str(exc)
+        if isinstance(exc, TargetError) and not args.target and os.environ.get(ENV_VAR):
+            message += f" (TARGET taken from ${ENV_VAR})"
         _write_setup_error(args, target, message, out, err)
         return _usage_error(err, message)
     terminal.print_table(out, report)
@@ -495,6 +511,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     return code
 
 
+def console_main() -> NoReturn:
+    """The ``hc-conformance`` console script and ``python -m hcspec.conformance``:
+    :func:`main`, then exit with its code. When a worker thread abandoned by a timeout or an
+    interrupt is still running the target's code, the process ends at once (``os._exit``,
+    after flushing): letting the interpreter finalise under a thread that is inside torch's C++
+    code can abort it (``terminate called without an active exception``, exit 134) after the
+    report was written."""
+    code = main()
+    from hcspec.conformance import timeouts
+
+    # The run is over: a late Ctrl-C ends the exit at once instead of printing a traceback.
+    signal.signal(signal.SIGINT, lambda signum, frame: os._exit(EXIT_INTERRUPTED))
+    if timeouts.running_jobs():
+        with contextlib.suppress(OSError, ValueError):
+            sys.stdout.flush()
+            sys.stderr.flush()
+        os._exit(code)
+    sys.exit(code)
+
+
 def _discard_stdout() -> None:
     """Point stdout at /dev/null so that Python's final flush does not fail again (the recipe
     of the ``signal`` module's docs; rich does the same for its own output and exits 1)."""
@@ -503,4 +539,4 @@ def _discard_stdout() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    console_main()

@@ -38,8 +38,10 @@ def use(home: str | Path) -> Iterator[None]:
 @contextlib.contextmanager
 def private() -> Iterator[Path]:
     """Within the block, hypothesis' home is a fresh temporary directory (yielded), removed
-    after; the previous home is restored."""
-    with tempfile.TemporaryDirectory(prefix=_PREFIX) as home, use(home):
+    after as far as it can be (a worker abandoned by an interrupt may still be writing into
+    it); the previous home is restored."""
+    with tempfile.TemporaryDirectory(prefix=_PREFIX, ignore_cleanup_errors=True) as home, \
+            use(home):
         yield Path(home)
 
 

@@ -71,6 +71,13 @@ class _Worker:
 
 _idle_worker: _Worker | None = None
 _idle_lock = threading.Lock()
+_running: set[int] = set()  # thread idents of the workers inside a job (atomic under the GIL)
+
+
+def running_jobs() -> int:
+    """How many workers are inside a job now: after a run, those abandoned by a timeout or an
+    interrupt, still running code the caller stopped waiting for."""
+    return len(_running)
 
 
 def _take_worker() -> _Worker:
@@ -109,11 +116,13 @@ def call_with_timeout(fn: Callable[[], T], seconds: float | None, what: str) -> 
     def job() -> None:
         thread = threading.current_thread()
         thread.name = f"hc-conformance: {what}"
+        _running.add(threading.get_ident())
         try:
             box["value"] = fn()
         except BaseException as exc:  # handed to the caller's thread
             box["error"] = exc
         finally:
+            _running.discard(threading.get_ident())
             thread.name = "hc-conformance worker"
             done.set()
 

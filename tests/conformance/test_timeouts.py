@@ -3,8 +3,13 @@ limit is reported `timeout`, naming the running case, and the run continues."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import textwrap
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -155,3 +160,34 @@ def test_grad_mode_left_off_by_a_forward_does_not_leak_into_later_properties() -
     changes += report.global_state_changes
     assert changes == ["grad mode (worker thread) True -> False"]
     assert torch.is_grad_enabled()
+
+
+@pytest.mark.slow
+def test_a_forward_busy_in_torch_past_its_limit_does_not_abort_the_exit(tmp_path: Path) -> None:
+    """The abandoned worker is still inside torch's C++ code when the run ends; letting the
+    interpreter finalise under it aborted the process (``terminate called without an active
+    exception``, exit 134) after the report was written. The console script ends at once."""
+    (tmp_path / "busy_target.py").write_text(textwrap.dedent("""
+        import torch
+        from hcspec.conformance.adapters.reference import make_hc_static
+
+        def make(n, d, **kwargs):
+            impl = make_hc_static(n, d, **kwargs)
+            inner, big = impl.forward, torch.randn(256, 256)
+
+            def forward(x, branch):
+                while getattr(impl, "training", True) is False:
+                    big @ big
+                return inner(x, branch)
+
+            impl.forward = forward
+            return impl
+    """))
+    done = subprocess.run(
+        [sys.executable, "-m", "hcspec.conformance", "run", "busy_target:make", "--profile",
+         "quick", "--device", "cpu", "--timeout", "2", "--only", "state.deterministic_eval",
+         "--no-progress"], cwd=tmp_path, capture_output=True, text=True, timeout=120,
+        env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert done.returncode == 1, (done.returncode, done.stderr[-2000:])
+    assert "did not finish within 2 s" in done.stdout
+    assert "terminate called" not in done.stderr
