@@ -201,6 +201,17 @@ class Report:
         return (not self.interrupted and self.setup_error is None
                 and not any(r.status in UNEXPECTED for r in self.results))
 
+    @property
+    def verdict(self) -> str:
+        """``OK`` (:attr:`ok`), ``FAILED`` (a failure, error, timeout, xpass or setup error) or
+        ``INTERRUPTED`` (stopped by a signal before a failure was seen: incomplete, not a
+        failure)."""
+        if self.ok:
+            return "OK"
+        failed = self.setup_error is not None or any(r.status in UNEXPECTED
+                                                     for r in self.results)
+        return "INTERRUPTED" if self.interrupted and not failed else "FAILED"
+
     def family_scores(self) -> dict[str, dict[str, int | float | None]]:
         """Per family: passed (status ``passed`` only), expected_failures (``xfail``: failed
         as the expected-failures file says; not counted as passed), checked (every status but
@@ -359,7 +370,7 @@ def to_markdown(report: Report, heading_level: int = 2) -> str:
     families = ", ".join(f"{family} {family_score_text(entry)}"
                          for family, entry in report.family_scores().items())
     lines += ["", f"Summary: {counts or 'nothing ran'} — "
-              f"{'OK' if report.ok else 'FAILED'}. Families (passed/checked): {families}.", ""]
+              f"{report.verdict}. Families (passed/checked): {families}.", ""]
     lines += ["| property | status | examples | seconds | error / tolerance | note |",
               "| --- | --- | ---: | ---: | ---: | --- |"]
     for r in report.results:
@@ -412,7 +423,7 @@ def reports_to_markdown(reports: list[Report], title: str | None = None,
         parts.append(
             f"| `{report.target}` | {c[PASSED]} | {c[FAILED]} | {c[ERROR]} | {c[XFAIL]} | "
             f"{c[XPASS]} | {c[BLOCKED]} | {c[NOT_APPLICABLE]} |{cell} "
-            f"{'OK' if report.ok else 'FAILED'} |")
+            f"{report.verdict} |")
     parts.append("")
     for report in reports:
         parts.append(to_markdown(report, heading_level=2))

@@ -141,8 +141,8 @@ def print_summary(console: Console, report: rp.Report) -> None:
         console.print(f"[bold yellow]interrupted[/] ({report.interrupted_by or 'SIGINT'}) while "
                       f"running {escape(report.running or 'nothing')}; not run: "
                       f"{', '.join(report.not_run) or 'none'}", soft_wrap=True)
-    verdict = "[bold green]OK[/]" if report.ok else "[bold red]FAILED[/]"
-    console.print(f"result: {verdict}")
+    colour = {"OK": "bold green", "INTERRUPTED": "bold yellow"}.get(report.verdict, "bold red")
+    console.print(f"result: [{colour}]{report.verdict}[/]")
 
 
 def print_catalogue(console: Console, rows: Sequence[Row]) -> None:

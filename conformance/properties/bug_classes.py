@@ -71,8 +71,8 @@ def sums_pattern(H: torch.Tensor, exact_axis: str, slack: float) -> str | None:
     """The known class a non-doubly-stochastic ``H [..., n, n]`` (float64) matches, or None:
     all ones (every entry 1: a mixing matrix of ones, sums n); a stream dropped (a row or
     column sum ≈ 0); the exact axis being the other one (the declared exact sums are off
-    but the other axis's are 1 to ``slack``: the impl normalises the columns last, or the
-    mixing is transposed)."""
+    but the other axis's are 1 to ``slack``: the impl normalises the columns last, the
+    mixing is transposed, or only one axis is normalised)."""
     n = H.shape[-1]
     if n >= 2 and bool(((H - 1).abs() <= max(slack, 1e-6)).all()):
         return (f"known bug class: the mixing matrix is all ones (every sum is {n}, not 1): "
@@ -86,8 +86,11 @@ def sums_pattern(H: torch.Tensor, exact_axis: str, slack: float) -> str | None:
     other_err = float((other - 1).abs().max())
     if n >= 2 and exact_err > slack and other_err <= slack:
         return (f"known bug class: the exact axis is {other_name}, not {exact_axis} (the "
-                f"{other_name} sum to 1 within {other_err:.3g}): declare "
-                f"sinkhorn_exact_axis='{other_name}', or the mixing is transposed")
+                f"{other_name} sum to 1 within {other_err:.3g}, the {exact_axis} only within "
+                f"{exact_err:.3g}): Sinkhorn–Knopp ends with a {other_name[:-1]} step (declare "
+                f"sinkhorn_exact_axis='{other_name}'), or the mixing is transposed, or only "
+                f"the {other_name} are normalised (then the {exact_axis} stay off after any "
+                "number of iterations)")
     return None
 
 

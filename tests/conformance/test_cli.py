@@ -11,7 +11,7 @@ import pytest
 from junitparser import JUnitXml
 
 from hcspec.conformance import cli
-from hcspec.conformance.report import Report
+from hcspec.conformance.report import Report, to_markdown
 from hcspec.conformance.targets import BUILTIN, BuiltinTarget
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -127,6 +127,13 @@ def test_env_var_selects_the_target(capsys: pytest.CaptureFixture[str],
     assert code == 0 and "reference:hc-dynamic" in out
 
 
+def test_a_bad_target_from_the_env_var_says_where_it_came_from(
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HC_CONFORMANCE_TARGET", "bogus")
+    code, _, err = run(capsys, "run", "--no-progress")
+    assert code == 2 and "TARGET 'bogus'" in err and "$HC_CONFORMANCE_TARGET" in err
+
+
 def test_list_prints_the_catalogue(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "list")
     assert code == 0
@@ -140,9 +147,32 @@ def test_interrupt_exits_130_and_writes_the_partial_report(
                        "--profile", "quick", "--device", "cpu", "--no-progress",
                        "--json", str(tmp_path / "r.json"), "--junit", str(tmp_path / "r.xml"))
     assert code == 130 and "interrupted" in out
+    assert "result: INTERRUPTED" in out  # stopped, not failed: nothing failed before the signal
     report = Report.read_json(tmp_path / "r.json")
     assert report.interrupted and report.results and report.not_run
+    assert report.verdict == "INTERRUPTED" and "— INTERRUPTED." in to_markdown(report)
     assert "not run: the run was interrupted" in (tmp_path / "r.xml").read_text()
+
+
+def test_an_interrupt_while_the_kit_is_still_importing_writes_the_report(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C in the first seconds lands in an import (torch, hypothesis): still exit 130,
+    one line and the report, no traceback."""
+    from hcspec.conformance import hypothesis_home
+
+    def interrupted() -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(hypothesis_home, "private", interrupted)
+    try:
+        code, _, err = run(capsys, "run", "reference:mhc", "--no-progress",
+                             "--json", str(tmp_path / "r.json"))
+    except KeyboardInterrupt:  # not re-raised: it would stop this pytest session
+        pytest.fail("the interrupt escaped hc-conformance run (a traceback, no report)")
+    assert code == 130 and "interrupted (SIGINT) before the target was resolved" in err
+    report = Report.read_json(tmp_path / "r.json")
+    assert report.interrupted and report.running == "setup: resolving the target"
 
 
 def test_target_importable_from_the_current_directory(
@@ -398,3 +428,12 @@ def test_a_partial_factory_is_described_by_its_function_and_bound_arguments() ->
     target = resolve("tests.conformance.properties.precision_standins:make_bf16_output")
     assert "partial(func" not in target.description
     assert "output=torch.bfloat16" in target.description
+
+
+@pytest.mark.parametrize("value", ["-1", "nan", "inf", "soon"])
+def test_a_timeout_that_is_not_a_number_of_seconds_is_a_usage_error(
+        capsys: pytest.CaptureFixture[str], value: str) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["run", "--timeout", value])
+    assert exit_info.value.code == 2
+    assert "expected a number of seconds, 0 or more" in capsys.readouterr().err
