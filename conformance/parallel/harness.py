@@ -88,35 +88,41 @@ def run_ranks(job_args: dict[str, Any], world_size: int, timeout: float) -> Rank
             worker.rank_main, args=(job,), nprocs=world_size, join=False,
             start_method=_start_method(job.device))
         crashed: str | None = None
-        timed_out = False
+        hung: list[int] = []
         try:
             deadline = time.monotonic() + timeout
             while not context.join(timeout=0.05):
                 if time.monotonic() > deadline:
-                    timed_out = True
+                    hung = [r for r, p in enumerate(context.processes) if p.is_alive()]
                     break
         except ProcessException as exc:  # a rank died without saving (signal, exit code)
             crashed = str(exc).strip()
         finally:
+            # Terminate every rank before waiting on any: a rank whose peer is gone first
+            # would otherwise see the closed connection, fail and save that as its result.
             for process in context.processes:
                 if process.is_alive():
                     process.terminate()
-                    process.join(5)
+            for process in context.processes:
+                process.join(5)
                 if process.is_alive():
                     process.kill()
                     process.join()
         outcome.seconds = time.perf_counter() - start
-        _collect(outcome, tmp, world_size, timeout if timed_out else None, crashed)
+        _collect(outcome, tmp, world_size, timeout if hung else None, crashed, hung)
     return outcome
 
 
 def _collect(outcome: RankOutcome, tmp: str, world_size: int, timed_out: float | None,
-             crashed: str | None) -> None:
+             crashed: str | None, hung: Sequence[int] = ()) -> None:
+    """Read the ranks' results into ``outcome``. A rank without results, or in ``hung`` (alive
+    at the deadline: what it saved while being terminated is not its result), is reported with
+    the step it was at."""
     errors: list[tuple[float, int, dict[str, Any]]] = []
     missing: list[int] = []
     for rank in range(world_size):
         path = worker.results_path(tmp, rank)
-        if not path.exists():
+        if rank in hung or not path.exists():
             missing.append(rank)
             outcome.ranks[rank] = {}
             continue

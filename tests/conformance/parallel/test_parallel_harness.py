@@ -134,6 +134,28 @@ def test_a_rank_that_hangs_is_terminated_at_the_deadline(
     assert "rank 1 was at: " in result.message
 
 
+def test_what_a_hung_rank_saves_while_being_terminated_is_not_its_result(
+        tmp_path: Path) -> None:
+    """At the deadline both ranks were waiting; terminating rank 0 closes rank 1's connection,
+    and rank 1 may still save that error before it is terminated too. It was reported as rank
+    1's failure ('remote worker crashing') and rank 0 alone as hung, under load."""
+    from hcspec.conformance.parallel import harness, worker
+
+    for rank in (0, 1):
+        worker.progress_path(tmp_path, rank).write_text(f"case 0 (step of rank {rank})")
+    torch.save({"cases": {}, "error": {"time": 1.0, "case": 0, "step": "sharded forward",
+                                       "type": "DistBackendError",
+                                       "message": "Connection closed by peer",
+                                       "traceback": "..."}},
+               worker.results_path(tmp_path, 1))
+    outcome = harness.RankOutcome()
+    harness._collect(outcome, str(tmp_path), 2, 15.0, None, hung=[0, 1])
+    assert outcome.problem is not None
+    assert outcome.problem.startswith("ranks [0, 1] did not finish within 15 s")
+    assert "rank 1 was at: case 0 (step of rank 1)" in outcome.problem
+    assert "Connection closed" not in outcome.problem and outcome.ranks[1] == {}
+
+
 @pytest.mark.slow
 def test_a_rank_that_hangs_in_a_collective_is_named_with_its_step(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
