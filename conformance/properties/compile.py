@@ -40,13 +40,7 @@ from hcspec.conformance.properties.requirements import (
 )
 from hcspec.conformance.strategies import Case
 
-__all__ = ["CHEAP_BACKEND", "FULL_BACKEND", "TRACE_BACKEND", "backend_for", "graph_break"]
-
-
-def backend_for(ctx: Context) -> str:
-    """The profile's backend (:func:`~hcspec.conformance.properties.requirements.compile_backend`;
-    see the module doc)."""
-    return compile_backend(ctx.profile)
+__all__ = ["CHEAP_BACKEND", "FULL_BACKEND", "TRACE_BACKEND", "graph_break"]
 
 
 def _examples(ctx: Context) -> list[Case]:
@@ -71,7 +65,7 @@ def check_fullgraph(ctx: Context, case: Case) -> None:
     float64/float32, a few units of roundoff in bfloat16/float16). A failed trace is reported
     with TorchDynamo's own reason and the user's source location (:func:`graph_break`); an
     output with no autograd graph fails cleanly after the forward is compared."""
-    backend = backend_for(ctx)
+    backend = compile_backend(ctx.profile)
     import torch._dynamo as dynamo
 
     impl = ctx.build.make(case)
