@@ -285,11 +285,11 @@ def _usage_error(console: Console, message: str) -> int:
 
 @contextlib.contextmanager
 def sigterm_as_interrupt() -> Iterator[None]:
-    """Within the block, SIGTERM raises :class:`hcspec.conformance.runner.Terminated` (a
+    """Within the block, SIGTERM raises :class:`hcspec.conformance.timeouts.Terminated` (a
     ``KeyboardInterrupt``) in the main thread, so a CI job's timeout stops the run the way
     Ctrl-C does and the partial report is written; the previous handler is restored after.
     Outside the main thread (no signal handlers there) the block runs unchanged."""
-    from hcspec.conformance.runner import Terminated
+    from hcspec.conformance.timeouts import Terminated
 
     def handler(signum: int, frame: FrameType | None) -> None:
         raise Terminated(f"signal {signum}")
@@ -328,10 +328,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         with sigterm_as_interrupt(), hypothesis_home.private():
             return _run(args)
     except KeyboardInterrupt as exc:  # while importing, before the target was resolved, ...
+        from hcspec.conformance.timeouts import interrupt_name
+
         err = Console(stderr=True)
         target = args.target or os.environ.get(ENV_VAR) or DEFAULT_TARGET
-        # by class name: the runner module may be the import that was interrupted
-        by = "SIGTERM" if type(exc).__name__ == "Terminated" else "SIGINT"
+        by = interrupt_name(exc)
         report = rp.Report(target=target, kit_version=kit_version(), profile=args.profile,
                            seed=args.seed, device=args.device, interrupted=True,
                            interrupted_by=by, running="setup: resolving the target")

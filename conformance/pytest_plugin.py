@@ -386,7 +386,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
 def _handle_sigterm(config: pytest.Config) -> None:
     """From now to the end of the session, SIGTERM (a CI job's timeout) is handled like
     Ctrl-C, so pytest stops cleanly and still writes what it reports (``--junitxml``)."""
-    from hcspec.conformance.runner import Terminated
+    from hcspec.conformance.timeouts import Terminated
 
     def handler(signum: int, frame: FrameType | None) -> None:
         config.stash[_SIGNAL_KEY] = "SIGTERM"

@@ -54,20 +54,15 @@ from hcspec.conformance.protocol import (
 from hcspec.conformance.report import kit_version
 from hcspec.conformance.strategies import Case, make_branch
 from hcspec.conformance.targets import Target, resolve
-from hcspec.conformance.timeouts import TimedOut, call_with_timeout, default_timeout
+from hcspec.conformance.timeouts import Terminated as Terminated  # re-exported: runner's API
+from hcspec.conformance.timeouts import (
+    TimedOut,
+    call_with_timeout,
+    default_timeout,
+    interrupt_name,
+)
 
 T = TypeVar("T")
-
-
-class Terminated(KeyboardInterrupt):
-    """SIGTERM turned into an exception (by the CLI and the pytest plugin), handled like
-    Ctrl-C: the run stops and the partial report is returned with ``interrupted_by``
-    ``SIGTERM``."""
-
-
-def interrupt_name(exc: BaseException) -> str:
-    """``SIGTERM`` for :class:`Terminated`, else ``SIGINT``."""
-    return "SIGTERM" if isinstance(exc, Terminated) else "SIGINT"
 
 
 def resolve_device(device: str) -> str:

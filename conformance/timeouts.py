@@ -54,6 +54,18 @@ class TimedOut(Exception):
         self.seconds = seconds
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM turned into an exception (by the CLI and the pytest plugin), handled like
+    Ctrl-C: the run stops and the partial report is returned with ``interrupted_by``
+    ``SIGTERM``. Defined here, torch-free, so a handler can be installed before torch is
+    imported (also available as ``hcspec.conformance.runner.Terminated``)."""
+
+
+def interrupt_name(exc: BaseException) -> str:
+    """``SIGTERM`` for :class:`Terminated`, else ``SIGINT``."""
+    return "SIGTERM" if isinstance(exc, Terminated) else "SIGINT"
+
+
 class _Worker:
     """A daemon thread that runs the jobs put on its queue one after another, until it gets
     None."""
