@@ -173,7 +173,8 @@ def build_parser() -> argparse.ArgumentParser:
                           "plot."))
     render.add_argument("reports", nargs="+", metavar="REPORT.json")
     render.add_argument("--markdown", action="store_true",
-                        help="render as Markdown (the default; with --html, to -o only)")
+                        help="render as Markdown (the default; with --html, only with -o "
+                             "or --markdown)")
     render.add_argument("--html", metavar="OUT.html",
                         help="write one self-contained HTML page here")
     render.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
@@ -252,8 +253,8 @@ def cmd_targets(args: argparse.Namespace) -> int:
 
 def cmd_report(args: argparse.Namespace) -> int:
     """Render JSON reports as one Markdown document (stdout or ``--output``) and, with
-    ``--html``, as one HTML page (:mod:`hcspec.conformance.html_report`); with ``--html`` and
-    no ``--output`` no Markdown is written."""
+    ``--html``, as one HTML page (:mod:`hcspec.conformance.html_report`); with ``--html``,
+    Markdown is written only when ``--output`` or ``--markdown`` asks for it."""
     err = Console(stderr=True)
     try:
         reports = [rp.Report.read_json(path) for path in args.reports]
@@ -268,7 +269,7 @@ def cmd_report(args: argparse.Namespace) -> int:
             write_html(reports, args.html, title=args.title)
         except OSError as exc:
             return _usage_error(err, f"cannot write {args.html}: {exc}")
-        if not args.output:
+        if not args.output and not args.markdown:
             return EXIT_OK
     text = rp.reports_to_markdown(reports, title=args.title, preamble=preamble)
     if not args.output:

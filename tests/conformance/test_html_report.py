@@ -208,6 +208,8 @@ def test_report_html_writes_the_page_and_no_markdown(capsys: pytest.CaptureFixtu
     assert cli.main(["report", str(tmp_path / "r.json"), "--html", str(out), "-o",
                      str(tmp_path / "r.md")]) == 0
     assert "## `my.adapter:make`" in (tmp_path / "r.md").read_text(encoding="utf-8")
+    assert cli.main(["report", str(tmp_path / "r.json"), "--html", str(out), "--markdown"]) == 0
+    assert "## `my.adapter:make`" in capsys.readouterr().out
     code = cli.main(["report", str(tmp_path / "r.json"), "--html", str(tmp_path / "no" / "x")])
     assert code == 2 and "cannot write" in capsys.readouterr().err
 
