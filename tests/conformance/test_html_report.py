@@ -223,3 +223,7 @@ def test_run_html_writes_the_page(capsys: pytest.CaptureFixture[str], tmp_path: 
     assert _row(elements, "shape.output")[1].text == "passed"
     code = cli.main(["run", "reference:hc-static", "--html", str(tmp_path / "no" / "r.html")])
     assert code == 2 and "does not exist" in capsys.readouterr().err
+    code = cli.main(["run", "no_such_module_xyz:make", "--html", str(out)])
+    assert code == 2  # a usage error still writes the page, saying why nothing ran
+    alert = next(e for e in read(out.read_text(encoding="utf-8")) if "alert" in e.classes)
+    assert "setup error" in alert.text and "no_such_module_xyz" in alert.text
