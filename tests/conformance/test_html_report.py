@@ -164,6 +164,10 @@ def test_the_rows_draw_their_bars() -> None:
     marks = {e.attrs["style"] for e in elements if e.tag == "span" and "mark" in e.classes}
     assert marks == {"left: 75.0%"}
     assert "1e-13 ÷ 1e-11" in _row(elements, "law.probed")[4].text
+    report = _report()
+    report.results[1].status = rp.XFAIL  # an expected failure: past the allowance, in amber
+    fills = [e for e in read(render_html([report])) if e.tag == "span" and "fill" in e.classes]
+    assert [sorted(f.classes) for f in fills] == [["fill"], ["expected", "fill", "over"]]
 
 
 def test_the_header_summary_and_families() -> None:
