@@ -2,7 +2,7 @@
 
 Subcommands: ``run`` (check a TARGET, print the report, write JSON/JUnit), ``list`` (the
 property catalogue), ``targets`` (the built-in targets and whether they import here) and
-``report`` (JSON reports as Markdown). Each parser's description, built by
+``report`` (JSON reports as Markdown or HTML). Each parser's description, built by
 :func:`build_parser`, is what ``--help`` shows; exit codes are listed in :data:`EXIT_CODES`.
 """
 
@@ -126,6 +126,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--json", metavar="PATH", help="write the JSON report here")
     run.add_argument("--junit", metavar="PATH", help="write JUnit XML here")
     run.add_argument("--markdown", metavar="PATH", help="write the Markdown report here")
+    run.add_argument("--html", metavar="PATH",
+                     help="write the HTML report here (one self-contained page)")
     run.add_argument("--timeout", metavar="SECONDS", type=_seconds, default=None,
                      help="wall-clock limit per property (default: the profile's: "
                           + ", ".join(f"{k} {v:g} s" for k, v in _default_timeouts().items())
@@ -160,14 +162,21 @@ def build_parser() -> argparse.ArgumentParser:
                           "it binds; then why each unusable one cannot be used."))
     targets.set_defaults(handler=cmd_targets)
     render = sub.add_parser(
-        "report", help="render JSON reports (from run --json) as Markdown", formatter_class=raw,
+        "report", help="render JSON reports (from run --json) as Markdown or HTML",
+        formatter_class=raw,
         description=_fill("Render JSON reports written by `hc-conformance run --json` as one "
                           "Markdown document: a summary table with one row per report, then "
                           "per report its header, a table of every property and each failure's "
-                          "message, minimal counterexample and reproduction command."))
+                          "message, minimal counterexample and reproduction command. With "
+                          "--html, also (or, without -o, instead) as one self-contained HTML "
+                          "page with an error ÷ allowance bar per property and the depth "
+                          "plot."))
     render.add_argument("reports", nargs="+", metavar="REPORT.json")
     render.add_argument("--markdown", action="store_true",
-                        help="render as Markdown (the default and, so far, only format)")
+                        help="render as Markdown (the default; with --html, only with -o "
+                             "or --markdown)")
+    render.add_argument("--html", metavar="OUT.html",
+                        help="write one self-contained HTML page here")
     render.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
     render.add_argument("--title", help="a top-level heading for the document")
     render.add_argument("--preamble", metavar="FILE",
@@ -243,7 +252,9 @@ def cmd_targets(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    """Render JSON reports as one Markdown document (stdout or ``--output``)."""
+    """Render JSON reports as one Markdown document (stdout or ``--output``) and, with
+    ``--html``, as one HTML page (:mod:`hcspec.conformance.html_report`); with ``--html``,
+    Markdown is written only when ``--output`` or ``--markdown`` asks for it."""
     err = Console(stderr=True)
     try:
         reports = [rp.Report.read_json(path) for path in args.reports]
@@ -251,6 +262,15 @@ def cmd_report(args: argparse.Namespace) -> int:
                     if args.preamble else None)
     except (OSError, ValueError) as exc:
         return _usage_error(err, f"cannot read the report: {exc}")
+    if args.html:
+        from hcspec.conformance.html_report import write_html
+
+        try:
+            write_html(reports, args.html, title=args.title)
+        except OSError as exc:
+            return _usage_error(err, f"cannot write {args.html}: {exc}")
+        if not args.output and not args.markdown:
+            return EXIT_OK
     text = rp.reports_to_markdown(reports, title=args.title, preamble=preamble)
     if not args.output:
         sys.stdout.write(text)
@@ -356,7 +376,7 @@ def _run(args: argparse.Namespace) -> int:
         case = Case.from_json(args.case) if args.case else None
     except (OSError, ValueError) as exc:
         return _usage_error(err, str(exc))
-    unwritable = {path: problem for path in (args.json, args.junit, args.markdown)
+    unwritable = {path: problem for path in (args.json, args.junit, args.markdown, args.html)
                   if path and (problem := report_path_problem(path)) is not None}
     if unwritable:
         message = "; ".join(unwritable.values())
@@ -469,12 +489,13 @@ def _write_setup_error(args: argparse.Namespace, target: str, message: str, out:
 
 def _write_reports(args: argparse.Namespace, report: rp.Report, out: Console,
                    err: Console, skip: set[str] | None = None) -> bool:
-    """Write the JSON and JUnit reports that ``--json``/``--junit`` ask for (except the paths
-    in ``skip``); an unwritable path is reported on ``err``. Returns False when any requested
-    report could not be written."""
+    """Write the JSON, JUnit, Markdown and HTML reports that ``--json``/``--junit``/
+    ``--markdown``/``--html`` ask for (except the paths in ``skip``); an unwritable path is
+    reported on ``err``. Returns False when any requested report could not be written."""
     written = True
     for path, write in ((args.json, report.write_json), (args.junit, _junit_writer(report)),
-                        (getattr(args, "markdown", None), _markdown_writer(report))):
+                        (getattr(args, "markdown", None), _markdown_writer(report)),
+                        (getattr(args, "html", None), _html_writer(report))):
         if not path or path in (skip or ()):
             continue
         try:
@@ -494,6 +515,14 @@ def _junit_writer(report: rp.Report) -> Callable[[str], None]:
 def _markdown_writer(report: rp.Report) -> Callable[[str], None]:
     def write(path: str) -> None:
         Path(path).write_text(rp.to_markdown(report), encoding="utf-8")
+    return write
+
+
+def _html_writer(report: rp.Report) -> Callable[[str], None]:
+    def write(path: str) -> None:
+        from hcspec.conformance.html_report import write_html
+
+        write_html([report], path)
     return write
 
 

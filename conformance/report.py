@@ -73,6 +73,9 @@ class PropertyResult:
             :meth:`set_failure`), so the table's error column shows the failing case's figures.
         global_state_changes: what running the property changed in torch's global state
             (default dtype, RNG, grad mode, flags; restored by the kit), empty when nothing.
+        series: curves the property measured, ``quantity -> case label -> one value per
+            step`` (the depth family: ``‖X_l‖ / ‖X_0‖`` after each sublayer l = 0 … L, one
+            curve per case), empty when it records none; the HTML report plots them.
     """
 
     id: str
@@ -94,6 +97,7 @@ class PropertyResult:
     shrink_runs: int = 0
     failure: Failure | None = None
     global_state_changes: list[str] = field(default_factory=list)
+    series: dict[str, dict[str, list[float]]] = field(default_factory=dict)
 
     @property
     def skip_reason(self) -> str:

@@ -668,6 +668,9 @@ def evaluate_property(
     result.status = outcome.status
     result.message = outcome.message
     result.inconclusive = len(ctx.inconclusive)
+    if outcome.status != rp.TIMEOUT:  # an abandoned thread may still be adding to it
+        result.series = {quantity: dict(by_case)
+                         for quantity, by_case in ctx.record.series.items()}
     failure = outcome.failure
     if failure is not None:
         if outcome.failing is not None:

@@ -91,10 +91,11 @@ def shrink(prop: Property, ctx: Context, case: Case, error: BaseException,
            max_runs: int = MAX_RUNS) -> Shrunk:
     """Shrink ``case``, on which ``prop`` raised ``error``, greedily (module docstring).
 
-    ``ctx``'s records (worst error, rejected and inconclusive cases) are left as they were
-    before the re-runs. Never raises except ``KeyboardInterrupt``.
+    ``ctx``'s records (worst error, rejected and inconclusive cases, recorded curves) are left
+    as they were before the re-runs. Never raises except ``KeyboardInterrupt``.
     """
     saved = (ctx.worst, list(ctx.rejected), list(ctx.inconclusive))
+    curves = {quantity: dict(by_case) for quantity, by_case in ctx.record.series.items()}
     wanted = signature(error)
     best, tried = Shrunk(case, error, 0), {case}
     try:
@@ -119,4 +120,5 @@ def shrink(prop: Property, ctx: Context, case: Case, error: BaseException,
                     break
     finally:
         ctx.worst, ctx.rejected, ctx.inconclusive = saved
+        ctx.record.series = curves
     return best

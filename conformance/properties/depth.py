@@ -184,6 +184,7 @@ def check_mhc_bounded(ctx: Context, case: Case) -> None:
     within the accumulated column allowance, and ``‖X_L,k‖ ≤`` the accumulated norm bound
     (:func:`mhc_bounds`; with F ≡ 0: ``‖X_L,k‖ ≤ ‖X_0,k‖`` up to the allowances)."""
     stack = run_stack(ctx, case, depth(ctx), weights=True)
+    record_growth(ctx, case, stack)
     first, last = stack[0], stack[-1]
     injected = sum((layer.weights[1].sum(dim=-1)[..., None] * layer.z  # type: ignore[index]
                     for layer in stack), torch.zeros_like(first.X[..., 0, :]))
@@ -199,6 +200,23 @@ def check_mhc_bounded(ctx: Context, case: Case) -> None:
     worst = int(torch.argmax(excess))
     ctx.record.expect(f"‖X_L,k‖₂ beyond the doubly stochastic bound after {layers} sublayers",
                       max(0.0, float(excess[worst])), 0.0, _growth_text(stack))
+
+
+GROWTH = "‖X_l‖ / ‖X_0‖ after sublayer l"
+"""The quantity of the curves the depth family records (the HTML report plots them)."""
+
+
+def record_growth(ctx: Context, case: Case, stack: list[Layer]) -> None:
+    """Record the stack's state norm relative to its input after each sublayer, l = 0 … L
+    (1 at l = 0), as one curve of :data:`GROWTH` named after the case (branch, n, d,
+    perturbation, seed): the report's depth plot. A zero input state gives the absolute
+    norms instead (nothing to divide by)."""
+    start = float(stack[0].X.norm()) or 1.0
+    values = [float(stack[0].X.norm()) / start] + [float(layer.out.norm()) / start
+                                                   for layer in stack]
+    label = (f"{case.branch} branch, n={case.n}, d={case.d}, perturb {case.perturb:g}, "
+             f"seed {case.seed}")
+    ctx.record.curve(GROWTH, label, values)
 
 
 def _growth_text(stack: list[Layer]) -> str:
@@ -219,6 +237,7 @@ def check_hc_growth(ctx: Context, case: Case) -> None:
     """A stack of :func:`depth` HC sublayers stays finite; ``‖X_L‖ / ‖X_0‖`` is recorded
     (HC's mixing is not doubly stochastic: growth is not a failure)."""
     stack = run_stack(ctx, case, depth(ctx), weights=False)
+    record_growth(ctx, case, stack)
     growth = float(stack[-1].out.norm()) / float(stack[0].X.norm())
     ctx.record.expect(f"‖X_L‖/‖X_0‖ after {len(stack)} sublayers ({case.branch} branch; "
                       "reported, HC has no bound)", growth, UNBOUNDED, _growth_text(stack))

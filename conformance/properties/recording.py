@@ -4,6 +4,7 @@ the worst one seen, and the failure raised beyond the tolerance."""
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from hcspec.conformance.properties.errors import Inconclusive, PropertyFailure
@@ -33,10 +34,20 @@ class Recorder:
         worst: the comparison closest to (or furthest beyond) its tolerance so far.
         inconclusive: messages of the cases that could show nothing either way (appended by
             the runner).
+        series: curves the property measured, ``quantity -> case label -> one value per
+            step`` (the depth family: the state norm after each sublayer); the runner copies
+            them into the result (``PropertyResult.series``), the HTML report plots them.
     """
 
     worst: Worst = field(default_factory=Worst)
     inconclusive: list[str] = field(default_factory=list)
+    series: dict[str, dict[str, list[float]]] = field(default_factory=dict)
+
+    def curve(self, quantity: str, label: str, values: Sequence[float]) -> None:
+        """Record one curve of ``quantity`` (what is measured, e.g. ``‖X_l‖ / ‖X_0‖``) for
+        the case named ``label``, one value per step (step 0 first). A curve recorded again
+        under the same quantity and label replaces the earlier one. Never fails."""
+        self.series.setdefault(quantity, {})[label] = [float(v) for v in values]
 
     def expect(self, label: str, error: float, tolerance: float, detail: str = "",
                hint: str | None = None) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -219,3 +221,19 @@ def test_ignored_dtype_hint_spares_parameters_in_the_declared_compute_dtype() ->
     assert _ignored_dtype(impl, torch.float64, torch.float32) is None
     assert _ignored_dtype(impl, torch.float32) is None
     assert _ignored_dtype(impl.double(), torch.float64, torch.float32) is None
+
+
+def test_the_depth_curves_reach_the_report_and_its_json(tmp_path: Path) -> None:
+    """``PropertyResult.series``: the depth family's curves, one per explicit example."""
+    from hcspec.conformance.properties.depth import GROWTH
+
+    report = check_implementation("reference:hc-static", profile="quick", device="cpu",
+                                  only=["depth.hc_growth"])
+    result = next(r for r in report.results if r.id == "depth.hc_growth")
+    curves = result.series[GROWTH]
+    assert len(curves) == 2 and all(len(v) == 17 and v[0] == 1.0 for v in curves.values())
+    assert max(v[-1] for v in curves.values()) == pytest.approx(result.achieved["error"])
+    report.write_json(tmp_path / "r.json")
+    back = rp.Report.read_json(tmp_path / "r.json")
+    assert next(r for r in back.results if r.id == "depth.hc_growth").series == result.series
+    assert next(r for r in back.results if r.id == "shape.output").series == {}

@@ -112,6 +112,18 @@ def test_the_number_of_reruns_is_bounded() -> None:
     assert got.runs == len(calls) == 3 and got.case == Case()
 
 
+def test_the_reruns_leave_the_recorded_curves_as_they_were() -> None:
+    """Curves recorded by the re-runs (other cases) do not reach the report's plot."""
+    def check(ctx: Context, case: Case) -> None:
+        ctx.record.curve("q", f"n={case.n}", [1.0, float(case.n)])
+        raise PropertyFailure("always")
+
+    ctx, start = _ctx(), Case(2, 3, 4, 8)
+    ctx.record.curve("q", "n=4", [1.0, 4.0])
+    got = shrink.shrink(_prop(check), ctx, start, PropertyFailure("always"))
+    assert got.runs > 0 and ctx.record.series == {"q": {"n=4": [1.0, 4.0]}}
+
+
 def test_explicit_example_failure_is_shrunk_and_its_reproduction_reproduces(
         capsys: pytest.CaptureFixture[str]) -> None:
     report = check_implementation("tests.mutants.h_res_transposed:make", profile="ci",

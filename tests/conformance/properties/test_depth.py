@@ -7,7 +7,7 @@ import pytest
 
 from hcspec.conformance.profiles import PROFILE_NAMES
 from hcspec.conformance.properties import BY_ID, PropertyFailure
-from hcspec.conformance.properties.depth import depth, mhc_bounds, run_stack
+from hcspec.conformance.properties.depth import GROWTH, depth, mhc_bounds, run_stack
 from hcspec.conformance.protocol import Conventions
 from hcspec.conformance.strategies import Case
 from tests.conformance.properties.support import context, run, unmet
@@ -63,3 +63,29 @@ def test_the_statement_names_the_depth_of_every_profile(prop_id: str) -> None:
         ctx = context("reference:mhc", profile=name)
         assert f"{depth(ctx)} sublayers" in statement or f"{depth(ctx)} under {name}" in \
             statement, (name, statement)
+
+
+def test_the_stack_records_its_norm_after_every_sublayer() -> None:
+    """The curve the HTML report plots: ‖X_l‖ / ‖X_0‖ for l = 0 … 16, one per case."""
+    at_init = Case(2, 3, 4, 8, seed=0, perturb=0.0, branch="zero")
+    ctx = run("depth.hc_growth", "reference:hc-static", at_init)
+    (label, values), = ctx.record.series[GROWTH].items()
+    assert "zero branch" in label and "seed 0" in label
+    # static HC at init has H_res = I: with F ≡ 0 every sublayer returns its input
+    assert values == pytest.approx([1.0] * 17, abs=1e-12)
+    ctx = run("depth.hc_growth", "reference:hc-dynamic", PERTURBED_MLP)
+    values = ctx.record.series[GROWTH][next(iter(ctx.record.series[GROWTH]))]
+    assert len(values) == 17 and values[0] == 1.0
+    assert values[-1] == pytest.approx(ctx.worst.error, rel=1e-12)  # the reported growth
+
+
+def test_a_failing_stack_still_records_its_curve() -> None:
+    """The depth mutant follows mHC for 8 sublayers, then grows: the curve shows where."""
+    ctx = context("reference:mhc")
+    prop = BY_ID["depth.mhc_bounded"]
+    case = next(iter(prop.examples(ctx)))
+    ctx = context("mutant:depth_deep_layers_unnormalised")
+    with pytest.raises(PropertyFailure):
+        prop.run(ctx, case)
+    values = next(iter(ctx.record.series[GROWTH].values()))
+    assert len(values) == 17 and max(values[:9]) <= 1.0 + 1e-9 and values[16] > 5 * values[8]
