@@ -5,8 +5,8 @@ Each is ``make(n, d, *, layer_index=0, dtype=torch.float64, device="cpu", seed=0
 ``kind``, ``forward``, ``weights``, ``expand``, ``reduce`` and ``parameters`` directly, and
 mHC also declares ``sinkhorn_iterations``; ``module.stack(L)`` (the kit's ``stack`` capability)
 runs L consecutive sublayers with a carried pre-mix, sublayer k being what the factory builds
-for ``layer_index + k`` and ``seed + k`` (:mod:`hcspec.reference.stack`). So ``hcspec.reference.targets:hc_static`` (etc.) is a
-valid TARGET string.
+for ``layer_index + k`` and ``seed + k`` (:mod:`hcspec.reference.stack`). So
+``hcspec.reference.targets:hc_static`` (etc.) is a valid TARGET string.
 """
 
 from __future__ import annotations
