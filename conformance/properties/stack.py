@@ -211,8 +211,8 @@ def _sublayer(stack: Stack, k: int) -> HyperConnectionImpl:
 
 @declare(
     "stack.unrolled_weights",
-    statement="each sublayer's input and 1ᵀX_L equal the unrolled connection weights of the "
-              "coefficients the stack reports",
+    statement="sublayer inputs and 1ᵀX_L equal the unrolled connection weights of the reported "
+              "coefficients",
     theorems=("unroll.connection_weights",), requires=(capability(STACK),), tolerance="law",
     examples=_examples, explore=False, prerequisites=BASE)
 def check_unrolled_weights(ctx: Context, case: Case) -> None:
@@ -238,9 +238,9 @@ def check_unrolled_weights(ctx: Context, case: Case) -> None:
         scale = float(sum((t.abs() for t in terms[1:]), terms[0].abs()).max())
         if k <= LAYERS:
             want = ctx.observe.branch_input(want)
-            label = f"sublayer {k - 1}'s branch input"
+            label = f"sublayer {k - 1}'s branch input (node {k})"
         else:
-            label = f"the stream sum 1ᵀX_L after {LAYERS} sublayers"
+            label = f"the stream sum 1ᵀX_L after {LAYERS} sublayers (node {k})"
         ctx.record.expect(f"{label} vs Σ_j w_(j,{k}) z_j + w_(0,{k}) h₀ (unrolled weights of the "
                           "reported coefficients)",
                           tolerances.scaled_error(f64(reads[k - 1]), want, scale), tol)
@@ -291,8 +291,8 @@ def check_stream_sum_preserved(ctx: Context, case: Case) -> None:
 
 @declare(
     "stack.carried_matches_recomputed",
-    statement="the coefficients the stack carries into sublayer k equal sublayer(k).weights on "
-              "its input, and the stack equals chaining sublayer(k).forward",
+    statement="coefficients carried into sublayer k equal sublayer(k).weights; the output equals "
+              "the chain",
     requires=(capability(STACK), SUBLAYER_DOMAIN), tolerance="self_consistency",
     examples=_examples, explore=False, prerequisites=BASE)
 def check_carried_matches_recomputed(ctx: Context, case: Case) -> None:
@@ -346,8 +346,8 @@ def _parameter_groups(stack: Stack, params: list[torch.Tensor]) -> list[tuple[st
 
 @declare(
     "stack.fd_gradients",
-    statement="finite differences of ⟨G', X_L⟩ through the stack match autograd w.r.t. x and "
-              "each sublayer's parameters (float64)",
+    statement="finite differences through the stack match autograd w.r.t. x and each "
+              "sublayer's parameters",
     theorems=("unroll.gradient",), requires=(capability(STACK), FLOAT64, UNROLLED),
     tolerance="fd_directional", examples=_examples, explore=False,
     cases=Cases(branches=SMOOTH_BRANCHES, extreme_scales=False), prerequisites=BASE)

@@ -81,7 +81,8 @@ def test_weights_follow_the_declared_orientation_and_the_law(orientation: str) -
 def test_the_target_is_complete_and_declares_its_conventions() -> None:
     impl = _make()
     check_required(impl)
-    assert capabilities(impl) == {"weights", "expand", "reduce", "parameters", "train_eval"}
+    assert capabilities(impl) == {"weights", "expand", "reduce", "parameters", "train_eval",
+                                  "stack"}
     assert impl.conventions == CONVENTIONS and impl.kind == "mhc"
     h = torch.randn(2, 3, 5, dtype=torch.float64)
     torch.testing.assert_close(impl.reduce(impl.expand(h)), 3 * h)
