@@ -234,3 +234,26 @@ def test_the_stack_family_passes_on_the_helpers_stack() -> None:
     report = check_implementation(factory, profile="quick", device="cpu", only=["stack"])
     statuses = {r.id: r.status for r in report.results if r.family == "stack"}
     assert statuses == dict.fromkeys(statuses, rp.PASSED) and len(statuses) == 4, statuses
+
+
+def test_the_packages_own_stack_of_receives_the_sublayers_in_order() -> None:
+    from hcspec.conformance.adapters.stacking import sequential_stack
+
+    received: list[list[V4StyleConnection]] = []
+
+    def stack_of(sublayers: list[V4StyleConnection]) -> Any:
+        received.append(sublayers)
+        return sequential_stack(sublayers)
+
+    factory = v4_style_target(lambda n, d, layer: TinyV4(n, d), _decompose,
+                              comb="source_target", conventions=CONVENTIONS, stack_of=stack_of)
+    impl = factory(3, 5, seed=4)
+    assert isinstance(impl, V4StyleConnection)
+    impl.stack(2)
+    (subs,) = received
+    assert subs[0] is impl and len(subs) == 2
+    later = factory(3, 5, layer_index=1, seed=5)
+    assert all(torch.equal(p, q) for p, q in zip(subs[1].parameters(), later.parameters(),
+                                                 strict=True))
+    with pytest.raises(ValueError, match=r"layers: expected a positive int"):
+        impl.stack(0)
