@@ -211,31 +211,28 @@ def _sublayer(stack: Stack, k: int) -> HyperConnectionImpl:
 
 @declare(
     "stack.unrolled_weights",
-    statement="sublayer inputs and 1ᵀX_L equal the unrolled connection weights of the reported "
+    statement="sublayer inputs and X_L equal the unrolled connection weights of the reported "
               "coefficients",
     theorems=("unroll.connection_weights",), requires=(capability(STACK),), tolerance="law",
     examples=_examples, explore=False, prerequisites=BASE)
 def check_unrolled_weights(ctx: Context, case: Case) -> None:
     """From ``X₀ = 1_n h₀ᵀ``: sublayer k's branch input (under the declared branch input) is
-    ``Σ_{j<k} w_{j,k} z_j + w_{0,k} h₀`` and ``1ᵀX_L`` is the output node's, with ``w`` the
-    spec's unrolled weights (``unroll.connection_weights``) of the reported coefficients."""
+    ``Σ_{j<k} w_{j,k} z_j + w_{0,k} h₀``, ``1ᵀX_L`` is the output node's, and each stream i of
+    ``X_L`` is the read of one more node with ``h_pre = e_i``, with ``w`` the spec's unrolled
+    weights (``unroll.connection_weights``) of the reported coefficients."""
     stack = build_stack(ctx, case)
     h0 = ctx.inputs.state(case)[..., 0, :]
     x0 = h0.unsqueeze(-2).expand(case.batch, case.tokens, case.n, case.d).contiguous()
     with torch.no_grad():
         used = run_weights(ctx, stack, x0, branches(ctx, case))
         bs = branches(ctx, case)
-        out = run_forward(ctx, stack, x0, bs)
-    h_pre, h_post, H_res = (torch.stack([f64(w[i]) for w in used], dim=-2 if i < 2 else -3)
-                            for i in range(3))
-    C = torch.from_numpy(numeric.connection_weights(np64(h_pre), np64(h_post), np64(H_res)))
+        out = f64(run_forward(ctx, stack, x0, bs))
     nodes = [f64(h0)] + [b.outputs[0] for b in bs]  # node 0: h₀; node j ≥ 1: z_j
-    reads = [b.inputs[0] for b in bs] + [f64(out).sum(dim=-2)]
+    reads = [b.inputs[0] for b in bs] + [out.sum(dim=-2)]
     tol = law_tol(ctx)
+    C = unrolled(used)
     for k in range(1, LAYERS + 2):
-        terms = [C[..., k, j, None] * nodes[j] for j in range(k)]
-        want = sum(terms[1:], terms[0])
-        scale = float(sum((t.abs() for t in terms[1:]), terms[0].abs()).max())
+        want, scale = _combination(C[..., k, :], nodes, k)
         if k <= LAYERS:
             want = ctx.observe.branch_input(want)
             label = f"sublayer {k - 1}'s branch input (node {k})"
@@ -244,6 +241,37 @@ def check_unrolled_weights(ctx: Context, case: Case) -> None:
         ctx.record.expect(f"{label} vs Σ_j w_(j,{k}) z_j + w_(0,{k}) h₀ (unrolled weights of the "
                           "reported coefficients)",
                           tolerances.scaled_error(f64(reads[k - 1]), want, scale), tol)
+    for i in range(case.n):  # stream i of X_L: the read of a node L + 1 with h_pre = e_i
+        C = unrolled(used, read=i)
+        want, scale = _combination(C[..., LAYERS + 1, :], nodes, LAYERS + 1)
+        ctx.record.expect(f"stream {i} of X_L after {LAYERS} sublayers vs its unrolled weights",
+                          tolerances.scaled_error(out[..., i, :], want, scale), tol)
+
+
+def unrolled(used: Sequence[Weights], read: int | None = None) -> torch.Tensor:
+    """The spec's unrolled connection weights ``[B, T, L + 2, L + 2]`` of the coefficients
+    ``used`` per sublayer (:func:`hcspec.spec.numeric.connection_weights`); with ``read = i``,
+    of the stack followed by a node that reads stream i (``h_pre = e_i``, ``h_post = 0``,
+    ``H_res = I``): its row L + 1 gives stream i of ``X_L``."""
+    h_pre, h_post, H_res = (torch.stack([f64(w[i]) for w in used], dim=-2 if i < 2 else -3)
+                            for i in range(3))
+    if read is not None:
+        n = h_pre.shape[-1]
+        e = torch.zeros_like(h_pre[..., :1, :])
+        e[..., 0, read] = 1.0
+        eye = torch.eye(n, dtype=torch.float64).expand_as(H_res[..., :1, :, :])
+        h_pre = torch.cat([h_pre, e], dim=-2)
+        h_post = torch.cat([h_post, torch.zeros_like(e)], dim=-2)
+        H_res = torch.cat([H_res, eye], dim=-3)
+    return torch.from_numpy(numeric.connection_weights(np64(h_pre), np64(h_post), np64(H_res)))
+
+
+def _combination(row: torch.Tensor, nodes: Sequence[torch.Tensor],
+                 k: int) -> tuple[torch.Tensor, float]:
+    """``Σ_{j<k} row_j nodes_j`` ``[B, T, d]`` and the size of its terms (the error's scale)."""
+    terms = [row[..., j, None] * nodes[j] for j in range(k)]
+    return (sum(terms[1:], terms[0]),
+            float(sum((t.abs() for t in terms[1:]), terms[0].abs()).max()))
 
 
 def _replayed(x: torch.Tensor, used: list[Weights]) -> list[Layer]:

@@ -142,3 +142,26 @@ def test_not_applicable_raised_by_a_check_names_the_missing_part() -> None:
     with pytest.raises(NotApplicable, match=r"offers no weights"):
         run_weights(ctx, _make_plain(2, 3).stack(2), torch.zeros(1, 1, 2, 3,
                                                                   dtype=torch.float64), [])
+
+
+class _SwappedOutputStack(HyperConnectionStack):
+    """Returns X_L with its first two streams exchanged: every branch input and the stream sum
+    stay right, so only the per-stream comparison of X_L can see it."""
+
+    def _run(self, x: torch.Tensor, branches: Any) -> tuple[torch.Tensor, Any]:
+        out, used = super()._run(x, branches)
+        return out[..., [1, 0, *range(2, self.n)], :], used
+
+
+class _SwappedOutput(ManifoldHyperConnection):
+    def stack(self, layers: int, *, carry: bool = True) -> HyperConnectionStack:
+        return _SwappedOutputStack(list(super().stack(layers).sublayers))  # type: ignore[arg-type]
+
+
+def test_a_wrong_final_state_with_right_reads_and_sum_fails_stream_by_stream() -> None:
+    ctx = context("reference:mhc")
+    ctx.build.factory = lambda n, d, **kw: _SwappedOutput(n, d, kw.get("layer_index", 0),
+                                                          dtype=torch.float64)
+    prop = BY_ID["stack.unrolled_weights"]
+    with pytest.raises(PropertyFailure, match=r"stream 0 of X_L after 3 sublayers"):
+        prop.run(ctx, prop.examples(ctx)[0])
