@@ -130,18 +130,28 @@ class HyperConnection(nn.Module):
         self.n = _checks.positive_int("n", n)
         self.d = _checks.positive_int("d", d)
 
-    def stack(self, layers: int, *, carry: bool = True) -> HyperConnectionStack:
+    def stack(self, layers: int, *, carry: bool | None = None) -> HyperConnectionStack:
         """``layers`` consecutive sublayers starting with this one (the conformance kit's
         ``stack`` capability): sublayer 0 is this module itself (its parameters, not a copy),
-        sublayer k ≥ 1 is built by :attr:`successor` (or deep-copied). ``carry`` selects the
-        single pass with a carried pre-mix (:class:`hcspec.reference.stack.HyperConnectionStack`).
+        sublayer k ≥ 1 is built by :attr:`successor` (or deep-copied).
+
+        ``carry``: True runs the single pass with a carried pre-mix, False each sublayer's own
+        ``forward`` (:class:`hcspec.reference.stack.HyperConnectionStack`). None (default):
+        carried when this module's ``forward`` is the reference's own (which computes exactly
+        ``weights``, the read and the write the carried pass recombines); a subclass that
+        overrides ``forward`` gets its own forward, sublayer by sublayer, since a carried pass
+        would bypass it.
 
         Raises:
             ValueError: ``layers`` is not a positive int.
         """
-        from hcspec.reference.stack import HyperConnectionStack  # it imports this module
+        from hcspec.reference.manifold import ManifoldHyperConnection  # they import this module
+        from hcspec.reference.stack import HyperConnectionStack
 
         count = _checks.positive_int("layers", layers)
+        if carry is None:
+            carry = type(self).forward in (HyperConnection.forward,
+                                           ManifoldHyperConnection.forward)
         build = self.successor
         later = [build(k) if build is not None else copy.deepcopy(self)
                  for k in range(1, count)]

@@ -40,8 +40,10 @@ class HyperConnectionStack(nn.Module):
         carry: True (default): the single pass — sublayer 0 computes its coefficients from
             its input; every later sublayer k uses the coefficients ``(h_pre, h_post, H_res)``
             and pre-mix ``h_preᵀ X_k`` computed at the end of sublayer k − 1, from the state
-            it has just written, with sublayer k's parameters. False: each sublayer computes
-            its own from its input (the module's plain ``forward``).
+            it has just written, with sublayer k's parameters. False: each sublayer's own
+            ``forward`` on its input (the coefficients reported are its ``weights`` there; a
+            module returning a coarser dtype hands the next one its output cast back to the
+            input's dtype).
 
     Shapes: ``x [B, T, n, d] -> [B, T, n, d]``; ``branches[k]``: ``[B, T, d] -> [B, T, d]``,
     called exactly once, for sublayer k. Dtype/device: those of ``x`` (which must match the
@@ -111,11 +113,15 @@ class HyperConnectionStack(nn.Module):
             raise ValueError(f"expected one branch per sublayer ({self.layers}), got "
                              f"{len(branches)}")
         used: list[Weights] = []
-        if not self.carry:
+        if not self.carry:  # each sublayer's own forward, its weights read at its input
+            dtype = x.dtype
             for k, branch in enumerate(branches):
-                weights = self.sublayer(k).weights(x)
-                x = write(x, self._branch(branch, read(x, weights[0])), *weights[1:])
-                used.append(weights)
+                module = self.sublayer(k)
+                used.append(module.weights(x))
+                out = module(x, branch)
+                # the next sublayer reads the state in the input's dtype (a module may return a
+                # coarser one); the last one's output is returned as it is
+                x = out.to(dtype) if k + 1 < self.layers else out
             return x, used
         # The single pass: the coefficients and pre-mix of sublayer k + 1 are computed at the
         # end of sublayer k, from the state it has just written, and carried.

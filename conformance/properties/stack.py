@@ -421,8 +421,12 @@ def check_fd_gradients(ctx: Context, case: Case) -> None:
                for p, g in zip(params, grads[1:], strict=True)]
     saved = [p.detach().clone() for p in params]
     try:
-        for what, group in _parameter_groups(stack, params):
-            for k in range(directions):
+        groups = _parameter_groups(stack, params)
+        # one direction per sublayer when there are several (their cost adds up; any random
+        # direction sees a coefficient cut from autograd), else the gradients family's count
+        per_group = 1 if len(groups) > 1 else directions
+        for what, group in groups:
+            for k in range(per_group):
                 vs = {i: strategies.gaussian(params[i].shape, case.seed,
                                              salts.FD_PARAMETER_DIRECTION.at(k, i),
                                              params[i].dtype, str(params[i].device))

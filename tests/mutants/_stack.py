@@ -19,9 +19,10 @@ class StackedMHC(ManifoldHyperConnection):
 
     stack_class: type[HyperConnectionStack] = HyperConnectionStack
 
-    def stack(self, layers: int, *, carry: bool = True) -> HyperConnectionStack:
-        built = super().stack(layers, carry=carry)
-        return self.stack_class(list(built.sublayers), carry=carry)  # type: ignore[arg-type]
+    def stack(self, layers: int, *, carry: bool | None = None) -> HyperConnectionStack:
+        carried = True if carry is None else carry
+        built = super().stack(layers, carry=carried)
+        return self.stack_class(list(built.sublayers), carry=carried)  # type: ignore[arg-type]
 
 
 def make_stacked(stack_class: type[HyperConnectionStack], n: int, d: int, layer_index: int,

@@ -123,3 +123,20 @@ def test_bad_stacks_and_calls_are_refused() -> None:
         stack(torch.zeros(1, 2, 3), [torch.sin, torch.sin])
     with pytest.raises(IndexError, match=r"expected an int in 0 … 1"):
         stack.sublayer(2)
+
+
+class _OwnForward(StaticHyperConnection):
+    """A subclass whose forward is not the reference's (it scales the branch output)."""
+
+    def forward(self, x: torch.Tensor, branch: Callable[[torch.Tensor], torch.Tensor],
+                ) -> torch.Tensor:
+        return super().forward(x, lambda t: 0.5 * branch(t))
+
+
+def test_a_subclass_with_its_own_forward_is_stacked_through_that_forward() -> None:
+    module = _OwnForward(2, 3, 0, dtype=torch.float64)
+    stack = module.stack(2)
+    assert not stack.carry and targets.mhc(2, 3).stack(2).carry
+    x = torch.randn(1, 2, 2, 3, dtype=torch.float64)
+    want = stack.sublayer(1)(module(x, torch.sin), torch.cos)
+    torch.testing.assert_close(stack(x, [torch.sin, torch.cos]), want, rtol=0, atol=0)

@@ -125,7 +125,7 @@ def test_the_stack_is_perturbed_through_its_parameters() -> None:
 
 
 class _Short(ManifoldHyperConnection):
-    def stack(self, layers: int, *, carry: bool = True) -> HyperConnectionStack:
+    def stack(self, layers: int, *, carry: bool | None = None) -> HyperConnectionStack:
         return super().stack(max(1, layers - 1), carry=carry)
 
 
@@ -154,7 +154,7 @@ class _SwappedOutputStack(HyperConnectionStack):
 
 
 class _SwappedOutput(ManifoldHyperConnection):
-    def stack(self, layers: int, *, carry: bool = True) -> HyperConnectionStack:
+    def stack(self, layers: int, *, carry: bool | None = None) -> HyperConnectionStack:
         return _SwappedOutputStack(list(super().stack(layers).sublayers))  # type: ignore[arg-type]
 
 
