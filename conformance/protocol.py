@@ -41,6 +41,14 @@ that needs an absent capability is reported *not applicable* with the reason:
   logits (mHC Eq. 7) in the row convention of ``weights`` (:class:`SupportsLogits`),
   differentiable w.r.t. ``x``. With it the kit applies the declared Sinkhorn variant and gates
   to the target's own logits and compares with its weights at identical parameters.
+* ``stack(layers) -> Stack`` — ``layers`` consecutive sublayers run with the implementation's
+  own carried state (DeepSeek-V4.1's "single-pass" mHC computes the next sublayer's pre-mix at
+  the end of the current one and carries it) (:class:`SupportsStack`, :class:`Stack`). Sublayer
+  0 is the factory's ``layer_index``; each sublayer has its own parameters. The ``Stack`` has
+  ``n``, ``d``, ``layers`` and ``forward(x, branches)`` (``branches[k]`` called once, for
+  sublayer k), optionally ``weights(x, branches)`` (the coefficients each sublayer used,
+  carried ones included), ``sublayer(k)`` (sublayer k alone, same parameters, no carried
+  state) and ``parameters()``; the ``stack.*`` family checks them across sublayers.
 
 Implementations whose modules use another layout (streams on columns, streams folded into the
 batch as ``[B·n, T, d]``, a transposed mixing matrix) are wrapped by a small adapter that
@@ -50,7 +58,7 @@ translates to this protocol; docs/conformance.md has a complete worked adapter.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal, Protocol, TypeGuard, cast, runtime_checkable
 
@@ -73,7 +81,9 @@ REDUCE: Final = "reduce"
 PARAMETERS: Final = "parameters"
 TRAIN_EVAL: Final = "train_eval"
 LOGITS: Final = "logits"
-CAPABILITIES: Final[tuple[str, ...]] = (WEIGHTS, EXPAND, REDUCE, PARAMETERS, TRAIN_EVAL, LOGITS)
+STACK: Final = "stack"
+CAPABILITIES: Final[tuple[str, ...]] = (WEIGHTS, EXPAND, REDUCE, PARAMETERS, TRAIN_EVAL, LOGITS,
+                                        STACK)
 """Names of the optional capabilities, as reported by :func:`capabilities`."""
 
 
@@ -154,6 +164,50 @@ class SupportsLogits(Protocol):
         """``x [B,T,n,d]`` -> ``(H̃_pre [B,T,n], H̃_post [B,T,n], H̃_res [B,T,n,n])``, the
         arguments of σ, c·σ and Sinkhorn–Knopp; ``H̃_res[i, j]`` belongs to ``H_res[i, j]``
         of ``weights`` (row convention)."""
+        ...
+
+
+@runtime_checkable
+class Stack(Protocol):
+    """What :meth:`SupportsStack.stack` returns: ``layers`` consecutive sublayers run with the
+    implementation's own carried state.
+
+    Required: ``n``, ``d``, ``layers`` and :meth:`forward`. Optional, detected by presence
+    (:func:`has_stack_weights`, :func:`has_stack_sublayer`, :func:`has_parameters`):
+
+    * ``weights(x, branches) -> list[Weights]`` — one ``(h_pre [B,T,n], h_post [B,T,n],
+      H_res [B,T,n,n])`` per sublayer: the coefficients each sublayer actually used in that run
+      (carried ones included), in the row form ``X' = H_res X + h_post F(h_preᵀ X)ᵀ``; calls
+      each branch once, as :meth:`forward` does.
+    * ``sublayer(k) -> HyperConnectionImpl`` — sublayer ``k`` (0 ≤ k < layers) alone, with the
+      same parameters and no carried state (it computes its own coefficients from its own
+      input), offering ``weights(x)`` when it can.
+    * ``parameters() -> Iterable[Tensor]`` — every trainable tensor of the ``layers``
+      sublayers (the kit perturbs them in place, under ``no_grad``, on a fresh stack).
+
+    Attributes:
+        n: expansion rate. d: hidden size. layers: number of sublayers, ≥ 1.
+    """
+
+    n: int
+    d: int
+    layers: int
+
+    def forward(self, x: torch.Tensor, branches: Sequence[Branch]) -> torch.Tensor:
+        """``x [B,T,n,d] -> X_L [B,T,n,d]`` through the ``layers`` sublayers in order, calling
+        ``branches[k]`` (``[B,T,d] -> [B,T,d]``) exactly once, for sublayer k."""
+        ...
+
+
+@runtime_checkable
+class SupportsStack(Protocol):
+    """Optional: ``layers`` consecutive sublayers starting at this impl's ``layer_index``,
+    run with the implementation's own carried state (capability ``stack``)."""
+
+    def stack(self, layers: int) -> Stack:
+        """A fresh :class:`Stack` of ``layers`` (≥ 1) sublayers; sublayer 0 has the
+        factory's ``layer_index``, sublayer k the index ``layer_index + k``, each its own
+        parameters."""
         ...
 
 
@@ -492,6 +546,21 @@ def has_logits(impl: object) -> TypeGuard[SupportsLogits]:
     return callable(getattr(impl, LOGITS, None))
 
 
+def has_stack(impl: object) -> TypeGuard[SupportsStack]:
+    """``impl`` offers ``stack(layers)`` (capability ``stack``)."""
+    return callable(getattr(impl, STACK, None))
+
+
+def has_stack_weights(stack: object) -> bool:
+    """A :class:`Stack` that offers ``weights(x, branches)``."""
+    return callable(getattr(stack, WEIGHTS, None))
+
+
+def has_stack_sublayer(stack: object) -> bool:
+    """A :class:`Stack` that offers ``sublayer(k)``."""
+    return callable(getattr(stack, "sublayer", None))
+
+
 def capabilities(impl: object) -> frozenset[str]:
     """The optional capabilities ``impl`` offers, detected by presence (names in
     :data:`CAPABILITIES`). ``train_eval`` needs both ``train`` and ``eval``.
@@ -505,7 +574,8 @@ def capabilities(impl: object) -> frozenset[str]:
     ['weights']
     """
     checks = ((WEIGHTS, has_weights), (EXPAND, has_expand), (REDUCE, has_reduce),
-              (PARAMETERS, has_parameters), (TRAIN_EVAL, has_train_eval), (LOGITS, has_logits))
+              (PARAMETERS, has_parameters), (TRAIN_EVAL, has_train_eval), (LOGITS, has_logits),
+              (STACK, has_stack))
     return frozenset(name for name, offered in checks if offered(impl))
 
 

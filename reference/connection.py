@@ -15,16 +15,20 @@ rest (validation, the update, stream expand/reduce).
 
 from __future__ import annotations
 
+import copy
 from abc import abstractmethod
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import torch
 from torch import nn
 
 from hcspec.reference import _checks
 from hcspec.reference.streams import expand_streams, reduce_streams
+
+if TYPE_CHECKING:
+    from hcspec.reference.stack import HyperConnectionStack
 
 Branch = Callable[[torch.Tensor], torch.Tensor]
 """A sublayer ``F``: ``[B, T, d] -> [B, T, d]`` (e.g. pre-norm attention or FFN)."""
@@ -65,8 +69,23 @@ def apply_connection(
         if not isinstance(weight, torch.Tensor) or tuple(weight.shape) != expected:
             got = tuple(weight.shape) if isinstance(weight, torch.Tensor) else weight
             raise ValueError(f"expected {name} of shape {list(expected)}, got {got}")
-    x_in = (h_pre.unsqueeze(-2) @ x).squeeze(-2)  # h_preᵀ X per token
+    x_in = read(x, h_pre)
     z = _checks.branch_output(branch(x_in), x_in.shape)
+    return write(x, z, h_post, H_res)
+
+
+def read(x: torch.Tensor, h_pre: torch.Tensor) -> torch.Tensor:
+    """The branch input ``x_in = h_preᵀ X`` per token: ``x [B, T, n, d]``, ``h_pre [B, T, n]``
+    -> ``[B, T, d]`` (HC Eq. 3 with ``A_m = h_pre``; mHC Eq. 3's ``H_pre x_l``). Shapes are not
+    checked (:func:`apply_connection` checks them)."""
+    return (h_pre.unsqueeze(-2) @ x).squeeze(-2)
+
+
+def write(x: torch.Tensor, z: torch.Tensor, h_post: torch.Tensor,
+          H_res: torch.Tensor) -> torch.Tensor:
+    """The new state ``X' = H_res X + h_post zᵀ`` per token: ``x [B, T, n, d]``,
+    ``z [B, T, d]``, ``h_post [B, T, n]``, ``H_res [B, T, n, n]`` -> ``[B, T, n, d]`` (HC
+    Eq. 4–5; mHC Eq. 3). Shapes are not checked (:func:`apply_connection` checks them)."""
     mixed = H_res @ x  # H_res X per token: a fresh tensor, not a view
     # mixed + h_post zᵀ, accumulated in place (the matmul's backward needs its inputs, not its
     # output; measured ~15% faster than out of place on CPU)
@@ -100,11 +119,43 @@ class HyperConnection(nn.Module):
     ``1ᵀ X``). mHC adds its rounds through its ``sinkhorn_iterations`` attribute."""
     n: int
     d: int
+    successor: Callable[[int], HyperConnection] | None = None
+    """How :meth:`stack` builds the sublayer ``k`` places after this one (k ≥ 1): the factories
+    of :mod:`hcspec.reference.targets` set it to build ``factory(n, d, layer_index=layer_index
+    + k, seed=seed + k)`` (fresh parameters of its own); None (a module built directly):
+    :meth:`stack` uses deep copies of this module (the same values in tensors of their own)."""
 
     def __init__(self, n: int, d: int) -> None:
         super().__init__()
         self.n = _checks.positive_int("n", n)
         self.d = _checks.positive_int("d", d)
+
+    def stack(self, layers: int, *, carry: bool | None = None) -> HyperConnectionStack:
+        """``layers`` consecutive sublayers starting with this one (the conformance kit's
+        ``stack`` capability): sublayer 0 is this module itself (its parameters, not a copy),
+        sublayer k ≥ 1 is built by :attr:`successor` (or deep-copied).
+
+        ``carry``: True runs the single pass with a carried pre-mix, False each sublayer's own
+        ``forward`` (:class:`hcspec.reference.stack.HyperConnectionStack`). None (default):
+        carried when this module's ``forward`` is the reference's own (which computes exactly
+        ``weights``, the read and the write the carried pass recombines); a subclass that
+        overrides ``forward`` gets its own forward, sublayer by sublayer, since a carried pass
+        would bypass it.
+
+        Raises:
+            ValueError: ``layers`` is not a positive int.
+        """
+        from hcspec.reference.manifold import ManifoldHyperConnection  # they import this module
+        from hcspec.reference.stack import HyperConnectionStack
+
+        count = _checks.positive_int("layers", layers)
+        if carry is None:
+            carry = type(self).forward in (HyperConnection.forward,
+                                           ManifoldHyperConnection.forward)
+        build = self.successor
+        later = [build(k) if build is not None else copy.deepcopy(self)
+                 for k in range(1, count)]
+        return HyperConnectionStack([self, *later], carry=carry)
 
     @abstractmethod
     def _weights(self, x: torch.Tensor) -> Weights:

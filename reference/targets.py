@@ -3,13 +3,17 @@
 Each is ``make(n, d, *, layer_index=0, dtype=torch.float64, device="cpu", seed=0) -> module``
 (the kit's protocol, :mod:`hcspec.conformance.protocol`); the modules provide ``n``, ``d``,
 ``kind``, ``forward``, ``weights``, ``expand``, ``reduce`` and ``parameters`` directly, and
-mHC also declares ``sinkhorn_iterations``. So ``hcspec.reference.targets:hc_static`` (etc.) is a
-valid TARGET string.
+mHC also declares ``sinkhorn_iterations``; ``module.stack(L)`` (the kit's ``stack`` capability)
+runs L consecutive sublayers with a carried pre-mix, sublayer k being what the factory builds
+for ``layer_index + k`` and ``seed + k`` (:mod:`hcspec.reference.stack`). So
+``hcspec.reference.targets:hc_static`` (etc.) is a valid TARGET string.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
+from typing import Any
 
 import torch
 
@@ -29,6 +33,23 @@ def _seeded(build: Callable[[], HyperConnection], seed: int,
     return module.to(dtype=dtype, device=device)
 
 
+def _successor(factory: Callable[..., HyperConnection], n: int, d: int, layer_index: int,
+               dtype: torch.dtype, device: torch.device | str, seed: int, options: dict[str, Any],
+               k: int) -> HyperConnection:
+    """The module ``k`` sublayers after one built by ``factory`` (``layer_index + k``, seed
+    ``seed + k``): what :meth:`HyperConnection.stack` appends."""
+    return factory(n, d, layer_index=layer_index + k, dtype=dtype, device=device, seed=seed + k,
+                   **options)
+
+
+def _stackable(module: HyperConnection, factory: Callable[..., HyperConnection], n: int, d: int,
+               layer_index: int, dtype: torch.dtype, device: torch.device | str, seed: int,
+               **options: Any) -> None:
+    """Let ``module.stack(L)`` build its later sublayers with ``factory`` (own parameters)."""
+    module.successor = functools.partial(_successor, factory, n, d, layer_index, dtype, device,
+                                         seed, options)
+
+
 def hc_static(n: int, d: int, *, layer_index: int = 0, dtype: torch.dtype = torch.float64,
               device: torch.device | str = "cpu", seed: int = 0) -> StaticHyperConnection:
     """A fresh :class:`StaticHyperConnection` (HC Eq. 14 init; ``seed`` unused: no randomness).
@@ -39,6 +60,7 @@ def hc_static(n: int, d: int, *, layer_index: int = 0, dtype: torch.dtype = torc
     module = _seeded(lambda: StaticHyperConnection(n, d, layer_index, dtype=torch.float64),
                      seed, dtype, device)
     assert isinstance(module, StaticHyperConnection)
+    _stackable(module, hc_static, n, d, layer_index, dtype, device, seed)
     return module
 
 
@@ -52,6 +74,7 @@ def hc_dynamic(n: int, d: int, *, layer_index: int = 0, dtype: torch.dtype = tor
     module = _seeded(lambda: DynamicHyperConnection(n, d, layer_index, dtype=torch.float64),
                      seed, dtype, device)
     assert isinstance(module, DynamicHyperConnection)
+    _stackable(module, hc_dynamic, n, d, layer_index, dtype, device, seed)
     return module
 
 
@@ -73,6 +96,8 @@ def mhc(n: int, d: int, *, layer_index: int = 0, dtype: torch.dtype = torch.floa
                                                      recompute=recompute),
                      seed, dtype, device)
     assert isinstance(module, ManifoldHyperConnection)
+    _stackable(module, mhc, n, d, layer_index, dtype, device, seed,
+               implementation=implementation, recompute=recompute)
     return module
 
 

@@ -20,7 +20,7 @@ import numpy as np
 import sympy
 from numpy.typing import ArrayLike, NDArray
 
-from hcspec.spec import formulas
+from hcspec.spec import formulas, network
 
 Array = NDArray[np.float64]
 
@@ -179,6 +179,45 @@ def backward(
         h_post=np.asarray(gpost, dtype=np.float64),
         H_res=np.asarray(gH, dtype=np.float64),
     )
+
+
+def connection_weights(h_pre: ArrayLike, h_post: ArrayLike, H_res: ArrayLike) -> Array:
+    """The unrolled cross-layer weights of a stack of L sublayers, per token: entry ``(k, j)``
+    is ``w_{j,k}``, the coefficient of node j's output in node k's input (node 0: the
+    embedding ``h₀`` of ``X₀ = 1_n h₀ᵀ``; 1 … L: the sublayers; L + 1: the stream sum)::
+
+        w_{0,k} = h_pre,kᵀ H_res,k-1 ⋯ H_res,1 1_n
+        w_{j,k} = h_pre,kᵀ H_res,k-1 ⋯ H_res,j+1 h_post,j      (1 ≤ j < k)
+
+    evaluated by the spec's own :func:`hcspec.spec.network.connection_weights` (theorem
+    ``unroll.connection_weights``) on each token's weights, in exact arithmetic on their float64
+    values.
+
+    Shapes: h_pre, h_post ``[..., L, n]`` and H_res ``[..., L, n, n]`` (sublayer 1 first) ->
+    ``[..., L + 2, L + 2]``, strictly lower triangular.
+    Source: HC arXiv:2409.19606 §4.5 Eq. 20, App. F Eq. 27; mHC arXiv:2512.24880 Eq. 4.
+
+    Raises:
+        ValueError: shapes that do not match, or no sublayer (L = 0).
+    """
+    hp, hq, H = _f64("h_pre", h_pre, 2), _f64("h_post", h_post, 2), _f64("H_res", H_res, 3)
+    layers, n = hp.shape[-2:]
+    _sizes("h_pre", n)
+    if layers < 1:
+        raise ValueError("h_pre: expected at least one sublayer on axis -2, got L = 0")
+    _check("h_post", hq.shape[-2:], (layers, n))
+    _check("H_res", H.shape[-3:], (layers, n, n))
+    _batch(h_pre=(hp, 2), h_post=(hq, 2), H_res=(H, 3))
+
+    def unroll(p: Array, q: Array, r: Array) -> Array:
+        weights = [network.ConnectionWeights(sympy.Matrix(p[k].tolist()).reshape(n, 1),
+                                             sympy.Matrix(q[k].tolist()).reshape(n, 1),
+                                             sympy.Matrix(r[k].tolist()))
+                   for k in range(layers)]
+        return np.asarray(network.connection_weights(weights).tolist(), dtype=np.float64)
+
+    fn = np.vectorize(unroll, signature="(l,n),(l,n),(l,n,n)->(m,m)")
+    return np.asarray(fn(hp, hq, H), dtype=np.float64)
 
 
 def _last_axis(name: str, x: ArrayLike, eps: float) -> Array:

@@ -51,7 +51,8 @@ from hcspec.conformance.adapters._capture import (
     check_state,
     seeded,
 )
-from hcspec.conformance.protocol import Branch, Conventions, Factory, Kind, Weights
+from hcspec.conformance.adapters.stacking import sequential_stack
+from hcspec.conformance.protocol import Branch, Conventions, Factory, Kind, Stack, Weights
 
 CombOrientation = Literal["source_target", "target_source"]
 """How ``comb`` is indexed: ``"source_target"``: ``comb[i, j]`` is the weight of input stream
@@ -96,6 +97,11 @@ Decompose = Callable[[Any, torch.Tensor], Decomposition]
 
 Reduce = Callable[[Any, torch.Tensor], torch.Tensor]
 """``reduce(module, x [B, T, n, d]) -> [B, T, d]``: a learned reduction head."""
+
+StackOf = Callable[[list["V4StyleConnection"]], Stack]
+"""``stack_of(sublayers) -> Stack``: the package's own run of consecutive sublayers (with its
+carried state, e.g. DeepSeek-V4.1's fused pre of the next sublayer), given the L adapters
+built for ``layer_index … layer_index + L − 1`` (:class:`hcspec.conformance.protocol.Stack`)."""
 
 ReadPre = Callable[[Any, torch.Tensor], torch.Tensor]
 """``read_pre(module, x [B, T, n, d]) -> pre [B, T, n]``: for a module that consumes ``pre``
@@ -150,7 +156,9 @@ class V4StyleConnection(WrapsModule):
 
     def __init__(self, module: nn.Module, decompose: Decompose, n: int, d: int,
                  style: V4Style, reduce: Reduce | None = None,
-                 read_pre: ReadPre | None = None) -> None:
+                 read_pre: ReadPre | None = None,
+                 successor: Callable[[int], V4StyleConnection] | None = None,
+                 stack_of: StackOf | None = None) -> None:
         self.module: Any = module
         self.n, self.d = n, d
         self.kind: str = style.kind
@@ -160,6 +168,8 @@ class V4StyleConnection(WrapsModule):
         self._reduce = reduce
         self._read_pre = read_pre
         self._identity = style.conventions.residual_mixing == "identity"
+        self._successor = successor
+        self._stack_of = stack_of
 
     # --- the protocol ---------------------------------------------------------------------
     def forward(self, x: torch.Tensor, branch: Branch) -> torch.Tensor:
@@ -230,6 +240,26 @@ class V4StyleConnection(WrapsModule):
             return x.mean(dim=-2)
         return x.sum(dim=-2)
 
+    def stack(self, layers: int) -> Stack:
+        """``layers`` consecutive sublayers starting with this one (the kit's ``stack``
+        capability): sublayer k ≥ 1 is what the factory builds for ``layer_index + k`` with
+        seed ``seed + k``. Run by the factory's ``stack_of`` (the package's own carried state)
+        when given, else one after the other, each computing its own coefficients
+        (:func:`hcspec.conformance.adapters.stacking.sequential_stack`).
+
+        Raises:
+            ValueError: ``layers`` is not a positive int, or this adapter was not built by
+                :func:`v4_style_target` (no factory to build the later sublayers).
+        """
+        if isinstance(layers, bool) or not isinstance(layers, int) or layers < 1:
+            raise ValueError(f"layers: expected a positive int, got {layers!r}")
+        if self._successor is None and layers > 1:
+            raise ValueError("stack: this adapter has no factory for its later sublayers "
+                             "(build it with v4_style_target)")
+        later = [self._successor(k) for k in range(1, layers)] if self._successor else []
+        sublayers = [self, *later]
+        return self._stack_of(sublayers) if self._stack_of else sequential_stack(sublayers)
+
     # --- internals ------------------------------------------------------------------------
     def _output_dtype(self, x: torch.Tensor) -> torch.dtype:
         return self.conventions.output_dtype or x.dtype
@@ -264,7 +294,8 @@ class V4StyleConnection(WrapsModule):
 def v4_style_target(build: Build, decompose: Decompose, *, comb: CombOrientation,
                     conventions: Conventions, kind: Kind = "mhc",
                     compose_dtype: ComposeDtype = "input", keep_float32: bool = False,
-                    reduce: Reduce | None = None, read_pre: ReadPre | None = None) -> Factory:
+                    reduce: Reduce | None = None, read_pre: ReadPre | None = None,
+                    stack_of: StackOf | None = None) -> Factory:
     """A kit target (factory) for a DeepSeek-V4-style module.
 
     Args:
@@ -277,10 +308,13 @@ def v4_style_target(build: Build, decompose: Decompose, *, comb: CombOrientation
         reduce: a learned reduction head (:data:`Reduce`); declare ``reduce="learned"``.
         read_pre: how ``weights`` reads ``pre`` when ``decompose`` gives only ``collapsed``
             (:data:`ReadPre`).
+        stack_of: the package's own run of consecutive sublayers (:data:`StackOf`); without
+            it, ``impl.stack(L)`` runs L independently built sublayers one after the other.
 
     Returns:
         ``make(n, d, *, layer_index=0, dtype=torch.float64, device="cpu", seed=0)`` building a
-        fresh :class:`V4StyleConnection`.
+        fresh :class:`V4StyleConnection`, which offers ``stack(L)`` (sublayer k built by
+        ``make`` for ``layer_index + k``, seed ``seed + k``).
 
     Raises:
         ValueError: an unknown ``comb`` or ``compose_dtype`` (at once); ``reduce`` given without
@@ -301,7 +335,13 @@ def v4_style_target(build: Build, decompose: Decompose, *, comb: CombOrientation
         with seeded(seed, device):
             module = build(n, d, layer_index)
         module = module.to(device=device, dtype=torch.float32 if keep_float32 else dtype)
-        return V4StyleConnection(module, decompose, n, d, style, reduce, read_pre)
+
+        def successor(k: int) -> V4StyleConnection:
+            return make(n, d, layer_index=layer_index + k, dtype=dtype, device=device,
+                        seed=seed + k)
+
+        return V4StyleConnection(module, decompose, n, d, style, reduce, read_pre, successor,
+                                 stack_of)
 
     make.__doc__ = (f"Kit factory for a DeepSeek-V4-style module built by "
                     f"{getattr(build, '__qualname__', build)!s} (comb {comb}).")

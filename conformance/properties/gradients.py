@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import torch
 
@@ -30,6 +30,7 @@ from hcspec.conformance.properties.base import (
 from hcspec.conformance.properties.cases import Cases, shift, standard_examples
 from hcspec.conformance.properties.common import branch64, law_tol
 from hcspec.conformance.properties.declaration import declare
+from hcspec.conformance.properties.finite_differences import expect_directional
 from hcspec.conformance.properties.requirements import (
     PROBED_H_PRE,
     PROBING,
@@ -79,88 +80,11 @@ def _magnitude(impl: HyperConnectionImpl, x: torch.Tensor, branch: Branch,
         return float(terms.abs().sum()), float(terms.norm())
 
 
-def _precision_note(ctx: Context, step: float) -> str:
-    """Which precision the finite differences were chosen for, as the report shows it."""
-    output = ctx.conventions.output_dtype
-    returned = f", returns {output}" if output is not None else ""
-    if tolerances.fd_fit(ctx.tol_dtype):
-        how = f", degree-{tolerances.FD_FIT_DEGREE} fit over {tolerances.FD_FIT_POINTS} points"
-    else:
-        how = ", Richardson" if tolerances.fd_richardson(ctx.tol_dtype) else ""
-    return f"compared in {ctx.tol_dtype}{returned}: step {step:.2g}{how}"
-
-
 def _trainable(impl: HyperConnectionImpl) -> list[torch.Tensor]:
     params = floating_parameters(impl, trainable=True)
     if not params:
         raise NotApplicable("no exposed parameter requires grad")
     return params
-
-
-def _step(ctx: Context, scale: float) -> float:
-    return tolerances.fd_step(ctx.tol_dtype, scale)
-
-
-def _allowance(ctx: Context, magnitude: tuple[float, float], rounding: float, step: float,
-               denominator: float) -> float:
-    """The tolerance on ``|fd − autograd| / denominator``: the effective dtype's budget plus
-    float64 cancellation, the measured low-precision output rounding and the output's
-    resolution at ``step``, over ``denominator``."""
-    cancellation = tolerances.fd_cancellation(ctx.tol_dtype, magnitude[0])
-    resolution = tolerances.fd_resolution(ctx.tol_dtype, magnitude[1], step)
-    return tolerances.fd_directional(ctx.tol_dtype) + (
-        cancellation + rounding + resolution) / denominator
-
-
-def _expect_directional(ctx: Context, label: str, loss_at: Callable[[float], float],
-                        scale: float, ad: float, denominator: float,
-                        magnitude: tuple[float, float]) -> None:
-    """Record ``|fd − ad| / denominator`` against :func:`_allowance`; for an impl returning
-    bfloat16/float16, at each step of :data:`tolerances.FD_STEP_LOW_LADDER` until one agrees
-    (the closest is recorded).
-
-    Raises:
-        PropertyFailure: no step agrees.
-    """
-    ladder = tolerances.FD_STEP_LOW_LADDER if tolerances.fd_fit(ctx.tol_dtype) else (1.0,)
-    tried = []
-    for fraction in ladder:
-        step_scale = scale * fraction
-        fd, rounding = _directional(ctx, loss_at, step_scale)
-        allowed = _allowance(ctx, magnitude, rounding, _step(ctx, step_scale), denominator)
-        error = abs(fd - ad) / denominator
-        tried.append((error / allowed if allowed > 0 else math.inf, error, allowed, fd,
-                      _step(ctx, step_scale)))
-        if error <= allowed:
-            break
-    _, error, allowed, fd, step = min(tried)
-    others = "; other steps: " + ", ".join(f"{h:.2g}: fd {f:.6g}" for _, _, _, f, h in tried
-                                          if h != step) if len(tried) > 1 else ""
-    if ctx.tol_dtype != torch.float64:  # say which precision the step was chosen for
-        label = f"{label} ({_precision_note(ctx, step)})"
-    ctx.record.expect(label, error, allowed,
-                      f"fd {fd:.6g}, autograd {ad:.6g}{others}")
-
-
-def _directional(ctx: Context, loss_at: Callable[[float], float],
-                 scale: float) -> tuple[float, float]:
-    """``(directional derivative, rounding allowance)`` of ``t ↦ loss_at(t)`` at 0 with
-    :func:`tolerances.fd_step`: a central difference; for an impl computing in float32 inside,
-    Richardson-extrapolated from steps h and h/2 (truncation O(h⁴), so a step large enough to
-    rise above float32 rounding stays accurate); for an impl returning bfloat16/float16, the
-    slope of a least-squares polynomial over :data:`tolerances.FD_FIT_POINTS` points of
-    ``[−h, h]`` with the rounding allowance its residuals give
-    (:func:`tolerances.fd_fit_slope`); the allowance is 0 otherwise."""
-    h = _step(ctx, scale)
-    if tolerances.fd_fit(ctx.tol_dtype):
-        points = torch.linspace(-h, h, tolerances.FD_FIT_POINTS, dtype=torch.float64)
-        values = torch.tensor([loss_at(float(t)) for t in points], dtype=torch.float64)
-        return tolerances.fd_fit_slope(values, h)
-    central = (loss_at(h) - loss_at(-h)) / (2 * h)
-    if not tolerances.fd_richardson(ctx.tol_dtype):
-        return central, 0.0
-    half = (loss_at(h / 2) - loss_at(-h / 2)) / h
-    return (4 * half - central) / 3, 0.0
 
 
 def _examples(ctx: Context) -> list[Case]:
@@ -221,7 +145,7 @@ def _check_fd_input(ctx: Context, case: Case) -> None:
 
         ad = float((grad * v).sum())
         denominator = tolerances.fd_denominator(ctx.tol_dtype, ad, case.scale)
-        _expect_directional(ctx, "directional derivative w.r.t. x: finite differences vs "
+        expect_directional(ctx, "directional derivative w.r.t. x: finite differences vs "
                             "autograd", loss_at, case.scale, ad, denominator, magnitude)
 
 
@@ -263,7 +187,7 @@ def _check_fd_parameters(ctx: Context, case: Case) -> None:
 
             ad = float(sum((g * v).sum() for g, v in zip(grads, vs, strict=True)))
             denominator = tolerances.fd_denominator(ctx.tol_dtype, ad, case.scale)
-            _expect_directional(ctx, "directional derivative w.r.t. the parameters: finite "
+            expect_directional(ctx, "directional derivative w.r.t. the parameters: finite "
                                 "differences vs autograd", loss_at, 1.0, ad, denominator,
                                 magnitude)
     finally:

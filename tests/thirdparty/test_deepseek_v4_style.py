@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 import torch
 from torch import nn
@@ -81,7 +83,8 @@ def test_weights_follow_the_declared_orientation_and_the_law(orientation: str) -
 def test_the_target_is_complete_and_declares_its_conventions() -> None:
     impl = _make()
     check_required(impl)
-    assert capabilities(impl) == {"weights", "expand", "reduce", "parameters", "train_eval"}
+    assert capabilities(impl) == {"weights", "expand", "reduce", "parameters", "train_eval",
+                                  "stack"}
     assert impl.conventions == CONVENTIONS and impl.kind == "mhc"
     h = torch.randn(2, 3, 5, dtype=torch.float64)
     torch.testing.assert_close(impl.reduce(impl.expand(h)), 3 * h)
@@ -199,3 +202,58 @@ def test_a_module_that_consumes_pre_gives_it_to_weights_through_read_pre() -> No
                               conventions=CONVENTIONS)(3, 5)
     with pytest.raises(ValueError, match="read_pre"):
         without.weights(x)  # type: ignore[attr-defined]
+
+
+def test_the_stack_runs_the_sublayers_the_factory_builds_one_after_the_other() -> None:
+    factory = v4_style_target(lambda n, d, layer: TinyV4(n, d), _decompose,
+                              comb="source_target", conventions=CONVENTIONS)
+    impl = factory(3, 5, layer_index=1, seed=2)
+    assert isinstance(impl, V4StyleConnection)
+    stack: Any = impl.stack(3)
+    x = torch.randn(2, 4, 3, 5, dtype=torch.float64)
+    branches = [torch.sin, torch.cos, torch.tanh]
+    want, used = x, []
+    for k in range(3):  # sublayer k: layer_index 1 + k, seed 2 + k (its own parameters)
+        sub = factory(3, 5, layer_index=1 + k, seed=2 + k)
+        used.append(sub.weights(want))  # type: ignore[attr-defined]
+        want = sub.forward(want, branches[k])
+    torch.testing.assert_close(stack.forward(x, branches), want, rtol=0, atol=0)
+    for got, expected in zip(stack.weights(x, branches), used, strict=True):
+        for a, b in zip(got, expected, strict=True):
+            torch.testing.assert_close(a, b, rtol=0, atol=0)
+    assert stack.sublayer(0) is impl and stack.layers == 3
+    assert len(list(stack.parameters())) == 3 * len(list(impl.parameters()))
+
+
+def test_the_stack_family_passes_on_the_helpers_stack() -> None:
+    from hcspec.conformance import report as rp
+    from hcspec.conformance.runner import check_implementation
+
+    factory = v4_style_target(lambda n, d, layer: TinyV4(n, d), _decompose,
+                              comb="source_target", conventions=CONVENTIONS)
+    report = check_implementation(factory, profile="quick", device="cpu", only=["stack"])
+    statuses = {r.id: r.status for r in report.results if r.family == "stack"}
+    assert statuses == dict.fromkeys(statuses, rp.PASSED) and len(statuses) == 4, statuses
+
+
+def test_the_packages_own_stack_of_receives_the_sublayers_in_order() -> None:
+    from hcspec.conformance.adapters.stacking import sequential_stack
+
+    received: list[list[V4StyleConnection]] = []
+
+    def stack_of(sublayers: list[V4StyleConnection]) -> Any:
+        received.append(sublayers)
+        return sequential_stack(sublayers)
+
+    factory = v4_style_target(lambda n, d, layer: TinyV4(n, d), _decompose,
+                              comb="source_target", conventions=CONVENTIONS, stack_of=stack_of)
+    impl = factory(3, 5, seed=4)
+    assert isinstance(impl, V4StyleConnection)
+    impl.stack(2)
+    (subs,) = received
+    assert subs[0] is impl and len(subs) == 2
+    later = factory(3, 5, layer_index=1, seed=5)
+    assert all(torch.equal(p, q) for p, q in zip(subs[1].parameters(), later.parameters(),
+                                                 strict=True))
+    with pytest.raises(ValueError, match=r"layers: expected a positive int"):
+        impl.stack(0)

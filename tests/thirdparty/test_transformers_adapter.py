@@ -111,7 +111,8 @@ def test_two_steps_equal_the_packages_decoder_layer(name: str, dtype: torch.dtyp
 def test_weights_are_the_ones_the_layer_used_and_the_target_is_complete(name: str) -> None:
     impl = _make(name, seed=0)
     check_required(impl)
-    assert capabilities(impl) == {"weights", "expand", "reduce", "parameters", "train_eval"}
+    assert capabilities(impl) == {"weights", "expand", "reduce", "parameters", "train_eval",
+                                  "stack"}
     assert all(p.dtype == torch.float32 for p in impl.parameters())  # _keep_in_fp32_modules
     x = torch.randn(1, 2, 4, 8, dtype=torch.float64)
     h_pre, h_post, H_res = impl.weights(x)

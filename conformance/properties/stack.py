@@ -1,0 +1,456 @@
+"""Stack family: L consecutive sublayers run by the implementation itself, with its own carried
+state (the optional ``stack`` capability, :class:`hcspec.conformance.protocol.Stack`).
+
+DeepSeek-V4.1's "single-pass" mHC computes the next sublayer's coefficients and pre-mix at the
+end of the current sublayer, from the state it has just written, and carries them; only a stack
+can show whether what is carried is right. The family checks, for every sublayer of a stack of
+:data:`LAYERS` (the report names the sublayer that fails):
+
+* ``stack.unrolled_weights``: from the replicated input ``X₀ = 1_n h₀ᵀ``, each sublayer's branch
+  input and the output stream sum ``1ᵀX_L`` equal the unrolled connection weights of the
+  coefficients the stack reports, ``Σ_j w_{j,k} z_j + w_{0,k} h₀`` (spec
+  ``unroll.connection_weights``, evaluated by :func:`hcspec.spec.numeric.connection_weights`);
+* ``stack.stream_sum_preserved`` (mHC): with F ≡ 0, ``1ᵀX_k = 1ᵀX_0`` after every prefix of the
+  stack, within the accumulated Sinkhorn–Knopp allowance of the reported ``H_res``
+  (:func:`hcspec.conformance.properties.depth.mhc_bounds`; spec ``ds.stream_sum_preserved``,
+  ``ds.product_closure``);
+* ``stack.carried_matches_recomputed``: the coefficients the stack used for sublayer k equal
+  ``sublayer(k).weights`` on the state entering sublayer k, and the stack's output equals
+  chaining ``sublayer(k).forward``;
+* ``stack.fd_gradients``: finite differences through the stack agree with autograd w.r.t. the
+  input and each sublayer's parameters (:mod:`hcspec.conformance.properties.finite_differences`).
+
+Parameters: the stack is built from an unperturbed impl and then perturbed as the case says
+through ``stack.parameters()`` (every sublayer's), or through the impl's own when the stack does
+not expose them. Branch of sublayer k: the case's branch drawn with seed ``case.seed + k``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, Final, cast
+
+import torch
+
+from hcspec.conformance import salts, strategies, tolerances
+from hcspec.conformance.properties.base import (
+    Context,
+    NotApplicable,
+    PropertyFailure,
+    f64,
+    floating_parameters,
+    np64,
+)
+from hcspec.conformance.properties.building import Builder
+from hcspec.conformance.properties.cases import Cases, shift
+from hcspec.conformance.properties.common import law_tol
+from hcspec.conformance.properties.declaration import declare
+from hcspec.conformance.properties.depth import Layer, mhc_bounds
+from hcspec.conformance.properties.finite_differences import expect_directional
+from hcspec.conformance.properties.inputs import CheckedBranch
+from hcspec.conformance.properties.requirements import (
+    any_state_domain,
+    capability,
+    float64,
+    kinds,
+)
+from hcspec.conformance.properties.variant import UNROLLED
+from hcspec.conformance.protocol import (
+    STACK,
+    HyperConnectionImpl,
+    Stack,
+    Weights,
+    check_required,
+    has_parameters,
+    has_stack,
+    has_stack_sublayer,
+    has_stack_weights,
+    has_weights,
+)
+from hcspec.conformance.strategies import SMOOTH_BRANCHES, Case
+from hcspec.spec import numeric
+
+BASE = ("shape.output", "shape.branch_once")
+LAYERS: Final = 3
+"""Sublayers in every stack the family builds: sublayer 0 and two beyond it."""
+NAMES: Final = ("h_pre", "h_post", "H_res")
+SUBLAYER_DOMAIN = any_state_domain(
+    "sublayer(k) is fed the state entering sublayer k, which is not stream-replicated")
+
+
+def _examples(ctx: Context, branch: str = "mlp") -> list[Case]:
+    """Perturbed and at-init cases at several layer indices; as many as the profile's
+    hypothesis budget allows, at least two (the family does not explore)."""
+    cases = [Case(2, 3, 4, 8, layer_index=0, seed=0, perturb=0.3, branch=branch),
+             Case(1, 2, 3, 5, layer_index=2, seed=1, perturb=1.0, branch=branch),
+             Case(2, 2, 2, 6, layer_index=5, seed=2, scale=10.0, perturb=0.1, branch=branch),
+             Case(1, 3, 4, 7, layer_index=1, seed=3, perturb=0.0, branch=branch)]
+    return shift(ctx, cases[:max(2, min(len(cases), ctx.profile.max_examples))])
+
+
+def _zero_examples(ctx: Context) -> list[Case]:
+    return _examples(ctx, branch="zero")
+
+
+class RecordingBranch(CheckedBranch):
+    """A :class:`CheckedBranch` that also keeps each call's output (detached, float64)."""
+
+    def __init__(self, fn: Callable[[torch.Tensor], torch.Tensor], d: int) -> None:
+        super().__init__(fn, d)
+        self.outputs: list[torch.Tensor] = []
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        z = super().__call__(x)
+        self.outputs.append(f64(z))
+        return z
+
+
+def branches(ctx: Context, case: Case, name: str | None = None) -> list[RecordingBranch]:
+    """One recording branch per sublayer: the case's (or the named) branch drawn with seed
+    ``case.seed + k`` for sublayer k."""
+    return [RecordingBranch(strategies.make_branch(name or case.branch, case.d, ctx.dtype,
+                                                   ctx.device, seed=case.seed + k), case.d)
+            for k in range(LAYERS)]
+
+
+def build_stack(ctx: Context, case: Case, layers: int = LAYERS) -> Stack:
+    """``impl.stack(layers)`` of a fresh unperturbed impl, then perturbed as the case says
+    (through ``stack.parameters()`` when offered, else the impl's).
+
+    Raises:
+        PropertyFailure: the impl has no ``stack``, ``stack`` raised, or the stack's ``n``,
+            ``d``, ``layers`` or ``forward`` are missing or wrong.
+        FactoryRejected: the factory rejected the case.
+    """
+    impl = ctx.build.make(case, perturb=False)
+    if not has_stack(impl):
+        raise PropertyFailure("the impl has no stack(layers), although the run's first impl "
+                              "offered it")
+    try:
+        stack: Any = impl.stack(layers)
+    except Exception as exc:
+        raise PropertyFailure(f"impl.stack({layers}) raised {type(exc).__name__}: "
+                              f"{exc}") from exc
+    want = {"n": case.n, "d": case.d, "layers": layers}
+    got = {name: getattr(stack, name, None) for name in want}
+    if got != want or not callable(getattr(stack, "forward", None)):
+        forward = "a" if callable(getattr(stack, "forward", None)) else "no"
+        raise PropertyFailure(f"impl.stack({layers}) returned {type(stack).__name__} with "
+                              f"{got} and {forward} forward; expected {want} and "
+                              "forward(x, branches)")
+    if case.perturb > 0 or case.param_scale != 1.0:
+        Builder.perturb(cast(HyperConnectionImpl, stack if has_parameters(stack) else impl), case)
+    return cast(Stack, stack)
+
+
+def _called_once(bs: Sequence[CheckedBranch], what: str) -> None:
+    for k, branch in enumerate(bs):
+        if branch.calls != 1:
+            raise PropertyFailure(f"{what}: the branch of sublayer {k} was called "
+                                  f"{branch.calls} times; expected exactly once")
+
+
+def run_forward(ctx: Context, stack: Stack, x: torch.Tensor,
+                bs: Sequence[CheckedBranch]) -> torch.Tensor:
+    """``stack.forward`` on a copy of ``x``, checked: a finite ``[B,T,n,d]`` tensor, each
+    branch called once.
+
+    Raises:
+        PropertyFailure: otherwise (the message says which).
+    """
+    out: object = stack.forward(x.clone(), list(bs))
+    if not isinstance(out, torch.Tensor) or out.shape != x.shape:
+        got = list(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
+        raise PropertyFailure(f"stack.forward returned {got}, expected {list(x.shape)}")
+    _called_once(bs, "stack.forward")
+    if not bool(torch.isfinite(out).all()):
+        raise PropertyFailure(f"the output of the stack of {stack.layers} is non-finite")
+    return out
+
+
+def run_weights(ctx: Context, stack: Stack, x: torch.Tensor,
+                bs: Sequence[CheckedBranch]) -> list[Weights]:
+    """``stack.weights(x, branches)`` on a copy of ``x``, checked: one ``(h_pre [B,T,n],
+    h_post [B,T,n], H_res [B,T,n,n])`` per sublayer, each branch called once.
+
+    Raises:
+        NotApplicable: the stack offers no ``weights``.
+        PropertyFailure: a wrong count, type or shape (the message names the sublayer).
+    """
+    if not has_stack_weights(stack):
+        raise NotApplicable("the stack offers no weights(x, branches): the coefficients each "
+                            "sublayer used cannot be read")
+    got: object = cast(Any, stack).weights(x.clone(), list(bs))
+    _called_once(bs, "stack.weights")
+    if not isinstance(got, (list, tuple)) or len(got) != stack.layers:
+        raise PropertyFailure(f"stack.weights returned {type(got).__name__} of "
+                              f"{len(got) if isinstance(got, (list, tuple)) else '?'} entries, "
+                              f"expected a list of {stack.layers} (one per sublayer)")
+    batch, tokens, n, _ = x.shape
+    shapes = ((batch, tokens, n), (batch, tokens, n), (batch, tokens, n, n))
+    out: list[Weights] = []
+    for k, entry in enumerate(got):
+        if not (isinstance(entry, (list, tuple)) and len(entry) == 3 and all(
+                isinstance(t, torch.Tensor) and tuple(t.shape) == s
+                for t, s in zip(entry, shapes, strict=True))):
+            raise PropertyFailure(f"stack.weights: sublayer {k}'s entry is not (h_pre "
+                                  "[B,T,n], h_post [B,T,n], H_res [B,T,n,n])")
+        out.append((entry[0], entry[1], entry[2]))
+    return out
+
+
+def _sublayer(stack: Stack, k: int) -> HyperConnectionImpl:
+    """``stack.sublayer(k)``, checked against the required protocol."""
+    try:
+        sub: Any = cast(Any, stack).sublayer(k)
+        check_required(sub)
+    except (TypeError, ValueError, IndexError) as exc:
+        raise PropertyFailure(f"stack.sublayer({k}): {exc}") from exc
+    return cast(HyperConnectionImpl, sub)
+
+
+@declare(
+    "stack.unrolled_weights",
+    statement="sublayer inputs and X_L equal the unrolled connection weights of the reported "
+              "coefficients",
+    theorems=("unroll.connection_weights",), requires=(capability(STACK),), tolerance="law",
+    examples=_examples, explore=False, prerequisites=BASE)
+def check_unrolled_weights(ctx: Context, case: Case) -> None:
+    """From ``X₀ = 1_n h₀ᵀ``: sublayer k's branch input (under the declared branch input) is
+    ``Σ_{j<k} w_{j,k} z_j + w_{0,k} h₀``, ``1ᵀX_L`` is the output node's, and each stream i of
+    ``X_L`` is the read of one more node with ``h_pre = e_i``, with ``w`` the spec's unrolled
+    weights (``unroll.connection_weights``) of the reported coefficients."""
+    stack = build_stack(ctx, case)
+    h0 = ctx.inputs.state(case)[..., 0, :]
+    x0 = h0.unsqueeze(-2).expand(case.batch, case.tokens, case.n, case.d).contiguous()
+    with torch.no_grad():
+        used = run_weights(ctx, stack, x0, branches(ctx, case))
+        bs = branches(ctx, case)
+        out = f64(run_forward(ctx, stack, x0, bs))
+    nodes = [f64(h0)] + [b.outputs[0] for b in bs]  # node 0: h₀; node j ≥ 1: z_j
+    reads = [b.inputs[0] for b in bs] + [out.sum(dim=-2)]
+    tol = law_tol(ctx)
+    C = unrolled(used)
+    for k in range(1, LAYERS + 2):
+        want, scale = _combination(C[..., k, :], nodes, k)
+        if k <= LAYERS:
+            want = ctx.observe.branch_input(want)
+            label = f"sublayer {k - 1}'s branch input (node {k})"
+        else:
+            label = f"the stream sum 1ᵀX_L after {LAYERS} sublayers (node {k})"
+        ctx.record.expect(f"{label} vs Σ_j w_(j,{k}) z_j + w_(0,{k}) h₀ (unrolled weights of the "
+                          "reported coefficients)",
+                          tolerances.scaled_error(f64(reads[k - 1]), want, scale), tol)
+    for i in range(case.n):  # stream i of X_L: the read of a node L + 1 with h_pre = e_i
+        C = unrolled(used, read=i)
+        want, scale = _combination(C[..., LAYERS + 1, :], nodes, LAYERS + 1)
+        ctx.record.expect(f"stream {i} of X_L after {LAYERS} sublayers vs its unrolled weights",
+                          tolerances.scaled_error(out[..., i, :], want, scale), tol)
+
+
+def unrolled(used: Sequence[Weights], read: int | None = None) -> torch.Tensor:
+    """The spec's unrolled connection weights ``[B, T, L + 2, L + 2]`` of the coefficients
+    ``used`` per sublayer (:func:`hcspec.spec.numeric.connection_weights`); with ``read = i``,
+    of the stack followed by a node that reads stream i (``h_pre = e_i``, ``h_post = 0``,
+    ``H_res = I``): its row L + 1 gives stream i of ``X_L``."""
+    h_pre, h_post, H_res = (torch.stack([f64(w[i]) for w in used], dim=-2 if i < 2 else -3)
+                            for i in range(3))
+    if read is not None:
+        n = h_pre.shape[-1]
+        e = torch.zeros_like(h_pre[..., :1, :])
+        e[..., 0, read] = 1.0
+        eye = torch.eye(n, dtype=torch.float64).expand_as(H_res[..., :1, :, :])
+        h_pre = torch.cat([h_pre, e], dim=-2)
+        h_post = torch.cat([h_post, torch.zeros_like(e)], dim=-2)
+        H_res = torch.cat([H_res, eye], dim=-3)
+    return torch.from_numpy(numeric.connection_weights(np64(h_pre), np64(h_post), np64(H_res)))
+
+
+def _combination(row: torch.Tensor, nodes: Sequence[torch.Tensor],
+                 k: int) -> tuple[torch.Tensor, float]:
+    """``Σ_{j<k} row_j nodes_j`` ``[B, T, d]`` and the size of its terms (the error's scale)."""
+    terms = [row[..., j, None] * nodes[j] for j in range(k)]
+    return (sum(terms[1:], terms[0]),
+            float(sum((t.abs() for t in terms[1:]), terms[0].abs()).max()))
+
+
+def _replayed(x: torch.Tensor, used: list[Weights]) -> list[Layer]:
+    """The stack's sublayers with F ≡ 0 as :class:`~hcspec.conformance.properties.depth.Layer`
+    values for :func:`mhc_bounds`: the states ``X_{k+1} = H_res,k X_k`` replayed in float64
+    from ``x`` and the reported ``H_res``."""
+    layers, X = [], f64(x)
+    for h_pre, h_post, H_res in used:
+        out = f64(H_res) @ X
+        layers.append(Layer(X, out, torch.zeros_like(X[..., 0, :]),
+                            (f64(h_pre), f64(h_post), f64(H_res))))
+        X = out
+    return layers
+
+
+@declare(
+    "stack.stream_sum_preserved",
+    statement="mHC, F ≡ 0: 1ᵀX_k = 1ᵀX_0 after every prefix of the stack",
+    theorems=("ds.stream_sum_preserved", "ds.product_closure"),
+    requires=(kinds("mhc"), capability(STACK)), tolerance="sinkhorn_other_axis",
+    examples=_zero_examples, explore=False, prerequisites=BASE)
+def check_stream_sum_preserved(ctx: Context, case: Case) -> None:
+    """For each depth k = 1 … L, a stack of k sublayers with zero branches keeps the stream sum
+    within the column allowance accumulated from its reported ``H_res``
+    (:func:`~hcspec.conformance.properties.depth.mhc_bounds`)."""
+    x = ctx.inputs.state(case)
+    for depth in range(1, LAYERS + 1):
+        stack = build_stack(ctx, case, depth)
+        zero = [CheckedBranch(strategies.make_branch("zero", case.d, ctx.dtype, ctx.device),
+                              case.d, record=False) for _ in range(depth)]
+        with torch.no_grad():
+            used = run_weights(ctx, stack, x, [CheckedBranch(b.fn, case.d, record=False)
+                                               for b in zero])
+            out = run_forward(ctx, stack, x, zero)
+        bound, _ = mhc_bounds(ctx, _replayed(x, used))
+        drift = (f64(out).sum(dim=-2) - f64(x).sum(dim=-2)).abs()
+        worst = int(torch.argmax((drift / bound).flatten()))
+        columns = ", ".join(
+            f"{k}: {float((f64(w[2]).sum(dim=-2) - 1).abs().max()):.2g}"
+            for k, w in enumerate(used))
+        ctx.record.expect(f"|1ᵀX_k − 1ᵀX_0| after sublayers 0 … {depth - 1} (F ≡ 0)",
+                          float(drift.flatten()[worst]), float(bound.flatten()[worst]),
+                          f"max |1ᵀH_res − 1ᵀ| of each sublayer's reported H_res: {columns}")
+
+
+@declare(
+    "stack.carried_matches_recomputed",
+    statement="coefficients carried into sublayer k equal sublayer(k).weights; the output equals "
+              "the chain",
+    requires=(capability(STACK), SUBLAYER_DOMAIN), tolerance="self_consistency",
+    examples=_examples, explore=False, prerequisites=BASE)
+def check_carried_matches_recomputed(ctx: Context, case: Case) -> None:
+    """Sublayer by sublayer, from the case's state: the stack's reported coefficients of
+    sublayer k against ``sublayer(k).weights(Y_k)`` with ``Y_{k+1} = sublayer(k).forward(Y_k)``
+    (each computes its own, nothing carried), then the stack's ``X_L`` against ``Y_L``."""
+    stack = build_stack(ctx, case)
+    if not has_stack_sublayer(stack):
+        raise NotApplicable("the stack offers no sublayer(k): nothing to recompute with")
+    tol = tolerances.self_consistency(ctx.tol_dtype, ctx.conventions.compute_dtype)
+    x = ctx.inputs.state(case)
+    with torch.no_grad():
+        out = run_forward(ctx, stack, x, branches(ctx, case))
+        used = run_weights(ctx, stack, x, branches(ctx, case)) if has_stack_weights(
+            stack) else None
+        Y, compared = x, 0
+        for k, branch in enumerate(branches(ctx, case)):
+            sub = _sublayer(stack, k)
+            if used is not None and has_weights(sub):
+                mine = ctx.observe.weights(cast(HyperConnectionImpl, sub), Y)
+                for name, carried, recomputed in zip(NAMES, used[k], mine, strict=True):
+                    ctx.record.expect(f"sublayer {k}: the stack's {name} vs "
+                                      f"sublayer({k}).weights on the state entering it",
+                                      tolerances.scaled_error(carried, recomputed), tol)
+                compared += 1
+            Y = ctx.observe.forward(sub, Y, branch).to(ctx.dtype)
+    note = "" if compared else (" (coefficients not compared: the stack or its sublayers "
+                                "offer no weights)")
+    ctx.record.expect(f"the stack's X_L vs chaining sublayer(k).forward, k = 0 … {LAYERS - 1}"
+                      + note, tolerances.scaled_error(out, Y), tol)
+
+
+FLOAT64 = float64("finite differences through the stack run in float64")
+
+
+def _parameter_groups(stack: Stack, params: list[torch.Tensor]) -> list[tuple[str, list[int]]]:
+    """``(what, indices into params)`` per sublayer when the stack offers ``sublayer(k)`` and
+    each sublayer's parameters are among the stack's; else one group of them all."""
+    if has_stack_sublayer(stack):
+        where = {id(p): i for i, p in enumerate(params)}
+        groups = []
+        for k in range(stack.layers):
+            own = [where[id(p)] for p in floating_parameters(_sublayer(stack, k), trainable=True)
+                   if id(p) in where]
+            if own:
+                groups.append((f"sublayer {k}'s parameters", own))
+        if groups:
+            return groups
+    return [("the stack's parameters", list(range(len(params))))]
+
+
+@declare(
+    "stack.fd_gradients",
+    statement="finite differences through the stack match autograd w.r.t. x and each "
+              "sublayer's parameters",
+    theorems=("unroll.gradient",), requires=(capability(STACK), FLOAT64, UNROLLED),
+    tolerance="fd_directional", examples=_examples, explore=False,
+    cases=Cases(branches=SMOOTH_BRANCHES, extreme_scales=False), prerequisites=BASE)
+def check_fd_gradients(ctx: Context, case: Case) -> None:
+    """Directional central differences of ``⟨G', X_L⟩`` (``X_L = stack.forward(x)``) w.r.t.
+    ``x`` and, one sublayer at a time, w.r.t. its parameters, against autograd."""
+    stack = build_stack(ctx, case)
+    fns = [strategies.make_branch(case.branch, case.d, ctx.dtype, ctx.device, seed=case.seed + k)
+           for k in range(LAYERS)]
+    x = ctx.inputs.state(case)
+    G = strategies.gaussian(x.shape, case.seed, salts.UPSTREAM_GRADIENT.at(), ctx.dtype,
+                            ctx.device)
+
+    def loss(state: torch.Tensor) -> torch.Tensor:
+        return (stack.forward(state, list(fns)) * G).sum()
+
+    params = floating_parameters(stack, trainable=True)
+    xg = x.clone().requires_grad_(True)
+    value = loss(xg)
+    ctx.record.require(value.requires_grad, "the stack's output is not connected to autograd")
+    grads = torch.autograd.grad(value, [xg, *params], allow_unused=True)
+    grad_x = grads[0]
+    ctx.record.require(grad_x is not None and bool(torch.isfinite(grad_x).all()),
+                       "autograd gradient of the stack w.r.t. x is missing or non-finite")
+    assert grad_x is not None
+    with torch.no_grad():
+        terms = f64(stack.forward(x.clone(), list(fns))) * f64(G)
+    magnitude = (float(terms.abs().sum()), float(terms.norm()))
+    directions = salts.FD_INPUT_DIRECTION.shape[0]
+    for k in range(directions):
+        v = ctx.inputs.tangent(strategies.gaussian(
+            x.shape, case.seed, salts.FD_INPUT_DIRECTION.at(k), ctx.dtype, ctx.device))
+
+        def loss_at(t: float, v: torch.Tensor = v) -> float:
+            with torch.no_grad():
+                return float(loss(x + t * v))
+
+        ad = float((grad_x * v).sum())
+        expect_directional(ctx, f"through {LAYERS} sublayers, w.r.t. x: finite differences "
+                           "vs autograd", loss_at, case.scale, ad,
+                           tolerances.fd_denominator(ctx.tol_dtype, ad, case.scale), magnitude)
+    p_grads = [torch.zeros_like(p) if g is None else g
+               for p, g in zip(params, grads[1:], strict=True)]
+    saved = [p.detach().clone() for p in params]
+    try:
+        groups = _parameter_groups(stack, params)
+        # one direction per sublayer when there are several (their cost adds up; any random
+        # direction sees a coefficient cut from autograd), else the gradients family's count
+        per_group = 1 if len(groups) > 1 else directions
+        for what, group in groups:
+            for k in range(per_group):
+                vs = {i: strategies.gaussian(params[i].shape, case.seed,
+                                             salts.FD_PARAMETER_DIRECTION.at(k, i),
+                                             params[i].dtype, str(params[i].device))
+                      for i in group}
+
+                def at(t: float, vs: dict[int, torch.Tensor] = vs) -> float:
+                    with torch.no_grad():
+                        for i, v in vs.items():
+                            params[i].copy_(saved[i] + t * v)
+                        return float(loss(x))
+
+                ad = float(sum((p_grads[i] * v).sum() for i, v in vs.items()))
+                try:
+                    expect_directional(ctx, f"through {LAYERS} sublayers, w.r.t. {what}: "
+                                       "finite differences vs autograd", at, 1.0, ad,
+                                       tolerances.fd_denominator(ctx.tol_dtype, ad, case.scale),
+                                       magnitude)
+                finally:  # the next direction (or sublayer) starts from the saved values
+                    with torch.no_grad():
+                        for i in group:
+                            params[i].copy_(saved[i])
+    finally:
+        with torch.no_grad():
+            for p, s in zip(params, saved, strict=True):
+                p.copy_(s)
+
+

@@ -1,0 +1,147 @@
+"""A stack of consecutive hyper-connected sublayers, optionally with a carried pre-mix in the
+style of DeepSeek-V4.1's "single-pass" mHC.
+
+A network runs its sublayers one after the other, each reading the previous one's full
+multi-stream output (HC arXiv:2409.19606 §2.1, Eq. 1–5; mHC arXiv:2512.24880 Eq. 3–4):
+
+    X_{k+1} = H_res,k X_k + h_post,k F_k(h_pre,kᵀ X_k)ᵀ,   k = 0 … L − 1.
+
+Every sublayer's coefficients depend on the state entering it (dynamic HC, mHC). An
+implementation can compute them *at the end of the previous sublayer*, from the new state it
+has just written, and carry them (with the pre-mix ``x_in = h_preᵀ X``) into the next
+sublayer — DeepSeek-V4.1 fuses the next sublayer's pre into the current one this way, so the
+state is read once per sublayer. That is a reordering, not a different function: the stack
+must equal running the sublayers one by one. :class:`HyperConnectionStack` does it both ways
+(``carry=True``: carried; ``carry=False``: each sublayer computes its own) and reports the
+coefficients each sublayer used, so the conformance kit's ``stack.*`` family can compare them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from torch import nn
+
+from hcspec.reference import _checks
+from hcspec.reference.connection import Branch, HyperConnection, Weights, read, write
+
+
+class HyperConnectionStack(nn.Module):
+    """``L`` consecutive hyper-connected sublayers: ``stack(x, branches) -> X_L``.
+
+    Attributes ``n``, ``d``, ``layers`` and ``kind`` and the methods follow the ``Stack`` of
+    the conformance kit's protocol (``hcspec.conformance.protocol.Stack``).
+
+    Args:
+        sublayers: the sublayers in order (each with its own parameters; the stack registers
+            them as submodules, so :meth:`parameters` yields every one of theirs). They must
+            share ``n``, ``d`` and ``kind``.
+        carry: True (default): the single pass — sublayer 0 computes its coefficients from
+            its input; every later sublayer k uses the coefficients ``(h_pre, h_post, H_res)``
+            and pre-mix ``h_preᵀ X_k`` computed at the end of sublayer k − 1, from the state
+            it has just written, with sublayer k's parameters. False: each sublayer's own
+            ``forward`` on its input (the coefficients reported are its ``weights`` there; a
+            module returning a coarser dtype hands the next one its output cast back to the
+            input's dtype).
+
+    Shapes: ``x [B, T, n, d] -> [B, T, n, d]``; ``branches[k]``: ``[B, T, d] -> [B, T, d]``,
+    called exactly once, for sublayer k. Dtype/device: those of ``x`` (which must match the
+    parameters).
+
+    Raises:
+        ValueError: no sublayer, or sublayers that differ in ``n``, ``d`` or ``kind``.
+        TypeError: a sublayer that is not a :class:`HyperConnection`.
+    """
+
+    def __init__(self, sublayers: Sequence[HyperConnection], *, carry: bool = True) -> None:
+        super().__init__()
+        if not sublayers:
+            raise ValueError("a stack needs at least one sublayer, got none")
+        for k, module in enumerate(sublayers):
+            if not isinstance(module, HyperConnection):
+                raise TypeError(f"sublayer {k}: expected a HyperConnection, got "
+                                f"{type(module).__name__}")
+        first = sublayers[0]
+        for k, module in enumerate(sublayers):
+            if (module.n, module.d, module.kind) != (first.n, first.d, first.kind):
+                raise ValueError(
+                    f"sublayer {k} has n={module.n}, d={module.d}, kind={module.kind!r}; "
+                    f"sublayer 0 has n={first.n}, d={first.d}, kind={first.kind!r}")
+        self.sublayers = nn.ModuleList(sublayers)
+        self.n, self.d, self.kind = first.n, first.d, first.kind
+        self.layers = len(sublayers)
+        self.carry = bool(carry)
+
+    def forward(self, x: torch.Tensor, branches: Sequence[Branch]) -> torch.Tensor:
+        """``X_L`` from ``X_0 = x`` through the sublayers in order.
+
+        Raises:
+            ValueError: ``x`` is not ``[B, T, n, d]``, ``branches`` does not hold one branch
+                per sublayer, or a branch returns another shape than ``[B, T, d]``.
+            TypeError: ``x`` is not a tensor, or has another dtype/device than the parameters.
+        """
+        return self._run(x, branches)[0]
+
+    def weights(self, x: torch.Tensor, branches: Sequence[Branch]) -> list[Weights]:
+        """The coefficients ``(h_pre [B,T,n], h_post [B,T,n], H_res [B,T,n,n])`` each sublayer
+        used in the run from ``x`` (carried ones included), in order; runs the stack (each
+        branch called once). Differentiable w.r.t. ``x`` and the parameters.
+
+        Raises:
+            ValueError, TypeError: as :meth:`forward`.
+        """
+        return self._run(x, branches)[1]
+
+    def sublayer(self, k: int) -> HyperConnection:
+        """Sublayer ``k`` alone (the very module, same parameters): it computes its own
+        coefficients from its own input, with no carried state.
+
+        Raises:
+            IndexError: ``k`` is not in ``0 … layers − 1``.
+        """
+        if isinstance(k, bool) or not isinstance(k, int) or not 0 <= k < self.layers:
+            raise IndexError(f"sublayer {k!r}: expected an int in 0 … {self.layers - 1}")
+        module = self.sublayers[k]
+        assert isinstance(module, HyperConnection)
+        return module
+
+    def _run(self, x: torch.Tensor,
+             branches: Sequence[Branch]) -> tuple[torch.Tensor, list[Weights]]:
+        x = _checks.stream_state(x, self.n, self.d)
+        if len(branches) != self.layers:
+            raise ValueError(f"expected one branch per sublayer ({self.layers}), got "
+                             f"{len(branches)}")
+        used: list[Weights] = []
+        if not self.carry:  # each sublayer's own forward, its weights read at its input
+            dtype = x.dtype
+            for k, branch in enumerate(branches):
+                module = self.sublayer(k)
+                used.append(module.weights(x))
+                out = module(x, branch)
+                # the next sublayer reads the state in the input's dtype (a module may return a
+                # coarser one); the last one's output is returned as it is
+                x = out.to(dtype) if k + 1 < self.layers else out
+            return x, used
+        # The single pass: the coefficients and pre-mix of sublayer k + 1 are computed at the
+        # end of sublayer k, from the state it has just written, and carried.
+        carried, x_in = self._pre_mix(0, x)
+        for k, branch in enumerate(branches):
+            _, h_post, H_res = carried
+            x = write(x, self._branch(branch, x_in), h_post, H_res)
+            used.append(carried)
+            if k + 1 < self.layers:
+                carried, x_in = self._pre_mix(k + 1, x)
+        return x, used
+
+    def _pre_mix(self, k: int, x: torch.Tensor) -> tuple[Weights, torch.Tensor]:
+        """Sublayer k's coefficients at ``x`` and its pre-mix ``h_preᵀ x``."""
+        weights = self.sublayer(k).weights(x)
+        return weights, read(x, weights[0])
+
+    @staticmethod
+    def _branch(branch: Branch, x_in: torch.Tensor) -> torch.Tensor:
+        return _checks.branch_output(branch(x_in), x_in.shape)
+
+    def extra_repr(self) -> str:
+        return f"layers={self.layers}, carry={self.carry}"
