@@ -45,6 +45,7 @@ one-hot pre-mix that reads stream 0) and hands its own ``pre`` on to the next su
 
 from __future__ import annotations
 
+import copy
 import importlib
 import inspect
 from collections.abc import Callable, Iterator, Sequence
@@ -303,16 +304,17 @@ class V41Connection(WrapsModule):
         return out
 
     def stack(self, layers: int) -> V41Stack:
-        """``layers`` consecutive sublayers with the carried pre-mix (:class:`V41Stack`);
-        sublayer 0 is this impl's module, the others are built after it under the factory's
-        seed.
+        """A fresh stack of ``layers`` consecutive sublayers with the carried pre-mix
+        (:class:`V41Stack`): sublayer 0 is a copy of this impl's module (same values, its own
+        tensors, so perturbing the stack leaves this impl alone), the others are built after it
+        under the factory's seed.
 
         Raises:
             ValueError: ``layers < 1``.
         """
         if isinstance(layers, bool) or not isinstance(layers, int) or layers < 1:
             raise ValueError(f"layers: expected an int >= 1, got {layers!r}")
-        modules = [self.module]
+        modules = [copy.deepcopy(self.module)]
         with seeded(self._seed, self._device):
             build_v41_connection(self.n, self.d)  # the draw sublayer 0 was built from
             modules += [build_v41_connection(self.n, self.d).to(self._device)

@@ -220,7 +220,6 @@ def test_v41_stack_is_deepseek_v41_models_chain() -> None:
     assert torch.allclose(got, x, atol=1e-12, rtol=0)
     used = stack.weights(x0, branches)
     assert torch.equal(used[1][0], stack.modules[0](x0).pre.double())  # carried from X_0
-    assert stack.modules[0] is impl.module
     assert len(list(stack.parameters())) == 3 * 2 * blocks
 
 
@@ -246,7 +245,12 @@ def test_seed_is_reproducible_and_the_stack_shares_sublayer_zero() -> None:
     assert all(torch.equal(p, q) for p, q in zip(a.parameters(), b.parameters(), strict=True))
     assert 0.015 < float(a.module.fn.detach().std()) < 0.025  # initializer_range 0.02
     stack = a.stack(3)
-    assert stack.modules[0] is a.module and stack.sublayer(0).module is a.module
+    assert stack.modules[0] is not a.module and stack.sublayer(0).module is stack.modules[0]
+    assert all(torch.equal(p, q) for p, q in zip(stack.modules[0].parameters(),
+                                                 a.parameters(), strict=True))
+    with torch.no_grad():
+        next(iter(stack.parameters())).add_(1.0)  # a fresh stack: the impl is untouched
+    assert torch.equal(a.module.fn, b.module.fn)
     assert not torch.equal(stack.modules[1].fn, stack.modules[2].fn)
     assert torch.equal(stack.modules[1].fn, b.stack(2).modules[1].fn)
     with pytest.raises(ValueError, match="layers"):
