@@ -52,11 +52,6 @@ module). ``reduce`` is ``mhc_head`` composed from the references
 
 from __future__ import annotations
 
-import functools
-import hashlib
-import importlib.metadata
-import importlib.util
-import sys
 from types import ModuleType
 from typing import Any, Final
 
@@ -64,6 +59,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from hcspec.conformance.adapters import _by_path
 from hcspec.conformance.adapters.declarations.tile_kernels import CHECKOUT_ENV as CHECKOUT_ENV
 from hcspec.conformance.adapters.declarations.tile_kernels import REFERENCE_FILE as REFERENCE_FILE
 from hcspec.conformance.adapters.declarations.tile_kernels import WRITTEN_FOR as WRITTEN_FOR
@@ -90,28 +86,22 @@ _MODULE_PREFIX: Final = "_hcspec_tile_kernels_torch_mhc_"
 def module_name(path: str) -> str:
     """The private ``sys.modules`` name the reference file at ``path`` is loaded under:
     :data:`_MODULE_PREFIX` and the first 16 hex digits of the SHA-256 of ``path``, so that two
-    checkouts loaded in one process are two modules."""
-    return _MODULE_PREFIX + hashlib.sha256(path.encode()).hexdigest()[:16]
+    checkouts loaded in one process are two modules
+    (:func:`hcspec.conformance.adapters._by_path.module_name`)."""
+    return _by_path.module_name(_MODULE_PREFIX, path)
 
 
-@functools.cache
 def _load(path: str) -> ModuleType:
     """The reference file at ``path``, executed once per path and registered in
     ``sys.modules`` under :func:`module_name` (TorchDynamo looks a traced function's module
-    up by name there; a private name cannot clash with the user's imports).
+    up by name there; a private name cannot clash with the user's imports);
+    :func:`hcspec.conformance.adapters._by_path.load_file`.
 
     Raises:
         ImportError: ``path`` cannot be loaded as a Python module.
         Exception: whatever executing the file raises.
     """
-    name = module_name(path)
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
-        raise ImportError(f"cannot load {path} as a Python module")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    sys.modules[name] = module
-    return module
+    return _by_path.load_file(_MODULE_PREFIX, path)
 
 
 def load_reference() -> ModuleType:

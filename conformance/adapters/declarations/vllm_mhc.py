@@ -1,0 +1,38 @@
+"""Declaration of the vLLM torch mHC target (:mod:`hcspec.conformance.adapters.vllm_mhc`): the
+file ``vllm/model_executor/kernels/mhc/torch.py`` of a vLLM checkout, loaded by path."""
+
+from __future__ import annotations
+
+from typing import Final
+
+from hcspec.conformance.adapters._builtin import BuiltinTarget
+from hcspec.conformance.adapters._by_path import unavailable_reason
+
+WRITTEN_FOR: Final = "c0089373bbe08c607cf9d3d757d76f739ac578ac"
+"""The vLLM commit whose ``torch.py`` this adapter was read against (no PyPI release is
+checked: the file is loaded from the user's checkout)."""
+
+CHECKOUT_ENV: Final = "HC_VLLM_CHECKOUT"
+"""Environment variable naming the root of the vLLM checkout to load the file from."""
+
+REFERENCE_FILE: Final = "vllm/model_executor/kernels/mhc/torch.py"
+"""The file's path inside a checkout (``mhc_pre_torch``, ``mhc_post_torch``)."""
+
+
+def unavailable() -> str | None:
+    """Why the file cannot be found here, or None: the target's ``available`` check."""
+    return unavailable_reason(CHECKOUT_ENV, REFERENCE_FILE, "vLLM")
+
+
+TARGETS: Final[tuple[BuiltinTarget, ...]] = (
+    BuiltinTarget(
+        "vllm:mhc-torch", "hcspec.conformance.adapters.vllm_mhc:make",
+        f"vLLM's torch mHC path ({REFERENCE_FILE} from ${CHECKOUT_ENV}, loaded by path) "
+        "composed as mhc_pre_torch / mhc_post_torch with DeepSeek-V4's arguments "
+        "(post multiplier 2, 20 Sinkhorn rounds); bfloat16 state",
+        requires=None, distribution="vllm", written_for=WRITTEN_FOR,
+        available=f"{__name__}:unavailable",
+    ),
+)
+"""The built-in vLLM target; listed as not usable until ``$HC_VLLM_CHECKOUT`` names a checkout
+with the file."""
