@@ -34,6 +34,7 @@ backward is ``once_differentiable``), and ``torch.compile`` cannot trace a frame
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, NamedTuple, Protocol
@@ -46,8 +47,8 @@ from hcspec.conformance.adapters._capture import check_branch_output, check_stat
 from hcspec.conformance.protocol import Branch, Conventions, Factory, Kind, Weights
 
 __all__ = [
-    "Built", "FlatFunction", "Framework", "Sublayer", "BridgedConnection", "bridged_target", "cross",
-    "jax_framework", "mlx_framework",
+    "BridgedConnection", "Built", "FlatFunction", "Framework", "Sublayer", "bridged_target",
+    "cross", "jax_framework", "mlx_framework",
 ]
 
 
@@ -136,7 +137,7 @@ class _Crossing(torch.autograd.Function):
         return call.forward(inputs)
 
     @staticmethod
-    @once_differentiable  # type: ignore[misc]
+    @once_differentiable
     def backward(ctx: Any, *grads: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
         inputs = ctx.saved_tensors
         return (None, *ctx.call.backward(inputs, grads, ctx.needs_input_grad[1:]))
@@ -159,7 +160,7 @@ def cross(framework: Framework, fn: Callable[..., Sequence[Any]],
     """
     if not inputs:
         raise ValueError("cross: give at least one input tensor")
-    outputs: tuple[torch.Tensor, ...] = _Crossing.apply(
+    outputs: tuple[torch.Tensor, ...] = _Crossing.apply(  # type: ignore[no-untyped-call]
         _Call(framework, fn, inputs[0].device), *inputs)
     return outputs
 
@@ -254,7 +255,8 @@ class BridgedConnection:
         self.framework = framework
         self.sublayer = sublayer
         self.params = params
-        self.n, self.d, self.kind = n, d, kind
+        self.n, self.d = n, d
+        self.kind: str = kind
         self.conventions = conventions
         self.training = True
         names = list(params)
@@ -420,8 +422,8 @@ class _Mlx:
     name = "mlx"
 
     def __init__(self) -> None:
-        import mlx.core as mx  # the framework is imported here, when a target is built
-        self.mx: Any = mx
+        # the framework is imported here, when a target is built
+        self.mx: Any = importlib.import_module("mlx.core")
 
     def asarray(self, value: np.ndarray, dtype: str) -> Any:
         target = getattr(self.mx, dtype)
@@ -455,10 +457,9 @@ class _Jax:
     name = "jax"
 
     def __init__(self) -> None:
-        import jax  # the framework is imported here, when a target is built
-        import jax.numpy as jnp
-        self.jax: Any = jax
-        self.jnp: Any = jnp
+        # the framework is imported here, when a target is built
+        self.jax: Any = importlib.import_module("jax")
+        self.jnp: Any = importlib.import_module("jax.numpy")
 
     def asarray(self, value: np.ndarray, dtype: str) -> Any:
         return self.jnp.asarray(value).astype(self.jnp.dtype(dtype))

@@ -73,7 +73,7 @@ def test_forward_and_gradients_equal_the_same_math_in_torch() -> None:
 def test_weights_match_the_torch_math_and_the_declaration_carries_the_precision() -> None:
     impl = standin_factory()(2, 3, seed=0)
     x = torch.randn(1, 2, 2, 3, dtype=torch.float64)
-    h_pre, h_post, H_res = impl.weights(x)
+    h_pre, _, H_res = impl.weights(x)
     torch.testing.assert_close(H_res.sum(-1), torch.ones(1, 2, 2, dtype=torch.float64))
     W, b = impl.parameters()
     logits = x.reshape(1, 2, -1) @ W.detach() + b.detach()
