@@ -451,14 +451,16 @@ class _Mlx:
 
 
 class _Jax:
-    """JAX as a :class:`Framework`: ``jax.vjp``; arrays through NumPy. float64 needs
-    ``jax_enable_x64`` (set by the caller before building)."""
+    """JAX as a :class:`Framework`: ``jax.vjp``; arrays through NumPy. Turns on
+    ``jax_enable_x64`` (JAX's switch for float64, off by default: a float64 state would
+    otherwise cross as float32)."""
 
     name = "jax"
 
     def __init__(self) -> None:
         # the framework is imported here, when a target is built
         self.jax: Any = importlib.import_module("jax")
+        self.jax.config.update("jax_enable_x64", True)
         self.jnp: Any = importlib.import_module("jax.numpy")
 
     def asarray(self, value: np.ndarray, dtype: str) -> Any:
@@ -491,7 +493,7 @@ def mlx_framework() -> Framework:
 
 
 def jax_framework() -> Framework:
-    """JAX as a :class:`Framework` (imports ``jax``).
+    """JAX as a :class:`Framework` (imports ``jax`` and turns on ``jax_enable_x64``).
 
     Raises:
         ImportError: jax is not installed.
