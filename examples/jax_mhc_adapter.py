@@ -5,10 +5,10 @@ bridge (:mod:`hcspec.conformance.bridge`).
 arXiv:2512.24880 Eq. 3, 7–9, in the kit's row form): per token, the logits are
 ``α · (RMSNorm(vec(X)) φ) + b`` (Eq. 7), ``h_pre = σ(·)``, ``h_post = 2σ(·)`` (Eq. 8),
 ``H_res`` = 20 Sinkhorn–Knopp rounds of ``exp(·)``, columns then rows (Eq. 9, computed in
-the log domain);
-``x_in = h_preᵀ X`` goes to the branch, and ``X' = H_res X + h_post zᵀ``. The bridge runs them
-in JAX (``jax.vjp`` for the backward; the bridge turns on ``jax_enable_x64`` for float64), calls the kit's torch
-branch once in between, and exposes φ, α and b as torch tensors for the gradient properties.
+the log domain); ``x_in = h_preᵀ X`` goes to the branch, and ``X' = H_res X + h_post zᵀ``.
+The bridge runs them in JAX (``jax.vjp`` for the backward; it turns on ``jax_enable_x64`` for
+float64), calls the kit's torch branch once in between, and exposes φ, α and b as torch
+tensors for the gradient properties.
 
 Needs jax (recent jax needs Python >= 3.12) next to torch and hcspec. Run it:
 

@@ -91,8 +91,11 @@ def sinkhorn_path() -> str:
     return "fallback" if fallback else "metal"
 
 
-def conventions() -> Conventions:
-    """What mlx-lm's DeepSeek-V4.1 HyperConnection declares (see the module docstring)."""
+def conventions(path: str = "fallback") -> Conventions:
+    """What mlx-lm's DeepSeek-V4.1 HyperConnection declares (see the module docstring), the
+    notes naming the Sinkhorn–Knopp ``path`` taken (:func:`sinkhorn_path`)."""
+    taken = ("the _sinkhorn fallback loop: no Metal kernel on this device" if path == "fallback"
+             else "the package's Metal kernel, not the fallback loop")
     return Conventions(
         reduce="learned", sinkhorn_iterations=SINKHORN_ITERS, sinkhorn_variant="softmax",
         sinkhorn_iterations_count="rounds_from_softmax", sinkhorn_additive_eps=HC_EPS,
@@ -100,8 +103,8 @@ def conventions() -> Conventions:
         notes=(f"mlx-lm {WRITTEN_FOR} deepseek_v41.HyperConnection composed as DecoderLayer "
                "does: X' = _expand(F(_collapse(X, pre)), X, post, comb), H_res = combᵀ; "
                "comb = softmax(L, -1) + eps, a column normalisation, then iters − 1 (row, "
-               "column) rounds with eps in the denominators (the _sinkhorn fallback loop: no "
-               "Metal kernel on this device); pre = σ + eps, post = 2σ; weights in float32 "
+               f"column) rounds with eps in the denominators ({taken}); pre = σ + eps, "
+               "post = 2σ; weights in float32 "
                "from an unweighted RMS norm of vec(X); parameters float32; weights cast to "
                "the state's dtype; reduce = _collapse with this HyperConnection's pre"))
 
@@ -284,7 +287,7 @@ def _make(n: int, d: int, *, layer_index: int = 0, dtype: torch.dtype = torch.fl
     framework = mlx_framework()
     built, functions = _build(n, d, layer_index, seed)
     params = torch_parameters(built.parameters, PARAMETER_DTYPE, device)
-    declared = declare(conventions(), torch.float32, framework.name)
+    declared = declare(conventions(sinkhorn_path()), torch.float32, framework.name)
     return MlxV41Connection(functions, built, framework, params, n, d, layer_index, seed,
                             declared)
 
