@@ -116,9 +116,21 @@ def test_stack_of_two_equals_the_packages_decoder_layer() -> None:
     # the third sublayer reads with the pre the second sublayer's HyperConnection carried
     torch.testing.assert_close(used[2][0], torch.from_numpy(np.array(carried)).double(),
                                rtol=1e-6, atol=1e-7)
-    two = _two(stack, x, branches)
+    xg = x.clone().requires_grad_(True)
+    two = _two(stack, xg, branches)
     torch.testing.assert_close(two, torch.from_numpy(np.array(out)), rtol=1e-6, atol=1e-7)
     assert got.shape == x.shape
+    # the gradient through the two sublayers (the carried pre included) is the package's
+    G = torch.randn(x.shape, dtype=torch.float64, generator=torch.Generator().manual_seed(9))
+    (grad,) = torch.autograd.grad((two * G).sum(), xg)
+
+    def loss(s: Any) -> Any:
+        new, _ = pkg.DecoderLayer.__call__(layer, s, pre_mix, start_pos=0, window_idx=None,
+                                           cache=None, shared={})
+        return (new * mx.array(G.numpy(), dtype=mx.float64)).sum()
+
+    want = torch.from_numpy(np.array(mx.grad(loss)(streams)))
+    torch.testing.assert_close(grad, want, rtol=1e-5, atol=1e-6)
 
 
 def _two(stack: Any, x: torch.Tensor, branches: list[Any]) -> torch.Tensor:
