@@ -48,7 +48,7 @@ from hcspec.conformance.protocol import Branch, Conventions, Factory, Kind, Weig
 
 __all__ = [
     "BridgedConnection", "Built", "FlatFunction", "Framework", "Sublayer", "bridged_target",
-    "cross", "jax_framework", "mlx_framework",
+    "check_sizes", "cross", "declare", "jax_framework", "mlx_framework", "torch_parameters",
 ]
 
 
