@@ -498,7 +498,8 @@ def chain(*exprs: Any, using: Iterable[Given] = ()) -> sympy.Symbol:
     ``A = A``.
 
     Only the first side may be notation: a string (LaTeX) or a symbol whose name is LaTeX
-    (contains a backslash, a brace or a space), the name of the side after it.
+    (contains a backslash, a brace, a space, a parenthesis or a bar), the name of the side after
+    it.
 
     Raises:
         ProofFailure: when a link does not hold.
@@ -507,12 +508,15 @@ def chain(*exprs: Any, using: Iterable[Given] = ()) -> sympy.Symbol:
     """
     def is_notation(expr: Any) -> bool:
         return isinstance(expr, str) or (isinstance(expr, sympy.Symbol) and any(
-            mark in expr.name for mark in ("\\", "{", " ")))
+            mark in expr.name for mark in ("\\", "{", " ", "(", "|")))
 
     facts = tuple(using)
     if any(is_notation(expr) for expr in exprs[1:]):
         raise ValueError("only the first side of a chain may be notation")
     values = list(exprs[1:] if exprs and is_notation(exprs[0]) else exprs)
+    if len(values) < 2:
+        raise ValueError("a chain needs at least one checked link (two values after any "
+                         "notation)")
     for a, b in zip(values, values[1:], strict=False):
         if not _link_holds(a, b, facts):
             raise ProofFailure(f"chain: the link {a} = {b} does not hold exactly"

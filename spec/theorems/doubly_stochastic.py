@@ -579,13 +579,16 @@ def _mhc_n1_residual() -> list[Step]:
 )
 def _sinkhorn_rows_exact() -> list[Step]:
     summed, split, value = si.rows_exact()
-    positive = si.steps_keep_positive(0)
+    rows_entry, columns_entry = si.steps_keep_positive_both(0)
     steps: list[Step] = [
         ("every n: the factor 1/Σ_k A_ik does not depend on j, so row i of T_r(A) sums to 1",
          chain(summed, split, value)),
-        ("every n: a positive entry over a non-empty sum of positive entries is positive, so "
-         "T_r and T_c keep A > 0 and, by induction from M⁰ = exp(H̃) > 0, every iterate is "
-         "positive", sympy.StrictGreaterThan(positive, 0, evaluate=False)),
+        require_true("every n: a positive entry over a non-empty sum of positive entries is "
+                     "positive: T_r keeps A > 0", True,
+                     sympy.StrictGreaterThan(rows_entry, 0, evaluate=False)),
+        require_true("and T_c keeps A > 0", True,
+                     sympy.StrictGreaterThan(columns_entry, 0, evaluate=False)),
+        prose("so, by induction on the rounds from M⁰ = exp(H̃) > 0, every iterate is positive"),
     ]
     for n in SIZES_N:
         A = symbol_matrix("A", n, n, positive=True)
