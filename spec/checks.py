@@ -239,10 +239,20 @@ def _same(label: str, shown: Any, value: Any) -> None:
     """Require a displayed side (its notation already substituted) to equal the proven one."""
     if isinstance(value, sympy.MatrixBase) or isinstance(shown, (sympy.MatrixBase,
                                                                    sympy.MatrixExpr)):
-        shown, value = sympy.Matrix(sympy.ImmutableMatrix(shown).doit()), sympy.Matrix(value)
+        if isinstance(shown, sympy.MatrixExpr) and not isinstance(shown, sympy.MatrixBase):
+            shown = shown.doit()
+        if isinstance(shown, sympy.Mul) and shown.has(sympy.MatrixBase):
+            shown = shown.doit()  # a product of substituted notation symbols
+        shown = sympy.Matrix(shown.as_explicit() if isinstance(shown, sympy.MatrixExpr)
+                             else shown)
+        value = sympy.Matrix(value)
+        if shown == value:
+            return
         if shown.shape != value.shape:
             raise ProofFailure(f"{label}: the displayed form has shape {shown.shape}, the proven "
                                f"side {value.shape}")
+    if shown == value or _cheap_zero(shown - value):
+        return
     if not exact_zero(shown - value):
         raise ProofFailure(f"{label}: the displayed form is not the proven identity")
 
@@ -283,9 +293,15 @@ def _provably_nonzero(value: Any) -> bool:
     value = sympy.expand(sympy.sympify(value).doit())
     if value.is_number:
         return bool(value != 0 and abs(complex(value.evalf(30))) > 0)
-    if value.is_polynomial(*value.free_symbols):
+    if not value.atoms(AppliedUndef) and value.is_polynomial(*value.free_symbols):
         return not sympy.Poly(value, *sorted(value.free_symbols, key=str)).is_zero
-    return False
+    rng = random.Random(1)  # a witness: one point (arbitrary functions made concrete) where
+    point = {symbol: _sample(symbol, rng) for symbol in value.free_symbols}  # it is not 0
+    try:
+        number = complex(_concretize(_concretize(value).xreplace(point)).evalf(30))
+    except (TypeError, ValueError):
+        return False
+    return abs(number) > 1e-6
 
 
 def decide(relation: Any) -> bool:
@@ -372,12 +388,13 @@ def _rename_bound(expr: Any) -> Any:
 
 
 def _unnest(expr: Any) -> Any:
-    """``Σ_{i,j} a`` written as ``Σ_j Σ_i a`` (the same finite sum, one limit per ``Sum``)."""
+    """``Σ_{i,j} a`` written as ``Σ_j (c Σ_i b)`` with the factors ``c`` of ``a`` free of ``i``
+    pulled out of the inner sum (the same finite sum; sympy merges a bare nested ``Sum``)."""
+    from sympy.simplify.simplify import factor_sum
+
     def one(total: Any) -> Any:
-        result = total.function
-        for limit in total.limits:
-            result = sympy.Sum(result, limit)
-        return result
+        inner = factor_sum(sympy.Sum(total.function, total.limits[0]))
+        return sympy.Sum(inner, *total.limits[1:])
 
     return expr.replace(lambda e: isinstance(e, sympy.Sum) and len(e.limits) > 1, one)
 
@@ -428,13 +445,12 @@ def _normal_forms(side: Any, using: tuple[Given, ...], swap: bool = False) -> li
             forms.append(sympy.piecewise_fold(form.doit()))
         except (TypeError, ValueError, AttributeError):
             pass
-    reduced = forms[-1]
+    starts = [forms[-1]]
     if base.has(sympy.Sum):
         forms += [split_sums(_unnest(form)) for form in list(forms)]
-        reduced = forms[-1]
+        starts = [split_sums(_unnest(base)), forms[-1]]
         forms += [_push_in(form) for form in list(forms)]
-    if using:
-        current = reduced
+    for current in starts if using else []:
         for _ in range(4):
             before = current
             for given in using:
@@ -487,6 +503,21 @@ def _link_holds(a: Any, b: Any, using: tuple[Given, ...] = ()) -> bool:
         return exact_zero(lefts[-1] - rights[-1])
     except (TypeError, ValueError, AttributeError, sympy.ShapeError):
         return False
+
+
+def require_link(label: str, lhs: Any, rhs: Any, *, using: Iterable[Given] = ()) -> Step:
+    """Prove ``lhs = rhs`` as one chain link (:func:`_link_holds`: exact, possibly after the
+    kernel's finite-sum rewrites and the facts ``using``) and return it as a step showing the
+    equation (a lemma's fact is displayed this way so that :func:`hcspec.spec.steps.cite` can
+    use it).
+
+    Raises:
+        ProofFailure: naming ``label`` when the link does not hold.
+    """
+    facts = tuple(using)
+    if not _link_holds(lhs, rhs, facts):
+        raise ProofFailure(f"{label}: {lhs} = {rhs} does not hold exactly")
+    return (label, record(sympy.Eq(lhs, rhs, evaluate=False)))
 
 
 def chain(*exprs: Any, using: Iterable[Given] = ()) -> sympy.Symbol:

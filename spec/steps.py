@@ -174,3 +174,13 @@ def cite(label: str, lemma_id: str, fact: Any, rename: Mapping[Any, Any] | None 
         raise ProofFailure(f"{label}: lemma {lemma_id} does not display {fact}")
     shown = _key(fact).xreplace(dict(rename or {}))
     return (f"{label} (lemma `{lemma_id}`)", record(shown))
+
+
+def lemma_rewrite(lemma_id: str, fact: Any, factors: tuple[Any, ...], rhs: Any,
+                  rename: Mapping[Any, Any] | None = None) -> Given:
+    """A fact of lemma ``lemma_id`` (its index form ``fact``, checked as in :func:`cite`) used as
+    the matrix rewrite ``factors → rhs`` (e.g. ``1ᵀ e_1 → 1`` for the fact ``Σ_r δ_rj = 1``);
+    the page names the lemma next to the link."""
+    _, shown = cite(f"using {lemma_id}", lemma_id, fact, rename)
+    text = f"{' '.join(str(f) for f in factors)} = {rhs} (lemma {lemma_id})"
+    return Given(text, (), tuple(factors), rhs)

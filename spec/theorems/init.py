@@ -58,12 +58,18 @@ def _init_static_prenorm() -> list[Step]:
             step = require_equal(f"n={n}: every stream after sublayer {k} is h_{k}",
                                  trace.states[k], sympy.ones(n, 1) * h.T,
                                  show=(sympy.Symbol(f"X_{k}"), sympy.MatMul(
-                                     sympy.Symbol(r"\mathbf{1}_n"), sympy.Symbol(f"h_{k}^T"))))
+                                     sympy.Symbol(r"\mathbf{1}_n"), sympy.Symbol(f"h_{k}^T"))),
+                                 where={sympy.Symbol(f"X_{k}"): trace.states[k],
+                                        sympy.Symbol(r"\mathbf{1}_n"): sympy.ones(n, 1),
+                                        sympy.Symbol(f"h_{k}^T"): h.T})
             if n == 2 and k in (1, LAYERS):
                 steps.append(step)
         out = require_equal(f"n={n}: output 1ᵀ X_L = n h_Lᵀ", sympy.ones(1, n) * trace.states[-1],
                             n * h.T, show=(sympy.Symbol(r"\mathbf{1}^T X_L"),
-                                           sympy.Mul(n, sympy.Symbol("h_L^T"))))
+                                           sympy.Mul(n, sympy.Symbol("h_L^T"))),
+                            where={sympy.Symbol(r"\mathbf{1}^T X_L"):
+                                   sympy.ones(1, n) * trace.states[-1],
+                                   sympy.Symbol("h_L^T"): h.T})
         if n == 2:
             steps.append(out)
     x = symbol_vector("h", 2)
