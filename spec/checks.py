@@ -313,7 +313,12 @@ def decide(relation: Any) -> bool:
     if relation is True or relation == sympy.true:
         return True
     if isinstance(relation, sympy.Eq):
-        return exact_zero(relation.lhs - relation.rhs)
+        if relation.lhs == relation.rhs:
+            return True
+        try:
+            return exact_zero(relation.lhs - relation.rhs)
+        except (TypeError, ValueError, AttributeError, sympy.ShapeError):
+            return False
     if isinstance(relation, sympy.Ne):
         gap = relation.lhs - relation.rhs
         return any(_provably_nonzero(entry) for entry in _entries(gap))
