@@ -485,13 +485,15 @@ def _link_holds(a: Any, b: Any, using: tuple[Given, ...] = ()) -> bool:
     ``using``, renamed summation indices) expands to zero, or else the most reduced pair is
     :func:`exact_zero`. Anything it cannot show is False, never True by default."""
     def pairs_vanish(lefts: list[Any], rights: list[Any]) -> bool:
-        for left in lefts:
-            for right in rights:
-                try:
-                    if _cheap_zero(left - right):
-                        return True
-                except (TypeError, ValueError, AttributeError, sympy.ShapeError):
-                    continue
+        if any(left == right for left in lefts for right in rights):
+            return True
+        for left, right in [*zip(lefts, rights, strict=False), (lefts[-1], rights[-1]),
+                            (lefts[0], rights[-1]), (lefts[-1], rights[0])]:
+            try:
+                if _cheap_zero(left - right):
+                    return True
+            except (TypeError, ValueError, AttributeError, sympy.ShapeError):
+                continue
         return False
 
     lefts, rights = _normal_forms(a, (), swap=True), _normal_forms(b, ())
