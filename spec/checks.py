@@ -190,6 +190,24 @@ def _symbolic_matrix_expr(expr: Any) -> bool:
     return isinstance(expr, sympy.MatrixExpr) and not isinstance(expr, sympy.MatrixBase)
 
 
+def _matrix_terms_cancel(expr: Any) -> bool:
+    """True when the expanded MatrixExpr ``expr`` is a sum of scalar multiples of matrix
+    products whose coefficients, grouped by product, each simplify to 0 (e.g.
+    ``a I + b 11ᵀ − (a I + b 11ᵀ)`` with ``a``, ``b`` written differently)."""
+    expanded = sympy.expand(expr.doit())
+    terms = expanded.args if isinstance(expanded, sympy.MatAdd) else (expanded,)
+    groups: dict[Any, Any] = {}
+    for term in terms:
+        factors = term.args if isinstance(term, sympy.MatMul) else (term,)
+        scalar = sympy.Mul(*(f for f in factors if not getattr(f, "is_Matrix", False)))
+        matrix = [f for f in factors if getattr(f, "is_Matrix", False)]
+        if not matrix:
+            return False
+        key = sympy.MatMul(*matrix).doit() if len(matrix) > 1 else matrix[0]
+        groups[key] = groups.get(key, sympy.Integer(0)) + scalar
+    return all(sympy.simplify(coefficient) == 0 for coefficient in groups.values())
+
+
 def exact_zero(residual: Any) -> bool:
     """True when ``residual`` (scalar, explicit matrix or MatrixExpr) is exactly zero.
 
@@ -202,7 +220,9 @@ def exact_zero(residual: Any) -> bool:
         if bool(expanded.is_ZeroMatrix) or expanded == 0:
             return True
         reduced = sympy.simplify(residual.doit())
-        return bool(reduced.is_ZeroMatrix) or reduced == 0
+        if bool(reduced.is_ZeroMatrix) or reduced == 0:
+            return True
+        return _matrix_terms_cancel(residual)
     entries = [sympy.expand(entry.doit()) for entry in _entries(residual)]
     if all(entry == 0 for entry in entries):
         return True
@@ -496,6 +516,12 @@ def _link_holds(a: Any, b: Any, using: tuple[Given, ...] = ()) -> bool:
                 continue
         return False
 
+    if any(isinstance(side, sympy.Basic) and side.has(sympy.BlockMatrix) for side in (a, b)):
+        a, b = (sympy.block_collapse(side) if isinstance(side, sympy.MatrixExpr) else side
+                for side in (a, b))
+        if isinstance(a, sympy.BlockMatrix) and isinstance(b, sympy.BlockMatrix):
+            return bool(a.blockshape == b.blockshape and all(
+                _link_holds(x, y, using) for x, y in zip(a.blocks, b.blocks, strict=True)))
     lefts, rights = _normal_forms(a, (), swap=True), _normal_forms(b, ())
     if pairs_vanish(lefts, rights):
         return True
@@ -505,6 +531,9 @@ def _link_holds(a: Any, b: Any, using: tuple[Given, ...] = ()) -> bool:
             return True
         rights = _normal_forms(b, using)
         if pairs_vanish(lefts, rights):
+            return True
+    if any(isinstance(side, sympy.Basic) and side.has(sympy.Product) for side in (a, b)):
+        if sympy.simplify(a) == sympy.simplify(b):  # sympy joins adjacent product ranges
             return True
     try:
         return exact_zero(lefts[-1] - rights[-1])
