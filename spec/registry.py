@@ -105,6 +105,7 @@ class Theorem:
             if bad:
                 raise ProofFailure(f"displays {len(bad)} unchecked step(s) (neither checked, "
                                    f"cited nor prose): {bad}")
+            _require_generality(self.generality, steps)
         except ProofFailure as failure:
             return ProofResult(self.id, False, (), time.perf_counter() - start, str(failure))
         except Exception:  # an unexpected error is a failed proof, reported with its traceback
@@ -112,6 +113,27 @@ class Theorem:
             return ProofResult(self.id, False, (), time.perf_counter() - start, error)
         return ProofResult(self.id, True, tuple((label, _immutable(expr)) for label, expr in steps),
                            time.perf_counter() - start)
+
+
+def _require_generality(generality: str, steps: tuple[Step, ...]) -> None:
+    """The label must match the proof: "induction" needs a displayed base case and induction
+    step, "all sizes" and "induction" a checked step said to hold for every size.
+
+    Raises:
+        ProofFailure: naming the label and what the derivation lacks.
+    """
+    from hcspec.spec.steps import PROSE
+
+    labels = [label.lower() for label, expr in steps if expr != PROSE]
+    every = [label.lower() for label, _ in steps]
+    if generality == "induction" and not (any("base" in label or "top" in label
+                                              for label in every)
+                                          and any("step" in label for label in labels)):
+        raise ProofFailure("labelled 'induction' but no base case and checked induction step "
+                           "are displayed")
+    if generality in ("all sizes", "induction") and not any(
+            "every" in label or "symbolic" in label for label in labels):
+        raise ProofFailure(f"labelled {generality!r} but no checked step holds for every size")
 
 
 _REGISTRY: dict[str, Theorem] = {}

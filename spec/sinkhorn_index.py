@@ -102,6 +102,9 @@ def rows_exact() -> tuple[Any, Any, Any]:
     Raises:
         ProofFailure: when the sum does not reduce to 1.
     """
+    probe = sympy.IndexedBase("a")
+    if total(probe[J], J).xreplace({N: 3}).doit() != probe[0] + probe[1] + probe[2]:
+        raise ProofFailure("the index form's sums do not run over the n indices 0..n−1")
     rows = row_step(positive_entries("A"))
     summed = total(rows(I, J), J)
     split = split_sums(summed)

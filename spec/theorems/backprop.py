@@ -366,7 +366,7 @@ def _residual_gradient_norm() -> list[Step]:
         loss = sympy.Trace(g.T * (x + branch))
         derived = loss.diff(x)
         require_equal(f"{name}: g_x = {factor} g_y, symbolic d", derived, factor * g)
-        steps.append((f"{name}: differentiate L = g_yᵀ (x + F(x)) in x",
+        steps.append((f"{name}, every d: differentiate L = g_yᵀ (x + F(x)) in x",
                       chain(r"g_x", derived, factor * g)))
     half = sympy.Rational(1, 2) * g
     steps.append(("hence ‖g_x‖² = ‖g_y‖²/4 for the first branch: the direct path alone does "

@@ -69,9 +69,9 @@ def _layout_paper_rows() -> list[Step]:
     paper_read = p["H"].T * p["A_m"]
     paper_state = p["B"].T * p["z"].T + p["A_r"].T * p["H"]
     steps = [
-        require_equal("read: x_in = Xᵀ h_pre is the paper's h_0 = Hᵀ A_m (Eq. 3)", read,
+        require_equal("every n, d, read: x_in = Xᵀ h_pre is the paper's h_0 = Hᵀ A_m (Eq. 3)", read,
                       paper_read),
-        require_equal("write: H_res X + h_post zᵀ is the paper's Bᵀ zᵀ + A_rᵀ H (Eq. 2, 4, 5)",
+        require_equal("every n, d, write: H_res X + h_post zᵀ is the paper's Bᵀ zᵀ + A_rᵀ H (Eq. 2, 4, 5)",
                       new_state, paper_state),
     ]
     for n in SIZES_N:
@@ -118,7 +118,7 @@ def _shape_step(label: str, expr: sympy.MatrixExpr, expected: tuple[sympy.Expr, 
     if got != want:
         raise ProofFailure(f"{label}: shape {tuple(got)} != expected {tuple(want)}")
     name = sympy.Symbol(r"\operatorname{shape}\left(" + sympy.latex(expr) + r"\right)")
-    return require_true(f"{label}: its shape", got == want, sympy.Eq(name, want, evaluate=False),
+    return require_true(f"{label}: its shape, every n, d", got == want, sympy.Eq(name, want, evaluate=False),
                         where={name: got})
 
 
@@ -263,7 +263,7 @@ def _symbolic_backward(claim: BackwardClaim) -> list[Step]:
                                f"{error}") from None
         derived = loss.diff(variable)
         require_equal(f"∂L/∂{variable}, symbolic n, d", derived, at_point)
-        steps.append((f"differentiate the trace in {variable} (matrix calculus); with "
+        steps.append((f"differentiate the trace in {variable} (matrix calculus, every n, d); with "
                       "g_in = Jᵀ g_z this is the closed form",
                       chain(name, derived, closed, using=[Given(
                           "g_in = Jᵀ g_z", tuple(values.items()))])))

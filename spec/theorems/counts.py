@@ -93,7 +93,7 @@ NOMINAL_TOTAL = {OLMO_1B.name: 1.18e9, OLMO_7B.name: 6.9e9, OLMOE_1B_7B.name: 6.
 def _counts_params() -> list[Step]:
     P = sympy.Symbol("P")
     steps = [
-        require_equal("SHC from shapes B (1×n), [A_m, A_r] (n×(n+1)) (Eq. 21)",
+        require_equal("every n, d: SHC from shapes B (1×n), [A_m, A_r] (n×(n+1)) (Eq. 21)",
                       count(SHC_SHAPES), counts.SHC_PARAMS),
         require_equal("DHC from shapes: SHC + W_β, W_m (d×1), W_r (d×n), s_α, s_β (Eq. 25)",
                       count(SHC_SHAPES + DHC_EXTRA_SHAPES) + counts.theta_norm, counts.DHC_PARAMS),
@@ -185,6 +185,10 @@ def _counts_flops() -> list[Step]:
                       + (2 * n * d + 3) + 3 * m + 3 * n + n**2 + 4 * counts.t * n**2,
                       counts.MHC_FLOPS),
     ]
+    for grid, variable in ((GRID_N, "n"), (GRID_D, "d"), (GRID_T, "t")):
+        if len(set(grid)) < DEGREE_BOUND[variable] + 2:
+            raise ProofFailure(f"the {variable} grid {grid} does not over-determine a polynomial "
+                               f"of degree {DEGREE_BOUND[variable]}")
     for kind in KINDS:
         closed = counts.FLOPS[kind]
         for size_n in GRID_N:

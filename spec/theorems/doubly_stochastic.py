@@ -124,6 +124,10 @@ def symbolic_closure(label: str, combine: Combine, entry: Entry) -> Callable[[],
                           chain(product, sympy.expand(product.doit()), reduced,
                                 using=constraint_facts(product))))
         value = entry(_H_ENTRY, _K_ENTRY)
+        explicit = combine(sympy.Matrix(2, 2, lambda a, b: _H_ENTRY[a, b]),
+                           sympy.Matrix(2, 2, lambda a, b: _K_ENTRY[a, b]))
+        require_equal(f"{label}: the entry shown is entry (0, 1) of the combination, n = 2",
+                      value.xreplace({N: 2}).xreplace({_I: 0, _J: 1}).doit(), explicit[0, 1])
         if value.is_nonnegative is not True:
             raise ProofFailure(f"{label}: entry {value} is not provably nonnegative")
         steps.append(require_true(f"{label}, every n: entry (i, j) is a sum or product of "

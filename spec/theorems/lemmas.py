@@ -46,11 +46,11 @@ def _unit_vectors() -> list[Step]:
     in_range = assume("1 ≤ j ≤ n", replace={sympy.Ge(J, 1): True, sympy.Le(J, N): True,
                                             sympy.Ge(M, 1): True, sympy.Le(M, N): True})
     return [
-        require_link("1ᵀ 1: n terms equal to 1", ONES.lhs, ONES.rhs),
-        require_link("1ᵀ e_j: the single term r = j", UNIT_SUM.lhs, UNIT_SUM.rhs,
+        require_link("every n: 1ᵀ 1: n terms equal to 1", ONES.lhs, ONES.rhs),
+        require_link("every n: 1ᵀ e_j: the single term r = j", UNIT_SUM.lhs, UNIT_SUM.rhs,
                      using=[in_range]),
-        require_link("e_jᵀ e_m: the terms r = j = m only", ORTHOGONAL.lhs, ORTHOGONAL.rhs,
+        require_link("every n: e_jᵀ e_m: the terms r = j = m only", ORTHOGONAL.lhs, ORTHOGONAL.rhs,
                      using=[in_range]),
-        require_link("P_iᵀ e_{i+1}: no j ≤ i equals i + 1", EARLIER_STREAMS.lhs,
+        require_link("every n: P_iᵀ e_{i+1}: no j ≤ i equals i + 1", EARLIER_STREAMS.lhs,
                      EARLIER_STREAMS.rhs),
     ]

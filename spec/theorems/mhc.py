@@ -253,6 +253,9 @@ def _permutation_isometry_every_n() -> list[Step]:
         raise ProofFailure(f"row σ(i) of P: expected row sum 1 and (Px)_i = x_σ(i), got "
                            f"{row_total}, {value}")
     term = delta * (x[j] - value) ** 2
+    jensen = sympy.IndexedBase("H")[i, j] * (x[j] - sympy.Symbol("m")) ** 2  # ds.nonexpansive
+    if term != jensen.xreplace({sympy.IndexedBase("H")[i, j]: delta, sympy.Symbol("m"): value}):
+        raise ProofFailure(f"{term} is not ds.nonexpansive's term H_ij (x_j − (Hx)_i)² at H = P")
     on_diagonal, off_diagonal = term.subs(j, sigma), term.replace(
         lambda e: isinstance(e, sympy.KroneckerDelta), lambda e: sympy.Integer(0))
     if on_diagonal != 0 or off_diagonal != 0:

@@ -20,7 +20,7 @@ from hcspec.spec.checks import (
     symbol_vector,
 )
 from hcspec.spec.registry import ProofFailure, Step, theorem
-from hcspec.spec.steps import Given, prose
+from hcspec.spec.steps import Given, assume, prose
 from hcspec.spec.sums import split_sums
 from hcspec.spec.theorems.backprop import frobenius_loss, generic_map, gradient
 from hcspec.spec.theorems.norm import _D as _NORM_D
@@ -178,6 +178,10 @@ def _unreachable_every_size(eps: sympy.Expr) -> list[Step]:
     for name, (entry, *_) in (("LayerNorm", _index_layer_norm(_NORM_X, eps)),
                               ("RMSNorm", _index_rms_norm(_NORM_X, eps))):
         a, b = _witness_entry(entry, 1), _witness_entry(entry, 2)
+        norm = norms.layer_norm if name == "LayerNorm" else norms.rms_norm
+        require_equal(f"{name}: a and b are entry 0 of Norm(x₀) and Norm(2x₀) at d = 2",
+                      sympy.Matrix([a, b]).xreplace({_E: 0}),
+                      sympy.Matrix([norm(X0, eps)[0], norm(2 * X0, eps)[0]]))
         gap = sympy.cancel(a**2 - (b / 2) ** 2)
         if gap.is_positive is not True:
             raise ProofFailure(f"{name}: r = {a} and 2r = {b} are not provably contradictory "
@@ -202,10 +206,12 @@ X0 = sympy.Matrix([1, -1])
 
 @theorem(
     "reduction.postnorm_unreachable_static",
-    "No constant (h_pre, h_post, H_res) makes the HC sublayer equal Norm(x + F(x)) for all x and "
-    "F: with F ≡ 0 each stream is r xᵀ for a constant r, and r x = Norm(x) at x₀ and 2x₀ has no "
-    "solution because Norm is scale invariant but r x is linear.",
+    "For d ≥ 2, no constant (h_pre, h_post, H_res) makes the HC sublayer equal Norm(x + F(x)) "
+    "for all x and F: with F ≡ 0 each stream is r xᵀ for a constant r, and r x = Norm(x) at x₀ "
+    "and 2x₀ has no solution because Norm is scale invariant but r x is linear. (At d = 1 "
+    "LayerNorm ≡ 0 is reached by zero weights, so d ≥ 2 is needed.)",
     assumptions=(
+        "d ≥ 2 (the witness x₀ = e_0 − e_1 needs two entries).",
         "Norm is LayerNorm or RMSNorm without affine, any ε ≥ 0; d = 2 witness x₀ = (1, −1).",
         "Input replicated, X = 1_n xᵀ; the claim is read on any one stream or on the stream sum "
         "(both are r xᵀ with r a constant: (H_res 1)_i or 1ᵀ H_res 1).",
@@ -217,7 +223,13 @@ X0 = sympy.Matrix([1, -1])
     source="HC arXiv:2409.19606 §3.1 Eq. 16 (post-norm needs input-dependent weights), App. G",
 )
 def _postnorm_unreachable_static() -> list[Step]:
+    assume("d ≥ 2")  # the witness below has two entries: the proof uses the side condition
     steps: list[Step] = _unreachable_every_size(sympy.Symbol("epsilon", nonnegative=True))
+    x1, f1 = sympy.symbols("x f", real=True)
+    steps.append(require_equal("the side condition is needed: at d = 1 LayerNorm(x + F(x)) ≡ 0, "
+                               "which zero weights reach", norms.layer_norm(
+                                   sympy.Matrix([x1 + f1]), sympy.Symbol("epsilon", positive=True)),
+                               sympy.zeros(1, 1)))
     for n in (1, 2, 3, 4):
         weights = network.ConnectionWeights(symbol_vector("p", n), symbol_vector("q", n),
                                             symbol_matrix("H", n, n))

@@ -212,8 +212,8 @@ def _n1_minors_every_l() -> list[Step]:
               "for every L) gives w_{j,k} = p_k (Π_{t=j+1}^{k−1} a_t) q_j"),
         ("a product over t = j+1..k−1 splits at any j' (sympy joins the two pieces back)",
          chain(span(j + 1, k - 1), splits[span(j + 1, k - 1)])),
-        ("so for nodes j < j' < k and sublayers k < k' the minor vanishes: both products carry "
-         "the same factors", chain(sympy.Symbol("w_{j,k} w_{j',k'} - w_{j',k} w_{j,k'}"),
+        ("so, for every L, for nodes j < j' < k and sublayers k < k' the minor vanishes: both "
+         "products carry the same factors", chain(sympy.Symbol("w_{j,k} w_{j',k'} - w_{j',k} w_{j,k'}"),
                                    shown, sympy.Integer(0))),
     ]
 
@@ -225,10 +225,11 @@ def _n1_minors_every_l() -> list[Step]:
     "outputs in the same proportions (up to its own scale). n = 2 breaks this: the parallel "
     "arrangement (HC Eq. 18–19) has a non-zero minor.",
     assumptions=("Symbolic scalar weights p_k (h_pre), q_k (h_post), a_k (H_res) per sublayer.",),
-    cases="every L (symbolic indices j < j' < k < k', products split by sympy); examples: "
+    cases="every L: symbolic indices j < j' < k < k' (products split by sympy), the product "
+          "form being unroll.connection_weights (proven for every L) at n = 1; examples: "
           "n = 1, L in {2,3,4} with symbolic weights, the product form equal to the unrolled "
           "weights at L = 4; the n = 2 parallel pattern at L = 4",
-    generality="induction",
+    generality="all sizes",
     source="HC arXiv:2409.19606 §3.2 (n ≥ 2 expresses sequential and parallel arrangements), "
            "§4.5 Eq. 20; mHC arXiv:2512.24880 §4.1 (n = 1 degenerates to the residual)",
 )

@@ -83,9 +83,11 @@ USES_ASSUMPTIONS_BY_NAME = (
     "ds.transpose_closure", "ds.convex_closure", "ds.nonexpansive", "ds.stream_sum_preserved",
     "ds.gradient_stream_sum_preserved", "ds.permutation_vertices", "ds.permutation_isometry",
     "duality.parallel", "norm.jacobians", "lemma.unit_vectors",
+    "reduction.postnorm_unreachable_static",
 )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("theorem_id", USES_ASSUMPTIONS_BY_NAME)
 def test_dropping_an_assumption_the_proof_uses_fails_the_proof(theorem_id: str) -> None:
     theorem = get(theorem_id)
