@@ -16,6 +16,8 @@ Sizes in these helpers are concrete Python ints: sympy proves the HC facts per e
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import random
 import zlib
 from collections.abc import Iterable, Mapping
@@ -461,15 +463,11 @@ def _normal_forms(side: Any, using: tuple[Given, ...], swap: bool = False) -> li
     base = sympy.sympify(side)
     forms = [base]
     if swap and isinstance(base, sympy.Sum) and len(base.limits) == 2:
-        try:
+        with contextlib.suppress(ValueError):  # dependent limits: the swap rule does not apply
             forms.append(swap_sum(base))
-        except ValueError:  # dependent limits: the swap rule does not apply
-            pass
     for form in list(forms):
-        try:
+        with contextlib.suppress(TypeError, ValueError, AttributeError):
             forms.append(sympy.piecewise_fold(form.doit()))
-        except (TypeError, ValueError, AttributeError):
-            pass
     starts = [forms[-1]]
     if base.has(sympy.Sum):
         forms += [split_sums(_unnest(form)) for form in list(forms)]
@@ -480,10 +478,8 @@ def _normal_forms(side: Any, using: tuple[Given, ...], swap: bool = False) -> li
             before = current
             for given in using:
                 current = given.apply(current)
-            try:
+            with contextlib.suppress(TypeError, ValueError, AttributeError):
                 current = sympy.piecewise_fold(sympy.expand(current.doit()))
-            except (TypeError, ValueError, AttributeError):
-                pass
             if current.has(sympy.Sum):
                 current = split_sums(_unnest(current))
             if current == before:
@@ -532,9 +528,9 @@ def _link_holds(a: Any, b: Any, using: tuple[Given, ...] = ()) -> bool:
         rights = _normal_forms(b, using)
         if pairs_vanish(lefts, rights):
             return True
-    if any(isinstance(side, sympy.Basic) and side.has(sympy.Product) for side in (a, b)):
-        if sympy.simplify(a) == sympy.simplify(b):  # sympy joins adjacent product ranges
-            return True
+    if any(isinstance(side, sympy.Basic) and side.has(sympy.Product) for side in (a, b)) and \
+            sympy.simplify(a) == sympy.simplify(b):  # sympy joins adjacent product ranges
+        return True
     try:
         return exact_zero(lefts[-1] - rights[-1])
     except (TypeError, ValueError, AttributeError, sympy.ShapeError):
@@ -584,7 +580,7 @@ def chain(*exprs: Any, using: Iterable[Given] = ()) -> sympy.Symbol:
     if len(values) < 2:
         raise ValueError("a chain needs at least one checked link (two values after any "
                          "notation)")
-    for a, b in zip(values, values[1:], strict=False):
+    for a, b in itertools.pairwise(values):
         if not _link_holds(a, b, facts):
             raise ProofFailure(f"chain: the link {a} = {b} does not hold exactly"
                                + (f" using {[g.text for g in facts]}" if facts else ""))
@@ -599,7 +595,7 @@ def chain(*exprs: Any, using: Iterable[Given] = ()) -> sympy.Symbol:
     if facts:
         shown += r" \quad (\text{using } " + r",\ ".join(
             rf"\text{{{g.text}}}" for g in facts) + ")"
-    return record(sympy.Symbol(shown))  # type: ignore[no-any-return]
+    return record(sympy.Symbol(shown))
 
 
 def evaluate(expr: Any, mapping: Mapping[Any, Any]) -> Any:

@@ -4,7 +4,8 @@ A theorem has a stable id (``family.name``, e.g. ``ds.transpose_closure``), a on
 its assumptions, the cases it is proven for, the paper source it follows, and a proof function.
 The proof function returns the derivation as ``(label, sympy expression)`` steps and raises
 :class:`ProofFailure` when a step does not hold; every displayed step must be checked, cited or
-prose (:mod:`hcspec.spec.steps` documents the step API), or the proof fails. :meth:`Theorem.prove` times the proof and turns
+prose (:mod:`hcspec.spec.steps` documents the step API), or the proof fails.
+:meth:`Theorem.prove` times the proof and turns
 the outcome (including unexpected exceptions) into a :class:`ProofResult`; it never raises.
 
 Proofs are exact: a symbolic residual that simplifies to zero, or a solve that shows a system has
@@ -21,7 +22,8 @@ from typing import Any, cast
 
 import sympy
 
-from hcspec.spec.steps import Step, ledger, unchecked
+from hcspec.spec.steps import Step as Step
+from hcspec.spec.steps import ledger, unchecked
 
 GENERALITIES: dict[str, str] = {
     "all sizes": "proven for symbolic sizes: every n, d (and L, t) the statement covers",

@@ -181,6 +181,6 @@ def lemma_rewrite(lemma_id: str, fact: Any, factors: tuple[Any, ...], rhs: Any,
     """A fact of lemma ``lemma_id`` (its index form ``fact``, checked as in :func:`cite`) used as
     the matrix rewrite ``factors → rhs`` (e.g. ``1ᵀ e_1 → 1`` for the fact ``Σ_r δ_rj = 1``);
     the page names the lemma next to the link."""
-    _, shown = cite(f"using {lemma_id}", lemma_id, fact, rename)
+    cite(f"using {lemma_id}", lemma_id, fact, rename)
     text = f"{' '.join(str(f) for f in factors)} = {rhs} (lemma {lemma_id})"
     return Given(text, (), tuple(factors), rhs)

@@ -71,7 +71,8 @@ def _layout_paper_rows() -> list[Step]:
     steps = [
         require_equal("every n, d, read: x_in = Xᵀ h_pre is the paper's h_0 = Hᵀ A_m (Eq. 3)", read,
                       paper_read),
-        require_equal("every n, d, write: H_res X + h_post zᵀ is the paper's Bᵀ zᵀ + A_rᵀ H (Eq. 2, 4, 5)",
+        require_equal("every n, d, write: H_res X + h_post zᵀ is the paper's Bᵀ zᵀ + A_rᵀ H "
+                      "(Eq. 2, 4, 5)",
                       new_state, paper_state),
     ]
     for n in SIZES_N:
@@ -93,7 +94,6 @@ def _layout_paper_rows() -> list[Step]:
                 width = fused_step[1]
     n, d = 2, 3
     B, A_m, A_r = symbol_matrix("B", 1, n), symbol_vector("A_m", n), symbol_matrix("A_r", n, n)
-    hc = sympy.Matrix(sympy.BlockMatrix([[sympy.zeros(1, 1), B], [A_m, A_r]]))
     steps.append(prose("the HC matrix (Eq. 1) is [[0, B], [A_m, A_r]]: B (1×n) the depth "
                        "weights, A_m (n×1) the read weights, A_r (n×n) the stream mix"))
     for size in (2, 3):  # the reader network.from_paper on a generic (non-symmetric) matrix
@@ -118,7 +118,8 @@ def _shape_step(label: str, expr: sympy.MatrixExpr, expected: tuple[sympy.Expr, 
     if got != want:
         raise ProofFailure(f"{label}: shape {tuple(got)} != expected {tuple(want)}")
     name = sympy.Symbol(r"\operatorname{shape}\left(" + sympy.latex(expr) + r"\right)")
-    return require_true(f"{label}: its shape, every n, d", got == want, sympy.Eq(name, want, evaluate=False),
+    return require_true(f"{label}: its shape, every n, d", got == want,
+                        sympy.Eq(name, want, evaluate=False),
                         where={name: got})
 
 
@@ -239,7 +240,6 @@ def _symbolic_backward(claim: BackwardClaim) -> list[Step]:
     except sympy.ShapeError as error:
         raise ProofFailure(f"g_z: the claimed form is ill-shaped: {error}") from None
     require_equal("g_z = ∂L/∂z, symbolic n, d", loss_z.diff(s.z), g_z)
-    L = sympy.Symbol("L")
     steps: list[Step] = [
         prose("the loss L = tr(G'ᵀ X') is the Frobenius inner product of the upstream gradient "
               "G' with X'"),

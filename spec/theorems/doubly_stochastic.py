@@ -311,7 +311,7 @@ def _ds_permutation_vertices() -> list[Step]:
             if len(solutions) != 1 or pinned.xreplace(solutions[0]) != P:
                 raise ProofFailure(f"P = {P.tolist()} is not the only doubly stochastic matrix "
                                    f"with its zero pattern: {solutions}")
-            if n == 3 and P == ds.permutation_matrices(3)[3]:
+            if n == 3 and ds.permutation_matrices(3)[3] == P:
                 name = sympy.Symbol("A")
                 shown = require_true(
                     "example, n = 3: a doubly stochastic A with A_ij = 0 wherever P_ij = 0 "

@@ -17,16 +17,16 @@ from hcspec.spec.checks import (
     chain,
     evaluate,
     require_equal,
-    require_true,
     require_size,
+    require_true,
     symbol_matrix,
     symbol_vector,
 )
 from hcspec.spec.network import ConnectionWeights
 from hcspec.spec.registry import ProofFailure, Step, theorem
 from hcspec.spec.steps import Given, assume, cite, from_lemma, lemma_rewrite, prose
-from hcspec.spec.theorems import lemmas
 from hcspec.spec.sums import split_sums
+from hcspec.spec.theorems import lemmas
 
 D = 3  # feature size of the stacks below: never equal to n = 2 (catches transposition slips)
 

@@ -234,7 +234,7 @@ def _bounded_every_size(s_alpha: sympy.Expr, s_beta: sympy.Expr, eps: sympy.Expr
                                f"{ratio}")
         if name == "h_pre":
             gap = (named[name] - base) / scale
-            u_named = [call.args[0] for call in gap.atoms(sympy.tanh)][0]
+            u_named = next(call.args[0] for call in gap.atoms(sympy.tanh))
             steps.append(("every n and d: the gap to the static weight is s_α tanh(u), "
                           "u = Σ_k X̄_ik W_m,k real (σ² + ε > 0)",
                           chain(sympy.Symbol(r"\frac{h_{pre}(X)_i - h_{pre,i}}{s_\alpha}"),

@@ -14,7 +14,7 @@ from hcspec.spec.registry import Step, theorem
 from hcspec.spec.steps import assume
 
 N = formulas.n
-R, J, M, I = sympy.symbols("r j m i", integer=True)
+R, J, M, I = sympy.symbols("r j m i", integer=True)  # noqa: E741 (the paper's index names)
 T = sympy.IndexedBase("t")
 
 UNIT_SUM = sympy.Eq(sympy.Sum(sympy.KroneckerDelta(R, J), (R, 1, N)), 1, evaluate=False)

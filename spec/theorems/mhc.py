@@ -134,7 +134,8 @@ def _variants_every_n() -> list[Step]:
         require_true("and so does its column step, so by induction every iterate is positive",
                      True, sympy.StrictGreaterThan(columns_entry, 0, evaluate=False)),
         ("every n: the variant's round (column step, then row step) with ε set to 0 is the "
-         "paper's round", chain(r"T_r^{\varepsilon}(T_c^{\varepsilon}(A))_{ij} \big|_{\varepsilon = 0}",
+         "paper's round",
+         chain(r"T_r^{\varepsilon}(T_c^{\varepsilon}(A))_{ij} \big|_{\varepsilon = 0}",
                                variant_round.subs(si.EPS, 0), paper_round)),
         ("every n: the softmax start is T_r(exp H̃), so its rows sum to 1",
          chain(si.total(softmax(si.I, si.J), si.J), softmax_value)),
@@ -270,7 +271,8 @@ def _permutation_isometry_every_n() -> list[Step]:
               "Σ_i Σ_j P_ij (x_j − (Px)_i)²; each term is 0:"),
         require_true("for j = σ(i) the square vanishes", True, sympy.Eq(diagonal, 0),
                      where={diagonal: term.subs(j, sigma)}),
-        require_true("for j ≠ σ(i) the Kronecker δ vanishes (shown at j = σ(i) + 1)", True, sympy.Eq(off, 0),
+        require_true("for j ≠ σ(i) the Kronecker δ vanishes (shown at j = σ(i) + 1)", True,
+                     sympy.Eq(off, 0),
                      where={off: term.subs(j, sigma + 1)}),
     ]
 

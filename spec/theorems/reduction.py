@@ -100,10 +100,10 @@ def _prenorm_backward_any_d() -> list[Step]:
     source="HC arXiv:2409.19606 §3.1 Eq. 15, App. G Eq. 30–33",
 )
 def _prenorm_forward() -> list[Step]:
-    read = network.from_paper(sympy.Matrix([[0, 1], [1, 1]]))
+    paper = network.from_paper(sympy.Matrix([[0, 1], [1, 1]]))
     steps: list[Step] = [require_equal(
         "HC_PreNorm = [[0, 1], [1, 1]] (Eq. 15) read in row form: h_pre = h_post = H_res = [1]",
-        sympy.Matrix.hstack(read.h_pre, read.h_post, read.H_res),
+        sympy.Matrix.hstack(paper.h_pre, paper.h_post, paper.H_res),
         sympy.Matrix.hstack(UNIT.h_pre, UNIT.h_post, UNIT.H_res)), *_prenorm_forward_any_d()]
     for d in (1, 3):
         x, x_in, new_state = _unit_sublayer(d)

@@ -213,7 +213,8 @@ def _n1_minors_every_l() -> list[Step]:
         ("a product over t = j+1..k−1 splits at any j' (sympy joins the two pieces back)",
          chain(span(j + 1, k - 1), splits[span(j + 1, k - 1)])),
         ("so, for every L, for nodes j < j' < k and sublayers k < k' the minor vanishes: both "
-         "products carry the same factors", chain(sympy.Symbol("w_{j,k} w_{j',k'} - w_{j',k} w_{j,k'}"),
+         "products carry the same factors",
+         chain(sympy.Symbol("w_{j,k} w_{j',k'} - w_{j',k} w_{j,k'}"),
                                    shown, sympy.Integer(0))),
     ]
 

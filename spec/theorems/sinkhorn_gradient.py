@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sympy
 
-from hcspec.spec.checks import require_equal, require_true, symbol_matrix
+from hcspec.spec.checks import require_equal, symbol_matrix
 from hcspec.spec.registry import ProofFailure, Step, theorem
 
 S = sympy.Symbol("s", real=True)

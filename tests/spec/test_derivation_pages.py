@@ -1,5 +1,6 @@
 """The committed derivation pages read as derivations: no tautological step, no overlong display,
-the statement once, then how generally and how every formula was checked; and (slow, needs Chromium + KaTeX) every
+the statement once, then how generally and how every formula was checked; and (slow, needs
+Chromium + KaTeX) every
 formula typesets in a real browser."""
 
 from __future__ import annotations

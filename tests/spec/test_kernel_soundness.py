@@ -63,7 +63,7 @@ def test_relabelling_a_checked_step_keeps_it_checked_but_changing_it_does_not() 
     a = sympy.Symbol("a")
 
     def changed() -> list[tuple[str, sympy.Basic]]:
-        label, expr = checks.require_equal("(a + 1)² expanded", (a + 1) ** 2, a**2 + 2 * a + 1)
+        _label, expr = checks.require_equal("(a + 1)² expanded", (a + 1) ** 2, a**2 + 2 * a + 1)
         assert isinstance(expr, sympy.Eq)
         return [("relabelled", expr), ("changed", sympy.Eq(expr.lhs, a**2 + 1, evaluate=False))]
 
