@@ -593,8 +593,7 @@ def chain(*exprs: Any, using: Iterable[Given] = ()) -> sympy.Symbol:
         raise ValueError(f"a chain needs two different sides, got {sides}")
     shown = " = ".join(sides)
     if facts:
-        shown += r" \quad (\text{using } " + r",\ ".join(
-            rf"\text{{{g.text}}}" for g in facts) + ")"
+        shown += r" \quad (\text{using } " + r",\ ".join(g.shown() for g in facts) + ")"
     return record(sympy.Symbol(shown))
 
 

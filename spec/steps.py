@@ -100,6 +100,16 @@ class Given:
     replace: tuple[tuple[Any, Any], ...] = ()
     factors: tuple[Any, ...] = ()
     rhs: Any = None
+    latex: str = ""
+    """How a page names the fact (LaTeX); empty: ``text`` typeset as text."""
+
+    def shown(self) -> str:
+        """The fact as LaTeX for the page."""
+        if self.latex:
+            return self.latex
+        escaped = self.text.replace("\\", r"\textbackslash ").replace("_", r"\_").replace(
+            "{", r"\{").replace("}", r"\}")
+        return rf"\text{{{escaped}}}"
 
     def apply(self, expr: Any) -> Any:
         """``expr`` with this fact used once wherever it matches."""
@@ -133,7 +143,10 @@ def from_lemma(lemma_id: str, fact: Any, rename: Mapping[Any, Any] | None = None
     ``rename`` applied, used as the substitution ``lhs → rhs``."""
     _, shown = cite(f"using {lemma_id}", lemma_id, fact, rename)
     assert isinstance(shown, sympy.Eq)
-    return Given(f"{shown.lhs} = {shown.rhs} (lemma {lemma_id})", ((shown.lhs, shown.rhs),))
+    name = lemma_id.replace("_", r"\_")
+    latex = f"{sympy.latex(shown.lhs)} = {sympy.latex(shown.rhs)}\\ " + rf"(\text{{lemma {name}}})"
+    return Given(f"{shown.lhs} = {shown.rhs} (lemma {lemma_id})", ((shown.lhs, shown.rhs),),
+                 latex=latex)
 
 
 def prose(text: str) -> Step:
@@ -182,5 +195,8 @@ def lemma_rewrite(lemma_id: str, fact: Any, factors: tuple[Any, ...], rhs: Any,
     the matrix rewrite ``factors → rhs`` (e.g. ``1ᵀ e_1 → 1`` for the fact ``Σ_r δ_rj = 1``);
     the page names the lemma next to the link."""
     cite(f"using {lemma_id}", lemma_id, fact, rename)
-    text = f"{' '.join(str(f) for f in factors)} = {rhs} (lemma {lemma_id})"
-    return Given(text, (), tuple(factors), rhs)
+    product = sympy.MatMul(*factors) if len(factors) > 1 else factors[0]
+    text = f"{product} = {rhs} (lemma {lemma_id})"
+    name = lemma_id.replace("_", r"\_")
+    shown = f"{sympy.latex(product)} = {sympy.latex(rhs)}\\ " + rf"(\text{{lemma {name}}})"
+    return Given(text, (), tuple(factors), rhs, shown)
