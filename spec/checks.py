@@ -552,13 +552,16 @@ def require_link(label: str, lhs: Any, rhs: Any, *, using: Iterable[Given] = ())
     return (label, record(sympy.Eq(lhs, rhs, evaluate=False)))
 
 
-def chain(*exprs: Any, using: Iterable[Given] = ()) -> sympy.Symbol:
+def chain(*exprs: Any, using: Iterable[Given] = (), via: tuple[Any, ...] = ()) -> sympy.Symbol:
     """A display ``e₀ = e₁ = …`` for a derivation step, each side in LaTeX, with every link
     checked (:func:`_link_holds`): an exact residual, possibly after using the facts ``using``
     (declared assumptions, :func:`hcspec.spec.steps.assume`, or lemma facts,
     :func:`hcspec.spec.steps.from_lemma`, named after the display), or a named finite-sum
     rewrite. A side printed the same as the one before it is dropped, so a step never shows
     ``A = A``.
+
+    ``via`` are intermediate forms between the first two values: every link through them is
+    checked, but the page shows only the sides in ``exprs`` (a long reduction kept off the page).
 
     Only the first side may be notation: a string (LaTeX) or a symbol whose name is LaTeX
     (contains a backslash, a brace, a space, a parenthesis or a bar), the name of the side after
@@ -580,7 +583,7 @@ def chain(*exprs: Any, using: Iterable[Given] = ()) -> sympy.Symbol:
     if len(values) < 2:
         raise ValueError("a chain needs at least one checked link (two values after any "
                          "notation)")
-    for a, b in itertools.pairwise(values):
+    for a, b in itertools.pairwise([values[0], *via, *values[1:]]):
         if not _link_holds(a, b, facts):
             raise ProofFailure(f"chain: the link {a} = {b} does not hold exactly"
                                + (f" using {[g.text for g in facts]}" if facts else ""))

@@ -144,7 +144,7 @@ def _invariances_any_d() -> list[Step]:
         reduced = split_sums(moved).doit()
         target = split_sums(norm(_X)).doit()
         steps.append((f"{name}, every d (ε = 0): split the sums (Σ c a_k = c Σ a_k, "
-                      "Σ t = d t)", chain(moved, reduced, target)))
+                      "Σ t = d t)", chain(moved, norm(_X), via=(reduced, target))))
     steps.append(prose("differentiating these invariances at c = 1 and t = 0 gives J x = 0 for "
                        "both norms and J 1 = 0 for LayerNorm: shown above for every d where the "
                        "index form reduces (RMSNorm J x, LayerNorm J 1), and at d in {1, 2} for "
