@@ -21,6 +21,15 @@ verified there; after the proof it requires every displayed step to be one of:
 Anything else — a bare ``(label, expr)`` whose expression no check produced — fails the proof
 ("displays an unchecked step"), so a derivation page can only show what was verified.
 
+A chain link may use facts (``chain(..., using=[...])``, named on the page next to the link):
+:func:`assume` (a declared assumption, checked against the theorem's ``assumptions``),
+:func:`from_lemma` / :func:`lemma_rewrite` (a lemma's proven fact as a substitution or a matrix
+rewrite), or a :class:`Given` built in the proof for a construction it makes ("take e with
+eᵀe = 1"). ``chain(..., via=(...))`` checks long intermediate forms without displaying them;
+:func:`hcspec.spec.checks.require_link` shows one checked link as an equation (the form a lemma
+uses so that its facts can be cited). Theorem labels are checked too: "induction" needs a base
+case and a checked induction step, "all sizes" a checked step said to hold for every size.
+
 Writing a step::
 
     steps.append(require_equal("H 1 = 1, every n", H * one, one))          # checked
