@@ -16,6 +16,8 @@ Sizes in these helpers are concrete Python ints: sympy proves the HC facts per e
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import random
 import zlib
 from collections.abc import Iterable, Mapping
@@ -25,6 +27,7 @@ import sympy
 from sympy.core.function import AppliedUndef
 
 from hcspec.spec.registry import ProofFailure, Step
+from hcspec.spec.steps import Given, record
 
 GATE_POINTS = 2
 """Random points per numeric gate."""
@@ -189,6 +192,24 @@ def _symbolic_matrix_expr(expr: Any) -> bool:
     return isinstance(expr, sympy.MatrixExpr) and not isinstance(expr, sympy.MatrixBase)
 
 
+def _matrix_terms_cancel(expr: Any) -> bool:
+    """True when the expanded MatrixExpr ``expr`` is a sum of scalar multiples of matrix
+    products whose coefficients, grouped by product, each simplify to 0 (e.g.
+    ``a I + b 11ᵀ − (a I + b 11ᵀ)`` with ``a``, ``b`` written differently)."""
+    expanded = sympy.expand(expr.doit())
+    terms = expanded.args if isinstance(expanded, sympy.MatAdd) else (expanded,)
+    groups: dict[Any, Any] = {}
+    for term in terms:
+        factors = term.args if isinstance(term, sympy.MatMul) else (term,)
+        scalar = sympy.Mul(*(f for f in factors if not getattr(f, "is_Matrix", False)))
+        matrix = [f for f in factors if getattr(f, "is_Matrix", False)]
+        if not matrix:
+            return False
+        key = sympy.MatMul(*matrix).doit() if len(matrix) > 1 else matrix[0]
+        groups[key] = groups.get(key, sympy.Integer(0)) + scalar
+    return all(sympy.simplify(coefficient) == 0 for coefficient in groups.values())
+
+
 def exact_zero(residual: Any) -> bool:
     """True when ``residual`` (scalar, explicit matrix or MatrixExpr) is exactly zero.
 
@@ -201,7 +222,9 @@ def exact_zero(residual: Any) -> bool:
         if bool(expanded.is_ZeroMatrix) or expanded == 0:
             return True
         reduced = sympy.simplify(residual.doit())
-        return bool(reduced.is_ZeroMatrix) or reduced == 0
+        if bool(reduced.is_ZeroMatrix) or reduced == 0:
+            return True
+        return _matrix_terms_cancel(residual)
     entries = [sympy.expand(entry.doit()) for entry in _entries(residual)]
     if all(entry == 0 for entry in entries):
         return True
@@ -234,15 +257,41 @@ def require_zero(label: str, residual: Any) -> None:
         raise ProofFailure(f"{label}: residual does not simplify to zero: {shown[:300]}")
 
 
-def require_equal(label: str, lhs: Any, rhs: Any, *, show: tuple[Any, Any] | None = None) -> Step:
+def _same(label: str, shown: Any, value: Any) -> None:
+    """Require a displayed side (its notation already substituted) to equal the proven one."""
+    if isinstance(value, sympy.MatrixBase) or isinstance(shown, (sympy.MatrixBase,
+                                                                   sympy.MatrixExpr)):
+        if isinstance(shown, sympy.MatrixExpr) and not isinstance(shown, sympy.MatrixBase):
+            shown = shown.doit()
+        if isinstance(shown, sympy.Mul) and shown.has(sympy.MatrixBase):
+            shown = shown.doit()  # a product of substituted notation symbols
+        shown = sympy.Matrix(shown.as_explicit() if isinstance(shown, sympy.MatrixExpr)
+                             else shown)
+        value = sympy.Matrix(value)
+        if shown == value:
+            return
+        if shown.shape != value.shape:
+            raise ProofFailure(f"{label}: the displayed form has shape {shown.shape}, the proven "
+                               f"side {value.shape}")
+    if shown == value or _cheap_zero(shown - value):
+        return
+    if not exact_zero(shown - value):
+        raise ProofFailure(f"{label}: the displayed form is not the proven identity")
+
+
+def require_equal(label: str, lhs: Any, rhs: Any, *, show: tuple[Any, Any] | None = None,
+                  where: Mapping[Any, Any] | None = None) -> Step:
     """Prove ``lhs == rhs`` exactly (numeric gate, then exact residual) and return the step.
 
-    ``show`` replaces the pair printed in the derivation (e.g. the compact MatrixSymbol form of an
-    identity proven on explicit entries). When both sides print the same, the step shows that
-    one form (a derivation never displays ``A = A``).
+    ``show`` replaces the pair printed in the derivation by a compact form (e.g. names for the
+    explicit matrices an identity was proven on); ``where`` maps each notation symbol of that
+    form to its value, and the form with them substituted must equal ``(lhs, rhs)`` exactly, so
+    a compact display is checked too. When both sides print the same, the step shows that one
+    form (a derivation never displays ``A = A``).
 
     Raises:
-        ProofFailure: naming ``label`` when the identity does not hold.
+        ProofFailure: naming ``label`` when the identity does not hold, or the displayed form is
+            not the proven one.
     """
     both_matrices = all(isinstance(side, (sympy.MatrixBase, sympy.MatrixExpr))
                         for side in (lhs, rhs))
@@ -250,20 +299,87 @@ def require_equal(label: str, lhs: Any, rhs: Any, *, show: tuple[Any, Any] | Non
         raise ProofFailure(f"{label}: shapes differ, {lhs.shape} vs {rhs.shape}")
     require_zero(label, lhs - rhs)
     left, right = show if show is not None else (lhs, rhs)
+    if show is not None:
+        values = {key: sympy.ImmutableMatrix(value) if isinstance(value, sympy.MatrixBase)
+                  else value for key, value in (where or {}).items()}
+        for shown, value in ((left, lhs), (right, rhs)):
+            _same(label, sympy.sympify(shown).xreplace(values), value)
     if left == right:  # never display A = A
-        return (f"{label} (the derivation gives this form directly)", left)
-    return (label, sympy.Eq(left, right, evaluate=False))
+        return (f"{label} (the derivation gives this form directly)", record(left))
+    return (label, record(sympy.Eq(left, right, evaluate=False)))
 
 
-def require_true(label: str, condition: Any, shown: Any = None) -> Step:
-    """Require a sympy boolean (or Python bool) to be exactly True and return the step.
+def _provably_nonzero(value: Any) -> bool:
+    """True when ``value`` is shown non-zero: a number that is not 0, or a polynomial whose
+    expanded form has a non-zero coefficient (a non-zero polynomial is not the zero function)."""
+    value = sympy.expand(sympy.sympify(value).doit())
+    if value.is_number:
+        return bool(value != 0 and abs(complex(value.evalf(30))) > 0)
+    if not value.atoms(AppliedUndef) and value.is_polynomial(*value.free_symbols):
+        return not sympy.Poly(value, *sorted(value.free_symbols, key=str)).is_zero
+    rng = random.Random(1)  # a witness: one point (arbitrary functions made concrete) where
+    point = {symbol: _sample(symbol, rng) for symbol in value.free_symbols}  # it is not 0
+    try:
+        number = complex(_concretize(_concretize(value).xreplace(point)).evalf(30))
+    except (TypeError, ValueError):
+        return False
+    return abs(number) > 1e-6
+
+
+def decide(relation: Any) -> bool:
+    """True only when ``relation`` (a sympy relation or boolean, sides explicit) is shown to
+    hold: ``=`` by :func:`exact_zero`, ``≠`` by :func:`_provably_nonzero` (entrywise for
+    matrices: some entry non-zero), ``<, ≤, >, ≥`` from the sign of ``lhs − rhs`` under the
+    symbols' assumptions, other booleans by ``simplify`` to ``True``. Whatever it cannot decide
+    is False: the kernel never answers True by default."""
+    if relation is True or relation == sympy.true:
+        return True
+    if isinstance(relation, sympy.Eq):
+        if relation.lhs == relation.rhs:
+            return True
+        try:
+            return exact_zero(relation.lhs - relation.rhs)
+        except (TypeError, ValueError, AttributeError, sympy.ShapeError):
+            return False
+    if isinstance(relation, sympy.Ne):
+        gap = relation.lhs - relation.rhs
+        return any(_provably_nonzero(entry) for entry in _entries(gap))
+    signs = {sympy.StrictGreaterThan: "is_positive", sympy.GreaterThan: "is_nonnegative",
+             sympy.StrictLessThan: "is_negative", sympy.LessThan: "is_nonpositive"}
+    for kind, attribute in signs.items():
+        if isinstance(relation, kind):
+            gap = relation.lhs - relation.rhs
+            return any(getattr(form, attribute) is True
+                       for form in (gap, sympy.expand(gap), sympy.factor(gap)))
+    if isinstance(relation, sympy.logic.boolalg.Boolean):
+        return bool(sympy.simplify(relation) == sympy.true)
+    return False
+
+
+def require_true(label: str, condition: Any, shown: Any = None,
+                 where: Mapping[Any, Any] | None = None) -> Step:
+    """Require ``condition`` (a sympy boolean or Python bool) to be exactly True and return the
+    step; the relation ``shown`` on the page (notation symbols replaced by ``where``) is decided
+    again by :func:`decide`, so what the page displays is what was checked.
 
     Raises:
-        ProofFailure: naming ``label`` when ``condition`` is not True.
+        ProofFailure: naming ``label`` when ``condition`` is not True or ``shown`` does not hold.
     """
     if condition is not True and condition != sympy.true:
         raise ProofFailure(f"{label}: expected True, got {condition}")
-    return (label, shown if shown is not None else sympy.true)
+    if shown is None:
+        return (label, record(sympy.true))
+    values = {key: sympy.ImmutableMatrix(value) if isinstance(value, sympy.MatrixBase)
+              else value for key, value in (where or {}).items()}
+    shown = sympy.sympify(shown)
+    if isinstance(shown, sympy.core.relational.Relational):
+        relation = type(shown)(shown.lhs.xreplace(values), shown.rhs.xreplace(values),
+                               evaluate=False)
+    else:
+        relation = shown.xreplace(values)
+    if not decide(relation):
+        raise ProofFailure(f"{label}: the displayed relation {shown} is not shown to hold")
+    return (label, record(shown))
 
 
 def require_nonnegative(label: str, entries: Iterable[Any]) -> None:
@@ -277,12 +393,200 @@ def require_nonnegative(label: str, entries: Iterable[Any]) -> None:
             raise ProofFailure(f"{label}: entry {entry} is not provably nonnegative")
 
 
-def chain(*exprs: Any) -> sympy.Symbol:
-    """A display ``e₀ = e₁ = …`` for a derivation step, each side in LaTeX; a side printed the
-    same as the one before it is dropped, so a step never shows ``A = A``.
+def _rename_bound(expr: Any) -> Any:
+    """``expr`` with the index of every one-limit ``Sum`` renamed to a canonical symbol by
+    nesting level (alpha-equivalence: Σ_j a_j and Σ_k a_k become the same expression)."""
+    def level(total: Any) -> int:
+        inner = [e for e in total.function.atoms(sympy.Sum)]
+        return 1 + max((level(e) for e in inner), default=0)
 
-    Strings are taken as LaTeX already. Raises ValueError if fewer than two distinct sides remain.
+    def rename(total: Any) -> Any:
+        if len(total.limits) != 1:
+            return total
+        (index, *bounds), = total.limits
+        fresh = sympy.Symbol(f"_bound{level(total)}", integer=True)
+        if fresh in total.free_symbols:
+            return total
+        return sympy.Sum(total.function.xreplace({index: fresh}), (fresh, *bounds))
+
+    if not isinstance(expr, sympy.Basic) or not expr.has(sympy.Sum):
+        return expr
+    return expr.replace(lambda e: isinstance(e, sympy.Sum), rename)
+
+
+def _unnest(expr: Any) -> Any:
+    """``Σ_{i,j} a`` written as ``Σ_j (c Σ_i b)`` with the factors ``c`` of ``a`` free of ``i``
+    pulled out of the inner sum (the same finite sum; sympy merges a bare nested ``Sum``)."""
+    from sympy.simplify.simplify import factor_sum
+
+    def one(total: Any) -> Any:
+        inner = factor_sum(sympy.Sum(total.function, total.limits[0]))
+        return sympy.Sum(inner, *total.limits[1:])
+
+    return expr.replace(lambda e: isinstance(e, sympy.Sum) and len(e.limits) > 1, one)
+
+
+def _push_in(expr: Any) -> Any:
+    """``Σ_j c_j Σ_i a_ij`` written as ``Σ_j Σ_i c_j a_ij`` (a factor free of the inner index
+    moved into the inner sum: linearity read backwards)."""
+    def push(total: Any) -> Any:
+        factors = sympy.Mul.make_args(total.function)
+        inner = [f for f in factors if isinstance(f, sympy.Sum)]
+        if len(inner) != 1:
+            return total
+        rest = sympy.Mul(*(f for f in factors if f is not inner[0]))
+        indices = {limit[0] for limit in inner[0].limits}
+        if indices & rest.free_symbols:
+            return total
+        return sympy.Sum(sympy.Sum(rest * inner[0].function, *inner[0].limits), *total.limits)
+
+    return expr.replace(lambda e: isinstance(e, sympy.Sum) and e.function.is_Mul, push)
+
+
+def _cheap_zero(residual: Any) -> bool:
+    """``residual`` expands to exactly zero (no simplification heuristics)."""
+    try:
+        value = sympy.expand(residual.doit()) if isinstance(residual, sympy.Basic) else residual
+    except (TypeError, ValueError, AttributeError, sympy.ShapeError):
+        return False
+    return bool(value == 0 or getattr(value, "is_ZeroMatrix", False)
+                or (isinstance(value, sympy.MatrixBase) and value.is_zero_matrix))
+
+
+def _normal_forms(side: Any, using: tuple[Given, ...], swap: bool = False) -> list[Any]:
+    """``side`` and the forms the kernel's rewrites give it: evaluated (``doit``,
+    ``piecewise_fold``), finite sums unnested and split by linearity (and, with ``swap``, a
+    double sum swapped), the facts ``using`` applied until nothing changes (at most four
+    passes), and every summation index renamed canonically."""
+    from hcspec.spec.sums import split_sums, swap_sum
+
+    base = sympy.sympify(side)
+    forms = [base]
+    if swap and isinstance(base, sympy.Sum) and len(base.limits) == 2:
+        with contextlib.suppress(ValueError):  # dependent limits: the swap rule does not apply
+            forms.append(swap_sum(base))
+    for form in list(forms):
+        with contextlib.suppress(TypeError, ValueError, AttributeError):
+            forms.append(sympy.piecewise_fold(form.doit()))
+    starts = [forms[-1]]
+    if base.has(sympy.Sum):
+        forms += [split_sums(_unnest(form)) for form in list(forms)]
+        starts = [split_sums(_unnest(base)), forms[-1]]
+        forms += [_push_in(form) for form in list(forms)]
+    for current in starts if using else []:
+        for _ in range(4):
+            before = current
+            for given in using:
+                current = given.apply(current)
+            with contextlib.suppress(TypeError, ValueError, AttributeError):
+                current = sympy.piecewise_fold(sympy.expand(current.doit()))
+            if current.has(sympy.Sum):
+                current = split_sums(_unnest(current))
+            if current == before:
+                break
+        forms.append(current)
+    if base.has(sympy.Sum) or any(form.has(sympy.Sum) for form in forms):
+        forms += [_rename_bound(form) for form in list(forms)]
+    unique: list[Any] = []
+    for form in forms:
+        if form not in unique:
+            unique.append(form)
+    return unique
+
+
+def _link_holds(a: Any, b: Any, using: tuple[Given, ...] = ()) -> bool:
+    """One link ``a = b`` of a chain: the residual of some pair of the sides' normal forms
+    (:func:`_normal_forms`: evaluation, the named finite-sum rewrites
+    :func:`hcspec.spec.sums.split_sums` and :func:`hcspec.spec.sums.swap_sum`, the facts
+    ``using``, renamed summation indices) expands to zero, or else the most reduced pair is
+    :func:`exact_zero`. Anything it cannot show is False, never True by default."""
+    def pairs_vanish(lefts: list[Any], rights: list[Any]) -> bool:
+        if any(left == right for left in lefts for right in rights):
+            return True
+        for left, right in [*zip(lefts, rights, strict=False), (lefts[-1], rights[-1]),
+                            (lefts[0], rights[-1]), (lefts[-1], rights[0])]:
+            try:
+                if _cheap_zero(left - right):
+                    return True
+            except (TypeError, ValueError, AttributeError, sympy.ShapeError):
+                continue
+        return False
+
+    if any(isinstance(side, sympy.Basic) and side.has(sympy.BlockMatrix) for side in (a, b)):
+        a, b = (sympy.block_collapse(side) if isinstance(side, sympy.MatrixExpr) else side
+                for side in (a, b))
+        if isinstance(a, sympy.BlockMatrix) and isinstance(b, sympy.BlockMatrix):
+            return bool(a.blockshape == b.blockshape and all(
+                _link_holds(x, y, using) for x, y in zip(a.blocks, b.blocks, strict=True)))
+    lefts, rights = _normal_forms(a, (), swap=True), _normal_forms(b, ())
+    if pairs_vanish(lefts, rights):
+        return True
+    if using:
+        lefts = _normal_forms(a, using, swap=True)
+        if pairs_vanish(lefts[-2:], rights):
+            return True
+        rights = _normal_forms(b, using)
+        if pairs_vanish(lefts, rights):
+            return True
+    if any(isinstance(side, sympy.Basic) and side.has(sympy.Product) for side in (a, b)) and \
+            sympy.simplify(a) == sympy.simplify(b):  # sympy joins adjacent product ranges
+        return True
+    try:
+        return exact_zero(lefts[-1] - rights[-1])
+    except (TypeError, ValueError, AttributeError, sympy.ShapeError):
+        return False
+
+
+def require_link(label: str, lhs: Any, rhs: Any, *, using: Iterable[Given] = ()) -> Step:
+    """Prove ``lhs = rhs`` as one chain link (:func:`_link_holds`: exact, possibly after the
+    kernel's finite-sum rewrites and the facts ``using``) and return it as a step showing the
+    equation (a lemma's fact is displayed this way so that :func:`hcspec.spec.steps.cite` can
+    use it).
+
+    Raises:
+        ProofFailure: naming ``label`` when the link does not hold.
     """
+    facts = tuple(using)
+    if not _link_holds(lhs, rhs, facts):
+        raise ProofFailure(f"{label}: {lhs} = {rhs} does not hold exactly")
+    return (label, record(sympy.Eq(lhs, rhs, evaluate=False)))
+
+
+def chain(*exprs: Any, using: Iterable[Given] = (), via: tuple[Any, ...] = ()) -> sympy.Symbol:
+    """A display ``e₀ = e₁ = …`` for a derivation step, each side in LaTeX, with every link
+    checked (:func:`_link_holds`): an exact residual, possibly after using the facts ``using``
+    (declared assumptions, :func:`hcspec.spec.steps.assume`, or lemma facts,
+    :func:`hcspec.spec.steps.from_lemma`, named after the display), or a named finite-sum
+    rewrite. A side printed the same as the one before it is dropped, so a step never shows
+    ``A = A``.
+
+    ``via`` are intermediate forms between the first two values: every link through them is
+    checked, but the page shows only the sides in ``exprs`` (a long reduction kept off the page).
+
+    Only the first side may be notation: a string (LaTeX) or a symbol whose name is LaTeX
+    (contains a backslash, a brace, a space, a parenthesis or a bar), the name of the side after
+    it.
+
+    Raises:
+        ProofFailure: when a link does not hold.
+        ValueError: if fewer than two distinct sides remain, or notation appears after the
+            first side.
+    """
+    def is_notation(expr: Any) -> bool:
+        return isinstance(expr, str) or (isinstance(expr, sympy.Symbol) and any(
+            mark in expr.name for mark in ("\\", "{", " ", "(", "|")))
+
+    facts = tuple(using)
+    if any(is_notation(expr) for expr in exprs[1:]):
+        raise ValueError("only the first side of a chain may be notation")
+    values = list(exprs[1:] if exprs and is_notation(exprs[0]) else exprs)
+    if len(values) < 2:
+        raise ValueError("a chain needs at least one checked link (two values after any "
+                         "notation)")
+    for a, b in itertools.pairwise([values[0], *via, *values[1:]]):
+        if not _link_holds(a, b, facts):
+            raise ProofFailure(f"chain: the link {a} = {b} does not hold exactly"
+                               + (f" using {[g.text for g in facts]}" if facts else ""))
     sides: list[str] = []
     for expr in exprs:
         text = expr if isinstance(expr, str) else sympy.latex(expr)
@@ -290,7 +594,10 @@ def chain(*exprs: Any) -> sympy.Symbol:
             sides.append(text)
     if len(sides) < 2:
         raise ValueError(f"a chain needs two different sides, got {sides}")
-    return sympy.Symbol(" = ".join(sides))
+    shown = " = ".join(sides)
+    if facts:
+        shown += r" \quad (\text{using } " + r",\ ".join(g.shown() for g in facts) + ")"
+    return record(sympy.Symbol(shown))
 
 
 def evaluate(expr: Any, mapping: Mapping[Any, Any]) -> Any:

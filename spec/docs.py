@@ -30,6 +30,7 @@ from sympy.printing.latex import LatexPrinter
 
 from hcspec.spec.examples import EXAMPLES
 from hcspec.spec.registry import GENERALITIES, ProofResult, Theorem
+from hcspec.spec.steps import PROSE
 
 INDEX = "index.md"
 GENERATED_NOTE = (
@@ -186,9 +187,6 @@ def render_page(theorem: Theorem, result: ProofResult) -> str:
         "",
         f"# `{theorem.id}`",
         "",
-        f"This page proves, {_GENERALLY[theorem.generality]} ({theorem.cases}), that: "
-        f"{theorem.statement}",
-        "",
         f"**Statement.** {theorem.statement}",
         "",
         f"- **Generality:** {theorem.generality} — {GENERALITIES[theorem.generality]}",
@@ -204,13 +202,18 @@ def render_page(theorem: Theorem, result: ProofResult) -> str:
         "",
         "## Derivation",
         "",
-        "The steps restate definitions, record computed values, or state identities; every "
-        "identity the proof claims was checked exactly (a symbolic residual simplified to zero, "
-        "or a solve with no solution) after passing a numeric gate at random points, at every "
-        "case listed above (a step shows one representative case).",
+        f"Proven {_GENERALLY[theorem.generality]}. Every formula below was checked during the "
+        "proof: an equation by an exact simplification of its residual (after a numeric gate "
+        "at random points where the sizes are explicit) or by the named rewrites and facts it "
+        "lists, a relation by deciding it from its sides, a lemma's fact by that lemma's own "
+        "proof; lines without a formula are explanations (a step shows one representative case "
+        "of those listed above).",
         "",
     ]
     for number, (label, expr) in enumerate(result.steps, start=1):
+        if expr == PROSE:
+            lines += [f"{number}. {label}", ""]
+            continue
         shown_label, text = display(label, expr)
         lines += [f"{number}. {shown_label}", "", "$$", text, "$$", ""]
     example = EXAMPLES.get(theorem.id)
@@ -232,9 +235,11 @@ def render_index(theorems: Sequence[Theorem]) -> str:
         "convention: `x_in = Xᵀ h_pre`, `z = F(x_in)`, `X' = H_res X + h_post zᵀ` with the "
         "n×d state X (streams are rows).",
         "",
-        "Every proof is exact (sympy: a symbolic residual that simplifies to zero, or a solve "
-        "that shows a system has no solution) and is gated by a numeric check at random points. "
-        "Where sympy can only prove a fact per size, the cases column lists the sizes.",
+        "Every formula a page displays was checked during its proof (an exact residual, a "
+        "named rewrite or fact, a decided relation, or a cited lemma's own proof; "
+        "`kernel.soundness` runs these checks on planted false inputs); lines without a formula "
+        "are explanations. Where sympy can only prove a fact per size, the cases column lists "
+        "the sizes.",
         "Regenerate with `hc-spec docs` (pages whose theorem and sources did not change are reused "
         "without proving again; the manifest `.hc-spec-manifest.json` records them); CI runs "
         "`hc-spec docs --check`.",
@@ -276,6 +281,12 @@ NOT_PROVEN: tuple[tuple[str, str], ...] = (
      "the fixed-point formula with the derivative of a closed-form limit, which exists only at "
      "n = 2 (P is fixed by one cross ratio); for n ≥ 3 the scaling vectors solve a nonlinear "
      "system with no closed form to differentiate."),
+    ("counts.flops for every size.", "The closed forms equal an operation-by-operation count "
+     "on a grid (n ≤ 5, d ≤ 3, t ≤ 3); extending this to every size rests on the degree bound of "
+     "the explicit count (at most three nested n-loops, one d- or t-loop), which is assumed from "
+     "the structure of `hcspec.spec.opcount`, not proven."),
+    ("LayerNorm J x = 0 for every d.", "`norm.jacobians` checks RMSNorm's J x = 0 and LayerNorm's "
+     "1ᵀ J = 0 for every d; LayerNorm's J x = 0 is checked at d in {1, 2} only."),
     ("The seeds' worked exercises (X' = [7, −1]; X' = (8.5, 6.5) with G_X = (3.25, 3.75)).",
      "Their inputs are not part of the repository, so they cannot be recomputed here; the "
      "worked example below is computed by the spec."),

@@ -3,7 +3,9 @@
 A theorem has a stable id (``family.name``, e.g. ``ds.transpose_closure``), a one-line statement,
 its assumptions, the cases it is proven for, the paper source it follows, and a proof function.
 The proof function returns the derivation as ``(label, sympy expression)`` steps and raises
-:class:`ProofFailure` when a step does not hold. :meth:`Theorem.prove` times the proof and turns
+:class:`ProofFailure` when a step does not hold; every displayed step must be checked, cited or
+prose (:mod:`hcspec.spec.steps` documents the step API), or the proof fails.
+:meth:`Theorem.prove` times the proof and turns
 the outcome (including unexpected exceptions) into a :class:`ProofResult`; it never raises.
 
 Proofs are exact: a symbolic residual that simplifies to zero, or a solve that shows a system has
@@ -20,8 +22,8 @@ from typing import Any, cast
 
 import sympy
 
-Step = tuple[str, sympy.Basic]
-"""One derivation step: a human label and the sympy expression it shows."""
+from hcspec.spec.steps import Step as Step
+from hcspec.spec.steps import ledger, unchecked
 
 GENERALITIES: dict[str, str] = {
     "all sizes": "proven for symbolic sizes: every n, d (and L, t) the statement covers",
@@ -99,7 +101,13 @@ class Theorem:
         """
         start = time.perf_counter()
         try:
-            steps = tuple(self.proof())
+            with ledger(self.assumptions) as checked:
+                steps = tuple(self.proof())
+            bad = unchecked(steps, checked)
+            if bad:
+                raise ProofFailure(f"displays {len(bad)} unchecked step(s) (neither checked, "
+                                   f"cited nor prose): {bad}")
+            _require_generality(self.generality, steps)
         except ProofFailure as failure:
             return ProofResult(self.id, False, (), time.perf_counter() - start, str(failure))
         except Exception:  # an unexpected error is a failed proof, reported with its traceback
@@ -109,7 +117,41 @@ class Theorem:
                            time.perf_counter() - start)
 
 
+def _require_generality(generality: str, steps: tuple[Step, ...]) -> None:
+    """The label must match the proof: "induction" needs a displayed base case and induction
+    step, "all sizes" and "induction" a checked step said to hold for every size.
+
+    Raises:
+        ProofFailure: naming the label and what the derivation lacks.
+    """
+    from hcspec.spec.steps import PROSE
+
+    labels = [label.lower() for label, expr in steps if expr != PROSE]
+    every = [label.lower() for label, _ in steps]
+    if generality == "induction" and not (any("base" in label or "top" in label
+                                              for label in every)
+                                          and any("step" in label for label in labels)):
+        raise ProofFailure("labelled 'induction' but no base case and checked induction step "
+                           "are displayed")
+    if generality in ("all sizes", "induction") and not any(
+            "every" in label or "symbolic" in label for label in labels):
+        raise ProofFailure(f"labelled {generality!r} but no checked step holds for every size")
+
+
 _REGISTRY: dict[str, Theorem] = {}
+_PROVEN: dict[str, ProofResult] = {}
+
+
+def proven(theorem_id: str) -> ProofResult:
+    """The result of proving the registered theorem ``theorem_id``, computed once per process
+    (a lemma cited by several proofs is proven once).
+
+    Raises:
+        KeyError: for an unknown id.
+    """
+    if theorem_id not in _PROVEN:
+        _PROVEN[theorem_id] = get(theorem_id).prove()
+    return _PROVEN[theorem_id]
 
 
 def register(theorem: Theorem) -> Theorem:

@@ -102,6 +102,9 @@ def rows_exact() -> tuple[Any, Any, Any]:
     Raises:
         ProofFailure: when the sum does not reduce to 1.
     """
+    probe = sympy.IndexedBase("a")
+    if total(probe[J], J).xreplace({N: 3}).doit() != probe[0] + probe[1] + probe[2]:
+        raise ProofFailure("the index form's sums do not run over the n indices 0..n−1")
     rows = row_step(positive_entries("A"))
     summed = total(rows(I, J), J)
     split = split_sums(summed)
@@ -151,10 +154,28 @@ def variant_columns() -> tuple[Any, Any]:
     return total(columns(I, J), I), value
 
 
+def steps_keep_positive_both(eps: Any) -> tuple[Any, Any]:
+    """Lemma (every n): the entries ``(T_r^ε(A)_ij, T_c^ε(A)_ij)`` of a positive A, each
+    provably positive; T_c is checked to be the column step, T_c(A) = T_r(Aᵀ)ᵀ, so the two
+    operators cannot be confused.
+
+    Raises:
+        ProofFailure: when an entry is not provably positive or the column step is not the
+            transposed row step.
+    """
+    A = positive_entries("A")
+    rows, columns = row_step(A, eps)(I, J), column_step(A, eps)(I, J)
+    if sympy.simplify(columns - transpose(row_step(transpose(A), eps))(I, J)) != 0:
+        raise ProofFailure(f"T_c^ε(A)_ij = {columns} is not T_r^ε(Aᵀ)_ji")
+    for name, entry in (("T_r", rows), ("T_c", columns)):
+        require_positive(f"{name}^ε(A)_ij, symbolic n", entry)
+    return rows, columns
+
+
 def steps_keep_positive(eps: Any) -> Any:
     """Lemma (every n): T_r^ε and T_c^ε map a positive matrix to a positive one (a positive
     entry over a non-empty sum of positive entries, plus ε ≥ 0), so by induction on the rounds
-    every iterate from M⁰ > 0 is positive.
+    every iterate from M⁰ > 0 is positive (see :func:`steps_keep_positive_both`).
 
     Returns:
         The entry T_r^ε(A)_ij shown positive.
@@ -162,7 +183,4 @@ def steps_keep_positive(eps: Any) -> Any:
     Raises:
         ProofFailure: when an entry is not provably positive.
     """
-    A = positive_entries("A")
-    for name, step in (("T_r", row_step), ("T_c", column_step)):
-        require_positive(f"{name}^ε(A)_ij, symbolic n", step(A, eps)(I, J))
-    return row_step(A, eps)(I, J)
+    return steps_keep_positive_both(eps)[0]

@@ -12,6 +12,8 @@
 - :mod:`.sinkhorn_gradient`: ``sinkhorn.implicit_gradient``
 - :mod:`.mhc`: ``mhc.h_pre_range``, ``mhc.h_post_range``, ``mhc.sinkhorn_*``,
   ``ds.permutation_isometry``, ``ds.birkhoff_decompositions``
+- :mod:`.kernel`: ``kernel.soundness`` (the proof kernel on planted false inputs)
+- :mod:`.lemmas`: ``lemma.*`` (facts other proofs cite)
 - :mod:`.remarks`: ``mhc.soft_start``, ``mhc.tensor_parallel_locality``,
   ``reduction.n1_expressiveness``, ``mhc.sinkhorn_seed_loop``
 """
@@ -23,6 +25,8 @@ from hcspec.spec.theorems import (  # noqa: F401  (imported for their registrati
     doubly_stochastic,
     duality,
     init,
+    kernel,
+    lemmas,
     mhc,
     norm,
     reduction,

@@ -16,6 +16,7 @@ import sympy
 from hcspec.spec import norms
 from hcspec.spec.checks import chain, require_equal, require_true, symbol_matrix, symbol_vector
 from hcspec.spec.registry import ProofFailure, Step, theorem
+from hcspec.spec.steps import prose
 
 
 def frobenius_loss(upstream: sympy.Matrix, output: sympy.Matrix) -> sympy.Expr:
@@ -69,7 +70,7 @@ def _linear_backward() -> list[Step]:
     one = sympy.MatrixSymbol(r"\mathbf{1}", M_ROWS, 1)
     loss = sympy.Trace(G.T * (X * W + one * b.T))
     steps: list[Step] = [
-        ("every m, k, p: the loss as a trace", sympy.Eq(sympy.Symbol("L"), loss, evaluate=False)),
+        prose("every m, k, p: the loss is the trace L = tr(G_Yᵀ (X W + 1 bᵀ))"),
         matrix_gradient("G_X, symbolic m, k, p", loss, X, G * W.T),
         matrix_gradient("G_W, symbolic m, k, p", loss, W, X.T * G),
         matrix_gradient("G_b, symbolic m, k, p", loss, b, G.T * one),
@@ -220,7 +221,7 @@ def _ffn_every_size(phi: sympy.Function) -> list[Step]:
         derived = sympy.diff(loss, variable)
         require_equal(label, derived, closed)
         steps.append((label + " (one entry; L depends on it only through H_ac)",
-                      sympy.Eq(sympy.Derivative(loss, variable), closed, evaluate=False)))
+                      chain(sympy.Derivative(loss, variable), closed)))
     return steps
 
 
@@ -337,7 +338,8 @@ def _postnorm_no_bare_direct_term() -> list[Step]:
         steps.append(require_true(
             f"{name}, F ≡ 0, x = g_y = (1, 2): g_x = J_Nᵀ g_y = 0 ≠ g_y",
             vanished == sympy.zeros(2, 1),
-            sympy.Eq(sympy.Symbol("g_x"), vanished, evaluate=False)))
+            sympy.Eq(sympy.Symbol("g_x"), sympy.zeros(2, 1), evaluate=False),
+            where={sympy.Symbol("g_x"): vanished}))
     x, g = symbol_vector("x", 2), symbol_vector("g", 2)
     steps.append(require_equal("contrast, pre-norm x + F(N(x)) with F ≡ 0: g_x = g_y",
                                gradient(frobenius_loss(g, x + sympy.zeros(2, 1)), x), g))
@@ -364,10 +366,10 @@ def _residual_gradient_norm() -> list[Step]:
         loss = sympy.Trace(g.T * (x + branch))
         derived = loss.diff(x)
         require_equal(f"{name}: g_x = {factor} g_y, symbolic d", derived, factor * g)
-        steps.append((f"{name}: differentiate L = g_yᵀ (x + F(x)) in x",
+        steps.append((f"{name}, every d: differentiate L = g_yᵀ (x + F(x)) in x",
                       chain(r"g_x", derived, factor * g)))
-    squared = sympy.Symbol(r"\|g_x\|^2")
+    half = sympy.Rational(1, 2) * g
     steps.append(("hence ‖g_x‖² = ‖g_y‖²/4 for the first branch: the direct path alone does "
-                  "not make the norm lossless", sympy.Eq(squared, sympy.Symbol(r"\|g_y\|^2") / 4,
-                                                          evaluate=False)))
+                  "not make the norm lossless", chain(r"\|g_x\|^2", half.T * half,
+                                                      (g.T * g) / 4)))
     return steps

@@ -24,6 +24,7 @@ from hcspec.spec.checks import (
 )
 from hcspec.spec.formulas import ConnectionSymbols
 from hcspec.spec.registry import ProofFailure, Step, theorem
+from hcspec.spec.steps import Given, prose
 
 SIZES_N = (1, 2, 3, 4)
 SIZES_D = (1, 2, 3)
@@ -68,9 +69,10 @@ def _layout_paper_rows() -> list[Step]:
     paper_read = p["H"].T * p["A_m"]
     paper_state = p["B"].T * p["z"].T + p["A_r"].T * p["H"]
     steps = [
-        require_equal("read: x_in = Xᵀ h_pre is the paper's h_0 = Hᵀ A_m (Eq. 3)", read,
+        require_equal("every n, d, read: x_in = Xᵀ h_pre is the paper's h_0 = Hᵀ A_m (Eq. 3)", read,
                       paper_read),
-        require_equal("write: H_res X + h_post zᵀ is the paper's Bᵀ zᵀ + A_rᵀ H (Eq. 2, 4, 5)",
+        require_equal("every n, d, write: H_res X + h_post zᵀ is the paper's Bᵀ zᵀ + A_rᵀ H "
+                      "(Eq. 2, 4, 5)",
                       new_state, paper_state),
     ]
     for n in SIZES_N:
@@ -86,13 +88,14 @@ def _layout_paper_rows() -> list[Step]:
             # Eq. 7: one product with the width-connection matrix WC = [A_m, A_r] gives both the
             # branch input (row 0) and the mixed streams (rows 1..n).
             fused = sympy.Matrix.hstack(A_m, A_r).T * H
-            require_equal(f"width connection WCᵀ H, n={n}, d={d}", fused,
-                          sympy.Matrix.vstack((H.T * A_m).T, A_r.T * H))
+            fused_step = require_equal(f"width connection WCᵀ H, n={n}, d={d}", fused,
+                                       sympy.Matrix.vstack((H.T * A_m).T, A_r.T * H))
+            if (n, d) == (2, 3):
+                width = fused_step[1]
     n, d = 2, 3
     B, A_m, A_r = symbol_matrix("B", 1, n), symbol_vector("A_m", n), symbol_matrix("A_r", n, n)
-    hc = sympy.Matrix(sympy.BlockMatrix([[sympy.zeros(1, 1), B], [A_m, A_r]]))
-    steps.append(("the HC matrix at n = 2 (Eq. 1): [[0, B], [A_m, A_r]]",
-                  sympy.Eq(sympy.Symbol(r"\mathcal{HC}"), hc, evaluate=False)))
+    steps.append(prose("the HC matrix (Eq. 1) is [[0, B], [A_m, A_r]]: B (1×n) the depth "
+                       "weights, A_m (n×1) the read weights, A_r (n×n) the stream mix"))
     for size in (2, 3):  # the reader network.from_paper on a generic (non-symmetric) matrix
         B_, A_m_, A_r_ = (symbol_matrix("B", 1, size), symbol_vector("A_m", size),
                           symbol_matrix("A_r", size, size))
@@ -104,13 +107,8 @@ def _layout_paper_rows() -> list[Step]:
         if size == 2:
             steps.append(("the reader network.from_paper on a generic, non-symmetric HC matrix "
                           "(n = 2) gives H_res = A_rᵀ", step[1]))
-    H = symbol_matrix("H", n, d)
-    fused = sympy.Matrix.hstack(A_m, A_r).T * H
-    steps.append((
-        "width connection at n = 2, d = 3 (Eq. 7): row 0 of WCᵀ H is x_inᵀ, rows 1..n are H_res X",
-        sympy.Eq(sympy.MatMul(sympy.Matrix.hstack(A_m, A_r).T, H, evaluate=False), fused,
-                 evaluate=False),
-    ))
+    steps.append(("width connection at n = 2, d = 3 (Eq. 7): row 0 of WCᵀ H is x_inᵀ, rows 1..n "
+                  "are H_res X", width))
     return steps
 
 
@@ -119,8 +117,10 @@ def _shape_step(label: str, expr: sympy.MatrixExpr, expected: tuple[sympy.Expr, 
     want = sympy.Tuple(*expected)
     if got != want:
         raise ProofFailure(f"{label}: shape {tuple(got)} != expected {tuple(want)}")
-    return (f"{label}: its shape", chain(
-        r"\operatorname{shape}\left(" + sympy.latex(expr) + r"\right)", want))
+    name = sympy.Symbol(r"\operatorname{shape}\left(" + sympy.latex(expr) + r"\right)")
+    return require_true(f"{label}: its shape, every n, d", got == want,
+                        sympy.Eq(name, want, evaluate=False),
+                        where={name: got})
 
 
 @theorem(
@@ -240,13 +240,11 @@ def _symbolic_backward(claim: BackwardClaim) -> list[Step]:
     except sympy.ShapeError as error:
         raise ProofFailure(f"g_z: the claimed form is ill-shaped: {error}") from None
     require_equal("g_z = ∂L/∂z, symbolic n, d", loss_z.diff(s.z), g_z)
-    L = sympy.Symbol("L")
     steps: list[Step] = [
-        ("the loss: the Frobenius inner product of the upstream gradient G' with X'",
-         sympy.Eq(L, loss_z, evaluate=False)),
-        ("the branch enters only through its differential dz = J dx_in, so at the point "
-         "z = z₀ + J x_in with z₀ = F(x_in) − J x_in fixed (J the branch Jacobian)",
-         sympy.Eq(L, loss, evaluate=False)),
+        prose("the loss L = tr(G'ᵀ X') is the Frobenius inner product of the upstream gradient "
+              "G' with X'"),
+        prose("the branch enters only through its differential dz = J dx_in, so at the point "
+              "z = z₀ + J x_in with z₀ = F(x_in) − J x_in fixed (J the branch Jacobian)"),
         ("gradient reaching the branch output: differentiate the trace in z",
          chain(r"g_z = \frac{\partial L}{\partial z}", loss_z.diff(s.z), g_z)),
     ]
@@ -265,9 +263,10 @@ def _symbolic_backward(claim: BackwardClaim) -> list[Step]:
                                f"{error}") from None
         derived = loss.diff(variable)
         require_equal(f"∂L/∂{variable}, symbolic n, d", derived, at_point)
-        steps.append((f"differentiate the trace in {variable} (matrix calculus); with "
+        steps.append((f"differentiate the trace in {variable} (matrix calculus, every n, d); with "
                       "g_in = Jᵀ g_z this is the closed form",
-                      chain(name, derived, closed)))
+                      chain(name, derived, closed, using=[Given(
+                          "g_in = Jᵀ g_z", tuple(values.items()))])))
     return steps
 
 
@@ -305,10 +304,13 @@ def _worked_backward_case() -> Step:
         symbol_matrix("H", n, n) * X + h_post * (W * X.T * h_pre).applyfunc(phi).T
     ), sympy.Integer(0))
     derived = h_pre.applyfunc(lambda entry: sympy.diff(loss, entry))
+    t = sympy.Symbol("t")
+    pre_activation = (W * X.T * h_pre)[0, 0]
+    g_z = (G.T * h_post)[0, 0]
+    g_in = W[0, 0] * sympy.diff(phi(t), t).subs(t, pre_activation) * g_z
     return ("example with explicit entries, n = 2, d = 1, F = φ(W x) (p = h_pre, q = h_post): "
             "the first entry of ∂L/∂h_pre is X₀ g_in with g_in = W φ'(W x_in) g_z",
-            sympy.Eq(sympy.Symbol(r"\frac{\partial L}{\partial p_{0}}"), derived[0],
-                     evaluate=False))
+            chain(r"\frac{\partial L}{\partial p_{0}}", derived[0], X[0, 0] * g_in))
 
 
 theorem(
@@ -317,7 +319,7 @@ theorem(
     "∂L/∂h_pre = X g_in, ∂L/∂h_post = G' z, with g_z = G'ᵀ h_post and g_in = Jᵀ g_z.",
     assumptions=(
         "F: R^d → R^d any differentiable branch with Jacobian J (a d×d MatrixSymbol) at x_in; the "
-        "gradient depends on F only through dz = J dx_in.",
+        "gradient depends on F only through dz = J dx_in, so g_in = Jᵀ g_z.",
         "Examples: F = φ∘W, W a d×d symbol matrix, φ an undefined elementwise function, "
         "J = diag(φ'(W x_in)) W.",
         "X feeds both the bypass H_res X and the branch input x_in, so its two terms add.",

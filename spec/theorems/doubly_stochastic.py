@@ -30,6 +30,7 @@ from hcspec.spec.checks import (
     symbol_vector,
 )
 from hcspec.spec.registry import ProofFailure, Step, theorem
+from hcspec.spec.steps import Given, assume, prose
 from hcspec.spec.sums import split_sums, swap_sum
 from hcspec.spec.theorems.backprop import generic_map
 
@@ -41,8 +42,9 @@ MU = sympy.Symbol("mu", nonnegative=True)
 Combine = Callable[[sympy.Matrix, sympy.Matrix], sympy.Matrix]
 
 DS_ASSUMPTIONS = (
-    "H, K ∈ R^{n×n} with H 1 = 1, 1ᵀ H = 1ᵀ, H ≥ 0 (mHC Eq. 6); entries are nonnegative symbols, "
-    "the last row and column solved from the sum constraints.",
+    "H, K ∈ R^{n×n} doubly stochastic (mHC Eq. 6): H 1 = 1, 1ᵀ H = 1ᵀ, K 1 = 1, 1ᵀ K = 1ᵀ, "
+    "H, K ≥ 0; entries are nonnegative symbols, the last row and column solved from the sum "
+    "constraints.",
 )
 
 
@@ -62,13 +64,13 @@ def closure_proof(label: str, combine: Combine, sizes: Sequence[int] = SIZES_N
             ds.require_doubly_stochastic(f"{label}, n={n}", M, H, K, substitutions={MU: 1 - LAMBDA})
             if n == 2 or len(sizes) == 1:
                 sums = sympy.Matrix.hstack(ds.row_sums(M), ds.col_sums(M).T)
-                steps.append((
-                    f"{label}, n = {n}: row sums | column sums, each 1 on the constraint set "
-                    "(every entry is a polynomial with nonnegative coefficients in nonnegative "
-                    "symbols, so M ≥ 0)",
-                    sympy.Eq(sympy.Symbol("M"), M, evaluate=False)))
-                steps.append((f"{label}, n = {n}: [M 1 | (1ᵀ M)ᵀ]",
-                              sympy.Eq(sums, sympy.ones(n, 2), evaluate=False)))
+                given = {**H.solution, **K.solution, MU: 1 - LAMBDA}
+                steps.append(prose(
+                    f"{label}, n = {n}: every entry of M is a polynomial with nonnegative "
+                    "coefficients in nonnegative symbols, so M ≥ 0 (checked exactly)"))
+                steps.append((f"{label}, n = {n}: [M 1 | (1ᵀ M)ᵀ] on the constraint set",
+                              chain(sums, sympy.ones(n, 2), using=[assume(
+                                  "H 1 = 1, 1ᵀ H = 1ᵀ, K 1 = 1, 1ᵀ K = 1ᵀ", replace=given)])))
         return steps
 
     return prove
@@ -82,6 +84,19 @@ _H_ENTRY = sympy.IndexedBase("H", nonnegative=True)
 _K_ENTRY = sympy.IndexedBase("K", nonnegative=True)
 
 Entry = Callable[[sympy.IndexedBase, sympy.IndexedBase], sympy.Expr]
+
+
+def constraint_facts(expr: Any) -> list[Given]:
+    """The declared constraints :func:`use_constraints` applies, as chain facts (μ = 1 − λ only
+    where ``expr`` has μ)."""
+    facts = [assume("H 1 = 1", factors=(H_SYM, ONE), rhs=ONE),
+             assume("1ᵀ H = 1ᵀ", factors=(ONE.T, H_SYM), rhs=ONE.T)]
+    if expr.has(K_SYM):
+        facts += [assume("K 1 = 1", factors=(K_SYM, ONE), rhs=ONE),
+                  assume("1ᵀ K = 1ᵀ", factors=(ONE.T, K_SYM), rhs=ONE.T)]
+    if expr.has(MU):
+        facts.append(assume("μ = 1 − λ", replace={MU: 1 - LAMBDA}))
+    return facts
 
 
 def use_constraints(expr: Any) -> Any:
@@ -105,14 +120,18 @@ def symbolic_closure(label: str, combine: Combine, entry: Entry) -> Callable[[],
                                       ("column sums", ONE.T * M, ONE.T)):
             reduced = use_constraints(product)
             require_equal(f"{label}: {name}, symbolic n", reduced, target)
-            steps.append((f"{label}, every n: {name} reduce to 1 using H 1 = 1, 1ᵀ H = 1ᵀ "
-                          "(and K's, μ = 1 − λ)", chain(product, sympy.expand(product.doit()),
-                                                        reduced)))
+            steps.append((f"{label}, every n: {name} reduce to 1 using the constraints",
+                          chain(product, sympy.expand(product.doit()), reduced,
+                                using=constraint_facts(product))))
         value = entry(_H_ENTRY, _K_ENTRY)
+        explicit = combine(sympy.Matrix(2, 2, lambda a, b: _H_ENTRY[a, b]),
+                           sympy.Matrix(2, 2, lambda a, b: _K_ENTRY[a, b]))
+        require_equal(f"{label}: the entry shown is entry (0, 1) of the combination, n = 2",
+                      value.xreplace({N: 2}).xreplace({_I: 0, _J: 1}).doit(), explicit[0, 1])
         if value.is_nonnegative is not True:
             raise ProofFailure(f"{label}: entry {value} is not provably nonnegative")
         steps.append(require_true(f"{label}, every n: entry (i, j) is a sum or product of "
-                                  "nonnegative terms", True,
+                                  "nonnegative terms", value.is_nonnegative is True,
                                   sympy.GreaterThan(value, 0, evaluate=False)))
         return steps
 
@@ -177,11 +196,13 @@ def _ds_n1_unique() -> list[Step]:
     if solutions != [{h: 1}]:
         raise ProofFailure(f"expected the unique solution h = 1, got {solutions}")
     ds.require_doubly_stochastic("[1]", sympy.Matrix([[1]]))
-    return [("solve {h = 1 (row), h = 1 (column)}: the unique solution",
-             sympy.Eq(h, solutions[0][h], evaluate=False)),
-            ("and [1] ≥ 0, so [1] is doubly stochastic", sympy.Eq(sympy.Symbol("H"),
-                                                                   sympy.Matrix([[1]]),
-                                                                   evaluate=False))]
+    found = sympy.Symbol(r"\{h \ge 0 : h = 1,\ h = 1\}")
+    return [require_true("solve the row and column constraints: the unique solution",
+                         len(solutions) == 1,
+                         sympy.Eq(found, sympy.FiniteSet(1), evaluate=False),
+                         where={found: sympy.FiniteSet(*(s[h] for s in solutions))}),
+            prose("and [1] ≥ 0 has unit row and column sums, so [1] is doubly stochastic "
+                  "(checked exactly)")]
 
 
 @theorem(
@@ -245,15 +266,19 @@ def _permutation_vertices_every_n() -> list[Step]:
     pinned = sympy.Sum(a[i] * sympy.KroneckerDelta(sigma, j), (j, 0, n - 1))
     if reduce(pinned) != a[i]:
         raise ProofFailure(f"the row sum of the pinned A is {reduce(pinned)}, not a_i")
+    bijection = assume("σ a bijection of {0, …, n−1}", replace=in_range)
     return [
-        ("every n: P_ij = δ_σ(i)j = δ_iτ(j) (τ = σ⁻¹, σ a bijection of {0, …, n−1}) has unit "
-         "row sums", chain(row, reduce(row))),
-        ("and unit column sums (P ≥ 0: P is doubly stochastic)", chain(column, reduce(column))),
-        ("if P = λ A + (1 − λ) B with A, B doubly stochastic, 0 < λ < 1, then where "
-         "P_ij = 0 both nonnegative terms vanish: A_ij = B_ij = 0 (μ = 1 − λ)",
-         sympy.Eq(lam * a_off + mu * b_off, 0, evaluate=False)),
+        ("every n: P_ij = δ_σ(i)j = δ_iτ(j) (τ = σ⁻¹) has unit row sums",
+         chain(row, 1, using=[bijection])),
+        ("and unit column sums (P ≥ 0: P is doubly stochastic)",
+         chain(column, 1, using=[bijection])),
+        require_true("if P = λ A + (1 − λ) B with A, B doubly stochastic, 0 < λ < 1 (μ = 1 − λ), "
+                     "both terms of λ A_ij + μ B_ij are nonnegative, so where P_ij = 0 both "
+                     "vanish: A_ij = B_ij = 0", True,
+                     sympy.And(sympy.Ge(lam * a_off, 0, evaluate=False),
+                               sympy.Ge(mu * b_off, 0, evaluate=False))),
         ("so A = (a_i δ_σ(i)j), and its row sums a_i must be 1: A = P (B likewise)",
-         chain(pinned, reduce(pinned))),
+         chain(pinned, a[i], using=[bijection])),
     ]
 
 
@@ -262,7 +287,8 @@ def _permutation_vertices_every_n() -> list[Step]:
     "Every permutation matrix is doubly stochastic and is a vertex of the doubly stochastic set: "
     "a doubly stochastic matrix with the zero pattern of P equals P, so P = λA + (1−λ)B with "
     "0 < λ < 1 forces A = B = P.",
-    assumptions=(*DS_ASSUMPTIONS, "A, B doubly stochastic, 0 < λ < 1."),
+    assumptions=(*DS_ASSUMPTIONS, "A, B doubly stochastic, 0 < λ < 1.",
+                 "P_ij = δ_σ(i)j with σ a bijection of {0, …, n−1} (τ = σ⁻¹)."),
     cases="symbolic n in index form (P_ij = δ_σ(i)j); examples: all n! permutations for n in "
           "{1,2,3,4}, the zero pattern solved",
     generality="all sizes",
@@ -270,6 +296,7 @@ def _permutation_vertices_every_n() -> list[Step]:
 )
 def _ds_permutation_vertices() -> list[Step]:
     steps: list[Step] = _permutation_vertices_every_n()
+    shown: Step | None = None
     for n in SIZES_N:
         for P in ds.permutation_matrices(n):
             ds.require_doubly_stochastic(f"permutation {P.tolist()}", P)
@@ -284,15 +311,17 @@ def _ds_permutation_vertices() -> list[Step]:
             if len(solutions) != 1 or pinned.xreplace(solutions[0]) != P:
                 raise ProofFailure(f"P = {P.tolist()} is not the only doubly stochastic matrix "
                                    f"with its zero pattern: {solutions}")
-    P = ds.permutation_matrices(3)[3]
-    steps += [
-        ("example, n = 3: P, and a doubly stochastic A with A_ij = 0 wherever P_ij = 0 "
-         "(forced by λ A_ij + (1 − λ) B_ij = 0 with A, B ≥ 0) solves to A = P",
-         sympy.Eq(sympy.Symbol("A"), P, evaluate=False)),
-        ("number of permutation matrices checked", sympy.Eq(
-            sympy.Symbol("N"), sum(len(ds.permutation_matrices(n)) for n in SIZES_N),
-            evaluate=False)),
-    ]
+            if n == 3 and ds.permutation_matrices(3)[3] == P:
+                name = sympy.Symbol("A")
+                shown = require_true(
+                    "example, n = 3: a doubly stochastic A with A_ij = 0 wherever P_ij = 0 "
+                    "(forced by λ A_ij + (1 − λ) B_ij = 0 with A, B ≥ 0) solves to A = P",
+                    True, sympy.Eq(name, P, evaluate=False),
+                    where={name: pinned.xreplace(solutions[0])})
+    assert shown is not None
+    checked = sum(len(ds.permutation_matrices(n)) for n in SIZES_N)
+    steps += [shown, prose(f"examples: all {checked} permutation matrices of sizes "
+                           f"{', '.join(map(str, SIZES_N))} checked the same way")]
     return steps
 
 
@@ -341,17 +370,18 @@ def jensen_gap_every_n() -> list[Step]:
     term = H[i, j] * (x[j] - m) ** 2
     if term.is_nonnegative is not True:
         raise ProofFailure(f"the term {term} is not provably nonnegative")
-    Hx = sympy.Symbol(r"(Hx)_i")
+    rows = assume("H 1 = 1", replace={_sum_over(j, H[i, j]): 1})
+    mean = assume("m_i = (Hx)_i = Σ_j H_ij x_j", replace={_sum_over(j, H[i, j] * x[j]): m})
     return [
-        ("every n, one row i (Jensen gap): expand, then Σ_j H_ij = 1 and m_i = Σ_j H_ij x_j "
-         "= (Hx)_i", chain(row_gap, expanded, reduced)),
+        ("every n, one row i (Jensen gap): expand, then use Σ_j H_ij = 1 and the notation m_i",
+         chain(row_gap, expanded, reduced, using=[rows, mean])),
         ("every n, all rows: swap the finite sums, then Σ_i H_ij = 1 (unit column sums)",
-         chain(double, swapped, sympy.Sum(inner, outer), sympy.Sum(column, outer))),
-        ("hence, summing step 1 over i, for every n",
-         chain(sympy.Symbol(r"\|x\|^{2} - \|Hx\|^{2}"),
-               sympy.Sum(H[i, j] * (x[j] - Hx) ** 2, (j, 0, N - 1), (i, 0, N - 1)))),
-        require_true("each term H_ij (x_j − (Hx)_i)² is a nonnegative entry times a square",
-                     True, sympy.GreaterThan(term, 0, evaluate=False)),
+         chain(double, swapped, sympy.Sum(inner, outer), sympy.Sum(column, outer),
+               using=[assume("1ᵀ H = 1ᵀ", replace={_sum_over(i, H[i, j]): 1})])),
+        prose("hence, summing step 1 over i and using step 2 (Σ_i Σ_j H_ij x_j² = ‖x‖², "
+              "Σ_i m_i² = ‖Hx‖²): ‖x‖² − ‖Hx‖² = Σ_i Σ_j H_ij (x_j − (Hx)_i)², for every n"),
+        require_true("each term H_ij (x_j − m_i)² is a nonnegative entry times a square",
+                     term.is_nonnegative is True, sympy.GreaterThan(term, 0, evaluate=False)),
     ]
 
 
@@ -359,7 +389,7 @@ def jensen_gap_every_n() -> list[Step]:
     "ds.nonexpansive",
     "‖H x‖₂ ≤ ‖x‖₂ for doubly stochastic H: ‖x‖² − ‖Hx‖² = Σ_i Σ_j H_ij (x_j − (Hx)_i)² ≥ 0 "
     "(Jensen per row, then the unit column sums).",
-    assumptions=(*DS_ASSUMPTIONS, "x ∈ R^n real."),
+    assumptions=(*DS_ASSUMPTIONS, "x ∈ R^n real; notation m_i = (Hx)_i = Σ_j H_ij x_j."),
     cases="symbolic n (index form: finite sums Σ_{j<n}, split and swapped); examples: the "
           "pairwise sum of squares Σ_i Σ_{j<k} H_ij H_ik (x_j − x_k)² at explicit n in {1,2,3,4}",
     generality="all sizes",
@@ -376,12 +406,12 @@ def _ds_nonexpansive() -> list[Step]:
                      H.on_constraints(gap - sos))
         require_nonnegative(f"SOS terms, n={n}", sos.args if sos.is_Add else [sos])
         if n == 2:
-            steps.append(("example, n = 2: ‖x‖² − ‖Hx‖² as a pairwise sum of nonnegative terms "
-                          "on the constraint set",
-                          sympy.Eq(sympy.Symbol(r"\|x\|^{2} - \|Hx\|^{2}"), sos,
-                                   evaluate=False)))
-    steps.append(("hence (take square roots)", sympy.Le(sympy.Symbol(r"\|H x\|_2"),
-                                                        sympy.Symbol(r"\|x\|_2"))))
+            name = sympy.Symbol(r"\|x\|^{2} - \|Hx\|^{2}")
+            steps.append((
+                "example, n = 2: ‖x‖² − ‖Hx‖² as a pairwise sum of nonnegative terms on the "
+                "constraint set", chain(name, gap, sos, using=[
+                    assume("H 1 = 1, 1ᵀ H = 1ᵀ", replace=H.solution)])))
+    steps.append(prose("hence ‖H x‖₂ ≤ ‖x‖₂ (both sides are nonnegative: take square roots)"))
     return steps
 
 
@@ -389,7 +419,8 @@ def _ds_nonexpansive() -> list[Step]:
     "ds.stream_sum_preserved",
     "1ᵀ H X = 1ᵀ X for doubly stochastic H (only 1ᵀH = 1ᵀ is used), so the reduced state of an "
     "mHC sublayer evolves like a residual: 1ᵀ X' = 1ᵀ X + (1ᵀ h_post) zᵀ.",
-    assumptions=("H ≥ 0 with unit column sums (a doubly stochastic H has them); X ∈ R^{n×d}.",),
+    assumptions=("H ≥ 0 with unit column sums, 1ᵀ H = 1ᵀ (a doubly stochastic H has them); "
+                 "X ∈ R^{n×d}.",),
     cases="symbolic n, d (rewriting with 1ᵀ H = 1ᵀ); examples with explicit entries at n in "
           "{1,2,3} × d in {1,2}",
     generality="all sizes",
@@ -403,7 +434,8 @@ def _ds_stream_sum() -> list[Step]:
     reduced = ds.rewrite(new_sum, [ONE.T, H_SYM], ONE.T)
     require_equal("1ᵀ X' with 1ᵀ H = 1ᵀ, symbolic n, d", reduced, ONE.T * X + ONE.T * h_post * z.T)
     steps: list[Step] = [("every n, d: expand 1ᵀ X' and use 1ᵀ H_res = 1ᵀ (unit column sums)",
-                          chain(new_sum, sympy.expand(new_sum.doit()), reduced))]
+                          chain(new_sum, sympy.expand(new_sum.doit()), reduced, using=[
+                              assume("1ᵀ H = 1ᵀ", factors=(ONE.T, H_SYM), rhs=ONE.T)]))]
     for n in (1, 2, 3):
         H = ds.generic("H", n, rows=False)
         for d in (1, 2):
@@ -416,7 +448,8 @@ def _ds_stream_sum() -> list[Step]:
                                  H.on_constraints(new_sum), one * X + (one * h_post) * z.T)
             if (n, d) == (2, 2):
                 steps.append(("example, n = 2, d = 2: 1ᵀ H X with unit column sums",
-                              sympy.Eq(one * H.matrix * X, one * X, evaluate=False)))
+                              chain(one * H.matrix * X, one * X,
+                                    using=[assume("1ᵀ H = 1ᵀ", replace=H.solution)])))
                 steps.append(step)
     return steps
 
@@ -438,12 +471,15 @@ def _gradient_only_if_every_n(G: sympy.MatrixSymbol, D: sympy.Symbol) -> list[St
     square = sympy.IndexedBase("v", real=True)[i] ** 2
     if square.is_nonnegative is not True:
         raise ProofFailure("v_i² is not provably nonnegative")
+    unit = Given("eᵀe = 1 (e chosen so)", factors=(e.T, e), rhs=sympy.Identity(1))
     return [
         factored,
         ("only if, every n, d: take G' = v eᵀ with v = H 1 − 1 and eᵀe = 1; the residual times "
-         "e is vᵀv", chain(probed, v.T * v, sympy.Sum(square, (i, 0, N - 1)))),
-        ("a sum of squares of reals vanishes only when every term does: v = 0, i.e. H 1 = 1",
-         sympy.GreaterThan(square, 0, evaluate=False)),
+         "e is vᵀv", chain(probed, v.T * v, using=[unit])),
+        prose("vᵀv = Σ_i v_i² is a sum of squares of reals (each term below is ≥ 0), so it "
+              "vanishes only when every v_i does: v = 0, i.e. H 1 = 1"),
+        require_true("each term of vᵀv is a square", square.is_nonnegative is True,
+                     sympy.GreaterThan(square, 0, evaluate=False)),
     ]
 
 
@@ -451,7 +487,7 @@ def _gradient_only_if_every_n(G: sympy.MatrixSymbol, D: sympy.Symbol) -> list[St
     "ds.gradient_stream_sum_preserved",
     "The bypass gradient keeps the stream sum for every upstream G', 1ᵀ Hᵀ G' = 1ᵀ G', exactly "
     "when H 1 = 1 (row sums); unit column sums alone do not suffice.",
-    assumptions=("H ≥ 0 with unit row sums; G' ∈ R^{n×d} the upstream gradient.",
+    assumptions=("H ≥ 0 with unit row sums, H 1 = 1; G' ∈ R^{n×d} the upstream gradient.",
                  "Counterexample: H = [[1, 1], [0, 0]] (unit column sums, row sums 2 and 0)."),
     cases="if and only if: symbolic n, d (rewriting with H 1 = 1; for the converse the probe "
           "G' = (H 1 − 1) eᵀ); examples at n in {1,2,3} × d in {1,2} (if) and n in {2,3} (only "
@@ -465,7 +501,8 @@ def _ds_gradient_stream_sum() -> list[Step]:
     bypass = ONE.T * H_SYM.T * G_sym
     reduced = ds.rewrite(bypass, [H_SYM, ONE], ONE)
     require_equal("1ᵀ Hᵀ G' with H 1 = 1, symbolic n, d", reduced, ONE.T * G_sym)
-    steps: list[Step] = [("if, every n, d: 1ᵀ Hᵀ = (H 1)ᵀ = 1ᵀ", chain(bypass, reduced))]
+    steps: list[Step] = [("if, every n, d: 1ᵀ Hᵀ = (H 1)ᵀ = 1ᵀ", chain(
+        bypass, reduced, using=[assume("H 1 = 1", factors=(H_SYM, ONE), rhs=ONE)]))]
     for n in (1, 2, 3):
         H = ds.generic("H", n, cols=False)
         for d in (1, 2):
@@ -546,13 +583,16 @@ def _mhc_n1_residual() -> list[Step]:
 )
 def _sinkhorn_rows_exact() -> list[Step]:
     summed, split, value = si.rows_exact()
-    positive = si.steps_keep_positive(0)
+    rows_entry, columns_entry = si.steps_keep_positive_both(0)
     steps: list[Step] = [
         ("every n: the factor 1/Σ_k A_ik does not depend on j, so row i of T_r(A) sums to 1",
          chain(summed, split, value)),
-        ("every n: a positive entry over a non-empty sum of positive entries is positive, so "
-         "T_r and T_c keep A > 0 and, by induction from M⁰ = exp(H̃) > 0, every iterate is "
-         "positive", sympy.StrictGreaterThan(positive, 0, evaluate=False)),
+        require_true("every n: a positive entry over a non-empty sum of positive entries is "
+                     "positive: T_r keeps A > 0", True,
+                     sympy.StrictGreaterThan(rows_entry, 0, evaluate=False)),
+        require_true("and T_c keeps A > 0", True,
+                     sympy.StrictGreaterThan(columns_entry, 0, evaluate=False)),
+        prose("so, by induction on the rounds from M⁰ = exp(H̃) > 0, every iterate is positive"),
     ]
     for n in SIZES_N:
         A = symbol_matrix("A", n, n, positive=True)
@@ -568,7 +608,9 @@ def _sinkhorn_rows_exact() -> list[Step]:
     value = column_gap[0, 0].evalf(30)
     if not abs(value) > sympy.Float("1e-3"):
         raise ProofFailure(f"expected a column-sum error after one round, got {value}")
-    steps.append(("one round on logits [[0, 1], [2, 0]]: the first column sum misses 1 by",
-                  sympy.Eq(sympy.Symbol(r"(\mathbf{1}^T M^{(1)})_0 - 1"),
-                           sympy.Float(value, 6), evaluate=False)))
+    gap = sympy.Symbol(r"|(\mathbf{1}^T M^{(1)})_0 - 1|")
+    steps.append(require_true("one round on logits [[0, 1], [2, 0]]: the first column sum "
+                              f"misses 1 by {float(value):.4f}", True,
+                              sympy.StrictGreaterThan(gap, sympy.Float("1e-3"), evaluate=False),
+                              where={gap: abs(value)}))
     return steps

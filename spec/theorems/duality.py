@@ -18,12 +18,15 @@ from hcspec.spec.checks import (
     evaluate,
     require_equal,
     require_size,
+    require_true,
     symbol_matrix,
     symbol_vector,
 )
 from hcspec.spec.network import ConnectionWeights
 from hcspec.spec.registry import ProofFailure, Step, theorem
+from hcspec.spec.steps import Given, assume, cite, from_lemma, lemma_rewrite, prose
 from hcspec.spec.sums import split_sums
+from hcspec.spec.theorems import lemmas
 
 D = 3  # feature size of the stacks below: never equal to n = 2 (catches transposition slips)
 
@@ -89,15 +92,15 @@ def unroll_induction() -> list[Step]:
     require_equal("node k+1 reads term j with weight w = p_{k+1}ᵀ R_{k,j} q_j, symbolic n, d",
                   read, z_j * weight.T)
     return [
-        ("base case: X₀ is the single term R_{0,0} X₀ with R_{0,0} = I (node 0: w_{0,k} reads "
-         "R X₀ = R 1 h₀ᵀ)", sympy.Eq(sympy.Symbol("X_0"), sympy.Symbol(r"I X_0"),
-                                     evaluate=False)),
+        prose("base case: X₀ is the single term R_{0,0} X₀ with R_{0,0} = I (node 0: w_{0,k} "
+              "reads R X₀ = R 1 h₀ᵀ)"),
         ("induction step, every n and d: the sublayer is linear in the state", linear[1]),
         ("each term is carried by H_{k+1}, so R_{k,j} = H_k ⋯ H_{j+1}",
          chain(carried, (H * R) * q_j * z_j.T)),
         ("read-out: node k+1's input has term j equal to z_j times the scalar "
          "w_{j,k+1} = p_{k+1}ᵀ H_k ⋯ H_{j+1} q_j (a 1×1 equals its transpose)",
-         chain(read, sympy.expand(read.doit()), z_j * weight)),
+         chain(read, sympy.expand(read.doit()), z_j * weight.T, using=[Given(
+             "a 1×1 matrix equals its transpose", replace=((weight.T, weight),))])),
     ]
 
 
@@ -121,8 +124,7 @@ def unrolled_gradient_induction() -> list[Step]:
     require_equal("term j below sublayer k: (S H_k)ᵀ p_j g_jᵀ, symbolic n, d", carried,
                   (S * H).T * p_j * g_j.T)
     return [
-        ("top: G_L = ∂L/∂X_L is the single term I G_L",
-         sympy.Eq(sympy.Symbol("G_L"), sympy.Symbol("I G_L"), evaluate=False)),
+        prose("top: G_L = ∂L/∂X_L is the single term I G_L"),
         ("step, every n and d: the backward of sublayer k is linear in G_k", linear[1]),
         ("each term gains H_k on the right of its product: after all layers the term of "
          "sublayer j is (H_{j-1} ⋯ H_1)ᵀ p_j g_jᵀ and the bypass is (H_L ⋯ H_1)ᵀ G_L",
@@ -211,8 +213,8 @@ def _unroll_connection_weights() -> list[Step]:
             if (n, L, k) == (2, 2, 2):
                 steps.append(step)
         if (n, L) == (2, 2):
-            steps.append(("the unrolled weights, n = 2, L = 2 (rows: node k's input)",
-                          sympy.Eq(sympy.Symbol("C"), C, evaluate=False)))
+            steps.append(prose("the unrolled weights C of n = 2, L = 2 hold these closed forms "
+                               "for every node (each input checked as above)"))
     prenorm = [ConnectionWeights(sympy.ones(1, 1), sympy.ones(1, 1), sympy.ones(1, 1))] * 6
     steps.append(require_equal("pre-norm (n = 1, unit weights, L = 6): all-ones strictly lower",
                                network.connection_weights(prenorm), prenorm_pattern(6, 1)))
@@ -250,16 +252,18 @@ def replicated_induction(h_pre: sympy.MatrixSymbol) -> list[Step]:
                   one * (h + F_h).T)
     output = ds.rewrite(one.T * X, [one.T, one], n * sympy.Identity(1))
     require_equal("output: 1ᵀ X = n hᵀ (1ᵀ 1 = n), symbolic n, d", output, n * h.T)
+    unit = lemma_rewrite("lemma.unit_vectors", lemmas.UNIT_SUM, (one.T, h_pre),
+                         sympy.Identity(1))
+    ones = lemma_rewrite("lemma.unit_vectors", lemmas.ONES, (one.T, one), n * sympy.Identity(1))
     return [
-        ("base case: the network input is X₀ = 1 h₀ᵀ (replicated embedding)",
-         sympy.Eq(sympy.Symbol("X_0"), one * sympy.MatrixSymbol("h_0", d, 1).T, evaluate=False)),
+        prose("base case: the network input is X₀ = 1 h₀ᵀ (replicated embedding)"),
         (f"induction step, every n and d: with X = 1 hᵀ and h_pre = {h_pre.name} the branch reads "
-         f"h (1ᵀ {h_pre.name} = 1)", chain(x_in, sympy.expand(x_in.doit()), read)),
+         "h", chain(x_in, sympy.expand(x_in.doit()), read, using=[unit])),
         ("then H_res = I and h_post = 1 write back X' = 1 (h + F(h))ᵀ: the next state is again "
          "replicated, with h' = h + F(h)", chain(new_state, sympy.expand(new_state.doit()),
                                                  one * (h + F_h).T)),
-        ("so by induction X_L = 1 h_Lᵀ for every L, and the output stream sum is n h_Lᵀ "
-         "(1ᵀ 1 = n)", chain(one.T * X, output)),
+        ("so by induction X_L = 1 h_Lᵀ for every L, and the output stream sum is n h_Lᵀ",
+         chain(one.T * X, output, using=[ones])),
     ]
 
 
@@ -273,9 +277,10 @@ def sequential_blocks() -> list[Step]:
                                 ("H_res", H_res, sympy.Identity(n))):
         if got.doit() != expected:
             raise ProofFailure(f"Eq. 42 in row form: {name} should be {expected}, got {got}")
-    return [("Eq. 42 for every n: HC = [[0, 1ᵀ], [e_1, I]] in row form", sympy.Eq(
-        sympy.Tuple(sympy.Symbol("h_pre"), sympy.Symbol("h_post"), sympy.Symbol("H_res")),
-        sympy.Tuple(e_1, one, sympy.Identity(n)), evaluate=False))]
+    return [(f"Eq. 42 for every n: HC = [[0, 1ᵀ], [e_1, I]] read in row form gives {name}",
+             chain(rf"\mathrm{{{name.replace('_', '')}}}", got, expected))
+            for name, got, expected in (("h_pre", h_pre, e_1), ("h_post", h_post, one),
+                                        ("H_res", H_res, sympy.Identity(n)))]
 
 
 HC_SEQUENTIAL = sympy.Matrix([[0, 1, 1], [1, 1, 0], [0, 0, 1]])
@@ -321,12 +326,15 @@ def _duality_sequential() -> list[Step]:
             if n == 2 and k == 1:
                 steps.append(step)
         if n == 2:
-            steps.append(("example: the n = 2 matrix (Eq. 17) in row form",
-                             sympy.Eq(sympy.Tuple(sympy.Symbol("h_pre"), sympy.Symbol("h_post"),
-                                                  sympy.Symbol("H_res")),
-                                      sympy.Tuple(*(getattr(network.from_paper(hc), a) for a in
-                                                    ("h_pre", "h_post", "H_res"))),
-                                      evaluate=False)))
+            read = network.from_paper(hc)
+            steps.append(require_equal(
+                "example: the n = 2 matrix (Eq. 17) in row form is Eq. 42's (e_1, 1, I)",
+                sympy.Matrix.hstack(read.h_pre, read.h_post, read.H_res),
+                sympy.Matrix([[1, 1, 1, 0], [0, 1, 0, 1]]),
+                show=(sympy.Symbol(r"[h_{pre} \mid h_{post} \mid H_{res}]"),
+                      sympy.Matrix([[1, 1, 1, 0], [0, 1, 0, 1]])),
+                where={sympy.Symbol(r"[h_{pre} \mid h_{post} \mid H_{res}]"):
+                       sympy.Matrix.hstack(read.h_pre, read.h_post, read.H_res)}))
             steps.append(require_equal(
                 "unrolled: every layer reads every earlier one with weight 1 (as pre-norm); "
                 "the output sums the n = 2 equal streams",
@@ -369,34 +377,6 @@ def parallel_matrix(n: int, k: int, *, literal: bool = False) -> sympy.Matrix:
     return sympy.Matrix(sympy.BlockMatrix([[sympy.zeros(1, 1), B], [A_m, A_r]]))
 
 
-def unit_vector_lemma() -> list[Step]:
-    """Index form, symbolic n: (e_j)_r = δ_{rj} (r = 1..n) gives 1ᵀ e_j = 1 for 1 ≤ j ≤ n and
-    e_jᵀ e_m = δ_{jm}, so distinct unit vectors are orthogonal.
-
-    Raises:
-        ProofFailure: when sympy does not reduce the sums to these values.
-    """
-    n = formulas.n
-    r, j, m = sympy.symbols("r j m", integer=True)
-    in_range = {sympy.Ge(j, 1): True, sympy.Le(j, n): True}
-    total = sympy.Sum(sympy.KroneckerDelta(r, j), (r, 1, n))
-    inner = sympy.Sum(sympy.KroneckerDelta(r, j) * sympy.KroneckerDelta(r, m), (r, 1, n))
-    total_value = sympy.piecewise_fold(total.doit()).xreplace(in_range)
-    inner_value = sympy.piecewise_fold(inner.doit()).xreplace(in_range)
-    if sympy.simplify(total_value) != 1:
-        raise ProofFailure(f"1ᵀ e_j should be 1 for 1 ≤ j ≤ n, got {total_value}")
-    if sympy.simplify(inner_value - sympy.KroneckerDelta(j, m)) != 0:
-        raise ProofFailure(f"e_jᵀ e_m should be δ_jm, got {inner_value}")
-    if inner_value.subs({j: 1, m: 2}) != 0:
-        raise ProofFailure("distinct unit vectors should be orthogonal")
-    return [
-        ("every n, 1 ≤ j ≤ n: (e_j)_r = δ_{rj}, so a unit vector sums to 1",
-         chain(r"\mathbf{1}^{T} e_j", total, total_value)),
-        ("and distinct unit vectors are orthogonal (δ_{jm} = 0 for j ≠ m)",
-         chain("e_j^{T} e_m", inner, inner_value)),
-    ]
-
-
 def parallel_induction() -> list[Step]:
     """The parallel arrangement for symbolic n and d, by induction over the layers of a group
     (every step evaluates :mod:`hcspec.spec.formulas` on the row form of Eq. 54–55).
@@ -416,7 +396,10 @@ def parallel_induction() -> list[Step]:
     s_g = sympy.MatrixSymbol("s_g", d, 1)
     t_1, t = sympy.MatrixSymbol("t_1", d, 1), sympy.MatrixSymbol("t_{i+1}", d, 1)
     s = formulas.connection_symbols()
-    steps = unit_vector_lemma()
+    steps = [cite("every n, 1 ≤ j ≤ n: (e_j)_r = δ_{rj}, so a unit vector sums to 1",
+                  "lemma.unit_vectors", lemmas.UNIT_SUM),
+             cite("and distinct unit vectors are orthogonal", "lemma.unit_vectors",
+                  lemmas.ORTHOGONAL)]
 
     h_pre, h_post, H_res = network.read_blocks(e_1.T, one, one * one.T)  # Eq. 54, row form
     first_read = formulas.aggregate(s).xreplace({s.X: X, s.h_pre: h_pre})
@@ -453,22 +436,28 @@ def parallel_induction() -> list[Step]:
     if sympy.simplify(sympy.expand(output - eq53)) != 0 or sympy.simplify(
             by_unit.function.xreplace(in_range)) != 1:
         raise ProofFailure(f"after layer n: 1ᵀX = {output}, Eq. 53 gives {eq53}")
+    start = assume("1ᵀ X = s_gᵀ", factors=(one.T, X), rhs=s_g.T)
+    unit = lemma_rewrite("lemma.unit_vectors", lemmas.UNIT_SUM, (one.T, e), sympy.Identity(1))
+    earlier = lemma_rewrite("lemma.unit_vectors", lemmas.EARLIER_STREAMS, (P.T, e),
+                            sympy.ZeroMatrix(d, 1))
+    by_unit_sum = from_lemma("lemma.unit_vectors", lemmas.UNIT_SUM, {lemmas.R: r, lemmas.J: j})
     steps += [
         ("induction base, every n and d: group g starts from any X with 1ᵀ X = s_gᵀ; layer 1 "
          "(Eq. 54: h_pre = 1, h_post = e_1, H_res = 11ᵀ) reads the stream sum",
-         chain(first_read, read)),
+         chain(first_read, read, using=[start])),
         ("and resets every stream to s_g before writing t_1 = T_1(s_g) to stream 1",
-         chain(first_write, sympy.expand(first_write.doit()), one * s_g.T + e_1 * t_1.T)),
-        ("induction step: with X = 1 s_gᵀ + P_i, P_i = Σ_{j≤i} e_j t_jᵀ (so P_iᵀ e_{i+1} = 0), "
-         "layer i + 1 (Eq. 55: h_pre = h_post = e_{i+1}, H_res = I) reads s_g again",
-         chain(later_read, sympy.expand(later_read.doit()), orthogonal)),
+         chain(first_write, sympy.expand(first_write.doit()), one * s_g.T + e_1 * t_1.T,
+               using=[start])),
+        ("induction step: with X = 1 s_gᵀ + P_i, P_i = Σ_{j≤i} e_j t_jᵀ, layer i + 1 "
+         "(Eq. 55: h_pre = h_post = e_{i+1}, H_res = I) reads s_g again",
+         chain(later_read, sympy.expand(later_read.doit()), orthogonal, using=[unit, earlier])),
         ("and adds t_{i+1} = T_{i+1}(s_g) to stream i + 1 only",
          chain(later_write, one * s_g.T + (P + e * t.T))),
-        ("after layer n, P_n = Σ_j e_j t_jᵀ: entry c of the stream sum 1ᵀX is Eq. 53 "
-         "(1ᵀ1 = n, 1ᵀ e_j = 1), the start of group g + 1",
+        ("after layer n, P_n = Σ_j e_j t_jᵀ: entry c of the stream sum 1ᵀX is Eq. 53, the "
+         "start of group g + 1",
          chain(sympy.Symbol(r"(\mathbf{1}^T X)_c"),
                sympy.Add(n * s_idx[c], stream_sum, evaluate=False), output,
-               sympy.Sum(s_idx[c] + t_idx[j, c], (j, 1, n)))),
+               sympy.Sum(s_idx[c] + t_idx[j, c], (j, 1, n)), using=[by_unit_sum])),
     ]
     return steps
 
@@ -493,9 +482,11 @@ def literal_reading_fails() -> Step:
     gap = sympy.expand(trace.inputs[1] - s)
     if all(entry == 0 for entry in gap):
         raise ProofFailure("Eq. 55 read with e_i runs the pair in parallel")
-    return ("Eq. 55 read with e_i (1-based) instead: at n = 2 it is not Eq. 19, and layer 2 reads "
-            "stream 1, which layer 1 wrote (x_{in,2} = s_0 + T_1(s_0))",
-            sympy.Ne(sympy.Symbol("x_{in,2}"), sympy.Symbol("s_0"), evaluate=False))
+    x_in, s_0 = sympy.Symbol("x_{in,2}"), sympy.Symbol("s_0")
+    return require_true("Eq. 55 read with e_i (1-based) instead: at n = 2 it is not Eq. 19, and "
+                        "layer 2 reads stream 1, which layer 1 wrote (x_{in,2} = s_0 + T_1(s_0))",
+                        True, sympy.Ne(x_in, s_0, evaluate=False),
+                        where={x_in: trace.inputs[1], s_0: s})
 
 
 def run_parallel(n: int, groups: int) -> list[Step]:
@@ -516,16 +507,19 @@ def run_parallel(n: int, groups: int) -> list[Step]:
         layers = range(g * n + 1, g * n + n + 1)
         for k in layers:
             step = require_equal(f"layer {k} reads s_{g}, n={n}", trace.inputs[k - 1], s,
-                                 show=(sympy.Symbol(f"x_{{in,{k}}}"), sympy.Symbol(f"s_{g}")))
+                                 show=(sympy.Symbol(f"x_{{in,{k}}}"), sympy.Symbol(f"s_{g}")),
+                                 where={sympy.Symbol(f"x_{{in,{k}}}"): trace.inputs[k - 1],
+                                        sympy.Symbol(f"s_{g}"): s})
             if g == 0:
                 steps.append(step)
         s = sum((branches[k - 1](s) + s for k in layers), sympy.zeros(D, 1))
-        s_g = sympy.Symbol(f"s_{g}")
+        total = sympy.Symbol(rf"\sum_{{k={layers[0]}}}^{{{layers[-1]}}} (T_k(s_{g}) + s_{g})")
         after = require_equal(
             f"s_{g + 1} = Σ_i (T_i(s_{g}) + s_{g}) (Eq. 53), n={n}",
             trace.states[g * n + n].T * sympy.ones(n, 1), s,
-            show=(sympy.Symbol(f"s_{g + 1}"), sympy.Add(
-                *(sympy.Function(f"T_{k}")(s_g) for k in layers), n * s_g, evaluate=False)))
+            show=(sympy.Symbol(f"s_{g + 1}"), total),
+            where={sympy.Symbol(f"s_{g + 1}"): trace.states[g * n + n].T * sympy.ones(n, 1),
+                   total: s})
         if g == 0:
             steps.append(after)
     return steps
@@ -538,7 +532,8 @@ def run_parallel(n: int, groups: int) -> list[Step]:
     "s_g = Xᵀ1 and s_{g+1} = Σ_{i=1}^{n} (T_{gn+i}(s_g) + s_g) (Eq. 53): groups of n layers run "
     "in parallel (PTB-style), the groups in sequence.",
     assumptions=(
-        "T_k arbitrary sublayers R^d → R^d; X₀ = 1_n h₀ᵀ, so s_0 = n h₀; layers counted from 1.",
+        "T_k arbitrary sublayers R^d → R^d; X₀ = 1_n h₀ᵀ, so s_0 = n h₀; layers counted from 1; "
+        "group g starts from the state X of the previous group, 1ᵀ X = s_gᵀ.",
         "Layer k with i = (k−1) mod n uses [[0, e_1ᵀ], [1, 11ᵀ]] for i = 0 (Eq. 54) and "
         "[[0, e_{i+1}ᵀ], [e_{i+1}, I]] otherwise: Eq. 55 with the stream index i + 1, the "
         "reading that gives Eq. 19 at n = 2 (e_i with Eq. 54's 1-based e_1 does not).",
@@ -567,9 +562,11 @@ def _duality_parallel() -> list[Step]:
         odd, even = 2 * g + 1, 2 * g + 2
         pair = require_equal(f"n = 2, unrolled: layer {even} does not read layer {odd}",
                              sympy.Matrix([C[even, odd]]), sympy.zeros(1, 1),
-                             show=(sympy.Symbol(f"w_{{{odd},{even}}}"), sympy.Integer(0)))
+                             show=(sympy.Symbol(f"w_{{{odd},{even}}}"), sympy.zeros(1, 1)),
+                             where={sympy.Symbol(f"w_{{{odd},{even}}}"):
+                                    sympy.Matrix([C[even, odd]])})
         if g == 0:
             steps.append(pair)
-    steps.append(("n = 2 (Eq. 18–19), L = 6: the unrolled weights (rows: node k's input; PTB "
-                  "pairs)", sympy.Eq(sympy.Symbol("C"), C, evaluate=False)))
+    steps.append(prose("n = 2 (Eq. 18–19), L = 6: in the unrolled weights every even layer "
+                       "reads the same nodes as the odd layer before it (PTB pairs)"))
     return steps

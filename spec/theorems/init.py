@@ -18,6 +18,7 @@ from hcspec.spec.checks import (
     symbol_vector,
 )
 from hcspec.spec.registry import ProofFailure, Step, theorem
+from hcspec.spec.steps import Given, prose
 from hcspec.spec.theorems.duality import generic_branch, replicated_induction
 
 D = 5  # feature size: never equal to n in {1, 2, 3, 4}
@@ -58,12 +59,18 @@ def _init_static_prenorm() -> list[Step]:
             step = require_equal(f"n={n}: every stream after sublayer {k} is h_{k}",
                                  trace.states[k], sympy.ones(n, 1) * h.T,
                                  show=(sympy.Symbol(f"X_{k}"), sympy.MatMul(
-                                     sympy.Symbol(r"\mathbf{1}_n"), sympy.Symbol(f"h_{k}^T"))))
+                                     sympy.Symbol(r"\mathbf{1}_n"), sympy.Symbol(f"h_{k}^T"))),
+                                 where={sympy.Symbol(f"X_{k}"): trace.states[k],
+                                        sympy.Symbol(r"\mathbf{1}_n"): sympy.ones(n, 1),
+                                        sympy.Symbol(f"h_{k}^T"): h.T})
             if n == 2 and k in (1, LAYERS):
                 steps.append(step)
         out = require_equal(f"n={n}: output 1ᵀ X_L = n h_Lᵀ", sympy.ones(1, n) * trace.states[-1],
                             n * h.T, show=(sympy.Symbol(r"\mathbf{1}^T X_L"),
-                                           sympy.Mul(n, sympy.Symbol("h_L^T"))))
+                                           sympy.Mul(n, sympy.Symbol("h_L^T"))),
+                            where={sympy.Symbol(r"\mathbf{1}^T X_L"):
+                                   sympy.ones(1, n) * trace.states[-1],
+                                   sympy.Symbol("h_L^T"): h.T})
         if n == 2:
             steps.append(out)
     x = symbol_vector("h", 2)
@@ -191,15 +198,16 @@ def _init_every_size(s_alpha: sympy.Expr, s_beta: sympy.Expr, eps: sympy.Expr) -
         if sympy.simplify(_at_zero_w(expr) - static[name]) != 0:
             raise ProofFailure(f"{name}(X) at W = 0 is {_at_zero_w(expr)}, not {static[name]}")
     pre = weights["h_pre"]
+    zero = Given("W_β = W_m = W_r = 0", ((_W_M[_K], 0), (_W_BETA[_K], 0), (_W_R[_K, _I], 0),
+                                        (_W_R[_K, _J], 0)))
     return [
         ("every n and d (index form of Eq. 10–13): at W_m = 0 each projection Σ_k X̄_ik W_m,k is "
          "0 and tanh(0) = 0, so h_pre(X) = h_pre for every X; h_post and H_res likewise",
          chain(index_dynamic_weights(s_alpha, s_beta, eps, named=True)["h_pre"],
-               _at_zero_w(pre))),
-        ("so the DHC sublayer X' = H_res(X) X + h_post(X) F(Xᵀ h_pre(X))ᵀ is SHC's for every X "
-         "and F (the weights are the only difference)",
-         sympy.Eq(sympy.Tuple(*(sympy.Symbol(f"{name}(X)") for name in weights)),
-                  sympy.Tuple(*(sympy.Symbol(name) for name in weights)), evaluate=False)),
+               _at_zero_w(pre), using=[zero])),
+        prose("so the DHC sublayer X' = H_res(X) X + h_post(X) F(Xᵀ h_pre(X))ᵀ is SHC's for "
+              "every X and F: h_pre(X) = h_pre, h_post(X) = h_post, H_res(X) = H_res (the "
+              "weights are the only difference)"),
     ]
 
 
@@ -225,12 +233,14 @@ def _bounded_every_size(s_alpha: sympy.Expr, s_beta: sympy.Expr, eps: sympy.Expr
             raise ProofFailure(f"{name}(X) − {name} is not {scale}·tanh(u) with u real: "
                                f"{ratio}")
         if name == "h_pre":
+            gap = (named[name] - base) / scale
+            u_named = next(call.args[0] for call in gap.atoms(sympy.tanh))
             steps.append(("every n and d: the gap to the static weight is s_α tanh(u), "
                           "u = Σ_k X̄_ik W_m,k real (σ² + ε > 0)",
                           chain(sympy.Symbol(r"\frac{h_{pre}(X)_i - h_{pre,i}}{s_\alpha}"),
-                                (named[name] - base) / scale)))
-            steps.append(("where X̄ is the per-stream LayerNorm, real because σ² + ε > 0",
-                          chain(X_BAR[_I, _K], index_stream_norm(_I, _K, eps))))
+                                gap, sympy.tanh(u_named))))
+            steps.append(prose("where X̄_ik = (X_ik − μ_i)/√(σ_i² + ε) is the per-stream "
+                               "LayerNorm, real because σ² + ε > 0 (checked: u is real)"))
     sech = sympy.simplify((1 - sympy.tanh(u) ** 2).rewrite(sympy.exp))
     if sech.is_positive is not True:
         raise ProofFailure(f"1 − tanh²(u) = {sech} is not provably positive")
@@ -264,9 +274,11 @@ def _dynamic_init_equals_static() -> list[Step]:
                                                symbol_matrix("H", n, n))
             dyn = dynamic_weights(X, static, sympy.zeros(d, 1), sympy.zeros(d, 1),
                                   sympy.zeros(d, n), s_alpha, s_beta, eps)
+            read_step = None
             for name in ("h_pre", "h_post", "H_res"):
-                require_equal(f"{name}(X) at W = 0, n={n}, d={d}", getattr(dyn, name),
-                              getattr(static, name))
+                weight_step = require_equal(f"{name}(X) at W = 0, n={n}, d={d}",
+                                            getattr(dyn, name), getattr(static, name))
+                read_step = weight_step if name == "h_pre" else read_step
             c = formulas.connection_symbols(n, d)
             branch = generic_branch(0)
             outputs = []
@@ -276,8 +288,9 @@ def _dynamic_init_equals_static() -> list[Step]:
                     c.X: X, c.h_post: w.h_post, c.H_res: w.H_res, c.z: branch(x_in)}))
             step = require_equal(f"DHC sublayer = SHC sublayer at W = 0, n={n}, d={d}", *outputs)
             if (n, d) == (2, 1):
+                assert read_step is not None
                 steps.append(("example, n = 2, d = 1: the dynamic read weights at W_m = 0",
-                              sympy.Eq(sympy.Symbol("h_pre(X)"), dyn.h_pre, evaluate=False)))
+                              read_step[1]))
                 steps.append(("example, " + step[0], step[1]))
     return steps
 
@@ -339,7 +352,9 @@ def _dynamic_weights_bounded() -> list[Step]:
                 raise ProofFailure(f"{name}(X) moved {ratio} × |s| from the static weight at "
                                    "W ≠ 0: the weights are not s·tanh(·) + static")
             worst = max(worst, ratio)
+    ratio_name = sympy.Symbol(r"\max |w(X) - w| / |s|")
     steps.append(require_true("at W ≠ 0 (entries up to ±10) every weight stays within |s| of "
-                              "the static one (largest |gap|/|s| shown)", bool(worst < 1),
-                              sympy.StrictLessThan(sympy.Float(worst, 4), 1)))
+                              f"the static one (largest |gap|/|s| = {float(worst):.6f})",
+                              bool(worst < 1), sympy.StrictLessThan(ratio_name, 1),
+                              where={ratio_name: worst}))
     return steps

@@ -16,6 +16,7 @@ from hcspec.spec import doubly_stochastic as ds
 from hcspec.spec import sinkhorn_index as si
 from hcspec.spec.checks import chain, require_equal, require_true, symbol_matrix, symbol_vector
 from hcspec.spec.registry import ProofFailure, Step, theorem
+from hcspec.spec.steps import assume, prose
 
 T = sympy.Symbol("t", real=True)
 """A pre-activation H̃ entry (any real number)."""
@@ -110,9 +111,9 @@ def _variants_every_n() -> list[Step]:
     Raises:
         ProofFailure: when a step does not reduce as claimed.
     """
-    _, _, paper_value = si.rows_exact()
+    paper_sum, paper_split, paper_value = si.rows_exact()
     variant_sum, variant_value, gap = si.variant_rows()
-    positive = si.steps_keep_positive(si.EPS)
+    rows_entry, columns_entry = si.steps_keep_positive_both(si.EPS)
     A = si.positive_entries("A")
     variant_round = si.row_step(si.column_step(A, si.EPS, si.L), si.EPS)(si.I, si.J)
     paper_round = si.row_step(si.column_step(A, 0, si.L))(si.I, si.J)
@@ -124,15 +125,18 @@ def _variants_every_n() -> list[Step]:
     softmax_value = si.row_sum(softmax)
     si.require_reduces("softmax_rows(H̃) 1 = 1, symbolic n", softmax_value, 1)
     return [
-        ("every n: the paper's row step leaves row sums exactly 1 (mhc.sinkhorn_rows_exact)",
-         chain(sympy.Symbol(r"(T_r(A) \mathbf{1})_i"), paper_value)),
+        ("every n: the paper's row step leaves row sums exactly 1 (as in mhc.sinkhorn_rows_exact)",
+         chain(sympy.Symbol(r"(T_r(A) \mathbf{1})_i"), paper_sum, paper_split, paper_value)),
         ("every n: the variant's row step leaves r_i/(r_i + ε), r_i = Σ_k A_ik, exactly "
-         "ε/(r_i + ε) > 0 below 1", chain(variant_sum, variant_value,
-                                          f"1 - {sympy.latex(gap)}")),
-        ("every n: both steps keep A > 0, so by induction every iterate is positive",
-         sympy.StrictGreaterThan(positive, 0, evaluate=False)),
-        ("every n: at ε = 0 the variant's round (column step, then row step) is the paper's",
-         chain(variant_round, variant_round.subs(si.EPS, 0))),
+         "ε/(r_i + ε) > 0 below 1", chain(variant_sum, variant_value, 1 - gap)),
+        require_true("every n: the variant's row step keeps A > 0", True,
+                     sympy.StrictGreaterThan(rows_entry, 0, evaluate=False)),
+        require_true("and so does its column step, so by induction every iterate is positive",
+                     True, sympy.StrictGreaterThan(columns_entry, 0, evaluate=False)),
+        ("every n: the variant's round (column step, then row step) with ε set to 0 is the "
+         "paper's round",
+         chain(r"T_r^{\varepsilon}(T_c^{\varepsilon}(A))_{ij} \big|_{\varepsilon = 0}",
+                               variant_round.subs(si.EPS, 0), paper_round)),
         ("every n: the softmax start is T_r(exp H̃), so its rows sum to 1",
          chain(si.total(softmax(si.I, si.J), si.J), softmax_value)),
     ]
@@ -185,10 +189,9 @@ def _sinkhorn_variants() -> list[Step]:
                              ds.row_sums(start), sympy.ones(n, 1))
         if n == 2:
             steps.append(step)
-    steps.append(("so after the last round the paper's H_res has unit row sums and the variant's "
-                  "has row sums in (0, 1); the column sums of both are 1 only in the limit "
-                  "(mhc.sinkhorn_rows_exact, mhc.sinkhorn_converges)",
-                  sympy.StrictLessThan(sympy.Symbol(r"r_i / (r_i + \varepsilon)"), 1)))
+    steps.append(prose("so after the last round the paper's H_res has unit row sums and the "
+                       "variant's has row sums in (0, 1); the column sums of both are 1 only in "
+                       "the limit (mhc.sinkhorn_rows_exact, mhc.sinkhorn_converges)"))
     return steps
 
 
@@ -222,14 +225,13 @@ def _sinkhorn_converges() -> list[Step]:
         raise ProofFailure(f"the column-sum error does not shrink every round: {errors}")
     if not errors[-1] < 1e-6:
         raise ProofFailure(f"column-sum error after 20 rounds is {errors[-1]}, not below 1e-6")
-    e = sympy.Symbol(r"e_t")
+    e = sympy.Symbol(r"e_{20}")
+    shown = ", ".join(f"e_{k} = {float(errors[k - 1]):.3g}" for k in (1, 5, 10, 20))
     return [
-        ("largest column-sum error after rounds 1, 5, 10, 20",
-         sympy.Eq(sympy.Tuple(*(sympy.Symbol(f"e_{{{k}}}") for k in (1, 5, 10, 20))),
-                  sympy.Tuple(*(sympy.Float(errors[k - 1], 3) for k in (1, 5, 10, 20))),
-                  evaluate=False)),
+        prose(f"largest column-sum error after rounds 1, 5, 10, 20 (computed): {shown}"),
         require_true("the error shrinks every round and is below 1e-6 at round 20",
-                     shrinking and errors[-1] < 1e-6, sympy.StrictLessThan(e, sympy.Float(1e-6))),
+                     shrinking and errors[-1] < 1e-6, sympy.StrictLessThan(e, sympy.Float(1e-6)),
+                     where={e: errors[-1]}),
     ]
 
 
@@ -245,24 +247,33 @@ def _permutation_isometry_every_n() -> list[Step]:
     row_sum = sympy.Sum(delta, (j, 0, n - 1))
     read = sympy.Sum(delta * x[j], (j, 0, n - 1))
     in_range = {sympy.Le(sigma, n - 1): True}  # σ(i) is an index, 0 ≤ σ(i) ≤ n − 1
+    bijection = assume("a bijection σ of {0, …, n−1}", replace=in_range)
     row_total = sympy.piecewise_fold(row_sum.doit()).xreplace(in_range)
     value = sympy.piecewise_fold(read.doit()).xreplace(in_range)
     if sympy.simplify(row_total) != 1 or sympy.simplify(value) != x[sigma]:
         raise ProofFailure(f"row σ(i) of P: expected row sum 1 and (Px)_i = x_σ(i), got "
                            f"{row_total}, {value}")
     term = delta * (x[j] - value) ** 2
+    jensen = sympy.IndexedBase("H")[i, j] * (x[j] - sympy.Symbol("m")) ** 2  # ds.nonexpansive
+    if term != jensen.xreplace({sympy.IndexedBase("H")[i, j]: delta, sympy.Symbol("m"): value}):
+        raise ProofFailure(f"{term} is not ds.nonexpansive's term H_ij (x_j − (Hx)_i)² at H = P")
     on_diagonal, off_diagonal = term.subs(j, sigma), term.replace(
         lambda e: isinstance(e, sympy.KroneckerDelta), lambda e: sympy.Integer(0))
     if on_diagonal != 0 or off_diagonal != 0:
         raise ProofFailure(f"the gap term {term} is not 0 in both cases: {on_diagonal}, "
                            f"{off_diagonal}")
+    diagonal = sympy.Symbol(r"\delta_{\sigma(i)\sigma(i)} (x_{\sigma(i)} - (Px)_i)^2")
+    off = sympy.Symbol(r"\delta_{\sigma(i)j} (x_j - (Px)_i)^2 \big|_{j = \sigma(i) + 1}")
     return [
         ("every n: row i of P is e_σ(i)ᵀ, so P reads one entry", chain(
-            sympy.Symbol("(Px)_i"), read, value)),
-        ("ds.nonexpansive's identity for the doubly stochastic P; each term is 0 (j = σ(i): the "
-         "square vanishes; j ≠ σ(i): δ vanishes)", chain(
-             sympy.Symbol(r"\|x\|^{2} - \|Px\|^{2}"),
-             sympy.Sum(term, (j, 0, n - 1), (i, 0, n - 1)), sympy.Integer(0))),
+            sympy.Symbol("(Px)_i"), read, value, using=[bijection])),
+        prose("by ds.nonexpansive's identity for the doubly stochastic P, ‖x‖² − ‖Px‖² = "
+              "Σ_i Σ_j P_ij (x_j − (Px)_i)²; each term is 0:"),
+        require_true("for j = σ(i) the square vanishes", True, sympy.Eq(diagonal, 0),
+                     where={diagonal: term.subs(j, sigma)}),
+        require_true("for j ≠ σ(i) the Kronecker δ vanishes (shown at j = σ(i) + 1)", True,
+                     sympy.Eq(off, 0),
+                     where={off: term.subs(j, sigma + 1)}),
     ]
 
 
@@ -290,8 +301,7 @@ def _permutation_isometry() -> list[Step]:
     steps += [
         ("n = 3 example: P x permutes the entries", chain(sympy.MatMul(P, x), P * x)),
         ("so the squared norm is the same sum in another order",
-         chain(sympy.Symbol(r"\|P x\|^2"), ((P * x).T * (P * x))[0, 0],
-               sympy.Symbol(r"\|x\|^2"))),
+         chain(sympy.Symbol(r"\|P x\|^2"), ((P * x).T * (P * x))[0, 0], (x.T * x)[0, 0])),
     ]
     return steps
 
@@ -361,9 +371,10 @@ def _birkhoff_decompositions() -> list[Step]:
         total = sum((w * P for w, P in parts), sympy.zeros(*M.shape))
         require_equal(f"Σ λ_k P_k = M for {M.tolist()}", total, M)
         if M.shape == (3, 3) and not steps:
-            terms = " + ".join(sympy.latex(w) + " " + sympy.latex(P) for w, P in parts)
+            terms = sympy.MatAdd(*(sympy.MatMul(w, sympy.ImmutableMatrix(P))
+                                   for w, P in parts), evaluate=False)
             steps.append((f"a 3×3 example: {len(parts)} permutations, weights summing to 1",
-                          chain(M, terms)))
-        steps.append((f"{M.shape[0]}×{M.shape[0]} example: weights of its decomposition",
-                      sympy.Tuple(*weights)))
+                          chain(sympy.ImmutableMatrix(M), terms)))
+        steps.append(require_equal(f"{M.shape[0]}×{M.shape[0]} example: its decomposition's "
+                                   "weights sum to 1", sympy.Add(*weights, evaluate=False), 1))
     return steps

@@ -20,6 +20,7 @@ from hcspec.spec.checks import (
     symbol_vector,
 )
 from hcspec.spec.registry import ProofFailure, Step, theorem
+from hcspec.spec.steps import Given, assume, prose
 from hcspec.spec.sums import split_sums
 from hcspec.spec.theorems.backprop import frobenius_loss, generic_map, gradient
 from hcspec.spec.theorems.norm import _D as _NORM_D
@@ -63,10 +64,11 @@ def _prenorm_forward_any_d() -> list[Step]:
     new_state = formulas.forward(c).xreplace(unit)
     require_equal("x_in = Xᵀ [1] = xᵀ as a column, symbolic d", x_in, c.X.T)
     require_equal("X' = X + zᵀ, symbolic d", new_state, c.X + c.z.T)
+    units = Given("h_pre = h_post = H_res = [1]", tuple(unit.items()))
     return [("every d: the branch reads the stream itself (X = xᵀ is 1×d)",
-             chain(formulas.aggregate(c), x_in, c.X.T)),
+             chain(formulas.aggregate(c), x_in, c.X.T, using=[units])),
             ("every d: with z = f(Norm(x)) the sublayer writes back x + z",
-             chain(formulas.forward(c), new_state, c.X + c.z.T))]
+             chain(formulas.forward(c), new_state, c.X + c.z.T, using=[units]))]
 
 
 def _prenorm_backward_any_d() -> list[Step]:
@@ -98,11 +100,11 @@ def _prenorm_backward_any_d() -> list[Step]:
     source="HC arXiv:2409.19606 §3.1 Eq. 15, App. G Eq. 30–33",
 )
 def _prenorm_forward() -> list[Step]:
-    steps: list[Step] = [("HC_PreNorm (Eq. 15) in row form: h_pre, h_post, H_res",
-                          sympy.Eq(sympy.Tuple(sympy.Symbol("h_pre"), sympy.Symbol("h_post"),
-                                               sympy.Symbol("H_res")),
-                                   sympy.Tuple(UNIT.h_pre, UNIT.h_post, UNIT.H_res),
-                                   evaluate=False)), *_prenorm_forward_any_d()]
+    paper = network.from_paper(sympy.Matrix([[0, 1], [1, 1]]))
+    steps: list[Step] = [require_equal(
+        "HC_PreNorm = [[0, 1], [1, 1]] (Eq. 15) read in row form: h_pre = h_post = H_res = [1]",
+        sympy.Matrix.hstack(paper.h_pre, paper.h_post, paper.H_res),
+        sympy.Matrix.hstack(UNIT.h_pre, UNIT.h_post, UNIT.H_res)), *_prenorm_forward_any_d()]
     for d in (1, 3):
         x, x_in, new_state = _unit_sublayer(d)
         read = require_equal(f"x_in = x, d={d}", x_in, x)
@@ -176,21 +178,25 @@ def _unreachable_every_size(eps: sympy.Expr) -> list[Step]:
     for name, (entry, *_) in (("LayerNorm", _index_layer_norm(_NORM_X, eps)),
                               ("RMSNorm", _index_rms_norm(_NORM_X, eps))):
         a, b = _witness_entry(entry, 1), _witness_entry(entry, 2)
+        norm = norms.layer_norm if name == "LayerNorm" else norms.rms_norm
+        require_equal(f"{name}: a and b are entry 0 of Norm(x₀) and Norm(2x₀) at d = 2",
+                      sympy.Matrix([a, b]).xreplace({_E: 0}),
+                      sympy.Matrix([norm(X0, eps)[0], norm(2 * X0, eps)[0]]))
         gap = sympy.cancel(a**2 - (b / 2) ** 2)
         if gap.is_positive is not True:
             raise ProofFailure(f"{name}: r = {a} and 2r = {b} are not provably contradictory "
                                f"(a² − (b/2)² = {gap})")
-        back = {_E: _NORM_D - 2}
-        steps.append((f"{name}, every d ≥ 2, ε ≥ 0: entry 0 of r x = Norm(x) at x₀ = e_0 − e_1 "
-                      "and at 2x₀ asks r = a and r = b/2, but a² − (b/2)² > 0",
-                      chain(sympy.Tuple(sympy.Symbol("a"), sympy.Symbol("b")),
-                            sympy.Tuple(sympy.simplify(a.subs(back)),
-                                        sympy.simplify(b.subs(back)))))
-                     if name == "LayerNorm" else
-                     (f"{name}, every d ≥ 2, ε ≥ 0: a² − (b/2)² > 0 as well (x₀ has zero mean, "
-                      "so both norms give these a, b): no r exists for either norm",
-                      sympy.StrictGreaterThan(
-                          sympy.factor(gap.subs(back)), 0, evaluate=False)))
+        at_one = sympy.Symbol(r"N(x_0)_0")
+        at_two = sympy.Symbol(r"N(2 x_0)_0")
+        steps += [
+            require_true(f"{name}, every d ≥ 2 (d = e + 2, e ≥ 0), ε ≥ 0: entry 0 of "
+                         "r x = Norm(x) at x₀ = e_0 − e_1 asks r = a", True,
+                         sympy.Eq(at_one, a, evaluate=False), where={at_one: a}),
+            require_true("and at 2x₀ asks 2r = b", True,
+                         sympy.Eq(at_two, b, evaluate=False), where={at_two: b}),
+            require_true("but a² − (b/2)² > 0 (Norm is scale invariant, r x is linear): no "
+                         f"constant r exists for {name}", gap.is_positive is True,
+                         sympy.StrictGreaterThan(gap, 0, evaluate=False))]
     return steps
 
 
@@ -200,10 +206,12 @@ X0 = sympy.Matrix([1, -1])
 
 @theorem(
     "reduction.postnorm_unreachable_static",
-    "No constant (h_pre, h_post, H_res) makes the HC sublayer equal Norm(x + F(x)) for all x and "
-    "F: with F ≡ 0 each stream is r xᵀ for a constant r, and r x = Norm(x) at x₀ and 2x₀ has no "
-    "solution because Norm is scale invariant but r x is linear.",
+    "For d ≥ 2, no constant (h_pre, h_post, H_res) makes the HC sublayer equal Norm(x + F(x)) "
+    "for all x and F: with F ≡ 0 each stream is r xᵀ for a constant r, and r x = Norm(x) at x₀ "
+    "and 2x₀ has no solution because Norm is scale invariant but r x is linear. (At d = 1 "
+    "LayerNorm ≡ 0 is reached by zero weights, so d ≥ 2 is needed.)",
     assumptions=(
+        "d ≥ 2 (the witness x₀ = e_0 − e_1 needs two entries).",
         "Norm is LayerNorm or RMSNorm without affine, any ε ≥ 0; d = 2 witness x₀ = (1, −1).",
         "Input replicated, X = 1_n xᵀ; the claim is read on any one stream or on the stream sum "
         "(both are r xᵀ with r a constant: (H_res 1)_i or 1ᵀ H_res 1).",
@@ -215,7 +223,13 @@ X0 = sympy.Matrix([1, -1])
     source="HC arXiv:2409.19606 §3.1 Eq. 16 (post-norm needs input-dependent weights), App. G",
 )
 def _postnorm_unreachable_static() -> list[Step]:
+    assume("d ≥ 2")  # the witness below has two entries: the proof uses the side condition
     steps: list[Step] = _unreachable_every_size(sympy.Symbol("epsilon", nonnegative=True))
+    x1, f1 = sympy.symbols("x f", real=True)
+    steps.append(require_equal("the side condition is needed: at d = 1 LayerNorm(x + F(x)) ≡ 0, "
+                               "which zero weights reach", norms.layer_norm(
+                                   sympy.Matrix([x1 + f1]), sympy.Symbol("epsilon", positive=True)),
+                               sympy.zeros(1, 1)))
     for n in (1, 2, 3, 4):
         weights = network.ConnectionWeights(symbol_vector("p", n), symbol_vector("q", n),
                                             symbol_matrix("H", n, n))
@@ -238,10 +252,13 @@ def _postnorm_unreachable_static() -> list[Step]:
             "solution r",
             not solutions,
             sympy.Eq(sympy.Symbol(r"\{r : r x_0 = N(x_0),\ 2 r x_0 = N(2 x_0)\}"),
-                     sympy.EmptySet, evaluate=False)))
+                     sympy.EmptySet, evaluate=False),
+            where={sympy.Symbol(r"\{r : r x_0 = N(x_0),\ 2 r x_0 = N(2 x_0)\}"):
+                   sympy.FiniteSet(*(found[r] for found in solutions))}))
         if name == "LayerNorm":
-            steps.insert(len(steps) - 1, ("the system (LayerNorm, x₀ = (1, −1))", sympy.Tuple(
-                *(sympy.Eq(e, 0) for e in equations[:1] + equations[2:3]))))
+            steps.insert(len(steps) - 1, prose(
+                "the system (LayerNorm, x₀ = (1, −1)), entry 0 at x₀ and at 2x₀: "
+                + ", ".join(f"{e} = 0" for e in equations[:1] + equations[2:3])))
     return steps
 
 
@@ -272,12 +289,9 @@ def _postnorm_every_d(eps: sympy.Expr) -> list[Step]:
     rhs = mean((x[k] - mx) ** 2) + mean((f[k] - mf) ** 2) + 2 * mean((x[k] - mx) * (f[k] - mf))
     if sympy.expand(split_sums(split_sums(lhs) - split_sums(rhs))) != 0:
         raise ProofFailure("Eq. 39 does not hold in index form")
-    mu_x, mu_f = sympy.Symbol(r"\mu_x"), sympy.Symbol(r"\mu_F")
-    shown = sympy.Sum(((x[k] - mu_x) + (f[k] - mu_f)) ** 2, (k, 0, d - 1)) / d
     steps: list[Step] = [("Eq. 39, every d: μ_{x+F} = μ_x + μ_F and the square expands under Σ_k "
-                          "(linearity), σ_xF the covariance",
-                          chain(sympy.Symbol(r"\sigma^2_{x+F}"), shown,
-                                r"\sigma_x^2 + \sigma_F^2 + 2 \sigma_{xF}"))]
+                          "(linearity): σ²_{x+F} = σ_x² + σ_F² + 2σ_xF, σ_xF the covariance",
+                          chain(sympy.Symbol(r"\sigma^2_{x+F}"), lhs, rhs))]
 
     c = formulas.connection_symbols(1, d)
     w = sympy.Symbol("w", positive=True)
@@ -298,14 +312,12 @@ def _postnorm_every_d(eps: sympy.Expr) -> list[Step]:
                               lambda e: split_sums(e.xreplace({e.limits[0][0]: k}))
                               ).xreplace(zero_mean)
         norm = norm.replace(lambda e: isinstance(e, sympy.Sum), split_sums).xreplace(zero_mean)
-        target = sublayer.xreplace({w: weight})
-        if sympy.simplify(norm - target) != 0:
-            raise ProofFailure(f"{name}(x + F(x))_i = {norm}, the sublayer gives {target}")
+        weighted = Given("w = 1/√(σ_x² + σ_F² + 2σ_xF + ε) (second moments)", ((w, weight),))
         steps.append((f"{name}, every d: with h_post = H_res = w = 1/sqrt(σ_x² + σ_F² + 2σ_xF + ε) "
                       "(second moments; zero means for LayerNorm) the sublayer's entry i is "
-                      f"{name}(x + F(x))_i", chain(sympy.Symbol("X'_{0,i}"), sublayer,
-                                                   w * (x[i] + f[i]),
-                                                   rf"\mathrm{{{name}}}(x + F(x))_i")))
+                      f"{name}(x + F(x))_i (the last side)",
+                      chain(sympy.Symbol("X'_{0,i}"), sublayer, w * (x[i] + f[i]), norm,
+                            using=[weighted])))
     return steps
 
 

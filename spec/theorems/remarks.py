@@ -19,6 +19,8 @@ from hcspec.spec import formulas, network
 from hcspec.spec import sinkhorn_index as si
 from hcspec.spec.checks import chain, require_equal, require_true, symbol_matrix
 from hcspec.spec.registry import ProofFailure, Step, theorem
+from hcspec.spec.steps import Given, lemma_rewrite, prose
+from hcspec.spec.theorems import lemmas
 from hcspec.spec.theorems.duality import HC_PARALLEL_EVEN, HC_PARALLEL_ODD, symbolic_weights
 from hcspec.spec.theorems.mhc import (
     CONVERGENCE_LOGITS,
@@ -93,20 +95,26 @@ def _soft_start() -> list[Step]:
     s = formulas.connection_symbols()
     residual_like = formulas.forward(s).xreplace({s.H_res: sympy.Identity(N), s.h_post: one})
     H_post = 2 * sigmoid(sympy.Integer(0))
+    ones = lemma_rewrite("lemma.unit_vectors", lemmas.ONES, (one.T, one), N * sympy.Identity(1))
+    require_equal("the off-diagonal entry of the n = 2 fixed point is the one whose limit is "
+                  "taken", fixed[0, 1], off.subs(N, 2))
     return [
         ("α = 0: H̃ = b, so the weights do not depend on the state; for small α each moves by "
-         "α σ'(b) (x'φ)_i to first order", chain(sympy.Symbol(r"\sigma(b + \alpha u)"),
-                                                  first_order)),
-        ("b_res = λ I: M⁰ = exp(λ I) has equal row and column sums e^λ + n − 1 (1ᵀ1 = n), so the "
-         "first column step divides by that constant and every later step leaves it unchanged",
-         chain(sympy.Symbol("M^0"), M, sympy.Symbol(r"(e^{\lambda} + n - 1)\, H_{res}"))),
+         "α σ'(b) (x'φ)_i to first order (the first-order Taylor term)",
+         chain(r"\sigma(b) + \alpha \tfrac{d}{d\alpha}\sigma(b + \alpha u)\big|_{\alpha=0}",
+               first_order, sigmoid(b) + alpha * u * sigmoid(b) * (1 - sigmoid(b)))),
+        ("b_res = λ I: M⁰ = exp(λ I) = (e^λ − 1) I + 11ᵀ has column sums e^λ + n − 1",
+         chain(one.T * M, column_sums, scale * one.T, using=[ones])),
+        ("and row sums e^λ + n − 1, so the first column step divides by that constant and every "
+         "later step leaves it unchanged", chain(M * one, row_sums, scale * one, using=[ones])),
         ("the fixed point, for every n and number of rounds", chain(
             sympy.Symbol("H_{res}"), H_res, target)),
         ("its distance to I vanishes as λ grows (off-diagonal entries shown)",
          chain(sympy.Limit(off, LAMBDA, sympy.oo), sympy.Integer(0))),
         require_equal("b_post = 0: H_post = 2σ(0)", H_post, sympy.Integer(1)),
         ("with H_res = I and H_post = 1 the sublayer is a residual update of every stream",
-         chain(sympy.Symbol("X'"), residual_like)),
+         chain("X'", formulas.forward(s), residual_like, using=[Given(
+             "H_res = I, h_post = 1", ((s.H_res, sympy.Identity(N)), (s.h_post, one)))])),
     ]
 
 
@@ -200,12 +208,13 @@ def _n1_minors_every_l() -> list[Step]:
     shown = sympy.Add((n1_weight(j, k) * n1_weight(j2, k2)).xreplace(splits),
                       -(n1_weight(j2, k) * n1_weight(j, k2)).xreplace(splits), evaluate=False)
     return [
-        ("every L (n = 1: the H_res are scalars a_t in unroll.connection_weights)",
-         chain(sympy.Symbol("w_{j,k}"), n1_weight(j, k))),
+        prose("every L: at n = 1 the H_res are scalars a_t, so unroll.connection_weights (proven "
+              "for every L) gives w_{j,k} = p_k (Π_{t=j+1}^{k−1} a_t) q_j"),
         ("a product over t = j+1..k−1 splits at any j' (sympy joins the two pieces back)",
          chain(span(j + 1, k - 1), splits[span(j + 1, k - 1)])),
-        ("so for nodes j < j' < k and sublayers k < k' the minor vanishes: both products carry "
-         "the same factors", chain(sympy.Symbol("w_{j,k} w_{j',k'} - w_{j',k} w_{j,k'}"),
+        ("so, for every L, for nodes j < j' < k and sublayers k < k' the minor vanishes: both "
+         "products carry the same factors",
+         chain(sympy.Symbol("w_{j,k} w_{j',k'} - w_{j',k} w_{j,k'}"),
                                    shown, sympy.Integer(0))),
     ]
 
@@ -217,10 +226,11 @@ def _n1_minors_every_l() -> list[Step]:
     "outputs in the same proportions (up to its own scale). n = 2 breaks this: the parallel "
     "arrangement (HC Eq. 18–19) has a non-zero minor.",
     assumptions=("Symbolic scalar weights p_k (h_pre), q_k (h_post), a_k (H_res) per sublayer.",),
-    cases="every L (symbolic indices j < j' < k < k', products split by sympy); examples: "
+    cases="every L: symbolic indices j < j' < k < k' (products split by sympy), the product "
+          "form being unroll.connection_weights (proven for every L) at n = 1; examples: "
           "n = 1, L in {2,3,4} with symbolic weights, the product form equal to the unrolled "
           "weights at L = 4; the n = 2 parallel pattern at L = 4",
-    generality="induction",
+    generality="all sizes",
     source="HC arXiv:2409.19606 §3.2 (n ≥ 2 expresses sequential and parallel arrangements), "
            "§4.5 Eq. 20; mHC arXiv:2512.24880 §4.1 (n = 1 degenerates to the residual)",
 )
@@ -254,9 +264,10 @@ def _n1_expressiveness() -> list[Step]:
                 for k in range(1, 5)]
     C = network.connection_weights(parallel)
     minor = sympy.expand(C[2, 0] * C[3, 1] - C[2, 1] * C[3, 0])
+    name = sympy.Symbol("w_{0,2} w_{1,3} - w_{1,2} w_{0,3}")
     steps.append(require_true("n = 2, parallel pattern: sublayer 2 does not read sublayer 1 but "
-                              "sublayer 3 does, so a minor is non-zero", minor != 0,
-                              chain(sympy.Symbol("w_{0,2} w_{1,3} - w_{1,2} w_{0,3}"), minor)))
+                              f"sublayer 3 does, so a minor is non-zero ({minor})", minor != 0,
+                              sympy.Ne(name, 0, evaluate=False), where={name: minor}))
     return steps
 
 
@@ -304,11 +315,11 @@ def _seed_loop_every_n() -> list[Step]:
         ("every n: the seed loop's last step T_c^ε leaves column j of any positive iterate B "
          "summing to c_j/(c_j + ε), c_j = Σ_k B_kj: below 1 for ε > 0",
          chain(column_total, column_value)),
-        ("every n: its steps keep the iterate positive (from exp(H̃/τ) > 0, by induction)",
-         sympy.StrictGreaterThan(positive, 0, evaluate=False)),
+        require_true("every n: its steps keep the iterate positive (from exp(H̃/τ) > 0, by "
+                     "induction)", True, sympy.StrictGreaterThan(positive, 0, evaluate=False)),
         ("every n, ε = 0: entry (i, j) of a seed round on M is entry (j, i) of a paper round "
          "on Mᵀ (rows first on M is columns first on Mᵀ)",
-         chain(r"T_c(T_r(M))_{ij}", seed_round(si.I, si.J), r"T_r(T_c(M^{T}))_{ji}")),
+         chain(r"T_c(T_r(M))_{ij}", seed_round(si.I, si.J), paper_round(si.J, si.I))),
     ]
 
 
@@ -337,12 +348,18 @@ def _sinkhorn_seed_loop() -> list[Step]:
         step = require_equal(f"seed loop, column sums after the last step = c/(c + ε), n={n}",
                              ds.col_sums(seed), column.applyfunc(lambda c: c / (c + eps)),
                              show=(sympy.Symbol(r"(\mathbf{1}^T M)_j"),
-                                   sympy.Symbol(r"\frac{c_j}{c_j + \varepsilon}")))
+                                   sympy.Symbol(r"\frac{c_j}{c_j + \varepsilon}")),
+                             where={sympy.Symbol(r"(\mathbf{1}^T M)_j"): ds.col_sums(seed),
+                                    sympy.Symbol(r"\frac{c_j}{c_j + \varepsilon}"):
+                                    column.applyfunc(lambda c: c / (c + eps))})
         transpose = require_equal(
             f"ε = 0: seed(H̃) = paper(H̃ᵀ)ᵀ, one round, n={n} (rounds compose)", seed.subs(eps, 0),
             ds.sinkhorn_knopp((h / tau).T, 1).T,
             show=(sympy.Symbol(r"\mathrm{seed}_{\varepsilon=0}(\tilde{H})"),
-                  sympy.Symbol(r"\mathrm{paper}(\tilde{H}^T / \tau)^T")))
+                  sympy.Symbol(r"\mathrm{paper}(\tilde{H}^T / \tau)^T")),
+            where={sympy.Symbol(r"\mathrm{seed}_{\varepsilon=0}(\tilde{H})"): seed.subs(eps, 0),
+                   sympy.Symbol(r"\mathrm{paper}(\tilde{H}^T / \tau)^T"):
+                   ds.sinkhorn_knopp((h / tau).T, 1).T})
         if n == 2:
             steps += [("example, " + step[0], step[1]), ("example, " + transpose[0], transpose[1])]
     logits = CONVERGENCE_LOGITS.applyfunc(lambda v: sympy.Float(v, 40))
@@ -355,10 +372,12 @@ def _sinkhorn_seed_loop() -> list[Step]:
         raise ProofFailure(f"expected seed columns within 1e-7 but not exact, paper rows exact: "
                            f"seed columns {column_error}, seed rows {row_error}, paper rows "
                            f"{paper_rows}")
-    steps.append(("20 rounds on the fixed 3×3 logits: largest |sum − 1| for the seed loop's "
-                  "columns, its rows, and the paper's rows",
-                  sympy.Eq(sympy.Tuple(sympy.Symbol("seed columns"), sympy.Symbol("seed rows"),
-                                       sympy.Symbol("paper rows")),
-                           sympy.Tuple(sympy.Float(column_error, 3), sympy.Float(row_error, 3),
-                                       sympy.Float(paper_rows, 3)), evaluate=False)))
+    steps.append(prose(f"20 rounds on the fixed 3×3 logits (computed): largest |sum − 1| is "
+                       f"{column_error:.3g} for the seed loop's columns, {row_error:.3g} for its "
+                       f"rows and {paper_rows:.3g} for the paper's rows"))
+    seed_gap = sympy.Symbol(r"\max_j |(\mathbf{1}^T M)_j - 1|")
+    steps.append(require_true("so the seed loop's columns end within 1e-7 of 1 but not exactly",
+                              True, sympy.And(sympy.StrictLessThan(seed_gap, sympy.Float(1e-7)),
+                                              sympy.StrictGreaterThan(seed_gap, 0)),
+                              where={seed_gap: sympy.Float(column_error)}))
     return steps

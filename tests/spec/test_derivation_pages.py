@@ -1,5 +1,6 @@
 """The committed derivation pages read as derivations: no tautological step, no overlong display,
-a one-sentence summary with the proof's generality; and (slow, needs Chromium + KaTeX) every
+the statement once, then how generally and how every formula was checked; and (slow, needs
+Chromium + KaTeX) every
 formula typesets in a real browser."""
 
 from __future__ import annotations
@@ -43,7 +44,11 @@ def test_no_tautological_step_and_no_overlong_display(page: Path) -> None:
 @pytest.mark.parametrize("page", THEOREM_PAGES, ids=lambda p: p.stem)
 def test_each_page_says_what_it_proves_and_how_generally(page: Path) -> None:
     text = page.read_text(encoding="utf-8")
-    assert re.search(r"^This page proves, .*, that: ", text, re.M), page.name
+    assert text.count("**Statement.**") == 1, page.name  # the statement appears once
+    statement = re.search(r"^\*\*Statement\.\*\* (.*)$", text, re.M)
+    assert statement is not None and text.count(statement.group(1)) == 1, page.name
+    assert re.search(r"^Proven (for|exactly).*\. Every formula below was checked", text,
+                     re.M), page.name
     assert any(f"**Generality:** {key} — " in text for key in GENERALITIES), page.name
     assert text.index("**Statement.**") < text.index("## Derivation")  # the claim comes first
 

@@ -1,0 +1,211 @@
+"""Derivation steps: what a proof may display, and how each displayed line was checked.
+
+This module is the one place the step API is documented. A proof function returns a list of
+steps, each a ``(label, expression)`` pair. :meth:`hcspec.spec.registry.Theorem.prove` opens a
+*ledger* before it runs the proof, and every checking function records the expression it
+verified there; after the proof it requires every displayed step to be one of:
+
+- a **checked step** — its expression was recorded by a check during this proof:
+  :func:`hcspec.spec.checks.require_equal` (an exact simplification after a numeric gate; with
+  ``show=``/``where=`` a compact form whose notation is substituted back and compared),
+  :func:`hcspec.spec.checks.chain` (``e₀ = e₁ = …``: each link checked exactly, or by one of the
+  kernel's named rewrites; a leading string or LaTeX-named symbol is the name of the first side),
+  :func:`hcspec.spec.checks.require_true` (a sympy condition that is exactly True; a relation it
+  displays is re-decided from its own sides) and :func:`hcspec.spec.checks.require_relation`;
+  relabelling a checked step, ``(new label, step[1])``, keeps it checked;
+- a **lemma citation** — :func:`cite` displays a fact that another registered theorem (a lemma,
+  id ``lemma.*`` by convention) displayed as a checked step of its own proof, with the free
+  symbols renamed; the lemma is proven (once per process) before it is cited;
+- **prose** — :func:`prose` is text only, typeset as a paragraph, never as a formula.
+
+Anything else — a bare ``(label, expr)`` whose expression no check produced — fails the proof
+("displays an unchecked step"), so a derivation page can only show what was verified.
+
+A chain link may use facts (``chain(..., using=[...])``, named on the page next to the link):
+:func:`assume` (a declared assumption, checked against the theorem's ``assumptions``),
+:func:`from_lemma` / :func:`lemma_rewrite` (a lemma's proven fact as a substitution or a matrix
+rewrite), or a :class:`Given` built in the proof for a construction it makes ("take e with
+eᵀe = 1"). ``chain(..., via=(...))`` checks long intermediate forms without displaying them;
+:func:`hcspec.spec.checks.require_link` shows one checked link as an equation (the form a lemma
+uses so that its facts can be cited). Theorem labels are checked too: "induction" needs a base
+case and a checked induction step, "all sizes" a checked step said to hold for every size.
+
+Writing a step::
+
+    steps.append(require_equal("H 1 = 1, every n", H * one, one))          # checked
+    steps.append(chain("row sums", r"(T_r(A) \\mathbf{1})_i", summed, split, 1))  # checked
+    steps.append(cite("with 1ᵀ e_1 = 1", "lemma.unit_vectors", fact, {j: 1}))    # lemma
+    steps.append(prose("so by induction every layer reads s_g."))             # prose
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Any, cast
+
+import sympy
+
+Step = tuple[str, sympy.Basic]
+"""One derivation step: a human label and the sympy expression it shows."""
+
+PROSE = sympy.Symbol("__prose__")
+"""The expression of a prose step: the page prints its label as text and no formula."""
+
+_LEDGER: ContextVar[set[sympy.Basic] | None] = ContextVar("hcspec_spec_ledger", default=None)
+_ASSUMPTIONS: ContextVar[tuple[str, ...] | None] = ContextVar("hcspec_spec_assumptions",
+                                                             default=None)
+
+
+def _key(expr: Any) -> sympy.Basic:
+    """A hashable, value-compared form of ``expr`` (a mutable Matrix becomes immutable)."""
+    if isinstance(expr, sympy.MatrixBase) and not isinstance(expr, sympy.Basic):
+        return cast(sympy.Basic, expr.as_immutable())
+    if isinstance(expr, bool):
+        return sympy.true if expr else sympy.false
+    return cast(sympy.Basic, sympy.sympify(expr))
+
+
+def record(expr: Any) -> Any:
+    """Record ``expr`` as checked in the open ledger (a no-op outside a proof) and return it.
+
+    Only the kernel's checking functions call this, after the check has passed.
+    """
+    ledger = _LEDGER.get()
+    if ledger is not None:
+        ledger.add(_key(expr))
+    return expr
+
+
+@contextmanager
+def ledger(assumptions: tuple[str, ...] = ()) -> Iterator[set[sympy.Basic]]:
+    """Open a fresh ledger for one proof of a theorem with these declared ``assumptions``
+    (nested proofs, e.g. a cited lemma, get their own)."""
+    token = _LEDGER.set(set())
+    declared = _ASSUMPTIONS.set(tuple(assumptions))
+    try:
+        found = _LEDGER.get()
+        assert found is not None
+        yield found
+    finally:
+        _ASSUMPTIONS.reset(declared)
+        _LEDGER.reset(token)
+
+
+def _words(text: str) -> str:
+    return " ".join(text.split())
+
+
+@dataclass(frozen=True)
+class Given:
+    """A fact a chain link may use (``checks.chain(..., using=[...])``): an assumption the theorem
+    declares (:func:`assume`) or a fact a lemma proved (:func:`from_lemma`), applied by the kernel
+    as a substitution (``replace``) or as a rewrite of matrix products (``factors`` → ``rhs``,
+    see :func:`hcspec.spec.doubly_stochastic.rewrite`)."""
+
+    text: str
+    replace: tuple[tuple[Any, Any], ...] = ()
+    factors: tuple[Any, ...] = ()
+    rhs: Any = None
+    latex: str = ""
+    """How a page names the fact (LaTeX); empty: ``text`` typeset as text."""
+
+    def shown(self) -> str:
+        """The fact as LaTeX for the page."""
+        if self.latex:
+            return self.latex
+        escaped = self.text.replace("\\", r"\textbackslash ").replace("_", r"\_").replace(
+            "{", r"\{").replace("}", r"\}")
+        return rf"\text{{{escaped}}}"
+
+    def apply(self, expr: Any) -> Any:
+        """``expr`` with this fact used once wherever it matches."""
+        if self.replace:
+            expr = expr.xreplace(dict(self.replace))
+        if self.factors:
+            from hcspec.spec.doubly_stochastic import rewrite
+
+            expr = rewrite(expr, list(self.factors), self.rhs)
+        return expr
+
+
+def assume(text: str, *, replace: Mapping[Any, Any] | None = None,
+           factors: tuple[Any, ...] = (), rhs: Any = None) -> Given:
+    """A declared assumption as a rewrite: ``text`` must occur (up to spacing) in one of the
+    assumptions of the theorem being proven.
+
+    Raises:
+        ProofFailure: when no declared assumption contains ``text``.
+    """
+    from hcspec.spec.registry import ProofFailure
+
+    declared = _ASSUMPTIONS.get()
+    if declared is not None and not any(_words(text) in _words(a) for a in declared):
+        raise ProofFailure(f"the proof uses '{text}', which is not a declared assumption")
+    return Given(text, tuple((replace or {}).items()), tuple(factors), rhs)
+
+
+def from_lemma(lemma_id: str, fact: Any, rename: Mapping[Any, Any] | None = None) -> Given:
+    """A fact ``lhs = rhs`` displayed by the proof of lemma ``lemma_id`` (see :func:`cite`), with
+    ``rename`` applied, used as the substitution ``lhs → rhs``."""
+    _, shown = cite(f"using {lemma_id}", lemma_id, fact, rename)
+    assert isinstance(shown, sympy.Eq)
+    name = lemma_id.replace("_", r"\_")
+    latex = f"{sympy.latex(shown.lhs)} = {sympy.latex(shown.rhs)}\\ " + rf"(\text{{lemma {name}}})"
+    return Given(f"{shown.lhs} = {shown.rhs} (lemma {lemma_id})", ((shown.lhs, shown.rhs),),
+                 latex=latex)
+
+
+def prose(text: str) -> Step:
+    """A step that is text only (an explanation, the conclusion of an argument shown above):
+    the page typesets it as a sentence, never as a formula."""
+    return (text, PROSE)
+
+
+def unchecked(steps: Any, checked: set[sympy.Basic]) -> list[str]:
+    """The labels of ``steps`` that display an expression absent from ``checked`` (prose is
+    never unchecked)."""
+    bad = []
+    for label, expr in steps:
+        if expr == PROSE:
+            continue
+        if _key(expr) not in checked:
+            bad.append(label)
+    return bad
+
+
+def cite(label: str, lemma_id: str, fact: Any, rename: Mapping[Any, Any] | None = None) -> Step:
+    """Display ``fact`` (with ``rename`` applied to its symbols) as proven by the lemma
+    ``lemma_id``.
+
+    ``fact`` must be the expression of a checked step of the lemma's own proof, which is proven
+    first (once per process); the label gains "(lemma <id>)".
+
+    Raises:
+        ProofFailure: when the lemma does not prove, or does not display ``fact``.
+        KeyError: for an unknown lemma id.
+    """
+    from hcspec.spec.registry import ProofFailure, proven
+
+    result = proven(lemma_id)
+    if not result.ok:
+        raise ProofFailure(f"{label}: the cited lemma {lemma_id} does not prove: {result.error}")
+    if _key(fact) not in {_key(expr) for _, expr in result.steps if expr != PROSE}:
+        raise ProofFailure(f"{label}: lemma {lemma_id} does not display {fact}")
+    shown = _key(fact).xreplace(dict(rename or {}))
+    return (f"{label} (lemma `{lemma_id}`)", record(shown))
+
+
+def lemma_rewrite(lemma_id: str, fact: Any, factors: tuple[Any, ...], rhs: Any,
+                  rename: Mapping[Any, Any] | None = None) -> Given:
+    """A fact of lemma ``lemma_id`` (its index form ``fact``, checked as in :func:`cite`) used as
+    the matrix rewrite ``factors → rhs`` (e.g. ``1ᵀ e_1 → 1`` for the fact ``Σ_r δ_rj = 1``);
+    the page names the lemma next to the link."""
+    cite(f"using {lemma_id}", lemma_id, fact, rename)
+    product = sympy.MatMul(*factors) if len(factors) > 1 else factors[0]
+    text = f"{product} = {rhs} (lemma {lemma_id})"
+    name = lemma_id.replace("_", r"\_")
+    shown = f"{sympy.latex(product)} = {sympy.latex(rhs)}\\ " + rf"(\text{{lemma {name}}})"
+    return Given(text, (), tuple(factors), rhs, shown)
