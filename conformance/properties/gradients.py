@@ -15,10 +15,11 @@ from __future__ import annotations
 import contextlib
 import math
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import torch
 
-from hcspec.conformance import probes, salts, strategies, tolerances
+from hcspec.conformance import probes, rules, salts, strategies, tolerances
 from hcspec.conformance.properties.base import (
     Context,
     NotApplicable,
@@ -28,7 +29,7 @@ from hcspec.conformance.properties.base import (
     np64,
 )
 from hcspec.conformance.properties.cases import Cases, shift, standard_examples
-from hcspec.conformance.properties.common import branch64, law_tol
+from hcspec.conformance.properties.common import branch64
 from hcspec.conformance.properties.declaration import declare
 from hcspec.conformance.properties.requirements import (
     PROBED_H_PRE,
@@ -101,15 +102,15 @@ def _step(ctx: Context, scale: float) -> float:
     return tolerances.fd_step(ctx.tol_dtype, scale)
 
 
-def _allowance(ctx: Context, magnitude: tuple[float, float], rounding: float, step: float,
-               denominator: float) -> float:
-    """The tolerance on ``|fd − autograd| / denominator``: the effective dtype's budget plus
-    float64 cancellation, the measured low-precision output rounding and the output's
-    resolution at ``step``, over ``denominator``."""
-    cancellation = tolerances.fd_cancellation(ctx.tol_dtype, magnitude[0])
-    resolution = tolerances.fd_resolution(ctx.tol_dtype, magnitude[1], step)
-    return tolerances.fd_directional(ctx.tol_dtype) + (
-        cancellation + rounding + resolution) / denominator
+def _fd_given(ctx: Context, magnitude: tuple[float, float], rounding: float, step: float,
+              denominator: float) -> dict[str, Any]:
+    """The inputs of :data:`hcspec.conformance.rules.FD` for ``|fd − autograd| /
+    denominator``: float64 cancellation, the measured low-precision output rounding and the
+    output's resolution at ``step`` (the rule adds the effective dtype's budget)."""
+    return {"denominator": denominator,
+            "cancellation": tolerances.fd_cancellation(ctx.tol_dtype, magnitude[0]),
+            "rounding": rounding,
+            "resolution": tolerances.fd_resolution(ctx.tol_dtype, magnitude[1], step)}
 
 
 def _expect_directional(ctx: Context, label: str, loss_at: Callable[[float], float],
@@ -127,19 +128,19 @@ def _expect_directional(ctx: Context, label: str, loss_at: Callable[[float], flo
     for fraction in ladder:
         step_scale = scale * fraction
         fd, rounding = _directional(ctx, loss_at, step_scale)
-        allowed = _allowance(ctx, magnitude, rounding, _step(ctx, step_scale), denominator)
+        given = _fd_given(ctx, magnitude, rounding, _step(ctx, step_scale), denominator)
+        allowed = ctx.record.allowance(**given).allowance
         error = abs(fd - ad) / denominator
-        tried.append((error / allowed if allowed > 0 else math.inf, error, allowed, fd,
+        tried.append((error / allowed if allowed > 0 else math.inf, error, given, fd,
                       _step(ctx, step_scale)))
         if error <= allowed:
             break
-    _, error, allowed, fd, step = min(tried)
+    _, error, given, fd, step = min(tried, key=lambda t: t[0])
     others = "; other steps: " + ", ".join(f"{h:.2g}: fd {f:.6g}" for _, _, _, f, h in tried
                                           if h != step) if len(tried) > 1 else ""
     if ctx.tol_dtype != torch.float64:  # say which precision the step was chosen for
         label = f"{label} ({_precision_note(ctx, step)})"
-    ctx.record.expect(label, error, allowed,
-                      f"fd {fd:.6g}, autograd {ad:.6g}{others}")
+    ctx.record.expect(label, error, detail=f"fd {fd:.6g}, autograd {ad:.6g}{others}", **given)
 
 
 def _directional(ctx: Context, loss_at: Callable[[float], float],
@@ -181,7 +182,7 @@ def _extreme_examples(ctx: Context) -> list[Case]:
     "gradients.fd_input",
     statement="finite differences of ⟨G', X'⟩ w.r.t. x match autograd (float64)",
     theorems=("backward.closed_form",), requires=(FLOAT64, UNROLLED),
-    tolerance="fd_directional", examples=_examples, cases=SMOOTH, prerequisites=BASE)
+    tolerance=rules.FD, examples=_examples, cases=SMOOTH, prerequisites=BASE)
 def check_fd_input(ctx: Context, case: Case) -> None:
     """Directional central differences of ⟨G', X'⟩ w.r.t. x match autograd (float64)."""
     with _naming_an_implicit_sinkhorn_backward(ctx, case):
@@ -229,7 +230,7 @@ def _check_fd_input(ctx: Context, case: Case) -> None:
     "gradients.fd_parameters",
     statement="finite differences of ⟨G', X'⟩ w.r.t. the parameters match autograd (float64)",
     theorems=("backward.closed_form",), requires=(capability(PARAMETERS), FLOAT64, UNROLLED),
-    tolerance="fd_directional", examples=_examples, cases=SMOOTH, prerequisites=BASE)
+    tolerance=rules.FD, examples=_examples, cases=SMOOTH, prerequisites=BASE)
 def check_fd_parameters(ctx: Context, case: Case) -> None:
     """Directional central differences of ⟨G', X'⟩ w.r.t. the exposed parameters match
     autograd (float64)."""
@@ -287,7 +288,7 @@ def _closed_form(ctx: Context, case: Case, X: torch.Tensor, G: torch.Tensor,
     "gradients.closed_form",
     statement="autograd ∂L/∂x, ∂L/∂θ equal the spec's closed-form backward on weights(x)",
     theorems=("backward.closed_form",), requires=(capability(WEIGHTS), FLOAT64),
-    tolerance="law", examples=_examples, cases=SMOOTH,
+    tolerance=rules.LAW, examples=_examples, cases=SMOOTH,
     prerequisites=(*BASE, "law.reported"))
 def check_closed_form(ctx: Context, case: Case) -> None:
     """Autograd's ∂L/∂x (and ∂L/∂θ) equal the spec's closed form on weights(x), chained
@@ -315,23 +316,22 @@ def check_closed_form(ctx: Context, case: Case) -> None:
     want_x = torch.from_numpy(spec.X) + f64(chained_x)
     auto = torch.autograd.grad(_loss(impl, x, fn, G), [x, *params], allow_unused=True)
     auto_x = auto[0] if auto[0] is not None else torch.zeros_like(x)
-    tol = law_tol(ctx)
     ctx.record.expect("∂L/∂x: autograd vs H_resᵀG' + h_pre g_inᵀ (+ chain through weights(x))"
                       + (" projected on replicated states" if ctx.replicated else ""),
                       tolerances.scaled_error(ctx.inputs.tangent(f64(auto_x)),
-                                              ctx.inputs.tangent(want_x)), tol)
+                                              ctx.inputs.tangent(want_x)))
     for i, (p, g) in enumerate(zip(params, auto[1:], strict=True)):
         got_p = torch.zeros_like(p) if g is None else g
         ctx.record.expect(f"∂L/∂(parameter {i}, shape {list(p.shape)}): autograd vs the closed "
                           "form chained through weights(x)",
-                          tolerances.scaled_error(got_p, chained_p[i]), tol)
+                          tolerances.scaled_error(got_p, chained_p[i]))
 
 
 @declare(
     "gradients.closed_form_probed",
     statement="static HC: autograd ∂L/∂x equals H_resᵀG' + h_pre g_inᵀ on probed weights",
     theorems=("backward.closed_form",),
-    requires=(kinds("hc-static"), FLOAT64, PROBING, PROBED_H_PRE), tolerance="law",
+    requires=(kinds("hc-static"), FLOAT64, PROBING, PROBED_H_PRE), tolerance=rules.LAW,
     examples=_examples, cases=SMOOTH, prerequisites=(*BASE, "law.probed"))
 def check_closed_form_probed(ctx: Context, case: Case) -> None:
     """Static HC (weights independent of x): autograd's ∂L/∂x equals the spec's closed form
@@ -349,7 +349,7 @@ def check_closed_form_probed(ctx: Context, case: Case) -> None:
     xg = x.clone().requires_grad_(True)
     (auto_x,) = torch.autograd.grad(_loss(impl, xg, fn, G), xg)
     ctx.record.expect("∂L/∂x: autograd vs H_resᵀG' + h_pre g_inᵀ (probed weights)",
-                      tolerances.scaled_error(auto_x, torch.from_numpy(spec.X)), law_tol(ctx))
+                      tolerances.scaled_error(auto_x, torch.from_numpy(spec.X)))
 
 
 @declare(
@@ -358,7 +358,7 @@ def check_closed_form_probed(ctx: Context, case: Case) -> None:
     requires=(capability(PARAMETERS), any_state_domain(
         "on replicated states X = 1_n hᵀ a row-stochastic H_res gives H_res X = X whatever "
         "its parameters")),
-    tolerance="trainable", examples=_trainable_examples,
+    tolerance=rules.TRAINABLE, examples=_trainable_examples,
     cases=Cases(d_more_than_n=True, min_n=2, perturbations=(0.0, 0.1, 0.3), extreme_scales=False),
     prerequisites=BASE)
 def check_mixing_trainable(ctx: Context, case: Case) -> None:
@@ -377,8 +377,9 @@ def check_mixing_trainable(ctx: Context, case: Case) -> None:
     scale = float(f64(G).norm() * f64(x).norm())
     relative = norm / scale if scale > 0 else 0.0
     ctx.record.expect("1e-6 / (‖∂⟨G', H_res X⟩/∂θ‖ / (‖G'‖‖X‖)) with F ≡ 0 (≤ 1: trainable)",
-                      tolerances.TRAINABLE_RELATIVE / relative if relative > 0 else math.inf, 1.0,
-                      f"the gradient reaching the parameters through the mixing is {norm:.3g} "
+                      tolerances.TRAINABLE_RELATIVE / relative if relative > 0 else math.inf,
+                      detail=f"the gradient reaching the parameters through the mixing is "
+                             f"{norm:.3g} "
                       f"(relative {relative:.3g}): H_res cannot move from where it is (saturated "
                       "Sinkhorn–Knopp? H_res not used in forward?)")
 

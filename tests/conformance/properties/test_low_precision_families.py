@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from hcspec.conformance import tolerances
+from hcspec.conformance import rules, tolerances
 from hcspec.conformance.properties.base import PropertyFailure
 from hcspec.conformance.properties.bug_classes import known_bug_class
 from hcspec.conformance.strategies import Case
@@ -65,7 +65,7 @@ def test_self_consistency_keeps_the_law_in_float64_and_float32() -> None:
     bf16 = tolerances.eps(torch.bfloat16)
     assert tolerances.self_consistency(torch.bfloat16, torch.float32) == 4 * bf16
     assert tolerances.self_consistency(torch.bfloat16, torch.bfloat16) == 8 * bf16
-    assert "self_consistency" in tolerances.RULES
+    assert "self_consistency" in tolerances.RULES and rules.SELF_CONSISTENCY.name in rules.BY_NAME
 
 
 @pytest.mark.parametrize("target", ["make_bf16_hc_static", "make_bf16_hc_dynamic",
