@@ -331,6 +331,21 @@ DEPTH_BOUND: Final = Rule(
     "depth_bound", "the per-sublayer allowances of the constraints (exact axis, Birkhoff–Hopf, "
     "law or measured law per layer) accumulated over the stack",
     "each sublayer adds its own column error and rounding", ("bound", "floor?"), _given_bound)
+def _exact_up_to_eps(p: Precision, g: Mapping[str, Any]) -> Allowance:
+    chain = Precision.of(g["dtype"], g.get("compute_dtype"), g.get("output_dtype"))
+    rounding = (int(g["n"]) + 1) * eps(chain.compute) + chain.rounding
+    deviation = float(g["deviation"])
+    return Allowance(deviation + rounding, deviation + FLOOR_MULTIPLE * rounding)
+
+
+EXACT_UP_TO_EPS: Final = Rule(
+    "exact_up_to_eps", "where the declared formula has an additive ε (DeepSeek-V4's σ + ε, "
+    "softmax + ε, ε in the denominators) the saturated weights are exact only up to it: the "
+    "measured deviation of the reported weights from the exact 0/1 pattern, times the terms it "
+    "multiplies, plus 4 × the chain's rounding ((n + 1)·eps(compute) + eps(output)) of the "
+    "precision run, relative to max|X|",
+    "ε is declared, so it is no error; what remains is the rounding of an n-term sum",
+    ("n", "deviation", "dtype", "compute_dtype?", "output_dtype?"), _exact_up_to_eps)
 REPORTED: Final = Rule(
     "reported", "a figure reported, not bounded (HC's growth over a stack): the allowance is "
     "the largest float64, so the report keeps the largest seen", "no theorem bounds it",
@@ -343,7 +358,7 @@ EXPLICIT: Final = Rule(
 ALL: Final[tuple[Rule, ...]] = (
     EXACT, LAW, SELF_CONSISTENCY, IDENTITY, RANGE_SLACK, EXACT_AXIS, SINKHORN_OTHER_AXIS, FD,
     GRADIENT_FLOAT32, LOW_PRECISION, DEVICE, TRAINABLE, SINKHORN_FIXED_POINT, DEPTH_BOUND,
-    REPORTED, EXPLICIT)
+    EXACT_UP_TO_EPS, REPORTED, EXPLICIT)
 """Every rule, in the docs table's order."""
 
 BY_NAME: Final[dict[str, Rule]] = {r.name: r for r in ALL}
