@@ -51,6 +51,21 @@ SIZES: tuple[Case, ...] = (
 """The fixed cases of the law and constraint checks at scale (``d > n`` everywhere, so the
 weights can be probed)."""
 
+SPREAD: tuple[Case, ...] = tuple(
+    Case(1, 16, n, 4 * n + 1, layer_index=n, seed=20 + n, perturb=0.3, param_scale=0.5)
+    for n in (2, 3, 4, 5, 6, 8))
+"""The constraint check's cases at a logit spread where a wrong normalisation shows, at every
+expansion rate the scale family runs. The projective diameter Δ of H_res decides what the
+Birkhoff–Hopf bound of the declared rounds allows: at :data:`SIZES`' perturbation 0.3 the
+reference mHC has Δ ≈ 6 (n = 5) to 9 (n = 8), where the bound for 20 rounds is 0.2 to 27 —
+vacuous at n = 8, so a normalisation wrong only for n > 4 went unseen
+(``tests.mutants.sinkhorn_few_rounds_above_n4``: 2 rounds, sums off by 6e-3 at n = 8). With
+the parameters scaled ×0.5 after the same perturbation, Δ ≈ 2.7–3.7: the bound for 20 rounds
+is 2e-6–7e-4 while 2 rounds leave 4e-3–1e-2 (ratio ≥ 15 on every n; measured on the
+reference at seeds 25 and 28), and a rows-only or columns-only normalisation or a misplaced ε
+more. 16 tokens each (Δ varies over the tokens)."""
+
+
 COMPOSITION: tuple[Case, ...] = (
     Case(2, 100, 4, 72, layer_index=0, seed=6, perturb=0.3),
     Case(4, 33, 3, 65, layer_index=1, seed=7, perturb=0.3),
@@ -126,7 +141,8 @@ def check_law(ctx: Context, case: Case) -> None:
     statement="mHC at n up to 8, d up to 257: H_res doubly stochastic, H_pre, H_post in range",
     theorems=("mhc.sinkhorn_rows_exact", "mhc.h_pre_range", "mhc.h_post_range"),
     requires=(kinds("mhc"), WEIGHTS_OR_PROBING), tolerance=rules.SINKHORN_OTHER_AXIS,
-    secondary=(rules.EXACT_AXIS, rules.RANGE_SLACK), examples=lambda ctx: supported(ctx, SIZES),
+    secondary=(rules.EXACT_AXIS, rules.RANGE_SLACK),
+    examples=lambda ctx: supported(ctx, SIZES + SPREAD),
     prerequisites=BASE, explore=False)
 def check_constraints(ctx: Context, case: Case) -> None:
     """At scale, H_res ≥ 0 with its exact axis summing to 1 and its other axis within the
