@@ -165,7 +165,7 @@ def _regrouped(x: torch.Tensor, tokens_first: int) -> torch.Tensor:
 @declare(
     "shape.other_sequence_axes",
     statement="a state [B,n,d] or [B,H,W,n,d] is rejected, or handled exactly as [B,T,n,d]",
-    theorems=("forward.shapes",), tolerance=rules.LAW,
+    theorems=("forward.shapes",), tolerance=rules.SELF_CONSISTENCY,
     cases=Cases(min_tokens=2, branches=("mlp", "linear", "constant")),
     prerequisites=("shape.output", "shape.branch_once"), shrink=False)
 def check_other_sequence_axes(ctx: Context, case: Case) -> None:
