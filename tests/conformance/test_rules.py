@@ -151,3 +151,17 @@ def test_docs_rules_table_is_generated_from_the_rule_objects() -> None:
         "docs/conformance.md: run python -m hcspec.conformance.rules --write")
     for r in rules.ALL:
         assert f"| `{r.name}` |" in doc
+
+
+def test_a_rule_named_only_in_tolerances_is_transitional(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A branch that declares a new rule by name (added to ``tolerances.RULES``) still
+    imports; the rule is transitional (its allowance is the check's explicit ``bound``) and
+    the meta-test names the property."""
+    monkeypatch.setitem(tolerances.RULES, "scale_invariance", "weights(cX) = weights(X)")
+    rule = rules.named("scale_invariance")
+    assert rules.transitional(rule) and rule not in rules.ALL
+    assert rules.named("scale_invariance") is rule
+    assert rule.apply(SERVING, bound=0.25).allowance == 0.25
+    assert not rules.transitional(rules.LAW)
+    with pytest.raises(KeyError, match="no_such_rule"):
+        rules.named("no_such_rule")
