@@ -142,8 +142,9 @@ def _law(p: Precision, g: Mapping[str, Any]) -> Allowance:
     factor = float(g.get("factor", 1.0))
     oracle = g.get("oracle")
     if p.low and oracle is not None:
-        floor = max(float(oracle),
-                    tolerances.LAW_FLOOR_EPS * eps(p.output) / tolerances.LAW_REFERENCE_FACTOR)
+        roundings = float(g.get("roundings", 1))
+        floor = max(float(oracle), roundings * tolerances.LAW_FLOOR_EPS * eps(p.output)
+                    / tolerances.LAW_REFERENCE_FACTOR)
         return Allowance(floor, tolerances.LAW_REFERENCE_FACTOR * floor)
     return Allowance(eps(p.output) * factor, tolerances.law(p.output) * factor)
 
@@ -267,7 +268,9 @@ LAW: Final = Rule(
     "against float64 on the same comparison; without one 256·eps",
     "γ_k of the kit's dot products (k ≤ 64) and the probes' pseudo-inverse (cond ≤ 1e2) with "
     "margin; FlashAttention's rule below float32 (the impl also rounds the weights it "
-    "reports: 8×)", ("oracle?", "factor?"), _law)
+    "reports: 8×); a backward rounds twice at the output precision (the incoming gradient and "
+    "the result), so its floor is at least eps (`roundings=2`), not eps/2",
+    ("oracle?", "factor?", "roundings?"), _law)
 SELF_CONSISTENCY: Final = Rule(
     "self_consistency", "the target against itself (another layout, path, batch or call): "
     "the law's budget in float64/float32; bfloat16/float16 4·eps (computed in float32 or "

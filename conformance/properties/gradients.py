@@ -20,6 +20,7 @@ from typing import Any
 import torch
 
 from hcspec.conformance import probes, rules, salts, strategies, tolerances
+from hcspec.conformance.properties import precision
 from hcspec.conformance.properties.base import (
     Context,
     NotApplicable,
@@ -304,27 +305,56 @@ def check_closed_form(ctx: Context, case: Case) -> None:
     cotangents = tuple(torch.from_numpy(g).to(device=x.device, dtype=x.dtype)
                        for g in (spec.h_pre, spec.h_post, spec.H_res))
     params = floating_parameters(impl, trainable=True)
-    live = [(w, c) for w, c in zip(weights, cotangents, strict=True) if w.requires_grad]
-    chained_x = torch.zeros_like(x)
-    chained_p = [torch.zeros_like(p) for p in params]
-    if live:
-        got = torch.autograd.grad([w for w, _ in live], [x, *params],
-                                  grad_outputs=[c for _, c in live], allow_unused=True)
-        chained_x = got[0] if got[0] is not None else chained_x
-        chained_p = [torch.zeros_like(p) if g is None else g
-                     for p, g in zip(params, got[1:], strict=True)]
-    want_x = torch.from_numpy(spec.X) + f64(chained_x)
+    low = precision.low_precision(ctx)
+    spec_low = (_closed_form(ctx, case, _rounded(ctx, x), _rounded(ctx, G), h_pre, h_post, H_res)
+                if low else spec)
+    live = [(w, c, c_low) for w, c, c_low in zip(
+        weights, cotangents, (torch.from_numpy(g).to(device=x.device, dtype=x.dtype)
+                              for g in (spec_low.h_pre, spec_low.h_post, spec_low.H_res)),
+        strict=True) if w.requires_grad]
+    chained = _chained(x, params, live, 1, retain=low)
+    chained_low = _chained(x, params, live, 2) if low else chained
+    want_x = torch.from_numpy(spec.X) + f64(chained[0])
     auto = torch.autograd.grad(_loss(impl, x, fn, G), [x, *params], allow_unused=True)
     auto_x = auto[0] if auto[0] is not None else torch.zeros_like(x)
+    oracle_x = None
+    if low:  # the closed form along the chain: G and X rounded to the output, result too
+        want_low = _rounded(ctx, torch.from_numpy(spec_low.X)) + f64(chained_low[0])
+        oracle_x = tolerances.scaled_error(ctx.inputs.tangent(want_low),
+                                           ctx.inputs.tangent(want_x))
     ctx.record.expect("∂L/∂x: autograd vs H_resᵀG' + h_pre g_inᵀ (+ chain through weights(x))"
                       + (" projected on replicated states" if ctx.replicated else ""),
                       tolerances.scaled_error(ctx.inputs.tangent(f64(auto_x)),
-                                              ctx.inputs.tangent(want_x)))
+                                              ctx.inputs.tangent(want_x)), oracle=oracle_x,
+                      roundings=2)
     for i, (p, g) in enumerate(zip(params, auto[1:], strict=True)):
         got_p = torch.zeros_like(p) if g is None else g
         ctx.record.expect(f"∂L/∂(parameter {i}, shape {list(p.shape)}): autograd vs the closed "
                           "form chained through weights(x)",
-                          tolerances.scaled_error(got_p, chained_p[i]))
+                          tolerances.scaled_error(got_p, chained[1 + i]),
+                          oracle=tolerances.scaled_error(chained_low[1 + i], chained[1 + i])
+                          if low else None, roundings=2)
+
+
+def _rounded(ctx: Context, t: torch.Tensor) -> torch.Tensor:
+    """``t`` rounded to the run's effective (output) dtype, as float64 CPU: what a target
+    returning that dtype receives and gives back."""
+    return f64(f64(t).to(ctx.tol_dtype))
+
+
+def _chained(x: torch.Tensor, params: list[torch.Tensor],
+             live: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]], which: int,
+             retain: bool = False) -> list[torch.Tensor]:
+    """``[∂/∂x, ∂/∂θ…]`` of the weights that require grad chained with cotangent ``which`` of
+    ``live`` (1: the float64 closed form's, 2: the one along the dtype chain); zeros where
+    nothing is live."""
+    if not live:
+        return [torch.zeros_like(x), *(torch.zeros_like(p) for p in params)]
+    got = torch.autograd.grad([t[0] for t in live], [x, *params],
+                              grad_outputs=[t[which] for t in live], allow_unused=True,
+                              retain_graph=retain)
+    return [torch.zeros_like(v) if g is None else g
+            for v, g in zip([x, *params], got, strict=True)]
 
 
 @declare(
