@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 _EXPECT = re.compile(r"^(?P<label>.+?): error (?P<error>\S+) > tolerance (?P<tol>\S+?)"
+                     r"(?: \[rule (?P<rule>[^\]:]+)(?:: floor (?P<floor>[^,\]]+)[^\]]*)?\])?"
                      r"(?:; (?P<detail>.*))?$", re.DOTALL)
 """The text :meth:`Context.expect` raises, read when the exception carries no attributes."""
 
@@ -45,7 +46,12 @@ class Failure:
             raised without one.
         origin: ``file:line`` of the check that raised (the innermost frame outside the
             kit's helpers), '' when unknown.
-        error, tolerance: the failing comparison's figures (None when it is not numeric).
+        error, tolerance: the failing comparison's figures (None when it is not numeric);
+            ``tolerance`` is the allowance of its rule.
+        rule: the tolerance rule that gave the allowance (:mod:`hcspec.conformance.rules`),
+            None when not numeric or not known.
+        floor: the rule's floor on that comparison (what a correct impl of the run's
+            precision errs by), None when not known.
         detail: what the check added (e.g. where the difference is), '' if nothing.
         hint: a likely cause, when one is known (from the check or the run's diagnostics).
         counterexample: the case that fails, as JSON (``--case`` reads it back).
@@ -65,6 +71,8 @@ class Failure:
     origin: str = ""
     error: float | None = None
     tolerance: float | None = None
+    rule: str | None = None
+    floor: float | None = None
     detail: str = ""
     hint: str | None = None
     counterexample: str | None = None
@@ -76,10 +84,18 @@ class Failure:
 
     @property
     def figures(self) -> str:
-        """``label: error E, tolerance T`` ('' when the failure is not a numeric comparison)."""
+        """``label: error E, tolerance T`` plus, when known, the rule and its floor
+        (``, rule R, floor F, error = E/F × floor``); '' when the failure is not a numeric
+        comparison."""
         if self.error is None or self.tolerance is None:
             return ""
-        return f"{self.label or 'error'}: error {self.error:.3g}, tolerance {self.tolerance:.3g}"
+        text = f"{self.label or 'error'}: error {self.error:.3g}, tolerance {self.tolerance:.3g}"
+        if self.rule:
+            text += f", rule {self.rule}"
+            if self.floor is not None and self.floor > 0:
+                text += (f", floor {self.floor:.3g}, error = "
+                         f"{self.error / self.floor:.3g} × floor")
+        return text
 
     def with_changes(self, **changes: Any) -> Failure:
         """A copy with ``changes`` applied (e.g. the reproduction command, a hint)."""
@@ -88,7 +104,7 @@ class Failure:
     def to_dict(self) -> dict[str, Any]:
         """The JSON form (every field; NaN/inf errors as strings so the JSON stays valid)."""
         data = dataclasses.asdict(self)
-        for key in ("error", "tolerance"):
+        for key in ("error", "tolerance", "floor"):
             value = data[key]
             if isinstance(value, float) and not math.isfinite(value):
                 data[key] = str(value)
@@ -106,7 +122,7 @@ class Failure:
             raise ValueError(f"not a failure: missing keys {missing}")
         names = {f.name for f in dataclasses.fields(cls)}
         values = {k: v for k, v in data.items() if k in names}
-        for key in ("error", "tolerance"):
+        for key in ("error", "tolerance", "floor"):
             if isinstance(values.get(key), str):
                 values[key] = float(values[key])
         return cls(**values)
@@ -147,10 +163,14 @@ def from_exception(exc: BaseException, *, failed: bool, counterexample: str | No
     error, tolerance = _number(getattr(exc, "error", None)), _number(getattr(exc, "tolerance",
                                                                               None))
     detail = getattr(exc, "detail", None)
+    rule = getattr(exc, "rule", None)
+    floor = _number(getattr(exc, "floor", None))
     if label is None and failed and (match := _EXPECT.match(text)) is not None:
         label = match["label"]
+        rule = match["rule"]
         try:
             error, tolerance = float(match["error"]), float(match["tol"])
+            floor = float(match["floor"]) if match["floor"] else None
         except ValueError:
             error = tolerance = None
         detail = detail if detail is not None else (match["detail"] or "")
@@ -161,7 +181,7 @@ def from_exception(exc: BaseException, *, failed: bool, counterexample: str | No
         message=text if failed else f"{type(exc).__name__}: {text}",
         label=str(label) if label is not None else None,
         origin=str(getattr(exc, "origin", None) or origin(exc)),
-        error=error, tolerance=tolerance,
+        error=error, tolerance=tolerance, rule=str(rule) if rule else None, floor=floor,
         detail=str(detail) if detail else "",
         hint=str(own_hint) if own_hint else hint,
         counterexample=counterexample,

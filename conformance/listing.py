@@ -54,7 +54,7 @@ def live_rows() -> list[Row]:
     from hcspec.conformance.properties import CATALOGUE
 
     return [Row(p.id, p.statement, tuple(p.theorems), tuple(r.condition for r in p.requires),
-                p.tolerance) for p in CATALOGUE]
+                p.tolerance.name) for p in CATALOGUE]
 
 
 def _torch_version() -> str:

@@ -120,6 +120,8 @@ class PropertyResult:
         self.achieved = (None if failure.error is None or failure.tolerance is None else
                          {"label": failure.label or "error", "error": failure.error,
                           "tolerance": failure.tolerance})
+        if self.achieved is not None and failure.rule:
+            self.achieved.update(rule=failure.rule, floor=failure.floor)
 
     def to_dict(self) -> dict[str, Any]:
         """The result as JSON-ready dict (the failure as :meth:`Failure.to_dict`)."""
@@ -315,10 +317,21 @@ _CODE = frozenset({"minimal counterexample", "reproduce"})
 """Explanation lines shown as code in Markdown."""
 
 
+def floor_text(achieved: dict[str, Any]) -> str:
+    """`` (E/F× floor)``: the achieved error over its rule's floor, '' when no positive floor
+    was recorded (older reports, exact conditions)."""
+    floor = achieved.get("floor")
+    error = achieved.get("error")
+    if not isinstance(floor, (int, float)) or not floor > 0 or not isinstance(
+            error, (int, float)) or not error:
+        return ""
+    return f" ({error / floor:.2g}× floor)"
+
+
 def _achieved_text(r: PropertyResult) -> str:
     if not r.achieved:
         return ""
-    return f"{r.achieved['error']:.2g} / {r.achieved['tolerance']:.2g}"
+    return f"{r.achieved['error']:.2g} / {r.achieved['tolerance']:.2g}{floor_text(r.achieved)}"
 
 
 def family_score_text(entry: dict[str, int | float | None]) -> str:

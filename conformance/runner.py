@@ -694,7 +694,8 @@ def evaluate_property(
         result.set_failure(failure)
     elif ctx.worst.label:
         result.achieved = {"label": ctx.worst.label, "error": ctx.worst.error,
-                           "tolerance": ctx.worst.tolerance}
+                           "tolerance": ctx.worst.tolerance, "rule": ctx.worst.rule,
+                           "floor": ctx.worst.floor, "rules": sorted(ctx.record.applied)}
     if expected is not None:
         if result.status == rp.FAILED:
             result.status = rp.XFAIL

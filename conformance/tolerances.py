@@ -511,5 +511,7 @@ RULES: Final[dict[str, str]] = {
                             "implicit: law + 10·n·(column error)/(1 − σ₂(H_res)²) against the "
                             "fixed-point gradient",
 }
-"""The named tolerance rules a property declares (``Property.tolerance``): name -> what it
-allows. Every rule is one of the functions or constants above."""
+"""The tolerance rules by name: name -> what it allows (the descriptions of
+:mod:`hcspec.conformance.rules`, whose rule objects the harness applies; a property declares
+the object, ``tolerance=rules.LAW``). A name listed here without an object there is accepted
+for the transition (:func:`hcspec.conformance.rules.named`)."""

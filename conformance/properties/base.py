@@ -37,6 +37,7 @@ from hcspec.conformance.properties.observing import Observer
 from hcspec.conformance.properties.recording import Recorder, Worst
 from hcspec.conformance.properties.requirements import Subject
 from hcspec.conformance.protocol import Conventions
+from hcspec.conformance.rules import Precision
 from hcspec.conformance.seeding import seeded_global_rng
 
 
@@ -67,7 +68,8 @@ class Context:
         self.device = device
         self.profile = profile
         self.seed = seed
-        self.record = Recorder()
+        self.record = Recorder(Precision.of(dtype, conventions.compute_dtype,
+                                            conventions.output_dtype))
         self.build = Builder(factory, dtype, device)
         self.inputs = Inputs(dtype, device, conventions.state_domain == "replicated")
         self.observe = Observer(conventions)

@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import torch
 
-from hcspec.conformance import tolerances
+from hcspec.conformance import rules, tolerances
 from hcspec.conformance.properties import precision
 from hcspec.conformance.properties.base import Context, f64
 from hcspec.conformance.properties.common import (
     axis_sums,
     by_exact_axis,
     expected_output,
-    law_tol,
 )
 from hcspec.conformance.protocol import has_weights
 from hcspec.conformance.strategies import Case
@@ -35,7 +34,7 @@ def law_pattern(ctx: Context, case: Case) -> str | None:
     input is x_in scaled to unit RMS (:func:`branch_input_pattern`); "H_res looks transposed"
     when the output misses the law with the reported H_res beyond the law tolerance (in
     bfloat16/float16 the measured one of ``law.reported``,
-    :func:`hcspec.conformance.properties.precision.law_tolerances`) but meets it with H_resᵀ;
+    :func:`hcspec.conformance.properties.precision.law_oracles`) but meets it with H_resᵀ;
     else None. Needs ``weights``; never raises (a target that cannot be re-run
     gives None)."""
     try:
@@ -50,8 +49,10 @@ def law_pattern(ctx: Context, case: Case) -> str | None:
         want, inp, scale = expected_output(ctx, case, x, h_pre, h_post, H_res)
         flipped, _, _ = expected_output(ctx, case, x, h_pre, h_post, H_res.transpose(-1, -2))
         got_input = f64(branch.inputs[0])
-        tol, tol_in = precision.law_tolerances(ctx, case, x, (h_pre, h_post, H_res),
-                                               (want, inp, scale), law_tol(ctx))
+        oracle, oracle_in = precision.law_oracles(ctx, case, x, (h_pre, h_post, H_res),
+                                                  (want, inp, scale))
+        tol = rules.LAW.apply(ctx.record.precision, oracle=oracle).allowance
+        tol_in = rules.LAW.apply(ctx.record.precision, oracle=oracle_in).allowance
     except Exception:
         return None
     if ctx.conventions.branch_input == "x_in":

@@ -26,8 +26,7 @@ import re
 
 import torch
 
-from hcspec.conformance import salts, strategies, tolerances
-from hcspec.conformance.properties import precision
+from hcspec.conformance import rules, salts, strategies, tolerances
 from hcspec.conformance.properties.base import Context, PropertyFailure, f64
 from hcspec.conformance.properties.cases import Cases, shift
 from hcspec.conformance.properties.declaration import declare
@@ -54,7 +53,7 @@ def _examples(ctx: Context) -> list[Case]:
 @declare(
     "compile.fullgraph",
     statement="torch.compile(fullgraph=True) traces forward; compiled forward/backward equal eager",
-    requires=(COMPILE,), tolerance="self_consistency", examples=_examples,
+    requires=(COMPILE,), tolerance=rules.SELF_CONSISTENCY, examples=_examples,
     cases=Cases(d_more_than_n=True, extreme_scales=False),
     prerequisites=("shape.output", "shape.branch_once"), explore=False,
     shrink=False)  # each re-run would compile anew: up to 40 × ~20 s (inductor)
@@ -95,9 +94,8 @@ def check_fullgraph(ctx: Context, case: Case) -> None:
             f"{type(exc).__name__}: {reason}", hint=hint) from exc
     finally:
         dynamo.reset()
-    tol = precision.self_consistency(ctx)
     ctx.record.expect(f"compiled ({backend}) forward vs eager",
-                      tolerances.scaled_error(f64(out), f64(eager)), tol)
+                      tolerances.scaled_error(f64(out), f64(eager)))
     ctx.record.require(connected,
                        "forward's output is not connected to autograd (requires_grad is False "
                        "although the input requires grad): the compiled backward cannot be "
@@ -107,7 +105,7 @@ def check_fullgraph(ctx: Context, case: Case) -> None:
                        "eager's is")
     assert g_eager is not None and g_comp is not None
     ctx.record.expect(f"compiled ({backend}) ∂L/∂x vs eager",
-                      tolerances.scaled_error(f64(g_comp), f64(g_eager)), tol)
+                      tolerances.scaled_error(f64(g_comp), f64(g_eager)))
 
 
 _KIT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

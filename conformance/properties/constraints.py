@@ -13,16 +13,17 @@ Sinkhorn–Knopp by scaling the weight-generating parameters (capability ``param
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import torch
 from hypothesis import strategies as st
 
-from hcspec.conformance import salts, strategies, tolerances
+from hcspec.conformance import rules, salts, strategies, tolerances
 from hcspec.conformance.properties.base import Context, Inconclusive, f64
 from hcspec.conformance.properties.bug_classes import sums_pattern
 from hcspec.conformance.properties.building import all_parameters
 from hcspec.conformance.properties.cases import Cases, shift, standard_strategy
-from hcspec.conformance.properties.common import axis_sums, by_exact_axis, law_tol
+from hcspec.conformance.properties.common import axis_sums, by_exact_axis
 from hcspec.conformance.properties.declaration import declare
 from hcspec.conformance.properties.requirements import WEIGHTS_OR_PROBING, capability, kinds
 from hcspec.conformance.protocol import PARAMETERS, HyperConnectionImpl, has_weights
@@ -61,24 +62,42 @@ def _axis_names(ctx: Context) -> tuple[str, str]:
     return by_exact_axis(ctx.conventions.sinkhorn_exact_axis, "row", "column")
 
 
-def other_axis_bound(ctx: Context, w: MHCWeights, n: int) -> tuple[torch.Tensor, list[str]]:
-    """The bound on ``|sum − 1|`` along the axis Sinkhorn–Knopp did not normalise last, per
-    token (``[B, T]`` float64), and what it is, per token (flattened).
+def other_axis_convergence(ctx: Context, w: MHCWeights) -> tuple[torch.Tensor, list[str]]:
+    """The convergence part of the bound on ``|sum − 1|`` along the axis Sinkhorn–Knopp did
+    not normalise last, per token (``[B, T]`` float64), and what it is, per token
+    (flattened); the rule :data:`hcspec.conformance.rules.SINKHORN_OTHER_AXIS` adds the
+    rounding of the run's dtype chain.
 
-    A declared ``residual_mixing="identity"`` has ``H_res = I`` exactly: the bound is the exact
-    axis's dtype tolerance. Otherwise it is the Birkhoff–Hopf bound for the declared rounds
-    (:func:`hcspec.conformance.tolerances.sinkhorn_other_axis_bound`), which is ``inf`` where
-    an entry of H_res is 0 (projective diameter Δ infinite).
+    A declared ``residual_mixing="identity"`` has ``H_res = I`` exactly: no convergence term.
+    Otherwise it is the Birkhoff–Hopf bound for the declared rounds
+    (:func:`hcspec.conformance.rules.sinkhorn_convergence`), which is ``inf`` where an entry
+    of H_res is 0 (projective diameter Δ infinite).
     """
     if ctx.conventions.residual_mixing == "identity":
-        exact = tolerances.exact_axis(ctx.tol_dtype, n, w.probed)
-        bound = torch.full(w.H_res.shape[:-2], exact, dtype=torch.float64)
-        return bound, ["declared residual_mixing='identity': H_res = I exactly"] * bound.numel()
+        zero = torch.zeros(w.H_res.shape[:-2], dtype=torch.float64)
+        return zero, ["declared residual_mixing='identity': H_res = I exactly"] * zero.numel()
     iterations = ctx.conventions.iterations
-    bound = tolerances.sinkhorn_other_axis_bound(w.H_res, iterations, ctx.tol_dtype, w.probed)
+    conv = rules.sinkhorn_convergence(w.H_res, iterations)
     delta = tolerances.projective_diameter(w.H_res).flatten().tolist()
-    return bound, [f"bound for {iterations} Sinkhorn–Knopp rounds at projective diameter "
-                   f"Δ = {d:.3g}" for d in delta]
+    return conv, [f"bound for {iterations} Sinkhorn–Knopp rounds at projective diameter "
+                  f"Δ = {d:.3g}" for d in delta]
+
+
+def other_axis_bound(ctx: Context, w: MHCWeights, n: int, *, mixing: bool = False,
+                     norm: bool = False) -> tuple[torch.Tensor, torch.Tensor, list[str]]:
+    """``(allowance [B, T], convergence [B, T], what each is)``: the allowance of
+    :data:`hcspec.conformance.rules.SINKHORN_OTHER_AXIS` per token (its convergence term
+    from :func:`other_axis_convergence`), for choosing the token a check compares."""
+    conv, why = other_axis_convergence(ctx, w)
+    allowed = rules.other_axis_allowances(ctx.record.precision, conv, n, w.probed,
+                                          mixing=mixing, norm=norm)
+    return allowed, conv, why
+
+
+def _other_axis_given(conv: torch.Tensor, w: MHCWeights, n: int, worst: int,
+                      **flags: bool) -> dict[str, Any]:
+    """The inputs of :data:`hcspec.conformance.rules.SINKHORN_OTHER_AXIS` at token ``worst``."""
+    return {"n": n, "probed": w.probed, "convergence": float(conv.flatten()[worst]), **flags}
 
 
 def vacuous_ceiling(n: int) -> float:
@@ -136,28 +155,28 @@ def _extreme_strategy(ctx: Context) -> st.SearchStrategy[Case]:
 
 @declare(
     "constraints.h_res_nonnegative", statement="every entry of H_res is >= 0",
-    requires=MHC_REQUIRES, tolerance="range_slack", cases=MHC_CASES, prerequisites=BASE)
+    requires=MHC_REQUIRES, tolerance=rules.RANGE_SLACK, cases=MHC_CASES, prerequisites=BASE)
 def check_nonnegative(ctx: Context, case: Case) -> None:
     """Every entry of H_res is ≥ 0."""
     w = MHCWeights(ctx, ctx.build.make(case), ctx.inputs.state(case), case)
     low = float(w.H_res.min())
     ctx.record.expect(f"most negative H_res entry ({w.source})", max(0.0, -low),
-                      tolerances.range_slack(ctx.tol_dtype, w.probed))
+                      probed=w.probed)
 
 
 @declare(
     "constraints.h_res_exact_axis",
     statement="H_res sums to 1 along the axis Sinkhorn–Knopp normalises last, to dtype precision",
-    theorems=("mhc.sinkhorn_rows_exact",), requires=MHC_REQUIRES, tolerance="exact_axis",
+    theorems=("mhc.sinkhorn_rows_exact",), requires=MHC_REQUIRES, tolerance=rules.EXACT_AXIS,
     cases=MHC_CASES, prerequisites=BASE)
 def check_exact_axis(ctx: Context, case: Case) -> None:
     """The sums along the axis Sinkhorn–Knopp normalises last are 1 to dtype precision."""
     w = MHCWeights(ctx, ctx.build.make(case), ctx.inputs.state(case), case)
     exact, _ = _sums(ctx, w.H_res)
     name, _ = _axis_names(ctx)
-    tol = tolerances.exact_axis(ctx.tol_dtype, case.n, w.probed)
+    tol = ctx.record.allowance(n=case.n, probed=w.probed).allowance
     ctx.record.expect(f"max |H_res {name} sum − 1| ({w.source}, exact axis)",
-                      float((exact - 1).abs().max()), tol,
+                      float((exact - 1).abs().max()), n=case.n, probed=w.probed,
                       hint=sums_pattern(w.H_res, ctx.conventions.sinkhorn_exact_axis, tol))
 
 
@@ -165,7 +184,7 @@ def check_exact_axis(ctx: Context, case: Case) -> None:
     "constraints.h_res_other_axis",
     statement="H_res sums to 1 along the other axis within the Birkhoff–Hopf bound (declared "
               "rounds)",
-    requires=MHC_REQUIRES, tolerance="sinkhorn_other_axis", cases=MHC_CASES,
+    requires=MHC_REQUIRES, tolerance=rules.SINKHORN_OTHER_AXIS, cases=MHC_CASES,
     prerequisites=BASE)
 def check_other_axis(ctx: Context, case: Case) -> None:
     """The sums along the other axis are within the Birkhoff–Hopf bound for the declared
@@ -180,18 +199,19 @@ def check_other_axis(ctx: Context, case: Case) -> None:
     w = MHCWeights(ctx, ctx.build.make(case), ctx.inputs.state(case), case)
     _, other = _sums(ctx, w.H_res)
     err = (other - 1).abs().amax(dim=-1)  # [B, T]
-    bound, why = other_axis_bound(ctx, w, case.n)
+    bound, conv, why = other_axis_bound(ctx, w, case.n)
     worst = _worst_demonstrable(err, bound, f"H_res {name} sums", why, vacuous_ceiling(case.n))
-    e, b = float(err.flatten()[worst]), float(bound.flatten()[worst])
-    ctx.record.expect(f"max |H_res {name} sum − 1| ({w.source})", e, b, why[worst],
-                      hint=sums_pattern(w.H_res, ctx.conventions.sinkhorn_exact_axis,
-                                        tolerances.exact_axis(ctx.tol_dtype, case.n, w.probed)))
+    e = float(err.flatten()[worst])
+    exact = ctx.record.allowance(n=case.n, probed=w.probed, convergence=0.0).allowance
+    ctx.record.expect(f"max |H_res {name} sum − 1| ({w.source})", e, detail=why[worst],
+                      hint=sums_pattern(w.H_res, ctx.conventions.sinkhorn_exact_axis, exact),
+                      **_other_axis_given(conv, w, case.n, worst))
 
 
 @declare(
     "constraints.h_pre_range", statement="H_pre lies in [0, 1] (σ; [eps, 1 + eps] for a declared "
                                          "h_pre_eps)",
-    theorems=("mhc.h_pre_range",), requires=MHC_REQUIRES, tolerance="range_slack",
+    theorems=("mhc.h_pre_range",), requires=MHC_REQUIRES, tolerance=rules.RANGE_SLACK,
     cases=MHC_CASES, prerequisites=BASE)
 def check_h_pre_range(ctx: Context, case: Case) -> None:
     """H_pre ∈ [0, 1] (σ, mHC Eq. 8); with a declared ``h_pre_eps`` (``σ(·) + eps``,
@@ -205,14 +225,14 @@ def check_h_pre_range(ctx: Context, case: Case) -> None:
     low, high = eps, 1.0 + eps
     outside = max(0.0, low - float(w.h_pre.min()), float(w.h_pre.max()) - high)
     ctx.record.expect(f"H_pre distance outside [{low:g}, {high:.7g}] ({w.source})", outside,
-                      tolerances.range_slack(ctx.tol_dtype, w.probed),
-                      f"range [{float(w.h_pre.min()):.4g}, {float(w.h_pre.max()):.4g}]")
+                      detail=f"range [{float(w.h_pre.min()):.4g}, {float(w.h_pre.max()):.4g}]",
+                      probed=w.probed)
 
 
 @declare(
     "constraints.h_post_range", statement="H_post lies in [0, 2] (2σ; shifted by a declared "
                                           "h_post_eps)",
-    theorems=("mhc.h_post_range",), requires=MHC_REQUIRES, tolerance="range_slack",
+    theorems=("mhc.h_post_range",), requires=MHC_REQUIRES, tolerance=rules.RANGE_SLACK,
     cases=MHC_CASES, prerequisites=BASE)
 def check_h_post_range(ctx: Context, case: Case) -> None:
     """H_post ∈ [0, 2] (2σ, mHC Eq. 8); with a declared ``h_post_eps`` (``c·σ(·) + eps``)
@@ -222,8 +242,8 @@ def check_h_post_range(ctx: Context, case: Case) -> None:
     low, high = eps, 2.0 + eps
     outside = max(0.0, low - float(w.h_post.min()), float(w.h_post.max()) - high)
     ctx.record.expect(f"H_post distance outside [{low:g}, {high:.7g}] ({w.source})", outside,
-                      tolerances.range_slack(ctx.tol_dtype, w.probed),
-                      f"range [{float(w.h_post.min()):.4g}, {float(w.h_post.max()):.4g}]")
+                      detail=f"range [{float(w.h_post.min()):.4g}, "
+                             f"{float(w.h_post.max()):.4g}]", probed=w.probed)
 
 
 SPAN_DIRECTIONS = 3
@@ -251,7 +271,7 @@ def _span_perturb(impl: HyperConnectionImpl, case: Case, direction: int, sign: f
     "constraints.h_post_span",
     statement="H_post exceeds 1 once the parameters are scaled up (2σ, not σ)",
     theorems=("mhc.h_post_range",), requires=(*MHC_REQUIRES, capability(PARAMETERS)),
-    tolerance="range_slack", examples=_span_examples,
+    tolerance=rules.RANGE_SLACK, examples=_span_examples,
     cases=Cases(d_more_than_n=True, min_n=2, min_batch=8, min_tokens=4, perturbations=(1.0,),
                 param_scales=(100.0,), extreme_scales=False),
     prerequisites=BASE)
@@ -320,9 +340,9 @@ def check_h_post_span(ctx: Context, case: Case) -> None:
     if finite.numel() == 0:
         raise Inconclusive(f"every H_post read is non-finite over {where}")
     top, bottom = float(finite.max()), float(finite.min())
-    slack = tolerances.range_slack(ctx.tol_dtype, probed)
+    slack = ctx.record.allowance(probed=probed).allowance
     if top > 1.0 + slack:
-        ctx.record.expect(f"1 − max H_post over {where}", max(0.0, 1.0 - top), slack)
+        ctx.record.expect(f"1 − max H_post over {where}", max(0.0, 1.0 - top), probed=probed)
         return
     moved = torch.stack(values) - init.unsqueeze(0)
     moved = moved[torch.isfinite(moved)]
@@ -347,7 +367,7 @@ def check_h_post_span(ctx: Context, case: Case) -> None:
     "constraints.stream_sum_preserved",
     statement="with F ≡ 0 the stream sum 1ᵀX is preserved (up to H_res's column error)",
     theorems=("ds.stream_sum_preserved",), requires=MHC_REQUIRES,
-    tolerance="sinkhorn_other_axis", cases=MHC_CASES, prerequisites=BASE)
+    tolerance=rules.SINKHORN_OTHER_AXIS, cases=MHC_CASES, prerequisites=BASE)
 def check_stream_sum(ctx: Context, case: Case) -> None:
     """With F ≡ 0 the stream sum is preserved, 1ᵀ X' = 1ᵀ X, up to the column error of H_res
     (spec ``ds.stream_sum_preserved``)."""
@@ -359,23 +379,26 @@ def check_stream_sum(ctx: Context, case: Case) -> None:
     drift = (out.sum(dim=-2) - X.sum(dim=-2)).abs()  # [B, T, d]
     mass = X.abs().sum(dim=-2).clamp_min(1.0)  # Σ_j |X_jk| bounds |(1ᵀH − 1ᵀ) X_k| / col error
     rel = (drift / mass).amax(dim=-1)  # [B, T]
-    col_bound, why = other_axis_bound(ctx, w, case.n)
     if ctx.conventions.sinkhorn_exact_axis == "columns":  # then 1ᵀ H = 1ᵀ is the exact axis
-        col_bound = torch.full_like(col_bound, tolerances.exact_axis(ctx.tol_dtype, case.n, False))
-        why = ["the column sums are the exact axis"] * col_bound.numel()
-    tol = col_bound + law_tol(ctx)
+        conv = torch.zeros_like(rel)
+        why = ["the column sums are the exact axis"] * conv.numel()
+    else:
+        conv, why = other_axis_convergence(ctx, w)
+    tol = rules.other_axis_allowances(ctx.record.precision, conv, case.n, w.probed,
+                                      mixing=True)
     worst = _worst_demonstrable(rel, tol, "the stream sum with F ≡ 0", why)
+    exact = ctx.record.allowance(n=case.n, probed=w.probed, convergence=0.0, mixing=True)
     ctx.record.expect("max |1ᵀX' − 1ᵀX| / Σ|X| with F ≡ 0", float(rel.flatten()[worst]),
-                      float(tol.flatten()[worst]),
-                      f"bounded by the column error of H_res ({why[worst]})",
+                      detail=f"bounded by the column error of H_res ({why[worst]})",
                       hint=sums_pattern(w.H_res, ctx.conventions.sinkhorn_exact_axis,
-                                        law_tol(ctx)))
+                                        exact.allowance),
+                      **_other_axis_given(conv, w, case.n, worst, mixing=True))
 
 
 @declare(
     "constraints.nonexpansive",
     statement="with F ≡ 0 mixing is non-expansive: ‖H_res x‖₂ ≤ ‖x‖₂ per feature",
-    theorems=("ds.nonexpansive",), requires=MHC_REQUIRES, tolerance="sinkhorn_other_axis",
+    theorems=("ds.nonexpansive",), requires=MHC_REQUIRES, tolerance=rules.SINKHORN_OTHER_AXIS,
     cases=MHC_CASES, prerequisites=BASE)
 def check_nonexpansive(ctx: Context, case: Case) -> None:
     """With F ≡ 0, ‖X'_{:,k}‖₂ ≤ ‖X_{:,k}‖₂ for every feature k (‖H_res‖₂ ≤ 1, spec
@@ -386,22 +409,23 @@ def check_nonexpansive(ctx: Context, case: Case) -> None:
     out = f64(ctx.observe.forward(impl, x, ctx.inputs.branch(case, "zero", record=False)))
     X = f64(x)
     gain = (out.norm(dim=-2) / X.norm(dim=-2).clamp_min(1e-300)).amax(dim=-1)  # [B, T]
-    other, why = other_axis_bound(ctx, w, case.n)
-    exact = tolerances.exact_axis(ctx.tol_dtype, case.n, w.probed)
-    allowed = torch.sqrt((1 + other) * (1 + exact)) + law_tol(ctx)
-    worst = _worst_demonstrable((gain - 1).clamp_min(0.0), allowed - 1,
+    allowed, conv, why = other_axis_bound(ctx, w, case.n, mixing=True, norm=True)
+    worst = _worst_demonstrable((gain - 1).clamp_min(0.0), allowed,
                                 "the stream mixing's norm gain", why)
+    exact = ctx.record.allowance(n=case.n, probed=w.probed, convergence=0.0, mixing=True)
     ctx.record.expect("max ‖X'_k‖/‖X_k‖ − 1 with F ≡ 0", max(0.0, float(gain.flatten()[worst]) - 1),
-                      float(allowed.flatten()[worst]) - 1, why[worst],
+                      detail=why[worst],
                       hint=sums_pattern(w.H_res, ctx.conventions.sinkhorn_exact_axis,
-                                        law_tol(ctx)))
+                                        exact.allowance),
+                      **_other_axis_given(conv, w, case.n, worst, mixing=True, norm=True))
 
 
 @declare(
     "constraints.extreme_logits",
     statement="parameters scaled ×1e2–1e4: finite, H_res ≥ 0, exact axis sums 1, no stream dropped",
-    requires=(*MHC_REQUIRES, capability(PARAMETERS)), tolerance="exact_axis",
-    examples=_extreme_examples, strategy=_extreme_strategy, prerequisites=BASE,
+    requires=(*MHC_REQUIRES, capability(PARAMETERS)), tolerance=rules.EXACT_AXIS,
+    secondary=(rules.RANGE_SLACK,), examples=_extreme_examples, strategy=_extreme_strategy,
+    prerequisites=BASE,
     cases=Cases(param_scales=(1e2, 1e4), perturbations=(0.0, 0.3, 1.0)))  # the domain
 def check_extreme(ctx: Context, case: Case) -> None:
     """With the parameters scaled ×1e2…×1e4 (logits far beyond exp's range), the output and
@@ -417,11 +441,13 @@ def check_extreme(ctx: Context, case: Case) -> None:
     for label, t in (("h_pre", w.h_pre), ("h_post", w.h_post), ("H_res", w.H_res)):
         ctx.record.require(t is None or bool(torch.isfinite(t).all()),
                     f"{label} ({w.source}) is non-finite with parameters ×{case.param_scale:g}")
-    slack = tolerances.range_slack(ctx.tol_dtype, w.probed)
-    ctx.record.expect("most negative H_res entry", max(0.0, -float(w.H_res.min())), slack)
+    slack = ctx.record.allowance(rules.RANGE_SLACK, probed=w.probed).allowance
+    ctx.record.expect("most negative H_res entry", max(0.0, -float(w.H_res.min())),
+                      rule=rules.RANGE_SLACK, probed=w.probed)
     exact, other = _sums(ctx, w.H_res)
-    tol = tolerances.exact_axis(ctx.tol_dtype, case.n, w.probed)
-    ctx.record.expect("max |exact-axis sum − 1|", float((exact - 1).abs().max()), tol,
+    tol = ctx.record.allowance(n=case.n, probed=w.probed).allowance
+    ctx.record.expect("max |exact-axis sum − 1|", float((exact - 1).abs().max()),
+                      n=case.n, probed=w.probed,
                       hint=sums_pattern(w.H_res, ctx.conventions.sinkhorn_exact_axis, tol))
     smallest = float(other.min())
     ctx.record.require(smallest > slack,

@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import torch
 
-from hcspec.conformance import salts, tolerances
+from hcspec.conformance import rules, salts, tolerances
 from hcspec.conformance.properties.base import Context, Inconclusive, f64
 from hcspec.conformance.properties.cases import Cases
-from hcspec.conformance.properties.common import law_tol
 from hcspec.conformance.properties.declaration import declare
 from hcspec.conformance.properties.requirements import capability
 from hcspec.conformance.protocol import EXPAND, REDUCE, conventions_of
@@ -42,7 +41,7 @@ def check_declaration(ctx: Context, case: Case) -> None:
 @declare(
     "conventions.branch_input",
     statement="the branch receives the declared input (x_in = h_preᵀX, or its declared norm)",
-    theorems=("layout.paper_rows",), tolerance="law",
+    theorems=("layout.paper_rows",), tolerance=rules.LAW,
     cases=Cases(d_more_than_n=True, extreme_scales=False),
     prerequisites=(*BASE, "shape.branch_once"))
 def check_branch_input(ctx: Context, case: Case) -> None:
@@ -55,27 +54,26 @@ def check_branch_input(ctx: Context, case: Case) -> None:
     got = f64(branch.inputs[0])
     X = f64(x)
     kind = ctx.conventions.branch_input
-    tol = law_tol(ctx)
     if kind == "x_in":
         h = (got.unsqueeze(-2) @ torch.linalg.pinv(X)).squeeze(-2)
         rebuilt = (h.unsqueeze(-2) @ X).squeeze(-2)
         ctx.record.expect("branch input minus its projection on the streams (x_in = h_preᵀX)",
-                          tolerances.scaled_error(rebuilt, got), tol)
+                          tolerances.scaled_error(rebuilt, got))
         return
     centred = got - got.mean(-1, keepdim=True) if kind == "layer_norm" else got
     ms = centred.pow(2).mean(-1)
     # v = u / sqrt(mean(u²) + eps) has mean(v²) = 1 − eps / (mean(u²) + eps): at most 1, and
     # within NORM_SLACK of 1 unless mean(u²) < eps / NORM_SLACK (not at the kit's magnitudes).
     ctx.record.expect(f"mean square of the branch input − 1 (declared {kind})",
-                      max(float((ms - 1).max()), float((1 - ms).max()) - NORM_SLACK, 0.0), tol)
+                      max(float((ms - 1).max()), float((1 - ms).max()) - NORM_SLACK, 0.0))
     if kind == "layer_norm":
         ctx.record.expect("mean of the branch input (declared layer_norm)",
-                          float(got.mean(-1).abs().max()), tol)
+                          float(got.mean(-1).abs().max()))
 
 
 @declare(
     "conventions.expand_replicates", statement="expand(h) puts h on every stream (X₀ = 1_n hᵀ)",
-    theorems=("init.static_prenorm",), requires=(capability(EXPAND),), tolerance="law",
+    theorems=("init.static_prenorm",), requires=(capability(EXPAND),), tolerance=rules.LAW,
     prerequisites=("shape.expand",))
 def check_expand(ctx: Context, case: Case) -> None:
     """``expand(h)`` puts ``h`` on every stream: ``X₀ = 1_n hᵀ`` (HC §2)."""
@@ -87,13 +85,13 @@ def check_expand(ctx: Context, case: Case) -> None:
                        f"expand(h) returned {type(out).__name__}, expected a tensor")
     assert isinstance(out, torch.Tensor)
     want = f64(h).unsqueeze(-2).expand(case.batch, case.tokens, case.n, case.d)
-    ctx.record.expect("expand(h) vs 1_n hᵀ", tolerances.scaled_error(out, want), law_tol(ctx))
+    ctx.record.expect("expand(h) vs 1_n hᵀ", tolerances.scaled_error(out, want))
 
 
 @declare(
     "conventions.reduce_scale",
     statement="reduce(X) is the declared sum (1ᵀX) or mean, or a learned mix wᵀX, of the streams",
-    theorems=("init.static_prenorm",), requires=(capability(REDUCE),), tolerance="law",
+    theorems=("init.static_prenorm",), requires=(capability(REDUCE),), tolerance=rules.LAW,
     prerequisites=("shape.reduce",))
 def check_reduce(ctx: Context, case: Case) -> None:
     """``reduce(X)`` is ``1ᵀ X`` (declared ``sum``) or ``1ᵀ X / n`` (declared ``mean``). A
@@ -119,9 +117,8 @@ def check_reduce(ctx: Context, case: Case) -> None:
         rebuilt = (w.unsqueeze(-2) @ X).squeeze(-2)
         ctx.record.expect("reduce(X) minus its projection on the streams (declared learned "
                           "head: reduce(X) = wᵀX)",
-                          tolerances.scaled_error(rebuilt, got, float(X.abs().sum(-2).max())),
-                          law_tol(ctx))
+                          tolerances.scaled_error(rebuilt, got, float(X.abs().sum(-2).max())))
         return
     want = X.sum(-2) if ctx.conventions.reduce == "sum" else X.mean(-2)
     ctx.record.expect(f"reduce(X) vs the declared {ctx.conventions.reduce} over streams",
-               tolerances.scaled_error(out, want, float(X.abs().sum(-2).max())), law_tol(ctx))
+               tolerances.scaled_error(out, want, float(X.abs().sum(-2).max())))

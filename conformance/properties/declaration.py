@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from hypothesis import strategies as st
 
+from hcspec.conformance import rules
 from hcspec.conformance.properties.cases import Cases
 from hcspec.conformance.properties.requirements import Requirement, Subject, first_unmet
 from hcspec.conformance.protocol import KINDS
@@ -44,8 +45,10 @@ class Property:
             states).
         requires: what the target must offer for the property to apply, decided before any
             case runs (:mod:`hcspec.conformance.properties.requirements`).
-        tolerance: the name of the tolerance rule it compares with
-            (:data:`hcspec.conformance.tolerances.RULES`).
+        tolerance: the tolerance rule its comparisons apply (:mod:`hcspec.conformance.rules`;
+            the harness applies it in ``ctx.record.expect``); a rule's name is accepted and
+            turned into the rule.
+        secondary: further rules some of its comparisons apply (``expect(..., rule=...)``).
         cases: the bounds of its standard examples and strategy, and its domain (the
             shrinker stays inside it; :meth:`admits`).
         custom_examples, custom_strategy: replace the standard examples / strategy.
@@ -61,13 +64,23 @@ class Property:
     check: CheckFn
     theorems: tuple[str, ...] = ()
     requires: tuple[Requirement, ...] = ()
-    tolerance: str = "exact"
+    tolerance: rules.Rule = rules.EXACT
+    secondary: tuple[rules.Rule, ...] = ()
     cases: Cases = field(default_factory=Cases)
     custom_examples: ExamplesFn | None = None
     custom_strategy: StrategyFn | None = None
     prerequisites: tuple[str, ...] = ()
     explore: bool = True
     shrink: bool = True
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "tolerance", rules.named(self.tolerance))
+        object.__setattr__(self, "secondary", tuple(rules.named(r) for r in self.secondary))
+
+    @property
+    def rules(self) -> tuple[rules.Rule, ...]:
+        """The declared rules, the primary (:attr:`tolerance`) first."""
+        return (self.tolerance, *self.secondary)
 
     @property
     def family(self) -> str:
@@ -118,11 +131,13 @@ class Property:
     def run(self, ctx: Context, case: Case) -> None:
         """``check(ctx, case)`` with torch's global RNG seeded from ``case.seed``
         (:func:`hcspec.conformance.seeding.seeded_global_rng`), as the runner and the shrinker
-        run every case.
+        run every case, with the property's rules declared to ``ctx.record`` (the rules its
+        comparisons may apply).
 
         Raises:
             whatever ``check`` raises.
         """
+        ctx.record.declared = self.rules
         with seeded_global_rng(case.seed, ctx.device):
             self.check(ctx, case)
 
@@ -170,7 +185,8 @@ def register(prop: Property, module: str | None = None) -> Property:
 
 def declare(
     id: str, *, statement: str, theorems: Sequence[str] = (),
-    requires: Sequence[Requirement] = (), tolerance: str = "exact", cases: Cases | None = None,
+    requires: Sequence[Requirement] = (), tolerance: rules.Rule | str = rules.EXACT,
+    secondary: Sequence[rules.Rule | str] = (), cases: Cases | None = None,
     examples: ExamplesFn | None = None, strategy: StrategyFn | None = None,
     prerequisites: Sequence[str] = (), explore: bool = True, shrink: bool = True,
 ) -> Callable[[CheckFn], CheckFn]:
@@ -184,7 +200,8 @@ def declare(
     def decorate(check: CheckFn) -> CheckFn:
         register(Property(
             id=id, statement=statement, check=check, theorems=tuple(theorems),
-            requires=tuple(requires), tolerance=tolerance, cases=cases or Cases(),
+            requires=tuple(requires), tolerance=rules.named(tolerance),
+            secondary=tuple(rules.named(r) for r in secondary), cases=cases or Cases(),
             custom_examples=examples, custom_strategy=strategy,
             prerequisites=tuple(prerequisites), explore=explore, shrink=shrink,
         ), check.__module__)

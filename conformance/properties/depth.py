@@ -20,11 +20,11 @@ from dataclasses import dataclass
 
 import torch
 
-from hcspec.conformance import strategies, tolerances
+from hcspec.conformance import rules, strategies, tolerances
 from hcspec.conformance.properties import precision
 from hcspec.conformance.properties.base import Context, f64
 from hcspec.conformance.properties.cases import shift
-from hcspec.conformance.properties.common import by_exact_axis, law_tol
+from hcspec.conformance.properties.common import by_exact_axis
 from hcspec.conformance.properties.declaration import declare
 from hcspec.conformance.properties.errors import PropertyFailure
 from hcspec.conformance.properties.inputs import CheckedBranch
@@ -138,7 +138,7 @@ def _layer_rounding(ctx: Context, layer: Layer) -> tuple[float, torch.Tensor]:
     h_pre, h_post, H = layer.weights
     scale = layer.X.abs().amax(dim=(-2, -1)).clamp_min(1.0)[..., None]
     if not precision.low_precision(ctx):
-        return law_tol(ctx), scale
+        return rules.LAW.apply(ctx.record.precision).allowance, scale
     z = layer.z
 
     def replay(t: torch.Tensor) -> torch.Tensor:
@@ -149,7 +149,7 @@ def _layer_rounding(ctx: Context, layer: Layer) -> tuple[float, torch.Tensor]:
     terms = torch.maximum(layer.X.abs().amax(dim=(-2, -1)),
                           h_post.abs().amax(dim=-1) * z.abs().amax(dim=-1))
     reference = tolerances.scaled_error(got, want, float(terms.max()))
-    return (tolerances.law_measured(ctx.tol_dtype, reference),
+    return (rules.LAW.apply(ctx.record.precision, oracle=reference).allowance,
             torch.maximum(scale, terms.clamp_min(1.0)[..., None]))
 
 
@@ -177,7 +177,7 @@ def mhc_bounds(ctx: Context, stack: list[Layer]) -> tuple[torch.Tensor, torch.Te
     statement="a stack of 16 sublayers (32 under thorough) keeps the stream sum and the "
               "DS-product norm bound",
     theorems=("ds.product_closure", "ds.stream_sum_preserved", "ds.nonexpansive"),
-    requires=(kinds("mhc"), capability(WEIGHTS), DEPTH_DOMAIN), tolerance="sinkhorn_other_axis",
+    requires=(kinds("mhc"), capability(WEIGHTS), DEPTH_DOMAIN), tolerance=rules.DEPTH_BOUND,
     examples=_examples, explore=False, prerequisites=BASE)
 def check_mhc_bounded(ctx: Context, case: Case) -> None:
     """Over a stack of :func:`depth` sublayers: ``1ᵀX_L = 1ᵀX_0 + Σ_l (1ᵀh_post,l) z_l``
@@ -194,12 +194,12 @@ def check_mhc_bounded(ctx: Context, case: Case) -> None:
     worst = int(torch.argmax(ratio.flatten()))
     layers = len(stack)
     ctx.record.expect(f"|1ᵀX_L − 1ᵀX_0 − Σ(1ᵀh_post)z| after {layers} sublayers",
-                      float(drift.flatten()[worst]), float(drift_bound.flatten()[worst]),
-                      _growth_text(stack))
+                      float(drift.flatten()[worst]), detail=_growth_text(stack),
+                      bound=float(drift_bound.flatten()[worst]))
     excess = (last.out.norm(dim=-2) - norm_bound).flatten()
     worst = int(torch.argmax(excess))
     ctx.record.expect(f"‖X_L,k‖₂ beyond the doubly stochastic bound after {layers} sublayers",
-                      max(0.0, float(excess[worst])), 0.0, _growth_text(stack))
+                      max(0.0, float(excess[worst])), detail=_growth_text(stack), bound=0.0)
 
 
 GROWTH = "‖X_l‖ / ‖X_0‖ after sublayer l"
@@ -231,7 +231,7 @@ def _growth_text(stack: list[Layer]) -> str:
     "depth.hc_growth",
     statement="HC: a stack of 16 sublayers (32 under thorough) stays finite; its growth is "
               "reported, not bounded",
-    requires=(kinds("hc-static", "hc-dynamic"), DEPTH_DOMAIN), tolerance="exact",
+    requires=(kinds("hc-static", "hc-dynamic"), DEPTH_DOMAIN), tolerance=rules.REPORTED,
     examples=_examples, explore=False, prerequisites=BASE)
 def check_hc_growth(ctx: Context, case: Case) -> None:
     """A stack of :func:`depth` HC sublayers stays finite; ``‖X_L‖ / ‖X_0‖`` is recorded
@@ -240,7 +240,8 @@ def check_hc_growth(ctx: Context, case: Case) -> None:
     record_growth(ctx, case, stack)
     growth = float(stack[-1].out.norm()) / float(stack[0].X.norm())
     ctx.record.expect(f"‖X_L‖/‖X_0‖ after {len(stack)} sublayers ({case.branch} branch; "
-                      "reported, HC has no bound)", growth, UNBOUNDED, _growth_text(stack))
+                      "reported, HC has no bound)", growth, detail=_growth_text(stack),
+                      bound=UNBOUNDED)
 
 
 UNBOUNDED = float(torch.finfo(torch.float64).max)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import torch
 
-from hcspec.conformance import salts, strategies, tolerances
+from hcspec.conformance import rules, salts, strategies, tolerances
 from hcspec.conformance.properties.base import Context, f64, floating_parameters
 from hcspec.conformance.properties.cases import Cases
 from hcspec.conformance.properties.common import forward_backward
@@ -59,9 +59,10 @@ def _pass(ctx: Context, impl: HyperConnectionImpl, x: torch.Tensor, upstream: to
 
 
 def _compare(ctx: Context, k: int, name: str, got: torch.Tensor | None,
-             first: torch.Tensor | None, declared: bool, tol: float) -> None:
+             first: torch.Tensor | None, declared: bool) -> None:
     """Compare ``name`` of pass ``k`` with pass 1: presence, then shape, then bitwise equality
-    (declared non-deterministic: the scaled spread within ``tol``).
+    (declared non-deterministic: the scaled spread within the rule
+    :data:`hcspec.conformance.rules.DEVICE`).
 
     Raises:
         PropertyFailure: the value is missing in one pass only, its shape differs, or it
@@ -82,7 +83,8 @@ def _compare(ctx: Context, k: int, name: str, got: torch.Tensor | None,
         f"{tuple(first.shape)}")
     if declared:
         ctx.record.expect(f"{name}, pass {k} vs pass 1: run-to-run spread (declared "
-                          "deterministic=False)", tolerances.scaled_error(got, first), tol)
+                          "deterministic=False)", tolerances.scaled_error(got, first),
+                          rule=rules.DEVICE)
         return
     differ = int((got != first).sum())
     ctx.record.require(
@@ -96,7 +98,8 @@ def _compare(ctx: Context, k: int, name: str, got: torch.Tensor | None,
 @declare(
     "determinism.forward_backward",
     statement="repeated eval-mode forwards and backwards of one input are bitwise equal",
-    tolerance="exact", cases=Cases(min_n=3, branches=SMOOTH_BRANCHES),
+    tolerance=rules.EXACT, secondary=(rules.DEVICE,),
+    cases=Cases(min_n=3, branches=SMOOTH_BRANCHES),
     prerequisites=BASE, explore=False)
 def check_forward_backward(ctx: Context, case: Case) -> None:
     """:data:`REPEATS` forwards and backwards (``L = ⟨G', X'⟩``) of the same x in eval mode
@@ -118,7 +121,6 @@ def check_forward_backward(ctx: Context, case: Case) -> None:
                                    ctx.device)
     runs = [_pass(ctx, impl, x, upstream, case) for _ in range(REPEATS)]
     declared = not ctx.conventions.deterministic
-    tol = tolerances.device(ctx.tol_dtype)
     for k, run in enumerate(runs[1:], start=2):
         for name in dict.fromkeys([*runs[0], *run]):
-            _compare(ctx, k, name, run.get(name), runs[0].get(name), declared, tol)
+            _compare(ctx, k, name, run.get(name), runs[0].get(name), declared)

@@ -6,7 +6,7 @@ reason, where CUDA is absent or the factory rejects it.
 
 from __future__ import annotations
 
-from hcspec.conformance import tolerances
+from hcspec.conformance import rules, tolerances
 from hcspec.conformance.properties.base import Context, FactoryRejected, NotApplicable, f64
 from hcspec.conformance.properties.declaration import declare
 from hcspec.conformance.properties.requirements import CUDA
@@ -16,7 +16,7 @@ from hcspec.conformance.strategies import Case
 @declare(
     "device.cuda_matches_cpu",
     statement="the CUDA forward equals the CPU forward (skipped without CUDA)",
-    requires=(CUDA,), tolerance="device", prerequisites=("shape.output",))
+    requires=(CUDA,), tolerance=rules.DEVICE, prerequisites=("shape.output",))
 def check_cuda(ctx: Context, case: Case) -> None:
     """CUDA forward vs CPU forward."""
     cpu = ctx.build.make(case, device="cpu")  # rejected here: the configuration, skip the case
@@ -35,5 +35,4 @@ def check_cuda(ctx: Context, case: Case) -> None:
     ctx.record.require(out_cpu.device.type == "cpu",
                        f"forward on CPU input returned a tensor on {out_cpu.device} (a hard-coded "
                        ".cuda()?)")
-    ctx.record.expect("CUDA forward vs CPU forward", tolerances.scaled_error(f64(out_gpu), out_cpu),
-                      tolerances.device(ctx.tol_dtype))
+    ctx.record.expect("CUDA forward vs CPU forward", tolerances.scaled_error(f64(out_gpu), out_cpu))

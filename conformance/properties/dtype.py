@@ -16,7 +16,7 @@ from typing import Any
 
 import torch
 
-from hcspec.conformance import probes, salts, strategies, tolerances
+from hcspec.conformance import probes, rules, salts, strategies, tolerances
 from hcspec.conformance.properties.base import (
     Context,
     FactoryRejected,
@@ -125,7 +125,7 @@ def _gradient_examples(ctx: Context) -> list[Case]:
     statement="float32 gradients w.r.t. x and the parameters match float64 (dtype-aware)",
     theorems=("backward.closed_form",),
     requires=(float64("compares float32 gradients with float64 ones"),),
-    tolerance="gradient_float32", examples=_gradient_examples,
+    tolerance=rules.GRADIENT_FLOAT32, examples=_gradient_examples,
     cases=Cases(branches=SMOOTH_BRANCHES, extreme_scales=False), prerequisites=BASE)
 def check_float32_gradients(ctx: Context, case: Case) -> None:
     """float32 gradients (w.r.t. x and the parameters, one vector) equal the float64 ones
@@ -163,7 +163,7 @@ def check_float32_gradients(ctx: Context, case: Case) -> None:
     if not math.isfinite(branch_error):
         branch_error = 0.0
     ctx.record.expect("‖float32 − float64‖ / ‖float64‖ over (∂L/∂x, ∂L/∂θ)", error,
-               tolerances.gradient_float32(sensitivity, branch_error),
+               sensitivity=sensitivity, branch_error=branch_error, detail=
                f"largest difference in ∂L/∂{worst}; float64 gradients move by "
                f"{sensitivity:.2g} (relative) when x and θ move by one float32 unit roundoff; "
                f"the kit's own branch in float32 alone moves them by {branch_error:.2g}")
@@ -189,7 +189,7 @@ def _unit_roundoff_factors(t: torch.Tensor, gen: torch.Generator) -> torch.Tenso
 @declare(
     "dtype.low_precision",
     statement="bfloat16/float16 forward is close to float32 (dtype-aware) and keeps its dtype",
-    tolerance="low_precision", cases=Cases(extreme_scales=False), prerequisites=BASE)
+    tolerance=rules.LOW_PRECISION, cases=Cases(extreme_scales=False), prerequisites=BASE)
 def check_low_precision(ctx: Context, case: Case) -> None:
     """bfloat16/float16 forward vs float32 forward (scaled error ≤ 32·eps of the low dtype)."""
     ctx.build.make(case)  # a configuration the factory rejects in the working dtype: skip the case
@@ -220,8 +220,8 @@ def check_low_precision(ctx: Context, case: Case) -> None:
         scale = max(float(x32.abs().max()), float(out32.abs().max()))
         precision = tolerances.effective_dtype(dtype, None, ctx.conventions.output_dtype)
         ctx.record.expect(f"{dtype} forward vs float32 forward",
-                   tolerances.scaled_error(out, out32, scale), tolerances.low_precision(precision),
-                   f"compared in {precision}")
+                   tolerances.scaled_error(out, out32, scale), detail=f"compared in {precision}",
+                   dtype=precision)
     if not ran:
         raise NotApplicable("the factory rejects bfloat16 and float16: "
                             + " | ".join(ctx.rejected[-2:]))

@@ -26,27 +26,37 @@ class PropertyFailure(AssertionError):
         label: the failing check's label (e.g. ``"law: X' vs spec"``); two failures with the
             same exception type and label are the same failure (the shrinker relies on it).
         error: the achieved error of a numeric check, else None.
-        tolerance: its tolerance, else None.
+        tolerance: its tolerance (the rule's allowance), else None.
+        rule: the name of the tolerance rule that gave it (:mod:`hcspec.conformance.rules`),
+            else None.
+        floor: the rule's floor there (what a correct impl of the run's precision errs by),
+            else None.
         detail: what was observed, beyond the figures (may be empty).
         hint: a likely cause, when the check can name one, else None.
         origin: where the failing check was raised, ``module:function:line`` — the same for
             every case that fails the same check, whatever figures its label carries.
 
-    ``str(failure)`` is the full message: ``label: error E > tolerance T; detail`` for a numeric
-    check, the label (the condition's message) otherwise.
+    ``str(failure)`` is the full message: ``label: error E > tolerance T [rule R: floor F,
+    error = E/F × floor]; detail`` for a numeric check (the bracket when a rule gave the
+    allowance), the label (the condition's message) otherwise.
 
     >>> f = PropertyFailure.numeric("X' vs law", 0.5, 1e-6, "max at token 0")
     >>> str(f)
     "X' vs law: error 0.5 > tolerance 1e-06; max at token 0"
     >>> (f.label, f.error, f.tolerance)
     ("X' vs law", 0.5, 1e-06)
+    >>> str(PropertyFailure.numeric("sums", 0.5, 0.01, rule="exact_axis", floor=0.0025))
+    'sums: error 0.5 > tolerance 0.01 [rule exact_axis: floor 0.0025, error = 200 × floor]'
 
     """
 
     def __init__(self, message: str, *, label: str | None = None, error: float | None = None,
                  tolerance: float | None = None, detail: str = "",
-                 hint: str | None = None, origin: str | None = None) -> None:
+                 hint: str | None = None, origin: str | None = None,
+                 rule: str | None = None, floor: float | None = None) -> None:
         super().__init__(message)
+        self.rule = rule
+        self.floor = floor
         self.label = message if label is None else label
         self.error = error
         self.tolerance = tolerance
@@ -56,11 +66,25 @@ class PropertyFailure(AssertionError):
 
     @classmethod
     def numeric(cls, label: str, error: float, tolerance: float, detail: str = "",
-                hint: str | None = None) -> PropertyFailure:
-        """The failure of ``error > tolerance`` (or a NaN error) for the check ``label``."""
+                hint: str | None = None, *, rule: str | None = None,
+                floor: float | None = None) -> PropertyFailure:
+        """The failure of ``error > tolerance`` (or a NaN error) for the check ``label``,
+        naming the ``rule`` that gave the allowance and its ``floor`` when known."""
         extra = f"; {detail}" if detail else ""
-        return cls(f"{label}: error {error:.3g} > tolerance {tolerance:.3g}{extra}",
-                   label=label, error=error, tolerance=tolerance, detail=detail, hint=hint)
+        return cls(f"{label}: error {error:.3g} > tolerance {tolerance:.3g}"
+                   f"{rule_text(rule, error, floor)}{extra}",
+                   label=label, error=error, tolerance=tolerance, detail=detail, hint=hint,
+                   rule=rule, floor=floor)
+
+
+def rule_text(rule: str | None, error: float, floor: float | None) -> str:
+    """`` [rule R: floor F, error = E/F × floor]`` (`` [rule R]`` without a positive floor;
+    '' without a rule): what a failure message and a report add after the allowance."""
+    if rule is None:
+        return ""
+    if floor is None or not floor > 0:
+        return f" [rule {rule}]"
+    return f" [rule {rule}: floor {floor:.3g}, error = {error / floor:.3g} × floor]"
 
 
 class NotApplicable(Exception):

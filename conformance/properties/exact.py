@@ -19,6 +19,18 @@ rounding to the output dtype): each entry must equal the value itself, its round
 compute dtype, or that rounded again to the output dtype. A stream cancelled by the branch is
 zero within one unit of roundoff of the coarser declared compute or output dtype (the branch
 may receive its input rounded).
+
+A declared additive ε (DeepSeek-V4: ``H_pre = σ(·) + ε``, ``H_res`` from ``softmax(·) + ε``
+with ε in the denominators) makes the saturated weights exact only up to ε: h_pre saturates to
+``{ε, 1 + ε}``, never one-hot, and H_res to a permutation plus O(ε) entries. There the kit
+takes the tokens whose reported weights lie within the declared ε (a few times it, plus the
+rounding of the reported dtype) of the exact 0/1 pattern and checks the closed form of the
+declared formula at those saturated logits — the copy, the permutation, the cancellation —
+up to that measured deviation times the terms it multiplies plus the rounding of the
+precision's chain (the rule :data:`hcspec.conformance.rules.EXACT_UP_TO_EPS`): exactness up to
+the declared ε. Where even that pattern is never reached (a declared σ + ε start of
+Sinkhorn–Knopp saturates every entry to {ε, 1 + ε}, so no row is one-hot) the case says why,
+naming the declared variant.
 """
 
 from __future__ import annotations
@@ -27,6 +39,7 @@ from collections.abc import Iterator
 
 import torch
 
+from hcspec.conformance import rules
 from hcspec.conformance.properties.base import Context, Inconclusive, NotApplicable
 from hcspec.conformance.properties.cases import shift
 from hcspec.conformance.properties.declaration import declare
@@ -111,6 +124,60 @@ def _output_ulp(ctx: Context, dtype: torch.dtype) -> float:
     return 0.0 if coarsest == torch.finfo(dtype).eps else float(coarsest)
 
 
+NEAR_SLACK = 4.0
+"""How many declared ε a saturated weight may sit from its exact 0/1 value (σ + ε, and the
+denominators' ε of up to n terms, move it by ε each)."""
+
+
+def _declared_eps(ctx: Context) -> tuple[float, float]:
+    """``(ε of h_pre, ε of H_res)``: the declared ``h_pre_eps`` and
+    ``n``-independent part of Sinkhorn–Knopp's ``additive_eps + denominator_eps`` (0 when the
+    declared formulas have none: the bit-exact checks apply)."""
+    c = ctx.conventions
+    return c.h_pre_eps, c.sinkhorn_additive_eps + c.sinkhorn_denominator_eps
+
+
+def _near(h: torch.Tensor, eps: float, n: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(pattern, deviation)``: ``h`` rounded to its nearest 0/1 values after removing an
+    additive ``eps``, and ``|h − pattern|`` (float64); an entry is accepted when its deviation
+    is within ``NEAR_SLACK·n·eps`` plus one unit of roundoff of ``h``'s dtype at its value."""
+    v = h.detach().double()
+    pattern = (v - eps).round().clamp(0.0, 1.0)
+    deviation = (v - pattern).abs()
+    slack = NEAR_SLACK * max(1, n) * eps + torch.finfo(h.dtype).eps * v.abs()
+    return torch.where(deviation <= slack, pattern, torch.full_like(v, 0.5)), deviation
+
+
+def _near_one_hot(h: torch.Tensor, eps: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(mask [...], pattern [..., n])``: tokens whose h_pre is one-hot up to the declared
+    ``eps``, and the one-hot pattern."""
+    pattern, _ = _near(h, eps, 1)
+    return _one_hot(pattern), pattern
+
+
+def _near_permutation(H: torch.Tensor, eps: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(mask [...], pattern [..., n, n])``: tokens whose H_res is a permutation up to the
+    declared ``eps`` (each entry within ``NEAR_SLACK·n·eps`` of 0 or 1), and the
+    permutation."""
+    pattern, _ = _near(H, eps, H.shape[-1])
+    return _permutation(pattern), pattern
+
+
+def _never_reached(ctx: Context, what: str) -> str:
+    """Why no token reached the exact pattern, per declared variant."""
+    c = ctx.conventions
+    if what == "H_res" and c.sinkhorn_variant == "sigmoid":
+        return ("declared sinkhorn_variant='sigmoid': σ(·) + ε saturates every entry of the "
+                "start to {ε, 1 + ε}, so its rows are not one-hot and no normalisation makes a "
+                "permutation: this target's H_res is never exact, whatever its logits")
+    eps_pre, eps_res = _declared_eps(ctx)
+    eps = eps_pre if what == "h_pre" else eps_res
+    if eps:
+        return (f"no token's reported {what} is within the declared ε = {eps:g} of the exact "
+                "0/1 pattern (saturated logits of the declared formula)")
+    return f"no token's reported {what} is exactly 0/1 at these states"
+
+
 def _one_hot(h: torch.Tensor) -> torch.Tensor:
     """``[..., n]`` -> bool ``[...]``: exactly one entry is 1 and the others 0."""
     return ((h == 1).sum(-1) == 1) & (((h == 0) | (h == 1)).all(-1))
@@ -127,6 +194,28 @@ def _branch(case: Case, fn: object) -> CheckedBranch:
     return CheckedBranch(fn, case.d)  # type: ignore[arg-type]
 
 
+def _expect_near(ctx: Context, label: str, got: torch.Tensor, want: torch.Tensor,
+                 x: torch.Tensor, n: int, deviation: float, dtype: torch.dtype) -> None:
+    """Record ``max|got − want| / max(1, max|x|)`` (float64) under
+    :data:`hcspec.conformance.rules.EXACT_UP_TO_EPS` for the precision ``dtype`` along the
+    declared chain, with ``deviation`` the declared-ε part relative to ``max|x|``."""
+    scale = max(1.0, float(x.double().abs().max())) if x.numel() else 1.0
+    err = float((got.double() - want.double()).abs().max()) / scale if got.numel() else 0.0
+    c = ctx.conventions
+    ctx.record.expect(label, err, rule=rules.EXACT_UP_TO_EPS, n=n, deviation=deviation,
+                      dtype=dtype, compute_dtype=c.compute_dtype, output_dtype=c.output_dtype,
+                      detail=_differ(got, want))
+
+
+def _res_deviation(H: torch.Tensor, P: torch.Tensor, mask: torch.Tensor, eps: float) -> float:
+    """How far the mixing of the masked tokens may be from ``P X`` relative to ``max|X|``: n
+    times the larger of the reported H_res's measured distance from ``P`` and the declared
+    formula's ``n·ε`` (a reported dtype may round the ε away)."""
+    n = H.shape[-1]
+    measured = float((H.double() - P)[mask].abs().max()) if bool(mask.any()) else 0.0
+    return n * max(measured, n * eps)
+
+
 def _differ(got: torch.Tensor, want: torch.Tensor) -> str:
     bad = got != want
     worst = float((got.double() - want.double()).abs().max()) if got.numel() else 0.0
@@ -137,21 +226,34 @@ def _differ(got: torch.Tensor, want: torch.Tensor) -> str:
     "exact.one_hot_copy",
     statement="a one-hot h_pre = e_k makes the branch input exactly stream k, in every precision",
     theorems=("init.static_prenorm",), requires=(capability(WEIGHTS), PROBED_H_PRE),
-    examples=_examples, prerequisites=BASE, explore=False)
+    secondary=(rules.EXACT_UP_TO_EPS,), examples=_examples, prerequisites=BASE, explore=False)
 def check_one_hot_copy(ctx: Context, case: Case) -> None:
     """At every token whose reported h_pre is exactly ``e_k``, the branch receives ``X_k``
     bit for bit (0 ulps; or its rounding along the declared compute and output dtypes,
-    :func:`_roundings`), in each precision the factory accepts."""
+    :func:`_roundings`), in each precision the factory accepts. With a declared ``h_pre_eps``
+    (σ + ε): at every token whose h_pre is ``e_k`` up to ε, the branch receives the declared
+    closed form ``(1 + ε)·X_k + ε·Σ_{j≠k} X_j`` up to the chain's rounding
+    (:data:`hcspec.conformance.rules.EXACT_UP_TO_EPS`)."""
     seen = 0
+    eps_pre, _ = _declared_eps(ctx)
     for dtype, impl in _impls(ctx, case):
         x = _state(ctx, case, dtype)
         h_pre = ctx.observe.weights(impl, x)[0].detach()
-        mask = _one_hot(h_pre)
+        mask, pattern = _near_one_hot(h_pre, eps_pre) if eps_pre else (_one_hot(h_pre), h_pre)
         if not bool(mask.any()):
             continue
         seen += int(mask.sum())
         branch = ctx.inputs.branch(case, "zero", dtype=dtype)
         ctx.observe.forward(impl, x, branch)
+        if eps_pre:
+            declared = pattern + eps_pre  # σ saturated to 0/1 exactly, plus the declared ε
+            want64 = (declared.unsqueeze(-2) @ x.double()).squeeze(-2)
+            measured = float((h_pre.double() - declared)[mask].abs().max())
+            _expect_near(ctx, f"{dtype}: branch input vs (1 + ε)·X_k + ε·Σ_(j≠k) X_j at the "
+                         f"{int(mask.sum())} tokens with h_pre = e_k + ε (declared ε = "
+                         f"{eps_pre:g})", branch.inputs[0].double()[mask], want64[mask],
+                         x[mask], case.n, case.n * measured, dtype)
+            continue
         k = h_pre.argmax(-1)  # [B, T]
         want = torch.gather(x, -2, k[..., None, None].expand(*k.shape, 1, case.d)).squeeze(-2)
         got = branch.inputs[0].double()[mask]
@@ -161,28 +263,40 @@ def check_one_hot_copy(ctx: Context, case: Case) -> None:
                            f"with h_pre exactly e_k (or its rounding through the declared "
                            f"compute, then output dtype): {_differ(got, closest)}")
     if not seen:
-        raise Inconclusive("no token's reported h_pre is exactly one-hot")
+        raise Inconclusive(_never_reached(ctx, "h_pre").replace("exactly 0/1", "exactly "
+                                                                 "one-hot"))
 
 
 @declare(
     "exact.permutation_mixing",
     statement="a permutation H_res with F ≡ 0 permutes the streams exactly, in every precision",
     theorems=("ds.permutation_vertices",), requires=(capability(WEIGHTS),),
-    examples=_examples, prerequisites=BASE, explore=False)
+    secondary=(rules.EXACT_UP_TO_EPS,), examples=_examples, prerequisites=BASE, explore=False)
 def check_permutation_mixing(ctx: Context, case: Case) -> None:
     """At every token whose reported H_res is exactly a permutation matrix P, with F ≡ 0 the
     output is ``P X`` bit for bit (0 ulps; or its rounding along the declared compute and
-    output dtypes, :func:`_roundings`), in each precision the factory accepts."""
+    output dtypes, :func:`_roundings`), in each precision the factory accepts. With a
+    declared Sinkhorn–Knopp ε (softmax + ε, ε in the denominators): at every token whose H_res
+    is P up to ε, the output is ``P X`` up to that ε times the streams plus the chain's
+    rounding (:data:`hcspec.conformance.rules.EXACT_UP_TO_EPS`)."""
     seen = 0
+    _, eps_res = _declared_eps(ctx)
     for dtype, impl in _impls(ctx, case):
         x = _state(ctx, case, dtype)
         H = ctx.observe.weights(impl, x)[2].detach()
-        mask = _permutation(H)
+        mask, P = _near_permutation(H, eps_res) if eps_res else (_permutation(H), H)
         if not bool(mask.any()):
             continue
         seen += int(mask.sum())
         out = ctx.observe.forward(impl, x, ctx.inputs.branch(case, "zero", dtype=dtype,
                                                              record=False)).detach()
+        if eps_res:
+            want64 = P @ x.double()
+            _expect_near(ctx, f"{dtype}: X' vs P X at the {int(mask.sum())} tokens with H_res "
+                         f"= P up to the declared ε = {eps_res:g} (F ≡ 0)",
+                         out.double()[mask], want64[mask], x[mask], case.n,
+                         _res_deviation(H, P, mask, eps_res), dtype)
+            continue
         source = H.argmax(-1)  # stream i of the output is input stream source[i]
         want = _roundings(
             ctx, torch.gather(x, -2, source[..., None].expand(*source.shape, case.d)))
@@ -195,7 +309,8 @@ def check_permutation_mixing(ctx: Context, case: Case) -> None:
                            hint="mixing computed as X + (H_res − I) X, or through another "
                                 "precision?")
     if not seen:
-        raise Inconclusive("no token's reported H_res is exactly a permutation matrix")
+        raise Inconclusive(_never_reached(ctx, "H_res").replace("exactly 0/1",
+                                                                 "exactly a permutation matrix"))
 
 
 def _power_of_two(h: torch.Tensor) -> torch.Tensor:
@@ -207,7 +322,7 @@ def _power_of_two(h: torch.Tensor) -> torch.Tensor:
     "exact.cancelling_streams",
     statement="a branch output that cancels a stream exactly gives exactly zero on that stream",
     theorems=("init.static_prenorm",), requires=(capability(WEIGHTS), PROBED_H_PRE),
-    examples=_examples, prerequisites=BASE, explore=False)
+    secondary=(rules.EXACT_UP_TO_EPS,), examples=_examples, prerequisites=BASE, explore=False)
 def check_cancelling_streams(ctx: Context, case: Case) -> None:
     """At every token with h_pre exactly ``e_k``, H_res exactly a permutation that sends
     input stream k to output stream i, and ``h_post_i`` an exact power of two, the branch
@@ -216,12 +331,17 @@ def check_cancelling_streams(ctx: Context, case: Case) -> None:
     coarser compute or output dtype relative to the stream, :func:`_output_ulp`), in each
     precision."""
     seen = 0
+    eps_pre, eps_res = _declared_eps(ctx)
+    near = bool(eps_pre or eps_res)
     for dtype, impl in _impls(ctx, case):
         x = _state(ctx, case, dtype)
         h_pre, h_post, H = (w.detach() for w in ctx.observe.weights(impl, x))
-        hit = _one_hot(h_pre) & _permutation(H)
-        k = h_pre.argmax(-1)  # [B, T]
-        i = torch.gather(H.argmax(-2), -1, k[..., None]).squeeze(-1)  # H[i, k] = 1
+        one_hot, pre_pattern = _near_one_hot(h_pre, eps_pre) if near else (_one_hot(h_pre),
+                                                                           h_pre)
+        permutation, P = _near_permutation(H, eps_res) if near else (_permutation(H), H)
+        hit = one_hot & permutation
+        k = pre_pattern.argmax(-1)  # [B, T]
+        i = torch.gather(P.argmax(-2), -1, k[..., None]).squeeze(-1)  # P[i, k] = 1
         post = torch.gather(h_post, -1, i[..., None]).squeeze(-1)
         hit &= _power_of_two(post)
         if not bool(hit.any()):
@@ -232,6 +352,13 @@ def check_cancelling_streams(ctx: Context, case: Case) -> None:
         out = ctx.observe.forward(impl, x, _branch(case, lambda u, s=scale: u * s)).detach()
         got = torch.gather(out, -2, i[..., None, None].expand(*i.shape, 1, case.d)).squeeze(-2)
         stream = torch.gather(x, -2, k[..., None, None].expand(*k.shape, 1, case.d)).squeeze(-2)
+        if near:  # X_k + O(ε)·X − (1 + ε)·X_k − ε·Σ X_j: zero up to the declared ε
+            deviation = (_res_deviation(H, P, hit, eps_res) + (case.n + 1) * eps_pre)
+            _expect_near(ctx, f"{dtype}: output stream i = π(k) at the {int(hit.sum())} tokens "
+                         "where F(u) = −u / h_post_i cancels it, up to the declared ε",
+                         got[hit], torch.zeros_like(got[hit]), x[hit], case.n, deviation,
+                         dtype)
+            continue
         allowed = _output_ulp(ctx, dtype) * stream[hit].double().abs()
         expected = ("0" if not bool(allowed.any()) else
                     "0 within one ulp of the declared coarser precision")
@@ -241,5 +368,8 @@ def check_cancelling_streams(ctx: Context, case: Case) -> None:
                            f"{_differ(got[hit], torch.zeros_like(got[hit]))} (expected "
                            f"{expected})")
     if not seen:
+        variant = (f" ({_never_reached(ctx, 'H_res')})"
+                   if ctx.conventions.sinkhorn_variant == "sigmoid" else "")
         raise Inconclusive("no token's reported weights have h_pre exactly one-hot, H_res "
-                           "exactly a permutation and the matching h_post a power of two")
+                           "exactly a permutation and the matching h_post a power of two"
+                           + (" (up to the declared ε)" if near else "") + variant)

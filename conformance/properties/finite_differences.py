@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import Any
 
 import torch
 
@@ -31,21 +32,22 @@ def fd_step(ctx: Context, scale: float) -> float:
     return tolerances.fd_step(ctx.tol_dtype, scale)
 
 
-def allowance(ctx: Context, magnitude: tuple[float, float], rounding: float, step: float,
-              denominator: float) -> float:
-    """The tolerance on ``|fd − autograd| / denominator``: the effective dtype's budget plus
-    float64 cancellation, the measured low-precision output rounding and the output's
-    resolution at ``step``, over ``denominator``."""
-    cancellation = tolerances.fd_cancellation(ctx.tol_dtype, magnitude[0])
-    resolution = tolerances.fd_resolution(ctx.tol_dtype, magnitude[1], step)
-    return tolerances.fd_directional(ctx.tol_dtype) + (
-        cancellation + rounding + resolution) / denominator
+def fd_given(ctx: Context, magnitude: tuple[float, float], rounding: float, step: float,
+             denominator: float) -> dict[str, Any]:
+    """The inputs of :data:`hcspec.conformance.rules.FD` for ``|fd − autograd| /
+    denominator``: float64 cancellation, the measured low-precision output rounding and the
+    output's resolution at ``step`` (the rule adds the effective dtype's budget)."""
+    return {"denominator": denominator,
+            "cancellation": tolerances.fd_cancellation(ctx.tol_dtype, magnitude[0]),
+            "rounding": rounding,
+            "resolution": tolerances.fd_resolution(ctx.tol_dtype, magnitude[1], step)}
 
 
 def expect_directional(ctx: Context, label: str, loss_at: Callable[[float], float],
                        scale: float, ad: float, denominator: float,
                        magnitude: tuple[float, float]) -> None:
-    """Record ``|fd − ad| / denominator`` against :func:`allowance` (``magnitude``:
+    """Record ``|fd − ad| / denominator`` under :data:`hcspec.conformance.rules.FD` with the
+    inputs :func:`fd_given` computes (``magnitude``:
     ``(Σ|terms of L|, ‖terms of L‖₂)``, the size of the loss's terms); for an impl returning
     bfloat16/float16, at each step of :data:`tolerances.FD_STEP_LOW_LADDER` until one agrees
     (the closest is recorded).
@@ -58,19 +60,19 @@ def expect_directional(ctx: Context, label: str, loss_at: Callable[[float], floa
     for fraction in ladder:
         step_scale = scale * fraction
         fd, rounding = directional(ctx, loss_at, step_scale)
-        allowed = allowance(ctx, magnitude, rounding, fd_step(ctx, step_scale), denominator)
+        given = fd_given(ctx, magnitude, rounding, fd_step(ctx, step_scale), denominator)
+        allowed = ctx.record.allowance(**given).allowance
         error = abs(fd - ad) / denominator
-        tried.append((error / allowed if allowed > 0 else math.inf, error, allowed, fd,
+        tried.append((error / allowed if allowed > 0 else math.inf, error, given, fd,
                       fd_step(ctx, step_scale)))
         if error <= allowed:
             break
-    _, error, allowed, fd, step = min(tried)
+    _, error, given, fd, step = min(tried, key=lambda t: t[0])
     others = "; other steps: " + ", ".join(f"{h:.2g}: fd {f:.6g}" for _, _, _, f, h in tried
                                           if h != step) if len(tried) > 1 else ""
     if ctx.tol_dtype != torch.float64:  # say which precision the step was chosen for
         label = f"{label} ({precision_note(ctx, step)})"
-    ctx.record.expect(label, error, allowed,
-                      f"fd {fd:.6g}, autograd {ad:.6g}{others}")
+    ctx.record.expect(label, error, detail=f"fd {fd:.6g}, autograd {ad:.6g}{others}", **given)
 
 
 def directional(ctx: Context, loss_at: Callable[[float], float],

@@ -18,7 +18,8 @@ from collections.abc import Iterator
 
 import torch
 
-from hcspec.conformance import probes, salts, strategies, tolerances
+from hcspec.conformance import probes, rules, salts, strategies, tolerances
+from hcspec.conformance.properties import precision
 from hcspec.conformance.properties.base import (
     Context,
     NotApplicable,
@@ -28,7 +29,7 @@ from hcspec.conformance.properties.base import (
     np64,
 )
 from hcspec.conformance.properties.cases import Cases, shift, standard_examples
-from hcspec.conformance.properties.common import branch64, law_tol
+from hcspec.conformance.properties.common import branch64
 from hcspec.conformance.properties.declaration import declare
 from hcspec.conformance.properties.finite_differences import expect_directional
 from hcspec.conformance.properties.requirements import (
@@ -105,7 +106,7 @@ def _extreme_examples(ctx: Context) -> list[Case]:
     "gradients.fd_input",
     statement="finite differences of ⟨G', X'⟩ w.r.t. x match autograd (float64)",
     theorems=("backward.closed_form",), requires=(FLOAT64, UNROLLED),
-    tolerance="fd_directional", examples=_examples, cases=SMOOTH, prerequisites=BASE)
+    tolerance=rules.FD, examples=_examples, cases=SMOOTH, prerequisites=BASE)
 def check_fd_input(ctx: Context, case: Case) -> None:
     """Directional central differences of ⟨G', X'⟩ w.r.t. x match autograd (float64)."""
     with _naming_an_implicit_sinkhorn_backward(ctx, case):
@@ -153,7 +154,7 @@ def _check_fd_input(ctx: Context, case: Case) -> None:
     "gradients.fd_parameters",
     statement="finite differences of ⟨G', X'⟩ w.r.t. the parameters match autograd (float64)",
     theorems=("backward.closed_form",), requires=(capability(PARAMETERS), FLOAT64, UNROLLED),
-    tolerance="fd_directional", examples=_examples, cases=SMOOTH, prerequisites=BASE)
+    tolerance=rules.FD, examples=_examples, cases=SMOOTH, prerequisites=BASE)
 def check_fd_parameters(ctx: Context, case: Case) -> None:
     """Directional central differences of ⟨G', X'⟩ w.r.t. the exposed parameters match
     autograd (float64)."""
@@ -211,7 +212,7 @@ def _closed_form(ctx: Context, case: Case, X: torch.Tensor, G: torch.Tensor,
     "gradients.closed_form",
     statement="autograd ∂L/∂x, ∂L/∂θ equal the spec's closed-form backward on weights(x)",
     theorems=("backward.closed_form",), requires=(capability(WEIGHTS), FLOAT64),
-    tolerance="law", examples=_examples, cases=SMOOTH,
+    tolerance=rules.LAW, examples=_examples, cases=SMOOTH,
     prerequisites=(*BASE, "law.reported"))
 def check_closed_form(ctx: Context, case: Case) -> None:
     """Autograd's ∂L/∂x (and ∂L/∂θ) equal the spec's closed form on weights(x), chained
@@ -227,35 +228,63 @@ def check_closed_form(ctx: Context, case: Case) -> None:
     cotangents = tuple(torch.from_numpy(g).to(device=x.device, dtype=x.dtype)
                        for g in (spec.h_pre, spec.h_post, spec.H_res))
     params = floating_parameters(impl, trainable=True)
-    live = [(w, c) for w, c in zip(weights, cotangents, strict=True) if w.requires_grad]
-    chained_x = torch.zeros_like(x)
-    chained_p = [torch.zeros_like(p) for p in params]
-    if live:
-        got = torch.autograd.grad([w for w, _ in live], [x, *params],
-                                  grad_outputs=[c for _, c in live], allow_unused=True)
-        chained_x = got[0] if got[0] is not None else chained_x
-        chained_p = [torch.zeros_like(p) if g is None else g
-                     for p, g in zip(params, got[1:], strict=True)]
-    want_x = torch.from_numpy(spec.X) + f64(chained_x)
+    low = precision.low_precision(ctx)
+    spec_low = (_closed_form(ctx, case, _rounded(ctx, x), _rounded(ctx, G), h_pre, h_post, H_res)
+                if low else spec)
+    live = [(w, c, c_low) for w, c, c_low in zip(
+        weights, cotangents, (torch.from_numpy(g).to(device=x.device, dtype=x.dtype)
+                              for g in (spec_low.h_pre, spec_low.h_post, spec_low.H_res)),
+        strict=True) if w.requires_grad]
+    chained = _chained(x, params, live, 1, retain=low)
+    chained_low = _chained(x, params, live, 2) if low else chained
+    want_x = torch.from_numpy(spec.X) + f64(chained[0])
     auto = torch.autograd.grad(_loss(impl, x, fn, G), [x, *params], allow_unused=True)
     auto_x = auto[0] if auto[0] is not None else torch.zeros_like(x)
-    tol = law_tol(ctx)
+    oracle_x = None
+    if low:  # the closed form along the chain: G and X rounded to the output, result too
+        want_low = _rounded(ctx, torch.from_numpy(spec_low.X)) + f64(chained_low[0])
+        oracle_x = tolerances.scaled_error(ctx.inputs.tangent(want_low),
+                                           ctx.inputs.tangent(want_x))
     ctx.record.expect("∂L/∂x: autograd vs H_resᵀG' + h_pre g_inᵀ (+ chain through weights(x))"
                       + (" projected on replicated states" if ctx.replicated else ""),
                       tolerances.scaled_error(ctx.inputs.tangent(f64(auto_x)),
-                                              ctx.inputs.tangent(want_x)), tol)
+                                              ctx.inputs.tangent(want_x)), oracle=oracle_x,
+                      roundings=2)
     for i, (p, g) in enumerate(zip(params, auto[1:], strict=True)):
         got_p = torch.zeros_like(p) if g is None else g
         ctx.record.expect(f"∂L/∂(parameter {i}, shape {list(p.shape)}): autograd vs the closed "
                           "form chained through weights(x)",
-                          tolerances.scaled_error(got_p, chained_p[i]), tol)
+                          tolerances.scaled_error(got_p, chained[1 + i]),
+                          oracle=tolerances.scaled_error(chained_low[1 + i], chained[1 + i])
+                          if low else None, roundings=2)
+
+
+def _rounded(ctx: Context, t: torch.Tensor) -> torch.Tensor:
+    """``t`` rounded to the run's effective (output) dtype, as float64 CPU: what a target
+    returning that dtype receives and gives back."""
+    return f64(f64(t).to(ctx.tol_dtype))
+
+
+def _chained(x: torch.Tensor, params: list[torch.Tensor],
+             live: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]], which: int,
+             retain: bool = False) -> list[torch.Tensor]:
+    """``[∂/∂x, ∂/∂θ…]`` of the weights that require grad chained with cotangent ``which`` of
+    ``live`` (1: the float64 closed form's, 2: the one along the dtype chain); zeros where
+    nothing is live."""
+    if not live:
+        return [torch.zeros_like(x), *(torch.zeros_like(p) for p in params)]
+    got = torch.autograd.grad([t[0] for t in live], [x, *params],
+                              grad_outputs=[t[which] for t in live], allow_unused=True,
+                              retain_graph=retain)
+    return [torch.zeros_like(v) if g is None else g
+            for v, g in zip([x, *params], got, strict=True)]
 
 
 @declare(
     "gradients.closed_form_probed",
     statement="static HC: autograd ∂L/∂x equals H_resᵀG' + h_pre g_inᵀ on probed weights",
     theorems=("backward.closed_form",),
-    requires=(kinds("hc-static"), FLOAT64, PROBING, PROBED_H_PRE), tolerance="law",
+    requires=(kinds("hc-static"), FLOAT64, PROBING, PROBED_H_PRE), tolerance=rules.LAW,
     examples=_examples, cases=SMOOTH, prerequisites=(*BASE, "law.probed"))
 def check_closed_form_probed(ctx: Context, case: Case) -> None:
     """Static HC (weights independent of x): autograd's ∂L/∂x equals the spec's closed form
@@ -273,7 +302,7 @@ def check_closed_form_probed(ctx: Context, case: Case) -> None:
     xg = x.clone().requires_grad_(True)
     (auto_x,) = torch.autograd.grad(_loss(impl, xg, fn, G), xg)
     ctx.record.expect("∂L/∂x: autograd vs H_resᵀG' + h_pre g_inᵀ (probed weights)",
-                      tolerances.scaled_error(auto_x, torch.from_numpy(spec.X)), law_tol(ctx))
+                      tolerances.scaled_error(auto_x, torch.from_numpy(spec.X)))
 
 
 @declare(
@@ -282,7 +311,7 @@ def check_closed_form_probed(ctx: Context, case: Case) -> None:
     requires=(capability(PARAMETERS), any_state_domain(
         "on replicated states X = 1_n hᵀ a row-stochastic H_res gives H_res X = X whatever "
         "its parameters")),
-    tolerance="trainable", examples=_trainable_examples,
+    tolerance=rules.TRAINABLE, examples=_trainable_examples,
     cases=Cases(d_more_than_n=True, min_n=2, perturbations=(0.0, 0.1, 0.3), extreme_scales=False),
     prerequisites=BASE)
 def check_mixing_trainable(ctx: Context, case: Case) -> None:
@@ -301,8 +330,9 @@ def check_mixing_trainable(ctx: Context, case: Case) -> None:
     scale = float(f64(G).norm() * f64(x).norm())
     relative = norm / scale if scale > 0 else 0.0
     ctx.record.expect("1e-6 / (‖∂⟨G', H_res X⟩/∂θ‖ / (‖G'‖‖X‖)) with F ≡ 0 (≤ 1: trainable)",
-                      tolerances.TRAINABLE_RELATIVE / relative if relative > 0 else math.inf, 1.0,
-                      f"the gradient reaching the parameters through the mixing is {norm:.3g} "
+                      tolerances.TRAINABLE_RELATIVE / relative if relative > 0 else math.inf,
+                      detail=f"the gradient reaching the parameters through the mixing is "
+                             f"{norm:.3g} "
                       f"(relative {relative:.3g}): H_res cannot move from where it is (saturated "
                       "Sinkhorn–Knopp? H_res not used in forward?)")
 

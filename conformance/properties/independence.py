@@ -8,10 +8,9 @@ connection never does). Spec: ``forward.shapes`` (per-token form).
 
 from __future__ import annotations
 
-from hcspec.conformance import salts, tolerances
+from hcspec.conformance import rules, salts, tolerances
 from hcspec.conformance.properties.base import Context
 from hcspec.conformance.properties.cases import Cases, standard_examples
-from hcspec.conformance.properties.common import law_tol
 from hcspec.conformance.properties.declaration import declare
 from hcspec.conformance.strategies import Case
 
@@ -27,7 +26,7 @@ def _batch_examples(ctx: Context) -> list[Case]:
 @declare(
     "independence.batch",
     statement="a batch element's output does not depend on the other batch elements",
-    theorems=("forward.shapes",), tolerance="law",
+    theorems=("forward.shapes",), tolerance=rules.SELF_CONSISTENCY,
     examples=_batch_examples,
     cases=Cases(min_batch=2, branches=("mlp", "token_mixing", "identity")),
     prerequisites=BASE)
@@ -42,18 +41,17 @@ def check_batch(ctx: Context, case: Case) -> None:
     other[keep] = x[keep]
     out_other = ctx.observe.forward(impl, other, ctx.inputs.branch(case, record=False))
     alone = ctx.observe.forward(impl, x[keep:keep + 1], ctx.inputs.branch(case, record=False))
-    tol = law_tol(ctx)
     scale = float(out[keep].detach().abs().max().cpu())
     ctx.record.expect(f"output of batch element {keep} after changing the other elements",
-                      tolerances.scaled_error(out_other[keep], out[keep], scale), tol)
+                      tolerances.scaled_error(out_other[keep], out[keep], scale))
     ctx.record.expect(f"output of batch element {keep} run alone vs in the batch",
-                      tolerances.scaled_error(alone[0], out[keep], scale), tol)
+                      tolerances.scaled_error(alone[0], out[keep], scale))
 
 
 @declare(
     "independence.token",
     statement="with a token-wise branch, a token's output does not depend on the other tokens",
-    theorems=("forward.shapes",), tolerance="law", cases=Cases(min_tokens=2),
+    theorems=("forward.shapes",), tolerance=rules.SELF_CONSISTENCY, cases=Cases(min_tokens=2),
     prerequisites=BASE)
 def check_token(ctx: Context, case: Case) -> None:
     """With a token-wise branch, token t's output is unchanged when the other tokens change,
@@ -67,9 +65,8 @@ def check_token(ctx: Context, case: Case) -> None:
     out_other = ctx.observe.forward(impl, other, ctx.inputs.branch(case, record=False))
     alone = ctx.observe.forward(impl, x[:, keep:keep + 1].contiguous(),
                                 ctx.inputs.branch(case, record=False))
-    tol = law_tol(ctx)
     scale = float(out[:, keep].detach().abs().max().cpu())
     ctx.record.expect(f"output of token {keep} after changing the other tokens",
-                      tolerances.scaled_error(out_other[:, keep], out[:, keep], scale), tol)
+                      tolerances.scaled_error(out_other[:, keep], out[:, keep], scale))
     ctx.record.expect(f"output of token {keep} run alone vs in the sequence",
-                      tolerances.scaled_error(alone[:, 0], out[:, keep], scale), tol)
+                      tolerances.scaled_error(alone[:, 0], out[:, keep], scale))

@@ -18,8 +18,7 @@ from collections.abc import Callable, Iterator
 
 import torch
 
-from hcspec.conformance import salts, tolerances
-from hcspec.conformance.properties import precision
+from hcspec.conformance import rules, salts, tolerances
 from hcspec.conformance.properties.base import Context, f64
 from hcspec.conformance.properties.cases import Cases, resized
 from hcspec.conformance.properties.declaration import declare
@@ -81,23 +80,23 @@ def _training(ctx: Context, case: Case, x: torch.Tensor) -> torch.Tensor:
     "inference.modes",
     statement="forward under no_grad, inference_mode, eval and train mode gives the training "
               "output",
-    theorems=("forward.shapes",), tolerance="self_consistency", prerequisites=BASE, explore=False)
+    theorems=("forward.shapes",), tolerance=rules.SELF_CONSISTENCY, prerequisites=BASE,
+    explore=False)
 def check_modes(ctx: Context, case: Case) -> None:
     """One impl, one state: every path of :func:`_paths` gives the training path's output."""
     x = ctx.inputs.state(case)
     want = _training(ctx, case, x)
     impl = ctx.build.make(case)
-    tol = precision.self_consistency(ctx)
     for name, train, grad in _paths(ctx, impl):
         got = _run(ctx, impl, x, case, train, grad)
         ctx.record.expect(f"X' under {name} vs the training path (train mode, gradients on)",
-                          tolerances.scaled_error(got, want), tol)
+                          tolerances.scaled_error(got, want))
 
 
 @declare(
     "inference.repeated_calls",
     statement="a second inference call (same shape, new input; or one decode token) is correct",
-    theorems=("forward.shapes",), tolerance="self_consistency", cases=Cases(min_tokens=2),
+    theorems=("forward.shapes",), tolerance=rules.SELF_CONSISTENCY, cases=Cases(min_tokens=2),
     prerequisites=BASE, explore=False)
 def check_repeated_calls(ctx: Context, case: Case) -> None:
     """On each inference path, a fresh impl called on ``x₁`` (a prefill of T tokens), then on
@@ -108,17 +107,16 @@ def check_repeated_calls(ctx: Context, case: Case) -> None:
     x3 = ctx.inputs.state(case, salt=salts.OTHER_TOKENS_STATE)[:, -1:].contiguous()
     want2 = _training(ctx, case, x2)
     want3 = _training(ctx, resized(case, x3), x3)
-    tol = precision.self_consistency(ctx)
     for name, train, grad in _paths(ctx, ctx.build.make(case)):
         impl = ctx.build.make(case)
         _run(ctx, impl, x1, case, train, grad)
         got2 = _run(ctx, impl, x2, case, train, grad)
         ctx.record.expect(f"second call under {name} (same shape {list(x2.shape)}, new input) "
-                          "vs the training path", tolerances.scaled_error(got2, want2), tol,
+                          "vs the training path", tolerances.scaled_error(got2, want2),
                           hint="a result cached by shape (warm-up, graph capture) reused "
                                "for a new input?")
         got3 = _run(ctx, impl, x3, resized(case, x3), train, grad)
         ctx.record.expect(f"decode step under {name} (1 token after a prefill of "
                           f"{case.tokens}) vs the training path",
-                          tolerances.scaled_error(got3, want3), tol,
+                          tolerances.scaled_error(got3, want3),
                           hint="a decode path that differs from the prefill path?")

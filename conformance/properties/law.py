@@ -12,11 +12,11 @@ import dataclasses
 import torch
 from hypothesis import strategies as st
 
-from hcspec.conformance import tolerances
+from hcspec.conformance import rules, tolerances
 from hcspec.conformance.properties import precision
 from hcspec.conformance.properties.base import Context, NotApplicable, f64, floating_parameters
 from hcspec.conformance.properties.cases import Cases, shift, standard_strategy
-from hcspec.conformance.properties.common import branch64, expected_output, law_tol
+from hcspec.conformance.properties.common import branch64, expected_output
 from hcspec.conformance.properties.declaration import declare
 from hcspec.conformance.properties.requirements import (
     PROBING,
@@ -35,7 +35,7 @@ LAW_BRANCHES = ("mlp", "linear", "identity", "constant")
 @declare(
     "law.reported",
     statement="X' = H_res X + h_post F(h_preᵀX)ᵀ per token with the impl's reported weights",
-    theorems=("layout.paper_rows",), requires=(capability(WEIGHTS),), tolerance="law",
+    theorems=("layout.paper_rows",), requires=(capability(WEIGHTS),), tolerance=rules.LAW,
     cases=Cases(branches=LAW_BRANCHES), prerequisites=(*BASE, "shape.weights"))
 def check_reported(ctx: Context, case: Case) -> None:
     """Output equals the law evaluated with the impl's own ``weights(x)``; the branch received
@@ -46,26 +46,22 @@ def check_reported(ctx: Context, case: Case) -> None:
     branch = ctx.inputs.branch(case)
     out = ctx.observe.forward(impl, x, branch)
     want, inp, scale = expected_output(ctx, case, x, h_pre, h_post, H_res)
-    tol_in = tol = law_tol(ctx)
-    where = ""
-    if precision.low_precision(ctx):  # 8 × what the closed form costs in this precision
-        spec_branch = ctx.inputs.branch(case)
-        spec_out = precision.spec_at_precision(ctx, h_pre, h_post, H_res).forward(x, spec_branch)
-        tol = precision.tolerance(ctx, tolerances.scaled_error(spec_out, want, scale), tol)
-        tol_in = precision.tolerance(
-            ctx, tolerances.scaled_error(spec_branch.inputs[0], inp), tol_in)
-        where = f" (in {ctx.tol_dtype}: 8 × the closed form's own error in it)"
+    oracle, oracle_in = precision.law_oracles(ctx, case, x, (h_pre, h_post, H_res),
+                                              (want, inp, scale))
+    where = (f" (in {ctx.tol_dtype}: 8 × the closed form's own error in it)"
+             if oracle is not None else "")
     ctx.record.expect(f"branch input vs h_preᵀX from weights(x){where}",
-                      tolerances.scaled_error(branch.inputs[0], inp), tol_in,
-                      f"declared branch input: {ctx.conventions.branch_input}")
+                      tolerances.scaled_error(branch.inputs[0], inp),
+                      detail=f"declared branch input: {ctx.conventions.branch_input}",
+                      oracle=oracle_in)
     ctx.record.expect(f"X' vs H_res X + h_post F(h_preᵀX)ᵀ with weights(x){where}",
-                      tolerances.scaled_error(out, want, scale), tol)
+                      tolerances.scaled_error(out, want, scale), oracle=oracle)
 
 
 @declare(
     "law.probed",
     statement="black-box probes (F ≡ 0, F ≡ c, F = id, X⁺) give weights under which the law holds",
-    theorems=("layout.paper_rows",), requires=(PROBING,), tolerance="law",
+    theorems=("layout.paper_rows",), requires=(PROBING,), tolerance=rules.LAW,
     cases=Cases(d_more_than_n=True, branches=LAW_BRANCHES), prerequisites=BASE)
 def check_probed(ctx: Context, case: Case) -> None:
     """Black-box: ``F ≡ 0`` gives a linear mix ``H_res X``, a constant branch writes
@@ -74,7 +70,6 @@ def check_probed(ctx: Context, case: Case) -> None:
     impl = ctx.build.make(case)
     x = ctx.inputs.state(case)
     probed = ctx.observe.probe(impl, x, case)
-    tol = law_tol(ctx)
     spec = None
     if precision.low_precision(ctx) and probed.h_pre is not None:
         spec = precision.spec_at_precision(ctx, probed.h_pre, probed.h_post, probed.H_res)
@@ -86,9 +81,8 @@ def check_probed(ctx: Context, case: Case) -> None:
         ("identity", "F = id: X'(id) − X'(0) = h_post x_inᵀ"),
     ):
         if name in probed.residuals:
-            allowed = (tol if spec is None else
-                       precision.tolerance(ctx, reference.residuals.get(name, 0.0), tol))
-            ctx.record.expect(f"probe {what}", probed.residuals[name], allowed)
+            ctx.record.expect(f"probe {what}", probed.residuals[name],
+                              oracle=None if spec is None else reference.residuals.get(name, 0.0))
     branch = ctx.inputs.branch(case)
     out = ctx.observe.forward(impl, x, branch)
     if probed.h_pre is not None:
@@ -98,17 +92,18 @@ def check_probed(ctx: Context, case: Case) -> None:
         want = torch.from_numpy(numeric.forward(
             f64(x).numpy(), probed.h_post.numpy(), probed.H_res.numpy(), z.numpy()))
         scale = max(float(f64(x).abs().max()), float(want.abs().max()))
+    oracle = None
     if spec is not None:
         spec_out = spec.forward(x, ctx.inputs.branch(case, record=False))
-        tol = precision.tolerance(ctx, tolerances.scaled_error(spec_out, want, scale), tol)
+        oracle = tolerances.scaled_error(spec_out, want, scale)
     ctx.record.expect(f"X' ({case.branch} branch) vs the law with probed weights",
-                      tolerances.scaled_error(out, want, scale), tol)
+                      tolerances.scaled_error(out, want, scale), oracle=oracle)
 
 
 @declare(
     "law.reported_matches_probed",
     statement="weights(x) equals the weights read through the branch",
-    theorems=("layout.paper_rows",), requires=(capability(WEIGHTS), PROBING), tolerance="law",
+    theorems=("layout.paper_rows",), requires=(capability(WEIGHTS), PROBING), tolerance=rules.LAW,
     cases=Cases(d_more_than_n=True, branches=LAW_BRANCHES),
     prerequisites=(*BASE, "shape.weights"))
 def check_reported_matches_probed(ctx: Context, case: Case) -> None:
@@ -117,23 +112,23 @@ def check_reported_matches_probed(ctx: Context, case: Case) -> None:
     x = ctx.inputs.state(case)
     reported = [f64(w) for w in ctx.observe.weights(impl, x)]
     probed = ctx.observe.probe(impl, x, case)
-    tol = law_tol(ctx) * max(1, case.n)
     names = ("h_pre", "h_post", "H_res")
-    allowed = dict.fromkeys(names, tol)
+    oracles: dict[str, float | None] = dict.fromkeys(names)
     if precision.low_precision(ctx):  # 8 × what probing the closed form costs in it
         reference = precision.probe_spec(
             ctx, precision.spec_at_precision(ctx, *reported), x, case)
         for name, rep, ref in zip(names, reported, (reference.h_pre, reference.h_post,
                                                     reference.H_res), strict=True):
             if ref is not None:
-                allowed[name] = precision.tolerance(ctx, tolerances.scaled_error(rep, ref), tol)
+                oracles[name] = tolerances.scaled_error(rep, ref)
     pairs = [("h_post", reported[1], probed.h_post), ("H_res", reported[2], probed.H_res)]
     if probed.h_pre is not None:
         pairs.insert(0, ("h_pre", reported[0], probed.h_pre))
     for name, rep, prb in pairs:
         ctx.record.expect(f"reported {name} vs probed {name}",
-                          tolerances.scaled_error(rep, prb), allowed[name],
-                          f"max |reported| {float(rep.abs().max()):.3g}")
+                          tolerances.scaled_error(rep, prb),
+                          detail=f"max |reported| {float(rep.abs().max()):.3g}",
+                          oracle=oracles[name], factor=max(1, case.n))
 
 
 STEER_STEPS = 8
@@ -156,7 +151,7 @@ def steer_tolerance(ctx: Context) -> float:
     1: :func:`hcspec.conformance.tolerances.law` in float64/float32; in bfloat16/float16
     :func:`hcspec.conformance.tolerances.law_measured` of a zero reference error (such a
     target is exact in every float format, so the closed form adds no error): ``4·eps``."""
-    return precision.tolerance(ctx, 0.0, law_tol(ctx))
+    return ctx.record.allowance(rules.LAW, oracle=precision.oracle(ctx, lambda: 0.0)).allowance
 
 
 def steer_h_res(ctx: Context, impl: HyperConnectionImpl, x: torch.Tensor,
@@ -220,7 +215,7 @@ def _permutation_strategy(ctx: Context) -> st.SearchStrategy[Case]:
     theorems=("ds.permutation_vertices",),
     requires=(kinds("hc-static", "hc-dynamic"), capability(PARAMETERS), capability(WEIGHTS),
               any_state_domain("needs distinct streams (stream i constant i + 1)")),
-    tolerance="law", examples=_permutation_examples, strategy=_permutation_strategy,
+    tolerance=rules.LAW, examples=_permutation_examples, strategy=_permutation_strategy,
     prerequisites=(*BASE, "shape.weights"), explore=False)
 def check_permutation_mixing(ctx: Context, case: Case) -> None:
     """Public bug report #1 (the width connection returned the streams from before mixing):
@@ -233,7 +228,7 @@ def check_permutation_mixing(ctx: Context, case: Case) -> None:
     x = constant_streams(case, ctx)
     P = cyclic_permutation(case.n)
     left = steer_h_res(ctx, impl, x, P)
-    tol = steer_tolerance(ctx) * case.n
+    tol = steer_tolerance(ctx) * case.n  # how far steering may stop short (not a verdict)
     if left > tol:
         raise NotApplicable(f"could not steer the reported H_res to a cyclic permutation "
                             f"through the parameters (max deviation {left:.3g} after "
@@ -244,25 +239,27 @@ def check_permutation_mixing(ctx: Context, case: Case) -> None:
     want = P @ X
     got = f64(out)
     where = ""
+    oracle = None
     if precision.low_precision(ctx):  # 8 × what the closed form costs with these weights
         with torch.no_grad():
             weights = [f64(w) for w in ctx.observe.weights(impl, x)]
             spec_out = precision.spec_at_precision(ctx, *weights).forward(
                 x, ctx.inputs.branch(case, "zero", record=False))
-        tol = precision.tolerance(ctx, tolerances.scaled_error(spec_out, want), tol)
+        oracle = tolerances.scaled_error(spec_out, want)
         where = f" (in {ctx.tol_dtype}: 8 × the closed form's own error in it)"
     streams = ", ".join(f"{float(v):g}" for v in got[0, 0, :, 0])
     expected = ", ".join(f"{float(v):g}" for v in want[0, 0, :, 0])
     ctx.record.expect("F ≡ 0 with H_res = cyclic permutation: X' vs the permuted streams P X"
-                      f"{where}", tolerances.scaled_error(got, want), tol,
-                      f"streams of token 0 came out as [{streams}], expected [{expected}] "
-                      "(streams returned unmixed? H_res transposed?)")
+                      f"{where}", tolerances.scaled_error(got, want),
+                      detail=f"streams of token 0 came out as [{streams}], expected "
+                             f"[{expected}] (streams returned unmixed? H_res transposed?)",
+                      oracle=oracle, factor=case.n)
 
 
 @declare(
     "law.token_mixing_branch",
     statement="a token-mixing branch receives the whole [B,T,d] sequence and the law holds",
-    theorems=("layout.paper_rows",), requires=(PROBING,), tolerance="law",
+    theorems=("layout.paper_rows",), requires=(PROBING,), tolerance=rules.LAW,
     cases=Cases(d_more_than_n=True, branch="token_mixing", branches=("token_mixing",),
                 min_tokens=2),
     prerequisites=(*BASE, "law.probed"))

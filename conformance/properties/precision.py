@@ -3,7 +3,8 @@
 weights in the impl's compute dtype and rounded to its output dtype, as a black box the kit can
 run and probe like the impl. Its error against the float64 closed form is what a *correct*
 impl of that precision may differ by, so low-precision law tolerances are a small multiple of
-it (:func:`hcspec.conformance.tolerances.law_measured`), in the spirit of FlashAttention's tests
+it (:data:`hcspec.conformance.rules.LAW` with its ``oracle``), in the spirit of FlashAttention's
+tests
 (error ≤ c × the error of the reference computed in the same precision).
 """
 
@@ -79,38 +80,27 @@ def probe_spec(ctx: Context, spec: SpecAtPrecision, x: torch.Tensor,
     return probes.probe(cast(HyperConnectionImpl, spec), x, ctx.conventions, seed=case.seed)
 
 
-def tolerance(ctx: Context, reference_error: float, fixed: float) -> float:
-    """``fixed`` (the rule of float64/float32) unless the run compares in bfloat16/float16;
-    then :func:`hcspec.conformance.tolerances.law_measured` of ``reference_error``, the
-    error of :class:`SpecAtPrecision` on the same comparison."""
-    if not low_precision(ctx):
-        return fixed
-    return tolerances.law_measured(ctx.tol_dtype, reference_error)
+def oracle(ctx: Context, measure: Callable[[], float]) -> float | None:
+    """``measure()`` — the error of :class:`SpecAtPrecision` on a comparison — when the run
+    compares in bfloat16/float16, else None (the rule's fixed budget applies): the ``oracle``
+    input of :data:`hcspec.conformance.rules.LAW`."""
+    return measure() if low_precision(ctx) else None
 
 
-def self_consistency(ctx: Context) -> float:
-    """:func:`hcspec.conformance.tolerances.self_consistency` for the run's effective dtype and
-    compute dtype (the coarsest of the working and the declared compute dtype): the tolerance
-    of a target compared with itself (another layout, path, batch or call)."""
-    compute = tolerances.effective_dtype(ctx.dtype, ctx.conventions.compute_dtype)
-    return tolerances.self_consistency(ctx.tol_dtype, compute)
-
-
-def law_tolerances(ctx: Context, case: Case, x: torch.Tensor, weights: tuple[
+def law_oracles(ctx: Context, case: Case, x: torch.Tensor, weights: tuple[
         torch.Tensor, torch.Tensor, torch.Tensor], expected: tuple[torch.Tensor, torch.Tensor,
                                                                     float],
-                   fixed: float) -> tuple[float, float]:
-    """``(output tolerance, branch-input tolerance)`` of a law comparison at ``x [B, T, n, d]``
-    with ``weights = (h_pre, h_post, H_res)`` and the float64 ``expected = (X', branch input,
-    scale)`` of :func:`hcspec.conformance.properties.common.expected_output`: ``fixed`` for
-    both unless the run compares in bfloat16/float16; then :func:`tolerance` of the error of
+                ) -> tuple[float | None, float | None]:
+    """``(output oracle, branch-input oracle)`` of a law comparison at ``x [B, T, n, d]`` with
+    ``weights = (h_pre, h_post, H_res)`` and the float64 ``expected = (X', branch input,
+    scale)`` of :func:`hcspec.conformance.properties.common.expected_output`: the error of
     :class:`SpecAtPrecision` (the closed form in the run's precision, the case's branch) on
-    each comparison."""
+    each comparison when the run compares in bfloat16/float16, else ``(None, None)`` (the
+    ``oracle`` input of :data:`hcspec.conformance.rules.LAW`)."""
     if not low_precision(ctx):
-        return fixed, fixed
+        return None, None
     want, inp, scale = expected
     spec_branch = ctx.inputs.branch(case)
     spec_out = spec_at_precision(ctx, *weights).forward(x, spec_branch)
-    tol = tolerance(ctx, tolerances.scaled_error(spec_out, want, scale), fixed)
-    tol_in = tolerance(ctx, tolerances.scaled_error(spec_branch.inputs[0], inp), fixed)
-    return tol, tol_in
+    return (tolerances.scaled_error(spec_out, want, scale),
+            tolerances.scaled_error(spec_branch.inputs[0], inp))

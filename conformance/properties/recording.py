@@ -1,22 +1,38 @@
-"""Recording a property run's comparisons: each expectation's error against its tolerance,
-the worst one seen, and the failure raised beyond the tolerance."""
+"""Recording a property run's comparisons: each expectation's error against the allowance of
+the property's declared tolerance rule (:mod:`hcspec.conformance.rules`, applied here, never
+by the check), the worst one seen, the rules applied, and the failure raised beyond the
+allowance."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
+import torch
+
+from hcspec.conformance import rules
 from hcspec.conformance.properties.errors import Inconclusive, PropertyFailure
+from hcspec.conformance.rules import Precision, Rule
 
 
 @dataclass
 class Worst:
-    """The largest error/tolerance ratio seen so far in one property's run."""
+    """The largest error/allowance ratio seen so far in one property's run.
+
+    Attributes:
+        label, error: the comparison and its error.
+        tolerance: its allowance.
+        rule: the name of the rule that gave the allowance ('' when none was recorded).
+        floor: what a correct impl of the run's precision errs by there (the rule's floor).
+    """
 
     label: str = ""
     error: float = 0.0
     tolerance: float = 0.0
+    rule: str = ""
+    floor: float = 0.0
 
     @property
     def ratio(self) -> float:
@@ -25,13 +41,23 @@ class Worst:
             return 0.0
         return math.inf if self.tolerance == 0.0 else self.error / self.tolerance
 
+    @property
+    def floor_ratio(self) -> float:
+        """``error / floor`` (0 for a zero error, inf for a zero floor)."""
+        return rules.ratio(self.error, self.floor)
+
 
 @dataclass
 class Recorder:
     """The expectations of one property run.
 
     Attributes:
-        worst: the comparison closest to (or furthest beyond) its tolerance so far.
+        precision: the run's dtype chain (the rules' input).
+        declared: the property's rules, the primary first (set by
+            :meth:`hcspec.conformance.properties.declaration.Property.run`); a comparison
+            under any other rule is a kit bug.
+        worst: the comparison closest to (or furthest beyond) its allowance so far.
+        applied: the names of the rules applied so far (the meta-test reads them).
         inconclusive: messages of the cases that could show nothing either way (appended by
             the runner).
         series: curves the property measured, ``quantity -> case label -> one value per
@@ -39,7 +65,11 @@ class Recorder:
             them into the result (``PropertyResult.series``), the HTML report plots them.
     """
 
+    precision: Precision = field(
+        default_factory=lambda: Precision(torch.float64, torch.float64, torch.float64))
+    declared: tuple[Rule, ...] = (rules.EXACT,)
     worst: Worst = field(default_factory=Worst)
+    applied: set[str] = field(default_factory=set)
     inconclusive: list[str] = field(default_factory=list)
     series: dict[str, dict[str, list[float]]] = field(default_factory=dict)
 
@@ -49,30 +79,72 @@ class Recorder:
         under the same quantity and label replaces the earlier one. Never fails."""
         self.series.setdefault(quantity, {})[label] = [float(v) for v in values]
 
-    def expect(self, label: str, error: float, tolerance: float, detail: str = "",
-               hint: str | None = None) -> None:
-        """Record ``error`` for ``label`` and fail when it exceeds ``tolerance`` (or is NaN).
+    def allowance(self, rule: Rule | None = None, **given: Any) -> rules.Allowance:
+        """The allowance ``rule`` (default: the declared primary rule) gives in the run's
+        precision with the check's inputs ``given``, without comparing anything (for a check
+        that picks its worst token by the allowance before it records it).
 
-        A comparison whose tolerance is not finite (``inf`` or NaN) cannot fail whatever the
+        Raises:
+            DeclarationError: ``rule`` is not among the property's declared rules.
+            TypeError: ``given`` does not fit the rule (:meth:`Rule.apply`).
+        """
+        chosen = self._rule(rule)
+        return chosen.apply(self.precision, **given)
+
+    def _rule(self, rule: Rule | None) -> Rule:
+        from hcspec.conformance.properties.declaration import DeclarationError
+
+        chosen = self.declared[0] if rule is None else rule
+        if chosen is not rules.EXPLICIT and chosen not in self.declared:
+            raise DeclarationError(
+                f"a check applied the rule {chosen.name!r}, which its property does not "
+                f"declare (declared: {', '.join(r.name for r in self.declared)})")
+        return chosen
+
+    def expect(self, label: str, error: float, tolerance: float | None = None,
+               detail: str = "", hint: str | None = None, *, rule: Rule | None = None,
+               **given: Any) -> None:
+        """Record ``error`` for ``label`` and fail when it exceeds the allowance (or is NaN).
+
+        The allowance is that of ``rule`` (default: the property's declared rule; a
+        secondary rule must be declared too) applied to the run's precision with ``given``
+        (:meth:`Rule.apply`). The transition form passes ``tolerance`` (a float the check
+        computed): it is recorded under :data:`hcspec.conformance.rules.EXPLICIT`.
+
+        A comparison whose allowance is not finite (``inf`` or NaN) cannot fail whatever the
         target does, so it demonstrates nothing: the case is inconclusive (not counted; a
         property none of whose cases is conclusive is reported "not demonstrated"), never a
         pass.
 
         Raises:
-            PropertyFailure: ``error > tolerance``, with ``label``, ``error``, ``tolerance``,
-                ``detail`` and ``hint`` set (:meth:`PropertyFailure.numeric`).
-            Inconclusive: ``tolerance`` is not finite (checked first).
+            PropertyFailure: ``error > allowance``, with ``label``, ``error``, ``tolerance``
+                (the allowance), ``rule``, ``floor``, ``detail`` and ``hint`` set
+                (:meth:`PropertyFailure.numeric`).
+            Inconclusive: the allowance is not finite (checked first).
+            DeclarationError, TypeError: as :meth:`allowance`.
         """
-        if not math.isfinite(tolerance):
+        if tolerance is not None:
+            if rule is not None or given:
+                raise TypeError("expect: give either an explicit tolerance or the rule's "
+                                "inputs, not both")
+            chosen = rules.EXPLICIT
+            verdict = rules.Allowance(0.0, float(tolerance))
+        else:
+            chosen = self._rule(rule)
+            verdict = chosen.apply(self.precision, **given)
+        self.applied.add(chosen.name)
+        allowed = verdict.allowance
+        if not math.isfinite(allowed):
             extra = f" ({detail})" if detail else ""
             raise Inconclusive(
-                f"{label}: the tolerance is {tolerance:g}{extra}, so no error could fail it: "
-                "this case cannot demonstrate the property")
-        candidate = Worst(label, error, tolerance)
+                f"{label}: the tolerance is {allowed:g} (rule {chosen.name}){extra}, so no "
+                "error could fail it: this case cannot demonstrate the property")
+        candidate = Worst(label, error, allowed, chosen.name, verdict.floor)
         if math.isnan(error) or candidate.ratio > self.worst.ratio or not self.worst.label:
             self.worst = candidate
-        if math.isnan(error) or error > tolerance:
-            raise PropertyFailure.numeric(label, error, tolerance, detail, hint)
+        if math.isnan(error) or error > allowed:
+            raise PropertyFailure.numeric(label, error, allowed, detail, hint,
+                                          rule=chosen.name, floor=verdict.floor)
 
     def require(self, condition: bool, message: str, hint: str | None = None) -> None:
         """Fail with ``message`` (the failure's label) unless ``condition``.

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import torch
 
-from hcspec.conformance import probes, salts, strategies, tolerances
+from hcspec.conformance import probes, rules, salts, strategies, tolerances
 from hcspec.conformance.properties.base import Context, f64
 from hcspec.conformance.properties.cases import Cases, shift, standard_examples
 from hcspec.conformance.properties.declaration import declare
@@ -49,7 +49,7 @@ def _init_examples(ctx: Context) -> list[Case]:
 @declare(
     "reduction.n1_prenorm_forward", statement="n = 1 at init: X' = x + F(x), the pre-norm residual",
     theorems=("reduction.prenorm_forward",), requires=(HC,),
-    tolerance="identity",
+    tolerance=rules.IDENTITY,
     examples=_n1_examples, cases=N1_CASES, prerequisites=BASE)
 def check_n1_forward(ctx: Context, case: Case) -> None:
     """n = 1 at init: ``X' = x + F(x)`` (the branch's input is x itself, or its declared
@@ -62,14 +62,13 @@ def check_n1_forward(ctx: Context, case: Case) -> None:
     z = strategies.make_branch(case.branch, case.d, torch.float64, seed=case.seed)(
         ctx.observe.branch_input(x64))
     want = (x64 + z).unsqueeze(-2)
-    ctx.record.expect("n = 1 at init: X' vs x + F(x)", tolerances.scaled_error(out, want),
-                      tolerances.identity(ctx.tol_dtype))
+    ctx.record.expect("n = 1 at init: X' vs x + F(x)", tolerances.scaled_error(out, want))
 
 
 @declare(
     "reduction.n1_prenorm_backward", statement="n = 1 at init: ∂L/∂x = g' + Jᵀg'",
     theorems=("reduction.prenorm_backward",), requires=(HC,),
-    tolerance="identity",
+    tolerance=rules.IDENTITY,
     examples=_n1_examples, cases=N1_CASES, prerequisites=BASE)
 def check_n1_backward(ctx: Context, case: Case) -> None:
     """n = 1 at init: ``∂L/∂x = g' + Jᵀ g'`` (the bare residual term survives)."""
@@ -86,13 +85,12 @@ def check_n1_backward(ctx: Context, case: Case) -> None:
     g = f64(G)[..., 0, :]
     (jt_g,) = torch.autograd.grad(z, x64, grad_outputs=g)
     want = (g + jt_g).unsqueeze(-2)
-    ctx.record.expect("n = 1 at init: ∂L/∂x vs g' + Jᵀg'", tolerances.scaled_error(auto, want),
-                      tolerances.identity(ctx.tol_dtype))
+    ctx.record.expect("n = 1 at init: ∂L/∂x vs g' + Jᵀg'", tolerances.scaled_error(auto, want))
 
 
 @declare(
     "reduction.mhc_n1_residual", statement="mHC at n = 1: H_res = [1] for any parameters",
-    theorems=("mhc.n1_residual",), requires=(kinds("mhc"),), tolerance="identity",
+    theorems=("mhc.n1_residual",), requires=(kinds("mhc"),), tolerance=rules.IDENTITY,
     examples=_n1_examples, prerequisites=BASE)
 def check_mhc_n1(ctx: Context, case: Case) -> None:
     """mHC at n = 1: H_res = [1] for any parameters (probed: F ≡ 0 returns x)."""
@@ -101,8 +99,7 @@ def check_mhc_n1(ctx: Context, case: Case) -> None:
     impl = ctx.build.make(case)
     x = ctx.inputs.state(case)
     out = ctx.observe.forward(impl, x, ctx.inputs.branch(case, "zero", record=False))
-    ctx.record.expect("n = 1: X'(F ≡ 0) vs x (H_res = [1])", tolerances.scaled_error(out, f64(x)),
-                      tolerances.identity(ctx.tol_dtype))
+    ctx.record.expect("n = 1: X'(F ≡ 0) vs x (H_res = [1])", tolerances.scaled_error(out, f64(x)))
 
 
 def _static_init(case: Case, layer_index: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -115,7 +112,6 @@ def _static_init(case: Case, layer_index: int) -> tuple[torch.Tensor, torch.Tens
 def _check_init_weights(ctx: Context, case: Case, label: str) -> None:
     impl = ctx.build.make(case, perturb=False)
     want = _static_init(case, case.layer_index)
-    tol = tolerances.law(ctx.tol_dtype) * max(1, case.n)
     for index, salt in enumerate((salts.STATE, salts.SECOND_STATE)):
         # two different states: weights at init must not depend on x
         x = ctx.inputs.state(case, salt=salt)
@@ -125,7 +121,8 @@ def _check_init_weights(ctx: Context, case: Case, label: str) -> None:
             if g is None:
                 continue
             ctx.record.expect(f"{label}: probed {name} vs {_describe_init(name, case)} "
-                              f"(state {index})", tolerances.scaled_error(g, w.expand_as(g)), tol)
+                              f"(state {index})", tolerances.scaled_error(g, w.expand_as(g)),
+                              factor=max(1, case.n))
 
 
 def _describe_init(name: str, case: Case) -> str:
@@ -136,7 +133,7 @@ def _describe_init(name: str, case: Case) -> str:
 @declare(
     "reduction.static_init",
     statement="at init h_pre = e_(k mod n), h_post = 1, H_res = I (HC Eq. 14)",
-    theorems=("init.static_prenorm",), requires=(kinds("hc-static"), PROBING), tolerance="law",
+    theorems=("init.static_prenorm",), requires=(kinds("hc-static"), PROBING), tolerance=rules.LAW,
     examples=_init_examples, cases=INIT_CASES, prerequisites=BASE)
 def check_static_init(ctx: Context, case: Case) -> None:
     """At init h_pre = e_{k mod n}, h_post = 1, H_res = I (HC Eq. 14), for layer index k."""
@@ -147,7 +144,7 @@ def check_static_init(ctx: Context, case: Case) -> None:
     "reduction.dynamic_init_static",
     statement="dynamic HC at init equals its static part: x-independent weights e_(k mod n), 1, I",
     theorems=("dynamic.init_equals_static",), requires=(kinds("hc-dynamic"), PROBING),
-    tolerance="law", examples=_init_examples, cases=INIT_CASES, prerequisites=BASE)
+    tolerance=rules.LAW, examples=_init_examples, cases=INIT_CASES, prerequisites=BASE)
 def check_dynamic_init(ctx: Context, case: Case) -> None:
     """Dynamic HC at init equals its static part: the weights do not depend on x and equal
     the HC Eq. 14 init."""
@@ -158,7 +155,7 @@ def check_dynamic_init(ctx: Context, case: Case) -> None:
     "reduction.init_prenorm_stack",
     statement="reduce(fresh HC stack(expand(h))) = n·(pre-norm residual stack) (sum reduce)",
     theorems=("init.static_prenorm",),
-    requires=(HC, capability(EXPAND), capability(REDUCE)), tolerance="identity",
+    requires=(HC, capability(EXPAND), capability(REDUCE)), tolerance=rules.IDENTITY,
     examples=_init_examples,
     cases=Cases(d_more_than_n=True, at_init=True, branches=SMOOTH_BRANCHES),
     prerequisites=(*BASE, "conventions.expand_replicates", "conventions.reduce_scale"))
@@ -190,5 +187,4 @@ def check_prenorm_stack(ctx: Context, case: Case) -> None:
     assert isinstance(out, torch.Tensor)
     factor = case.n if ctx.conventions.reduce == "sum" else 1
     ctx.record.expect(f"reduce(HC stack of {layers} fresh layers) vs {factor}·(pre-norm residual)",
-                      tolerances.scaled_error(out, factor * h_ref),
-                      tolerances.identity(ctx.tol_dtype) * layers)
+                      tolerances.scaled_error(out, factor * h_ref), factor=layers)

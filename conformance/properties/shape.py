@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from hcspec.conformance import probes, salts, strategies, tolerances
+from hcspec.conformance import probes, rules, salts, strategies, tolerances
 from hcspec.conformance.properties.base import Context, FactoryRejected, PropertyFailure
 from hcspec.conformance.properties.cases import Cases, standard_examples
 from hcspec.conformance.properties.declaration import declare
@@ -165,7 +165,7 @@ def _regrouped(x: torch.Tensor, tokens_first: int) -> torch.Tensor:
 @declare(
     "shape.other_sequence_axes",
     statement="a state [B,n,d] or [B,H,W,n,d] is rejected, or handled exactly as [B,T,n,d]",
-    theorems=("forward.shapes",), tolerance="law",
+    theorems=("forward.shapes",), tolerance=rules.SELF_CONSISTENCY,
     cases=Cases(min_tokens=2, branches=("mlp", "linear", "constant")),
     prerequisites=("shape.output", "shape.branch_once"), shrink=False)
 def check_other_sequence_axes(ctx: Context, case: Case) -> None:
@@ -196,4 +196,4 @@ def check_other_sequence_axes(ctx: Context, case: Case) -> None:
         assert isinstance(got, torch.Tensor)
         ctx.record.expect(f"forward accepted a state with {label} and returned something else than "
                    "for the same tokens as [B, T, n, d] (reject other ranks, or handle them)",
-                   tolerances.scaled_error(got, expected), tolerances.law(ctx.tol_dtype))
+                   tolerances.scaled_error(got, expected))

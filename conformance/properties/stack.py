@@ -32,7 +32,7 @@ from typing import Any, Final, cast
 
 import torch
 
-from hcspec.conformance import salts, strategies, tolerances
+from hcspec.conformance import rules, salts, strategies, tolerances
 from hcspec.conformance.properties.base import (
     Context,
     NotApplicable,
@@ -43,7 +43,6 @@ from hcspec.conformance.properties.base import (
 )
 from hcspec.conformance.properties.building import Builder
 from hcspec.conformance.properties.cases import Cases, shift
-from hcspec.conformance.properties.common import law_tol
 from hcspec.conformance.properties.declaration import declare
 from hcspec.conformance.properties.depth import Layer, mhc_bounds
 from hcspec.conformance.properties.finite_differences import expect_directional
@@ -213,7 +212,7 @@ def _sublayer(stack: Stack, k: int) -> HyperConnectionImpl:
     "stack.unrolled_weights",
     statement="sublayer inputs and X_L equal the unrolled connection weights of the reported "
               "coefficients",
-    theorems=("unroll.connection_weights",), requires=(capability(STACK),), tolerance="law",
+    theorems=("unroll.connection_weights",), requires=(capability(STACK),), tolerance=rules.LAW,
     examples=_examples, explore=False, prerequisites=BASE)
 def check_unrolled_weights(ctx: Context, case: Case) -> None:
     """From ``X₀ = 1_n h₀ᵀ``: sublayer k's branch input (under the declared branch input) is
@@ -229,7 +228,6 @@ def check_unrolled_weights(ctx: Context, case: Case) -> None:
         out = f64(run_forward(ctx, stack, x0, bs))
     nodes = [f64(h0)] + [b.outputs[0] for b in bs]  # node 0: h₀; node j ≥ 1: z_j
     reads = [b.inputs[0] for b in bs] + [out.sum(dim=-2)]
-    tol = law_tol(ctx)
     C = unrolled(used)
     for k in range(1, LAYERS + 2):
         want, scale = _combination(C[..., k, :], nodes, k)
@@ -240,12 +238,12 @@ def check_unrolled_weights(ctx: Context, case: Case) -> None:
             label = f"the stream sum 1ᵀX_L after {LAYERS} sublayers (node {k})"
         ctx.record.expect(f"{label} vs Σ_j w_(j,{k}) z_j + w_(0,{k}) h₀ (unrolled weights of the "
                           "reported coefficients)",
-                          tolerances.scaled_error(f64(reads[k - 1]), want, scale), tol)
+                          tolerances.scaled_error(f64(reads[k - 1]), want, scale))
     for i in range(case.n):  # stream i of X_L: the read of a node L + 1 with h_pre = e_i
         C = unrolled(used, read=i)
         want, scale = _combination(C[..., LAYERS + 1, :], nodes, LAYERS + 1)
         ctx.record.expect(f"stream {i} of X_L after {LAYERS} sublayers vs its unrolled weights",
-                          tolerances.scaled_error(out[..., i, :], want, scale), tol)
+                          tolerances.scaled_error(out[..., i, :], want, scale))
 
 
 def unrolled(used: Sequence[Weights], read: int | None = None) -> torch.Tensor:
@@ -291,7 +289,7 @@ def _replayed(x: torch.Tensor, used: list[Weights]) -> list[Layer]:
     "stack.stream_sum_preserved",
     statement="mHC, F ≡ 0: 1ᵀX_k = 1ᵀX_0 after every prefix of the stack",
     theorems=("ds.stream_sum_preserved", "ds.product_closure"),
-    requires=(kinds("mhc"), capability(STACK)), tolerance="sinkhorn_other_axis",
+    requires=(kinds("mhc"), capability(STACK)), tolerance=rules.DEPTH_BOUND,
     examples=_zero_examples, explore=False, prerequisites=BASE)
 def check_stream_sum_preserved(ctx: Context, case: Case) -> None:
     """For each depth k = 1 … L, a stack of k sublayers with zero branches keeps the stream sum
@@ -313,15 +311,16 @@ def check_stream_sum_preserved(ctx: Context, case: Case) -> None:
             f"{k}: {float((f64(w[2]).sum(dim=-2) - 1).abs().max()):.2g}"
             for k, w in enumerate(used))
         ctx.record.expect(f"|1ᵀX_k − 1ᵀX_0| after sublayers 0 … {depth - 1} (F ≡ 0)",
-                          float(drift.flatten()[worst]), float(bound.flatten()[worst]),
-                          f"max |1ᵀH_res − 1ᵀ| of each sublayer's reported H_res: {columns}")
+                          float(drift.flatten()[worst]),
+                          detail=f"max |1ᵀH_res − 1ᵀ| of each sublayer's reported H_res: "
+                                 f"{columns}", bound=float(bound.flatten()[worst]))
 
 
 @declare(
     "stack.carried_matches_recomputed",
     statement="coefficients carried into sublayer k equal sublayer(k).weights; the output equals "
               "the chain",
-    requires=(capability(STACK), SUBLAYER_DOMAIN), tolerance="self_consistency",
+    requires=(capability(STACK), SUBLAYER_DOMAIN), tolerance=rules.SELF_CONSISTENCY,
     examples=_examples, explore=False, prerequisites=BASE)
 def check_carried_matches_recomputed(ctx: Context, case: Case) -> None:
     """Sublayer by sublayer, from the case's state: the stack's reported coefficients of
@@ -330,7 +329,6 @@ def check_carried_matches_recomputed(ctx: Context, case: Case) -> None:
     stack = build_stack(ctx, case)
     if not has_stack_sublayer(stack):
         raise NotApplicable("the stack offers no sublayer(k): nothing to recompute with")
-    tol = tolerances.self_consistency(ctx.tol_dtype, ctx.conventions.compute_dtype)
     x = ctx.inputs.state(case)
     with torch.no_grad():
         out = run_forward(ctx, stack, x, branches(ctx, case))
@@ -344,13 +342,13 @@ def check_carried_matches_recomputed(ctx: Context, case: Case) -> None:
                 for name, carried, recomputed in zip(NAMES, used[k], mine, strict=True):
                     ctx.record.expect(f"sublayer {k}: the stack's {name} vs "
                                       f"sublayer({k}).weights on the state entering it",
-                                      tolerances.scaled_error(carried, recomputed), tol)
+                                      tolerances.scaled_error(carried, recomputed))
                 compared += 1
             Y = ctx.observe.forward(sub, Y, branch).to(ctx.dtype)
     note = "" if compared else (" (coefficients not compared: the stack or its sublayers "
                                 "offer no weights)")
     ctx.record.expect(f"the stack's X_L vs chaining sublayer(k).forward, k = 0 … {LAYERS - 1}"
-                      + note, tolerances.scaled_error(out, Y), tol)
+                      + note, tolerances.scaled_error(out, Y))
 
 
 FLOAT64 = float64("finite differences through the stack run in float64")
@@ -377,7 +375,7 @@ def _parameter_groups(stack: Stack, params: list[torch.Tensor]) -> list[tuple[st
     statement="finite differences through the stack match autograd w.r.t. x and each "
               "sublayer's parameters",
     theorems=("unroll.gradient",), requires=(capability(STACK), FLOAT64, UNROLLED),
-    tolerance="fd_directional", examples=_examples, explore=False,
+    tolerance=rules.FD, examples=_examples, explore=False,
     cases=Cases(branches=SMOOTH_BRANCHES, extreme_scales=False), prerequisites=BASE)
 def check_fd_gradients(ctx: Context, case: Case) -> None:
     """Directional central differences of ``⟨G', X_L⟩`` (``X_L = stack.forward(x)``) w.r.t.

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from hcspec.conformance import tolerances
+from hcspec.conformance import rules, tolerances
 from hcspec.conformance.properties.base import Context
 from hcspec.conformance.properties.building import all_parameters
 from hcspec.conformance.properties.declaration import declare
@@ -79,7 +79,7 @@ def check_parameters(ctx: Context, case: Case) -> None:
 
 @declare(
     "state.deterministic_eval", statement="two eval-mode forwards of the same input are identical",
-    prerequisites=BASE)
+    secondary=(rules.DEVICE,), prerequisites=BASE)
 def check_deterministic(ctx: Context, case: Case) -> None:
     """Two eval-mode forwards of the same x give identical outputs (CPU: bit for bit)."""
     impl = ctx.build.make(case)
@@ -94,4 +94,4 @@ def check_deterministic(ctx: Context, case: Case) -> None:
                            f"{float((first - second).abs().max()):.3g})")
     else:
         ctx.record.expect("two eval-mode forwards", tolerances.scaled_error(second, first),
-                          tolerances.device(ctx.tol_dtype))
+                          rule=rules.DEVICE)

@@ -17,8 +17,7 @@ from collections.abc import Callable
 
 import torch
 
-from hcspec.conformance import tolerances
-from hcspec.conformance.properties import precision
+from hcspec.conformance import rules, tolerances
 from hcspec.conformance.properties.base import Context, Inconclusive, PropertyFailure
 from hcspec.conformance.properties.cases import Cases
 from hcspec.conformance.properties.declaration import declare
@@ -67,7 +66,8 @@ is never handed to the impl)."""
     "strides.non_contiguous",
     statement="a transposed, sliced or expanded view of the state gives its contiguous copy's "
               "output",
-    theorems=("forward.shapes",), requires=(CONTIGUOUS_NOT_DECLARED,), tolerance="self_consistency",
+    theorems=("forward.shapes",), requires=(CONTIGUOUS_NOT_DECLARED,),
+    tolerance=rules.SELF_CONSISTENCY,
     cases=Cases(min_batch=2, min_n=2, d_more_than_n=True), prerequisites=BASE, explore=False)
 def check_non_contiguous(ctx: Context, case: Case) -> None:
     """For every view in :data:`VIEWS`, ``forward(view)`` equals ``forward(view.contiguous())``
@@ -82,7 +82,6 @@ def check_non_contiguous(ctx: Context, case: Case) -> None:
     if not torch.equal(probe, x):
         raise Inconclusive("forward writes into its input (state.input_unchanged diagnoses it), "
                            "so it cannot be handed views")
-    tol = precision.self_consistency(ctx)
     for what, make_view in VIEWS:
         view = make_view(x)
         copy = view.contiguous()
@@ -99,5 +98,5 @@ def check_non_contiguous(ctx: Context, case: Case) -> None:
                 hint="reshape instead of view, or declare contiguous_input=True in the impl's "
                      "conventions") from exc
         ctx.record.expect(f"X' of {what} vs X' of its contiguous copy",
-                          tolerances.scaled_error(got, want), tol,
-                          f"strides {list(view.stride())}")
+                          tolerances.scaled_error(got, want),
+                          detail=f"strides {list(view.stride())}")

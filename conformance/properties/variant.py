@@ -20,14 +20,15 @@ import dataclasses
 import itertools
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
-from hcspec.conformance import salts, strategies, tolerances
+from hcspec.conformance import rules, salts, strategies, tolerances
 from hcspec.conformance.properties import precision
 from hcspec.conformance.properties.base import Context, Inconclusive, f64
 from hcspec.conformance.properties.cases import Cases, shift
-from hcspec.conformance.properties.common import axis_sums, law_tol
+from hcspec.conformance.properties.common import axis_sums
 from hcspec.conformance.properties.constraints import MHCWeights
 from hcspec.conformance.properties.declaration import declare
 from hcspec.conformance.properties.errors import PropertyFailure
@@ -222,8 +223,9 @@ def _logits(impl: HyperConnectionImpl, x: torch.Tensor) -> Weights:
     return (got[0], got[1], got[2])
 
 
-def _probed_tol(ctx: Context, w: MHCWeights, n: int) -> float:
-    return law_tol(ctx) * (max(1, n) if w.probed else 1)
+def _probed_factor(w: MHCWeights, n: int) -> int:
+    """The law rule's ``factor``: ``n`` for probed weights (the probe's error), else 1."""
+    return max(1, n) if w.probed else 1
 
 
 def _in_precision(ctx: Context, fn: Callable[[torch.Tensor], torch.Tensor],
@@ -238,16 +240,16 @@ def _in_precision(ctx: Context, fn: Callable[[torch.Tensor], torch.Tensor],
 def _variant_tols(ctx: Context, w: MHCWeights, x: torch.Tensor, case: Case,
                   want: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
                   at_precision: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
-                  ) -> tuple[float, float, float]:
-    """Tolerances of ``(h_pre, h_post, H_res)`` against the declared float64 values ``want``:
-    :func:`_probed_tol` unless the run compares in bfloat16/float16; then
-    :func:`hcspec.conformance.properties.precision.tolerance` of the error of the declared
-    values computed in the run's precision (``at_precision``), reported — or, for probed
-    weights, of what probing the closed form with them
+                  ) -> list[dict[str, Any]]:
+    """The law rule's inputs for ``(h_pre, h_post, H_res)`` against the declared float64
+    values ``want``: the ``factor`` of :func:`_probed_factor`, and, when the run compares in
+    bfloat16/float16, the ``oracle``: the error of the declared values computed in the run's
+    precision (``at_precision``), reported — or, for probed weights, of what probing the
+    closed form with them
     (:class:`~hcspec.conformance.properties.precision.SpecAtPrecision`) reads back."""
-    fixed = _probed_tol(ctx, w, case.n)
+    factor = float(_probed_factor(w, case.n))
     if not precision.low_precision(ctx):
-        return fixed, fixed, fixed
+        return [{"factor": factor, "oracle": None} for _ in range(3)]
     errors = [tolerances.scaled_error(got, ref) for got, ref in zip(at_precision, want,
                                                                     strict=True)]
     if w.probed:
@@ -256,15 +258,14 @@ def _variant_tols(ctx: Context, w: MHCWeights, x: torch.Tensor, case: Case,
         read = (probed.h_pre, probed.h_post, probed.H_res)
         errors = [e if got is None else max(e, tolerances.scaled_error(got, ref))
                   for e, got, ref in zip(errors, read, want, strict=True)]
-    pre, post, res = (precision.tolerance(ctx, e, fixed) for e in errors)
-    return pre, post, res
+    return [{"factor": factor, "oracle": e} for e in errors]
 
 
 @declare(
     "variant.h_res",
     statement="H_res is the declared Sinkhorn–Knopp variant (start, order, eps, rounds) of the "
               "target's H̃_res",
-    theorems=("mhc.sinkhorn_variants",), requires=REQUIRES, tolerance="law",
+    theorems=("mhc.sinkhorn_variants",), requires=REQUIRES, tolerance=rules.LAW,
     examples=_examples, cases=CASES, prerequisites=BASE)
 def check_h_res(ctx: Context, case: Case) -> None:
     """The target's ``H_res`` equals the declared variant applied in float64 to its ``H̃_res``
@@ -276,16 +277,18 @@ def check_h_res(ctx: Context, case: Case) -> None:
     w = MHCWeights(ctx, impl, x, case)
     declared = Variant.declared(ctx.conventions)
     want = declared.apply(logits)
-    tol = _probed_tol(ctx, w, case.n)
+    given: dict[str, Any] = {"factor": float(_probed_factor(w, case.n)),
+                                      "oracle": None}
     if precision.low_precision(ctx):
         gates = _declared_gates(ctx.conventions)
-        tol = _variant_tols(ctx, w, x, case, (gates[0](pre), gates[1](post), want), (
+        given = _variant_tols(ctx, w, x, case, (gates[0](pre), gates[1](post), want), (
             _in_precision(ctx, gates[0], pre), _in_precision(ctx, gates[1], post),
             _in_precision(ctx, declared.apply, logits)))[2]
+    tol = ctx.record.allowance(**given).allowance
     err = tolerances.scaled_error(w.H_res, want)
     detail = diagnose(w.H_res, logits, declared, tol) if not err <= tol else ""
     ctx.record.expect(f"H_res ({w.source}) vs the declared variant ({declared.describe()}) "
-                      "at the target's logits", err, tol, detail)
+                      "at the target's logits", err, detail=detail, **given)
 
 
 def _declared_gates(c: Conventions) -> tuple[Callable[[torch.Tensor], torch.Tensor],
@@ -310,7 +313,7 @@ def _gate_multiplier(h: torch.Tensor, logits: torch.Tensor, eps: float) -> float
 @declare(
     "variant.gates",
     statement="H_pre = σ(H̃_pre) + eps, H_post = c·σ(H̃_post) + eps with the declared c and eps",
-    theorems=("mhc.h_post_range", "mhc.h_pre_range"), requires=REQUIRES, tolerance="law",
+    theorems=("mhc.h_post_range", "mhc.h_pre_range"), requires=REQUIRES, tolerance=rules.LAW,
     examples=_examples, cases=CASES, prerequisites=BASE)
 def check_gates(ctx: Context, case: Case) -> None:
     """``h_pre`` and ``h_post`` are the declared gates of the target's ``H̃_pre, H̃_post``
@@ -321,19 +324,22 @@ def check_gates(ctx: Context, case: Case) -> None:
         pre, post, res = (f64(t) for t in _logits(impl, x))
     w = MHCWeights(ctx, impl, x, case)
     c = ctx.conventions
-    tol_pre = tol = _probed_tol(ctx, w, case.n)
+    fixed: dict[str, Any] = {"factor": float(_probed_factor(w, case.n)),
+                                      "oracle": None}
+    given_pre = given = fixed
     gate_pre, gate_post = _declared_gates(c)
     want_pre = gate_pre(pre)
     want_post = gate_post(post)
     if precision.low_precision(ctx):
         declared = Variant.declared(c)
-        tol_pre, tol, _ = _variant_tols(
+        given_pre, given, _ = _variant_tols(
             ctx, w, x, case, (want_pre, want_post, declared.apply(res)),
             (_in_precision(ctx, gate_pre, pre), _in_precision(ctx, gate_post, post),
              _in_precision(ctx, declared.apply, res)))
     if w.h_pre is not None:
         ctx.record.expect(f"h_pre ({w.source}) vs σ(H̃_pre) + {c.h_pre_eps:g}",
-                          tolerances.scaled_error(w.h_pre, want_pre), tol_pre)
+                          tolerances.scaled_error(w.h_pre, want_pre), **given_pre)
+    tol = ctx.record.allowance(**given).allowance
     err = tolerances.scaled_error(w.h_post, want_post)
     detail = ""
     if not err <= tol:
@@ -346,7 +352,7 @@ def check_gates(ctx: Context, case: Case) -> None:
         if tolerances.scaled_error(w.h_post, torch.sigmoid(pre)) <= tol:
             detail = "h_post matches σ(H̃_pre): the pre and post logits are swapped"
     ctx.record.expect(f"h_post ({w.source}) vs {c.h_post_multiplier:g}·σ(H̃_post) + "
-                      f"{c.h_post_eps:g}", err, tol, detail)
+                      f"{c.h_post_eps:g}", err, detail=detail, **given)
 
 
 # --- the Sinkhorn backward ---------------------------------------------------------------------
@@ -389,7 +395,9 @@ def fixed_point_tolerance(ctx: Context, H: torch.Tensor, exact_axis: str) -> flo
     sigma = torch.linalg.svdvals(H)
     second = float(sigma[..., 1].max()) if H.shape[-1] > 1 else 0.0
     gap = max(1.0 - second * second, 1e-12)
-    return law_tol(ctx) + FIXED_POINT_FACTOR * H.shape[-1] * e / gap
+    return rules.SINKHORN_FIXED_POINT.apply(
+        ctx.record.precision,
+        conditioning=FIXED_POINT_FACTOR * H.shape[-1] * e / gap).allowance
 
 
 def _gradient_errors(ctx: Context, case: Case) -> tuple[float, float, float, str]:
@@ -430,7 +438,7 @@ def _gradient_errors(ctx: Context, case: Case) -> tuple[float, float, float, str
     theorems=("sinkhorn.implicit_gradient",),
     requires=(kinds("mhc"), capability(LOGITS), capability(WEIGHTS),
               float64("the Sinkhorn gradient is compared in float64")),
-    tolerance="sinkhorn_fixed_point", examples=_examples, cases=CASES,
+    tolerance=rules.SINKHORN_FIXED_POINT, examples=_examples, cases=CASES,
     prerequisites=(*BASE, "variant.h_res"))
 def check_sinkhorn_gradient(ctx: Context, case: Case) -> None:
     """The target's ``∂⟨G, H_res(x)⟩/∂x`` equals the kit's ``J_{H̃_res}(x)ᵀ K`` where ``K``
@@ -442,7 +450,7 @@ def check_sinkhorn_gradient(ctx: Context, case: Case) -> None:
             ``weights(x)`` carries no autograd graph although ``logits(x)`` does.
     """
     err_unrolled, err_implicit, fixed_tol, rounds = _gradient_errors(ctx, case)
-    law = law_tol(ctx)
+    law = ctx.record.allowance().allowance
     if ctx.conventions.sinkhorn_gradient == "implicit":
         if fixed_tol >= 1.0:
             raise Inconclusive(
@@ -454,7 +462,8 @@ def check_sinkhorn_gradient(ctx: Context, case: Case) -> None:
                   else f"unrolled gradient error {err_unrolled:.3g}")
         ctx.record.expect("∂⟨G, H_res⟩/∂x vs the fixed-point (implicit) gradient at the "
                           "target's logits (declared sinkhorn_gradient='implicit')",
-                          err_implicit, fixed_tol, detail)
+                          err_implicit, detail=detail,
+                          conditioning=fixed_tol - law)
         return
     detail = ""
     if not err_unrolled <= law:
@@ -465,7 +474,7 @@ def check_sinkhorn_gradient(ctx: Context, case: Case) -> None:
                   f"fixed-point gradient error {err_implicit:.3g}")
     ctx.record.expect(f"∂⟨G, H_res⟩/∂x vs the gradient of the truncated {rounds} forward "
                       "(autograd through the declared variant at the target's logits)",
-                      err_unrolled, law, detail)
+                      err_unrolled, detail=detail)
 
 
 
@@ -492,7 +501,8 @@ def implicit_gradient_cause(ctx: Context, case: Case) -> str | None:
     except Exception:  # a diagnosis only: the failing check's own message stands
         return None
     err_unrolled, err_implicit, fixed_tol, rounds = errors
-    if err_unrolled <= law_tol(ctx) or not err_implicit <= fixed_tol:
+    if (err_unrolled <= rules.SINKHORN_FIXED_POINT.apply(ctx.record.precision).allowance
+            or not err_implicit <= fixed_tol):
         return None
     return (f"the Sinkhorn backward is the implicit (fixed-point) gradient of the limit (error "
             f"{err_implicit:.3g} against the kit's), not the gradient of the truncated {rounds} "

@@ -30,7 +30,11 @@ TARGETs (``tests.conformance.properties.precision_standins:NAME``):
   ``law.permutation_mixing`` must pass and catch in low precision;
 * ``make_branch_only_gradient`` — a static HC whose residual ``H_res X`` is detached, so only
   the branch path carries gradient (``dtype.float32_gradients`` must not blame it for the
-  kit's own branch's float32 error).
+  kit's own branch's float32 error);
+* ``make_bf16_state_v4`` — a correct DeepSeek-V4-formula mHC as serving engines run it
+  (float32 parameters and weights, bfloat16 residual state and output, 20 Sinkhorn–Knopp
+  rounds as declared, no ``logits``; :mod:`tests.mutants._v4_serving`): the correct twin of
+  the mutant ``tests.mutants.sinkhorn_bf16_state_two_rounds``, which must pass everything.
 """
 
 from __future__ import annotations
@@ -47,6 +51,7 @@ from hcspec.reference import (
     ManifoldHyperConnection,
     StaticHyperConnection,
 )
+from tests.mutants._v4_serving import make as make_bf16_state_v4  # noqa: F401  (a TARGET)
 from tests.mutants.assumes_contiguous_strides import contiguous_read
 from tests.mutants.cache_keyed_by_shape import ShapeCache
 from tests.mutants.depth_deep_layers_unnormalised import DeepLayersUnnormalised

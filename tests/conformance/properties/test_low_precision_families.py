@@ -8,9 +8,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-from hcspec.conformance import tolerances
+from hcspec.conformance import report as rp
+from hcspec.conformance import rules, tolerances
 from hcspec.conformance.properties.base import PropertyFailure
 from hcspec.conformance.properties.bug_classes import known_bug_class
+from hcspec.conformance.runner import check_implementation
 from hcspec.conformance.strategies import Case
 from tests.conformance.properties import support
 
@@ -65,7 +67,7 @@ def test_self_consistency_keeps_the_law_in_float64_and_float32() -> None:
     bf16 = tolerances.eps(torch.bfloat16)
     assert tolerances.self_consistency(torch.bfloat16, torch.float32) == 4 * bf16
     assert tolerances.self_consistency(torch.bfloat16, torch.bfloat16) == 8 * bf16
-    assert "self_consistency" in tolerances.RULES
+    assert "self_consistency" in tolerances.RULES and rules.SELF_CONSISTENCY.name in rules.BY_NAME
 
 
 @pytest.mark.parametrize("target", ["make_bf16_hc_static", "make_bf16_hc_dynamic",
@@ -115,3 +117,56 @@ def test_transposed_hint_spares_a_correct_bfloat16_output() -> None:
 def test_exact_accepts_a_branch_input_before_the_output_rounding(prop: str) -> None:
     support.run(prop, f"{STANDINS}:make_bf16_unrounded_branch_input")
     support.run(prop, f"{STANDINS}:make_bf16_output")
+
+
+SUMS = ("constraints", "scale.constraints")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [0, 3])
+def test_a_correct_bf16_state_v4_stays_below_half_of_every_sum_allowance(seed: int) -> None:
+    """The serving-engine DeepSeek-V4 stand-in (float32 weights, bfloat16 state, 20 rounds as
+    declared): every constraint passes along its dtype chain, each at most half its
+    allowance (no false positive, and room to spare)."""
+    report = check_implementation(f"{STANDINS}:make_bf16_state_v4", profile="ci", device="cpu",
+                                  only=SUMS, seed=seed)
+    checked = [r for r in report.results if r.family in ("constraints", "scale")]
+    assert checked and all(r.status == rp.PASSED for r in checked), [
+        (r.id, r.status, r.message) for r in checked if r.status != rp.PASSED]
+    for r in checked:
+        if r.achieved and r.achieved["tolerance"] > 0:
+            assert r.achieved["error"] <= 0.5 * r.achieved["tolerance"], (r.id, r.achieved)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("profile", ["quick", "ci"])
+def test_bf16_state_v4_running_two_of_twenty_rounds_fails_without_logits(profile: str) -> None:
+    """The same stand-in running 2 Sinkhorn–Knopp rounds while declaring 20, no ``logits``:
+    judged against bfloat16's 16·(n + 1)·eps it passed; along its chain its row sums fail,
+    the message naming the rule, the floor and the allowance."""
+    report = check_implementation("tests.mutants.sinkhorn_bf16_state_two_rounds:make",
+                                  profile=profile, device="cpu", only=SUMS)
+    results = {r.id: r for r in report.results}
+    other = results["constraints.h_res_other_axis"]
+    assert other.status == rp.FAILED, other.message
+    assert "[rule sinkhorn_other_axis: floor " in other.message
+    assert results["scale.constraints"].status == rp.FAILED
+
+
+@pytest.mark.slow
+def test_closed_form_gradients_are_measured_in_low_precision() -> None:
+    """gradients.closed_form in bfloat16/float16: 8 × the closed form's error along the chain
+    (at least eps: a backward rounds twice), not the law's 256·eps = 2.0. Correct stand-ins
+    stay at or below half of it; a detached residual, which bfloat16 finite differences see
+    in few cases, fails it."""
+    for target in ("make_bf16_state_v4", "make_bf16_hc_dynamic", "make_float16_output"):
+        report = check_implementation(f"{STANDINS}:{target}", profile="ci", device="cpu",
+                                      only=("gradients.closed_form",))
+        r = next(r for r in report.results if r.id == "gradients.closed_form")
+        assert r.status == rp.PASSED and r.achieved is not None, (target, r.message)
+        assert r.achieved["tolerance"] <= 16 * tolerances.eps(torch.bfloat16)
+        assert r.achieved["error"] <= 0.5 * r.achieved["tolerance"], (target, r.achieved)
+    report = check_implementation(f"{STANDINS}:make_bf16_detached", profile="ci", device="cpu",
+                                  only=("gradients.closed_form",))
+    r = next(r for r in report.results if r.id == "gradients.closed_form")
+    assert r.status == rp.FAILED and "[rule law: floor" in r.message
