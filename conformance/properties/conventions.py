@@ -14,8 +14,19 @@ from hcspec.conformance.properties.base import Context, Inconclusive, f64
 from hcspec.conformance.properties.cases import Cases
 from hcspec.conformance.properties.common import law_tol
 from hcspec.conformance.properties.declaration import declare
-from hcspec.conformance.properties.requirements import capability
-from hcspec.conformance.protocol import EXPAND, REDUCE, WEIGHTS, conventions_of
+from hcspec.conformance.properties.requirements import (
+    WEIGHTS_OR_PROBING,
+    Requirement,
+    Subject,
+    capability,
+)
+from hcspec.conformance.protocol import (
+    EXPAND,
+    REDUCE,
+    WEIGHTS,
+    HyperConnectionImpl,
+    conventions_of,
+)
 from hcspec.conformance.strategies import Case, gaussian
 
 BASE = ("shape.output",)
@@ -166,3 +177,93 @@ def check_reduce(ctx: Context, case: Case) -> None:
     want = X.sum(-2) if ctx.conventions.reduce == "sum" else X.mean(-2)
     ctx.record.expect(f"reduce(X) vs the declared {ctx.conventions.reduce} over streams",
                tolerances.scaled_error(out, want, float(X.abs().sum(-2).max())), law_tol(ctx))
+
+
+SCALINGS = (2.0, 0.25)
+"""The factors ``c`` of ``weights(cX) = weights(X)``: powers of two, so ``cX`` is exact in every
+binary floating-point dtype and a correct impl differs only through its norm's epsilon."""
+NORM_EPS_MAX = 1e-5
+"""The largest epsilon of a weight norm the check allows for without a declaration (torch's
+LayerNorm default; mHC and DeepSeek-V4 implementations use 1e-6 and below)."""
+SENSITIVITY_STEP = 1e-3
+"""Relative size of the random move of the state that measures how fast the weights move."""
+
+
+def _scale_invariant(subject: Subject) -> bool:
+    declared = subject.conventions.weights_scale_invariant
+    return declared if declared is not None else subject.kind in ("mhc", "unknown")
+
+
+SCALE_INVARIANT = Requirement(
+    "weights normalised (mhc, or declared weights_scale_invariant=True)",
+    "checks weights(cX) = weights(X), which holds for weights computed from a normalised state "
+    "(mHC Eq. 7: RMSNorm(vec X)); the HC kinds need weights_scale_invariant=True",
+    _scale_invariant,
+    lambda s: ("the impl declares weights_scale_invariant=False"
+               if s.conventions.weights_scale_invariant is False
+               else f"the target's kind is {s.kind}"))
+
+
+def _weights_at(ctx: Context, impl: HyperConnectionImpl, x: torch.Tensor,
+                case: Case) -> list[tuple[str, torch.Tensor]]:
+    """``[(name, float64 weight)]`` at ``x``: reported, else probed (``h_pre`` left out where
+    probing cannot identify it)."""
+    # imported here: importing the constraints family at module import would register its
+    # properties before this family's (the run order is the import order of FAMILIES)
+    from hcspec.conformance.properties.constraints import MHCWeights
+
+    w = MHCWeights(ctx, impl, x, case)
+    named = [("h_pre", w.h_pre), ("h_post", w.h_post), ("H_res", w.H_res)]
+    return [(name, t) for name, t in named if t is not None]
+
+
+@declare(
+    "conventions.weights_scale_invariant",
+    statement="the weights are unchanged when the state is scaled: weights(cX) = weights(X), c > 0",
+    theorems=("norm.jacobians",), requires=(SCALE_INVARIANT, WEIGHTS_OR_PROBING),
+    tolerance="law", cases=Cases(d_more_than_n=True, extreme_scales=False),
+    prerequisites=BASE)
+def check_weights_scale_invariant(ctx: Context, case: Case) -> None:
+    """``h_pre``, ``h_post`` and ``H_res`` (reported, else probed; ``h_pre`` only where it is
+    identifiable) at ``cX`` equal those at ``X`` for ``c`` in :data:`SCALINGS`: mHC's weights
+    are functions of ``RMSNorm(vec X)`` (mHC Eq. 7; DeepSeek-V4 the same), and RMSNorm is
+    scale invariant (spec ``norm.jacobians``, ε = 0). A norm's epsilon moves the normalised
+    state by at most ``ε/(2m)·|1 − 1/c²|`` relative (``m``: the smallest per-stream mean
+    square, or variance for a LayerNorm: the kit takes the smallest per-stream variance); the
+    allowance adds that times :data:`NORM_EPS_MAX` and the weights' measured
+    sensitivity (how far they move, per unit relative move, when the state moves randomly by
+    :data:`SENSITIVITY_STEP`), so only a dependence on the scale itself fails.
+
+    Raises:
+        PropertyFailure: a weight at ``cX`` differs from the one at ``X`` beyond the allowance.
+        Inconclusive: the allowance reaches 1 (a stream variance near ε): no change of the
+            weights could show.
+    """
+    impl = ctx.build.make(case)
+    x = ctx.inputs.state(case)
+    base = _weights_at(ctx, impl, x, case)
+    noise = ctx.inputs.state(case, salt=salts.SCALE_SENSITIVITY)
+    moved = x + (SENSITIVITY_STEP * noise).to(x.dtype)
+    shifted = _weights_at(ctx, impl, moved, case)
+    sensitivity = max(float((a - b).abs().max()) for (_, a), (_, b) in zip(
+        shifted, base, strict=True)) / SENSITIVITY_STEP
+    X = f64(x)
+    smallest = float(X.var(-1, correction=0).min().clamp_min(1e-300))  # ≤ the mean square
+    for c in SCALINGS:
+        scaled = _weights_at(ctx, impl, x * c, case)
+        drift = NORM_EPS_MAX / (2 * smallest * min(1.0, c * c))
+        tol = law_tol(ctx) + 4 * sensitivity * drift
+        if tol >= 1.0:
+            raise Inconclusive(
+                f"at {c:g}·X the norm's epsilon alone may move the weights by {tol:.3g} "
+                f"(scaled): a stream variance of {smallest:.3g} is too close to ε ≤ "
+                f"{NORM_EPS_MAX:g} for a change of the weights to show")
+        for (name, got), (_, want) in zip(scaled, base, strict=True):
+            ctx.record.expect(
+                f"{name} at {c:g}·X vs at X", tolerances.scaled_error(got, want), tol,
+                f"allowance: law tolerance + 4 × sensitivity {sensitivity:.3g} × norm-epsilon "
+                f"drift {drift:.3g} (ε ≤ {NORM_EPS_MAX:g}, smallest stream variance "
+                f"{smallest:.3g})",
+                hint="the weights depend on the state's scale: is the state normalised "
+                     "(RMSNorm of vec(X), mHC Eq. 7) before the projections? declare "
+                     "weights_scale_invariant=False if that is intended")

@@ -12,7 +12,7 @@ import torch
 from hcspec.conformance.profiles import get_profile
 from hcspec.conformance.properties import BY_ID, PropertyFailure
 from hcspec.conformance.properties.base import Context, Inconclusive
-from hcspec.conformance.protocol import Conventions, HyperConnectionImpl
+from hcspec.conformance.protocol import Conventions, HyperConnectionImpl, conventions_of
 from hcspec.conformance.runner import inspect_target
 from hcspec.reference import ManifoldHyperConnection
 from hcspec.reference.connection import apply_connection
@@ -136,3 +136,51 @@ def test_declared_rms_norm_without_a_norm_fails_without_weights() -> None:
 
     with pytest.raises(PropertyFailure, match="mean square of the branch input − 1"):
         _run_on(make)
+
+
+@pytest.mark.parametrize("target", ["reference:mhc", "reference:mhc-fast"])
+def test_mhc_weights_are_scale_invariant(target: str) -> None:
+    ctx = run("conventions.weights_scale_invariant", target, example=1)
+    assert ctx.worst.label.endswith("vs at X") and ctx.worst.error < ctx.worst.tolerance
+
+
+def test_weights_from_the_unnormalised_state_fail_scale_invariance() -> None:
+    with pytest.raises(PropertyFailure, match=r"at 2·X vs at X: error .* > tolerance"):
+        run("conventions.weights_scale_invariant", "mutant:weights_unnormalised_state",
+            example=1)
+
+
+def test_scale_invariance_applies_to_mhc_unless_declared_otherwise() -> None:
+    assert unmet("conventions.weights_scale_invariant") is None
+    assert "hc-dynamic" in str(unmet("conventions.weights_scale_invariant", kind="hc-dynamic"))
+    assert unmet("conventions.weights_scale_invariant", kind="hc-dynamic",
+                 conventions=Conventions(weights_scale_invariant=True)) is None
+    declared = unmet("conventions.weights_scale_invariant",
+                     conventions=Conventions(weights_scale_invariant=False))
+    assert declared is not None and "weights_scale_invariant=False" in declared
+    with pytest.raises(ValueError, match="weights_scale_invariant"):
+        Conventions(weights_scale_invariant="yes")  # type: ignore[arg-type]
+
+
+def test_the_reference_dynamic_hc_declared_normalised_passes() -> None:
+    """HC's dynamic weights read a parameter-free LayerNorm of each stream (HC Eq. 10): scale
+    invariant too, when a target declares it."""
+    from hcspec.conformance.targets import resolve
+
+    make = resolve("reference:hc-dynamic").factory
+
+    def declared(n: int, d: int, **kwargs: Any) -> HyperConnectionImpl:
+        impl = make(n, d, **kwargs)
+        impl.conventions = dataclasses.replace(  # type: ignore[attr-defined]
+            conventions_of(impl), weights_scale_invariant=True)
+        return impl  # type: ignore[no-any-return]
+
+    info = inspect_target(declared, "cpu", 0)
+    ctx = Context(factory=declared, target_name="hc-dynamic", kind=info.kind,
+                  conventions=info.conventions, capabilities=info.capabilities,
+                  dtype=info.dtype, device="cpu", profile=get_profile("quick"))
+    prop = BY_ID["conventions.weights_scale_invariant"]
+    assert prop.unmet(ctx.subject) is None
+    for case in prop.examples(ctx):
+        prop.run(ctx, case)
+    assert ctx.worst.error < ctx.worst.tolerance
