@@ -263,7 +263,7 @@ def _rounding_floor(ctx: Context, impl32: HyperConnectionImpl, x32: torch.Tensor
         for k in range(ROUNDING_SAMPLES):
             gen = torch.Generator().manual_seed(case.seed * JITTER_SEED_STRIDE + k)
 
-            def factors(t: torch.Tensor) -> torch.Tensor:
+            def factors(t: torch.Tensor, gen: torch.Generator = gen) -> torch.Tensor:
                 signs = torch.randint(0, 2, t.shape, generator=gen, dtype=torch.float64) * 2 - 1
                 return (1 + unit * signs).to(device=t.device, dtype=t.dtype)
 
@@ -284,7 +284,8 @@ def _rounding_floor(ctx: Context, impl32: HyperConnectionImpl, x32: torch.Tensor
 
 @declare(
     "dtype.low_precision_at_scale",
-    statement="at n = 8, d = 257, bfloat16/float16 forward vs float32 within 8 × the measured floor",
+    statement="at n = 8, d = 257, bfloat16/float16 forward vs float32 within 8 × the measured "
+              "floor",
     theorems=("layout.paper_rows",), requires=(WEIGHTS_OR_PROBING,), tolerance="low_precision",
     examples=_at_scale, prerequisites=BASE, explore=False)
 def check_low_precision_at_scale(ctx: Context, case: Case) -> None:

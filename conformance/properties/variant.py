@@ -17,8 +17,8 @@ search.
 from __future__ import annotations
 
 import dataclasses
-import math
 import itertools
+import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
