@@ -13,17 +13,20 @@ by :func:`hcspec.conformance.adapters.deepseek_v4_style.v4_style_target` (the ca
 composition ``X'_j = post_j F(Σ_i pre_i X_i) + Σ_i comb[i, j] X_i``).
 
 :func:`make` takes any state dtype (float64 states: the kit's default working dtype);
-:func:`make_bfloat16` accepts bfloat16 states only (the serving-engine style: bfloat16
-residual state, float32 parameters and weights inside).
+:func:`make_bfloat16` rounds any state to bfloat16 and returns bfloat16 (the serving-engine
+style: bfloat16 residual state, float32 parameters and weights inside).
 """
 
 from __future__ import annotations
+
+import dataclasses
+from typing import cast
 
 import torch
 from torch import nn
 
 from hcspec.conformance.adapters.deepseek_v4_style import Decomposition, v4_style_target
-from hcspec.conformance.protocol import Conventions, HyperConnectionImpl
+from hcspec.conformance.protocol import Branch, Conventions, HyperConnectionImpl
 
 EPS = 1e-6
 NORM_EPS = 1e-6
@@ -83,13 +86,37 @@ def make(n: int, d: int, *, layer_index: int = 0, dtype: torch.dtype = torch.flo
     return _make(n, d, layer_index=layer_index, dtype=dtype, device=device, seed=seed)
 
 
-def make_bfloat16(n: int, d: int, *, layer_index: int = 0, dtype: torch.dtype = torch.bfloat16,
-                  device: str = "cpu", seed: int = 0) -> HyperConnectionImpl:
-    """As :func:`make` for bfloat16 states only (the serving-engine style).
+class BFloat16State(nn.Module):
+    """The target of :func:`make` run on a bfloat16 residual state: any input is rounded to
+    bfloat16, composed there (float32 parameters and weights inside) and returned in bfloat16
+    (declared ``output_dtype``); the branch receives the bfloat16 aggregate in the input's
+    dtype."""
 
-    Raises:
-        ValueError: ``dtype`` is not bfloat16.
-    """
-    if dtype != torch.bfloat16:
-        raise ValueError(f"this target takes a bfloat16 residual state, got {dtype}")
-    return _make(n, d, layer_index=layer_index, dtype=dtype, device=device, seed=seed)
+    def __init__(self, inner: nn.Module) -> None:
+        super().__init__()
+        self.inner = inner
+        self.n, self.d, self.kind = inner.n, inner.d, inner.kind
+        self.conventions = dataclasses.replace(CONVENTIONS, output_dtype=torch.bfloat16)
+
+    def forward(self, x: torch.Tensor, branch: Branch) -> torch.Tensor:
+        """``x [B, T, n, d]`` (any float dtype) -> ``X'`` in bfloat16."""
+        def in_input_dtype(z: torch.Tensor) -> torch.Tensor:
+            return branch(z.to(x.dtype)).to(torch.bfloat16)
+
+        out: torch.Tensor = self.inner.forward(x.to(torch.bfloat16), in_input_dtype)
+        return out
+
+    def weights(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The weights at the bfloat16-rounded state, in bfloat16."""
+        h_pre, h_post, H_res = self.inner.weights(x.to(torch.bfloat16))
+        return h_pre, h_post, H_res
+
+
+def make_bfloat16(n: int, d: int, *, layer_index: int = 0, dtype: torch.dtype = torch.float64,
+                  device: str = "cpu", seed: int = 0) -> HyperConnectionImpl:
+    """As :func:`make` on a bfloat16 residual state (the serving-engine style: bfloat16 state,
+    float32 parameters and weights inside), for an input of any dtype."""
+    del dtype  # the state is bfloat16 whatever the input; the parameters float32
+    inner = _make(n, d, layer_index=layer_index, dtype=torch.bfloat16, device=device,
+                  seed=seed)
+    return cast(HyperConnectionImpl, BFloat16State(cast(nn.Module, inner)))
