@@ -537,7 +537,7 @@ def check_logits_affine(ctx: Context, case: Case) -> None:
     Raises:
         PropertyFailure: the second combination's logits differ from the affine prediction.
         Inconclusive: the first combination's RMS is within :data:`AFFINE_CONDITIONING` of 1
-            (``b`` cannot be solved; tiny ``n·d``).
+            (``b`` cannot be solved), or the second's below it (tiny ``n·d``).
     """
     impl = ctx.build.make(case)
     big = min(1e4, math.sqrt(torch.finfo(ctx.dtype).max) / 16)  # ε/mean square negligible
@@ -561,6 +561,9 @@ def check_logits_affine(ctx: Context, case: Case) -> None:
     if gap < AFFINE_CONDITIONING:
         raise Inconclusive(f"the average of the three unit states has RMS within {gap:.3g} of "
                            f"1 (n·d = {case.n * case.d}): the offset b cannot be solved")
+    if float(rho2.min()) < AFFINE_CONDITIONING:
+        raise Inconclusive(f"the extrapolated combination has RMS {float(rho2.min()):.3g} "
+                           f"(n·d = {case.n * case.d}): it cannot be normalised")
     b = (got1 * rho1 - mixed1) / (rho1 - 1)
     want = (mixed2 - b) / rho2 + b
     scale = max(float(t.abs().max()) for t in (*base, got2))
