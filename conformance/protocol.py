@@ -344,6 +344,7 @@ class Conventions:
     hidden_size_multiple: int = 1
     contiguous_input: bool = False
     deterministic: bool = True
+    weights_scale_invariant: bool | None = None
 
     def __post_init__(self) -> None:
         self._check_sizes()
@@ -408,6 +409,9 @@ class Conventions:
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"conventions.{name}: expected a bool, got "
                                  f"{getattr(self, name)!r}")
+        if self.weights_scale_invariant not in (None, True, False):
+            raise ValueError("conventions.weights_scale_invariant: expected a bool or None, got "
+                             f"{self.weights_scale_invariant!r}")
 
     def unsupported_size(self, n: int, d: int) -> str | None:
         """Why the declared sizes exclude expansion rate ``n`` and hidden size ``d``, or None

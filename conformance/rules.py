@@ -145,8 +145,10 @@ def _law(p: Precision, g: Mapping[str, Any]) -> Allowance:
         roundings = float(g.get("roundings", 1))
         floor = max(float(oracle), roundings * tolerances.LAW_FLOOR_EPS * eps(p.output)
                     / tolerances.LAW_REFERENCE_FACTOR)
-        return Allowance(floor, tolerances.LAW_REFERENCE_FACTOR * floor)
-    return Allowance(eps(p.output) * factor, tolerances.law(p.output) * factor)
+        return Allowance(floor, tolerances.LAW_REFERENCE_FACTOR * floor
+                         + float(g.get("extra", 0.0)))
+    return Allowance(eps(p.output) * factor,
+                     tolerances.law(p.output) * factor + float(g.get("extra", 0.0)))
 
 
 def _self_consistency(p: Precision, g: Mapping[str, Any]) -> Allowance:
@@ -269,8 +271,10 @@ LAW: Final = Rule(
     "γ_k of the kit's dot products (k ≤ 64) and the probes' pseudo-inverse (cond ≤ 1e2) with "
     "margin; FlashAttention's rule below float32 (the impl also rounds the weights it "
     "reports: 8×); a backward rounds twice at the output precision (the incoming gradient and "
-    "the result), so its floor is at least eps (`roundings=2`), not eps/2",
-    ("oracle?", "factor?", "roundings?"), _law)
+    "the result), so its floor is at least eps (`roundings=2`), not eps/2; `extra` adds a term "
+    "the check derived from the declaration (conventions.weights_scale_invariant: the norm "
+    "epsilon's move of the state times the weights' measured sensitivity)",
+    ("oracle?", "factor?", "roundings?", "extra?"), _law)
 SELF_CONSISTENCY: Final = Rule(
     "self_consistency", "the target against itself (another layout, path, batch or call): "
     "the law's budget in float64/float32; bfloat16/float16 4·eps (computed in float32 or "
@@ -313,6 +317,18 @@ GRADIENT_FLOAT32: Final = Rule(
 LOW_PRECISION: Final = Rule(
     "low_precision", "32·eps of bfloat16/float16 on the scaled error against float32",
     "≈ 30 roundings along the longest chain at eps/2 each", ("dtype",), _low_precision)
+def _measured_floor(p: Precision, g: Mapping[str, Any]) -> Allowance:
+    dtype, floor = g["dtype"], float(g["floor"])
+    return Allowance(floor, tolerances.law_measured(dtype, floor))
+
+
+MEASURED_FLOOR: Final = Rule(
+    "measured_floor", "another precision of the same impl (bfloat16/float16 vs float32): "
+    "max(4·eps, 8 × the measured floor) in that precision — the floor is the error the spec's "
+    "closed form makes in it against float64 on the same case, or the float32 forward's move "
+    "under that precision's rounding of x and θ, whichever is larger",
+    "FlashAttention's rule: a correct impl is within a small multiple of what its own "
+    "precision costs the closed form on that case", ("dtype", "floor"), _measured_floor)
 DEVICE: Final = Rule("device", "twice the law's budget, CUDA vs CPU",
                      "another summation order and FMA on each side", (), _device)
 TRAINABLE: Final = Rule(
@@ -360,8 +376,8 @@ EXPLICIT: Final = Rule(
 
 ALL: Final[tuple[Rule, ...]] = (
     EXACT, LAW, SELF_CONSISTENCY, IDENTITY, RANGE_SLACK, EXACT_AXIS, SINKHORN_OTHER_AXIS, FD,
-    GRADIENT_FLOAT32, LOW_PRECISION, DEVICE, TRAINABLE, SINKHORN_FIXED_POINT, DEPTH_BOUND,
-    EXACT_UP_TO_EPS, REPORTED, EXPLICIT)
+    GRADIENT_FLOAT32, LOW_PRECISION, MEASURED_FLOOR, DEVICE, TRAINABLE, SINKHORN_FIXED_POINT,
+    DEPTH_BOUND, EXACT_UP_TO_EPS, REPORTED, EXPLICIT)
 """Every rule, in the docs table's order."""
 
 BY_NAME: Final[dict[str, Rule]] = {r.name: r for r in ALL}

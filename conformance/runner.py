@@ -19,8 +19,8 @@ import shlex
 import time
 import zlib
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
-from typing import TypeVar
+from dataclasses import dataclass, field, fields
+from typing import Any, TypeVar
 
 import torch
 from hypothesis import Verbosity, given, reject, settings
@@ -470,7 +470,7 @@ def check_implementation(
     skip: Iterable[str] | None = None,
     seed: int = 0,
     expected_failures: Mapping[str, str] | None = None,
-    case: Case | None = None,
+    case: Case | str | Mapping[str, object] | None = None,
     on_start: ProgressStart | None = None,
     on_result: ProgressResult | None = None,
     stop_on_failure: bool = False,
@@ -495,7 +495,10 @@ def check_implementation(
         seed: added to every case's seed and to each property's hypothesis seed
             (:func:`exploration_seed`).
         expected_failures: property id -> reason; such a failure is ``xfail``, a pass ``xpass``.
-        case: replay exactly this case for the selected properties (no hypothesis).
+        case: replay exactly this case for the selected properties (no hypothesis): a
+            :class:`~hcspec.conformance.strategies.Case`, its JSON text (what a failure's
+            reproduce line prints after ``--case``) or a dict of its fields
+            (:func:`as_case`).
         on_start, on_result: progress callbacks.
         on_resolved: called once the target is resolved, before any factory or forward runs,
             with the header known so far (so a CLI prints it before a hang can happen).
@@ -519,8 +522,11 @@ def check_implementation(
     Raises:
         hcspec.conformance.targets.TargetError: the target cannot be resolved or imported.
         hcspec.conformance.properties.SelectionError: ``only``/``skip`` name no property.
-        ValueError: unknown profile or device, or an expected failure with an unknown id.
+        ValueError: unknown profile or device, or an expected failure with an unknown id;
+            a ``case`` text or dict that is not a case.
+        TypeError: ``case`` is none of the forms above.
     """
+    case = as_case(case)
     expected = dict(expected_failures or {})
     unknown = sorted(set(expected) - set(catalogue.BY_ID))
     if unknown:
@@ -575,6 +581,49 @@ def check_implementation(
             report.not_run = [p.id for p in selected[index + 1:]]
             break
     return report
+
+
+CASE_FORMS = ("a hcspec.conformance.strategies.Case, its JSON text (as the reproduce line "
+              "prints after --case) or a dict of its fields")
+"""The forms ``check_implementation(case=...)`` accepts, as its errors name them."""
+
+
+def as_case(case: Case | str | Mapping[str, object] | None) -> Case | None:
+    """``case`` as a :class:`~hcspec.conformance.strategies.Case`: a ``Case`` as it is, its
+    JSON text (:meth:`Case.from_json`, what a failure's reproduce line prints after
+    ``--case``) parsed, a mapping of its fields built (missing fields take their defaults);
+    None stays None.
+
+    >>> as_case('{"n": 2, "d": 5}') == Case(n=2, d=5)
+    True
+    >>> as_case({"n": 2, "d": 5}) == Case(n=2, d=5)
+    True
+    >>> as_case("""'{"n": 2, "d": 5}'""") == Case(n=2, d=5)
+    True
+
+    Raises:
+        ValueError: text that is not a case's JSON object, or a mapping with an unknown field
+            or an invalid value (one line, naming the expected fields or forms).
+        TypeError: any other value (one line naming :data:`CASE_FORMS`).
+    """
+    if case is None or isinstance(case, Case):
+        return case
+    if isinstance(case, str):
+        text = case.strip()
+        if text.startswith("'"):  # copied with the reproduce line's shell quotes
+            text = "".join(shlex.split(text))
+        return Case.from_json(text)
+    if isinstance(case, Mapping):
+        known = {f.name for f in fields(Case)}
+        unknown = sorted(str(k) for k in case if k not in known)
+        if unknown:
+            raise ValueError(f"case: unknown fields {unknown}; expected some of {sorted(known)}")
+        try:
+            fields_: dict[str, Any] = {str(k): v for k, v in case.items()}
+            return Case(**fields_)
+        except TypeError as exc:
+            raise ValueError(f"case: {exc}; expected {CASE_FORMS}") from None
+    raise TypeError(f"case: got {type(case).__name__}; expected {CASE_FORMS}")
 
 
 def _not_applicable_reason(prop: Property, setup: RunSetup) -> str | None:

@@ -8,8 +8,10 @@ error/tolerance ratio over all runs — the margin each tolerance has on correct
 implementation must give zero failures; exit 1 otherwise.
 
 Default targets: the three reference kinds. ``--independent`` adds the independent
-implementation of tests/independent (run from the source tree's root); any TARGET strings can
-be given instead. A script, not a test: a full soak takes tens of minutes on two cores.
+implementation of tests/independent, ``--v4-formula`` the DeepSeek-V4-formula stand-ins of
+tests/conformance/v4_formula.py under ``thorough`` (run from the source tree's root); any
+TARGET strings can be given instead. A script, not a test: a full soak takes tens of minutes
+on two cores.
 """
 
 from __future__ import annotations
@@ -36,6 +38,12 @@ INDEPENDENT_TARGETS = (
     "tests.independent.kit_adapter:make_hc_dynamic",
     "tests.independent.kit_adapter:make_mhc",
 )
+V4_FORMULA_TARGETS = (
+    "tests.conformance.v4_formula:make",
+    "tests.conformance.v4_formula:make_bfloat16",
+)
+"""DeepSeek-V4-formula stand-ins (σ + eps, 2σ, softmax + eps Sinkhorn–Knopp, float32
+parameters; float64 and bfloat16 states), run under ``thorough`` only (``--v4-formula``)."""
 
 
 @dataclass
@@ -76,11 +84,15 @@ def run_once(target: str, profile: str, seed: int, device: str = "cpu",
     return run
 
 
-def plan(targets: Sequence[str], seeds: int, thorough: bool) -> list[tuple[str, str, int]]:
-    """``(target, profile, seed)`` for every run of the soak."""
+def plan(targets: Sequence[str], seeds: int, thorough: bool,
+         thorough_only: Sequence[str] = ()) -> list[tuple[str, str, int]]:
+    """``(target, profile, seed)`` for every run of the soak: ``seeds`` ``ci`` runs and (when
+    ``thorough``) one ``thorough`` run of each of ``targets``, and one ``thorough`` run of
+    each of ``thorough_only``."""
     jobs = [(t, "ci", s) for t in targets for s in range(seeds)]
     if thorough:
         jobs += [(t, "thorough", 0) for t in targets]
+    jobs += [(t, "thorough", 0) for t in thorough_only]
     return jobs
 
 
@@ -126,6 +138,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("targets", nargs="*", help="TARGET strings (default: the reference)")
     parser.add_argument("--independent", action="store_true",
                         help="also the independent implementation of tests/independent")
+    parser.add_argument("--v4-formula", action="store_true",
+                        help="also the DeepSeek-V4-formula stand-ins of tests/conformance, under "
+                             "thorough")
     parser.add_argument("--seeds", type=int, default=30, help="ci runs per target (default 30)")
     parser.add_argument("--no-thorough", action="store_true", help="skip the thorough runs")
     parser.add_argument("--jobs", type=int, default=1, help="parallel processes (default 1)")
@@ -145,7 +160,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         if str(Path.cwd()) not in sys.path:
             sys.path.insert(0, str(Path.cwd()))  # tests/ lives in the source tree
         targets += INDEPENDENT_TARGETS
-    jobs = plan(targets, args.seeds, not args.no_thorough)
+    thorough_only: list[str] = []
+    if args.v4_formula:
+        if str(Path.cwd()) not in sys.path:
+            sys.path.insert(0, str(Path.cwd()))
+        thorough_only += V4_FORMULA_TARGETS
+    jobs = plan(targets, args.seeds, not args.no_thorough, thorough_only)
     runs: list[Run] = []
     with ProcessPoolExecutor(max_workers=max(1, args.jobs)) as pool:
         futures = [pool.submit(run_once, *job, "cpu", args.only, args.skip) for job in jobs]

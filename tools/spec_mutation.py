@@ -215,7 +215,7 @@ CORPUS: tuple[Patch, ...] = (
     Patch("derivative_at_doubled", "theorems/backprop.py",
           "return sympy.diff(phi(t), t).subs(t, point)",
           "return sympy.diff(phi(t), t).subs(t, 2 * point)", "φ' evaluated at 2z"),
-    # issue 26: the checking kernel (each must be caught by kernel.soundness inside prove)
+    # the checking kernel (each must be caught by kernel.soundness inside prove)
     Patch("kernel_exact_zero_symbolic_true", "checks.py",
           "    if _symbolic_matrix_expr(residual):\n"
           "        expanded = sympy.expand(residual.doit())",
@@ -254,7 +254,7 @@ CORPUS: tuple[Patch, ...] = (
     Patch("kernel_show_unchecked", "checks.py",
           "    if shown == value or _cheap_zero(shown - value):\n        return\n",
           "    return\n", "a compact display is not compared with the proven identity"),
-    # issue 26: displayed-only steps (each now compared with something)
+    # displayed-only steps (each now compared with something)
     Patch("display_soft_start_target", "theorems/remarks.py",
           "target = sympy.Identity(N) + (one * one.T - N * sympy.Identity(N)) / scale",
           "target = sympy.Identity(N) + (one * one.T - (N - 1) * sympy.Identity(N)) / scale",
@@ -291,7 +291,7 @@ CORPUS: tuple[Patch, ...] = (
     Patch("display_rms_euler", "theorems/norm.py",
           "euler = sympy.Sum(closed.subs(eps, 0) * x[j], (j, 0, d - 1))",
           "euler = sympy.Sum(closed * x[j], (j, 0, d - 1))", "J x = 0 claimed at ε > 0"),
-    # issue 26: facts used are facts proven, assumptions, labels
+    # facts used are facts proven, assumptions, labels
     Patch("lemma_unit_sum_range", "theorems/lemmas.py",
           "sympy.Sum(sympy.KroneckerDelta(R, J), (R, 1, N)), 1, evaluate=False)",
           "sympy.Sum(sympy.KroneckerDelta(R, J), (R, 2, N)), 1, evaluate=False)",

@@ -24,6 +24,7 @@ import torch
 
 from hcspec.conformance import tolerances
 from hcspec.conformance.parallel.cases import ParallelCase
+from hcspec.conformance.parallel.worker import upper_ranks
 from hcspec.reference.sharded import split_axis
 
 FAMILY: Final = "parallel"
@@ -291,6 +292,37 @@ def check_world_size(ev: Evaluation) -> None:
                   ev.tolerance)
 
 
+def check_subgroups(ev: Evaluation) -> None:
+    """On the upper ranks alone (a group that does not start at rank 0: ranks 2–3 of 4,
+    rank 1 of 2), each rank's chunk of the forward and of ``∂L/∂X``, by its rank in that
+    group, equals the unsharded one: an impl that picks its chunk by the global rank or
+    world size is right on ranks ``[0, k)`` and wrong here."""
+    upper = upper_ranks(ev.world_size)
+    for case in ev.cases:
+        where = f"case {case.index} ({case.describe()})"
+        for rank in upper:
+            error = ev.record(case, rank).get("subgroup_error")
+            if error is not None:
+                raise ParallelFailure(
+                    f"{where}, rank {rank}: on the group of ranks {upper} the sharded impl "
+                    f"raised {error} (its chunk picked by the global rank or world size "
+                    "instead of dist.get_rank(group) / dist.get_world_size(group)?)")
+        unsharded = ev.unsharded[case.index]
+        for key, want, what in (("subgroup_output", unsharded.output, "forward"),
+                                ("subgroup_input_grad", unsharded.input_grad, "∂L/∂X")):
+            if want is None:
+                raise ParallelFailure(f"{where}: the unsharded forward gave the input no "
+                                      "gradient")
+            chunks = _chunks(want, case, len(upper))
+            errors = {}
+            for local, rank in enumerate(upper):
+                got = ev.record(case, rank).get(key)
+                errors[rank] = math.inf if got is None else tolerances.scaled_error(
+                    got, chunks[local], float(want.abs().max()) if want.numel() else 0.0)
+            ev.expect(f"{where}: {what} on the group of ranks {upper} vs unsharded", errors,
+                      ev.tolerance, "each rank's chunk by its rank in the group")
+
+
 # --- declarations --------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Requirement:
@@ -361,6 +393,11 @@ PROPERTIES: Final[tuple[ParallelProperty, ...]] = (
         "parallel.world_size",
         "the gathered forward does not depend on the world size (half the ranks vs all)",
         check_world_size, (SHARDING_REQUIRED, TWO_RANKS)),
+    ParallelProperty(
+        "parallel.subgroups",
+        "on a process group that does not start at rank 0 (the upper ranks), the sharded "
+        "forward and ∂L/∂X equal the unsharded ones",
+        check_subgroups, (SHARDING_REQUIRED, TWO_RANKS)),
 )
 
 BY_ID: Final[dict[str, ParallelProperty]] = {p.id: p for p in PROPERTIES}

@@ -115,9 +115,39 @@ def _init_record(job: Job, case: cs.ParallelCase, device: str,
     return record
 
 
+def upper_ranks(world_size: int) -> list[int]:
+    """The ranks of the subgroup that does not start at rank 0: the upper half,
+    ``[W − max(1, W // 2), W)`` (ranks 2–3 of 4, rank 1 of 2)."""
+    return list(range(world_size - max(1, world_size // 2), world_size))
+
+
+def _run_subgroup(job: Job, case: cs.ParallelCase, device: str, group: dist.ProcessGroup,
+                  data: Any, progress: _Progress) -> dict[str, Any]:
+    """The perturbed impl sharded over ``group`` (the upper ranks), forward and backward of
+    ``⟨G', X'⟩`` on this rank's chunk by its rank *in the group*: ``subgroup_output``,
+    ``subgroup_input_grad``, or ``subgroup_error`` (the exception as text: an impl that picks
+    its chunk by the global rank or world size raises here, and the property says so)."""
+    progress.at("sharded forward and backward on the upper ranks (subgroup check)")
+    world, rank = dist.get_world_size(group), dist.get_rank(group)
+    try:
+        _, sharded = _shard(job, case, device, group, perturbed=True)
+        x_local = local_chunk(data.x, case.split, rank, world).clone().requires_grad_(True)
+        out = sharded.forward(x_local, cs.MixingBranch(data.mixing))
+        if not isinstance(out, torch.Tensor) or out.shape != x_local.shape:
+            got = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
+            raise ValueError(f"the sharded forward returned {got}, expected this rank's chunk "
+                             f"{tuple(x_local.shape)}")
+        grad_out = local_chunk(data.grad_out, case.split, rank, world)
+        torch.autograd.backward((out * grad_out).sum())
+    except Exception as exc:  # a verdict of parallel.subgroups, not a crash of the run
+        return {"subgroup_error": f"{type(exc).__name__}: {exc}"}
+    grad = None if x_local.grad is None else x_local.grad.to("cpu").clone()
+    return {"subgroup_output": out.detach().to("cpu").clone(), "subgroup_input_grad": grad}
+
+
 def _run_case(job: Job, case: cs.ParallelCase, rank: int, device: str,
               group: dist.ProcessGroup, half: dist.ProcessGroup | None,
-              progress: _Progress) -> dict[str, Any]:
+              progress: _Progress, upper: dist.ProcessGroup | None = None) -> dict[str, Any]:
     world = job.world_size
     progress.at("building the impl and checking its initial parameters", case)
     record: dict[str, Any] = {"init": _init_record(job, case, device, group)}
@@ -155,6 +185,8 @@ def _run_case(job: Job, case: cs.ParallelCase, rank: int, device: str,
         with torch.no_grad():
             half_out = half_sharded.forward(half_local, cs.MixingBranch(data.mixing))
         record["half_output"] = half_out.to("cpu").clone()
+    if upper is not None:
+        record.update(_run_subgroup(job, case, device, upper, data, progress))
     return record
 
 
@@ -176,10 +208,12 @@ def rank_main(rank: int, job: Job) -> None:
         half_ranks = list(range(max(1, job.world_size // 2)))
         half_group = dist.new_group(half_ranks)  # every rank must call new_group
         half = half_group if rank in half_ranks else None
+        upper_group = dist.new_group(upper_ranks(job.world_size))  # every rank calls it too
+        upper = upper_group if rank in upper_ranks(job.world_size) else None
         for case in job.cases:
             split_axis(case.split)
             results["cases"][case.index] = _run_case(job, case, rank, device,
-                                                     world_group, half, progress)
+                                                     world_group, half, progress, upper)
         progress.at("done")
     except BaseException as exc:  # recorded for the harness; the rank stops here
         results["error"] = {

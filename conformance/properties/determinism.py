@@ -14,7 +14,12 @@ from __future__ import annotations
 import torch
 
 from hcspec.conformance import rules, salts, strategies, tolerances
-from hcspec.conformance.properties.base import Context, f64, floating_parameters
+from hcspec.conformance.properties.base import (
+    Context,
+    NotApplicable,
+    f64,
+    floating_parameters,
+)
 from hcspec.conformance.properties.cases import Cases
 from hcspec.conformance.properties.common import forward_backward
 from hcspec.conformance.properties.declaration import declare
@@ -24,6 +29,18 @@ from hcspec.conformance.strategies import SMOOTH_BRANCHES, Case
 BASE = ("shape.output",)
 REPEATS = 3
 """Forward + backward passes compared per case."""
+
+
+GRAPHLESS = "(no autograd graph)"
+"""The key :func:`_pass` sets, instead of the gradients, for an output without a graph."""
+
+
+class _Graphless(Exception):
+    """The forward's output carries no autograd graph (``output``: it, detached)."""
+
+    def __init__(self, output: torch.Tensor) -> None:
+        super().__init__("no autograd graph")
+        self.output = output
 
 
 def _trainable(impl: HyperConnectionImpl) -> list[tuple[str, torch.Tensor]]:
@@ -42,16 +59,25 @@ def _trainable(impl: HyperConnectionImpl) -> list[tuple[str, torch.Tensor]]:
 def _pass(ctx: Context, impl: HyperConnectionImpl, x: torch.Tensor, upstream: torch.Tensor,
           case: Case) -> dict[str, torch.Tensor | None]:
     """One forward and backward of ``L = ⟨G', X'⟩``, as
-    ``{"X'": out, "∂L/∂x": …, "∂L/∂(parameter NAME)": … or None when unused}``, detached.
+    ``{"X'": out, "∂L/∂x": …, "∂L/∂(parameter NAME)": … or None when unused}``, detached;
+    ``{"X'": out, GRAPHLESS: None}`` when the output carries no autograd graph.
 
     Raises:
         PropertyFailure: the output's shape is not the input's (checked by
             ``ctx.observe.forward`` on every pass).
     """
     params = _trainable(impl)
-    out, grads = forward_backward(
-        lambda leaf: ctx.observe.forward(impl, leaf, ctx.inputs.branch(case, record=False)),
-        x, upstream, [p for _, p in params])
+
+    def forward(leaf: torch.Tensor) -> torch.Tensor:
+        out = ctx.observe.forward(impl, leaf, ctx.inputs.branch(case, record=False))
+        if not out.requires_grad:
+            raise _Graphless(out.detach())
+        return out
+
+    try:
+        out, grads = forward_backward(forward, x, upstream, [p for _, p in params])
+    except _Graphless as graphless:
+        return {"X'": graphless.output, GRAPHLESS: None}
     named: dict[str, torch.Tensor | None] = {"X'": out, "∂L/∂x": grads[0]}
     for (name, _), g in zip(params, grads[1:], strict=True):
         named[f"∂L/∂({name})"] = g
@@ -66,7 +92,7 @@ def _compare(ctx: Context, k: int, name: str, got: torch.Tensor | None,
 
     Raises:
         PropertyFailure: the value is missing in one pass only, its shape differs, or it
-            differs (beyond ``tol`` when ``declared``).
+            differs (beyond the device rule's allowance when ``declared``).
     """
     if got is None or first is None:
         ctx.record.require(
@@ -109,9 +135,13 @@ def check_forward_backward(ctx: Context, case: Case) -> None:
     ``Conventions.deterministic = False`` has its spread (the largest scaled difference
     between runs) recorded instead, failing only beyond the device tolerance.
 
+    An output without an autograd graph has its forwards compared and the property reported
+    not applicable (:data:`GRAPHLESS`), never an error.
+
     Raises:
         PropertyFailure: a pass's output shape differs from the input's, a gradient is
             present in one pass only or changes shape, or a value differs between passes.
+        NotApplicable: the output carries no autograd graph (after its forwards agree).
     """
     impl = ctx.build.make(case)
     if has_train_eval(impl):
@@ -122,5 +152,10 @@ def check_forward_backward(ctx: Context, case: Case) -> None:
     runs = [_pass(ctx, impl, x, upstream, case) for _ in range(REPEATS)]
     declared = not ctx.conventions.deterministic
     for k, run in enumerate(runs[1:], start=2):
-        for name in dict.fromkeys([*runs[0], *run]):
+        for name in dict.fromkeys(key for key in [*runs[0], *run] if key != GRAPHLESS):
             _compare(ctx, k, name, run.get(name), runs[0].get(name), declared)
+    if all(GRAPHLESS in run for run in runs):
+        raise NotApplicable(
+            "forward's output carries no autograd graph (requires_grad is False although the "
+            f"input requires grad): {REPEATS} eval-mode forwards were compared and agree, but "
+            "no backward can be repeated (the gradients family reports a missing graph)")

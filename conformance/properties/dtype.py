@@ -25,10 +25,12 @@ from hcspec.conformance.properties.base import (
     floating_parameters,
     seeded_global_rng,
 )
-from hcspec.conformance.properties.cases import Cases, standard_examples
-from hcspec.conformance.properties.common import forward_backward
+from hcspec.conformance.properties.cases import Cases, shift, standard_examples
+from hcspec.conformance.properties.common import expected_output, forward_backward
+from hcspec.conformance.properties.constraints import MHCWeights
 from hcspec.conformance.properties.declaration import declare
-from hcspec.conformance.properties.requirements import float64
+from hcspec.conformance.properties.precision import SpecAtPrecision
+from hcspec.conformance.properties.requirements import WEIGHTS_OR_PROBING, float64
 from hcspec.conformance.protocol import Branch, HyperConnectionImpl
 from hcspec.conformance.strategies import SMOOTH_BRANCHES, Case
 
@@ -222,6 +224,133 @@ def check_low_precision(ctx: Context, case: Case) -> None:
         ctx.record.expect(f"{dtype} forward vs float32 forward",
                    tolerances.scaled_error(out, out32, scale), detail=f"compared in {precision}",
                    dtype=precision)
+    if not ran:
+        raise NotApplicable("the factory rejects bfloat16 and float16: "
+                            + " | ".join(ctx.rejected[-2:]))
+
+
+AT_SCALE: tuple[Case, ...] = (
+    Case(2, 9, 8, 257, layer_index=1, seed=0, perturb=0.3),
+    Case(1, 5, 8, 257, layer_index=2, seed=1, perturb=1.0),
+)
+"""The sizes of ``dtype.low_precision_at_scale``: n = 8 streams of d = 257 features, so the
+weights' reductions run over n·d = 2056 terms (the other dtype cases have n·d ≤ 48)."""
+
+
+def _at_scale(ctx: Context) -> list[Case]:
+    kept = [c for c in AT_SCALE if ctx.conventions.unsupported_size(c.n, c.d) is None]
+    if not kept:
+        raise NotApplicable("the impl declares sizes that exclude n = 8, d = 257: "
+                            + str(ctx.conventions.unsupported_size(8, 257)))
+    return shift(ctx, kept)
+
+
+ROUNDING_SAMPLES = 2
+"""Random-sign samples of the rounding floor of ``dtype.low_precision_at_scale``."""
+
+
+def _rounding_floor(ctx: Context, impl32: HyperConnectionImpl, x32: torch.Tensor,
+                    out32: torch.Tensor, case: Case, dtype: torch.dtype, scale: float) -> float:
+    """How far the float32 forward moves when its state and parameters move by one unit
+    roundoff of ``dtype`` (relative, random signs; the largest of :data:`ROUNDING_SAMPLES`):
+    the conditioning a correct ``dtype`` impl's own roundings (its parameters, the weights'
+    intermediates) act through. The parameters are restored afterwards."""
+    unit = torch.finfo(dtype).eps / 2
+    params = floating_parameters(impl32, trainable=False)
+    saved = [p.detach().clone() for p in params]
+    worst = 0.0
+    try:
+        for k in range(ROUNDING_SAMPLES):
+            gen = torch.Generator().manual_seed(case.seed * JITTER_SEED_STRIDE + k)
+
+            def factors(t: torch.Tensor, gen: torch.Generator = gen) -> torch.Tensor:
+                signs = torch.randint(0, 2, t.shape, generator=gen, dtype=torch.float64) * 2 - 1
+                return (1 + unit * signs).to(device=t.device, dtype=t.dtype)
+
+            with torch.no_grad():
+                for p, value in zip(params, saved, strict=True):
+                    p.copy_(value * factors(value))
+                moved = x32 * factors(x32)
+                with seeded_global_rng(case.seed, ctx.device):
+                    out = ctx.observe.forward(impl32, moved, ctx.inputs.branch(
+                        case, dtype=torch.float32, record=False))
+            worst = max(worst, tolerances.scaled_error(out, out32, scale))
+    finally:
+        with torch.no_grad():
+            for p, value in zip(params, saved, strict=True):
+                p.copy_(value)
+    return worst
+
+
+@declare(
+    "dtype.low_precision_at_scale",
+    statement="at n = 8, d = 257, bfloat16/float16 forward vs float32 within 8 × the measured "
+              "floor",
+    theorems=("layout.paper_rows",), requires=(WEIGHTS_OR_PROBING,),
+    tolerance=rules.MEASURED_FLOOR, examples=_at_scale, prerequisites=BASE, explore=False)
+def check_low_precision_at_scale(ctx: Context, case: Case) -> None:
+    """At the sizes real models use (:data:`AT_SCALE`), the bfloat16/float16 forward equals the
+    float32 forward of the same impl (the same parameter values and the same rounded state)
+    within :func:`hcspec.conformance.tolerances.law_measured` of the measured floor: the error
+    the spec's closed form (HC Eq. 3–5, mHC Eq. 3) makes in that precision
+    (:class:`hcspec.conformance.properties.precision.SpecAtPrecision`, the float32 impl's
+    weights rounded to the compute dtype) against float64 on the same case. A reduction
+    accumulated in the low precision (the RMS of vec(X) or the projections, 2056 terms here)
+    exceeds it; one accumulated in float32 does not.
+
+    Raises:
+        PropertyFailure: a low-precision output differs beyond the allowance, or is not the
+            declared output dtype.
+        NotApplicable: the factory rejects float32, or both bfloat16 and float16; ``h_pre``
+            cannot be probed under the declared branch input.
+    """
+    ctx.build.make(case)  # a configuration the factory rejects in the working dtype: skip it
+    try:
+        impl32 = ctx.build.make(case, dtype=torch.float32)
+    except FactoryRejected as exc:
+        raise NotApplicable(f"the factory rejects float32: {exc}") from exc
+    ran = []
+    for dtype in LOW:
+        try:
+            impl = ctx.build.make(case, dtype=dtype)
+        except FactoryRejected:
+            continue
+        ran.append(dtype)
+        ctx.build.align(impl32, impl)
+        x = ctx.inputs.state(case, dtype=dtype)
+        x32 = x.to(torch.float32)  # the same rounded values
+        w = MHCWeights(ctx, impl32, x32, case)
+        if w.h_pre is None:
+            raise NotApplicable("h_pre is not identifiable by probing under the declared branch "
+                                f"input {ctx.conventions.branch_input!r} (needs the weights "
+                                "capability)")
+        with torch.no_grad(), seeded_global_rng(case.seed, ctx.device):
+            out32 = ctx.observe.forward(impl32, x32, ctx.inputs.branch(
+                case, dtype=torch.float32, record=False))
+        with torch.no_grad(), seeded_global_rng(case.seed, ctx.device):
+            out = probes.forward_on_copy(impl, x, ctx.inputs.branch(case, dtype=dtype,
+                                                                      record=False))
+        returns = ctx.observe.output_dtype(dtype)
+        ctx.record.require(isinstance(out, torch.Tensor) and out.dtype == returns,
+                           f"{dtype} forward returned {getattr(out, 'dtype', type(out).__name__)}"
+                           f", expected {ctx.observe.describe_output_dtype(dtype)}")
+        precision = tolerances.effective_dtype(dtype, None, ctx.conventions.output_dtype)
+        want, _, scale = expected_output(ctx, case, x32, w.h_pre, w.h_post, w.H_res)
+        spec = SpecAtPrecision(w.h_pre, w.h_post, w.H_res,
+                               ctx.conventions.compute_dtype or dtype, precision,
+                               ctx.observe.branch_input)
+        spec_floor = tolerances.scaled_error(spec.forward(x, ctx.inputs.branch(
+            case, dtype=dtype, record=False)), want, scale)
+        floor = max(spec_floor, _rounding_floor(ctx, impl32, x32, out32, case, dtype, scale))
+        error = tolerances.scaled_error(out, out32, scale)
+        ctx.record.expect(f"{dtype} forward vs float32 forward at n = {case.n}, d = {case.d}",
+                          error, dtype=precision, floor=floor,
+                          detail=f"compared in {precision}; measured floor {floor:.3g} (the closed "
+                          f"form in {precision}: {spec_floor:.3g}; the float32 forward moved by "
+                          f"{dtype}'s rounding of x and θ: the rest), error/floor "
+                          f"{error / max(floor, 1e-300):.3g}",
+                          hint="a reduction accumulated in the low precision? (the RMS of "
+                               "vec(X) and the projections have n·d terms)")
     if not ran:
         raise NotApplicable("the factory rejects bfloat16 and float16: "
                             + " | ".join(ctx.rejected[-2:]))

@@ -192,18 +192,20 @@ def _forward(ctx: Context, impl: HyperConnectionImpl, x: torch.Tensor,
     examples=lambda ctx: supported(ctx, COMPOSITION), prerequisites=BASE, explore=False)
 def check_batch_composition(ctx: Context, case: Case) -> None:
     """With a token-wise branch, the outputs of the whole batch (a hundred tokens or more)
-    restricted to one token, to one sequence and to a 16-token prefix equal the outputs of
-    running that token, sequence or prefix alone."""
+    restricted to one token, to each sequence and to a 16-token prefix equal the outputs of
+    running that token, sequence or prefix alone; and every token run as its own one-token
+    sequence (a batch of ``B·T`` sequences) gives its output in the batch, so a bug in only
+    some tokens of a sequence (an odd tail, a second tile) shows wherever it is."""
     impl = ctx.build.make(case)
     x = ctx.inputs.state(case)
     full = _forward(ctx, impl, x, case)
     b, t = case.seed % case.batch, case.seed % case.tokens
     prefix = min(16, case.tokens)
-    parts = (
+    parts = [
         (f"token ({b}, {t}) alone", (slice(b, b + 1), slice(t, t + 1))),
-        (f"sequence {b} alone", (slice(b, b + 1), slice(None))),
+        *((f"sequence {s} alone", (slice(s, s + 1), slice(None))) for s in range(case.batch)),
         (f"the first {prefix} tokens of every sequence", (slice(None), slice(0, prefix))),
-    )
+    ]
     scale = float(full.abs().max())
     for what, index in parts:
         part = x[index].contiguous()
@@ -212,3 +214,24 @@ def check_batch_composition(ctx: Context, case: Case) -> None:
             f"{what} vs the same outputs in the batch of {case.batch * case.tokens} tokens",
             tolerances.scaled_error(got, full[index], scale), detail=f"at {_where(case)}",
             factor=length_factor(case))
+    _every_token_alone(ctx, impl, x, full, case, scale)
+
+
+def _every_token_alone(ctx: Context, impl: HyperConnectionImpl, x: torch.Tensor,
+                       full: torch.Tensor, case: Case, scale: float) -> None:
+    """Every token of ``x [B, T, n, d]`` as its own one-token sequence (one forward of a batch
+    of ``B·T``) vs its output in ``full`` (float64), failing at the token that differs most.
+
+    Raises:
+        PropertyFailure: some token's output differs beyond the declared rule's allowance.
+    """
+    single = x.reshape(case.batch * case.tokens, 1, case.n, case.d).contiguous()
+    got = _forward(ctx, impl, single, resized(case, single)).reshape(full.shape)
+    per_token = (got - full).abs().amax(dim=(-2, -1))  # [B, T]
+    worst = int(per_token.argmax())
+    b, t = divmod(worst, case.tokens)
+    ctx.record.expect(
+        f"every token as its own sequence (a batch of {case.batch * case.tokens}) vs the "
+        f"batch: worst at token ({b}, {t})",
+        tolerances.scaled_error(got[b, t], full[b, t], scale), detail=f"at {_where(case)}",
+        factor=length_factor(case))

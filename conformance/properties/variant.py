@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -508,3 +509,76 @@ def implicit_gradient_cause(ctx: Context, case: Case) -> str | None:
             f"{err_implicit:.3g} against the kit's), not the gradient of the truncated {rounds} "
             f"forward (error {err_unrolled:.3g}); declare sinkhorn_gradient='implicit' if "
             "intended (variant.sinkhorn_gradient)")
+
+
+AFFINE_COMBINATIONS = ((1 / 3, 1 / 3, 1 / 3), (-0.5, 1.0, 0.5))
+"""Affine weights λ (Σλ = 1) of the two combined states of ``variant.logits_affine``: the
+first, an average of unit vectors, has RMS ρ < 1 (it fixes ``b``); the second extrapolates."""
+AFFINE_CONDITIONING = 0.05
+"""Smallest ``|1 − ρ|`` of the first combination at which ``b`` is solved (below it the case is
+inconclusive)."""
+
+
+def _unit_rms(y: torch.Tensor) -> torch.Tensor:
+    """``vec(Y) / rms(vec(Y))`` per token, float64 ``[B, T, n·d]``."""
+    flat = f64(y).flatten(-2)
+    return flat / flat.pow(2).mean(-1, keepdim=True).sqrt()
+
+
+def _flat_logits(impl: HyperConnectionImpl, y: torch.Tensor) -> torch.Tensor:
+    """``(H̃_pre, H̃_post, vec H̃_res)`` of ``impl`` at ``y``, float64 ``[B, T, 2n + n²]``."""
+    return torch.cat([f64(t).flatten(2) for t in _logits(impl, y)], dim=-1)
+
+
+@declare(
+    "variant.logits_affine",
+    statement="logits(x) is affine in the RMS-normalised flattened state: A·RMSNorm(vec X) + b",
+    requires=(kinds("mhc"), capability(LOGITS)), tolerance=rules.LAW,
+    cases=Cases(perturbations=(0.3, 1.0), extreme_scales=False), prerequisites=BASE)
+def check_logits_affine(ctx: Context, case: Case) -> None:
+    """mHC Eq. 7: ``H̃ = α·(x' φ) + b`` with ``x' = RMSNorm(vec X)``, affine in ``x'``
+    (DeepSeek-V4: ``(x_flat @ fn)·rsqrt(mean(x²) + eps)·scale + base``, the same form). With
+    three states ``Y_k`` per token (unit vectors ``u_k = vec(Y_k)/rms``) and two affine
+    combinations ``q = Σ λ_k u_k`` fed at a magnitude where the norm's epsilon is negligible,
+    ``L(q) = (Σ λ_k L(Y_k) − b)/ρ + b`` with ``ρ = rms(q)``: the first combination gives ``b``,
+    the second must then match. A nonlinearity inside the logits (a tanh or GELU on ``x'φ``)
+    breaks it; the scale of the states cannot, since every input is normalised.
+
+    Raises:
+        PropertyFailure: the second combination's logits differ from the affine prediction.
+        Inconclusive: the first combination's RMS is within :data:`AFFINE_CONDITIONING` of 1
+            (``b`` cannot be solved), or the second's below it (tiny ``n·d``).
+    """
+    impl = ctx.build.make(case)
+    big = min(1e4, math.sqrt(torch.finfo(ctx.dtype).max) / 16)  # ε/mean square negligible
+
+    def fed(q: torch.Tensor) -> torch.Tensor:
+        return (q * big).reshape(case.shape).to(device=ctx.device, dtype=ctx.dtype)
+
+    states = [fed(_unit_rms(strategies.gaussian(
+        case.shape, case.seed, salts.AFFINE_LOGITS_STATE.at(k), torch.float64)))
+        for k in range(3)]
+    units = [_unit_rms(y) for y in states]
+    base = [_flat_logits(impl, y) for y in states]
+    combined = []
+    for lam in AFFINE_COMBINATIONS:
+        y = fed(sum((c * u for c, u in zip(lam, units, strict=True)), torch.zeros_like(units[0])))
+        rho = f64(y).flatten(-2).pow(2).mean(-1, keepdim=True).sqrt() / big
+        mixed = sum((c * L for c, L in zip(lam, base, strict=True)), torch.zeros_like(base[0]))
+        combined.append((rho, mixed, _flat_logits(impl, y)))
+    (rho1, mixed1, got1), (rho2, mixed2, got2) = combined
+    gap = float((rho1 - 1).abs().min())
+    if gap < AFFINE_CONDITIONING:
+        raise Inconclusive(f"the average of the three unit states has RMS within {gap:.3g} of "
+                           f"1 (n·d = {case.n * case.d}): the offset b cannot be solved")
+    if float(rho2.min()) < AFFINE_CONDITIONING:
+        raise Inconclusive(f"the extrapolated combination has RMS {float(rho2.min()):.3g} "
+                           f"(n·d = {case.n * case.d}): it cannot be normalised")
+    b = (got1 * rho1 - mixed1) / (rho1 - 1)
+    want = (mixed2 - b) / rho2 + b
+    scale = max(float(t.abs().max()) for t in (*base, got2))
+    ctx.record.expect("logits at an affine combination of normalised states vs the affine "
+                      "prediction", tolerances.scaled_error(got2, want, scale),
+                      detail=f"combinations {AFFINE_COMBINATIONS}; max |logit| {scale:.3g}",
+                      hint="a nonlinearity inside the logits (mHC Eq. 7 is affine in "
+                           "RMSNorm(vec X): α·(x'φ) + b, no tanh)")

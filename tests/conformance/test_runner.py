@@ -151,6 +151,33 @@ def test_replaying_one_case() -> None:
     assert law.status == rp.PASSED and law.examples == 1
 
 
+@pytest.mark.parametrize("form", ["json", "dict"])
+def test_replaying_the_case_a_reproduce_line_prints(form: str) -> None:
+    """Before: ``AttributeError: 'str' object has no attribute 'to_json'``."""
+    from hcspec.conformance.strategies import Case
+
+    case = Case(1, 2, 3, 5, seed=4, perturb=0.3)
+    given = case.to_json() if form == "json" else dict(case.__dict__)
+    report = check_implementation("reference:hc-static", device="cpu", only=["law.probed"],
+                                  case=given)  # type: ignore[arg-type]
+    law = next(r for r in report.results if r.id == "law.probed")
+    assert law.status == rp.PASSED and law.examples == 1 and report.case == case.to_json()
+
+
+@pytest.mark.parametrize(("bad", "error", "match"), [
+    (3, TypeError, r"case: got int; expected a hcspec.conformance.strategies.Case, its JSON"),
+    ("n=3", ValueError, r"expected a JSON object"),
+    ({"n": 3, "width": 4}, ValueError, r"unknown fields \['width'\]"),
+    ({"n": 0}, ValueError, r"Case.n: expected a positive int"),
+])
+def test_a_bad_case_gets_a_one_line_error(bad: object, error: type[Exception],
+                                          match: str) -> None:
+    with pytest.raises(error, match=match) as info:
+        check_implementation("reference:hc-static", device="cpu", only=["law.probed"],
+                             case=bad)  # type: ignore[arg-type]
+    assert "\n" not in str(info.value)
+
+
 def test_report_json_round_trip(tmp_path) -> None:  # type: ignore[no-untyped-def]
     report = check_implementation("reference:hc-static", profile="quick", device="cpu",
                                   only=["shape"])

@@ -19,8 +19,10 @@ NAMES = sorted(m.name for m in pkgutil.iter_modules(_parallel.__path__)
 
 ONLY_FAILURES = {  # mutants whose bug leaves every other property passing
     "unreduced_replicated_gradients": {"parallel.parameter_gradients"},
+    "chunk_by_global_rank": {"parallel.subgroups"},
 }
 IN_MESSAGE = {  # what the failure of the naming property must say
+    "chunk_by_global_rank": "on the group of ranks [1] the sharded impl raised",
     "missing_rms_all_reduce": "split=hidden",
     "partial_projection_not_summed": "split=hidden",
     "rank_seeded_init": "parameters at init, rank 1: error",
@@ -47,3 +49,15 @@ def test_mutant_is_killed_by_the_property_naming_its_bug(name: str) -> None:
         assert IN_MESSAGE[name] in message, message
     if name in ONLY_FAILURES:
         assert {pid for pid, s in statuses.items() if s != rp.PASSED} == ONLY_FAILURES[name]
+
+
+@pytest.mark.slow
+def test_a_chunk_by_global_rank_fails_on_ranks_two_and_three_of_four() -> None:
+    from tests.mutants._parallel import chunk_by_global_rank
+
+    report = check_parallel(chunk_by_global_rank.make, world_size=4, device="cpu",
+                            only=["parallel.forward", "parallel.subgroups"])
+    statuses = {r.id: r.status for r in report.results}
+    assert statuses == {"parallel.forward": rp.PASSED, "parallel.subgroups": rp.FAILED}
+    message = next(r.message for r in report.results if r.id == "parallel.subgroups")
+    assert "on the group of ranks [2, 3]" in message

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import pytest
+import torch
 
 from hcspec.conformance.properties import PropertyFailure
+from hcspec.conformance.properties.base import Inconclusive
+from hcspec.conformance.properties.constraints import gain_ceiling
 from hcspec.conformance.protocol import Conventions
+from hcspec.conformance.strategies import Case
 from tests.conformance.properties.support import run, unmet
 
 
@@ -34,3 +38,25 @@ def test_constraints_apply_to_mhc_and_need_readable_weights() -> None:
                    conventions=Conventions(state_domain="replicated"))
     assert hidden is not None and "weights(x)" in hidden
     assert unmet("constraints.nonexpansive", capabilities=frozenset()) is None  # probed
+
+
+@pytest.mark.parametrize("pid", ["constraints.nonexpansive", "constraints.stream_sum_preserved"])
+def test_a_bound_that_cannot_fail_is_inconclusive_not_passed(pid: str) -> None:
+    """Perturbed ×3 at n = 4, every token's Birkhoff–Hopf column bound exceeds what any
+    row-stochastic non-negative matrix can show (gain √n, column error n − 1): before, the case
+    passed with allowances such as 4.7e5."""
+    case = Case(2, 3, 4, 9, seed=0, perturb=1.0, param_scale=3.0)
+    with pytest.raises(Inconclusive, match="no token has a bound that could fail"):
+        run(pid, "reference:mhc", case)
+
+
+def test_the_gain_ceiling_is_the_largest_gain_of_a_row_stochastic_matrix() -> None:
+    for n in (2, 3, 4, 8):
+        H = torch.zeros(n, n, dtype=torch.float64)
+        H[:, 0] = 1.0  # every row sums to 1; the gain on e_1 is √n
+        gain = float(torch.linalg.matrix_norm(H, ord=2))
+        assert gain - 1 == pytest.approx(gain_ceiling(n), rel=1e-12)
+        worst = max(float(torch.linalg.matrix_norm(
+            torch.softmax(torch.randn(n, n, dtype=torch.float64) * 9, -1), ord=2))
+            for _ in range(200))
+        assert worst - 1 <= gain_ceiling(n) + 1e-12

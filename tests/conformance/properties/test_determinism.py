@@ -106,3 +106,48 @@ def test_cuda_noise_fails_unless_declared() -> None:
     prop = BY_ID["determinism.forward_backward"]
     with pytest.raises(PropertyFailure, match=r"pass \d differs from pass 1 in ∂L/∂x"):
         prop.run(ctx, prop.examples(ctx)[0])
+
+
+def test_an_output_without_autograd_graph_is_not_applicable_not_an_error() -> None:
+    """Before: ``element 0 of tensors does not require grad`` (status error)."""
+    from hcspec.conformance import report as rp
+    from hcspec.conformance.runner import check_implementation
+    from tests.conformance import standins
+
+    report = check_implementation(standins.make_no_graph, profile="quick", device="cpu",
+                                  only=["determinism.forward_backward"])
+    result = next(r for r in report.results if r.id == "determinism.forward_backward")
+    assert result.status == rp.NOT_APPLICABLE, (result.status, result.message)
+    assert "no autograd graph" in result.message and "forwards were compared" in result.message
+
+
+class _NoGraphNoisy(torch.nn.Module):
+    """A detached output that changes in its last bit on every call (a forward with
+    run-to-run noise and no graph)."""
+
+    def __init__(self, inner: torch.nn.Module) -> None:
+        super().__init__()
+        self.inner, self.calls = inner, 0
+        self.n, self.d, self.kind = inner.n, inner.d, inner.kind
+        self.conventions = inner.conventions
+
+    def forward(self, x, branch):  # type: ignore[no-untyped-def]
+        self.calls += 1
+        out = self.inner(x, branch).detach()
+        return out * (1 + self.calls * torch.finfo(out.dtype).eps)
+
+
+def test_a_forward_that_differs_without_graph_is_a_verdict() -> None:
+    def make(n: int, d: int, *, layer_index: int = 0, dtype: torch.dtype = torch.float64,
+             device: str = "cpu", seed: int = 0) -> HyperConnectionImpl:
+        inner = build(ManifoldHyperConnection, n, d, layer_index, dtype, device, seed,
+                      mhc_conventions())
+        return _NoGraphNoisy(inner)  # type: ignore[arg-type,return-value]
+
+    info = inspect_target(make, "cpu", 0)
+    ctx = Context(factory=make, target_name="noisy", kind=info.kind,
+                  conventions=info.conventions, capabilities=info.capabilities,
+                  dtype=info.dtype, device="cpu", profile=get_profile("quick"))
+    prop = BY_ID["determinism.forward_backward"]
+    with pytest.raises(PropertyFailure, match=r"pass 2 differs from pass 1 in X'"):
+        prop.run(ctx, prop.examples(ctx)[0])

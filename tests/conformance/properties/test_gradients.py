@@ -5,9 +5,16 @@ from __future__ import annotations
 import pytest
 import torch
 
-from hcspec.conformance.properties import PropertyFailure
+from hcspec.conformance.adapters.deepseek_v4_style import v4_style_target
+from hcspec.conformance.profiles import get_profile
+from hcspec.conformance.properties import BY_ID, PropertyFailure
+from hcspec.conformance.properties.base import Context
 from hcspec.conformance.protocol import Conventions
-from tests.conformance.properties.support import run, unmet
+from hcspec.conformance.runner import inspect_target
+from hcspec.conformance.strategies import Case
+from tests.conformance import v4_formula
+from tests.conformance.properties.support import context, run, unmet
+from tests.conformance.v4_formula import V4Formula
 
 
 def test_reference_passes() -> None:
@@ -35,3 +42,44 @@ def test_closed_form_probed_needs_an_unnormalised_branch_input() -> None:
                     conventions=Conventions(branch_input="rms_norm"))
     assert message is not None and "'rms_norm'" in message
     assert unmet("gradients.closed_form_probed", kind="hc-static") is None
+
+
+STRONGLY_PERTURBED = Case(2, 3, 4, 128, seed=3, perturb=1.0, scale=10.0, branch="mlp")
+"""A case where the float32 Richardson difference of the DeepSeek-V4 formula stand-in is off
+by its loss's rounding (fd −3.715 vs autograd −3.828, 1.13 × the fixed budget)."""
+
+
+def test_a_correct_float32_v4_formula_target_passes_at_a_strongly_perturbed_case() -> None:
+    """Before: a false positive of gradients.fd_parameters under thorough."""
+    ctx = context("tests.conformance.v4_formula:make", profile="thorough")
+    BY_ID["gradients.fd_parameters"].run(ctx, STRONGLY_PERTURBED)
+    assert ctx.worst.error < ctx.worst.tolerance
+
+
+class _StoppedComb(V4Formula):
+    """The stand-in with the Sinkhorn–Knopp iterations outside autograd (only the softmax's
+    gradient reaches comb's logits): a wrong gradient in float32."""
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        pre, post, comb = super().forward(x)
+        n = self.n
+        flat = x.flatten(2).float()
+        mixes = (flat @ self.hc_fn.T) * torch.rsqrt(flat.square().mean(-1, keepdim=True)
+                                                     + 1e-6)
+        logits = (mixes[..., 2 * n:] * self.hc_scale[2] + self.hc_base[2 * n:]).unflatten(
+            -1, (n, n))
+        soft = torch.softmax(logits, dim=-1)
+        return pre, post, comb.detach() - soft.detach() + soft  # Sinkhorn's gradient dropped
+
+
+def test_a_wrong_float32_gradient_still_fails_after_the_fit_fallback() -> None:
+    make = v4_style_target(lambda n, d, layer: _StoppedComb(n, d), v4_formula._decompose,
+                           comb="source_target", conventions=v4_formula.CONVENTIONS,
+                           keep_float32=True)
+    info = inspect_target(make, "cpu", 0)
+    ctx = Context(factory=make, target_name="stopped", kind=info.kind,
+                  conventions=info.conventions, capabilities=info.capabilities,
+                  dtype=info.dtype, device="cpu", profile=get_profile("thorough"))
+    for case in (STRONGLY_PERTURBED, Case(2, 3, 4, 8, seed=1, perturb=0.3)):
+        with pytest.raises(PropertyFailure, match="finite differences vs autograd"):
+            BY_ID["gradients.fd_parameters"].run(ctx, case)

@@ -21,3 +21,14 @@ def test_streams_folded_in_the_wrong_order_mix_batch_elements() -> None:
 def test_sinkhorn_over_tokens_mixes_tokens() -> None:
     with pytest.raises(PropertyFailure, match="token"):
         run("independence.token", "mutant:sinkhorn_mixes_tokens")
+
+
+def test_a_bug_in_the_last_token_of_an_odd_sequence_is_found() -> None:
+    """The canonical case (T = 3, seed 0) kept token 0 only before; every token now."""
+    with pytest.raises(PropertyFailure, match="token 2"):
+        run("independence.token", "mutant:odd_tail_token")
+
+
+def test_every_batch_element_is_compared() -> None:
+    ctx = run("independence.batch", "reference:mhc", example=1)
+    assert ctx.worst.label.startswith("output of batch element")

@@ -67,3 +67,9 @@ def test_size_declarations_are_validated() -> None:
         with pytest.raises(TypeError, match="conventions"):
             Conventions.from_mapping(bad)
     assert Conventions().unsupported_size(7, 65) is None
+
+
+def test_every_token_of_the_composition_is_compared() -> None:
+    """T = 33 (odd): the last token of each sequence is wrong; one token per case missed it."""
+    with pytest.raises(PropertyFailure, match=r"worst at token \(\d, 32\)"):
+        run("scale.batch_composition", "mutant:odd_tail_token", example=1)

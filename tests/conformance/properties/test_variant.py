@@ -145,3 +145,14 @@ def test_the_cited_theorem_proves() -> None:
 
     result = get("sinkhorn.implicit_gradient").prove()
     assert result.ok, result.error
+
+
+@pytest.mark.parametrize("target", ["reference:mhc", "reference:mhc-fast"])
+def test_reference_logits_are_affine_in_the_normalised_state(target: str) -> None:
+    ctx = run("variant.logits_affine", target)
+    assert ctx.worst.error < 1e-13
+
+
+def test_a_tanh_inside_the_logits_is_not_affine() -> None:
+    with pytest.raises(PropertyFailure, match="affine prediction: error"):
+        run("variant.logits_affine", "mutant:logits_tanh_projection")
