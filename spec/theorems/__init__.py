@@ -14,6 +14,7 @@
   ``ds.permutation_isometry``, ``ds.birkhoff_decompositions``
 - :mod:`.remarks`: ``mhc.soft_start``, ``mhc.tensor_parallel_locality``,
   ``reduction.n1_expressiveness``, ``mhc.sinkhorn_seed_loop``
+- :mod:`.published`: ``published.*`` (each published parameterization's step is the closed form)
 """
 
 from hcspec.spec.theorems import (  # noqa: F401  (imported for their registration side effect)
@@ -25,6 +26,7 @@ from hcspec.spec.theorems import (  # noqa: F401  (imported for their registrati
     init,
     mhc,
     norm,
+    published,
     reduction,
     remarks,
     sinkhorn_gradient,
