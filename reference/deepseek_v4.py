@@ -32,7 +32,8 @@ class DeepSeekV4HyperConnection(published.Published, HyperConnection):
     [(n+2)n]`` (zeros). Settings: ``hc_eps``, ``norm_eps`` (1e-6 each) and
     ``sinkhorn_iters`` (20).
 
-    Shapes/dtype/device of calls: see :class:`hcspec.reference.connection.HyperConnection`.
+    Shapes/dtype/device of calls: see :class:`hcspec.reference.connection.HyperConnection`;
+    for float16/bfloat16 states the weights are computed in float32 and cast back.
 
     Raises:
         ValueError: ``n`` or ``d`` not a positive integer; an eps outside [0, 1) or
@@ -77,5 +78,13 @@ class DeepSeekV4HyperConnection(published.Published, HyperConnection):
             "notes": ("hcspec reference DeepSeek-V4 mHC from hc_fn/hc_scale/hc_base: "
                       "H_res = combᵀ; reduce sums the streams")})
 
+    formula: published.DeepSeekV4Formula = published.PUBLISHED_DEEPSEEK_V4
+    """The formulas computed (the published ones; a test's mutant changes one field)."""
+
     def _weights(self, x: torch.Tensor) -> Weights:
-        return published.weights("deepseek-v4", self.published_parameters(), x)
+        # float16/bfloat16 states: the weights are computed in float32 (as DeepSeek-V4 does;
+        # hc_eps and the normalisations do not fit those formats) and cast back
+        work = x.float() if x.dtype in (torch.float16, torch.bfloat16) else x
+        h_pre, h_post, H_res = published.weights("deepseek-v4", self.published_parameters(),
+                                                 work, self.formula)
+        return h_pre.to(x.dtype), h_post.to(x.dtype), H_res.to(x.dtype)

@@ -46,7 +46,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 import torch
 import torch.nn.functional as F
@@ -223,7 +223,7 @@ def deepseek_v4_parts(params: Parameters, x: torch.Tensor,
     post = formula.post_multiplier * torch.sigmoid(mixes[..., n:2 * n] * s_post
                                                    + base[n:2 * n])
     post = post + eps if formula.post_eps else post
-    logits = (mixes[..., 2 * n:] * s_comb + base[2 * n:]).unflatten(-1, (n, n))
+    logits = (mixes[..., 2 * n:] * s_comb + base[2 * n:]).reshape(*mixes.shape[:-1], n, n)
     iterations = int(lay.setting(params, "sinkhorn_iters")) + formula.rounds_delta
     count = formula.count
     if count == "rounds_from_softmax" and formula.start != "softmax":
@@ -242,7 +242,7 @@ def _mhc_paper(params: Parameters, x: torch.Tensor) -> Weights:
     p = {k: _tensor(params, k, x) for k in lay.shapes(n, x.shape[-1])}
     h_pre = torch.sigmoid(p["alpha_pre"] * (flat @ p["phi_pre"]) + p["b_pre"])
     h_post = 2 * torch.sigmoid(p["alpha_post"] * (flat @ p["phi_post"]) + p["b_post"])
-    logits = p["alpha_res"] * (flat @ p["phi_res"]).unflatten(-1, (n, n)) + p["b_res"]
+    logits = p["alpha_res"] * (flat @ p["phi_res"]).reshape(*flat.shape[:-1], n, n) + p["b_res"]
     H_res = sinkhorn_variant(logits, int(lay.setting(params, "sinkhorn_iters")))
     return h_pre, h_post, H_res
 
@@ -325,8 +325,8 @@ class NameMap:
         Raises:
             ValueError, TypeError: as :func:`check_parameters` (``module`` has ``n``, ``d``).
         """
-        check_parameters(self.layout, params, int(getattr(module, "n")),
-                         int(getattr(module, "d")))
+        sized: Any = module
+        check_parameters(self.layout, params, int(sized.n), int(sized.d))
         with torch.no_grad():
             for key, attribute in self.attributes.items():
                 source = params[key]
