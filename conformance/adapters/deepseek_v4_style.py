@@ -34,12 +34,22 @@ and one function that calls it (docs/conformance.md has a worked example)::
                                 sinkhorn_iterations_count="rounds_from_softmax"))
 
 Then ``hc-conformance run mypackage.my_adapter:make``.
+
+**Published parameters.** A module that holds a published parameterization's tensors (a
+DeepSeek-V4 checkpoint's ``hc_fn``, ``hc_scale``, ``hc_base`` under the package's own key
+names) passes ``published=PublishedTensors("deepseek-v4", {"hc_fn": "fn", "hc_scale":
+"scale", "hc_base": "base"}, settings)``: the target then declares
+``conventions.published`` and offers ``published_parameters()`` (the module's own parameters
+under the layout's names) and ``load_published(params)`` (through the module's
+``load_state_dict``), and the ``published`` family checks it computes DeepSeek-V4's step from
+them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+import dataclasses
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple
 
 import torch
@@ -130,6 +140,50 @@ class V4Style:
         if self.compose_dtype not in ("input", "float32"):
             raise ValueError(f"compose_dtype: expected 'input' or 'float32', got "
                              f"{self.compose_dtype!r}")
+
+
+@dataclass(frozen=True)
+class PublishedTensors:
+    """Where a module keeps a published parameterization's tensors
+    (:mod:`hcspec.reference.published`).
+
+    Attributes:
+        layout: the layout's name (``"deepseek-v4"``).
+        keys: layout tensor name -> the module's parameter name (as ``named_parameters``
+            and ``state_dict`` spell it).
+        settings: ``settings(module)`` -> the layout's settings the module uses (``hc_eps``,
+            ``norm_eps``, ``sinkhorn_iters``), read from the module's configuration.
+    """
+
+    layout: str
+    keys: Mapping[str, str]
+    settings: Callable[[Any], Mapping[str, float]] = field(default=lambda module: {})
+
+    def read(self, module: nn.Module) -> dict[str, object]:
+        """The layout's tensors (the module's own parameters) and settings.
+
+        Raises:
+            KeyError: a key the module does not have (named).
+        """
+        own = dict(module.named_parameters())
+        missing = [k for k in self.keys.values() if k not in own]
+        if missing:
+            raise KeyError(f"published {self.layout}: the module has no parameter "
+                           f"{', '.join(missing)}")
+        out: dict[str, object] = {name: own[key] for name, key in self.keys.items()}
+        out.update(self.settings(module))
+        return out
+
+    def load(self, module: nn.Module, params: Mapping[str, object]) -> None:
+        """Set the module's parameters from the layout's tensors through its own
+        ``load_state_dict`` (which checks the shapes and casts to the parameters' dtype).
+
+        Raises:
+            KeyError: a layout tensor missing from ``params``. RuntimeError: as
+            ``load_state_dict`` (a wrong shape).
+        """
+        state = {self.keys[name]: params[name] for name in self.keys}
+        module.load_state_dict(state, strict=False)
 
 
 class V4StyleConnection(WrapsModule):
@@ -261,10 +315,26 @@ class V4StyleConnection(WrapsModule):
         return parts
 
 
+class PublishedV4StyleConnection(V4StyleConnection):
+    """A :class:`V4StyleConnection` whose module holds a published layout's tensors: also
+    ``published_parameters()`` and ``load_published(params)`` (:class:`PublishedTensors`)."""
+
+    published: PublishedTensors
+
+    def published_parameters(self) -> dict[str, object]:
+        """The layout's tensors (the module's own parameters, differentiable) and settings."""
+        return self.published.read(self.module)
+
+    def load_published(self, params: Mapping[str, object]) -> None:
+        """Set the module's parameters from ``params`` (:meth:`PublishedTensors.load`)."""
+        self.published.load(self.module, params)
+
+
 def v4_style_target(build: Build, decompose: Decompose, *, comb: CombOrientation,
                     conventions: Conventions, kind: Kind = "mhc",
                     compose_dtype: ComposeDtype = "input", keep_float32: bool = False,
-                    reduce: Reduce | None = None, read_pre: ReadPre | None = None) -> Factory:
+                    reduce: Reduce | None = None, read_pre: ReadPre | None = None,
+                    published: PublishedTensors | None = None) -> Factory:
     """A kit target (factory) for a DeepSeek-V4-style module.
 
     Args:
@@ -277,6 +347,9 @@ def v4_style_target(build: Build, decompose: Decompose, *, comb: CombOrientation
         reduce: a learned reduction head (:data:`Reduce`); declare ``reduce="learned"``.
         read_pre: how ``weights`` reads ``pre`` when ``decompose`` gives only ``collapsed``
             (:data:`ReadPre`).
+        published: where the module keeps a published layout's tensors
+            (:class:`PublishedTensors`); the target then declares ``conventions.published``
+            and offers ``published_parameters``/``load_published``.
 
     Returns:
         ``make(n, d, *, layer_index=0, dtype=torch.float64, device="cpu", seed=0)`` building a
@@ -286,6 +359,8 @@ def v4_style_target(build: Build, decompose: Decompose, *, comb: CombOrientation
         ValueError: an unknown ``comb`` or ``compose_dtype`` (at once); ``reduce`` given without
             ``conventions.reduce == "learned"`` or the reverse.
     """
+    if published is not None:
+        conventions = dataclasses.replace(conventions, published=published.layout)
     style = V4Style(comb, conventions, kind, compose_dtype, keep_float32)
     if (reduce is not None) != (conventions.reduce == "learned"):
         raise ValueError("a learned reduction head is given exactly when the conventions "
@@ -301,7 +376,11 @@ def v4_style_target(build: Build, decompose: Decompose, *, comb: CombOrientation
         with seeded(seed, device):
             module = build(n, d, layer_index)
         module = module.to(device=device, dtype=torch.float32 if keep_float32 else dtype)
-        return V4StyleConnection(module, decompose, n, d, style, reduce, read_pre)
+        if published is None:
+            return V4StyleConnection(module, decompose, n, d, style, reduce, read_pre)
+        impl = PublishedV4StyleConnection(module, decompose, n, d, style, reduce, read_pre)
+        impl.published = published
+        return impl
 
     make.__doc__ = (f"Kit factory for a DeepSeek-V4-style module built by "
                     f"{getattr(build, '__qualname__', build)!s} (comb {comb}).")
