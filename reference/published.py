@@ -320,7 +320,8 @@ class NameMap:
 
     def load(self, module: object, params: Parameters) -> None:
         """Copy the layout's tensors of ``params`` into ``module``'s parameters (cast to
-        their dtype and device), in place, without autograd.
+        their dtype and device), in place, without autograd; the settings given in
+        ``params`` (plain numbers) are set too.
 
         Raises:
             ValueError, TypeError: as :func:`check_parameters` (``module`` has ``n``, ``d``).
@@ -335,6 +336,10 @@ class NameMap:
                     source = source.transpose(0, 1)
                 target = getattr(module, attribute)
                 target.copy_(source.to(dtype=target.dtype, device=target.device))
+        for key, attribute in self.settings.items():
+            value = params.get(key)
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                setattr(module, attribute, type(getattr(module, attribute))(value))
 
 
 class Published:
