@@ -27,8 +27,16 @@ try:
 except ImportError:
     pytest.skip("this transformers release has no DeepSeek-V4", allow_module_level=True)
 
+import transformers
+
+from hcspec.conformance.adapters.declarations.hf_transformers import WRITTEN_FOR
 from hcspec.conformance.properties import divergence
 from hcspec.reference import published as pub
+
+if transformers.__version__ != WRITTEN_FOR:
+    pytest.skip(f"written for transformers {WRITTEN_FOR} (its save_pretrained writes the "
+                f"official hc_attn_* names); found {transformers.__version__}",
+                allow_module_level=True)
 
 N, D = 4, 16
 TINY = dict(vocab_size=64, hidden_size=D, moe_intermediate_size=8, num_hidden_layers=2,
