@@ -177,8 +177,7 @@ def _diagnosis(ctx: Context, case: Case, params: Params, x: torch.Tensor, got: t
 
 @declare(
     "published.step",
-    statement="X' is the published step of the target's own published_parameters(), "
-              "computed in float64",
+    statement="X' is the float64 published step of the target's own published_parameters()",
     theorems=("published.deepseek_v4_step", "published.mhc_paper_step",
               "published.hc_static_step", "published.hc_dynamic_step"),
     requires=REQUIRES, tolerance="law", cases=CASES, examples=_examples, prerequisites=BASE)
@@ -252,8 +251,7 @@ def _relative(got: torch.Tensor, want: torch.Tensor) -> float:
 
 @declare(
     "published.gradients",
-    statement="∂⟨G, X'⟩/∂X and the gradients w.r.t. the published tensors are the float64 "
-              "published step's",
+    statement="∂⟨G, X'⟩/∂X and the published tensors' gradients are the float64 published step's",
     theorems=("published.deepseek_v4_step",), requires=REQUIRES, tolerance="law",
     cases=CASES, examples=_examples, prerequisites=(*BASE, "published.step"), explore=False)
 def check_gradients(ctx: Context, case: Case) -> None:
@@ -310,8 +308,7 @@ def _differ(got: object, want: torch.Tensor) -> float:
 
 @declare(
     "published.load_roundtrip",
-    statement="published tensors set through the target's own load_published give the same "
-              "step, and read back unchanged",
+    statement="tensors set through load_published read back unchanged and give the same step",
     theorems=("published.deepseek_v4_step",),
     requires=(*REQUIRES, capability(LOAD_PUBLISHED)), tolerance="self_consistency",
     cases=CASES, examples=_examples, prerequisites=(*BASE, "published.step"), explore=False)
