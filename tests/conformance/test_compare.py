@@ -19,7 +19,9 @@ def test_two_implementations_of_the_mhc_paper_agree(capsys: pytest.CaptureFixtur
 
 def test_a_mis_oriented_comb_differs(capsys: pytest.CaptureFixture[str]) -> None:
     rows = compare(DEEPSEEK_V4, "tests.mutants.published_comb_orientation:make")
-    assert [r.agrees for r in rows] == [False, True, False, False]  # n = 2: comb is symmetric
+    assert not any(r.agrees for r in rows)
+    # n = 2: a doubly stochastic 2×2 comb is symmetric, only hc_eps (1e-6) breaks the symmetry
+    assert rows[1].a_vs_b < 1e-4 and min(rows[i].a_vs_b for i in (0, 2, 3)) > 0.1
     assert rows[0].a_vs_oracle == 0.0 and rows[0].b_vs_oracle > 0.1
     assert main(["compare", DEEPSEEK_V4, "tests.mutants.published_comb_orientation:make"]) == 1
     assert "DIFFER" in capsys.readouterr().out
