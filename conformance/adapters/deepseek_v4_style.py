@@ -107,6 +107,13 @@ Decompose = Callable[[Any, torch.Tensor], Decomposition]
 Reduce = Callable[[Any, torch.Tensor], torch.Tensor]
 """``reduce(module, x [B, T, n, d]) -> [B, T, d]``: a learned reduction head."""
 
+Logits = Callable[[Any, torch.Tensor], tuple[torch.Tensor, torch.Tensor, torch.Tensor]]
+"""``logits(module, x [B, T, n, d]) -> (pre [B,T,n], post [B,T,n], comb [B,T,n,n])``: the
+module's pre-activation logits (the arguments of σ, c·σ and Sinkhorn–Knopp), ``comb``'s in
+the orientation the target declares; the target offers them to the kit as ``logits(x)`` in the
+row form (the variant family then checks the declared Sinkhorn variant at identical logits).
+"""
+
 ReadPre = Callable[[Any, torch.Tensor], torch.Tensor]
 """``read_pre(module, x [B, T, n, d]) -> pre [B, T, n]``: for a module that consumes ``pre``
 itself; called by ``weights`` only, so ``forward`` stays the module's plain call (e.g.
@@ -202,9 +209,13 @@ class V4StyleConnection(WrapsModule):
     the reduction head's parameters are among them when it is a submodule).
     """
 
+    logits: Callable[[torch.Tensor], Weights]
+    """Present only when the factory was given ``logits`` (:data:`Logits`): the module's
+    pre-activation logits at ``x`` in the row form (capability ``logits``)."""
+
     def __init__(self, module: nn.Module, decompose: Decompose, n: int, d: int,
                  style: V4Style, reduce: Reduce | None = None,
-                 read_pre: ReadPre | None = None) -> None:
+                 read_pre: ReadPre | None = None, logits: Logits | None = None) -> None:
         self.module: Any = module
         self.n, self.d = n, d
         self.kind: str = style.kind
@@ -214,6 +225,9 @@ class V4StyleConnection(WrapsModule):
         self._reduce = reduce
         self._read_pre = read_pre
         self._identity = style.conventions.residual_mixing == "identity"
+        if logits is not None:
+            self._logits_of = logits
+            self.logits = self._row_form_logits
 
     # --- the protocol ---------------------------------------------------------------------
     def forward(self, x: torch.Tensor, branch: Branch) -> torch.Tensor:
@@ -284,6 +298,14 @@ class V4StyleConnection(WrapsModule):
             return x.mean(dim=-2)
         return x.sum(dim=-2)
 
+    def _row_form_logits(self, x: torch.Tensor) -> Weights:
+        """The module's ``(pre, post, comb)`` logits at ``x`` in the row form: ``comb``'s
+        transposed where the target declares ``comb="source_target"`` (entry ``[i, j]`` then
+        belongs to ``H_res[i, j]``)."""
+        check_state(x, self.n, self.d)
+        pre, post, comb = self._logits_of(self.module, x)
+        return pre, post, self._h_res(comb)
+
     # --- internals ------------------------------------------------------------------------
     def _output_dtype(self, x: torch.Tensor) -> torch.dtype:
         return self.conventions.output_dtype or x.dtype
@@ -334,7 +356,8 @@ def v4_style_target(build: Build, decompose: Decompose, *, comb: CombOrientation
                     conventions: Conventions, kind: Kind = "mhc",
                     compose_dtype: ComposeDtype = "input", keep_float32: bool = False,
                     reduce: Reduce | None = None, read_pre: ReadPre | None = None,
-                    published: PublishedTensors | None = None) -> Factory:
+                    published: PublishedTensors | None = None,
+                    logits: Logits | None = None) -> Factory:
     """A kit target (factory) for a DeepSeek-V4-style module.
 
     Args:
@@ -347,6 +370,8 @@ def v4_style_target(build: Build, decompose: Decompose, *, comb: CombOrientation
         reduce: a learned reduction head (:data:`Reduce`); declare ``reduce="learned"``.
         read_pre: how ``weights`` reads ``pre`` when ``decompose`` gives only ``collapsed``
             (:data:`ReadPre`).
+        logits: the module's pre-activation logits (:data:`Logits`): the target then offers
+            ``logits(x)`` (mHC only; the ``variant`` family uses it).
         published: where the module keeps a published layout's tensors
             (:class:`PublishedTensors`); the target then declares ``conventions.published``
             and offers ``published_parameters``/``load_published``.
@@ -377,8 +402,9 @@ def v4_style_target(build: Build, decompose: Decompose, *, comb: CombOrientation
             module = build(n, d, layer_index)
         module = module.to(device=device, dtype=torch.float32 if keep_float32 else dtype)
         if published is None:
-            return V4StyleConnection(module, decompose, n, d, style, reduce, read_pre)
-        impl = PublishedV4StyleConnection(module, decompose, n, d, style, reduce, read_pre)
+            return V4StyleConnection(module, decompose, n, d, style, reduce, read_pre, logits)
+        impl = PublishedV4StyleConnection(module, decompose, n, d, style, reduce, read_pre,
+                                          logits)
         impl.published = published
         return impl
 
