@@ -13,6 +13,7 @@ from hcspec.conformance.protocol import CAPABILITIES, Conventions
 from hcspec.conformance.strategies import Case
 from hcspec.reference import published as pub
 from hcspec.reference import targets
+from hcspec.reference.deepseek_v4 import DeepSeekV4HyperConnection
 from tests.conformance.properties.support import run, unmet
 
 REFERENCE = ["reference:hc-static", "reference:hc-dynamic", "reference:mhc",
@@ -114,3 +115,46 @@ def test_a_malformed_layout_fails_with_the_key_named(monkeypatch: pytest.MonkeyP
     with pytest.raises(PropertyFailure, match=r"'hc_base' should be \[15\], got \[14\]"):
         run("published.step", "wrong-shape", Case(1, 2, 3, 5, seed=0, perturb=0.3))
     assert BY_ID["published.step"].theorem == "published.deepseek_v4_step"
+
+
+class _Bfloat16Output(DeepSeekV4HyperConnection):
+    """The reference DeepSeek-V4 module computing in float32 and returning bfloat16 (as
+    TileKernels' references do), declaring so."""
+
+    def forward(self, x: torch.Tensor, branch: Any) -> torch.Tensor:  # type: ignore[override]
+        def in_float32(z: torch.Tensor) -> torch.Tensor:
+            return branch(z.to(torch.bfloat16).to(x.dtype)).float()
+
+        out = super().forward(x.float(), in_float32)
+        return out.to(torch.bfloat16)
+
+    def weights(self, x: torch.Tensor) -> Any:
+        return tuple(w.to(torch.bfloat16) for w in super().weights(x.float()))
+
+    @property
+    def conventions(self) -> Any:  # type: ignore[override]
+        return {**super().conventions, "compute_dtype": "float32", "output_dtype": "bfloat16"}
+
+
+def _bfloat16_target(formula: pub.DeepSeekV4Formula) -> Any:
+    def make(n: int, d: int, *, layer_index: int = 0, dtype: torch.dtype = torch.float64,
+             device: str = "cpu", seed: int = 0) -> _Bfloat16Output:
+        torch.manual_seed(seed)
+        module = _Bfloat16Output(n, d, layer_index, dtype=torch.float32)
+        module.formula = formula
+        return module
+    return make
+
+
+def test_below_float32_the_floor_passes_a_correct_target_and_names_a_slip(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.conformance.properties import support
+
+    monkeypatch.setattr(support, "factory", lambda target: _bfloat16_target(
+        pub.PUBLISHED_DEEPSEEK_V4 if target == "right" else pub.DeepSeekV4Formula(mix="comb")))
+    for example in range(3):
+        ctx = run("published.step", "right", example=example)
+        assert ctx.worst.tolerance >= 4 * torch.finfo(torch.bfloat16).eps  # the floor applies
+        assert ctx.worst.error <= ctx.worst.tolerance
+    with pytest.raises(PropertyFailure, match="orientation: X' = comb X"):
+        run("published.step", "wrong", example=0)
