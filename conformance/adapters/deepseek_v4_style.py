@@ -234,10 +234,14 @@ class V4StyleConnection(WrapsModule):
         """``X'_j = post_j · F(collapsed) + Σ_i H_res[j, i] X_i``; ``branch`` is called once on
         ``collapsed``.
 
+        The state goes to the package's module as given (no validation here: a state of
+        another rank, ``[B, n, d]`` or ``[B, H, W, n, d]``, reaches the package, whose own
+        error, or result, is what the kit's shape properties see).
+
         Raises:
-            ValueError: see the class.
+            ValueError: see the class (a decomposition of the wrong shapes); whatever the
+                package raises.
         """
-        check_state(x, self.n, self.d)
         parts = self._parts(x)
         collapsed = parts.collapsed
         if collapsed is None:
@@ -315,10 +319,10 @@ class V4StyleConnection(WrapsModule):
 
     def _parts(self, x: torch.Tensor) -> Decomposition:
         parts = self._decompose(self.module, x)
-        batch, tokens = x.shape[:2]
+        lead = tuple(x.shape[:-2])  # [B, T] for the protocol's state; any leading axes
         n = self.n
-        expected = {"pre": (batch, tokens, n), "post": (batch, tokens, n),
-                    "comb": (batch, tokens, n, n), "collapsed": (batch, tokens, self.d)}
+        expected = {"pre": (*lead, n), "post": (*lead, n), "comb": (*lead, n, n),
+                    "collapsed": (*lead, self.d)}
         for name, shape in expected.items():
             value = getattr(parts, name)
             if value is None and name in ("pre", "collapsed"):

@@ -234,3 +234,12 @@ def test_the_logits_option_offers_the_modules_logits_in_the_row_form() -> None:
                             comb="source_target", conventions=declared, logits=_tiny_logits)
     report = check_implementation(fixed, profile="quick", only=["variant.h_res"])
     assert {r.id: r.status for r in report.results}["variant.h_res"] == "passed"
+
+
+def test_a_state_of_another_rank_reaches_the_package() -> None:
+    """No validation in the helper's forward: the package's own error is what the kit sees
+    (shape.other_sequence_axes then checks the package, not the helper)."""
+    impl = _make(seed=1)
+    for shape in ((2, 3, 5), (2, 2, 3, 3, 5)):  # [B, n, d] and [B, H, W, n, d]
+        with pytest.raises(RuntimeError, match="cannot be multiplied"):  # TinyV4's flatten(2)
+            impl.forward(torch.randn(*shape, dtype=torch.float64), lambda z: z)
