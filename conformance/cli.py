@@ -31,7 +31,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from hcspec.conformance import expected, junit, terminal
+from hcspec.conformance import compare, expected, junit, terminal
 from hcspec.conformance import report as rp
 from hcspec.conformance.profiles import DEFAULT_PROFILE, PROFILE_NAMES
 from hcspec.conformance.report import kit_version
@@ -194,6 +194,9 @@ def add_subcommand(register: Callable[[argparse._SubParsersAction], None]) -> No
     """Register a further subcommand (e.g. ``targets``, ``report``): ``register(subparsers)``
     adds a parser whose defaults set ``handler`` to a function returning the exit code."""
     _EXTRA_SUBCOMMANDS.append(register)
+
+
+add_subcommand(compare.register)  # hc-conformance compare TARGET_A TARGET_B
 
 
 def _console() -> Console:

@@ -37,6 +37,13 @@ that needs an absent capability is reported *not applicable* with the reason:
   the declaration.
 * ``sinkhorn_iterations`` — an int attribute, read as the declared Sinkhorn–Knopp rounds when
   ``conventions`` does not declare them.
+* ``published_parameters() -> Mapping[str, Tensor | float]`` — for an impl that declares a
+  published parameterization (``conventions.published``): the tensors of that layout, read
+  from the module's own state under its own key names (the adapter maps the names; a tensor
+  may be a view of a parameter, e.g. transposed, so that gradients reach the parameter), and
+  optionally the layout's settings (``hc_eps``, ``norm_eps``, ``sinkhorn_iters``)
+  (:mod:`hcspec.reference.published`). ``load_published(params)`` — optional too: set the
+  impl's parameters from such a mapping through the package's own loading path.
 * ``logits(x) -> (H̃_pre [B,T,n], H̃_post [B,T,n], H̃_res [B,T,n,n])`` — mHC's pre-activation
   logits (mHC Eq. 7) in the row convention of ``weights`` (:class:`SupportsLogits`),
   differentiable w.r.t. ``x``. With it the kit applies the declared Sinkhorn variant and gates
@@ -66,6 +73,7 @@ import torch
 
 from hcspec.spec.kinds import KINDS as KINDS  # the one vocabulary of kinds, defined by the spec
 from hcspec.spec.kinds import Kind as Kind
+from hcspec.spec.published import PARAMETERIZATIONS
 
 Branch = Callable[[torch.Tensor], torch.Tensor]
 """A sublayer ``F``: ``[B, T, d] -> [B, T, d]`` (the kit injects it)."""
@@ -82,8 +90,10 @@ PARAMETERS: Final = "parameters"
 TRAIN_EVAL: Final = "train_eval"
 LOGITS: Final = "logits"
 STACK: Final = "stack"
+PUBLISHED_PARAMETERS: Final = "published_parameters"
+LOAD_PUBLISHED: Final = "load_published"
 CAPABILITIES: Final[tuple[str, ...]] = (WEIGHTS, EXPAND, REDUCE, PARAMETERS, TRAIN_EVAL, LOGITS,
-                                        STACK)
+                                        STACK, PUBLISHED_PARAMETERS, LOAD_PUBLISHED)
 """Names of the optional capabilities, as reported by :func:`capabilities`."""
 
 
@@ -313,6 +323,11 @@ class Conventions:
             this (a kernel tiled by 64 without masking declares 64); 1 means any.
         contiguous_input: the impl needs a contiguous ``[B,T,n,d]`` state (it calls ``view`` on it);
             the strided-input property is then not applicable, and the report says so.
+        published: the published parameterization whose tensors the impl holds
+            (``"deepseek-v4"``, ``"mhc-paper"``, ``"hc-static"``, ``"hc-dynamic"``,
+            :mod:`hcspec.reference.published`), offered by ``published_parameters()``; the
+            ``published`` family checks the impl computes that parameterization's step from
+            them. None: not declared (the family is not applicable).
         deterministic: False when repeated forwards/backwards of the same input may differ
             (atomics, dropout kept on in eval): the determinism properties then report the
             run-to-run spread instead of requiring bitwise equality, and the inference
@@ -345,9 +360,12 @@ class Conventions:
     contiguous_input: bool = False
     deterministic: bool = True
     weights_scale_invariant: bool | None = None
+    published: str | None = None
 
     def __post_init__(self) -> None:
         self._check_sizes()
+        if self.published is not None:
+            _one_of("published", self.published, PARAMETERIZATIONS)
         _one_of("branch_input", self.branch_input, _BRANCH_INPUTS)
         _one_of("reduce", self.reduce, _REDUCE_SCALES)
         _one_of("sinkhorn_exact_axis", self.sinkhorn_exact_axis, _EXACT_AXES)
@@ -565,6 +583,16 @@ def has_stack_sublayer(stack: object) -> bool:
     return callable(getattr(stack, "sublayer", None))
 
 
+def has_published_parameters(impl: object) -> bool:
+    """``impl`` offers ``published_parameters()`` (capability ``published_parameters``)."""
+    return callable(getattr(impl, PUBLISHED_PARAMETERS, None))
+
+
+def has_load_published(impl: object) -> bool:
+    """``impl`` offers ``load_published(params)`` (capability ``load_published``)."""
+    return callable(getattr(impl, LOAD_PUBLISHED, None))
+
+
 def capabilities(impl: object) -> frozenset[str]:
     """The optional capabilities ``impl`` offers, detected by presence (names in
     :data:`CAPABILITIES`). ``train_eval`` needs both ``train`` and ``eval``.
@@ -579,7 +607,9 @@ def capabilities(impl: object) -> frozenset[str]:
     """
     checks = ((WEIGHTS, has_weights), (EXPAND, has_expand), (REDUCE, has_reduce),
               (PARAMETERS, has_parameters), (TRAIN_EVAL, has_train_eval), (LOGITS, has_logits),
-              (STACK, has_stack))
+              (STACK, has_stack),
+              (PUBLISHED_PARAMETERS, has_published_parameters),
+              (LOAD_PUBLISHED, has_load_published))
     return frozenset(name for name, offered in checks if offered(impl))
 
 

@@ -14,13 +14,16 @@ and in this project's row form ``h_pre = A_m``, ``h_post = Bᵀ``, ``H_res = A_r
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import ClassVar
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from hcspec.reference.connection import Weights
+from hcspec.reference import published
+from hcspec.reference.connection import HyperConnection, Weights
 from hcspec.reference.static import StaticHyperConnection
 
 SCALE_INIT = 0.01
@@ -50,6 +53,13 @@ class DynamicHyperConnection(StaticHyperConnection):
     """
 
     kind: ClassVar[str] = "hc-dynamic"
+    conventions: ClassVar[Mapping[str, object]] = MappingProxyType({
+        **HyperConnection.conventions, "published": "hc-dynamic"})
+    """The reference's declaration, and its published layout (HC Eq. 10-13 names)."""
+    NAMES: ClassVar[published.NameMap] = published.NameMap(
+        "hc-dynamic", {"B": "h_post", "A_m": "h_pre", "A_r": "H_res", "W_beta": "W_post",
+                       "W_m": "W_pre", "W_r": "W_res", "s_alpha": "s_alpha",
+                       "s_beta": "s_beta"}, frozenset({"A_r"}), {"norm_eps": "norm_eps"})
 
     def __init__(
         self,

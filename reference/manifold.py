@@ -18,13 +18,15 @@ gain, φ and b init) are documented on :class:`ManifoldHyperConnection` and in d
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import ClassVar, Literal, get_args
 
 import torch
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
-from hcspec.reference import _checks, fast
+from hcspec.reference import _checks, fast, published
 from hcspec.reference.connection import Branch, HyperConnection, Weights
 from hcspec.reference.sinkhorn import DEFAULT_ITERATIONS, sinkhorn_knopp
 
@@ -59,7 +61,7 @@ def res_bias_for_diagonal(n: int, diagonal: float) -> float:
     return math.log(diagonal * (n - 1) / (1.0 - diagonal))
 
 
-class ManifoldHyperConnection(HyperConnection):
+class ManifoldHyperConnection(published.Published, HyperConnection):
     """mHC around one sublayer: sigmoid-bounded read/write, Sinkhorn–Knopp-projected mixing.
 
     Parameters: ``phi_pre [n·d, n]``, ``phi_post [n·d, n]``, ``phi_res [n·d, n²]``,
@@ -118,6 +120,13 @@ class ManifoldHyperConnection(HyperConnection):
     """
 
     kind: ClassVar[str] = "mhc"
+    conventions: ClassVar[Mapping[str, object]] = MappingProxyType({
+        **HyperConnection.conventions, "published": "mhc-paper"})
+    """The reference's declaration, and its published layout (mHC Eq. 5-9 names)."""
+    NAMES: ClassVar[published.NameMap] = published.NameMap(
+        "mhc-paper", {k: k for k in ("phi_pre", "phi_post", "phi_res", "b_pre", "b_post",
+                                     "b_res", "alpha_pre", "alpha_post", "alpha_res")},
+        settings={"norm_eps": "norm_eps", "sinkhorn_iters": "sinkhorn_iterations"})
 
     def __init__(
         self,

@@ -6,16 +6,18 @@ of docs/reference.md (``h_pre = A_m``, ``h_post = Bᵀ``, ``H_res = A_rᵀ``).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import ClassVar
 
 import torch
 from torch import nn
 
-from hcspec.reference import _checks
+from hcspec.reference import _checks, published
 from hcspec.reference.connection import HyperConnection, Weights
 
 
-class StaticHyperConnection(HyperConnection):
+class StaticHyperConnection(published.Published, HyperConnection):
     """Static HC around one sublayer: ``X' = H_res X + h_post F(h_preᵀ X)ᵀ`` with constants.
 
     Parameters (row form): ``h_pre [n]`` (HC ``A_m``), ``h_post [n]`` (HC ``Bᵀ``),
@@ -37,6 +39,12 @@ class StaticHyperConnection(HyperConnection):
     """
 
     kind: ClassVar[str] = "hc-static"
+    conventions: ClassVar[Mapping[str, object]] = MappingProxyType({
+        **HyperConnection.conventions, "published": "hc-static"})
+    """The reference's declaration, and its published layout: HC's ``B = h_post``,
+    ``A_m = h_pre``, ``A_r = H_resᵀ`` (:mod:`hcspec.reference.published`)."""
+    NAMES: ClassVar[published.NameMap] = published.NameMap(
+        "hc-static", {"B": "h_post", "A_m": "h_pre", "A_r": "H_res"}, frozenset({"A_r"}))
 
     def __init__(
         self,

@@ -18,6 +18,7 @@ from typing import Any
 import torch
 
 from hcspec.reference.connection import HyperConnection
+from hcspec.reference.deepseek_v4 import DeepSeekV4HyperConnection
 from hcspec.reference.dynamic import DynamicHyperConnection
 from hcspec.reference.manifold import Implementation, ManifoldHyperConnection
 from hcspec.reference.static import StaticHyperConnection
@@ -111,6 +112,20 @@ def mhc_fast(n: int, d: int, *, layer_index: int = 0, dtype: torch.dtype = torch
     """
     return mhc(n, d, layer_index=layer_index, dtype=dtype, device=device, seed=seed,
                implementation="fast")
+
+
+def deepseek_v4(n: int, d: int, *, layer_index: int = 0, dtype: torch.dtype = torch.float64,
+                device: torch.device | str = "cpu", seed: int = 0) -> DeepSeekV4HyperConnection:
+    """A fresh :class:`~hcspec.reference.deepseek_v4.DeepSeekV4HyperConnection` (DeepSeek-V4's
+    published parameterization; ``hc_fn`` drawn from ``seed``).
+
+    Raises:
+        ValueError: as the constructor.
+    """
+    module = _seeded(lambda: DeepSeekV4HyperConnection(n, d, layer_index, dtype=torch.float64),
+                     seed, dtype, device)
+    assert isinstance(module, DeepSeekV4HyperConnection)
+    return module
 
 
 TARGETS: dict[str, Callable[..., HyperConnection]] = {

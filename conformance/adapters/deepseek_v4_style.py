@@ -34,12 +34,22 @@ and one function that calls it (docs/conformance.md has a worked example)::
                                 sinkhorn_iterations_count="rounds_from_softmax"))
 
 Then ``hc-conformance run mypackage.my_adapter:make``.
+
+**Published parameters.** A module that holds a published parameterization's tensors (a
+DeepSeek-V4 checkpoint's ``hc_fn``, ``hc_scale``, ``hc_base`` under the package's own key
+names) passes ``published=PublishedTensors("deepseek-v4", {"hc_fn": "fn", "hc_scale":
+"scale", "hc_base": "base"}, settings)``: the target then declares
+``conventions.published`` and offers ``published_parameters()`` (the module's own parameters
+under the layout's names) and ``load_published(params)`` (through the module's
+``load_state_dict``), and the ``published`` family checks it computes DeepSeek-V4's step from
+them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+import dataclasses
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple
 
 import torch
@@ -103,6 +113,13 @@ StackOf = Callable[[list["V4StyleConnection"]], Stack]
 carried state, e.g. DeepSeek-V4.1's fused pre of the next sublayer), given the L adapters
 built for ``layer_index … layer_index + L − 1`` (:class:`hcspec.conformance.protocol.Stack`)."""
 
+Logits = Callable[[Any, torch.Tensor], tuple[torch.Tensor, torch.Tensor, torch.Tensor]]
+"""``logits(module, x [B, T, n, d]) -> (pre [B,T,n], post [B,T,n], comb [B,T,n,n])``: the
+module's pre-activation logits (the arguments of σ, c·σ and Sinkhorn–Knopp), ``comb``'s in
+the orientation the target declares; the target offers them to the kit as ``logits(x)`` in the
+row form (the variant family then checks the declared Sinkhorn variant at identical logits).
+"""
+
 ReadPre = Callable[[Any, torch.Tensor], torch.Tensor]
 """``read_pre(module, x [B, T, n, d]) -> pre [B, T, n]``: for a module that consumes ``pre``
 itself; called by ``weights`` only, so ``forward`` stays the module's plain call (e.g.
@@ -138,6 +155,50 @@ class V4Style:
                              f"{self.compose_dtype!r}")
 
 
+@dataclass(frozen=True)
+class PublishedTensors:
+    """Where a module keeps a published parameterization's tensors
+    (:mod:`hcspec.reference.published`).
+
+    Attributes:
+        layout: the layout's name (``"deepseek-v4"``).
+        keys: layout tensor name -> the module's parameter name (as ``named_parameters``
+            and ``state_dict`` spell it).
+        settings: ``settings(module)`` -> the layout's settings the module uses (``hc_eps``,
+            ``norm_eps``, ``sinkhorn_iters``), read from the module's configuration.
+    """
+
+    layout: str
+    keys: Mapping[str, str]
+    settings: Callable[[Any], Mapping[str, float]] = field(default=lambda module: {})
+
+    def read(self, module: nn.Module) -> dict[str, object]:
+        """The layout's tensors (the module's own parameters) and settings.
+
+        Raises:
+            KeyError: a key the module does not have (named).
+        """
+        own = dict(module.named_parameters())
+        missing = [k for k in self.keys.values() if k not in own]
+        if missing:
+            raise KeyError(f"published {self.layout}: the module has no parameter "
+                           f"{', '.join(missing)}")
+        out: dict[str, object] = {name: own[key] for name, key in self.keys.items()}
+        out.update(self.settings(module))
+        return out
+
+    def load(self, module: nn.Module, params: Mapping[str, object]) -> None:
+        """Set the module's parameters from the layout's tensors through its own
+        ``load_state_dict`` (which checks the shapes and casts to the parameters' dtype).
+
+        Raises:
+            KeyError: a layout tensor missing from ``params``. RuntimeError: as
+            ``load_state_dict`` (a wrong shape).
+        """
+        state = {self.keys[name]: params[name] for name in self.keys}
+        module.load_state_dict(state, strict=False)
+
+
 class V4StyleConnection(WrapsModule):
     """A DeepSeek-V4-style module presented as a kit impl (:mod:`hcspec.conformance.protocol`).
 
@@ -154,9 +215,13 @@ class V4StyleConnection(WrapsModule):
     the reduction head's parameters are among them when it is a submodule).
     """
 
+    logits: Callable[[torch.Tensor], Weights]
+    """Present only when the factory was given ``logits`` (:data:`Logits`): the module's
+    pre-activation logits at ``x`` in the row form (capability ``logits``)."""
+
     def __init__(self, module: nn.Module, decompose: Decompose, n: int, d: int,
                  style: V4Style, reduce: Reduce | None = None,
-                 read_pre: ReadPre | None = None,
+                 read_pre: ReadPre | None = None, logits: Logits | None = None,
                  successor: Callable[[int], V4StyleConnection] | None = None,
                  stack_of: StackOf | None = None) -> None:
         self.module: Any = module
@@ -170,16 +235,23 @@ class V4StyleConnection(WrapsModule):
         self._identity = style.conventions.residual_mixing == "identity"
         self._successor = successor
         self._stack_of = stack_of
+        if logits is not None:
+            self._logits_of = logits
+            self.logits = self._row_form_logits
 
     # --- the protocol ---------------------------------------------------------------------
     def forward(self, x: torch.Tensor, branch: Branch) -> torch.Tensor:
         """``X'_j = post_j · F(collapsed) + Σ_i H_res[j, i] X_i``; ``branch`` is called once on
         ``collapsed``.
 
+        The state goes to the package's module as given (no validation here: a state of
+        another rank, ``[B, n, d]`` or ``[B, H, W, n, d]``, reaches the package, whose own
+        error, or result, is what the kit's shape properties see).
+
         Raises:
-            ValueError: see the class.
+            ValueError: see the class (a decomposition of the wrong shapes); whatever the
+                package raises.
         """
-        check_state(x, self.n, self.d)
         parts = self._parts(x)
         collapsed = parts.collapsed
         if collapsed is None:
@@ -260,6 +332,14 @@ class V4StyleConnection(WrapsModule):
         sublayers = [self, *later]
         return self._stack_of(sublayers) if self._stack_of else sequential_stack(sublayers)
 
+    def _row_form_logits(self, x: torch.Tensor) -> Weights:
+        """The module's ``(pre, post, comb)`` logits at ``x`` in the row form: ``comb``'s
+        transposed where the target declares ``comb="source_target"`` (entry ``[i, j]`` then
+        belongs to ``H_res[i, j]``)."""
+        check_state(x, self.n, self.d)
+        pre, post, comb = self._logits_of(self.module, x)
+        return pre, post, self._h_res(comb)
+
     # --- internals ------------------------------------------------------------------------
     def _output_dtype(self, x: torch.Tensor) -> torch.dtype:
         return self.conventions.output_dtype or x.dtype
@@ -269,10 +349,10 @@ class V4StyleConnection(WrapsModule):
 
     def _parts(self, x: torch.Tensor) -> Decomposition:
         parts = self._decompose(self.module, x)
-        batch, tokens = x.shape[:2]
+        lead = tuple(x.shape[:-2])  # [B, T] for the protocol's state; any leading axes
         n = self.n
-        expected = {"pre": (batch, tokens, n), "post": (batch, tokens, n),
-                    "comb": (batch, tokens, n, n), "collapsed": (batch, tokens, self.d)}
+        expected = {"pre": (*lead, n), "post": (*lead, n), "comb": (*lead, n, n),
+                    "collapsed": (*lead, self.d)}
         for name, shape in expected.items():
             value = getattr(parts, name)
             if value is None and name in ("pre", "collapsed"):
@@ -291,11 +371,28 @@ class V4StyleConnection(WrapsModule):
         return parts
 
 
+class PublishedV4StyleConnection(V4StyleConnection):
+    """A :class:`V4StyleConnection` whose module holds a published layout's tensors: also
+    ``published_parameters()`` and ``load_published(params)`` (:class:`PublishedTensors`)."""
+
+    published: PublishedTensors
+
+    def published_parameters(self) -> dict[str, object]:
+        """The layout's tensors (the module's own parameters, differentiable) and settings."""
+        return self.published.read(self.module)
+
+    def load_published(self, params: Mapping[str, object]) -> None:
+        """Set the module's parameters from ``params`` (:meth:`PublishedTensors.load`)."""
+        self.published.load(self.module, params)
+
+
 def v4_style_target(build: Build, decompose: Decompose, *, comb: CombOrientation,
                     conventions: Conventions, kind: Kind = "mhc",
                     compose_dtype: ComposeDtype = "input", keep_float32: bool = False,
                     reduce: Reduce | None = None, read_pre: ReadPre | None = None,
-                    stack_of: StackOf | None = None) -> Factory:
+                    stack_of: StackOf | None = None,
+                    published: PublishedTensors | None = None,
+                    logits: Logits | None = None) -> Factory:
     """A kit target (factory) for a DeepSeek-V4-style module.
 
     Args:
@@ -310,6 +407,11 @@ def v4_style_target(build: Build, decompose: Decompose, *, comb: CombOrientation
             (:data:`ReadPre`).
         stack_of: the package's own run of consecutive sublayers (:data:`StackOf`); without
             it, ``impl.stack(L)`` runs L independently built sublayers one after the other.
+        logits: the module's pre-activation logits (:data:`Logits`): the target then offers
+            ``logits(x)`` (mHC only; the ``variant`` family uses it).
+        published: where the module keeps a published layout's tensors
+            (:class:`PublishedTensors`); the target then declares ``conventions.published``
+            and offers ``published_parameters``/``load_published``.
 
     Returns:
         ``make(n, d, *, layer_index=0, dtype=torch.float64, device="cpu", seed=0)`` building a
@@ -320,6 +422,8 @@ def v4_style_target(build: Build, decompose: Decompose, *, comb: CombOrientation
         ValueError: an unknown ``comb`` or ``compose_dtype`` (at once); ``reduce`` given without
             ``conventions.reduce == "learned"`` or the reverse.
     """
+    if published is not None:
+        conventions = dataclasses.replace(conventions, published=published.layout)
     style = V4Style(comb, conventions, kind, compose_dtype, keep_float32)
     if (reduce is not None) != (conventions.reduce == "learned"):
         raise ValueError("a learned reduction head is given exactly when the conventions "
@@ -340,8 +444,12 @@ def v4_style_target(build: Build, decompose: Decompose, *, comb: CombOrientation
             return make(n, d, layer_index=layer_index + k, dtype=dtype, device=device,
                         seed=seed + k)
 
-        return V4StyleConnection(module, decompose, n, d, style, reduce, read_pre, successor,
-                                 stack_of)
+        cls = V4StyleConnection if published is None else PublishedV4StyleConnection
+        impl = cls(module, decompose, n, d, style, reduce, read_pre, logits=logits,
+                   successor=successor, stack_of=stack_of)
+        if isinstance(impl, PublishedV4StyleConnection) and published is not None:
+            impl.published = published
+        return impl
 
     make.__doc__ = (f"Kit factory for a DeepSeek-V4-style module built by "
                     f"{getattr(build, '__qualname__', build)!s} (comb {comb}).")

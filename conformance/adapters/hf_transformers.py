@@ -50,6 +50,7 @@ from hcspec.conformance.adapters.declarations.hf_transformers import FIRST_RELEA
 from hcspec.conformance.adapters.deepseek_v4_style import (
     CombOrientation,
     Decomposition,
+    PublishedTensors,
     v4_style_target,
 )
 from hcspec.conformance.protocol import Conventions, Factory
@@ -121,6 +122,23 @@ def read_pre(module: nn.Module, x: torch.Tensor) -> tuple[Any, torch.Tensor]:
     raise PackageChanged(
         f"transformers {type(module).__name__}: pre.unsqueeze(-1) * hidden_streams not found "
         f"(adapter written for {WRITTEN_FOR})")
+
+
+# --- the published DeepSeek-V4 layout: hc_fn, hc_scale, hc_base ---------------------------------
+def published_tensors(prefix: str) -> PublishedTensors:
+    """DeepSeek-V4's published layout in a ``DeepseekV4HyperConnection`` (or GLM-5-Next's) at
+    ``prefix`` (``""`` or ``"connection."``): a checkpoint's ``hc_attn_fn`` /
+    ``hc_attn_scale`` / ``hc_attn_base`` are the module's ``fn`` / ``scale`` / ``base`` (the
+    package's own ``conversion_mapping`` renames them so); the settings are the module's
+    ``hc_eps``, its input norm's ``eps`` and ``hc_sinkhorn_iters``."""
+    def settings(module: Any) -> dict[str, float]:
+        connection = module.get_submodule(prefix.rstrip(".")) if prefix else module
+        return {"hc_eps": float(connection.hc_eps),
+                "norm_eps": float(connection.input_norm.eps),
+                "sinkhorn_iters": int(connection.hc_sinkhorn_iters)}
+
+    return PublishedTensors("deepseek-v4", {"hc_fn": f"{prefix}fn", "hc_scale": f"{prefix}scale",
+                                            "hc_base": f"{prefix}base"}, settings)
 
 
 # --- DeepSeek-V4 and GLM-5-Next (post, comb, collapsed) ----------------------------------------
@@ -198,7 +216,8 @@ def _deepseek_v4(release: str) -> Factory:
 
     return v4_style_target(build, _on_connection(_decompose_with_comb), comb=comb,
                            conventions=_deepseek_v4_conventions(release), keep_float32=True,
-                           reduce=_learned_head, read_pre=_on_connection(_pre_of))
+                           reduce=_learned_head, read_pre=_on_connection(_pre_of),
+                           published=published_tensors("connection."))
 
 
 def _glm5_next() -> Factory:
@@ -221,7 +240,8 @@ def _glm5_next() -> Factory:
                "reduce = Glm5NextTextHyperHead, the unweighted mean of the streams; "
                "parameters float32"))
     return v4_style_target(build, _decompose_with_comb, comb="source_target",
-                           conventions=conventions, keep_float32=True, read_pre=_pre_of)
+                           conventions=conventions, keep_float32=True, read_pre=_pre_of,
+                           published=published_tensors(""))
 
 
 # --- HY-V4 (post, collapsed): no mixing matrix -------------------------------------------------

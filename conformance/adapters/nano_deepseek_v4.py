@@ -34,7 +34,11 @@ from torch import nn
 
 from hcspec.conformance.adapters._capture import CallRecorder, PackageChanged
 from hcspec.conformance.adapters.declarations.nano_deepseek_v4 import WRITTEN_FOR
-from hcspec.conformance.adapters.deepseek_v4_style import Decomposition, v4_style_target
+from hcspec.conformance.adapters.deepseek_v4_style import (
+    Decomposition,
+    PublishedTensors,
+    v4_style_target,
+)
 from hcspec.conformance.protocol import Conventions
 
 SINKHORN_ITERS: Final = 8
@@ -120,13 +124,26 @@ def conventions(sinkhorn_iters: int) -> Conventions:
     )
 
 
+def _settings(module: Any) -> dict[str, float]:
+    return {"hc_eps": float(module.hc.eps), "norm_eps": float(module.hc.input_norm.eps),
+            "sinkhorn_iters": int(module.hc.sinkhorn_iters)}
+
+
+PUBLISHED: Final = PublishedTensors(
+    "deepseek-v4", {"hc_fn": "hc.fn", "hc_scale": "hc.scale", "hc_base": "hc.base"}, _settings)
+"""DeepSeek-V4's published layout in nano's ``HyperConnection``: a checkpoint's ``hc_fn`` /
+``hc_scale`` / ``hc_base`` are its ``fn`` / ``scale`` / ``base`` (nano's loader maps the
+names so); settings from its config (``hc_eps``, ``rms_norm_eps``, ``hc_sinkhorn_iters``)."""
+
+
 def make_factory(sinkhorn_iters: int = SINKHORN_ITERS, build: Any = None) -> Any:
     """The kit factory for nano's ``HyperConnection`` with ``hc_sinkhorn_iters``; ``build``
     (``build(n, d, layer_index) -> module`` with ``.hc`` and ``.head``) replaces the package's
     module (for tests with a stand-in)."""
     return v4_style_target(
         build or _build(sinkhorn_iters), decompose, comb="target_source",
-        conventions=conventions(sinkhorn_iters), reduce=reduce_with_head, read_pre=read_pre)
+        conventions=conventions(sinkhorn_iters), reduce=reduce_with_head, read_pre=read_pre,
+        published=PUBLISHED)
 
 
 def make(n: int, d: int, *, layer_index: int = 0, dtype: torch.dtype = torch.float64,

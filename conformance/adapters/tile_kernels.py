@@ -65,7 +65,11 @@ from hcspec.conformance.adapters.declarations.tile_kernels import REFERENCE_FILE
 from hcspec.conformance.adapters.declarations.tile_kernels import WRITTEN_FOR as WRITTEN_FOR
 from hcspec.conformance.adapters.declarations.tile_kernels import reference_path
 from hcspec.conformance.adapters.declarations.tile_kernels import unavailable as unavailable
-from hcspec.conformance.adapters.deepseek_v4_style import Decomposition, v4_style_target
+from hcspec.conformance.adapters.deepseek_v4_style import (
+    Decomposition,
+    PublishedTensors,
+    v4_style_target,
+)
 from hcspec.conformance.protocol import Conventions
 
 NORM_EPS: Final = 1e-6
@@ -186,6 +190,15 @@ def conventions(post_mult_value: float) -> Conventions:
     )
 
 
+PUBLISHED: Final = PublishedTensors(
+    "deepseek-v4", {"hc_fn": "fn", "hc_scale": "scale", "hc_base": "base"},
+    lambda module: {"hc_eps": PRE_EPS, "norm_eps": NORM_EPS, "sinkhorn_iters": SINKHORN_REPEAT})
+"""DeepSeek-V4's published layout: ``mhc_pre``'s ``fn``, ``scale``, ``base`` are a checkpoint's
+``hc_fn``, ``hc_scale``, ``hc_base``; ``pre_eps = sinkhorn_eps = hc_eps``, ``norm_eps``,
+``sinkhorn_repeat = sinkhorn_iters``. Declared by the target with ``post_mult_value = 2``
+only: ``mhc_pre``'s default 1.0 is not DeepSeek-V4's ``2σ``."""
+
+
 def make_factory(post_mult_value: float) -> Any:
     """The kit factory for the composed references with ``post_mult_value``; the reference
     file is loaded here, once, not inside forward.
@@ -201,7 +214,7 @@ def make_factory(post_mult_value: float) -> Any:
     return v4_style_target(
         _build, _decomposer(ref, post_mult_value), comb="source_target",
         conventions=conventions(post_mult_value), compose_dtype="float32", keep_float32=True,
-        reduce=reduce)
+        reduce=reduce, published=PUBLISHED if post_mult_value == 2.0 else None)
 
 
 def make(n: int, d: int, *, layer_index: int = 0, dtype: torch.dtype = torch.float64,

@@ -16,6 +16,7 @@
 - :mod:`.lemmas`: ``lemma.*`` (facts other proofs cite)
 - :mod:`.remarks`: ``mhc.soft_start``, ``mhc.tensor_parallel_locality``,
   ``reduction.n1_expressiveness``, ``mhc.sinkhorn_seed_loop``
+- :mod:`.published`: ``published.*`` (each published parameterization's step is the closed form)
 """
 
 from hcspec.spec.theorems import (  # noqa: F401  (imported for their registration side effect)
@@ -29,6 +30,7 @@ from hcspec.spec.theorems import (  # noqa: F401  (imported for their registrati
     lemmas,
     mhc,
     norm,
+    published,
     reduction,
     remarks,
     sinkhorn_gradient,

@@ -31,7 +31,8 @@ def test_conventions_validate_their_values() -> None:
 def test_capabilities_are_detected_by_presence() -> None:
     module = ManifoldHyperConnection(2, 3)
     assert capabilities(module) == {"weights", "expand", "reduce", "parameters", "train_eval",
-                                    "logits", "stack"}
+                                    "logits", "stack", "published_parameters",
+                                    "load_published"}
     assert "logits" not in capabilities(StaticHyperConnection(2, 3, 0))
     assert isinstance(module, HyperConnectionImpl)
     assert capabilities(make_linear(2, 3)) == {"weights"}

@@ -35,12 +35,13 @@ def test_modules_declare_their_conventions_as_a_plain_mapping(kind: str) -> None
     from hcspec.conformance.protocol import Conventions, conventions_of
 
     module = TARGETS[kind](2, 3, seed=0)
+    layout = {"mhc": "mhc-paper"}.get(kind, kind)  # the published parameterization it holds
     assert dict(module.conventions) == {
-        "branch_input": "x_in", "reduce": "sum",
+        "branch_input": "x_in", "reduce": "sum", "published": layout,
         "notes": "hcspec reference: branch receives x_in, reduce sums the streams"}
     rounds = 20 if kind == "mhc" else None  # mHC's rounds come from its attribute
     assert conventions_of(module) == Conventions(
-        branch_input="x_in", reduce="sum", sinkhorn_iterations=rounds,
+        branch_input="x_in", reduce="sum", sinkhorn_iterations=rounds, published=layout,
         notes="hcspec reference: branch receives x_in, reduce sums the streams")
     h = torch.randn(1, 2, 3, dtype=torch.float64)
     torch.testing.assert_close(module.reduce(module.expand(h)), 2 * h)  # the declared sum

@@ -257,3 +257,47 @@ def test_the_packages_own_stack_of_receives_the_sublayers_in_order() -> None:
                                                  strict=True))
     with pytest.raises(ValueError, match=r"layers: expected a positive int"):
         impl.stack(0)
+
+
+def _tiny_logits(module: TinyV4, x: torch.Tensor
+                 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    n = module.n
+    mix = x.flatten(2).to(module.fn.dtype) @ module.fn.T + module.base
+    return mix[..., :n], mix[..., n:2 * n], mix[..., 2 * n:].unflatten(-1, (n, n))
+
+
+def test_the_logits_option_offers_the_modules_logits_in_the_row_form() -> None:
+    assert "logits" not in capabilities(_make(seed=1))
+    factory = v4_style_target(lambda n, d, layer: TinyV4(n, d), _decompose,
+                              comb="source_target", conventions=CONVENTIONS,
+                              logits=_tiny_logits)
+    impl = factory(3, 5, seed=1)
+    assert "logits" in capabilities(impl)
+    x = torch.randn(2, 4, 3, 5, dtype=torch.float64)
+    pre, post, res = impl.logits(x)  # type: ignore[attr-defined]
+    want_pre, want_post, comb = _tiny_logits(impl.module, x)  # type: ignore[attr-defined]
+    assert torch.equal(pre, want_pre) and torch.equal(post, want_post)
+    assert torch.equal(res, comb.transpose(-1, -2))  # H̃_res[i, j] belongs to H_res[i, j]
+    # with the logits the variant family checks the declared Sinkhorn–Knopp variant: TinyV4
+    # runs 30 full rounds after the softmax, not the 2·30 − 1 normalisations declared above
+    import dataclasses
+
+    from hcspec.conformance.runner import check_implementation
+
+    report = check_implementation(factory, profile="quick", only=["variant.h_res"])
+    [failed] = [r for r in report.results if r.id == "variant.h_res"]
+    assert failed.status == "failed" and "H_res matches 30 rounds" in failed.message
+    declared = dataclasses.replace(CONVENTIONS, sinkhorn_iterations_count="rounds")
+    fixed = v4_style_target(lambda n, d, layer: TinyV4(n, d), _decompose,
+                            comb="source_target", conventions=declared, logits=_tiny_logits)
+    report = check_implementation(fixed, profile="quick", only=["variant.h_res"])
+    assert {r.id: r.status for r in report.results}["variant.h_res"] == "passed"
+
+
+def test_a_state_of_another_rank_reaches_the_package() -> None:
+    """No validation in the helper's forward: the package's own error is what the kit sees
+    (shape.other_sequence_axes then checks the package, not the helper)."""
+    impl = _make(seed=1)
+    for shape in ((2, 3, 5), (2, 2, 3, 3, 5)):  # [B, n, d] and [B, H, W, n, d]
+        with pytest.raises(RuntimeError, match="cannot be multiplied"):  # TinyV4's flatten(2)
+            impl.forward(torch.randn(*shape, dtype=torch.float64), lambda z: z)

@@ -111,9 +111,15 @@ def test_two_steps_equal_the_packages_decoder_layer(name: str, dtype: torch.dtyp
 def test_weights_are_the_ones_the_layer_used_and_the_target_is_complete(name: str) -> None:
     impl = _make(name, seed=0)
     check_required(impl)
+    published = set() if name.endswith("hy-v4") else {"published_parameters", "load_published"}
     assert capabilities(impl) == {"weights", "expand", "reduce", "parameters", "train_eval",
-                                  "stack"}
+                                  "stack", *published}
     assert all(p.dtype == torch.float32 for p in impl.parameters())  # _keep_in_fp32_modules
+    if published:  # the checkpoint's hc_fn/hc_scale/hc_base are the module's own parameters
+        own = {id(p) for p in impl.parameters()}
+        params = impl.published_parameters()
+        assert {id(params[k]) for k in ("hc_fn", "hc_scale", "hc_base")} <= own
+        assert conventions_of(impl).published == "deepseek-v4"
     x = torch.randn(1, 2, 4, 8, dtype=torch.float64)
     h_pre, h_post, H_res = impl.weights(x)
     z = torch.cos(torch.einsum("btn,btnd->btd", h_pre, x))

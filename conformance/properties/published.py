@@ -1,0 +1,350 @@
+"""Published family: does the target compute the published network from the published weights?
+
+A target that declares ``conventions.published`` (``"deepseek-v4"``, ``"mhc-paper"``,
+``"hc-static"``, ``"hc-dynamic"``) offers ``published_parameters()``: the tensors of that
+layout read from its own state (:mod:`hcspec.reference.published`). The kit computes the
+published step of exactly those tensors in float64 (the oracle, the case's branch in float64)
+and compares:
+
+* ``published.step``: the target's output with the oracle's, within the law's tolerance of the
+  run's effective dtype; below float32 the same-precision floor, 8 × the error the published
+  step itself makes when computed in the target's compute dtype and rounded to its output
+  dtype (:mod:`.precision`). On a DeepSeek-V4 mismatch the failure names the divergence
+  (:mod:`.divergence`): orientation, σ vs 2σ, the Sinkhorn start, eps placement, the rounds,
+  a scale on the wrong block, the norm after the projection.
+* ``published.gradients``: ``∂⟨G, X'⟩/∂X`` and the gradients w.r.t. the target's parameters
+  with the oracle's gradients w.r.t. the published tensors pulled back through
+  ``published_parameters()`` (a published tensor may be a view of a parameter).
+* ``published.load_roundtrip``: tensors set through the target's own ``load_published`` into a
+  differently initialised impl give the same step, and read back unchanged.
+
+The check is against the *published* function, not against the target's own declarations or
+reported weights: a target that is a valid mHC on its own terms but computes another network
+from a checkpoint's tensors fails here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+
+import torch
+
+from hcspec.conformance import rules, salts, strategies, tolerances
+from hcspec.conformance.properties import divergence, precision
+from hcspec.conformance.properties.base import Context, f64
+from hcspec.conformance.properties.building import floating_parameters
+from hcspec.conformance.properties.cases import Cases, shift
+from hcspec.conformance.properties.common import branch64
+from hcspec.conformance.properties.declaration import declare
+from hcspec.conformance.properties.errors import Inconclusive, PropertyFailure
+from hcspec.conformance.properties.requirements import Requirement, capability
+from hcspec.conformance.protocol import (
+    LOAD_PUBLISHED,
+    PUBLISHED_PARAMETERS,
+    Branch,
+    HyperConnectionImpl,
+)
+from hcspec.conformance.strategies import Case
+from hcspec.reference import published as pub
+
+BASE = ("shape.output", "shape.branch_once")
+DECLARES = Requirement(
+    "conventions.published declared",
+    "applies to a target that declares a published parameterization (conventions.published)",
+    lambda s: s.conventions.published is not None)
+REQUIRES = (DECLARES, capability(PUBLISHED_PARAMETERS))
+CASES = Cases(perturbations=(0.3, 1.0), extreme_scales=False)
+"""Parameters perturbed away from the init (at init hc_scale = 1 and symmetric logits hide a
+scale on the wrong block and the orientation)."""
+
+Params = dict[str, object]
+
+
+def _examples(ctx: Context) -> list[Case]:
+    return shift(ctx, [Case(2, 3, 4, 8, seed=0, perturb=0.5),
+                       Case(1, 2, 2, 5, seed=1, perturb=1.0, layer_index=1),
+                       Case(2, 2, 3, 6, seed=2, perturb=0.3, layer_index=2)])
+
+
+def read(ctx: Context, impl: HyperConnectionImpl) -> Params:
+    """``impl.published_parameters()``, checked against the declared layout.
+
+    Raises:
+        PropertyFailure: the mapping lacks a tensor or has a wrong shape (named).
+    """
+    name = ctx.conventions.published
+    assert name is not None  # DECLARES
+    got = getattr(impl, PUBLISHED_PARAMETERS)()
+    if not isinstance(got, Mapping):
+        raise PropertyFailure(f"published_parameters() returned {type(got).__name__}, "
+                              "expected a mapping from the layout's names to tensors")
+    try:
+        pub.check_parameters(name, got, impl.n, impl.d)
+    except (TypeError, ValueError) as exc:
+        raise PropertyFailure(f"published_parameters(): {exc}") from exc
+    return dict(got)
+
+
+def _as(params: Params, dtype: torch.dtype, *, leaves: bool = False) -> Params:
+    """``params`` with every tensor detached, on the CPU in ``dtype`` (leaves that require
+    grad when ``leaves``); settings unchanged."""
+    out: Params = {}
+    for key, value in params.items():
+        if isinstance(value, torch.Tensor):
+            value = value.detach().to(device="cpu", dtype=dtype).clone()
+            value.requires_grad_(leaves)
+        out[key] = value
+    return out
+
+
+def _oracle_branch(ctx: Context, case: Case) -> Branch:
+    """The case's branch in float64 after the declared branch input map."""
+    branch = branch64(ctx, case)
+    return lambda agg: branch(ctx.observe.branch_input(agg))
+
+
+def oracle(ctx: Context, case: Case, params: Params, x: torch.Tensor,
+           formula: pub.DeepSeekV4Formula = pub.PUBLISHED_DEEPSEEK_V4) -> torch.Tensor:
+    """The published step of ``params`` at ``x``, float64 on the CPU (``formula``: a
+    DeepSeek-V4 variant, for the diagnosis)."""
+    name = ctx.conventions.published
+    assert name is not None
+    with torch.no_grad():
+        return pub.step(name, _as(params, torch.float64), f64(x), _oracle_branch(ctx, case),
+                        formula)
+
+
+def _scale(x: torch.Tensor, want: torch.Tensor) -> float:
+    return max(float(f64(x).abs().max()), float(want.abs().max()))
+
+
+def step_oracle(ctx: Context, case: Case, params: Params, x: torch.Tensor, want: torch.Tensor,
+                scale: float) -> float | None:
+    """The ``oracle`` input of :data:`hcspec.conformance.rules.LAW` for a step comparison:
+    None for float32/float64 (the law's budget of the run's effective dtype); below float32,
+    the error the published step makes computed in the declared compute dtype and rounded to
+    the output dtype (the same-precision floor)."""
+    if not precision.low_precision(ctx):
+        return None
+    name = ctx.conventions.published
+    assert name is not None
+    compute = ctx.conventions.compute_dtype or ctx.dtype
+    with torch.no_grad():
+        weights = pub.weights(name, _as(params, compute), f64(x).to(compute))
+    spec = precision.spec_at_precision(ctx, *weights)
+    spec_out = spec.forward(x, ctx.inputs.branch(case, record=False))
+    return tolerances.scaled_error(spec_out, want, scale)
+
+
+def step_allowance(ctx: Context, case: Case, params: Params, x: torch.Tensor,
+                   want: torch.Tensor, scale: float) -> float:
+    """The allowance :data:`hcspec.conformance.rules.LAW` gives a step comparison in the run's
+    precision with :func:`step_oracle` (for the diagnosis and ``hc-conformance compare``,
+    which judge outside a property's recorder)."""
+    return rules.LAW.apply(ctx.record.precision,
+                           oracle=step_oracle(ctx, case, params, x, want, scale)).allowance
+
+
+DIAGNOSIS_CASE = Case(2, 3, 4, 8, seed=0, perturb=0.5)
+"""The case the divergence is also named on when a smaller case fails (a shrunk case with
+n = 1 cannot show the orientation or the Sinkhorn start)."""
+
+
+def _search(ctx: Context, case: Case, params: Params, x: torch.Tensor, got: torch.Tensor,
+            scale: float, tol: float) -> str:
+    def error_of(formula: pub.DeepSeekV4Formula) -> float:
+        return divergence.output_error(got, oracle(ctx, case, params, x, formula), scale)
+
+    return divergence.search(error_of, tol).message()
+
+
+def _diagnosis(ctx: Context, case: Case, params: Params, x: torch.Tensor, got: torch.Tensor,
+               scale: float, tol: float) -> str:
+    """The published variant the failing output matches (DeepSeek-V4), also on
+    :data:`DIAGNOSIS_CASE` when the failing case is smaller."""
+    name = str(ctx.conventions.published)
+    if name != "deepseek-v4":
+        return f"published {name}: {pub.layout(name).source}"
+    message = _search(ctx, case, params, x, got, scale, tol)
+    big = dataclasses.replace(DIAGNOSIS_CASE, seed=case.seed)
+    if case.n >= big.n and case.d >= big.d:
+        return message
+    impl = ctx.build.make(big)
+    x_big = ctx.inputs.state(big)
+    p_big = read(ctx, impl)
+    with torch.no_grad():
+        got_big = f64(ctx.observe.forward(impl, x_big, ctx.inputs.branch(big)))
+    want = oracle(ctx, big, p_big, x_big)
+    scale_big = _scale(x_big, want)
+    tol_big = step_allowance(ctx, big, p_big, x_big, want, scale_big)
+    if tolerances.scaled_error(got_big, want, scale_big) <= tol_big:
+        return message
+    return (f"{message}; at n = {big.n}, d = {big.d}: "
+            f"{_search(ctx, big, p_big, x_big, got_big, scale_big, tol_big)}")
+
+
+@declare(
+    "published.step",
+    statement="X' is the float64 published step of the target's own published_parameters()",
+    theorems=("published.deepseek_v4_step", "published.mhc_paper_step",
+              "published.hc_static_step", "published.hc_dynamic_step"),
+    requires=REQUIRES, tolerance=rules.LAW, cases=CASES, examples=_examples,
+    prerequisites=BASE)
+def check_step(ctx: Context, case: Case) -> None:
+    """The output equals the float64 oracle of the declared layout on the tensors
+    ``published_parameters()`` returns, under the law rule with :func:`step_oracle`; on a
+    DeepSeek-V4 mismatch the failure names the published variant the output matches."""
+    impl = ctx.build.make(case)
+    x = ctx.inputs.state(case)
+    params = read(ctx, impl)
+    with torch.no_grad():
+        got = f64(ctx.observe.forward(impl, x, ctx.inputs.branch(case)))
+    want = oracle(ctx, case, params, x)
+    scale = _scale(x, want)
+    measured = step_oracle(ctx, case, params, x, want, scale)
+    tol = ctx.record.allowance(oracle=measured).allowance
+    error = tolerances.scaled_error(got, want, scale)
+    detail = _diagnosis(ctx, case, params, x, got, scale, tol) if not error <= tol else ""
+    ctx.record.expect(f"X' vs the float64 published {ctx.conventions.published} step of "
+                      "published_parameters()", error, detail=detail, oracle=measured)
+
+
+def _gradient_oracle(ctx: Context, reference_error: float) -> float | None:
+    """The ``oracle`` input of :data:`hcspec.conformance.rules.LAW` for a gradient comparison:
+    below float32 the oracle's own gradient error in the compute dtype, else None."""
+    return precision.oracle(ctx, lambda: reference_error)
+
+
+def _oracle_gradients(ctx: Context, case: Case, params: Params, x: torch.Tensor,
+                      G: torch.Tensor, dtype: torch.dtype) -> tuple[torch.Tensor, Params]:
+    """``(∂L/∂X, {name: ∂L/∂P_name})`` of ``L = ⟨G, X'⟩`` for the published step computed
+    in ``dtype`` (float64 for the oracle), CPU."""
+    name = ctx.conventions.published
+    assert name is not None
+    leaves = _as(params, dtype, leaves=True)
+    x_leaf = f64(x).to(dtype).requires_grad_(True)
+    tensors = {k: v for k, v in leaves.items() if isinstance(v, torch.Tensor)}
+    branch = branch64(ctx, case)
+
+    def in_dtype(agg: torch.Tensor) -> torch.Tensor:
+        return branch(ctx.observe.branch_input(agg.double())).to(dtype)
+
+    with torch.enable_grad():
+        out = pub.step(name, leaves, x_leaf, in_dtype)
+        grads = torch.autograd.grad((out * G.to(dtype)).sum(),
+                                    [x_leaf, *tensors.values()], allow_unused=True)
+    by_name: Params = {k: (g if g is not None else torch.zeros_like(t))
+                       for (k, t), g in zip(tensors.items(), grads[1:], strict=True)}
+    assert grads[0] is not None
+    return grads[0].double(), by_name
+
+
+def _pull_back(impl: HyperConnectionImpl, grads: Params,
+               theta: list[torch.Tensor]) -> list[torch.Tensor]:
+    """The gradients w.r.t. the parameters ``theta`` that the published tensors' gradients
+    ``grads`` give through ``published_parameters()`` (a vector–Jacobian product of that map:
+    the identity for a tensor that is itself a parameter)."""
+    with torch.enable_grad():
+        views = getattr(impl, PUBLISHED_PARAMETERS)()
+        total = sum((views[k] * g.to(dtype=views[k].dtype, device=views[k].device)).sum()
+                    for k, g in grads.items() if isinstance(g, torch.Tensor)
+                    and isinstance(views[k], torch.Tensor) and views[k].requires_grad)
+        if not isinstance(total, torch.Tensor):
+            return [torch.zeros_like(p) for p in theta]
+        pulled = torch.autograd.grad(total, theta, allow_unused=True)
+    return [torch.zeros_like(p) if g is None else g for p, g in zip(theta, pulled, strict=True)]
+
+
+def _relative(got: torch.Tensor, want: torch.Tensor) -> float:
+    return tolerances.scaled_error(f64(got), f64(want), float(f64(want).abs().max()))
+
+
+@declare(
+    "published.gradients",
+    statement="∂⟨G, X'⟩/∂X and the published tensors' gradients are the float64 published step's",
+    theorems=("published.deepseek_v4_step",), requires=REQUIRES, tolerance=rules.LAW,
+    cases=CASES, examples=_examples, prerequisites=(*BASE, "published.step"), explore=False)
+def check_gradients(ctx: Context, case: Case) -> None:
+    """Autograd through the target against autograd through the float64 oracle: the input's
+    gradient directly, the parameters' through :func:`_pull_back` (relative to the largest
+    entry); below float32 within the same-precision floor of the oracle's own gradient error
+    in the compute dtype with ``G`` rounded to the output dtype."""
+    impl = ctx.build.make(case)
+    x = ctx.inputs.state(case)
+    params = read(ctx, impl)
+    theta = floating_parameters(impl, trainable=True)
+    G = strategies.gaussian(tuple(x.shape), case.seed, salts.UPSTREAM_GRADIENT.at(),
+                            torch.float64)
+    leaf = x.detach().clone().requires_grad_(True)
+    with torch.enable_grad():
+        out = ctx.observe.forward(impl, leaf, ctx.inputs.branch(case), copy=False)
+        got = torch.autograd.grad((out * G.to(device=out.device, dtype=out.dtype)).sum(),
+                                  [leaf, *theta], allow_unused=True)
+    want_x, want_p = _oracle_gradients(ctx, case, params, x, G, torch.float64)
+    want_theta = _pull_back(impl, want_p, theta)
+    compute = ctx.conventions.compute_dtype or ctx.dtype
+    rounded = G.to(ctx.tol_dtype).double()
+    ref_x, ref_p = _oracle_gradients(ctx, case, params, x, rounded, compute)
+    ref_theta = _pull_back(impl, ref_p, theta)
+    got_x = torch.zeros_like(leaf) if got[0] is None else got[0]
+    ctx.record.expect("∂⟨G, X'⟩/∂X vs the published step's", _relative(got_x, want_x),
+                      oracle=_gradient_oracle(ctx, _relative(ref_x, want_x)))
+    names = _names(params)
+    for i, (p, g, w, r) in enumerate(zip(theta, got[1:], want_theta, ref_theta, strict=True)):
+        g = torch.zeros_like(w) if g is None else g
+        what = names.get(id(p), f"parameter {i}, shape {list(w.shape)}")
+        ctx.record.expect(f"∂⟨G, X'⟩/∂({what}) vs the published step's, pulled back through "
+                          "published_parameters()",
+                          _relative(g, w), oracle=_gradient_oracle(ctx, _relative(r, w)))
+
+
+def _names(params: Params) -> dict[int, str]:
+    """id of a parameter -> the published tensor that is it (or a view of it), for messages."""
+    out: dict[int, str] = {}
+    for key, value in params.items():
+        if isinstance(value, torch.Tensor):
+            out[id(value)] = key
+            if value._base is not None:
+                out.setdefault(id(value._base), key)
+    return out
+
+
+def _differ(got: object, want: torch.Tensor) -> float:
+    """Max ``|got − want|`` with ``want`` rounded to ``got``'s dtype (inf: not a tensor)."""
+    if not isinstance(got, torch.Tensor):
+        return float("inf")
+    return float((f64(got) - f64(want.to(got.dtype))).abs().max())
+
+
+@declare(
+    "published.load_roundtrip",
+    statement="tensors set through load_published read back unchanged and give the same step",
+    theorems=("published.deepseek_v4_step",),
+    requires=(*REQUIRES, capability(LOAD_PUBLISHED)), tolerance=rules.SELF_CONSISTENCY,
+    secondary=(rules.EXACT,), cases=CASES, examples=_examples,
+    prerequisites=(*BASE, "published.step"), explore=False)
+def check_load_roundtrip(ctx: Context, case: Case) -> None:
+    """Impl A (the case) and impl B (another seed, so other values) ; B loads A's published
+    tensors through ``load_published``; B's ``published_parameters()`` must equal them
+    exactly (in B's dtype) and B's step A's, within the target's self-consistency tolerance."""
+    source = ctx.build.make(case)
+    other = ctx.build.make(dataclasses.replace(case, seed=case.seed + 7919))
+    x = ctx.inputs.state(case)
+    params = _as(read(ctx, source), torch.float64)
+    with torch.no_grad():
+        want = f64(ctx.observe.forward(source, x, ctx.inputs.branch(case)))
+        before = f64(ctx.observe.forward(other, x, ctx.inputs.branch(case)))
+    if tolerances.scaled_error(before, want) <= ctx.record.allowance().allowance:
+        raise Inconclusive("the second impl (another seed) already gives the same step, so "
+                           "loading cannot show anything")
+    loader: Callable[[Params], None] = getattr(other, LOAD_PUBLISHED)
+    loader({k: (v.clone() if isinstance(v, torch.Tensor) else v) for k, v in params.items()})
+    back = read(ctx, other)
+    worst = max(_differ(back[k], v) for k, v in params.items() if isinstance(v, torch.Tensor))
+    ctx.record.expect("published_parameters() after load_published vs the loaded tensors",
+                      worst, rule=rules.EXACT)
+    with torch.no_grad():
+        got = f64(ctx.observe.forward(other, x, ctx.inputs.branch(case)))
+    ctx.record.expect("X' after load_published vs the source impl's X'",
+                      tolerances.scaled_error(got, want))

@@ -1,0 +1,151 @@
+"""Each published parameterization's step is the spec's closed form under its mapping.
+
+Theorems ``published.deepseek_v4_step``, ``published.mhc_paper_step``,
+``published.hc_static_step``, ``published.hc_dynamic_step``: the step a layout defines
+(:mod:`hcspec.reference.published`), written in that layout's own indexing, equals
+``X' = H_res X + h_post F(Xᵀ h_pre)ᵀ`` (:func:`hcspec.spec.formulas.forward`) with the
+mapping stated; every displayed step is an identity checked exactly (n = 2, d = 2, every
+entry a symbol, the branch an arbitrary function ``F: R² → R²``).
+"""
+
+from __future__ import annotations
+
+import sympy
+
+from hcspec.spec import formulas
+from hcspec.spec.checks import instantiate, require_equal, symbol_matrix, symbol_vector
+from hcspec.spec.registry import Step, theorem
+
+N = D = 2
+
+
+def _branch(x_in: sympy.Matrix) -> sympy.Matrix:
+    """An arbitrary branch ``F: R^D → R^D`` applied to the column ``x_in``."""
+    return sympy.Matrix([sympy.Function(f"F_{k}")(*x_in) for k in range(D)])
+
+
+def _closed_form(X: sympy.Matrix, h_pre: sympy.Matrix, h_post: sympy.Matrix,
+                 H_res: sympy.Matrix) -> sympy.Matrix:
+    """The spec's ``H_res X + h_post F(Xᵀ h_pre)ᵀ`` with these explicit matrices."""
+    s = formulas.connection_symbols(N, D)
+    x_in = instantiate(formulas.aggregate(s), {s.X: X, s.h_pre: h_pre})
+    return instantiate(formulas.forward(s), {s.X: X, s.h_post: h_post, s.H_res: H_res,
+                                             s.z: _branch(x_in)})
+
+
+def _sigmoid(x: sympy.Expr) -> sympy.Expr:
+    return 1 / (1 + sympy.exp(-x))
+
+
+@theorem(
+    "published.deepseek_v4_step",
+    "DeepSeek-V4's step X'_j = post_j·F(Σ_i pre_i X_i) + Σ_i comb[i, j] X_i, with "
+    "pre = σ(·) + ε and post = 2σ(·), is the closed form with h_pre = pre, h_post = post and "
+    "H_res = combᵀ; the last Sinkhorn–Knopp step (comb divided by its sums over axis −2) makes "
+    "the rows of H_res = combᵀ sum to 1.",
+    assumptions=("pre, post logits a, b ∈ R^n; ε ≥ 0; comb ∈ R^{n×n} any matrix (the "
+                 "Sinkhorn–Knopp output); the last step's denominator without ε",
+                 "M ∈ R^{n×n} with positive entries"),
+    cases="n = 2, d = 2: symbolic state, logits, comb and an arbitrary branch",
+    generality="explicit sizes",
+    source="DeepSeek-V4 (transformers 5.23.0 DeepseekV4HyperConnection and decoder layer; "
+           "TileKernels mhc_pre / mhc_post); mHC arXiv:2512.24880 Eq. 3, 8",
+)
+def _deepseek_v4() -> list[Step]:
+    X = symbol_matrix("X", N, D)
+    a, b = symbol_vector("a", N), symbol_vector("b", N)
+    eps = sympy.Symbol("epsilon", nonnegative=True)
+    comb = symbol_matrix("c", N, N)
+    pre = a.applyfunc(lambda v: _sigmoid(v) + eps)
+    post = b.applyfunc(lambda v: 2 * _sigmoid(v))
+    collapsed = sympy.Matrix([sum(pre[i] * X[i, k] for i in range(N)) for k in range(D)])
+    z = _branch(collapsed)
+    step = sympy.Matrix(N, D, lambda j, k: post[j] * z[k]
+                        + sum(comb[i, j] * X[i, k] for i in range(N)))
+    M = symbol_matrix("m", N, N, positive=True)
+    last = sympy.Matrix(N, N, lambda i, j: M[i, j] / sum(M[r, j] for r in range(N)))
+    return [
+        require_equal("the branch input Σ_i pre_i X_i is Xᵀ h_pre with h_pre = pre",
+                      collapsed, X.T * pre),
+        require_equal("the step is H_res X + h_post F(Xᵀ h_pre)ᵀ with H_res = combᵀ, "
+                      "h_post = post", step, _closed_form(X, pre, post, comb.T)),
+        require_equal("after the last step, H_res = combᵀ has unit row sums",
+                      last.T * sympy.ones(N, 1), sympy.ones(N, 1)),
+    ]
+
+
+@theorem(
+    "published.mhc_paper_step",
+    "The mHC paper's step x_{l+1} = H_res x_l + H_postᵀ F(H_pre x_l) (Eq. 3, H_pre and H_post "
+    "1×n rows) is the closed form with h_pre = H_preᵀ, h_post = H_postᵀ and H_res itself; a "
+    "Sinkhorn–Knopp round (column then row normalisation, Eq. 9) leaves H_res with unit row "
+    "sums.",
+    assumptions=("H_pre, H_post ∈ R^{1×n}, H_res ∈ R^{n×n} any (Eq. 8 gives them)",
+                 "M ∈ R^{n×n} with positive entries (exp of the logits)"),
+    cases="n = 2, d = 2: symbolic state and weights, an arbitrary branch",
+    generality="explicit sizes",
+    source="mHC arXiv:2512.24880 §4.2 Eq. 3, 5-9",
+)
+def _mhc_paper() -> list[Step]:
+    X = symbol_matrix("X", N, D)
+    H_pre, H_post = symbol_matrix("p", 1, N), symbol_matrix("q", 1, N)
+    H_res = symbol_matrix("r", N, N)
+    paper = H_res * X + H_post.T * _branch((H_pre * X).T).T
+    M = symbol_matrix("m", N, N, positive=True)
+    cols = sympy.Matrix(N, N, lambda i, j: M[i, j] / sum(M[r, j] for r in range(N)))
+    rows = sympy.Matrix(N, N, lambda i, j: cols[i, j] / sum(cols[i, c] for c in range(N)))
+    return [
+        require_equal("Eq. 3 is H_res X + h_post F(Xᵀ h_pre)ᵀ with h_pre = H_preᵀ, "
+                      "h_post = H_postᵀ", paper, _closed_form(X, H_pre.T, H_post.T, H_res)),
+        require_equal("a column-then-row round gives unit row sums",
+                      rows * sympy.ones(N, 1), sympy.ones(N, 1)),
+    ]
+
+
+@theorem(
+    "published.hc_static_step",
+    "HC's step Ĥ = Bᵀ F(Hᵀ A_m)ᵀ + A_rᵀ H (Eq. 1-5, H the n×d state) is the closed form with "
+    "h_pre = A_m, h_post = Bᵀ and H_res = A_rᵀ.",
+    assumptions=("B ∈ R^{1×n}, A_m ∈ R^{n×1}, A_r ∈ R^{n×n} any",),
+    cases="n = 2, d = 2: symbolic state and weights, an arbitrary branch",
+    generality="explicit sizes",
+    source="HC arXiv:2409.19606 §2.2, Eq. 1-5",
+)
+def _hc_static() -> list[Step]:
+    H = symbol_matrix("X", N, D)
+    B, A_m, A_r = symbol_matrix("b", 1, N), symbol_matrix("a", N, 1), symbol_matrix("r", N, N)
+    paper = B.T * _branch(H.T * A_m).T + A_r.T * H
+    return [require_equal("Ĥ = H_res H + h_post F(Hᵀ h_pre)ᵀ with h_pre = A_m, h_post = Bᵀ, "
+                          "H_res = A_rᵀ", paper, _closed_form(H, A_m, B.T, A_r.T))]
+
+
+@theorem(
+    "published.hc_dynamic_step",
+    "HC's dynamic step (Eq. 10-13) with B(H) = s_β tanh(H̄ W_β)ᵀ + B, A_m(H) = s_α tanh(H̄ W_m) "
+    "+ A_m, A_r(H) = s_α tanh(H̄ W_r) + A_r is the closed form with h_pre = A_m(H), h_post = "
+    "B(H)ᵀ, H_res = A_r(H)ᵀ; H_res[j, i] reads stream i only: s_α tanh(H̄_i · W_r[:, j]) + "
+    "A_r[i, j].",
+    assumptions=("H̄ = norm(H) ∈ R^{n×d} (any matrix here); W_β, W_m ∈ R^{d×1}, "
+                 "W_r ∈ R^{d×n}; s_α, s_β ∈ R",),
+    cases="n = 2, d = 2: symbolic state, normalised state, weights, an arbitrary branch",
+    generality="explicit sizes",
+    source="HC arXiv:2409.19606 §2.3, Eq. 10-13",
+)
+def _hc_dynamic() -> list[Step]:
+    H, Hbar = symbol_matrix("X", N, D), symbol_matrix("y", N, D)
+    B, A_m, A_r = symbol_matrix("b", 1, N), symbol_matrix("a", N, 1), symbol_matrix("r", N, N)
+    W_b, W_m, W_r = symbol_matrix("w", D, 1), symbol_matrix("u", D, 1), symbol_matrix("v", D, N)
+    s_a, s_b = sympy.symbols("s_alpha s_beta", real=True)
+    B_x = s_b * (Hbar * W_b).applyfunc(sympy.tanh).T + B
+    A_m_x = s_a * (Hbar * W_m).applyfunc(sympy.tanh) + A_m
+    A_r_x = s_a * (Hbar * W_r).applyfunc(sympy.tanh) + A_r
+    paper = B_x.T * _branch(H.T * A_m_x).T + A_r_x.T * H
+    entries = sympy.Matrix(N, N, lambda j, i: s_a * sympy.tanh(
+        sum(Hbar[i, k] * W_r[k, j] for k in range(D))) + A_r[i, j])
+    return [
+        require_equal("Ĥ = H_res H + h_post F(Hᵀ h_pre)ᵀ with h_pre = A_m(H), "
+                      "h_post = B(H)ᵀ, H_res = A_r(H)ᵀ", paper,
+                      _closed_form(H, A_m_x, B_x.T, A_r_x.T)),
+        require_equal("H_res[j, i] = s_α tanh(H̄_i · W_r[:, j]) + A_r[i, j]",
+                      A_r_x.T, entries),
+    ]

@@ -1,0 +1,160 @@
+"""Published family: the reference passes for every published parameterization; each
+divergence class is named; a malformed published_parameters() fails with the key named."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import torch
+
+from hcspec.conformance.properties import BY_ID, PropertyFailure, divergence
+from hcspec.conformance.protocol import CAPABILITIES, Conventions
+from hcspec.conformance.strategies import Case
+from hcspec.reference import published as pub
+from hcspec.reference import targets
+from hcspec.reference.deepseek_v4 import DeepSeekV4HyperConnection
+from tests.conformance.properties.support import run, unmet
+
+REFERENCE = ["reference:hc-static", "reference:hc-dynamic", "reference:mhc",
+             "hcspec.reference.targets:deepseek_v4"]
+PROPERTIES = ["published.step", "published.gradients", "published.load_roundtrip"]
+
+
+@pytest.mark.parametrize("target", REFERENCE)
+@pytest.mark.parametrize("prop_id", PROPERTIES)
+def test_the_reference_passes_for_every_parameterization(target: str, prop_id: str) -> None:
+    for example in range(3):
+        ctx = run(prop_id, target, example=example)
+        assert ctx.worst.label  # something was compared
+
+
+def test_without_a_declared_layout_the_family_is_not_applicable() -> None:
+    reason = unmet("published.step", conventions=Conventions())
+    assert reason is not None and "conventions.published" in reason
+    declared = Conventions(published="deepseek-v4")
+    caps = frozenset(c for c in CAPABILITIES if c != "published_parameters")
+    assert "published_parameters" in str(unmet("published.step", conventions=declared,
+                                               capabilities=caps))
+    assert unmet("published.load_roundtrip", conventions=declared,
+                 capabilities=frozenset(c for c in CAPABILITIES if c != "load_published"))
+
+
+def test_an_unknown_layout_is_refused_by_the_conventions() -> None:
+    with pytest.raises(ValueError, match="published"):
+        Conventions(published="deepseek-v5")
+
+
+@pytest.mark.parametrize(("mutant", "named"), [
+    ("published_comb_orientation", "orientation: X' = comb X"),
+    ("published_post_sigma", "post = σ(·) where DeepSeek-V4 has 2σ(·)"),
+    ("published_sigmoid_start", "starts from sigmoid(·) + eps"),
+    ("published_eps_placement", "no hc_eps in the Sinkhorn–Knopp denominators"),
+    ("published_rounds", "the rounds: the iteration count counts rounds"),
+    ("published_scale_block", "the post block uses hc_scale[2], the comb block uses hc_scale[1]"),
+    ("published_norm_after", "the RMS norm is applied after the projection"),
+])
+def test_each_divergence_is_named(mutant: str, named: str) -> None:
+    # example 1 (n = 2, perturbation 1): Sinkhorn–Knopp far from converged, so the rounds show
+    with pytest.raises(PropertyFailure) as failure:
+        run("published.step", f"mutant:{mutant}", example=1 if mutant.endswith("rounds") else 0)
+    assert named in str(failure.value)
+    assert "the output matches that variant's step" in str(failure.value)
+
+
+def test_the_search_names_four_compounded_divergences() -> None:
+    """The combination of transformers 5.8.0 (and nano-deepseek-v4): no single change brings the
+    output closer, every combination of the core divergences is tried."""
+    torch.manual_seed(0)
+    n, d = 4, 8
+    params = {"hc_fn": torch.randn((n + 2) * n, n * d, dtype=torch.float64) * 0.5,
+              "hc_scale": 1 + 0.5 * torch.randn(3, dtype=torch.float64),
+              "hc_base": 0.5 * torch.randn((n + 2) * n, dtype=torch.float64)}
+    x = torch.randn(2, 3, n, d, dtype=torch.float64)
+
+    def branch(z: torch.Tensor) -> torch.Tensor:
+        return torch.tanh(z) * 1.3
+
+    first_release = pub.DeepSeekV4Formula(mix="comb", post_multiplier=1.0, post_eps=True,
+                                          start="sigmoid")
+    got = pub.step("deepseek-v4", params, x, branch, first_release)
+
+    def error_of(formula: pub.DeepSeekV4Formula) -> float:
+        return divergence.output_error(got, pub.step("deepseek-v4", params, x, branch, formula),
+                                       float(x.abs().max()))
+
+    match = divergence.search(error_of, 1e-12)
+    assert match.exact and match.formula == first_release
+    text = match.message()
+    for phrase in ("orientation", "post = σ(·) + hc_eps", "starts from sigmoid"):
+        assert phrase in text
+    assert divergence.search(lambda f: error_of(first_release) if f == first_release else 1.0,
+                             1e-12).formula == first_release
+
+
+class _WrongShape:
+    """The reference DeepSeek-V4 module whose published_parameters() has hc_base of n(n+2)-1."""
+
+    def __init__(self, impl: Any) -> None:
+        self._impl = impl
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._impl, name)
+
+    def published_parameters(self) -> dict[str, object]:
+        params = dict(self._impl.published_parameters())
+        params["hc_base"] = params["hc_base"][:-1]
+        return params
+
+
+def test_a_malformed_layout_fails_with_the_key_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.conformance.properties import support
+
+    monkeypatch.setattr(support, "factory", lambda target: (
+        lambda *a, **k: _WrongShape(targets.deepseek_v4(*a, **k))))
+    with pytest.raises(PropertyFailure, match=r"'hc_base' should be \[15\], got \[14\]"):
+        run("published.step", "wrong-shape", Case(1, 2, 3, 5, seed=0, perturb=0.3))
+    assert BY_ID["published.step"].theorem == "published.deepseek_v4_step"
+
+
+class _Bfloat16Output(DeepSeekV4HyperConnection):
+    """The reference DeepSeek-V4 module computing in float32 and returning bfloat16 (as
+    TileKernels' references do), declaring so."""
+
+    def forward(self, x: torch.Tensor, branch: Any) -> torch.Tensor:  # type: ignore[override]
+        def in_float32(z: torch.Tensor) -> torch.Tensor:
+            return branch(z.to(torch.bfloat16).to(x.dtype)).float()
+
+        out = super().forward(x.float(), in_float32)
+        return out.to(torch.bfloat16)
+
+    def weights(self, x: torch.Tensor) -> Any:
+        return tuple(w.to(torch.bfloat16) for w in super().weights(x.float()))
+
+    @property
+    def conventions(self) -> Any:  # type: ignore[override]
+        return {**super().conventions, "compute_dtype": "float32", "output_dtype": "bfloat16"}
+
+
+def _bfloat16_target(formula: pub.DeepSeekV4Formula) -> Any:
+    def make(n: int, d: int, *, layer_index: int = 0, dtype: torch.dtype = torch.float64,
+             device: str = "cpu", seed: int = 0) -> _Bfloat16Output:
+        torch.manual_seed(seed)
+        module = _Bfloat16Output(n, d, layer_index, dtype=torch.float32)
+        module.formula = formula
+        return module
+    return make
+
+
+def test_below_float32_the_floor_passes_a_correct_target_and_names_a_slip(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.conformance.properties import support
+
+    monkeypatch.setattr(support, "factory", lambda target: _bfloat16_target(
+        pub.PUBLISHED_DEEPSEEK_V4 if target == "right" else pub.DeepSeekV4Formula(mix="comb")))
+    for example in range(3):
+        ctx = run("published.step", "right", example=example)
+        assert ctx.worst.tolerance >= 4 * torch.finfo(torch.bfloat16).eps  # the floor applies
+        assert ctx.worst.error <= ctx.worst.tolerance
+    with pytest.raises(PropertyFailure, match="orientation: X' = comb X"):
+        run("published.step", "wrong", example=0)

@@ -1,0 +1,34 @@
+"""Shared piece of the published-parameterization mutants: the reference DeepSeek-V4 module
+computing one published variant (:class:`hcspec.reference.published.DeepSeekV4Formula`) while
+declaring, and offering the tensors of, the published DeepSeek-V4 layout — an implementation
+that loads a DeepSeek-V4 checkpoint and computes another network from it."""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+import torch
+
+from hcspec.conformance.protocol import HyperConnectionImpl
+from hcspec.reference import published
+from hcspec.reference.deepseek_v4 import DeepSeekV4HyperConnection
+
+
+def make_divergent(formula: published.DeepSeekV4Formula, n: int, d: int, layer_index: int,
+                   dtype: torch.dtype, device: str, seed: int,
+                   hc_eps: float = 1e-15,
+                   cls: type[DeepSeekV4HyperConnection] = DeepSeekV4HyperConnection,
+                   ) -> HyperConnectionImpl:
+    """``cls`` (the reference :class:`DeepSeekV4HyperConnection`) computing ``formula``,
+    built under ``seed`` in float64 on the CPU, then moved to ``dtype``/``device``.
+
+    ``hc_eps`` is 1e-15 by default (a setting of the layout, read by the oracle): with the
+    published 1e-6 in the Sinkhorn–Knopp denominators, H_res misses unit sums by ~1e-6, which
+    the constraints family's float64 tolerances do not allow, so the mutant would be caught
+    first for a reason that is not its bug; without any eps, saturated logits (the extreme
+    cases) leave an all-zero column of the softmax and 0/0."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        module: Any = cls(n, d, layer_index, hc_eps=hc_eps, dtype=torch.float64)
+    module.formula = formula
+    return cast(HyperConnectionImpl, module.to(dtype=dtype, device=device))

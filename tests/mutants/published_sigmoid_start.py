@@ -1,0 +1,24 @@
+"""Mutant: comb's Sinkhorn–Knopp starts from σ(·) + eps where DeepSeek-V4 starts
+from softmax(·, -1) + eps.
+
+Bug class: published parameterization (sigmoid vs softmax start). The module declares
+DeepSeek-V4's published layout and offers its tensors (hc_fn, hc_scale, hc_base), but
+computes another network from them.
+Caught by: published.step (the failure names this divergence).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from hcspec.reference.published import DeepSeekV4Formula
+from tests.mutants._published import make_divergent
+
+BUG_CLASS = "published: Sinkhorn–Knopp started from sigmoid, not softmax"
+CAUGHT_BY = ("published.step",)
+FORMULA = DeepSeekV4Formula(start="sigmoid")
+
+
+def make(n: int, d: int, *, layer_index: int = 0, dtype: torch.dtype = torch.float64,
+         device: str = "cpu", seed: int = 0):  # type: ignore[no-untyped-def]
+    return make_divergent(FORMULA, n, d, layer_index, dtype, device, seed)
