@@ -61,7 +61,7 @@ from hcspec.conformance.adapters._capture import (
     check_state,
     seeded,
 )
-from hcspec.conformance.adapters.stacking import sequential_stack
+from hcspec.conformance.adapters._stacking import sequential_stack
 from hcspec.conformance.protocol import Branch, Conventions, Factory, Kind, Stack, Weights
 
 CombOrientation = Literal["source_target", "target_source"]
@@ -317,7 +317,7 @@ class V4StyleConnection(WrapsModule):
         capability): sublayer k ≥ 1 is what the factory builds for ``layer_index + k`` with
         seed ``seed + k``. Run by the factory's ``stack_of`` (the package's own carried state)
         when given, else one after the other, each computing its own coefficients
-        (:func:`hcspec.conformance.adapters.stacking.sequential_stack`).
+        (:func:`hcspec.conformance.adapters._stacking.sequential_stack`).
 
         Raises:
             ValueError: ``layers`` is not a positive int, or this adapter was not built by

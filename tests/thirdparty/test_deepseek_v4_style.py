@@ -237,7 +237,7 @@ def test_the_stack_family_passes_on_the_helpers_stack() -> None:
 
 
 def test_the_packages_own_stack_of_receives_the_sublayers_in_order() -> None:
-    from hcspec.conformance.adapters.stacking import sequential_stack
+    from hcspec.conformance.adapters._stacking import sequential_stack
 
     received: list[list[V4StyleConnection]] = []
 

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from hcspec.conformance import report as rp
-from hcspec.conformance.adapters.stacking import SequentialStack, sequential_stack
+from hcspec.conformance.adapters._stacking import SequentialStack, sequential_stack
 from hcspec.conformance.properties import BY_ID, NotApplicable, PropertyFailure
 from hcspec.conformance.properties.stack import LAYERS, build_stack, run_weights
 from hcspec.conformance.protocol import STACK, capabilities
