@@ -338,6 +338,11 @@ class Conventions:
             (atomics, dropout kept on in eval): the determinism properties then report the
             run-to-run spread instead of requiring bitwise equality, and the inference
             properties do not compare train-mode with eval-mode outputs.
+        untraceable: why TorchDynamo cannot trace ``forward`` at all (it calls into another
+            array framework: every target of :mod:`hcspec.conformance.bridge` declares it),
+            or None (the default): traceable. Declared, ``compile.fullgraph`` is not
+            applicable with this reason. Not for a graph break in PyTorch code, which is the
+            bug that property reports.
 
     Raises:
         ValueError: on construction, for a value outside the ones listed above.
@@ -365,6 +370,7 @@ class Conventions:
     hidden_size_multiple: int = 1
     contiguous_input: bool = False
     deterministic: bool = True
+    untraceable: str | None = None
 
     def __post_init__(self) -> None:
         self._check_sizes()
@@ -408,6 +414,10 @@ class Conventions:
             )
         if not self.norm_eps >= 0.0:
             raise ValueError(f"conventions.norm_eps: expected >= 0, got {self.norm_eps!r}")
+        reason: object = self.untraceable
+        if reason is not None and (not isinstance(reason, str) or not reason.strip()):
+            raise ValueError("conventions.untraceable: expected None or the reason (a non-empty "
+                             f"str), got {reason!r}")
 
     def _check_sizes(self) -> None:
         rates: object = self.supported_expansion_rates

@@ -324,8 +324,8 @@ def check_stream_sum_preserved(ctx: Context, case: Case) -> None:
 
 @declare(
     "stack.carried_matches_recomputed",
-    statement="coefficients carried into sublayer k equal the recomputation under the stack's "
-              "declared carry design; the output equals the chain",
+    statement="carried coefficients equal their recomputation under the declared carry design; "
+              "X_L the chain",
     requires=(capability(STACK), SUBLAYER_DOMAIN), tolerance="self_consistency",
     examples=_examples, explore=False, prerequisites=BASE)
 def check_carried_matches_recomputed(ctx: Context, case: Case) -> None:
