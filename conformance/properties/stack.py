@@ -360,7 +360,8 @@ def check_carried_matches_recomputed(ctx: Context, case: Case) -> None:
             stack) else None
         if design == "previous_input":
             assert initial is not None
-            Y, compared = _previous_input_chain(ctx, case, stack, x, initial, used, tol), True
+            Y = _previous_input_chain(ctx, case, stack, x, initial, used, tol)
+            compared = used is not None
             chain = "composing the recomputed coefficients (h_pre from the previous sublayer)"
         else:
             Y, compared = _own_input_chain(ctx, case, stack, x, used, tol)

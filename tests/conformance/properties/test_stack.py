@@ -225,3 +225,17 @@ def _target(stack_class: type[HyperConnectionStack]) -> str:
     name = f"_made_{stack_class.__name__}_{id(stack_class)}"
     globals()[name] = make
     return f"{__name__}:{name}"
+
+
+class _ReportsCarryReadsOwn(PreviousInputStackForTest):
+    """Reports V4.1's coefficients, but its forward reads every sublayer with its own pre-mix."""
+
+    def forward(self, x: torch.Tensor, branches: Any) -> torch.Tensor:
+        return HyperConnectionStack._run(self, x, branches)[0]
+
+
+def test_under_the_previous_input_design_the_output_is_checked_against_the_composed_chain(
+) -> None:
+    with pytest.raises(PropertyFailure, match=r"the stack's X_L vs composing the recomputed "
+                       r"coefficients \(h_pre from the previous sublayer\)"):
+        run("stack.carried_matches_recomputed", _target(_ReportsCarryReadsOwn))
