@@ -29,7 +29,9 @@ when called, never at this module's import). docs/conformance.md ("Implementatio
 frameworks") has a worked example; examples/jax_mhc_adapter.py is one in JAX.
 
 Limits (stated on the impl's ``conventions.notes``): second derivatives are not available (the
-backward is ``once_differentiable``), and ``torch.compile`` cannot trace a framework call.
+backward is ``once_differentiable``), and ``torch.compile`` cannot trace a framework call: every
+bridged target declares ``Conventions.untraceable`` (:data:`UNTRACEABLE`), so
+``compile.fullgraph`` is not applicable there, with that reason.
 """
 
 from __future__ import annotations
@@ -406,12 +408,19 @@ def check_sizes(n: int, d: int, layer_index: int, seed: int) -> None:
         raise ValueError(f"seed: expected >= 0, got {seed}")
 
 
+UNTRACEABLE = ("forward calls into {name} through hcspec.conformance.bridge, which TorchDynamo "
+               "cannot trace (torch.compile sees only the torch.autograd.Function boundary)")
+"""The ``Conventions.untraceable`` reason every bridged target declares."""
+
+
 def declare(conventions: Conventions, compute_dtype: torch.dtype | None,
             framework_name: str) -> Conventions:
-    """``conventions`` with ``compute_dtype`` and the bridge's note added."""
+    """``conventions`` with ``compute_dtype``, the bridge's note added and ``untraceable``
+    declared (:data:`UNTRACEABLE`: ``compile.fullgraph`` is then not applicable)."""
     note = BRIDGE_NOTE.format(name=framework_name)
     notes = f"{conventions.notes}; {note}" if conventions.notes else note
-    return replace(conventions, compute_dtype=compute_dtype, notes=notes)
+    return replace(conventions, compute_dtype=compute_dtype, notes=notes,
+                   untraceable=UNTRACEABLE.format(name=framework_name))
 
 
 # --- frameworks -----------------------------------------------------------------------------

@@ -195,6 +195,20 @@ class Stack(Protocol):
     * ``parameters() -> Iterable[Tensor]`` — every trainable tensor of the ``layers``
       sublayers (the kit perturbs them in place, under ``no_grad``, on a fresh stack).
 
+    The carry design is declared, never assumed (read by :func:`stack_pre_mix`): the optional
+    attribute ``pre_mix_from`` (:data:`StackPreMix`) says which state the pre-mix ``h_pre`` of
+    sublayer k is computed from.
+
+    * ``"own_input"`` (the default when absent): every coefficient of sublayer k — carried or
+      not — is what sublayer k computes from its own input ``X_k``, so the stack equals running
+      the sublayers one by one (the reference stack; a fused pre of the next sublayer computed
+      from the state just written).
+    * ``"previous_input"``: DeepSeek-V4.1's single pass — sublayer k ≥ 1 collapses ``X_k`` with
+      the ``h_pre`` that sublayer k − 1 computed from *its* input ``X_{k−1}``, sublayer 0 with
+      the fixed pre-mix ``initial_pre_mix`` (a ``[n]`` tensor, e.g. the one-hot ``e_0`` that
+      reads stream 0); ``h_post`` and ``H_res`` of sublayer k come from ``X_k``. The attribute
+      ``initial_pre_mix`` is then required.
+
     Attributes:
         n: expansion rate. d: hidden size. layers: number of sublayers, ≥ 1.
     """
@@ -220,6 +234,13 @@ class SupportsStack(Protocol):
         parameters."""
         ...
 
+
+StackPreMix = Literal["own_input", "previous_input"]
+"""Where a :class:`Stack`'s sublayer k takes its pre-mix ``h_pre`` from (``Stack.pre_mix_from``):
+``"own_input"`` — what sublayer k computes from its own input ``X_k`` (the default);
+``"previous_input"`` — what sublayer k − 1 computed from ``X_{k−1}``, and the declared
+``initial_pre_mix`` for sublayer 0 (DeepSeek-V4.1's single pass)."""
+_STACK_PRE_MIXES: Final[tuple[str, ...]] = ("own_input", "previous_input")
 
 BranchInput = Literal["x_in", "rms_norm", "layer_norm"]
 ReduceScale = Literal["sum", "mean", "learned"]
@@ -332,6 +353,11 @@ class Conventions:
             (atomics, dropout kept on in eval): the determinism properties then report the
             run-to-run spread instead of requiring bitwise equality, and the inference
             properties do not compare train-mode with eval-mode outputs.
+        untraceable: why TorchDynamo cannot trace ``forward`` at all (it calls into another
+            array framework: every target of :mod:`hcspec.conformance.bridge` declares it),
+            or None (the default): traceable. Declared, ``compile.fullgraph`` is not
+            applicable with this reason. Not for a graph break in PyTorch code, which is the
+            bug that property reports.
 
     Raises:
         ValueError: on construction, for a value outside the ones listed above.
@@ -361,6 +387,7 @@ class Conventions:
     deterministic: bool = True
     weights_scale_invariant: bool | None = None
     published: str | None = None
+    untraceable: str | None = None
 
     def __post_init__(self) -> None:
         self._check_sizes()
@@ -406,6 +433,10 @@ class Conventions:
             )
         if not self.norm_eps >= 0.0:
             raise ValueError(f"conventions.norm_eps: expected >= 0, got {self.norm_eps!r}")
+        reason: object = self.untraceable
+        if reason is not None and (not isinstance(reason, str) or not reason.strip()):
+            raise ValueError("conventions.untraceable: expected None or the reason (a non-empty "
+                             f"str), got {reason!r}")
 
     def _check_sizes(self) -> None:
         rates: object = self.supported_expansion_rates
@@ -591,6 +622,30 @@ def has_published_parameters(impl: object) -> bool:
 def has_load_published(impl: object) -> bool:
     """``impl`` offers ``load_published(params)`` (capability ``load_published``)."""
     return callable(getattr(impl, LOAD_PUBLISHED, None))
+
+
+def stack_pre_mix(stack: object) -> tuple[StackPreMix, torch.Tensor | None]:
+    """The carry design a :class:`Stack` declares: ``(pre_mix_from, initial_pre_mix)``, with
+    ``("own_input", None)`` when it declares none; ``initial_pre_mix`` is the ``[n]`` pre-mix
+    sublayer 0 reads with under ``"previous_input"`` (detached, as declared).
+
+    Raises:
+        ValueError: ``pre_mix_from`` is not one of :data:`StackPreMix`'s values, or
+            ``"previous_input"`` comes without an ``initial_pre_mix`` tensor of shape ``[n]``.
+    """
+    design = getattr(stack, "pre_mix_from", "own_input")
+    if design not in _STACK_PRE_MIXES:
+        raise ValueError(f"stack.pre_mix_from: expected one of {_STACK_PRE_MIXES}, got "
+                         f"{design!r}")
+    if design == "own_input":
+        return "own_input", None
+    initial = getattr(stack, "initial_pre_mix", None)
+    n = getattr(stack, "n", None)
+    if not isinstance(initial, torch.Tensor) or tuple(initial.shape) != (n,):
+        got = list(initial.shape) if isinstance(initial, torch.Tensor) else type(initial).__name__
+        raise ValueError(f"stack.pre_mix_from = 'previous_input' needs initial_pre_mix, the [n] "
+                         f"pre-mix sublayer 0 reads with (n = {n}); got {got}")
+    return "previous_input", initial.detach()
 
 
 def capabilities(impl: object) -> frozenset[str]:

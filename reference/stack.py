@@ -73,6 +73,10 @@ class HyperConnectionStack(nn.Module):
         self.layers = len(sublayers)
         self.carry = bool(carry)
 
+    pre_mix_from = "own_input"
+    """The carry design the conformance kit reads (``Stack.pre_mix_from``): carried or not,
+    every coefficient of sublayer k is what sublayer k computes from its own input ``X_k``."""
+
     def forward(self, x: torch.Tensor, branches: Sequence[Branch]) -> torch.Tensor:
         """``X_L`` from ``X_0 = x`` through the sublayers in order.
 

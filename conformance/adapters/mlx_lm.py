@@ -218,6 +218,10 @@ class MlxV41Stack:
     Shapes: ``x [B,T,n,d]``; ``branches[k]``: ``[B,T,d] -> [B,T,d]``, called once each.
     The carried ``pre`` crosses as float32, as the model keeps ``pre_mix``.
 
+    Declares the carry design (``Stack.pre_mix_from``): ``"previous_input"`` — sublayer k ≥ 1
+    reads with the ``pre`` sublayer k − 1 computed from its own input, sublayer 0 with
+    ``initial_pre_mix = e_0`` (``TextModel``'s, read stream 0).
+
     Raises:
         ValueError: (from the methods) ``x`` not ``[B,T,n,d]``, ``len(branches) != layers``,
             a branch output of another shape, ``k`` out of range.
@@ -226,6 +230,9 @@ class MlxV41Stack:
     def __init__(self, sublayers: Sequence[MlxV41Connection]) -> None:
         self._subs = list(sublayers)
         self.n, self.d, self.layers = self._subs[0].n, self._subs[0].d, len(self._subs)
+        self.pre_mix_from: Final = "previous_input"
+        self.initial_pre_mix = torch.zeros(self.n, dtype=torch.float32)
+        self.initial_pre_mix[0] = 1.0  # TextModel's initial pre_mix: read stream 0
         names = list(self._subs[0].params)
         self._carried = [FlatFunction(s._functions.read_carried, names, False)
                          for s in self._subs]

@@ -334,12 +334,18 @@ class V41Stack:
     Attributes:
         n, d, layers: expansion rate, width, number of sublayers.
         modules: the L ``DeepseekV41HyperConnection`` modules.
+        pre_mix_from: the carry design it declares (``Stack.pre_mix_from``):
+            ``"previous_input"``, V4.1's single pass.
+        initial_pre_mix: ``e_0`` ``[n]`` (float32), the model's initial pre-mix.
     """
 
     def __init__(self, modules: Sequence[nn.Module], n: int, d: int, seed: int, device: str,
                  layer_index: int) -> None:
         self.modules: list[Any] = list(modules)
         self.n, self.d, self.layers = n, d, len(self.modules)
+        self.pre_mix_from: Final = "previous_input"
+        self.initial_pre_mix = torch.zeros(n, dtype=torch.float32)
+        self.initial_pre_mix[0] = 1.0  # DeepseekV41Model's initial pre-mix: read stream 0
         self._seed, self._device, self._layer_index = seed, device, layer_index
 
     def _run(self, x: torch.Tensor, branches: Sequence[SubBranch]

@@ -16,7 +16,9 @@ Autograd's checks of the traced backward. Under ``thorough`` it compiles with
 2-core CPU, a few seconds after that), which also checks the generated kernels; where that
 backend cannot run (no C++ compiler, no Triton) the property is not applicable with the reason.
 Where ``torch.compile`` itself is unavailable (TorchDynamo unsupported on this Python) the
-property is not applicable with the reason.
+property is not applicable with the reason, and so it is for a target that declares
+``Conventions.untraceable`` (a forward that calls into another array framework: every target of
+:mod:`hcspec.conformance.bridge`), with the reason it declares.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from hcspec.conformance.properties.requirements import (
     COMPILE,
     FULL_BACKEND,
     TRACE_BACKEND,
+    TRACEABLE,
     compile_backend,
 )
 from hcspec.conformance.strategies import Case
@@ -53,7 +56,7 @@ def _examples(ctx: Context) -> list[Case]:
 @declare(
     "compile.fullgraph",
     statement="torch.compile(fullgraph=True) traces forward; compiled forward/backward equal eager",
-    requires=(COMPILE,), tolerance=rules.SELF_CONSISTENCY, examples=_examples,
+    requires=(TRACEABLE, COMPILE), tolerance=rules.SELF_CONSISTENCY, examples=_examples,
     cases=Cases(d_more_than_n=True, extreme_scales=False),
     prerequisites=("shape.output", "shape.branch_once"), explore=False,
     shrink=False)  # each re-run would compile anew: up to 40 × ~20 s (inductor)

@@ -199,6 +199,14 @@ COMPILE = Requirement(
     lambda s: compile_unavailable(compile_backend(s.profile), s.device))
 """``torch.compile`` with the profile's backend can run on the run's device."""
 
+TRACEABLE = Requirement(
+    "traceable (no conventions.untraceable)",
+    "the impl declares that TorchDynamo cannot trace its forward",
+    lambda s: s.conventions.untraceable is None,
+    lambda s: s.conventions.untraceable, separator=": ")
+"""The impl does not declare ``Conventions.untraceable`` (a forward that calls into another
+array framework, which ``torch.compile`` cannot see into)."""
+
 
 def first_unmet(requirements: Iterable[Requirement], subject: Subject) -> str | None:
     """The message of the first requirement ``subject`` does not meet, or None."""

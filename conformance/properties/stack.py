@@ -15,8 +15,12 @@ can show whether what is carried is right. The family checks, for every sublayer
   (:func:`hcspec.conformance.properties.depth.mhc_bounds`; spec ``ds.stream_sum_preserved``,
   ``ds.product_closure``);
 * ``stack.carried_matches_recomputed``: the coefficients the stack used for sublayer k equal
-  ``sublayer(k).weights`` on the state entering sublayer k, and the stack's output equals
-  chaining ``sublayer(k).forward``;
+  their recomputation under the carry design the stack declares (``Stack.pre_mix_from``,
+  :func:`hcspec.conformance.protocol.stack_pre_mix`) — by default ``sublayer(k).weights`` on
+  the state entering sublayer k, with the output equal to chaining ``sublayer(k).forward``;
+  for DeepSeek-V4.1's ``"previous_input"`` design, ``h_pre`` of sublayer k is sublayer
+  k − 1's on the state entering k − 1 (the declared ``initial_pre_mix`` for sublayer 0), with
+  the output equal to the spec's closed form chained with those coefficients;
 * ``stack.fd_gradients``: finite differences through the stack agree with autograd w.r.t. the
   input and each sublayer's parameters (:mod:`hcspec.conformance.properties.finite_differences`).
 
@@ -65,6 +69,7 @@ from hcspec.conformance.protocol import (
     has_stack_sublayer,
     has_stack_weights,
     has_weights,
+    stack_pre_mix,
 )
 from hcspec.conformance.strategies import SMOOTH_BRANCHES, Case
 from hcspec.spec import numeric
@@ -318,37 +323,110 @@ def check_stream_sum_preserved(ctx: Context, case: Case) -> None:
 
 @declare(
     "stack.carried_matches_recomputed",
-    statement="coefficients carried into sublayer k equal sublayer(k).weights; the output equals "
-              "the chain",
+    statement="carried coefficients equal their recomputation under the declared carry design; "
+              "X_L the chain",
     requires=(capability(STACK), SUBLAYER_DOMAIN), tolerance=rules.SELF_CONSISTENCY,
     examples=_examples, explore=False, prerequisites=BASE)
 def check_carried_matches_recomputed(ctx: Context, case: Case) -> None:
-    """Sublayer by sublayer, from the case's state: the stack's reported coefficients of
-    sublayer k against ``sublayer(k).weights(Y_k)`` with ``Y_{k+1} = sublayer(k).forward(Y_k)``
-    (each computes its own, nothing carried), then the stack's ``X_L`` against ``Y_L``."""
+    """Sublayer by sublayer, from the case's state, under the carry design the stack declares
+    (:func:`hcspec.conformance.protocol.stack_pre_mix`):
+
+    * ``"own_input"`` (default): the stack's reported coefficients of sublayer k against
+      ``sublayer(k).weights(Y_k)`` with ``Y_{k+1} = sublayer(k).forward(Y_k)`` (each computes
+      its own, nothing carried), then the stack's ``X_L`` against ``Y_L``;
+    * ``"previous_input"``: the expected ``h_pre`` of sublayer k is the declared
+      ``initial_pre_mix`` (k = 0) or ``sublayer(k − 1).weights(Y_{k−1}).h_pre`` (k ≥ 1), its
+      ``h_post`` and ``H_res`` are ``sublayer(k).weights(Y_k)``'s; ``Y_{k+1}`` is the spec's
+      closed form with those coefficients (``sublayer(k).forward`` reads with its own pre, so
+      it cannot be chained); not applicable when the sublayers offer no ``weights``.
+
+    Raises:
+        PropertyFailure: an invalid declaration, or a mismatch (the label names the sublayer).
+        NotApplicable: no ``sublayer(k)``, or ``"previous_input"`` without sublayer weights.
+    """
     stack = build_stack(ctx, case)
     if not has_stack_sublayer(stack):
         raise NotApplicable("the stack offers no sublayer(k): nothing to recompute with")
+    try:
+        design, initial = stack_pre_mix(stack)
+    except ValueError as exc:
+        raise PropertyFailure(str(exc)) from exc
     x = ctx.inputs.state(case)
     with torch.no_grad():
         out = run_forward(ctx, stack, x, branches(ctx, case))
         used = run_weights(ctx, stack, x, branches(ctx, case)) if has_stack_weights(
             stack) else None
-        Y, compared = x, 0
-        for k, branch in enumerate(branches(ctx, case)):
-            sub = _sublayer(stack, k)
-            if used is not None and has_weights(sub):
-                mine = ctx.observe.weights(cast(HyperConnectionImpl, sub), Y)
-                for name, carried, recomputed in zip(NAMES, used[k], mine, strict=True):
-                    ctx.record.expect(f"sublayer {k}: the stack's {name} vs "
-                                      f"sublayer({k}).weights on the state entering it",
-                                      tolerances.scaled_error(carried, recomputed))
-                compared += 1
-            Y = ctx.observe.forward(sub, Y, branch).to(ctx.dtype)
+        if design == "previous_input":
+            assert initial is not None
+            Y = _previous_input_chain(ctx, case, stack, x, initial, used)
+            compared = used is not None
+            chain = "composing the recomputed coefficients (h_pre from the previous sublayer)"
+        else:
+            Y, compared = _own_input_chain(ctx, case, stack, x, used)
+            chain = "chaining sublayer(k).forward"
     note = "" if compared else (" (coefficients not compared: the stack or its sublayers "
                                 "offer no weights)")
-    ctx.record.expect(f"the stack's X_L vs chaining sublayer(k).forward, k = 0 … {LAYERS - 1}"
-                      + note, tolerances.scaled_error(out, Y))
+    ctx.record.expect(f"the stack's X_L vs {chain}, k = 0 … {LAYERS - 1}" + note,
+                      tolerances.scaled_error(out, Y))
+
+
+def _compare(ctx: Context, k: int, used: Weights, expected: Sequence[torch.Tensor],
+             whence: Sequence[str]) -> None:
+    """Record the stack's reported coefficients of sublayer k against the expected ones."""
+    for name, carried, recomputed, source in zip(NAMES, used, expected, whence, strict=True):
+        ctx.record.expect(f"sublayer {k}: the stack's {name} vs {source}",
+                          tolerances.scaled_error(carried, recomputed))
+
+
+def _own_input_chain(ctx: Context, case: Case, stack: Stack, x: torch.Tensor,
+                     used: list[Weights] | None) -> tuple[torch.Tensor, bool]:
+    """``(Y_L, whether coefficients were compared)``: ``Y_{k+1} = sublayer(k).forward(Y_k)``,
+    comparing the reported coefficients with ``sublayer(k).weights(Y_k)`` where both exist."""
+    Y, compared = x, False
+    for k, branch in enumerate(branches(ctx, case)):
+        sub = _sublayer(stack, k)
+        if used is not None and has_weights(sub):
+            mine = ctx.observe.weights(cast(HyperConnectionImpl, sub), Y)
+            _compare(ctx, k, used[k], mine,
+                     [f"sublayer({k}).weights on the state entering it"] * 3)
+            compared = True
+        Y = ctx.observe.forward(sub, Y, branch).to(ctx.dtype)
+    return Y, compared
+
+
+def _previous_input_chain(ctx: Context, case: Case, stack: Stack, x: torch.Tensor,
+                          initial: torch.Tensor, used: list[Weights] | None) -> torch.Tensor:
+    """``Y_L`` of DeepSeek-V4.1's single pass recomputed from the sublayers alone:
+    ``Y_{k+1} = H_res,k Y_k + h_post,k F_k(p_kᵀ Y_k)ᵀ`` (spec closed form, float64, the state
+    kept in ``x``'s dtype) with ``(·, h_post,k, H_res,k) = sublayer(k).weights(Y_k)``, ``p_0`` the
+    declared ``initial_pre_mix`` and ``p_k = sublayer(k − 1).weights(Y_{k−1}).h_pre``;
+    compares the reported coefficients with ``(p_k, h_post,k, H_res,k)`` when ``used`` is
+    given.
+
+    Raises:
+        NotApplicable: a sublayer offers no ``weights(x)``.
+    """
+    subs = [_sublayer(stack, k) for k in range(LAYERS)]
+    if not all(has_weights(sub) for sub in subs):
+        raise NotApplicable("the stack declares pre_mix_from = 'previous_input' and its "
+                            "sublayers offer no weights(x): the carried pre-mix cannot be "
+                            "recomputed, nor the chain composed (sublayer(k).forward reads with "
+                            "its own pre-mix)")
+    Y, carried = x, f64(initial).expand(*x.shape[:2], case.n)
+    source = "the declared initial_pre_mix"
+    for k, (sub, branch) in enumerate(zip(subs, branches(ctx, case), strict=True)):
+        own_pre, h_post, H_res = (f64(w) for w in ctx.observe.weights(sub, Y))
+        if used is not None:
+            _compare(ctx, k, used[k], (carried, h_post, H_res),
+                     (source, f"sublayer({k}).weights on the state entering it",
+                      f"sublayer({k}).weights on the state entering it"))
+        x_in = torch.from_numpy(numeric.aggregate(np64(Y), np64(carried)))
+        z = branch(ctx.observe.branch_input(x_in).to(device=x.device, dtype=x.dtype))
+        Y = torch.from_numpy(numeric.forward(np64(Y), np64(h_post), np64(H_res), np64(z))).to(
+            device=x.device, dtype=x.dtype)
+        carried = own_pre
+        source = f"sublayer({k}).weights(…).h_pre on the state entering sublayer {k}"
+    return Y
 
 
 FLOAT64 = float64("finite differences through the stack run in float64")

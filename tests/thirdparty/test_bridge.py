@@ -106,6 +106,17 @@ def test_the_kit_passes_the_standin_and_fails_a_wrong_vjp() -> None:
     assert statuses["law.reported"] == "passed", statuses  # the forward is right
 
 
+def test_a_bridged_target_declares_itself_untraceable_so_fullgraph_is_not_applicable() -> None:
+    declared = conventions_of(standin_factory()(2, 3, seed=0))
+    assert declared.untraceable is not None and "numpy-standin" in declared.untraceable
+    report = check_implementation(standin_factory(), profile="quick", device="cpu",
+                                  only=["compile.fullgraph"])
+    result = next(r for r in report.results if r.id == "compile.fullgraph")
+    assert result.status == "not_applicable", result
+    assert "TorchDynamo cannot trace" in (result.message or "")
+    assert declared.untraceable in (result.message or "")
+
+
 def test_importing_the_bridge_imports_no_framework() -> None:
     code = ("import sys, hcspec.conformance.bridge, hcspec.conformance.targets; "
             "print(sorted(m for m in ('mlx', 'jax', 'mlx_lm') if m in sys.modules))")

@@ -200,3 +200,20 @@ def test_the_declared_module_is_the_one_read() -> None:
     assert mlx_lm.package().__name__ == MODULE
     declared = mlx_lm.make_deepseek_v41(2, 3).conventions
     assert declared.compute_dtype == torch.float32 and "mlx" in declared.notes
+
+
+def test_the_stack_declares_the_previous_input_design_and_fullgraph_is_not_applicable() -> None:
+    from hcspec.conformance.adapters import mlx_lm
+    from hcspec.conformance.protocol import stack_pre_mix
+    from hcspec.conformance.runner import check_implementation
+
+    design, initial = stack_pre_mix(_impl(layers=3))
+    assert design == "previous_input" and initial is not None
+    assert torch.equal(initial, torch.eye(N, dtype=initial.dtype)[0])  # TextModel's pre_mix
+    report = check_implementation(mlx_lm.make_deepseek_v41, profile="quick", device="cpu",
+                                  only=["stack", "compile.fullgraph"])
+    status = {r.id: r.status for r in report.results}
+    for prop_id in ("stack.unrolled_weights", "stack.stream_sum_preserved",
+                    "stack.carried_matches_recomputed", "stack.fd_gradients"):
+        assert status[prop_id] == "passed", status
+    assert status["compile.fullgraph"] == "not_applicable", status

@@ -257,3 +257,19 @@ def test_seed_is_reproducible_and_the_stack_shares_sublayer_zero() -> None:
         a.stack(0)
     v4 = adapter.make_deepseek_v4(4, 8, seed=5)
     assert v4.module.hc.fn.dtype == torch.float32 and not v4.conventions.h_post_eps
+
+
+@needs_package
+def test_v41_stack_declares_the_previous_input_design_and_passes_the_stack_family() -> None:
+    from hcspec.conformance.protocol import stack_pre_mix
+    from hcspec.conformance.runner import check_implementation
+
+    design, initial = stack_pre_mix(adapter.make_deepseek_v41(4, 8, seed=0).stack(3))
+    assert design == "previous_input" and initial is not None
+    assert torch.equal(initial, torch.eye(4, dtype=initial.dtype)[0])  # the model's one-hot
+    report = check_implementation(adapter.make_deepseek_v41, profile="quick", device="cpu",
+                                  only=["stack"])
+    status = {r.id: r.status for r in report.results if r.id.startswith("stack.")}
+    assert status == dict.fromkeys(("stack.unrolled_weights", "stack.stream_sum_preserved",
+                                    "stack.carried_matches_recomputed", "stack.fd_gradients"),
+                                   "passed"), status

@@ -9,6 +9,7 @@ from hcspec.conformance import tolerances
 from hcspec.conformance.profiles import get_profile
 from hcspec.conformance.properties import PropertyFailure
 from hcspec.conformance.properties.requirements import compile_backend, compile_unavailable
+from hcspec.conformance.protocol import Conventions
 from tests.conformance.properties.support import run, unmet
 
 STANDINS = "tests.conformance.properties.precision_standins"
@@ -87,3 +88,18 @@ def test_a_compiled_path_that_differs_in_low_precision_fails(precision: str) -> 
 def test_compiled_vs_eager_keeps_the_law_in_float64() -> None:
     ctx = run("compile.fullgraph", "reference:hc-dynamic")
     assert ctx.worst.tolerance == tolerances.law(torch.float64)
+
+
+def test_a_declared_untraceable_forward_is_not_applicable_with_its_reason() -> None:
+    assert unmet("compile.fullgraph") is None or "torch.compile" in str(
+        unmet("compile.fullgraph"))  # only the compiler's own availability, if anything
+    message = unmet("compile.fullgraph",
+                    conventions=Conventions(untraceable="forward calls into a C library"))
+    assert message == ("the impl declares that TorchDynamo cannot trace its forward: "
+                       "forward calls into a C library")
+
+
+@pytest.mark.parametrize("value", ["", "  ", 3])
+def test_untraceable_must_be_a_reason(value: object) -> None:
+    with pytest.raises(ValueError, match=r"conventions\.untraceable"):
+        Conventions(untraceable=value)  # type: ignore[arg-type]

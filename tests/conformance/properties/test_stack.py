@@ -19,6 +19,8 @@ from hcspec.conformance.runner import check_implementation
 from hcspec.reference import ManifoldHyperConnection, targets
 from hcspec.reference.stack import HyperConnectionStack
 from tests.conformance.properties.support import context, run, unmet
+from tests.mutants._stack import PreviousInputStack as PreviousInputStackForTest
+from tests.mutants._stack import make_stacked
 
 STACK_IDS = ("stack.unrolled_weights", "stack.stream_sum_preserved",
              "stack.carried_matches_recomputed", "stack.fd_gradients")
@@ -165,3 +167,75 @@ def test_a_wrong_final_state_with_right_reads_and_sum_fails_stream_by_stream() -
     prop = BY_ID["stack.unrolled_weights"]
     with pytest.raises(PropertyFailure, match=r"stream 0 of X_L after 3 sublayers"):
         prop.run(ctx, prop.examples(ctx)[0])
+
+
+PREVIOUS_INPUT = "tests.mutants._stack:make_previous_input"
+
+
+@pytest.mark.parametrize("prop_id", STACK_IDS)
+def test_a_declared_previous_input_stack_passes_with_sublayers_beyond_the_first(
+        prop_id: str) -> None:
+    for example in range(2):  # the quick profile's examples
+        ctx = run(prop_id, PREVIOUS_INPUT, example=example)
+        assert ctx.worst.label  # something was compared
+
+
+def test_the_declaration_decides_the_recomputation() -> None:
+    """The same V4.1-style stack without its declaration fails the default (own-input) rule at
+    sublayer 0 (it reads with e_0, not its own h_pre), and the declared one compares sublayer
+    k's h_pre with sublayer k − 1's."""
+
+    class Undeclared(PreviousInputStackForTest):
+        pre_mix_from = "own_input"
+
+    with pytest.raises(PropertyFailure, match=r"sublayer 0: the stack's h_pre vs sublayer\(0\)"):
+        run("stack.carried_matches_recomputed", _target(Undeclared))
+
+
+def test_a_pre_mix_from_the_new_state_fails_under_the_previous_input_design() -> None:
+    with pytest.raises(PropertyFailure, match=r"sublayer 1: the stack's h_pre vs sublayer\(0\)"
+                       r"\.weights\(…\)\.h_pre on the state entering sublayer 0"):
+        run("stack.carried_matches_recomputed", "mutant:stack_previous_pre_from_new_state")
+
+
+@pytest.mark.parametrize(("attrs", "message"), [
+    ({"pre_mix_from": "next_input"}, "stack.pre_mix_from: expected one of"),
+    ({"initial_pre_mix": None}, "needs initial_pre_mix"),
+    ({"initial_pre_mix": torch.ones(2)}, r"needs initial_pre_mix.*got \[2\]"),
+])
+def test_an_invalid_carry_declaration_is_a_failure(attrs: dict[str, Any], message: str) -> None:
+    cls = type("BadDeclaration", (PreviousInputStackForTest,), {})
+
+    def init(self: Any, sublayers: Any, *, carry: bool = True) -> None:
+        PreviousInputStackForTest.__init__(self, sublayers, carry=carry)
+        for name, value in attrs.items():
+            setattr(self, name, value)
+
+    cls.__init__ = init  # type: ignore[misc]
+    with pytest.raises(PropertyFailure, match=message):
+        run("stack.carried_matches_recomputed", _target(cls))
+
+
+def _target(stack_class: type[HyperConnectionStack]) -> str:
+    """A ``module:factory`` target string for the reference mHC stacked as ``stack_class``."""
+    def make(n: int, d: int, *, layer_index: int = 0, dtype: torch.dtype = torch.float64,
+             device: str = "cpu", seed: int = 0) -> Any:
+        return make_stacked(stack_class, n, d, layer_index, dtype, device, seed)
+
+    name = f"_made_{stack_class.__name__}_{id(stack_class)}"
+    globals()[name] = make
+    return f"{__name__}:{name}"
+
+
+class _ReportsCarryReadsOwn(PreviousInputStackForTest):
+    """Reports V4.1's coefficients, but its forward reads every sublayer with its own pre-mix."""
+
+    def forward(self, x: torch.Tensor, branches: Any) -> torch.Tensor:
+        return HyperConnectionStack._run(self, x, branches)[0]
+
+
+def test_under_the_previous_input_design_the_output_is_checked_against_the_composed_chain(
+) -> None:
+    with pytest.raises(PropertyFailure, match=r"the stack's X_L vs composing the recomputed "
+                       r"coefficients \(h_pre from the previous sublayer\)"):
+        run("stack.carried_matches_recomputed", _target(_ReportsCarryReadsOwn))
