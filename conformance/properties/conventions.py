@@ -193,8 +193,9 @@ def _scale_invariant(subject: Subject) -> bool:
 
 SCALE_INVARIANT = Requirement(
     "weights normalised (mhc, or declared weights_scale_invariant=True)",
-    "checks weights(cX) = weights(X), which holds for weights computed from a normalised state "
-    "(mHC Eq. 7: RMSNorm(vec X)); the HC kinds need weights_scale_invariant=True",
+    "applies to mhc, and to an HC kind that declares weights_scale_invariant=True "
+    "(weights(cX) = weights(X) holds for weights of a normalised state, mHC Eq. 7: "
+    "RMSNorm(vec X))",
     _scale_invariant,
     lambda s: ("the impl declares weights_scale_invariant=False"
                if s.conventions.weights_scale_invariant is False

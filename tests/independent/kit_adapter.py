@@ -4,18 +4,22 @@ the kit's type.
 The independent mHC declares its conventions as a plain ``dict`` (plus a
 ``sinkhorn_iterations`` attribute); the kit's own type is
 :class:`hcspec.conformance.protocol.Conventions`. These factories translate the declaration and
-change nothing else::
+change nothing else, except that each offers ``stack(L)``: L independently built sublayers of
+the same factory (layer_index + k, seed + k) run one after the other, as a user whose code
+carries no state between sublayers offers it
+(:func:`hcspec.conformance.adapters._stacking.sequential_stack`)::
 
     hc-conformance run tests.independent.kit_adapter:make_mhc
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import torch
 
+from hcspec.conformance.adapters._stacking import sequential_stack
 from hcspec.conformance.protocol import Conventions
 from tests.independent import hc_dynamic, hc_static, mhc
 
@@ -42,30 +46,38 @@ def as_conventions(impl: Any) -> Conventions:
                        notes="independent implementation (tests/independent), paper layout")
 
 
-def _declared(impl: Any) -> Any:
+def _target(make: Callable[..., Any], n: int, d: int, layer_index: int, dtype: torch.dtype,
+            device: str, seed: int) -> Any:
+    """``make(...)`` with its conventions as the kit's type and ``stack(L)``: this impl, then
+    what ``make`` builds for ``layer_index + k``, ``seed + k`` (k = 1 … L − 1)."""
+    impl = make(n, d, layer_index=layer_index, dtype=dtype, device=device, seed=seed)
     impl.conventions = as_conventions(impl)
+
+    def stack(layers: int) -> Any:
+        later = [_target(make, n, d, layer_index + k, dtype, device, seed + k)
+                 for k in range(1, layers)]
+        return sequential_stack([impl, *later])
+
+    impl.stack = stack
     return impl
 
 
 def make_hc_static(n: int, d: int, *, layer_index: int = 0, dtype: torch.dtype = torch.float64,
                    device: str = "cpu", seed: int = 0) -> Any:
     """:func:`tests.independent.hc_static.make` with the kit's Conventions."""
-    return _declared(hc_static.make(n, d, layer_index=layer_index, dtype=dtype, device=device,
-                                    seed=seed))
+    return _target(hc_static.make, n, d, layer_index, dtype, device, seed)
 
 
 def make_hc_dynamic(n: int, d: int, *, layer_index: int = 0, dtype: torch.dtype = torch.float64,
                     device: str = "cpu", seed: int = 0) -> Any:
     """:func:`tests.independent.hc_dynamic.make` with the kit's Conventions."""
-    return _declared(hc_dynamic.make(n, d, layer_index=layer_index, dtype=dtype, device=device,
-                                     seed=seed))
+    return _target(hc_dynamic.make, n, d, layer_index, dtype, device, seed)
 
 
 def make_mhc(n: int, d: int, *, layer_index: int = 0, dtype: torch.dtype = torch.float64,
              device: str = "cpu", seed: int = 0) -> Any:
     """:func:`tests.independent.mhc.make` with its dict declaration as the kit's Conventions."""
-    return _declared(mhc.make(n, d, layer_index=layer_index, dtype=dtype, device=device,
-                              seed=seed))
+    return _target(mhc.make, n, d, layer_index, dtype, device, seed)
 
 
 FACTORIES = {"hc-static": make_hc_static, "hc-dynamic": make_hc_dynamic, "mhc": make_mhc}
