@@ -22,7 +22,10 @@ eps``, a column normalisation, then ``iters − 1`` (row, column) rounds, every 
 
 so ``H_res = combᵀ`` (``comb="source_target"``), composed in the state's dtype. The factory
 checks that the block's source still reads so (:class:`PackageChanged` otherwise). ``reduce``
-is the model's ``DeepseekV4HyperHead`` (learned).
+is the model's ``DeepseekV4HyperHead`` (learned). The target declares DeepSeek-V4's published
+layout (``conventions.published = "deepseek-v4"``): the module's ``fn`` / ``scale`` / ``base``
+are a checkpoint's ``hc_{attn,ffn}_fn`` / ``_scale`` / ``_base`` (:data:`V4_PUBLISHED`),
+offered by ``published_parameters()`` and set by ``load_published``.
 
 **DeepSeek-V4.1** (``components/models/deepseek_v41``, "single-pass" mHC, the technical
 report's §2.4.1): ``DeepseekV41HyperConnection(x)`` returns ``DeepseekV41Mix(pre, post, comb)``
@@ -62,7 +65,11 @@ from hcspec.conformance.adapters._capture import (
     seeded,
 )
 from hcspec.conformance.adapters.declarations.nemo_automodel import WRITTEN_FOR
-from hcspec.conformance.adapters.deepseek_v4_style import Decomposition, v4_style_target
+from hcspec.conformance.adapters.deepseek_v4_style import (
+    Decomposition,
+    PublishedTensors,
+    v4_style_target,
+)
 from hcspec.conformance.protocol import Conventions, Factory, Weights
 
 HC_EPS: Final = 1e-6
@@ -165,11 +172,31 @@ def v4_conventions() -> Conventions:
                "vec(X); reduce = DeepseekV4HyperHead (learned); parameters float32"))
 
 
-def deepseek_v4_factory() -> Factory:
+def _v4_settings(module: Any) -> dict[str, float]:
+    return {"hc_eps": float(module.hc.hc_eps), "norm_eps": float(module.hc.norm_eps),
+            "sinkhorn_iters": int(module.hc.hc_sinkhorn_iters)}
+
+
+V4_PUBLISHED: Final = PublishedTensors(
+    "deepseek-v4", {"hc_fn": "hc.fn", "hc_scale": "hc.scale", "hc_base": "hc.base"},
+    _v4_settings)
+"""DeepSeek-V4's published layout in ``DeepseekV4HyperConnection``: a checkpoint's
+``layers.{i}.hc_attn_fn`` / ``hc_attn_scale`` / ``hc_attn_base`` (and ``hc_ffn_*``) are its
+``fn`` / ``scale`` / ``base`` (the package's ``DeepSeekV4StateDictAdapter.from_hf`` renames
+them to ``model.layers.{i}.attn_hc.{fn,scale,base}``); the settings are the module's
+``hc_eps``, ``norm_eps`` (the config's ``rms_norm_eps``) and ``hc_sinkhorn_iters``."""
+
+
+def deepseek_v4_factory(build: Callable[[int, int, int], nn.Module] | None = None) -> Factory:
     """The kit factory of ``nemo_automodel:deepseek-v4`` (built lazily: the package is
-    imported when the factory builds its first impl)."""
-    return v4_style_target(_build_v4, decompose_v4, comb="source_target",
-                           conventions=v4_conventions(), keep_float32=True, reduce=_v4_head)
+    imported when the factory builds its first impl). It declares the published
+    ``deepseek-v4`` layout (:data:`V4_PUBLISHED`). ``build`` (``build(n, d, layer_index) ->``
+    a module with ``.hc``, a ``DeepseekV4HyperConnection``, and ``.head``) replaces the
+    package's freshly initialised module: a test hands in the modules NeMo's own checkpoint
+    loader filled."""
+    return v4_style_target(build or _build_v4, decompose_v4, comb="source_target",
+                           conventions=v4_conventions(), keep_float32=True, reduce=_v4_head,
+                           published=V4_PUBLISHED)
 
 
 def make_deepseek_v4(n: int, d: int, *, layer_index: int = 0, dtype: torch.dtype = torch.float64,

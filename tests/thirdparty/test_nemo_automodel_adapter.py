@@ -257,3 +257,17 @@ def test_seed_is_reproducible_and_the_stack_shares_sublayer_zero() -> None:
         a.stack(0)
     v4 = adapter.make_deepseek_v4(4, 8, seed=5)
     assert v4.module.hc.fn.dtype == torch.float32 and not v4.conventions.h_post_eps
+
+
+@needs_package
+def test_v4_declares_the_published_layout_its_own_parameters() -> None:
+    impl = adapter.make_deepseek_v4(4, 8, seed=6)
+    assert impl.conventions.published == "deepseek-v4"
+    params = impl.published_parameters()
+    hc = impl.module.hc
+    assert params["hc_fn"] is hc.fn and params["hc_scale"] is hc.scale
+    assert params["hc_base"] is hc.base
+    assert (params["hc_eps"], params["norm_eps"], params["sinkhorn_iters"]) == (1e-6, 1e-6, 20)
+    other = adapter.make_deepseek_v4(4, 8, seed=7)
+    impl.load_published(other.published_parameters())
+    assert torch.equal(hc.fn, other.module.hc.fn) and torch.equal(hc.base, other.module.hc.base)
