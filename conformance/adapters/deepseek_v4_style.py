@@ -35,6 +35,26 @@ and one function that calls it (docs/conformance.md has a worked example)::
 
 Then ``hc-conformance run mypackage.my_adapter:make``.
 
+**Composing through the package's decoder layer.** The composition above is written from the
+declared orientation, so a package whose *decoder layer* mis-orients ``comb`` would pass as
+long as the declaration is right. Where the package has a decoder layer, pass
+``decoder_layer=layer_step``: ``forward`` then runs the package's own layer class with the
+module at one site, the kit's branch in place of that site's sublayer (and its norm), and the
+layer's other site made the identity step (:func:`identity_site`: ``post = 0``, ``comb = I``,
+a zero sublayer), so ``X'`` is exactly the layer's first site. ``weights`` still reads the
+module's tensors in the declared orientation: a layer that composes otherwise than declared
+fails the law family, and the published family sees the layer's own output::
+
+    def layer_step(module, x, branch):
+        layer = MyDecoderLayer.__new__(MyDecoderLayer); nn.Module.__init__(layer)
+        layer.attn_hc, layer.ffn_hc = module, IdentityHC(x)   # the package's return order
+        layer.attn, layer.mlp = Sublayer(branch), Sublayer(torch.zeros_like)
+        layer.attn_norm = layer.ffn_norm = nn.Identity()
+        return layer(x)
+
+    make = v4_style_target(build, decompose, comb="source_target", conventions=...,
+                           decoder_layer=layer_step)
+
 **Published parameters.** A module that holds a published parameterization's tensors (a
 DeepSeek-V4 checkpoint's ``hc_fn``, ``hc_scale``, ``hc_base`` under the package's own key
 names) passes ``published=PublishedTensors("deepseek-v4", {"hc_fn": "fn", "hc_scale":
@@ -119,6 +139,40 @@ module's pre-activation logits (the arguments of σ, c·σ and Sinkhorn–Knopp)
 the orientation the target declares; the target offers them to the kit as ``logits(x)`` in the
 row form (the variant family then checks the declared Sinkhorn variant at identical logits).
 """
+
+LayerStep = Callable[[Any, torch.Tensor, Branch], torch.Tensor]
+"""``layer_step(module, x [B, T, n, d], branch) -> X' [B, T, n, d]``: one step of the
+package's own decoder layer with ``module`` as the hyper-connection of its first site,
+``branch`` (``[..., d] -> [..., d]``, called once) in place of that site's sublayer and norm,
+and the other site the identity step (:func:`identity_site`). What the layer returns is the
+target's output (cast to the declared output dtype)."""
+
+
+class IdentitySite(NamedTuple):
+    """The coefficients of a site that leaves the streams unchanged: with a zero sublayer,
+    ``X' = post·0 + combᵀ X = X`` exactly (``post = 0``, ``comb = I``), whatever the
+    orientation; for neutralising a decoder layer's second site (:data:`LayerStep`).
+
+    Attributes:
+        pre: ``[B, T, n]`` zeros. post: ``[B, T, n]`` zeros. comb: ``[B, T, n, n]`` the
+        identity. collapsed: ``[B, T, d]`` zeros.
+    """
+
+    pre: torch.Tensor
+    post: torch.Tensor
+    comb: torch.Tensor
+    collapsed: torch.Tensor
+
+
+def identity_site(x: torch.Tensor) -> IdentitySite:
+    """:class:`IdentitySite` for the state ``x [..., n, d]``, in float32 (as DeepSeek-V4's
+    modules return their coefficients) on ``x``'s device; ``collapsed`` in ``x``'s dtype."""
+    *lead, n, d = x.shape
+    zeros = torch.zeros(*lead, n, dtype=torch.float32, device=x.device)
+    eye = torch.eye(n, dtype=torch.float32, device=x.device).expand(*lead, n, n)
+    return IdentitySite(zeros, zeros.clone(), eye,
+                        torch.zeros(*lead, d, dtype=x.dtype, device=x.device))
+
 
 ReadPre = Callable[[Any, torch.Tensor], torch.Tensor]
 """``read_pre(module, x [B, T, n, d]) -> pre [B, T, n]``: for a module that consumes ``pre``
@@ -223,7 +277,8 @@ class V4StyleConnection(WrapsModule):
                  style: V4Style, reduce: Reduce | None = None,
                  read_pre: ReadPre | None = None, logits: Logits | None = None,
                  successor: Callable[[int], V4StyleConnection] | None = None,
-                 stack_of: StackOf | None = None) -> None:
+                 stack_of: StackOf | None = None,
+                 decoder_layer: LayerStep | None = None) -> None:
         self.module: Any = module
         self.n, self.d = n, d
         self.kind: str = style.kind
@@ -235,6 +290,7 @@ class V4StyleConnection(WrapsModule):
         self._identity = style.conventions.residual_mixing == "identity"
         self._successor = successor
         self._stack_of = stack_of
+        self._layer_step = decoder_layer
         if logits is not None:
             self._logits_of = logits
             self.logits = self._row_form_logits
@@ -248,10 +304,19 @@ class V4StyleConnection(WrapsModule):
         another rank, ``[B, n, d]`` or ``[B, H, W, n, d]``, reaches the package, whose own
         error, or result, is what the kit's shape properties see).
 
+        With the factory's ``decoder_layer``, the package's own decoder layer composes
+        (:data:`LayerStep`): ``X'`` is what the layer returns, its orientation the layer's.
+
         Raises:
             ValueError: see the class (a decomposition of the wrong shapes); whatever the
                 package raises.
         """
+        if self._layer_step is not None:
+            def checked(h: torch.Tensor) -> torch.Tensor:
+                return check_branch_output(branch(h), h)
+
+            out = self._layer_step(self.module, x, checked)
+            return out.to(self._output_dtype(x))
         parts = self._parts(x)
         collapsed = parts.collapsed
         if collapsed is None:
@@ -392,7 +457,8 @@ def v4_style_target(build: Build, decompose: Decompose, *, comb: CombOrientation
                     reduce: Reduce | None = None, read_pre: ReadPre | None = None,
                     stack_of: StackOf | None = None,
                     published: PublishedTensors | None = None,
-                    logits: Logits | None = None) -> Factory:
+                    logits: Logits | None = None,
+                    decoder_layer: LayerStep | None = None) -> Factory:
     """A kit target (factory) for a DeepSeek-V4-style module.
 
     Args:
@@ -412,6 +478,8 @@ def v4_style_target(build: Build, decompose: Decompose, *, comb: CombOrientation
         published: where the module keeps a published layout's tensors
             (:class:`PublishedTensors`); the target then declares ``conventions.published``
             and offers ``published_parameters``/``load_published``.
+        decoder_layer: compose through the package's own decoder layer (:data:`LayerStep`)
+            instead of from the declared orientation; ``weights`` still follows ``comb``.
 
     Returns:
         ``make(n, d, *, layer_index=0, dtype=torch.float64, device="cpu", seed=0)`` building a
@@ -446,7 +514,7 @@ def v4_style_target(build: Build, decompose: Decompose, *, comb: CombOrientation
 
         cls = V4StyleConnection if published is None else PublishedV4StyleConnection
         impl = cls(module, decompose, n, d, style, reduce, read_pre, logits=logits,
-                   successor=successor, stack_of=stack_of)
+                   successor=successor, stack_of=stack_of, decoder_layer=decoder_layer)
         if isinstance(impl, PublishedV4StyleConnection) and published is not None:
             impl.published = published
         return impl
