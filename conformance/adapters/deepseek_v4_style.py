@@ -38,22 +38,27 @@ Then ``hc-conformance run mypackage.my_adapter:make``.
 **Composing through the package's decoder layer.** The composition above is written from the
 declared orientation, so a package whose *decoder layer* mis-orients ``comb`` would pass as
 long as the declaration is right. Where the package has a decoder layer, pass
-``decoder_layer=layer_step``: ``forward`` then runs the package's own layer class with the
-module at one site, the kit's branch in place of that site's sublayer (and its norm), and the
-layer's other site made the identity step (:func:`identity_site`: ``post = 0``, ``comb = I``,
-a zero sublayer), so ``X'`` is exactly the layer's first site. ``weights`` still reads the
+``decoder_layer=layer_of``: ``layer_of(module)`` (called once per impl) returns
+``step(x, branch)``, which runs the package's own layer class with the module at one site, the
+kit's branch in place of that site's sublayer (and its norm), and the layer's other site made
+the identity step (:func:`identity_site`: ``post = 0``, ``comb = I``, a zero sublayer), so
+``X'`` is exactly the layer's first site; ``forward`` returns it. ``weights`` still reads the
 module's tensors in the declared orientation: a layer that composes otherwise than declared
 fails the law family, and the published family sees the layer's own output::
 
-    def layer_step(module, x, branch):
+    class Attention(nn.Module):          # the kit's branch, handed in through the layer's kwargs
+        def forward(self, h, *, hc_branch, **kwargs):
+            return hc_branch(h)
+
+    def layer_of(module):
         layer = MyDecoderLayer.__new__(MyDecoderLayer); nn.Module.__init__(layer)
-        layer.attn_hc, layer.ffn_hc = module, IdentityHC(x)   # the package's return order
-        layer.attn, layer.mlp = Sublayer(branch), Sublayer(torch.zeros_like)
+        layer.attn_hc, layer.ffn_hc = module, IdentityHC()  # identity_site, the package's order
+        layer.attn, layer.mlp = Attention(), Zero()
         layer.attn_norm = layer.ffn_norm = nn.Identity()
-        return layer(x)
+        return lambda x, branch: layer(x, hc_branch=branch)
 
     make = v4_style_target(build, decompose, comb="source_target", conventions=...,
-                           decoder_layer=layer_step)
+                           decoder_layer=layer_of)
 
 **Published parameters.** A module that holds a published parameterization's tensors (a
 DeepSeek-V4 checkpoint's ``hc_fn``, ``hc_scale``, ``hc_base`` under the package's own key
@@ -140,12 +145,17 @@ the orientation the target declares; the target offers them to the kit as ``logi
 row form (the variant family then checks the declared Sinkhorn variant at identical logits).
 """
 
-LayerStep = Callable[[Any, torch.Tensor, Branch], torch.Tensor]
-"""``layer_step(module, x [B, T, n, d], branch) -> X' [B, T, n, d]``: one step of the
-package's own decoder layer with ``module`` as the hyper-connection of its first site,
-``branch`` (``[..., d] -> [..., d]``, called once) in place of that site's sublayer and norm,
-and the other site the identity step (:func:`identity_site`). What the layer returns is the
-target's output (cast to the declared output dtype)."""
+LayerStep = Callable[[torch.Tensor, Branch], torch.Tensor]
+"""``step(x [B, T, n, d], branch) -> X' [B, T, n, d]``: one step of the package's own decoder
+layer with the target's module as the hyper-connection of its first site, ``branch``
+(``[..., d] -> [..., d]``, called once) in place of that site's sublayer and norm, and the
+other site the identity step (:func:`identity_site`). What the layer returns is the target's
+output (cast to the declared output dtype)."""
+
+DecoderLayerOf = Callable[[Any], LayerStep]
+"""``layer_of(module) -> step`` (:data:`LayerStep`): the package's decoder layer built around
+the target's module, once per impl (so ``forward`` does no construction and stays traceable by
+``torch.compile``)."""
 
 
 class IdentitySite(NamedTuple):
@@ -278,7 +288,7 @@ class V4StyleConnection(WrapsModule):
                  read_pre: ReadPre | None = None, logits: Logits | None = None,
                  successor: Callable[[int], V4StyleConnection] | None = None,
                  stack_of: StackOf | None = None,
-                 decoder_layer: LayerStep | None = None) -> None:
+                 decoder_layer: DecoderLayerOf | None = None) -> None:
         self.module: Any = module
         self.n, self.d = n, d
         self.kind: str = style.kind
@@ -290,7 +300,7 @@ class V4StyleConnection(WrapsModule):
         self._identity = style.conventions.residual_mixing == "identity"
         self._successor = successor
         self._stack_of = stack_of
-        self._layer_step = decoder_layer
+        self._layer_step = decoder_layer(module) if decoder_layer is not None else None
         if logits is not None:
             self._logits_of = logits
             self.logits = self._row_form_logits
@@ -308,14 +318,19 @@ class V4StyleConnection(WrapsModule):
         (:data:`LayerStep`): ``X'`` is what the layer returns, its orientation the layer's.
 
         Raises:
-            ValueError: see the class (a decomposition of the wrong shapes); whatever the
-                package raises.
+            ValueError: see the class (a decomposition of the wrong shapes; through a decoder
+                layer: an output of another shape than the state's); whatever the package
+                raises.
         """
         if self._layer_step is not None:
             def checked(h: torch.Tensor) -> torch.Tensor:
                 return check_branch_output(branch(h), h)
 
-            out = self._layer_step(self.module, x, checked)
+            out = self._layer_step(x, checked)
+            if not isinstance(out, torch.Tensor) or out.shape != x.shape:
+                got = list(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
+                raise ValueError(f"the decoder layer returned {got} for a state "
+                                 f"{list(x.shape)}")
             return out.to(self._output_dtype(x))
         parts = self._parts(x)
         collapsed = parts.collapsed
@@ -458,7 +473,7 @@ def v4_style_target(build: Build, decompose: Decompose, *, comb: CombOrientation
                     stack_of: StackOf | None = None,
                     published: PublishedTensors | None = None,
                     logits: Logits | None = None,
-                    decoder_layer: LayerStep | None = None) -> Factory:
+                    decoder_layer: DecoderLayerOf | None = None) -> Factory:
     """A kit target (factory) for a DeepSeek-V4-style module.
 
     Args:
@@ -478,8 +493,9 @@ def v4_style_target(build: Build, decompose: Decompose, *, comb: CombOrientation
         published: where the module keeps a published layout's tensors
             (:class:`PublishedTensors`); the target then declares ``conventions.published``
             and offers ``published_parameters``/``load_published``.
-        decoder_layer: compose through the package's own decoder layer (:data:`LayerStep`)
-            instead of from the declared orientation; ``weights`` still follows ``comb``.
+        decoder_layer: compose through the package's own decoder layer
+            (:data:`DecoderLayerOf`, called once per impl on its module) instead of from the
+            declared orientation; ``weights`` still follows ``comb``.
 
     Returns:
         ``make(n, d, *, layer_index=0, dtype=torch.float64, device="cpu", seed=0)`` building a

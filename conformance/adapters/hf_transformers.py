@@ -22,7 +22,7 @@ decoder layer does (read from the package source):
   back (``residual_mixing="identity"``); ``post = hc_magnitude·σ(·) + eps``.
 
 ``forward`` (DeepSeek-V4 and GLM-5-Next) runs the package's own decoder layer class
-(:func:`decoder_layer_step`): the connection at its attention site, the kit's branch as the
+(:func:`decoder_layer_of`): the connection at its attention site, the kit's branch as the
 attention, the FFN site the identity step; so the orientation is the layer's, whatever the
 target declares, and a layer that mixed ``comb`` otherwise than declared would fail the law
 family (``weights`` follows the declaration). HY-V4 composes from the declaration.
@@ -54,6 +54,7 @@ from hcspec.conformance.adapters._capture import CallRecorder, PackageChanged
 from hcspec.conformance.adapters.declarations.hf_transformers import FIRST_RELEASE, WRITTEN_FOR
 from hcspec.conformance.adapters.deepseek_v4_style import (
     CombOrientation,
+    DecoderLayerOf,
     Decomposition,
     LayerStep,
     PublishedTensors,
@@ -132,17 +133,25 @@ def read_pre(module: nn.Module, x: torch.Tensor) -> tuple[Any, torch.Tensor]:
 
 
 # --- the package's decoder layer as the composition ---------------------------------------------
-class _Sublayer(nn.Module):
-    """A decoder layer's attention or MLP replaced by ``fn``, returning what the package's
-    sublayer returns: the output alone, or it followed by ``extra`` ``None`` s."""
+class _Attention(nn.Module):
+    """A decoder layer's attention replaced by the kit's branch, handed in through the layer's
+    keyword arguments (``hc_branch``: the layers pass their ``**kwargs`` on to the attention);
+    returns the output followed by ``extra`` ``None`` s, as the package's attention does."""
 
-    def __init__(self, fn: Callable[[torch.Tensor], torch.Tensor], extra: int) -> None:
+    def __init__(self, extra: int) -> None:
         super().__init__()
-        self.fn, self.extra = fn, extra
+        self.extra = extra
 
-    def forward(self, hidden_states: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
-        out = self.fn(hidden_states)
-        return (out, *([None] * self.extra)) if self.extra else out
+    def forward(self, hidden_states: torch.Tensor, *args: Any,
+                hc_branch: Callable[[torch.Tensor], torch.Tensor], **kwargs: Any) -> Any:
+        return (hc_branch(hidden_states), *([None] * self.extra))
+
+
+class _Zero(nn.Module):
+    """A decoder layer's MLP replaced by zero."""
+
+    def forward(self, hidden_states: torch.Tensor, *args: Any, **kwargs: Any) -> torch.Tensor:
+        return torch.zeros_like(hidden_states)
 
 
 class _IdentityConnection(nn.Module):
@@ -154,37 +163,33 @@ class _IdentityConnection(nn.Module):
         return site.post, site.comb, site.collapsed
 
 
-def decoder_layer_step(model: str, layer_class: str, attention_outputs: int) -> LayerStep:
+def decoder_layer_of(model: str, layer_class: str, attention_outputs: int) -> DecoderLayerOf:
     """Compose through the installed package's own decoder layer ``layer_class`` of
     ``transformers.models.{model}`` (:data:`~hcspec.conformance.adapters.deepseek_v4_style.\
-LayerStep`): an instance of the class (its ``forward``, nothing else of it: built without
-    its ``__init__``) whose ``attn_hc`` is the target's connection, attention the kit's branch
-    (returning ``attention_outputs`` values, as the package's attention does), norms the
-    identity (the branch includes its own), ``ffn_hc`` the identity site and MLP zero; the
-    layer's output is the step of its attention site, composed as the package composes it.
-
-    Raises:
-        PackageChanged: (from the step) the layer returns something other than the streams
-            (or a tuple starting with them).
+DecoderLayerOf`): an instance of the class (its ``forward``; built without its ``__init__``)
+    whose ``attn_hc`` is the target's connection, attention the kit's branch (returning
+    ``attention_outputs`` values, as the package's attention does), norms the identity (the
+    branch includes its own), ``ffn_hc`` the identity site and MLP zero; the layer's output is
+    the step of its attention site, composed as the package composes it.
     """
-    def step(module: Any, x: torch.Tensor, branch: Branch) -> torch.Tensor:
+    def layer_of(module: Any) -> LayerStep:
         cls = getattr(_modeling(model), layer_class)
         layer = cls.__new__(cls)
         nn.Module.__init__(layer)
         layer.attn_hc = module.connection if isinstance(module, _HyperHeadOf) else module
         layer.ffn_hc = _IdentityConnection()
-        layer.self_attn = _Sublayer(branch, attention_outputs - 1)
-        layer.mlp = _Sublayer(torch.zeros_like, 0)
+        layer.self_attn = _Attention(attention_outputs - 1)
+        layer.mlp = _Zero()
         layer.input_layernorm = nn.Identity()
         layer.post_attention_layernorm = nn.Identity()
         layer.block_type, layer.layer_idx = "attention", 0
-        out = layer(x)
-        streams = out[0] if isinstance(out, tuple) else out
-        if not isinstance(streams, torch.Tensor):
-            raise PackageChanged(f"transformers {layer_class}.forward returned "
-                                 f"{type(out).__name__} (adapter written for {WRITTEN_FOR})")
-        return streams
-    return step
+
+        def step(x: torch.Tensor, branch: Branch) -> torch.Tensor:
+            out = layer(x, hc_branch=branch)
+            streams: torch.Tensor = out[0] if isinstance(out, tuple) else out
+            return streams
+        return step
+    return layer_of
 
 
 # --- the published DeepSeek-V4 layout: hc_fn, hc_scale, hc_base ---------------------------------
@@ -281,8 +286,8 @@ def _deepseek_v4(release: str) -> Factory:
                            conventions=_deepseek_v4_conventions(release), keep_float32=True,
                            reduce=_learned_head, read_pre=_on_connection(_pre_of),
                            published=published_tensors("connection."),
-                           decoder_layer=decoder_layer_step("deepseek_v4",
-                                                            "DeepseekV4DecoderLayer", 2))
+                           decoder_layer=decoder_layer_of("deepseek_v4", "DeepseekV4DecoderLayer",
+                                                          2))
 
 
 def _glm5_next() -> Factory:
@@ -307,8 +312,8 @@ def _glm5_next() -> Factory:
     return v4_style_target(build, _decompose_with_comb, comb="source_target",
                            conventions=conventions, keep_float32=True, read_pre=_pre_of,
                            published=published_tensors(""),
-                           decoder_layer=decoder_layer_step("glm5_next",
-                                                            "Glm5NextTextDecoderLayer", 3))
+                           decoder_layer=decoder_layer_of("glm5_next",
+                                                          "Glm5NextTextDecoderLayer", 3))
 
 
 # --- HY-V4 (post, collapsed): no mixing matrix -------------------------------------------------

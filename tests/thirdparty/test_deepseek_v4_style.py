@@ -336,11 +336,13 @@ def _neutral(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]
 
 
 def _through(layer_class: type[StandInDecoderLayer]) -> Any:
-    def layer_step(module: TinyV4, x: torch.Tensor, branch: Any) -> torch.Tensor:
-        out: torch.Tensor = layer_class(module, _neutral, branch, torch.zeros_like)(x)
-        return out
+    def layer_of(module: TinyV4) -> Any:
+        def step(x: torch.Tensor, branch: Any) -> torch.Tensor:
+            out: torch.Tensor = layer_class(module, _neutral, branch, torch.zeros_like)(x)
+            return out
+        return step
     return v4_style_target(lambda n, d, layer: TinyV4(n, d), _decompose, comb="source_target",
-                           conventions=CONVENTIONS, decoder_layer=layer_step)
+                           conventions=CONVENTIONS, decoder_layer=layer_of)
 
 
 def test_identity_site_leaves_the_streams_unchanged_exactly() -> None:

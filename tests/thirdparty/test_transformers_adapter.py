@@ -199,7 +199,7 @@ def test_forward_runs_the_installed_decoder_layer_so_its_orientation_is_seen(
     def misoriented(self: Any, hidden_states: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
         dtype = hidden_states.dtype
         post, comb, collapsed = self.attn_hc(hidden_states)
-        out = self.self_attn(collapsed)[0]
+        out = self.self_attn(collapsed, **kwargs)[0]
         mix = comb.to(dtype) if declared_transposed else comb.to(dtype).transpose(-1, -2)
         return post.to(dtype).unsqueeze(-1) * out.unsqueeze(-2) + torch.matmul(mix, hidden_states)
 
