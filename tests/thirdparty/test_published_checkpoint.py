@@ -26,7 +26,9 @@ if importlib.util.find_spec("transformers") is None:
     pytest.skip("transformers is not installed", allow_module_level=True)
 try:
     from transformers.models.deepseek_v4 import modeling_deepseek_v4 as modeling
-    from transformers.models.deepseek_v4.configuration_deepseek_v4 import DeepseekV4Config
+    from transformers.models.deepseek_v4.configuration_deepseek_v4 import (  # noqa: F401
+        DeepseekV4Config,
+    )
 except ImportError:
     pytest.skip("this transformers release has no DeepSeek-V4", allow_module_level=True)
 
@@ -36,19 +38,14 @@ from hcspec.conformance.adapters import hf_transformers as hf
 from hcspec.conformance.adapters.declarations.hf_transformers import WRITTEN_FOR
 from hcspec.conformance.properties import divergence
 from hcspec.reference import published as pub
+from tests.thirdparty import tiny_checkpoint as tiny
 
 if transformers.__version__ != WRITTEN_FOR:
     pytest.skip(f"written for transformers {WRITTEN_FOR} (its save_pretrained writes the "
                 f"official hc_attn_* names); found {transformers.__version__}",
                 allow_module_level=True)
 
-N, D = 4, 16
-TINY = dict(vocab_size=64, hidden_size=D, moe_intermediate_size=8, num_hidden_layers=2,
-            num_attention_heads=2, num_key_value_heads=1, head_dim=8, q_lora_rank=8,
-            n_routed_experts=2, num_experts_per_tok=1, n_shared_experts=1, hc_mult=N,
-            hc_sinkhorn_iters=20, o_groups=1, o_lora_rank=8, index_n_heads=1, index_head_dim=8,
-            index_topk=2, num_nextn_predict_layers=0, max_position_embeddings=64)
-LAYER = "model.layers.1"
+N, D, TINY = tiny.N, tiny.D, tiny.TINY
 
 
 def _branch(z: torch.Tensor) -> torch.Tensor:
@@ -59,19 +56,9 @@ def _branch(z: torch.Tensor) -> torch.Tensor:
 def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
     """The folder transformers' ``save_pretrained`` wrote, and layer 1's attention hc tensors
     read from its safetensors file (the published parameters)."""
-    from safetensors.torch import load_file
-
     folder = tmp_path_factory.mktemp("deepseek_v4_tiny")
-    torch.manual_seed(0)
-    model = modeling.DeepseekV4ForCausalLM(DeepseekV4Config(**TINY))
-    with torch.no_grad():  # away from the init (hc_scale = 1, hc_base = 0)
-        for name, p in model.named_parameters():
-            if "_hc." in name:
-                p.add_(0.5 * torch.randn_like(p))
-    model.save_pretrained(folder)
-    stored = load_file(str(folder / "model.safetensors"))
-    params = {f"hc_{k}": stored[f"{LAYER}.hc_attn_{k}"] for k in ("fn", "scale", "base")}
-    return folder, {**params, "hc_eps": 1e-6, "norm_eps": 1e-6, "sinkhorn_iters": 20}
+    stored = tiny.write_deepseek_v4(folder)
+    return folder, tiny.published_of(stored)
 
 
 def _state() -> torch.Tensor:
