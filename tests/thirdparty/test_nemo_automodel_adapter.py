@@ -271,3 +271,31 @@ def test_v4_declares_the_published_layout_its_own_parameters() -> None:
     other = adapter.make_deepseek_v4(4, 8, seed=7)
     impl.load_published(other.published_parameters())
     assert torch.equal(hc.fn, other.module.hc.fn) and torch.equal(hc.base, other.module.hc.base)
+
+
+@needs_package
+def test_v4_forward_runs_the_packages_block_so_its_orientation_is_seen(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """``forward`` goes through ``DeepseekV4Block.forward``: a block that mixed ``comb X``
+    (patched in after the factory's source check) makes the output leave the law of the
+    reported weights (``H_res = combᵀ``)."""
+    from nemo_automodel.components.models.deepseek_v4.model import DeepseekV4Block
+    torch.manual_seed(0)
+    impl = _perturbed(adapter.make_deepseek_v4(4, 8, seed=8))
+    x = torch.randn(2, 3, 4, 8, dtype=torch.float64)
+    with torch.no_grad():
+        h_pre, h_post, H_res = impl.weights(x)
+        law = H_res @ x + h_post.unsqueeze(-1) * torch.tanh(
+            torch.einsum("btn,btnd->btd", h_pre, x)).unsqueeze(-2)
+        assert torch.allclose(impl.forward(x, torch.tanh), law, atol=1e-6)
+
+    def misoriented(self: Any, x: torch.Tensor, *args: Any, **kwargs: Any) -> torch.Tensor:
+        pre, post, comb = self.attn_hc(x)
+        collapsed = (pre.unsqueeze(-1) * x).sum(dim=2).to(x.dtype)
+        out, _ = self.self_attn(hidden_states=collapsed, **kwargs)
+        return post.to(x.dtype).unsqueeze(-1) * out.unsqueeze(-2) + torch.matmul(
+            comb.to(x.dtype), x)
+
+    monkeypatch.setattr(DeepseekV4Block, "forward", misoriented)
+    with torch.no_grad():
+        assert float((impl.forward(x, torch.tanh) - law).abs().max()) > 1e-3
