@@ -35,6 +35,31 @@ and one function that calls it (docs/conformance.md has a worked example)::
 
 Then ``hc-conformance run mypackage.my_adapter:make``.
 
+**Composing through the package's decoder layer.** The composition above is written from the
+declared orientation, so a package whose *decoder layer* mis-orients ``comb`` would pass as
+long as the declaration is right. Where the package has a decoder layer, pass
+``decoder_layer=layer_of``: ``layer_of(module)`` (called once per impl) returns
+``step(x, branch)``, which runs the package's own layer class with the module at one site, the
+kit's branch in place of that site's sublayer (and its norm), and the layer's other site made
+the identity step (:func:`identity_site`: ``post = 0``, ``comb = I``, a zero sublayer), so
+``X'`` is exactly the layer's first site; ``forward`` returns it. ``weights`` still reads the
+module's tensors in the declared orientation: a layer that composes otherwise than declared
+fails the law family, and the published family sees the layer's own output::
+
+    class Attention(nn.Module):          # the kit's branch, handed in through the layer's kwargs
+        def forward(self, h, *, hc_branch, **kwargs):
+            return hc_branch(h)
+
+    def layer_of(module):
+        layer = MyDecoderLayer.__new__(MyDecoderLayer); nn.Module.__init__(layer)
+        layer.attn_hc, layer.ffn_hc = module, IdentityHC()  # identity_site, the package's order
+        layer.attn, layer.mlp = Attention(), Zero()
+        layer.attn_norm = layer.ffn_norm = nn.Identity()
+        return lambda x, branch: layer(x, hc_branch=branch)
+
+    make = v4_style_target(build, decompose, comb="source_target", conventions=...,
+                           decoder_layer=layer_of)
+
 **Published parameters.** A module that holds a published parameterization's tensors (a
 DeepSeek-V4 checkpoint's ``hc_fn``, ``hc_scale``, ``hc_base`` under the package's own key
 names) passes ``published=PublishedTensors("deepseek-v4", {"hc_fn": "fn", "hc_scale":
@@ -119,6 +144,45 @@ module's pre-activation logits (the arguments of σ, c·σ and Sinkhorn–Knopp)
 the orientation the target declares; the target offers them to the kit as ``logits(x)`` in the
 row form (the variant family then checks the declared Sinkhorn variant at identical logits).
 """
+
+LayerStep = Callable[[torch.Tensor, Branch], torch.Tensor]
+"""``step(x [B, T, n, d], branch) -> X' [B, T, n, d]``: one step of the package's own decoder
+layer with the target's module as the hyper-connection of its first site, ``branch``
+(``[..., d] -> [..., d]``, called once) in place of that site's sublayer and norm, and the
+other site the identity step (:func:`identity_site`). What the layer returns is the target's
+output (cast to the declared output dtype)."""
+
+DecoderLayerOf = Callable[[Any], LayerStep]
+"""``layer_of(module) -> step`` (:data:`LayerStep`): the package's decoder layer built around
+the target's module, once per impl (so ``forward`` does no construction and stays traceable by
+``torch.compile``)."""
+
+
+class IdentitySite(NamedTuple):
+    """The coefficients of a site that leaves the streams unchanged: with a zero sublayer,
+    ``X' = post·0 + combᵀ X = X`` exactly (``post = 0``, ``comb = I``), whatever the
+    orientation; for neutralising a decoder layer's second site (:data:`LayerStep`).
+
+    Attributes:
+        pre: ``[B, T, n]`` zeros. post: ``[B, T, n]`` zeros. comb: ``[B, T, n, n]`` the
+        identity. collapsed: ``[B, T, d]`` zeros.
+    """
+
+    pre: torch.Tensor
+    post: torch.Tensor
+    comb: torch.Tensor
+    collapsed: torch.Tensor
+
+
+def identity_site(x: torch.Tensor) -> IdentitySite:
+    """:class:`IdentitySite` for the state ``x [..., n, d]``, in float32 (as DeepSeek-V4's
+    modules return their coefficients) on ``x``'s device; ``collapsed`` in ``x``'s dtype."""
+    *lead, n, d = x.shape
+    zeros = torch.zeros(*lead, n, dtype=torch.float32, device=x.device)
+    eye = torch.eye(n, dtype=torch.float32, device=x.device).expand(*lead, n, n)
+    return IdentitySite(zeros, zeros.clone(), eye,
+                        torch.zeros(*lead, d, dtype=x.dtype, device=x.device))
+
 
 ReadPre = Callable[[Any, torch.Tensor], torch.Tensor]
 """``read_pre(module, x [B, T, n, d]) -> pre [B, T, n]``: for a module that consumes ``pre``
@@ -223,7 +287,8 @@ class V4StyleConnection(WrapsModule):
                  style: V4Style, reduce: Reduce | None = None,
                  read_pre: ReadPre | None = None, logits: Logits | None = None,
                  successor: Callable[[int], V4StyleConnection] | None = None,
-                 stack_of: StackOf | None = None) -> None:
+                 stack_of: StackOf | None = None,
+                 decoder_layer: DecoderLayerOf | None = None) -> None:
         self.module: Any = module
         self.n, self.d = n, d
         self.kind: str = style.kind
@@ -235,6 +300,7 @@ class V4StyleConnection(WrapsModule):
         self._identity = style.conventions.residual_mixing == "identity"
         self._successor = successor
         self._stack_of = stack_of
+        self._layer_step = decoder_layer(module) if decoder_layer is not None else None
         if logits is not None:
             self._logits_of = logits
             self.logits = self._row_form_logits
@@ -248,10 +314,20 @@ class V4StyleConnection(WrapsModule):
         another rank, ``[B, n, d]`` or ``[B, H, W, n, d]``, reaches the package, whose own
         error, or result, is what the kit's shape properties see).
 
+        With the factory's ``decoder_layer``, the package's own decoder layer composes
+        (:data:`LayerStep`): ``X'`` is what the layer returns, its orientation the layer's.
+
         Raises:
             ValueError: see the class (a decomposition of the wrong shapes); whatever the
-                package raises.
+                package raises (through a decoder layer, its output is returned unchecked).
         """
+        if self._layer_step is not None:
+            def checked(h: torch.Tensor) -> torch.Tensor:
+                return check_branch_output(branch(h), h)
+
+            out = self._layer_step(x, checked)
+            # returned as the layer gives it: a wrong shape is for the kit's shape family to see
+            return out.to(self._output_dtype(x)) if isinstance(out, torch.Tensor) else out
         parts = self._parts(x)
         collapsed = parts.collapsed
         if collapsed is None:
@@ -392,7 +468,8 @@ def v4_style_target(build: Build, decompose: Decompose, *, comb: CombOrientation
                     reduce: Reduce | None = None, read_pre: ReadPre | None = None,
                     stack_of: StackOf | None = None,
                     published: PublishedTensors | None = None,
-                    logits: Logits | None = None) -> Factory:
+                    logits: Logits | None = None,
+                    decoder_layer: DecoderLayerOf | None = None) -> Factory:
     """A kit target (factory) for a DeepSeek-V4-style module.
 
     Args:
@@ -412,6 +489,9 @@ def v4_style_target(build: Build, decompose: Decompose, *, comb: CombOrientation
         published: where the module keeps a published layout's tensors
             (:class:`PublishedTensors`); the target then declares ``conventions.published``
             and offers ``published_parameters``/``load_published``.
+        decoder_layer: compose through the package's own decoder layer
+            (:data:`DecoderLayerOf`, called once per impl on its module) instead of from the
+            declared orientation; ``weights`` still follows ``comb``.
 
     Returns:
         ``make(n, d, *, layer_index=0, dtype=torch.float64, device="cpu", seed=0)`` building a
@@ -446,7 +526,7 @@ def v4_style_target(build: Build, decompose: Decompose, *, comb: CombOrientation
 
         cls = V4StyleConnection if published is None else PublishedV4StyleConnection
         impl = cls(module, decompose, n, d, style, reduce, read_pre, logits=logits,
-                   successor=successor, stack_of=stack_of)
+                   successor=successor, stack_of=stack_of, decoder_layer=decoder_layer)
         if isinstance(impl, PublishedV4StyleConnection) and published is not None:
             impl.published = published
         return impl

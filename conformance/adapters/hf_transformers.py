@@ -21,6 +21,11 @@ decoder layer does (read from the package source):
 * **HY-V4 (5.23.0)**: no mixing matrix: ``X' = (post·F + X)`` computed in float32 and cast
   back (``residual_mixing="identity"``); ``post = hc_magnitude·σ(·) + eps``.
 
+``forward`` (DeepSeek-V4 and GLM-5-Next) runs the package's own decoder layer class
+(:func:`decoder_layer_of`): the connection at its attention site, the kit's branch as the
+attention, the FFN site the identity step; so the orientation is the layer's, whatever the
+target declares, and a layer that mixed ``comb`` otherwise than declared would fail the law
+family (``weights`` follows the declaration). HY-V4 composes from the declaration.
 ``weights`` reads ``pre`` from a call of the module
 (:class:`~hcspec.conformance.adapters._capture.CallRecorder`): the tensor whose
 ``unsqueeze(-1)`` multiplies the state; ``forward`` is the module's plain call. Each factory
@@ -49,11 +54,14 @@ from hcspec.conformance.adapters._capture import CallRecorder, PackageChanged
 from hcspec.conformance.adapters.declarations.hf_transformers import FIRST_RELEASE, WRITTEN_FOR
 from hcspec.conformance.adapters.deepseek_v4_style import (
     CombOrientation,
+    DecoderLayerOf,
     Decomposition,
+    LayerStep,
     PublishedTensors,
+    identity_site,
     v4_style_target,
 )
-from hcspec.conformance.protocol import Conventions, Factory
+from hcspec.conformance.protocol import Branch, Conventions, Factory
 
 HC_EPS: Final = 1e-6
 """``hc_eps`` of the tiny configs (the models' default)."""
@@ -122,6 +130,66 @@ def read_pre(module: nn.Module, x: torch.Tensor) -> tuple[Any, torch.Tensor]:
     raise PackageChanged(
         f"transformers {type(module).__name__}: pre.unsqueeze(-1) * hidden_streams not found "
         f"(adapter written for {WRITTEN_FOR})")
+
+
+# --- the package's decoder layer as the composition ---------------------------------------------
+class _Attention(nn.Module):
+    """A decoder layer's attention replaced by the kit's branch, handed in through the layer's
+    keyword arguments (``hc_branch``: the layers pass their ``**kwargs`` on to the attention);
+    returns the output followed by ``extra`` ``None`` s, as the package's attention does."""
+
+    def __init__(self, extra: int) -> None:
+        super().__init__()
+        self.extra = extra
+
+    def forward(self, hidden_states: torch.Tensor, *args: Any,
+                hc_branch: Callable[[torch.Tensor], torch.Tensor], **kwargs: Any) -> Any:
+        return (hc_branch(hidden_states), *([None] * self.extra))
+
+
+class _Zero(nn.Module):
+    """A decoder layer's MLP replaced by zero."""
+
+    def forward(self, hidden_states: torch.Tensor, *args: Any, **kwargs: Any) -> torch.Tensor:
+        return torch.zeros_like(hidden_states)
+
+
+class _IdentityConnection(nn.Module):
+    """A ``(post, comb, collapsed)`` hyper-connection that, with a zero MLP, leaves the streams
+    exactly unchanged (:func:`identity_site`)."""
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        site = identity_site(x)
+        return site.post, site.comb, site.collapsed
+
+
+def decoder_layer_of(model: str, layer_class: str, attention_outputs: int) -> DecoderLayerOf:
+    """Compose through the installed package's own decoder layer ``layer_class`` of
+    ``transformers.models.{model}`` (:data:`~hcspec.conformance.adapters.deepseek_v4_style.\
+DecoderLayerOf`): an instance of the class (its ``forward``; built without its ``__init__``)
+    whose ``attn_hc`` is the target's connection, attention the kit's branch (returning
+    ``attention_outputs`` values, as the package's attention does), norms the identity (the
+    branch includes its own), ``ffn_hc`` the identity site and MLP zero; the layer's output is
+    the step of its attention site, composed as the package composes it.
+    """
+    def layer_of(module: Any) -> LayerStep:
+        cls = getattr(_modeling(model), layer_class)
+        layer = cls.__new__(cls)
+        nn.Module.__init__(layer)
+        layer.attn_hc = module.connection if isinstance(module, _HyperHeadOf) else module
+        layer.ffn_hc = _IdentityConnection()
+        layer.self_attn = _Attention(attention_outputs - 1)
+        layer.mlp = _Zero()
+        layer.input_layernorm = nn.Identity()
+        layer.post_attention_layernorm = nn.Identity()
+        layer.block_type, layer.layer_idx = "attention", 0
+
+        def step(x: torch.Tensor, branch: Branch) -> torch.Tensor:
+            out = layer(x, hc_branch=branch)
+            streams: torch.Tensor = out[0] if isinstance(out, tuple) else out
+            return streams
+        return step
+    return layer_of
 
 
 # --- the published DeepSeek-V4 layout: hc_fn, hc_scale, hc_base ---------------------------------
@@ -217,7 +285,9 @@ def _deepseek_v4(release: str) -> Factory:
     return v4_style_target(build, _on_connection(_decompose_with_comb), comb=comb,
                            conventions=_deepseek_v4_conventions(release), keep_float32=True,
                            reduce=_learned_head, read_pre=_on_connection(_pre_of),
-                           published=published_tensors("connection."))
+                           published=published_tensors("connection."),
+                           decoder_layer=decoder_layer_of("deepseek_v4", "DeepseekV4DecoderLayer",
+                                                          2))
 
 
 def _glm5_next() -> Factory:
@@ -241,7 +311,9 @@ def _glm5_next() -> Factory:
                "parameters float32"))
     return v4_style_target(build, _decompose_with_comb, comb="source_target",
                            conventions=conventions, keep_float32=True, read_pre=_pre_of,
-                           published=published_tensors(""))
+                           published=published_tensors(""),
+                           decoder_layer=decoder_layer_of("glm5_next",
+                                                          "Glm5NextTextDecoderLayer", 3))
 
 
 # --- HY-V4 (post, collapsed): no mixing matrix -------------------------------------------------

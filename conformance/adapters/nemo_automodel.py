@@ -21,8 +21,14 @@ eps``, a column normalisation, then ``iters − 1`` (row, column) rounds, every 
          + torch.matmul(comb.transpose(-1, -2).to(dtype), x)
 
 so ``H_res = combᵀ`` (``comb="source_target"``), composed in the state's dtype. The factory
-checks that the block's source still reads so (:class:`PackageChanged` otherwise). ``reduce``
-is the model's ``DeepseekV4HyperHead`` (learned).
+checks that the block's source still reads so (:class:`PackageChanged` otherwise), and
+``forward`` runs ``DeepseekV4Block.forward`` itself (:func:`v4_block_of`: the connection at
+its attention site, the kit's branch as attention, the FFN site the identity step), so the
+orientation the kit sees is the block's own. ``reduce``
+is the model's ``DeepseekV4HyperHead`` (learned). The target declares DeepSeek-V4's published
+layout (``conventions.published = "deepseek-v4"``): the module's ``fn`` / ``scale`` / ``base``
+are a checkpoint's ``hc_{attn,ffn}_fn`` / ``_scale`` / ``_base`` (:data:`V4_PUBLISHED`),
+offered by ``published_parameters()`` and set by ``load_published``.
 
 **DeepSeek-V4.1** (``components/models/deepseek_v41``, "single-pass" mHC, the technical
 report's §2.4.1): ``DeepseekV41HyperConnection(x)`` returns ``DeepseekV41Mix(pre, post, comb)``
@@ -62,7 +68,13 @@ from hcspec.conformance.adapters._capture import (
     seeded,
 )
 from hcspec.conformance.adapters.declarations.nemo_automodel import WRITTEN_FOR
-from hcspec.conformance.adapters.deepseek_v4_style import Decomposition, v4_style_target
+from hcspec.conformance.adapters.deepseek_v4_style import (
+    Decomposition,
+    LayerStep,
+    PublishedTensors,
+    identity_site,
+    v4_style_target,
+)
 from hcspec.conformance.protocol import Conventions, Factory, Weights
 
 HC_EPS: Final = 1e-6
@@ -165,11 +177,80 @@ def v4_conventions() -> Conventions:
                "vec(X); reduce = DeepseekV4HyperHead (learned); parameters float32"))
 
 
-def deepseek_v4_factory() -> Factory:
+class _BranchAttention(nn.Module):
+    """``DeepseekV4Block``'s attention replaced by the kit's branch, which reaches it through
+    the block's ``**attn_kwargs`` (``hc_branch``); returns ``(output, None)`` as the package's
+    attention does."""
+
+    def forward(self, hidden_states: torch.Tensor, *args: Any,
+                hc_branch: Callable[[torch.Tensor], torch.Tensor], **kwargs: Any
+                ) -> tuple[torch.Tensor, None]:
+        return hc_branch(hidden_states), None
+
+
+class _ZeroFFN(nn.Module):
+    """``DeepseekV4Block``'s MoE replaced by zero (no ``gate``: no routing context is set)."""
+
+    def forward(self, x: torch.Tensor, padding_mask: Any = None) -> torch.Tensor:
+        return torch.zeros_like(x)
+
+
+class _IdentityConnection(nn.Module):
+    """A ``(pre, post, comb)`` connection that, with a zero FFN, leaves the streams exactly
+    unchanged (:func:`~hcspec.conformance.adapters.deepseek_v4_style.identity_site`)."""
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        site = identity_site(x)
+        return site.pre, site.post, site.comb
+
+
+def v4_block_of(module: Any) -> LayerStep:
+    """Compose through the package's own ``DeepseekV4Block.forward``: an instance made without
+    its ``__init__`` whose ``attn_hc`` is ``module.hc``, attention the kit's branch (handed in
+    through the block's ``**attn_kwargs``), norms the identity, ``ffn_hc`` the identity site
+    and FFN zero; the block's output is then its attention site's step, with the block's own
+    orientation (the ``decoder_layer`` of
+    :func:`~hcspec.conformance.adapters.deepseek_v4_style.v4_style_target`)."""
+    block_class = _module("deepseek_v4.model").DeepseekV4Block
+    block = nn.Module.__new__(block_class)
+    nn.Module.__init__(block)
+    block.attn_hc, block.ffn_hc = module.hc, _IdentityConnection()
+    block.self_attn, block.mlp = _BranchAttention(), _ZeroFFN()
+    block.input_layernorm = nn.Identity()
+    block.post_attention_layernorm = nn.Identity()
+    block.is_hash_routing_layer = False
+
+    def step(x: torch.Tensor, branch: Callable[[torch.Tensor], torch.Tensor]) -> torch.Tensor:
+        out: torch.Tensor = block(x, position_embeddings=None, hc_branch=branch)
+        return out
+    return step
+
+
+def _v4_settings(module: Any) -> dict[str, float]:
+    return {"hc_eps": float(module.hc.hc_eps), "norm_eps": float(module.hc.norm_eps),
+            "sinkhorn_iters": int(module.hc.hc_sinkhorn_iters)}
+
+
+V4_PUBLISHED: Final = PublishedTensors(
+    "deepseek-v4", {"hc_fn": "hc.fn", "hc_scale": "hc.scale", "hc_base": "hc.base"},
+    _v4_settings)
+"""DeepSeek-V4's published layout in ``DeepseekV4HyperConnection``: a checkpoint's
+``layers.{i}.hc_attn_fn`` / ``hc_attn_scale`` / ``hc_attn_base`` (and ``hc_ffn_*``) are its
+``fn`` / ``scale`` / ``base`` (the package's ``DeepSeekV4StateDictAdapter.from_hf`` renames
+them to ``model.layers.{i}.attn_hc.{fn,scale,base}``); the settings are the module's
+``hc_eps``, ``norm_eps`` (the config's ``rms_norm_eps``) and ``hc_sinkhorn_iters``."""
+
+
+def deepseek_v4_factory(build: Callable[[int, int, int], nn.Module] | None = None) -> Factory:
     """The kit factory of ``nemo_automodel:deepseek-v4`` (built lazily: the package is
-    imported when the factory builds its first impl)."""
-    return v4_style_target(_build_v4, decompose_v4, comb="source_target",
-                           conventions=v4_conventions(), keep_float32=True, reduce=_v4_head)
+    imported when the factory builds its first impl). It declares the published
+    ``deepseek-v4`` layout (:data:`V4_PUBLISHED`). ``build`` (``build(n, d, layer_index) ->``
+    a module with ``.hc``, a ``DeepseekV4HyperConnection``, and ``.head``) replaces the
+    package's freshly initialised module: a test hands in the modules NeMo's own checkpoint
+    loader filled."""
+    return v4_style_target(build or _build_v4, decompose_v4, comb="source_target",
+                           conventions=v4_conventions(), keep_float32=True, reduce=_v4_head,
+                           published=V4_PUBLISHED, decoder_layer=v4_block_of)
 
 
 def make_deepseek_v4(n: int, d: int, *, layer_index: int = 0, dtype: torch.dtype = torch.float64,

@@ -12,6 +12,7 @@ from torch import nn
 from hcspec.conformance.adapters.deepseek_v4_style import (
     Decomposition,
     V4StyleConnection,
+    identity_site,
     v4_style_target,
 )
 from hcspec.conformance.protocol import Conventions, capabilities, check_required
@@ -301,3 +302,84 @@ def test_a_state_of_another_rank_reaches_the_package() -> None:
     for shape in ((2, 3, 5), (2, 2, 3, 3, 5)):  # [B, n, d] and [B, H, W, n, d]
         with pytest.raises(RuntimeError, match="cannot be multiplied"):  # TinyV4's flatten(2)
             impl.forward(torch.randn(*shape, dtype=torch.float64), lambda z: z)
+
+
+# --- composing through the package's decoder layer (decoder_layer=...) -------------------------
+class StandInDecoderLayer(nn.Module):
+    """A decoder layer of the DeepSeek-V4 form written for this test: two sites, each
+    ``X' = post·F(Σ pre_i X_i) + combᵀ X`` (``post``, ``comb`` cast to the state's dtype, as
+    transformers' layer does); ``MISORIENTED`` mixes ``comb X`` instead."""
+
+    MISORIENTED = False
+
+    def __init__(self, attn_hc: Any, ffn_hc: Any, attn: Any, mlp: Any) -> None:
+        super().__init__()
+        self.attn_hc, self.ffn_hc, self.attn, self.mlp = attn_hc, ffn_hc, attn, mlp
+
+    def _site(self, hc: Any, sublayer: Any, x: torch.Tensor) -> torch.Tensor:
+        pre, post, comb = hc(x)
+        collapsed = (pre.to(x.dtype).unsqueeze(-1) * x).sum(-2)
+        mix = comb.to(x.dtype) if self.MISORIENTED else comb.to(x.dtype).transpose(-1, -2)
+        return post.to(x.dtype).unsqueeze(-1) * sublayer(collapsed).unsqueeze(-2) + mix @ x
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self._site(self.ffn_hc, self.mlp, self._site(self.attn_hc, self.attn, x))
+
+
+class MisorientedDecoderLayer(StandInDecoderLayer):
+    MISORIENTED = True
+
+
+def _neutral(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    site = identity_site(x)
+    return site.pre, site.post, site.comb
+
+
+def _through(layer_class: type[StandInDecoderLayer]) -> Any:
+    def layer_of(module: TinyV4) -> Any:
+        def step(x: torch.Tensor, branch: Any) -> torch.Tensor:
+            out: torch.Tensor = layer_class(module, _neutral, branch, torch.zeros_like)(x)
+            return out
+        return step
+    return v4_style_target(lambda n, d, layer: TinyV4(n, d), _decompose, comb="source_target",
+                           conventions=CONVENTIONS, decoder_layer=layer_of)
+
+
+def test_identity_site_leaves_the_streams_unchanged_exactly() -> None:
+    x = torch.randn(2, 3, 4, 5, dtype=torch.float64) * 1e3
+    out = StandInDecoderLayer(_neutral, _neutral, torch.tanh, torch.zeros_like)(x)
+    assert torch.equal(out, x)
+
+
+def test_a_right_decoder_layer_gives_the_declared_composition_and_passes_the_law() -> None:
+    from hcspec.conformance.runner import check_implementation
+
+    impl = _through(StandInDecoderLayer)(3, 5, seed=2)
+    plain = _make(seed=2)
+    x = torch.randn(2, 4, 3, 5, dtype=torch.float64)
+    torch.testing.assert_close(impl.forward(x, torch.tanh), plain.forward(x, torch.tanh),
+                               rtol=0, atol=1e-12)
+    report = check_implementation(_through(StandInDecoderLayer), profile="quick", device="cpu",
+                                  only=["law"])
+    bad = [(r.id, r.message) for r in report.results if r.status in ("failed", "error")]
+    assert bad == [], bad
+    assert {r.id for r in report.results if r.status == "passed"} >= {
+        "law.reported", "law.reported_matches_probed"}
+
+
+def test_a_decoder_layer_that_misorients_comb_fails_the_law() -> None:
+    """The declaration says ``combᵀ X``; the package's layer mixes ``comb X``: composed from
+    the declaration the target would pass, composed through the layer it fails."""
+    from hcspec.conformance.runner import check_implementation
+
+    report = check_implementation(_through(MisorientedDecoderLayer), profile="quick",
+                                  device="cpu", only=["law"])
+    failed = {r.id for r in report.results if r.status == "failed"}
+    assert {"law.reported", "law.reported_matches_probed"} <= failed, failed
+    impl = _through(MisorientedDecoderLayer)(3, 5, seed=2)
+    x = torch.randn(2, 4, 3, 5, dtype=torch.float64)
+    h_pre, h_post, H_res = impl.weights(x)
+    z = torch.tanh(torch.einsum("btn,btnd->btd", h_pre, x))
+    law = H_res @ x + h_post.unsqueeze(-1) * z.unsqueeze(-2)
+    with torch.no_grad():
+        assert float((impl.forward(x, torch.tanh) - law).abs().max()) > 1e-3

@@ -275,6 +275,19 @@ def test_v41_stack_declares_the_previous_input_design_and_passes_the_stack_famil
                                    "passed"), status
 
 
+def test_v4_declares_the_published_layout_its_own_parameters() -> None:
+    impl = adapter.make_deepseek_v4(4, 8, seed=6)
+    assert impl.conventions.published == "deepseek-v4"
+    params = impl.published_parameters()
+    hc = impl.module.hc
+    assert params["hc_fn"] is hc.fn and params["hc_scale"] is hc.scale
+    assert params["hc_base"] is hc.base
+    assert (params["hc_eps"], params["norm_eps"], params["sinkhorn_iters"]) == (1e-6, 1e-6, 20)
+    other = adapter.make_deepseek_v4(4, 8, seed=7)
+    impl.load_published(other.published_parameters())
+    assert torch.equal(hc.fn, other.module.hc.fn) and torch.equal(hc.base, other.module.hc.base)
+
+
 @needs_package
 def test_v4_forward_runs_the_packages_block_so_its_orientation_is_seen(
         monkeypatch: pytest.MonkeyPatch) -> None:

@@ -164,3 +164,45 @@ def test_targets_are_listed_with_the_installed_version() -> None:
     rows = {r.target.name: r for r in targets.builtin_status()}
     for name in CASES:
         assert rows[name].importable and rows[name].version == VERSION
+
+
+@pytest.mark.parametrize("name", sorted(n for n in CASES if not n.endswith("hy-v4")))
+def test_forward_runs_the_installed_decoder_layer_so_its_orientation_is_seen(
+        name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``forward`` composes through the package's decoder layer class: a layer that mixed
+    ``comb`` the other way round than the target declares (patched in after the factory's
+    source check) makes the output leave the law of the reported weights."""
+    model, cls_name = CASES[name]
+    impl = _make(name, seed=3)
+    with torch.no_grad():
+        for p in impl.parameters():
+            p.add_(torch.randn_like(p) * 0.5)
+    cls = getattr(importlib.import_module(f"transformers.models.{model}.modeling_{model}"),
+                  cls_name)
+    calls: list[type] = []
+    original = cls.forward
+
+    def spy(self: Any, *args: Any, **kwargs: Any) -> Any:
+        calls.append(type(self))
+        return original(self, *args, **kwargs)
+
+    x = torch.randn(1, 2, 4, 8, dtype=torch.float64)
+    h_pre, h_post, H_res = (w.detach() for w in impl.weights(x))
+    law = H_res @ x + h_post.unsqueeze(-1) * torch.tanh(
+        torch.einsum("btn,btnd->btd", h_pre, x)).unsqueeze(-2)
+    monkeypatch.setattr(cls, "forward", spy)
+    with torch.no_grad():
+        torch.testing.assert_close(impl.forward(x, torch.tanh), law, rtol=0, atol=1e-6)
+    assert calls == [cls]
+    declared_transposed = conventions_of(impl).sinkhorn_variant == "softmax"  # 5.23.0's layers
+
+    def misoriented(self: Any, hidden_states: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
+        dtype = hidden_states.dtype
+        post, comb, collapsed = self.attn_hc(hidden_states)
+        out = self.self_attn(collapsed, **kwargs)[0]
+        mix = comb.to(dtype) if declared_transposed else comb.to(dtype).transpose(-1, -2)
+        return post.to(dtype).unsqueeze(-1) * out.unsqueeze(-2) + torch.matmul(mix, hidden_states)
+
+    monkeypatch.setattr(cls, "forward", misoriented)
+    with torch.no_grad():
+        assert float((impl.forward(x, torch.tanh) - law).abs().max()) > 1e-3
