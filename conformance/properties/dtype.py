@@ -254,7 +254,8 @@ def _rounding_floor(ctx: Context, impl32: HyperConnectionImpl, x32: torch.Tensor
     """How far the float32 forward moves when its state and parameters move by one unit
     roundoff of ``dtype`` (relative, random signs; the largest of :data:`ROUNDING_SAMPLES`):
     the conditioning a correct ``dtype`` impl's own roundings (its parameters, the weights'
-    intermediates) act through. The parameters are restored afterwards."""
+    intermediates) act through (a replicated-domain impl's state moves as one stream). The
+    parameters are restored afterwards."""
     unit = torch.finfo(dtype).eps / 2
     params = floating_parameters(impl32, trainable=False)
     saved = [p.detach().clone() for p in params]
@@ -270,7 +271,9 @@ def _rounding_floor(ctx: Context, impl32: HyperConnectionImpl, x32: torch.Tensor
             with torch.no_grad():
                 for p, value in zip(params, saved, strict=True):
                     p.copy_(value * factors(value))
-                moved = x32 * factors(x32)
+                # a replicated-domain impl takes only 1_n hᵀ: move h, keep the streams equal
+                moved = x32 * (factors(x32[..., :1, :]).expand_as(x32) if ctx.replicated
+                               else factors(x32))
                 with seeded_global_rng(case.seed, ctx.device):
                     out = ctx.observe.forward(impl32, moved, ctx.inputs.branch(
                         case, dtype=torch.float32, record=False))

@@ -111,9 +111,15 @@ class RecordingBranch(CheckedBranch):
 
 def branches(ctx: Context, case: Case, name: str | None = None) -> list[RecordingBranch]:
     """One recording branch per sublayer: the case's (or the named) branch drawn with seed
-    ``case.seed + k`` for sublayer k."""
-    return [RecordingBranch(strategies.make_branch(name or case.branch, case.d, ctx.dtype,
-                                                   ctx.device, seed=case.seed + k), case.d)
+    ``case.seed + k`` for sublayer k. Each computes in the run's dtype and answers in its
+    input's: a stack whose sublayers return a declared coarser output (TileKernels' bfloat16)
+    hands that dtype to the next sublayer's branch, as it would to its own F."""
+    def in_run_dtype(fn: Callable[[torch.Tensor], torch.Tensor]
+                     ) -> Callable[[torch.Tensor], torch.Tensor]:
+        return lambda x: fn(x.to(ctx.dtype)).to(x.dtype)
+
+    return [RecordingBranch(in_run_dtype(strategies.make_branch(
+        name or case.branch, case.d, ctx.dtype, ctx.device, seed=case.seed + k)), case.d)
             for k in range(LAYERS)]
 
 
