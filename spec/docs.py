@@ -194,10 +194,16 @@ def render_page(theorem: Theorem, result: ProofResult) -> str:
         f"- **Source:** {theorem.source}",
         f"- **Proof:** `{theorem.proof.__module__}`",
         "",
-        "## Assumptions",
-        "",
     ]
-    lines += [f"- {assumption}" for assumption in theorem.assumptions] or ["- none"]
+    if theorem.setting:
+        lines += ["## Setting", ""]
+        lines += [f"- {line}" for line in theorem.setting]
+        lines += [""]
+    lines += ["## Assumptions", "",
+              "Each is used by the proof: without it, the proof fails.", ""
+              ] if theorem.assumptions else ["## Assumptions", ""]
+    lines += [f"- {assumption}" for assumption in theorem.assumptions] or [
+        "- none beyond the setting"]
     lines += [
         "",
         "## Derivation",

@@ -113,9 +113,10 @@ def rows_exact() -> tuple[Any, Any, Any]:
     return summed, split, value
 
 
-def variant_rows() -> tuple[Any, Any, Any]:
+def variant_rows(eps: Any = EPS) -> tuple[Any, Any, Any]:
     """Lemma (every n): for A > 0 and ε > 0, row i of T_r^ε(A) sums to r_i/(r_i + ε) with
-    r_i = Σ_k A_ik, and 1 − r_i/(r_i + ε) = ε/(r_i + ε) > 0.
+    r_i = Σ_k A_ik, and 1 − r_i/(r_i + ε) = ε/(r_i + ε) > 0 (``eps``: the proof's ε, whose
+    positivity the last step needs).
 
     Returns:
         ``(Σ_j T_r^ε(A)_ij, its value, the gap to 1)``.
@@ -125,14 +126,14 @@ def variant_rows() -> tuple[Any, Any, Any]:
             provably positive.
     """
     A = positive_entries("A")
-    rows = row_step(A, EPS)
+    rows = row_step(A, eps)
     r = total(A(I, K), K)
     value = row_sum(rows)
-    require_reduces("T_r^ε(A) 1 = r/(r + ε), symbolic n", value, r / (r + EPS))
+    require_reduces("T_r^ε(A) 1 = r/(r + ε), symbolic n", value, r / (r + eps))
     gap = sympy.cancel(1 - value)
-    require_reduces("1 − r/(r + ε) = ε/(r + ε), symbolic n", gap, EPS / (r + EPS))
-    require_positive("ε/(r + ε)", EPS / (r + EPS))
-    return total(rows(I, J), J), value, EPS / (r + EPS)
+    require_reduces("1 − r/(r + ε) = ε/(r + ε), symbolic n", gap, eps / (r + eps))
+    require_positive("ε/(r + ε)", eps / (r + eps))
+    return total(rows(I, J), J), value, eps / (r + eps)
 
 
 def variant_columns() -> tuple[Any, Any]:

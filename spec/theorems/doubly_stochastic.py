@@ -487,8 +487,12 @@ def _gradient_only_if_every_n(G: sympy.MatrixSymbol, D: sympy.Symbol) -> list[St
     "ds.gradient_stream_sum_preserved",
     "The bypass gradient keeps the stream sum for every upstream G', 1ᵀ Hᵀ G' = 1ᵀ G', exactly "
     "when H 1 = 1 (row sums); unit column sums alone do not suffice.",
-    assumptions=("H ≥ 0 with unit row sums, H 1 = 1; G' ∈ R^{n×d} the upstream gradient.",
-                 "Counterexample: H = [[1, 1], [0, 0]] (unit column sums, row sums 2 and 0)."),
+    assumptions=(
+        "H ≥ 0 with unit row sums, H 1 = 1; G' ∈ R^{n×d} the upstream gradient.",
+    ),
+    setting=(
+        "Counterexample: H = [[1, 1], [0, 0]] (unit column sums, row sums 2 and 0).",
+    ),
     cases="if and only if: symbolic n, d (rewriting with H 1 = 1; for the converse the probe "
           "G' = (H 1 − 1) eᵀ); examples at n in {1,2,3} × d in {1,2} (if) and n in {2,3} (only "
           "if); counterexample at n = 2, d = 2",
@@ -537,8 +541,10 @@ def _ds_gradient_stream_sum() -> list[Step]:
     "and with H_post = 2σ(0) = 1 and any H_pre = σ(·) > 0, mHC is the pre-norm residual "
     "x + f(RMSNorm(x)).",
     assumptions=(
-        "The branch is F = f∘RMSNorm (pre-norm inside, ε = 0), f arbitrary.",
         "H_pre = c > 0 is absorbed by the scale invariance of RMSNorm (norm.jacobians).",
+    ),
+    setting=(
+        "The branch is F = f∘RMSNorm (pre-norm inside, ε = 0), f arbitrary.",
     ),
     cases="n = 1; d in {2,3}; Sinkhorn–Knopp with t_max = 20",
     generality="instance",
@@ -572,6 +578,8 @@ def _mhc_n1_residual() -> list[Step]:
     "exactly 1 and every entry is positive; the column sums are 1 only in the limit.",
     assumptions=(
         "M⁰ = exp(logits) > 0 entrywise; each round ends with a row normalisation.",
+    ),
+    setting=(
         "Lemma form: for any positive matrix A, T_c(A) > 0, T_r(A) > 0 and T_r(A) 1 = 1; by "
         "induction on the rounds this holds after every round.",
     ),

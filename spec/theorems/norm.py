@@ -160,6 +160,8 @@ def _invariances_any_d() -> list[Step]:
     assumptions=(
         "x ∈ R^d real; ε ≥ 0 for the Jacobians (a symbol), ε = 0 for the invariances; c > 0; "
         "indices 0 ≤ i, j ≤ d − 1.",
+    ),
+    setting=(
         "s = sqrt(σ² + ε), x̂ = (x − μ1)/s for LayerNorm; r = sqrt(‖x‖²/d + ε) for RMSNorm.",
         "No gain or bias (HC's dynamic-weight norm and the absorbed post-norm, App. G Eq. 36).",
     ),

@@ -80,8 +80,12 @@ def _deepseek_v4() -> list[Step]:
     "1×n rows) is the closed form with h_pre = H_preᵀ, h_post = H_postᵀ and H_res itself; a "
     "Sinkhorn–Knopp round (column then row normalisation, Eq. 9) leaves H_res with unit row "
     "sums.",
-    assumptions=("H_pre, H_post ∈ R^{1×n}, H_res ∈ R^{n×n} any (Eq. 8 gives them)",
-                 "M ∈ R^{n×n} with positive entries (exp of the logits)"),
+    assumptions=(
+        "M ∈ R^{n×n} with positive entries (exp of the logits)",
+    ),
+    setting=(
+        "H_pre, H_post ∈ R^{1×n}, H_res ∈ R^{n×n} any (Eq. 8 gives them)",
+    ),
     cases="n = 2, d = 2: symbolic state and weights, an arbitrary branch",
     generality="explicit sizes",
     source="mHC arXiv:2512.24880 §4.2 Eq. 3, 5-9",
@@ -106,7 +110,10 @@ def _mhc_paper() -> list[Step]:
     "published.hc_static_step",
     "HC's step Ĥ = Bᵀ F(Hᵀ A_m)ᵀ + A_rᵀ H (Eq. 1-5, H the n×d state) is the closed form with "
     "h_pre = A_m, h_post = Bᵀ and H_res = A_rᵀ.",
-    assumptions=("B ∈ R^{1×n}, A_m ∈ R^{n×1}, A_r ∈ R^{n×n} any",),
+    assumptions=(),
+    setting=(
+        "B ∈ R^{1×n}, A_m ∈ R^{n×1}, A_r ∈ R^{n×n} any",
+    ),
     cases="n = 2, d = 2: symbolic state and weights, an arbitrary branch",
     generality="explicit sizes",
     source="HC arXiv:2409.19606 §2.2, Eq. 1-5",
@@ -125,8 +132,11 @@ def _hc_static() -> list[Step]:
     "+ A_m, A_r(H) = s_α tanh(H̄ W_r) + A_r is the closed form with h_pre = A_m(H), h_post = "
     "B(H)ᵀ, H_res = A_r(H)ᵀ; H_res[j, i] reads stream i only: s_α tanh(H̄_i · W_r[:, j]) + "
     "A_r[i, j].",
-    assumptions=("H̄ = norm(H) ∈ R^{n×d} (any matrix here); W_β, W_m ∈ R^{d×1}, "
-                 "W_r ∈ R^{d×n}; s_α, s_β ∈ R",),
+    assumptions=(),
+    setting=(
+        "H̄ = norm(H) ∈ R^{n×d} (any matrix here); W_β, W_m ∈ R^{d×1}, "
+                 "W_r ∈ R^{d×n}; s_α, s_β ∈ R",
+    ),
     cases="n = 2, d = 2: symbolic state, normalised state, weights, an arbitrary branch",
     generality="explicit sizes",
     source="HC arXiv:2409.19606 §2.3, Eq. 10-13",

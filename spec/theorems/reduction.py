@@ -93,7 +93,10 @@ def _prenorm_backward_any_d() -> list[Step]:
     "reduction.prenorm_forward",
     "At n = 1 with h_pre = h_post = H_res = [1] (HC = [[0, 1], [1, 1]]) the HC sublayer is the "
     "pre-norm residual x + f(Norm(x)).",
-    assumptions=("The branch is F = f∘Norm with f and Norm arbitrary maps R^d → R^d.",),
+    assumptions=(),
+    setting=(
+        "The branch is F = f∘Norm with f and Norm arbitrary maps R^d → R^d.",
+    ),
     cases="symbolic d (MatrixSymbol algebra with 1×1 unit weights); examples with arbitrary f, "
           "Norm at d in {1,3}",
     generality="all sizes",
@@ -119,7 +122,10 @@ def _prenorm_forward() -> list[Step]:
     "reduction.prenorm_backward",
     "At n = 1 with unit weights the closed-form backward gives g_x = g' + Jᵀ g' (J the Jacobian of "
     "F = f∘Norm at x), and this equals the derivative of L = g'ᵀ (x + F(x)).",
-    assumptions=("F = f∘Norm arbitrary and differentiable; g' the upstream gradient.",),
+    assumptions=(),
+    setting=(
+        "F = f∘Norm arbitrary and differentiable; g' the upstream gradient.",
+    ),
     cases="symbolic d (matrix calculus, the branch entering through its Jacobian J); example "
           "with arbitrary f, Norm at d = 2",
     generality="all sizes",
@@ -213,6 +219,8 @@ X0 = sympy.Matrix([1, -1])
     assumptions=(
         "d ≥ 2 (the witness x₀ = e_0 − e_1 needs two entries).",
         "Norm is LayerNorm or RMSNorm without affine, any ε ≥ 0; d = 2 witness x₀ = (1, −1).",
+    ),
+    setting=(
         "Input replicated, X = 1_n xᵀ; the claim is read on any one stream or on the stream sum "
         "(both are r xᵀ with r a constant: (H_res 1)_i or 1ᵀ H_res 1).",
     ),
@@ -329,6 +337,8 @@ def _postnorm_every_d(eps: sympy.Expr) -> list[Step]:
         "Paper §3.1 / App. G: Norm's affine part is absorbed into the next layer and its "
         "re-centring into the current one, so x and F(x) have zero mean; Norm is then LayerNorm "
         "without affine, population statistics, any ε ≥ 0.",
+    ),
+    setting=(
         "σ_x², σ_F² are the variances of x and F(x) and σ_xF their covariance; the weights depend "
         "on x through F(x) (not the tanh form of DHC Eq. 10–13).",
         "RMSNorm variant: no zero-mean assumption, second moments about 0.",

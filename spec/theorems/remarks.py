@@ -49,7 +49,8 @@ def diagonal_start(n: sympy.Expr | int, one: sympy.MatrixExpr | None = None
     "by O(α) for small α; with b_post = 0 and b_res = λ I Sinkhorn–Knopp returns, after any number "
     "of rounds, H_res = I + (11ᵀ − n I)/(e^λ + n − 1), so the sublayer is X' = X + 1 zᵀ plus "
     "terms of size O(α) and O(n e^−λ): a residual update of every stream.",
-    assumptions=(
+    assumptions=(),
+    setting=(
         "mHC Eq. 7: H̃ = α·(x' φ) + b per weight; x' φ is finite (x' is RMS-normalised).",
         "b_res = λ I: diagonal logits λ, off-diagonal 0 (the reference uses λ = 0.7); b_post = 0.",
     ),
@@ -124,8 +125,11 @@ def _soft_start() -> list[Step]:
     "H_res X = [H_res X₁ | H_res X₂], x_in = Xᵀ h_pre stacks the shards' Xₛᵀ h_pre and "
     "h_post zᵀ splits like z; only the dynamic/mHC weights need a cross-shard sum "
     "(‖vec X‖² and vec(X) φ are sums of per-shard terms).",
-    assumptions=("X₁: n×d₁, X₂: n×d₂, z = [z₁; z₂]; the weights h_pre, h_post, H_res (n + n + n² "
-                 "numbers) replicated on every shard; φ split by rows as [φ₁; φ₂].",),
+    assumptions=(),
+    setting=(
+        "X₁: n×d₁, X₂: n×d₂, z = [z₁; z₂]; the weights h_pre, h_post, H_res (n + n + n² "
+                 "numbers) replicated on every shard; φ split by rows as [φ₁; φ₂].",
+    ),
     cases="symbolic n, d₁, d₂ (block matrices; block_collapse)",
     generality="all sizes",
     source="mHC arXiv:2512.24880 §4.3 (kernel fusion and parallelism); Eq. 3 and Eq. 7",
@@ -225,7 +229,10 @@ def _n1_minors_every_l() -> list[Step]:
     "minor over two sublayers and two earlier nodes vanishes: every sublayer reads the earlier "
     "outputs in the same proportions (up to its own scale). n = 2 breaks this: the parallel "
     "arrangement (HC Eq. 18–19) has a non-zero minor.",
-    assumptions=("Symbolic scalar weights p_k (h_pre), q_k (h_post), a_k (H_res) per sublayer.",),
+    assumptions=(),
+    setting=(
+        "Symbolic scalar weights p_k (h_pre), q_k (h_post), a_k (H_res) per sublayer.",
+    ),
     cases="every L: symbolic indices j < j' < k < k' (products split by sympy), the product "
           "form being unroll.connection_weights (proven for every L) at n = 1; examples: "
           "n = 1, L in {2,3,4} with symbolic weights, the product form equal to the unrolled "

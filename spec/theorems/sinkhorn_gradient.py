@@ -55,6 +55,8 @@ def implicit_vjp(P: sympy.Matrix, G: sympy.Matrix) -> sympy.Matrix:
     assumptions=(
         "H̃ ∈ R^{n×n} any real logits; exp(H̃) > 0 has a unique doubly stochastic scaling "
         "(Sinkhorn 1967), the limit of the alternating normalisations (mHC Eq. 9).",
+    ),
+    setting=(
         "G ∈ R^{n×n} any upstream gradient.",
     ),
     cases="n = 2: symbolic logits and upstream gradient",
