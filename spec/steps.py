@@ -159,6 +159,14 @@ def declared(text: str) -> bool:
     return found is None or any(_words(text) in _words(a) for a in found)
 
 
+def granted(text: str, weaker: Mapping[str, bool] | None = None,
+            **assumptions: bool) -> dict[str, bool]:
+    """The sympy ``assumptions`` (``positive=True``, …) that the declared assumption ``text``
+    states, for a matrix of symbols or an ``IndexedBase``; only ``weaker`` (default: none) when
+    the theorem being proven does not declare ``text`` (see :func:`hypothesis`)."""
+    return dict(assumptions) if declared(text) else dict(weaker or {})
+
+
 def hypothesis(text: str, name: str, weaker: Mapping[str, bool] | None = None,
                **assumptions: bool) -> sympy.Symbol:
     """The symbol ``name`` carrying the sympy ``assumptions`` (``positive=True``, …) that the
@@ -169,7 +177,7 @@ def hypothesis(text: str, name: str, weaker: Mapping[str, bool] | None = None,
     hypothesis, so a simplification that needs it fails. This is how a symbol's assumption is
     tied to the theorem's list, and how tests/spec/test_assumptions.py sees that it is needed.
     """
-    return sympy.Symbol(name, **(assumptions if declared(text) else dict(weaker or {})))
+    return sympy.Symbol(name, **granted(text, weaker, **assumptions))
 
 
 def from_lemma(lemma_id: str, fact: Any, rename: Mapping[Any, Any] | None = None) -> Given:

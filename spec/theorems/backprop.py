@@ -365,7 +365,9 @@ def _postnorm_no_bare_direct_term() -> list[Step]:
     "A residual connection keeps a direct gradient path but does not preserve the gradient "
     "norm: for y = x + F(x) with F(x) = −x/2, g_x = g_y / 2, so ‖g_x‖ = ‖g_y‖ / 2 (and F = x "
     "doubles it).",
-    assumptions=("x, g_y ∈ R^d real; the two linear branches F(x) = −x/2 and F(x) = x.",),
+    assumptions=(),
+    setting=("x, g_y ∈ R^d; the two linear branches F(x) = −x/2 and F(x) = x (the identities "
+             "are algebraic: they need no sign or realness).",),
     cases="symbolic d (MatrixSymbol algebra)",
     generality="all sizes",
     source="HC arXiv:2409.19606 §1 (residuals ease gradient vanishing); the seeds' remark that "

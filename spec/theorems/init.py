@@ -18,7 +18,7 @@ from hcspec.spec.checks import (
     symbol_vector,
 )
 from hcspec.spec.registry import ProofFailure, Step, theorem
-from hcspec.spec.steps import Given, prose
+from hcspec.spec.steps import Given, hypothesis, prose
 from hcspec.spec.theorems.duality import generic_branch, replicated_induction
 
 D = 5  # feature size: never equal to n in {1, 2, 3, 4}
@@ -303,7 +303,7 @@ def _dynamic_init_equals_static() -> list[Step]:
     "ones entrywise (|h_pre(X) − h_pre| < |s_α|, |h_post(X) − h_post| < |s_β|, "
     "|H_res(X) − H_res| < |s_α|: tanh lies in (−1, 1)), and each entry is HC Eq. 10–13 written "
     "index by index.",
-    assumptions=(),
+    assumptions=("The norm X̄ uses ε > 0.",),
     setting=(
         "DHC per HC Eq. 10–13 as dynamic.init_equals_static; X̄_i = LayerNorm(X_i) per stream.",
         "Index form: h_pre,i = s_α tanh(Σ_k X̄_ik W_m,k) + A_m,i; h_post,i = s_β tanh(Σ_k X̄_ik "
@@ -319,7 +319,7 @@ def _dynamic_weights_bounded() -> list[Step]:
     import random
 
     s_alpha, s_beta = sympy.symbols("s_alpha s_beta", real=True)
-    eps = sympy.Symbol("epsilon", positive=True)
+    eps = hypothesis("ε > 0", "epsilon", weaker={"real": True}, positive=True)
     steps: list[Step] = _bounded_every_size(s_alpha, s_beta, eps)
     symbolic = index_dynamic_weights(s_alpha, s_beta, eps)
     for n in (1, 2, 3):

@@ -16,7 +16,7 @@ from hcspec.spec import doubly_stochastic as ds
 from hcspec.spec import sinkhorn_index as si
 from hcspec.spec.checks import chain, require_equal, require_true, symbol_matrix, symbol_vector
 from hcspec.spec.registry import ProofFailure, Step, theorem
-from hcspec.spec.steps import assume, hypothesis, prose
+from hcspec.spec.steps import assume, granted, hypothesis, prose
 
 T = sympy.Symbol("t", real=True)
 """A pre-activation H̃ entry (any real number)."""
@@ -30,12 +30,14 @@ def sigmoid(x: sympy.Expr) -> sympy.Expr:
 
 
 def _range_steps(scale: int, name: str) -> list[Step]:
-    """``scale``·σ(t) lies in (0, scale) for every real t, and every value there is attained."""
-    gate = scale * sigmoid(T)
+    """``scale``·σ(t) lies in (0, scale) for every real t, and every value there is attained
+    (t is real only when the theorem declares it: a complex t has no sign)."""
+    t = hypothesis("any real pre-activation", "t", real=True)
+    gate = scale * sigmoid(t)
     gap = scale - gate
     if gate.is_positive is not True:
         raise ProofFailure(f"{name} = {gate} is not provably positive for real t")
-    gap_form = scale * sympy.exp(-T) / (1 + sympy.exp(-T))
+    gap_form = scale * sympy.exp(-t) / (1 + sympy.exp(-t))
     steps = [
         require_true(f"{name} > 0: a positive numerator over 1 + e^(−t) > 1",
                      gate.is_positive, sympy.StrictGreaterThan(gate, 0)),
@@ -47,7 +49,7 @@ def _range_steps(scale: int, name: str) -> list[Step]:
         raise ProofFailure(f"{scale} − {name} is not provably positive")
     steps.append(require_true(f"hence {name} < {scale}", gap_form.is_positive,
                               sympy.StrictLessThan(gate, scale)))
-    attained = gate.subs(T, sympy.log(U))
+    attained = gate.subs(t, sympy.log(U))
     steps.append((f"every value in (0, {scale}) is attained: at t = log u (u > 0)",
                   chain(attained, scale * U / (1 + U))))
     require_equal(f"{name}(log u) = {scale} u / (1 + u)", attained, scale * U / (1 + U))
@@ -58,7 +60,8 @@ def _range_steps(scale: int, name: str) -> list[Step]:
     "mhc.h_pre_range",
     "H_pre = σ(H̃_pre) has every entry in the open interval (0, 1), and every value of (0, 1) is "
     "attained: the read weights are positive and below 1 (their sum lies in (0, n)).",
-    assumptions=("H̃_pre ∈ R^{1×n} any real pre-activation (mHC Eq. 7); σ(t) = 1/(1 + e^(−t)).",),
+    assumptions=("H̃_pre ∈ R^{1×n} any real pre-activation (mHC Eq. 7).",),
+    setting=("σ(t) = 1/(1 + e^(−t)) (mHC Eq. 8).",),
     cases="every real entry t (symbolic); entrywise, so every n",
     generality="all sizes",
     source="mHC arXiv:2512.24880 §4.2 Eq. 8",
@@ -71,7 +74,8 @@ def _h_pre_range() -> list[Step]:
     "mhc.h_post_range",
     "H_post = 2σ(H̃_post) has every entry in the open interval (0, 2), every value of (0, 2) is "
     "attained, and 2σ(0) = 1 (a zero pre-activation writes back with weight 1).",
-    assumptions=("H̃_post ∈ R^{1×n} any real pre-activation (mHC Eq. 7); σ(t) = 1/(1 + e^(−t)).",),
+    assumptions=("H̃_post ∈ R^{1×n} any real pre-activation (mHC Eq. 7).",),
+    setting=("σ(t) = 1/(1 + e^(−t)) (mHC Eq. 8).",),
     cases="every real entry t (symbolic); entrywise, so every n",
     generality="all sizes",
     source="mHC arXiv:2512.24880 §4.2 Eq. 8",
@@ -103,18 +107,19 @@ def softmax_rows(logits: sympy.Matrix) -> sympy.Matrix:
     return ds.normalise_rows(logits.applyfunc(sympy.exp))
 
 
-def _variants_every_n(eps: sympy.Symbol) -> list[Step]:
+def _variants_every_n(eps: sympy.Symbol, positive: dict[str, bool]) -> list[Step]:
     """The paper's and the DeepSeek-V4 steps in index form, symbolic n (:mod:`sinkhorn_index`):
     rows of T_r(A) sum to 1, rows of T_r^ε(A) to r/(r + ε) < 1, both keep A > 0, the variant's
-    round at ε = 0 is the paper's, and softmax_rows(H̃) = T_r(exp H̃) has unit row sums.
+    round at ε = 0 is the paper's, and softmax_rows(H̃) = T_r(exp H̃) has unit row sums
+    (``eps``: the proof's ε; ``positive``: the sympy assumptions of A's entries).
 
     Raises:
         ProofFailure: when a step does not reduce as claimed.
     """
     paper_sum, paper_split, paper_value = si.rows_exact()
     variant_sum, variant_value, gap = si.variant_rows(eps)
-    rows_entry, columns_entry = si.steps_keep_positive_both(eps)
-    A = si.positive_entries("A")
+    rows_entry, columns_entry = si.steps_keep_positive_both(eps, positive)
+    A = si.positive_entries("A", positive)
     variant_round = si.row_step(si.column_step(A, eps, si.L), eps)(si.I, si.J)
     paper_round = si.row_step(si.column_step(A, 0, si.L))(si.I, si.J)
     si.require_reduces("variant round at ε = 0 is the paper's, symbolic n",
@@ -164,9 +169,10 @@ def _variants_every_n(eps: sympy.Symbol) -> list[Step]:
 )
 def _sinkhorn_variants() -> list[Step]:
     eps = hypothesis("ε > 0", "epsilon", weaker={"real": True}, positive=True)
-    steps: list[Step] = _variants_every_n(eps)
+    positive = granted("A: any n×n matrix with positive entries", positive=True)
+    steps: list[Step] = _variants_every_n(eps, positive)
     for n in (1, 2, 3):
-        A = symbol_matrix("A", n, n, positive=True)
+        A = symbol_matrix("A", n, n, **positive)
         paper_step = require_equal(f"paper: T_r(A) 1 = 1, n={n}",
                                    ds.row_sums(ds.normalise_rows(A)), sympy.ones(n, 1))
         variant_step = require_equal(

@@ -14,7 +14,8 @@ import sympy
 
 from hcspec.spec import formulas
 from hcspec.spec.checks import instantiate, require_equal, symbol_matrix, symbol_vector
-from hcspec.spec.registry import Step, theorem
+from hcspec.spec.registry import ProofFailure, Step, theorem
+from hcspec.spec.steps import granted
 
 N = D = 2
 
@@ -37,15 +38,29 @@ def _sigmoid(x: sympy.Expr) -> sympy.Expr:
     return 1 / (1 + sympy.exp(-x))
 
 
+def _require_positive_sums(what: str, M: sympy.Matrix) -> None:
+    """Every column sum of ``M`` is provably positive, so a step dividing by them is defined.
+
+    Raises:
+        ProofFailure: naming ``what`` and the first sum not provably positive.
+    """
+    for j in range(M.shape[1]):
+        total = sum(M[:, j])
+        if sympy.sympify(total).is_positive is not True:
+            raise ProofFailure(f"{what}: {total} is not provably positive (a division by zero "
+                               "is not excluded)")
+
+
 @theorem(
     "published.deepseek_v4_step",
     "DeepSeek-V4's step X'_j = post_j·F(Σ_i pre_i X_i) + Σ_i comb[i, j] X_i, with "
     "pre = σ(·) + ε and post = 2σ(·), is the closed form with h_pre = pre, h_post = post and "
     "H_res = combᵀ; the last Sinkhorn–Knopp step (comb divided by its sums over axis −2) makes "
     "the rows of H_res = combᵀ sum to 1.",
-    assumptions=("pre, post logits a, b ∈ R^n; ε ≥ 0; comb ∈ R^{n×n} any matrix (the "
-                 "Sinkhorn–Knopp output); the last step's denominator without ε",
-                 "M ∈ R^{n×n} with positive entries"),
+    assumptions=("M ∈ R^{n×n} with positive entries",),
+    setting=("pre, post logits a, b ∈ R^n; ε ≥ 0 (the identities hold for any ε); comb ∈ "
+             "R^{n×n} any matrix (the Sinkhorn–Knopp output); the last step's denominator "
+             "without ε",),
     cases="n = 2, d = 2: symbolic state, logits, comb and an arbitrary branch",
     generality="explicit sizes",
     source="DeepSeek-V4 (transformers 5.23.0 DeepseekV4HyperConnection and decoder layer; "
@@ -62,7 +77,8 @@ def _deepseek_v4() -> list[Step]:
     z = _branch(collapsed)
     step = sympy.Matrix(N, D, lambda j, k: post[j] * z[k]
                         + sum(comb[i, j] * X[i, k] for i in range(N)))
-    M = symbol_matrix("m", N, N, positive=True)
+    M = symbol_matrix("m", N, N, **granted("M ∈ R^{n×n} with positive entries", positive=True))
+    _require_positive_sums("the last step's column sums", M)
     last = sympy.Matrix(N, N, lambda i, j: M[i, j] / sum(M[r, j] for r in range(N)))
     return [
         require_equal("the branch input Σ_i pre_i X_i is Xᵀ h_pre with h_pre = pre",
@@ -95,8 +111,10 @@ def _mhc_paper() -> list[Step]:
     H_pre, H_post = symbol_matrix("p", 1, N), symbol_matrix("q", 1, N)
     H_res = symbol_matrix("r", N, N)
     paper = H_res * X + H_post.T * _branch((H_pre * X).T).T
-    M = symbol_matrix("m", N, N, positive=True)
+    M = symbol_matrix("m", N, N, **granted("M ∈ R^{n×n} with positive entries", positive=True))
+    _require_positive_sums("the column step's sums", M)
     cols = sympy.Matrix(N, N, lambda i, j: M[i, j] / sum(M[r, j] for r in range(N)))
+    _require_positive_sums("the row step's sums", cols.T)
     rows = sympy.Matrix(N, N, lambda i, j: cols[i, j] / sum(cols[i, c] for c in range(N)))
     return [
         require_equal("Eq. 3 is H_res X + h_post F(Xᵀ h_pre)ᵀ with h_pre = H_preᵀ, "

@@ -19,7 +19,7 @@ from hcspec.spec import formulas, network
 from hcspec.spec import sinkhorn_index as si
 from hcspec.spec.checks import chain, require_equal, require_true, symbol_matrix
 from hcspec.spec.registry import ProofFailure, Step, theorem
-from hcspec.spec.steps import Given, lemma_rewrite, prose
+from hcspec.spec.steps import Given, granted, hypothesis, lemma_rewrite, prose
 from hcspec.spec.theorems import lemmas
 from hcspec.spec.theorems.duality import HC_PARALLEL_EVEN, HC_PARALLEL_ODD, symbolic_weights
 from hcspec.spec.theorems.mhc import (
@@ -298,22 +298,23 @@ def seed_sinkhorn(logits: sympy.Matrix, rounds: int, tau: sympy.Expr,
     return M
 
 
-def _seed_loop_every_n() -> list[Step]:
+def _seed_loop_every_n(eps: sympy.Symbol, tau: sympy.Symbol,
+                       positive: dict[str, bool]) -> list[Step]:
     """The seed loop in index form, symbolic n (:mod:`hcspec.spec.sinkhorn_index`): its last
     step T_c^ε leaves column sums c/(c + ε) < 1 on any positive iterate, its steps keep the
     iterate positive from exp(H̃/τ) > 0, and at ε = 0 one round satisfies
     T_c(T_r(M))_ij = T_r(T_c(Mᵀ))_ji (so t rounds on M are the transpose of the paper's t
-    rounds on Mᵀ, by induction).
+    rounds on Mᵀ, by induction). ``eps``, ``tau``: the proof's ε and τ; ``positive``: the
+    sympy assumptions of the iterate's entries.
 
     Raises:
         ProofFailure: when a step does not reduce as claimed.
     """
-    column_total, column_value = si.variant_columns()
-    positive = si.steps_keep_positive(si.EPS)
+    column_total, column_value = si.variant_columns(eps, positive)
+    kept = si.steps_keep_positive(eps, positive)
     logits = sympy.IndexedBase("h", real=True)
-    tau = sympy.Symbol("tau", positive=True)
     si.require_positive("exp(h_ij/τ)", sympy.exp(logits[si.I, si.J] / tau))
-    M = si.positive_entries("M")
+    M = si.positive_entries("M", positive)
     seed_round = si.column_step(si.row_step(M, 0, si.L))
     paper_round = si.row_step(si.column_step(si.transpose(M), 0, si.L))
     si.require_reduces("ε = 0: T_c(T_r(M))_ij = T_r(T_c(Mᵀ))_ji, symbolic n",
@@ -323,7 +324,7 @@ def _seed_loop_every_n() -> list[Step]:
          "summing to c_j/(c_j + ε), c_j = Σ_k B_kj: below 1 for ε > 0",
          chain(column_total, column_value)),
         require_true("every n: its steps keep the iterate positive (from exp(H̃/τ) > 0, by "
-                     "induction)", True, sympy.StrictGreaterThan(positive, 0, evaluate=False)),
+                     "induction)", True, sympy.StrictGreaterThan(kept, 0, evaluate=False)),
         ("every n, ε = 0: entry (i, j) of a seed round on M is entry (j, i) of a paper round "
          "on Mᵀ (rows first on M is columns first on Mᵀ)",
          chain(r"T_c(T_r(M))_{ij}", seed_round(si.I, si.J), paper_round(si.J, si.I))),
@@ -336,7 +337,7 @@ def _seed_loop_every_n() -> list[Step]:
     "round with column sums c/(c + ε) — in (0, 1), never exactly 1 — and inexact rows; the "
     "paper's (columns first, no ε) ends with rows exactly 1. At ε = 0 the seed loop on H̃ is the "
     "transpose of the paper's on H̃ᵀ, and τ only rescales the logits.",
-    assumptions=("A positive n×n iterate; ε = 1e-8 > 0; τ > 0.",),
+    assumptions=("A positive n×n iterate.", "ε = 1e-8 > 0.", "τ > 0."),
     cases="column sums, positivity and the transpose relation for symbolic n in index form "
           "(every round by induction); examples: generic positive entries at n in {2,3}; inexact "
           "rows: the logits [[0, 2, −1], [1, 0, 3], [−2, 1, 0]] at τ = 1, 20 rounds, evaluated "
@@ -345,9 +346,10 @@ def _seed_loop_every_n() -> list[Step]:
     source="mHC arXiv:2512.24880 §4.2 Eq. 9 (the paper's order); the seed notes' loop",
 )
 def _sinkhorn_seed_loop() -> list[Step]:
-    eps = sympy.Symbol("epsilon", positive=True)
-    tau = sympy.Symbol("tau", positive=True)
-    steps: list[Step] = _seed_loop_every_n()
+    eps = hypothesis("ε = 1e-8 > 0", "epsilon", weaker={"real": True}, positive=True)
+    tau = hypothesis("τ > 0", "tau", weaker={"real": True}, positive=True)
+    positive = granted("A positive n×n iterate", positive=True)
+    steps: list[Step] = _seed_loop_every_n(eps, tau, positive)
     for n in (2, 3):
         h = symbol_matrix("h", n, n)
         seed = seed_sinkhorn(h, 1, tau, eps)
