@@ -1,7 +1,7 @@
 """Render the proven theorems as Markdown pages (``docs/derivations/``) and check them.
 
-One page per theorem (statement, assumptions, cases, source, the derivation steps in LaTeX and,
-where one exists, a worked example computed by the spec) plus ``index.md``. Rendering is
+One page per theorem (statement, setting, assumptions, cases, source, the derivation steps in
+LaTeX and, where one exists, a worked example computed by the spec) plus ``index.md``. Rendering is
 deterministic: no timings, dates, random draws or dict-order dependence, so a committed copy can be
 compared byte for byte with a fresh render (``hc-spec docs --check``).
 
@@ -194,10 +194,16 @@ def render_page(theorem: Theorem, result: ProofResult) -> str:
         f"- **Source:** {theorem.source}",
         f"- **Proof:** `{theorem.proof.__module__}`",
         "",
-        "## Assumptions",
-        "",
     ]
-    lines += [f"- {assumption}" for assumption in theorem.assumptions] or ["- none"]
+    if theorem.setting:
+        lines += ["## Setting", ""]
+        lines += [f"- {line}" for line in theorem.setting]
+        lines += [""]
+    lines += ["## Assumptions", "",
+              "Each is used by the proof: without it, the proof fails.", ""
+              ] if theorem.assumptions else ["## Assumptions", ""]
+    lines += [f"- {assumption}" for assumption in theorem.assumptions] or [
+        "- none beyond the setting"]
     lines += [
         "",
         "## Derivation",
@@ -285,6 +291,10 @@ NOT_PROVEN: tuple[tuple[str, str], ...] = (
      "on a grid (n ≤ 5, d ≤ 3, t ≤ 3); extending this to every size rests on the degree bound of "
      "the explicit count (at most three nested n-loops, one d- or t-loop), which is assumed from "
      "the structure of `hcspec.spec.opcount`, not proven."),
+    ("Uniqueness of the doubly stochastic scaling of a positive matrix (Sinkhorn 1967).",
+     "Cited, not proven here: `sinkhorn.implicit_gradient` declares it as an assumption and uses "
+     "it where it identifies the closed-form P with the limit of the alternating "
+     "normalisations."),
     ("LayerNorm J x = 0 for every d.", "`norm.jacobians` checks RMSNorm's J x = 0 and LayerNorm's "
      "1ᵀ J = 0 for every d; LayerNorm's J x = 0 is checked at d in {1, 2} only."),
     ("The seeds' worked exercises (X' = [7, −1]; X' = (8.5, 6.5) with G_X = (3.25, 3.75)).",

@@ -75,12 +75,18 @@ class Theorem:
     Attributes:
         id: stable identifier ``family.name`` (conformance properties cite it).
         statement: one line, in the project's row convention (docs/reference.md, Conventions).
-        assumptions: the hypotheses the proof uses, one line each.
+        assumptions: the hypotheses the proof uses, one line each: each is used by the proof
+            (by name through :func:`hcspec.spec.steps.assume`, or as the sympy assumption of a
+            symbol made by :func:`hcspec.spec.steps.hypothesis`), so dropping one fails
+            ``prove`` (tests/spec/test_assumptions.py).
         cases: what it is proven for, e.g. ``"n in {1,2,3,4}, d in {1,2,3}"`` or ``"symbolic n"``.
         generality: how general the proof is, one of :data:`GENERALITIES`.
         source: the paper equation or section it follows (e.g. ``"HC arXiv:2409.19606 Eq. 14"``).
         proof: a function returning the derivation steps; it raises :class:`ProofFailure` when a
             step does not hold.
+        setting: what the objects are (definitions, notation, the model the statement is
+            about, where a reading of the paper comes from), one line each; not hypotheses, so
+            the proof does not use them by name.
     """
 
     id: str
@@ -90,6 +96,7 @@ class Theorem:
     source: str
     proof: Callable[[], list[Step]] = field(repr=False, compare=False)
     generality: str = "explicit sizes"
+    setting: tuple[str, ...] = ()
 
     def prove(self) -> ProofResult:
         """Run the proof and time it.
@@ -180,13 +187,14 @@ def theorem(
     cases: str,
     generality: str,
     source: str,
+    setting: Iterable[str] = (),
 ) -> Callable[[Callable[[], list[Step]]], Theorem]:
     """Decorator form of :func:`register`: turns a proof function into a registered theorem
-    (``generality``: one of :data:`GENERALITIES`)."""
+    (``generality``: one of :data:`GENERALITIES`; ``setting``: see :class:`Theorem`)."""
 
     def decorate(proof: Callable[[], list[Step]]) -> Theorem:
         return register(Theorem(id, statement, tuple(assumptions), cases, source, proof,
-                                generality))
+                                generality, tuple(setting)))
 
     return decorate
 

@@ -14,7 +14,7 @@ capture each other's index. The lemmas reduce sums with :func:`hcspec.spec.sums.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import sympy
@@ -87,9 +87,12 @@ def require_reduces(label: str, value: Any, expected: Any) -> None:
         raise ProofFailure(f"{label}: got {value}, expected {expected}")
 
 
-def positive_entries(name: str) -> Entry:
-    """A generic n×n matrix with positive entries ``name[i, j]``."""
-    base = sympy.IndexedBase(name, positive=True)
+def positive_entries(name: str, assumptions: Mapping[str, bool] | None = None) -> Entry:
+    """A generic n×n matrix with positive entries ``name[i, j]`` (``assumptions``: the entries'
+    sympy assumptions instead, e.g. those :func:`hcspec.spec.steps.granted` gives a theorem that
+    does not declare A > 0)."""
+    base = sympy.IndexedBase(name, **({"positive": True} if assumptions is None
+                                      else dict(assumptions)))
     return lambda i, j: base[i, j]
 
 
@@ -113,9 +116,10 @@ def rows_exact() -> tuple[Any, Any, Any]:
     return summed, split, value
 
 
-def variant_rows() -> tuple[Any, Any, Any]:
+def variant_rows(eps: Any = EPS) -> tuple[Any, Any, Any]:
     """Lemma (every n): for A > 0 and ε > 0, row i of T_r^ε(A) sums to r_i/(r_i + ε) with
-    r_i = Σ_k A_ik, and 1 − r_i/(r_i + ε) = ε/(r_i + ε) > 0.
+    r_i = Σ_k A_ik, and 1 − r_i/(r_i + ε) = ε/(r_i + ε) > 0 (``eps``: the proof's ε, whose
+    positivity the last step needs).
 
     Returns:
         ``(Σ_j T_r^ε(A)_ij, its value, the gap to 1)``.
@@ -125,17 +129,18 @@ def variant_rows() -> tuple[Any, Any, Any]:
             provably positive.
     """
     A = positive_entries("A")
-    rows = row_step(A, EPS)
+    rows = row_step(A, eps)
     r = total(A(I, K), K)
     value = row_sum(rows)
-    require_reduces("T_r^ε(A) 1 = r/(r + ε), symbolic n", value, r / (r + EPS))
+    require_reduces("T_r^ε(A) 1 = r/(r + ε), symbolic n", value, r / (r + eps))
     gap = sympy.cancel(1 - value)
-    require_reduces("1 − r/(r + ε) = ε/(r + ε), symbolic n", gap, EPS / (r + EPS))
-    require_positive("ε/(r + ε)", EPS / (r + EPS))
-    return total(rows(I, J), J), value, EPS / (r + EPS)
+    require_reduces("1 − r/(r + ε) = ε/(r + ε), symbolic n", gap, eps / (r + eps))
+    require_positive("ε/(r + ε)", eps / (r + eps))
+    return total(rows(I, J), J), value, eps / (r + eps)
 
 
-def variant_columns() -> tuple[Any, Any]:
+def variant_columns(eps: Any = EPS, entries: Mapping[str, bool] | None = None
+                    ) -> tuple[Any, Any]:
     """Lemma (every n): for B > 0 and ε > 0, column j of T_c^ε(B) sums to c_j/(c_j + ε) with
     c_j = Σ_k B_kj, which is below 1.
 
@@ -143,27 +148,31 @@ def variant_columns() -> tuple[Any, Any]:
         ``(Σ_i T_c^ε(B)_ij, its value)``.
 
     Raises:
-        ProofFailure: when the sum does not reduce as claimed or ε/(c + ε) is not positive.
+        ProofFailure: when the sum does not reduce as claimed or ε/(c + ε) is not positive
+            (``eps``, ``entries``: the proof's ε and B's sympy assumptions, as in
+            :func:`positive_entries`).
     """
-    B = positive_entries("B")
-    columns = column_step(B, EPS)
+    B = positive_entries("B", entries)
+    columns = column_step(B, eps)
     c = total(B(K, J), K)
     value = column_sum(columns)
-    require_reduces("1ᵀ T_c^ε(B) = c/(c + ε), symbolic n", value, c / (c + EPS))
+    require_reduces("1ᵀ T_c^ε(B) = c/(c + ε), symbolic n", value, c / (c + eps))
     require_positive("1 − c/(c + ε) = ε/(c + ε)", sympy.cancel(1 - value))
     return total(columns(I, J), I), value
 
 
-def steps_keep_positive_both(eps: Any) -> tuple[Any, Any]:
+def steps_keep_positive_both(eps: Any, entries: Mapping[str, bool] | None = None
+                             ) -> tuple[Any, Any]:
     """Lemma (every n): the entries ``(T_r^ε(A)_ij, T_c^ε(A)_ij)`` of a positive A, each
     provably positive; T_c is checked to be the column step, T_c(A) = T_r(Aᵀ)ᵀ, so the two
-    operators cannot be confused.
+    operators cannot be confused (``entries``: A's sympy assumptions, as in
+    :func:`positive_entries`).
 
     Raises:
         ProofFailure: when an entry is not provably positive or the column step is not the
             transposed row step.
     """
-    A = positive_entries("A")
+    A = positive_entries("A", entries)
     rows, columns = row_step(A, eps)(I, J), column_step(A, eps)(I, J)
     if sympy.simplify(columns - transpose(row_step(transpose(A), eps))(I, J)) != 0:
         raise ProofFailure(f"T_c^ε(A)_ij = {columns} is not T_r^ε(Aᵀ)_ji")
@@ -172,7 +181,7 @@ def steps_keep_positive_both(eps: Any) -> tuple[Any, Any]:
     return rows, columns
 
 
-def steps_keep_positive(eps: Any) -> Any:
+def steps_keep_positive(eps: Any, entries: Mapping[str, bool] | None = None) -> Any:
     """Lemma (every n): T_r^ε and T_c^ε map a positive matrix to a positive one (a positive
     entry over a non-empty sum of positive entries, plus ε ≥ 0), so by induction on the rounds
     every iterate from M⁰ > 0 is positive (see :func:`steps_keep_positive_both`).
@@ -183,4 +192,4 @@ def steps_keep_positive(eps: Any) -> Any:
     Raises:
         ProofFailure: when an entry is not provably positive.
     """
-    return steps_keep_positive_both(eps)[0]
+    return steps_keep_positive_both(eps, entries)[0]

@@ -21,6 +21,11 @@ verified there; after the proof it requires every displayed step to be one of:
 Anything else — a bare ``(label, expr)`` whose expression no check produced — fails the proof
 ("displays an unchecked step"), so a derivation page can only show what was verified.
 
+A symbol whose sympy assumption (``positive=True``, …) is a declared hypothesis is made with
+:func:`hypothesis`, so that the declaration and the assumption cannot drift apart: a theorem that
+does not declare it proves without it. Definitions and notation go in the theorem's ``setting``,
+not its ``assumptions``.
+
 A chain link may use facts (``chain(..., using=[...])``, named on the page next to the link):
 :func:`assume` (a declared assumption, checked against the theorem's ``assumptions``),
 :func:`from_lemma` / :func:`lemma_rewrite` (a lemma's proven fact as a substitution or a matrix
@@ -145,6 +150,34 @@ def assume(text: str, *, replace: Mapping[Any, Any] | None = None,
     if declared is not None and not any(_words(text) in _words(a) for a in declared):
         raise ProofFailure(f"the proof uses '{text}', which is not a declared assumption")
     return Given(text, tuple((replace or {}).items()), tuple(factors), rhs)
+
+
+def declared(text: str) -> bool:
+    """Whether the theorem being proven declares an assumption containing ``text`` (up to
+    spacing); True outside a proof."""
+    found = _ASSUMPTIONS.get()
+    return found is None or any(_words(text) in _words(a) for a in found)
+
+
+def granted(text: str, weaker: Mapping[str, bool] | None = None,
+            **assumptions: bool) -> dict[str, bool]:
+    """The sympy ``assumptions`` (``positive=True``, …) that the declared assumption ``text``
+    states, for a matrix of symbols or an ``IndexedBase``; only ``weaker`` (default: none) when
+    the theorem being proven does not declare ``text`` (see :func:`hypothesis`)."""
+    return dict(assumptions) if declared(text) else dict(weaker or {})
+
+
+def hypothesis(text: str, name: str, weaker: Mapping[str, bool] | None = None,
+               **assumptions: bool) -> sympy.Symbol:
+    """The symbol ``name`` carrying the sympy ``assumptions`` (``positive=True``, …) that the
+    declared assumption ``text`` states (e.g. ``hypothesis("c > 0", "c", positive=True)``).
+
+    When the theorem being proven does not declare ``text``, the symbol carries only ``weaker``
+    (e.g. ``{"real": True}``: ε real instead of ε > 0): the proof then runs without the
+    hypothesis, so a simplification that needs it fails. This is how a symbol's assumption is
+    tied to the theorem's list, and how tests/spec/test_assumptions.py sees that it is needed.
+    """
+    return sympy.Symbol(name, **granted(text, weaker, **assumptions))
 
 
 def from_lemma(lemma_id: str, fact: Any, rename: Mapping[Any, Any] | None = None) -> Given:

@@ -58,7 +58,10 @@ def matrix_gradient(label: str, loss: sympy.Expr, variable: sympy.MatrixSymbol,
 @theorem(
     "linear.backward",
     "Y = X W + 1 bᵀ gives G_X = G_Y Wᵀ, G_W = Xᵀ G_Y, G_b = G_Yᵀ 1.",
-    assumptions=("X: m×k (rows are samples), W: k×p, b ∈ R^p, L = Σ G_Y ∘ Y = tr(G_Yᵀ Y).",),
+    assumptions=(),
+    setting=(
+        "X: m×k (rows are samples), W: k×p, b ∈ R^p, L = Σ G_Y ∘ Y = tr(G_Yᵀ Y).",
+    ),
     cases="symbolic m, k, p (matrix calculus on tr(G_Yᵀ Y)); examples entry by entry at "
           "(m, k, p) in {(1,2,3), (3,1,2), (2,2,2)}",
     generality="all sizes",
@@ -102,7 +105,10 @@ def _chain_gradients(
     "matmul_chain.backward",
     "Y = ABCD gives G_B = Aᵀ G_Y (CD)ᵀ = Aᵀ G_Y Dᵀ Cᵀ (and G_A, G_C, G_D likewise); the wrong "
     "order Aᵀ G_Y Cᵀ Dᵀ is rejected even when the shapes allow it.",
-    assumptions=("Conformable A, B, C, D; L = Σ G_Y ∘ Y = tr(G_Yᵀ Y).",),
+    assumptions=(),
+    setting=(
+        "Conformable A, B, C, D; L = Σ G_Y ∘ Y = tr(G_Yᵀ Y).",
+    ),
     cases="symbolic shapes a×b·b×c·c×e·e×f (matrix calculus on tr(G_Yᵀ ABCD)); example entry by "
           "entry at all-square 2×2, where the wrong order is well-shaped and rejected",
     generality="all sizes",
@@ -148,7 +154,8 @@ def _matmul_chain_backward() -> list[Step]:
     "ffn.backward",
     "Z = O W_up, H = φ(Z), X = H W_down give G_H = G_X W_downᵀ, G_Z = G_H ⊙ φ'(Z), "
     "G_O = G_Z W_upᵀ; gated (SwiGLU-style) H = φ(O W_g) ⊙ (O W_up): the two branches add at O.",
-    assumptions=(
+    assumptions=(),
+    setting=(
         "O: m×d (rows are tokens), W_up, W_g: d×f, W_down: f×d; φ an arbitrary differentiable "
         "elementwise function; L = Σ G_X ∘ X.",
     ),
@@ -248,7 +255,10 @@ J_N = sympy.MatrixSymbol("J_N", D_ANY, D_ANY)
 @theorem(
     "residual.direct_term",
     "Y = X + F(X) gives G_X = J_Fᵀ G_Y + G_Y (per sample: g_x = J_Fᵀ g_y + g_y).",
-    assumptions=("F: R^d → R^d arbitrary and differentiable, applied per sample (row).",),
+    assumptions=(),
+    setting=(
+        "F: R^d → R^d arbitrary and differentiable, applied per sample (row).",
+    ),
     cases="symbolic d (matrix calculus, F entering through its Jacobian J_F at the point); "
           "examples with an arbitrary F (undefined functions) at d in {1,2,3,4}",
     generality="all sizes",
@@ -279,7 +289,10 @@ def _prenorm_gradients(d: int) -> tuple[sympy.Matrix, sympy.Matrix, sympy.Matrix
 @theorem(
     "prenorm.direct_term",
     "Pre-norm y = x + F(N(x)) gives g_x = g_y + J_Nᵀ J_Fᵀ g_y: the bare g_y term survives.",
-    assumptions=("N, F: R^d → R^d arbitrary and differentiable (N a normalisation).",),
+    assumptions=(),
+    setting=(
+        "N, F: R^d → R^d arbitrary and differentiable (N a normalisation).",
+    ),
     cases="symbolic d (matrix calculus, N and F entering through their Jacobians, J_{F∘N} = "
           "J_F J_N); examples with arbitrary N, F (undefined functions) at d in {1,2}",
     generality="all sizes",
@@ -317,7 +330,8 @@ def bare_term_counterexample(norm: Callable[[sympy.Matrix], sympy.Matrix]) -> sy
     "postnorm.no_bare_direct_term",
     "Post-norm y = N(x + F(x)) gives g_x = (I + J_F)ᵀ J_Nᵀ g_y: every path passes J_N, and with "
     "F ≡ 0 and g_y = x the gradient vanishes (no bare g_y term).",
-    assumptions=(
+    assumptions=(),
+    setting=(
         "N, F: R^d → R^d arbitrary and differentiable for the general form.",
         "Counterexample: RMSNorm or LayerNorm (no affine, ε = 0), d = 2, x = (1, 2), F ≡ 0.",
     ),
@@ -351,7 +365,9 @@ def _postnorm_no_bare_direct_term() -> list[Step]:
     "A residual connection keeps a direct gradient path but does not preserve the gradient "
     "norm: for y = x + F(x) with F(x) = −x/2, g_x = g_y / 2, so ‖g_x‖ = ‖g_y‖ / 2 (and F = x "
     "doubles it).",
-    assumptions=("x, g_y ∈ R^d real; the two linear branches F(x) = −x/2 and F(x) = x.",),
+    assumptions=(),
+    setting=("x, g_y ∈ R^d; the two linear branches F(x) = −x/2 and F(x) = x (the identities "
+             "are algebraic: they need no sign or realness).",),
     cases="symbolic d (MatrixSymbol algebra)",
     generality="all sizes",
     source="HC arXiv:2409.19606 §1 (residuals ease gradient vanishing); the seeds' remark that "

@@ -51,7 +51,8 @@ def _row_form_in_paper_terms(
     "layout.paper_rows",
     "The paper's Ĥ = Bᵀ T(Hᵀ A_m)ᵀ + A_rᵀ H equals the row form X' = H_res X + h_post zᵀ "
     "under h_pre = A_m, h_post = Bᵀ, H_res = A_rᵀ.",
-    assumptions=(
+    assumptions=(),
+    setting=(
         "HC = [[0, B], [A_m, A_r]] with B: 1×n, A_m: n×1, A_r: n×n (HC Eq. 1).",
         "Streams are the rows of H = X ∈ R^{n×d}; z = T(h_0) is the branch output on "
         "h_0 = Hᵀ A_m.",
@@ -127,7 +128,8 @@ def _shape_step(label: str, expr: sympy.MatrixExpr, expected: tuple[sympy.Expr, 
     "forward.shapes",
     "x_in, z, g_z, g_in ∈ R^d; X' ∈ R^{n×d}; each backward term has the shape of its variable: "
     "∂L/∂X: n×d, ∂L/∂H_res: n×n, ∂L/∂h_pre, ∂L/∂h_post: n×1.",
-    assumptions=(
+    assumptions=(),
+    setting=(
         "Row convention: X ∈ R^{n×d} (streams are rows), h_pre, h_post ∈ R^n, H_res ∈ R^{n×n}.",
         "The branch F maps R^d → R^d and is called once per token on x_in.",
     ),
@@ -317,7 +319,8 @@ theorem(
     "backward.closed_form",
     "Differentiating L = Σ G' ∘ X' gives ∂L/∂X = H_resᵀ G' + h_pre g_inᵀ, ∂L/∂H_res = G' Xᵀ, "
     "∂L/∂h_pre = X g_in, ∂L/∂h_post = G' z, with g_z = G'ᵀ h_post and g_in = Jᵀ g_z.",
-    assumptions=(
+    assumptions=(),
+    setting=(
         "F: R^d → R^d any differentiable branch with Jacobian J (a d×d MatrixSymbol) at x_in; the "
         "gradient depends on F only through dz = J dx_in, so g_in = Jᵀ g_z.",
         "Examples: F = φ∘W, W a d×d symbol matrix, φ an undefined elementwise function, "
@@ -341,8 +344,11 @@ NUMERIC_POINT_SIZES = ((3, 2), (2, 5))
     "numeric.matches_formulas",
     "The numeric callables of hcspec.spec.numeric (aggregate, forward, branch_cotangent, "
     "backward, rms_norm, layer_norm) give the values of the spec's sympy expressions.",
-    assumptions=("Seeded random float64 inputs; agreement to 1e-12 relative (float64 "
-                 "evaluation of the same expressions).",),
+    assumptions=(),
+    setting=(
+        "Seeded random float64 inputs; agreement to 1e-12 relative (float64 "
+                 "evaluation of the same expressions).",
+    ),
     cases="random points at (n, d) in {(3,2), (2,5)}",
     generality="instance",
     source="the expressions of hcspec.spec.formulas and hcspec.spec.norms: HC arXiv:2409.19606 "

@@ -30,7 +30,7 @@ from hcspec.spec.checks import (
     symbol_vector,
 )
 from hcspec.spec.registry import ProofFailure, Step, theorem
-from hcspec.spec.steps import Given, assume, prose
+from hcspec.spec.steps import Given, assume, granted, hypothesis, prose
 from hcspec.spec.sums import split_sums, swap_sum
 from hcspec.spec.theorems.backprop import generic_map
 
@@ -184,7 +184,8 @@ theorem(
 @theorem(
     "ds.n1_unique",
     "The only 1×1 doubly stochastic matrix is [1].",
-    assumptions=("H = [h] with h ≥ 0, row sum h = 1, column sum h = 1.",),
+    assumptions=(),
+    setting=("H = [h] doubly stochastic: h ≥ 0, row sum h = 1, column sum h = 1.",),
     cases="n = 1",
     generality="instance",
     source="mHC arXiv:2512.24880 §4.1 (\"when n = 1 the doubly stochastic condition degenerates "
@@ -209,7 +210,8 @@ def _ds_n1_unique() -> list[Step]:
     "ds.two_by_two_family",
     "Every 2×2 matrix with unit row and column sums is [[a, 1−a], [1−a, a]] = a I + (1−a) P; "
     "it is doubly stochastic iff 0 ≤ a ≤ 1.",
-    assumptions=("a real; P the swap permutation.",),
+    assumptions=(),
+    setting=("H a real 2×2 matrix, entries a, b, c, e; P the swap permutation.",),
     cases="n = 2",
     generality="instance",
     source="mHC arXiv:2512.24880 §4.1 Eq. 6 and the Birkhoff polytope",
@@ -257,8 +259,11 @@ def _permutation_vertices_every_n() -> list[Step]:
     column = sympy.Sum(sympy.KroneckerDelta(i, tau), (i, 0, n - 1))
     if reduce(row) != 1 or reduce(column) != 1:
         raise ProofFailure(f"P's row or column sum is not 1: {reduce(row)}, {reduce(column)}")
-    lam, mu = sympy.symbols("lambda mu", positive=True)  # μ = 1 − λ > 0
-    a_off, b_off = sympy.symbols("A_{ij} B_{ij}", nonnegative=True)
+    lam = hypothesis("0 < λ < 1", "lambda", weaker={"real": True}, positive=True)
+    mu = hypothesis("0 < λ < 1", "mu", weaker={"real": True}, positive=True)  # μ = 1 − λ > 0
+    a_off, b_off = sympy.symbols("A_{ij} B_{ij}", **granted("A, B doubly stochastic",
+                                                             weaker={"real": True},
+                                                             nonnegative=True))
     for term in (lam * a_off, mu * b_off):
         if term.is_nonnegative is not True:
             raise ProofFailure(f"{term} is not provably nonnegative")
@@ -287,7 +292,7 @@ def _permutation_vertices_every_n() -> list[Step]:
     "Every permutation matrix is doubly stochastic and is a vertex of the doubly stochastic set: "
     "a doubly stochastic matrix with the zero pattern of P equals P, so P = λA + (1−λ)B with "
     "0 < λ < 1 forces A = B = P.",
-    assumptions=(*DS_ASSUMPTIONS, "A, B doubly stochastic, 0 < λ < 1.",
+    assumptions=("A, B doubly stochastic.", "0 < λ < 1.",
                  "P_ij = δ_σ(i)j with σ a bijection of {0, …, n−1} (τ = σ⁻¹)."),
     cases="symbolic n in index form (P_ij = δ_σ(i)j); examples: all n! permutations for n in "
           "{1,2,3,4}, the zero pattern solved",
@@ -487,8 +492,12 @@ def _gradient_only_if_every_n(G: sympy.MatrixSymbol, D: sympy.Symbol) -> list[St
     "ds.gradient_stream_sum_preserved",
     "The bypass gradient keeps the stream sum for every upstream G', 1ᵀ Hᵀ G' = 1ᵀ G', exactly "
     "when H 1 = 1 (row sums); unit column sums alone do not suffice.",
-    assumptions=("H ≥ 0 with unit row sums, H 1 = 1; G' ∈ R^{n×d} the upstream gradient.",
-                 "Counterexample: H = [[1, 1], [0, 0]] (unit column sums, row sums 2 and 0)."),
+    assumptions=(
+        "H ≥ 0 with unit row sums, H 1 = 1; G' ∈ R^{n×d} the upstream gradient.",
+    ),
+    setting=(
+        "Counterexample: H = [[1, 1], [0, 0]] (unit column sums, row sums 2 and 0).",
+    ),
     cases="if and only if: symbolic n, d (rewriting with H 1 = 1; for the converse the probe "
           "G' = (H 1 − 1) eᵀ); examples at n in {1,2,3} × d in {1,2} (if) and n in {2,3} (only "
           "if); counterexample at n = 2, d = 2",
@@ -537,15 +546,18 @@ def _ds_gradient_stream_sum() -> list[Step]:
     "and with H_post = 2σ(0) = 1 and any H_pre = σ(·) > 0, mHC is the pre-norm residual "
     "x + f(RMSNorm(x)).",
     assumptions=(
-        "The branch is F = f∘RMSNorm (pre-norm inside, ε = 0), f arbitrary.",
         "H_pre = c > 0 is absorbed by the scale invariance of RMSNorm (norm.jacobians).",
+    ),
+    setting=(
+        "The branch is F = f∘RMSNorm (pre-norm inside, ε = 0), f arbitrary.",
     ),
     cases="n = 1; d in {2,3}; Sinkhorn–Knopp with t_max = 20",
     generality="instance",
     source="mHC arXiv:2512.24880 §4.1 (n = 1 degenerates to 1), Eq. 3, Eq. 8–9",
 )
 def _mhc_n1_residual() -> list[Step]:
-    logit, c = sympy.Symbol("h", real=True), sympy.Symbol("c", positive=True)
+    logit = sympy.Symbol("h", real=True)
+    c = hypothesis("H_pre = c > 0", "c", weaker={"real": True}, positive=True)
     H_res = ds.sinkhorn_knopp(sympy.Matrix([[logit]]), 20)
     H_post = 2 / (1 + sympy.exp(-sympy.Integer(0)))
     steps: list[Step] = [
@@ -571,7 +583,10 @@ def _mhc_n1_residual() -> list[Step]:
     "After every Sinkhorn–Knopp round (column then row normalisation, mHC Eq. 9) the row sums are "
     "exactly 1 and every entry is positive; the column sums are 1 only in the limit.",
     assumptions=(
-        "M⁰ = exp(logits) > 0 entrywise; each round ends with a row normalisation.",
+        "M⁰ = exp(logits) > 0 entrywise.",
+    ),
+    setting=(
+        "Each round ends with a row normalisation.",
         "Lemma form: for any positive matrix A, T_c(A) > 0, T_r(A) > 0 and T_r(A) 1 = 1; by "
         "induction on the rounds this holds after every round.",
     ),
@@ -582,8 +597,9 @@ def _mhc_n1_residual() -> list[Step]:
     source="mHC arXiv:2512.24880 §4.2 Eq. 8–9",
 )
 def _sinkhorn_rows_exact() -> list[Step]:
+    positive = granted("M⁰ = exp(logits) > 0 entrywise", positive=True)
     summed, split, value = si.rows_exact()
-    rows_entry, columns_entry = si.steps_keep_positive_both(0)
+    rows_entry, columns_entry = si.steps_keep_positive_both(0, positive)
     steps: list[Step] = [
         ("every n: the factor 1/Σ_k A_ik does not depend on j, so row i of T_r(A) sums to 1",
          chain(summed, split, value)),
@@ -595,7 +611,7 @@ def _sinkhorn_rows_exact() -> list[Step]:
         prose("so, by induction on the rounds from M⁰ = exp(H̃) > 0, every iterate is positive"),
     ]
     for n in SIZES_N:
-        A = symbol_matrix("A", n, n, positive=True)
+        A = symbol_matrix("A", n, n, **positive)
         rows = ds.normalise_rows(A)
         step = require_equal(f"T_r(A) 1 = 1, n={n}", ds.row_sums(rows), sympy.ones(n, 1))
         for name, M in (("T_r(A)", rows), ("T_c(A)", ds.normalise_columns(A))):

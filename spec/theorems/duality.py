@@ -163,8 +163,11 @@ def unrolled_gradient(weights: list[ConnectionWeights], G_top: sympy.Matrix,
     "∂L/∂X₀ = (H_L ⋯ H_1)ᵀ G_L + Σ_k (H_{k-1} ⋯ H_1)ᵀ h_pre,k g_in,kᵀ: a bypass term through the "
     "product of the H_res (doubly stochastic for mHC, so it keeps the stream sum) plus one term "
     "per sublayer.",
-    assumptions=("G_L = ∂L/∂X_L; g_in,k the gradient at sublayer k's input (J_kᵀ g_z,k), taken "
-                 "as given: the identity is linear in them.",),
+    assumptions=(),
+    setting=(
+        "G_L = ∂L/∂X_L; g_in,k the gradient at sublayer k's input (J_kᵀ g_z,k), taken "
+                 "as given: the identity is linear in them.",
+    ),
     cases="every L by induction, symbolic n, d; examples: symbolic weights, (n, L) in {(1,3), "
           "(2,2), (3,2)}, d = 3",
     generality="induction",
@@ -187,7 +190,8 @@ def _unroll_gradient() -> list[Step]:
     "A stack of L HC sublayers feeds sublayer k the input Σ_j w_{j,k} z_j + w_{0,k} h₀ with "
     "w_{j,k} = h_pre,kᵀ H_res,k-1 ⋯ H_res,j+1 h_post,j; pre-norm gives the all-ones strictly "
     "lower triangle.",
-    assumptions=(
+    assumptions=(),
+    setting=(
         "X₀ = 1_n h₀ᵀ (replicated embedding); the output node reads the stream sum (h_pre = 1_n).",
         "Branch outputs z_j are arbitrary (the identity is linear in them).",
     ),
@@ -298,7 +302,8 @@ def sequential_matrix(n: int) -> sympy.Matrix:
     "duality.sequential",
     "With HC = [[0, 1, 1], [1, 1, 0], [0, 0, 1]] at every layer (n = 2; Eq. 42 for any n) every "
     "stream equals h_k = h_{k-1} + T_k(h_{k-1}): a sequential residual stack.",
-    assumptions=(
+    assumptions=(),
+    setting=(
         "T_k arbitrary sublayers R^d → R^d; X₀ = 1_n h₀ᵀ.",
         "Paper matrices read in row form via layout.paper_rows.",
     ),
@@ -534,6 +539,8 @@ def run_parallel(n: int, groups: int) -> list[Step]:
     assumptions=(
         "T_k arbitrary sublayers R^d → R^d; X₀ = 1_n h₀ᵀ, so s_0 = n h₀; layers counted from 1; "
         "group g starts from the state X of the previous group, 1ᵀ X = s_gᵀ.",
+    ),
+    setting=(
         "Layer k with i = (k−1) mod n uses [[0, e_1ᵀ], [1, 11ᵀ]] for i = 0 (Eq. 54) and "
         "[[0, e_{i+1}ᵀ], [e_{i+1}, I]] otherwise: Eq. 55 with the stream index i + 1, the "
         "reading that gives Eq. 19 at n = 2 (e_i with Eq. 54's 1-based e_1 does not).",

@@ -18,7 +18,7 @@ from hcspec.spec.checks import (
     symbol_vector,
 )
 from hcspec.spec.registry import ProofFailure, Step, theorem
-from hcspec.spec.steps import Given, prose
+from hcspec.spec.steps import Given, hypothesis, prose
 from hcspec.spec.theorems.duality import generic_branch, replicated_induction
 
 D = 5  # feature size: never equal to n in {1, 2, 3, 4}
@@ -30,7 +30,8 @@ LAYERS = 6
     "With the static init h_pre = e_{k mod n}, H_res = I, h_post = 1 a stack of L sublayers equals "
     "the pre-norm residual network: every stream holds h_k = h_{k-1} + F_k(h_{k-1}) and the "
     "output 1ᵀ X_L = n h_Lᵀ, which a scale-invariant final norm maps to Norm(h_L).",
-    assumptions=(
+    assumptions=(),
+    setting=(
         "X₀ = 1_n h₀ᵀ; F_k arbitrary sublayers (each with its own pre-norm inside).",
         "Final norm RMSNorm or LayerNorm without affine, ε = 0, for the last step.",
     ),
@@ -253,7 +254,8 @@ def _bounded_every_size(s_alpha: sympy.Expr, s_beta: sympy.Expr, eps: sympy.Expr
     "dynamic.init_equals_static",
     "DHC with W_β = W_m = W_r = 0 has h_pre(X) = h_pre, h_post(X) = h_post, H_res(X) = H_res for "
     "every X and every s_α, s_β (in particular the init 0.01), so its sublayer equals SHC's.",
-    assumptions=(
+    assumptions=(),
+    setting=(
         "DHC per HC Eq. 10–13 with X̄ = per-stream LayerNorm (no affine, ε > 0), one s_α shared by "
         "A_m and A_r; the static part arbitrary (symbol matrices).",
         "The branch F is arbitrary.",
@@ -301,7 +303,8 @@ def _dynamic_init_equals_static() -> list[Step]:
     "ones entrywise (|h_pre(X) − h_pre| < |s_α|, |h_post(X) − h_post| < |s_β|, "
     "|H_res(X) − H_res| < |s_α|: tanh lies in (−1, 1)), and each entry is HC Eq. 10–13 written "
     "index by index.",
-    assumptions=(
+    assumptions=("The norm X̄ uses ε > 0.",),
+    setting=(
         "DHC per HC Eq. 10–13 as dynamic.init_equals_static; X̄_i = LayerNorm(X_i) per stream.",
         "Index form: h_pre,i = s_α tanh(Σ_k X̄_ik W_m,k) + A_m,i; h_post,i = s_β tanh(Σ_k X̄_ik "
         "W_β,k) + B_i; A_r,ij = s_α tanh(Σ_k X̄_ik W_r,kj) + A_r,ij (static), H_res = A_rᵀ.",
@@ -316,7 +319,7 @@ def _dynamic_weights_bounded() -> list[Step]:
     import random
 
     s_alpha, s_beta = sympy.symbols("s_alpha s_beta", real=True)
-    eps = sympy.Symbol("epsilon", positive=True)
+    eps = hypothesis("ε > 0", "epsilon", weaker={"real": True}, positive=True)
     steps: list[Step] = _bounded_every_size(s_alpha, s_beta, eps)
     symbolic = index_dynamic_weights(s_alpha, s_beta, eps)
     for n in (1, 2, 3):

@@ -149,7 +149,10 @@ def verdicts() -> dict[str, list[str]]:
     "(symbolic-size matrix expressions, finite sums with symbolic and dependent limits, "
     "piecewise expressions, limits, displayed relations, doubly stochastic checks, unchecked "
     "displays, undeclared assumptions, uncited facts) and accepts true ones.",
-    assumptions=("The planted inputs of spec/theorems/kernel.py (FALSE_INPUTS, TRUE_INPUTS).",),
+    assumptions=(),
+    setting=(
+        "The planted inputs of spec/theorems/kernel.py (FALSE_INPUTS, TRUE_INPUTS).",
+    ),
     cases="the fixed planted inputs",
     generality="instance",
     source="the checks every proof of the HC (arXiv:2409.19606) and mHC (arXiv:2512.24880) "

@@ -16,7 +16,7 @@ from hcspec.spec import doubly_stochastic as ds
 from hcspec.spec import sinkhorn_index as si
 from hcspec.spec.checks import chain, require_equal, require_true, symbol_matrix, symbol_vector
 from hcspec.spec.registry import ProofFailure, Step, theorem
-from hcspec.spec.steps import assume, prose
+from hcspec.spec.steps import assume, granted, hypothesis, prose
 
 T = sympy.Symbol("t", real=True)
 """A pre-activation H̃ entry (any real number)."""
@@ -30,12 +30,14 @@ def sigmoid(x: sympy.Expr) -> sympy.Expr:
 
 
 def _range_steps(scale: int, name: str) -> list[Step]:
-    """``scale``·σ(t) lies in (0, scale) for every real t, and every value there is attained."""
-    gate = scale * sigmoid(T)
+    """``scale``·σ(t) lies in (0, scale) for every real t, and every value there is attained
+    (t is real only when the theorem declares it: a complex t has no sign)."""
+    t = hypothesis("any real pre-activation", "t", real=True)
+    gate = scale * sigmoid(t)
     gap = scale - gate
     if gate.is_positive is not True:
         raise ProofFailure(f"{name} = {gate} is not provably positive for real t")
-    gap_form = scale * sympy.exp(-T) / (1 + sympy.exp(-T))
+    gap_form = scale * sympy.exp(-t) / (1 + sympy.exp(-t))
     steps = [
         require_true(f"{name} > 0: a positive numerator over 1 + e^(−t) > 1",
                      gate.is_positive, sympy.StrictGreaterThan(gate, 0)),
@@ -47,7 +49,7 @@ def _range_steps(scale: int, name: str) -> list[Step]:
         raise ProofFailure(f"{scale} − {name} is not provably positive")
     steps.append(require_true(f"hence {name} < {scale}", gap_form.is_positive,
                               sympy.StrictLessThan(gate, scale)))
-    attained = gate.subs(T, sympy.log(U))
+    attained = gate.subs(t, sympy.log(U))
     steps.append((f"every value in (0, {scale}) is attained: at t = log u (u > 0)",
                   chain(attained, scale * U / (1 + U))))
     require_equal(f"{name}(log u) = {scale} u / (1 + u)", attained, scale * U / (1 + U))
@@ -58,7 +60,8 @@ def _range_steps(scale: int, name: str) -> list[Step]:
     "mhc.h_pre_range",
     "H_pre = σ(H̃_pre) has every entry in the open interval (0, 1), and every value of (0, 1) is "
     "attained: the read weights are positive and below 1 (their sum lies in (0, n)).",
-    assumptions=("H̃_pre ∈ R^{1×n} any real pre-activation (mHC Eq. 7); σ(t) = 1/(1 + e^(−t)).",),
+    assumptions=("H̃_pre ∈ R^{1×n} any real pre-activation (mHC Eq. 7).",),
+    setting=("σ(t) = 1/(1 + e^(−t)) (mHC Eq. 8).",),
     cases="every real entry t (symbolic); entrywise, so every n",
     generality="all sizes",
     source="mHC arXiv:2512.24880 §4.2 Eq. 8",
@@ -71,7 +74,8 @@ def _h_pre_range() -> list[Step]:
     "mhc.h_post_range",
     "H_post = 2σ(H̃_post) has every entry in the open interval (0, 2), every value of (0, 2) is "
     "attained, and 2σ(0) = 1 (a zero pre-activation writes back with weight 1).",
-    assumptions=("H̃_post ∈ R^{1×n} any real pre-activation (mHC Eq. 7); σ(t) = 1/(1 + e^(−t)).",),
+    assumptions=("H̃_post ∈ R^{1×n} any real pre-activation (mHC Eq. 7).",),
+    setting=("σ(t) = 1/(1 + e^(−t)) (mHC Eq. 8).",),
     cases="every real entry t (symbolic); entrywise, so every n",
     generality="all sizes",
     source="mHC arXiv:2512.24880 §4.2 Eq. 8",
@@ -103,22 +107,23 @@ def softmax_rows(logits: sympy.Matrix) -> sympy.Matrix:
     return ds.normalise_rows(logits.applyfunc(sympy.exp))
 
 
-def _variants_every_n() -> list[Step]:
+def _variants_every_n(eps: sympy.Symbol, positive: dict[str, bool]) -> list[Step]:
     """The paper's and the DeepSeek-V4 steps in index form, symbolic n (:mod:`sinkhorn_index`):
     rows of T_r(A) sum to 1, rows of T_r^ε(A) to r/(r + ε) < 1, both keep A > 0, the variant's
-    round at ε = 0 is the paper's, and softmax_rows(H̃) = T_r(exp H̃) has unit row sums.
+    round at ε = 0 is the paper's, and softmax_rows(H̃) = T_r(exp H̃) has unit row sums
+    (``eps``: the proof's ε; ``positive``: the sympy assumptions of A's entries).
 
     Raises:
         ProofFailure: when a step does not reduce as claimed.
     """
     paper_sum, paper_split, paper_value = si.rows_exact()
-    variant_sum, variant_value, gap = si.variant_rows()
-    rows_entry, columns_entry = si.steps_keep_positive_both(si.EPS)
-    A = si.positive_entries("A")
-    variant_round = si.row_step(si.column_step(A, si.EPS, si.L), si.EPS)(si.I, si.J)
+    variant_sum, variant_value, gap = si.variant_rows(eps)
+    rows_entry, columns_entry = si.steps_keep_positive_both(eps, positive)
+    A = si.positive_entries("A", positive)
+    variant_round = si.row_step(si.column_step(A, eps, si.L), eps)(si.I, si.J)
     paper_round = si.row_step(si.column_step(A, 0, si.L))(si.I, si.J)
     si.require_reduces("variant round at ε = 0 is the paper's, symbolic n",
-                       variant_round.subs(si.EPS, 0), paper_round)
+                       variant_round.subs(eps, 0), paper_round)
     logits = sympy.IndexedBase("h", real=True)
     softmax = si.row_step(lambda i, j: sympy.exp(logits[i, j]))
     si.require_positive("exp(h_ij)", sympy.exp(logits[si.I, si.J]))
@@ -136,7 +141,7 @@ def _variants_every_n() -> list[Step]:
         ("every n: the variant's round (column step, then row step) with ε set to 0 is the "
          "paper's round",
          chain(r"T_r^{\varepsilon}(T_c^{\varepsilon}(A))_{ij} \big|_{\varepsilon = 0}",
-                               variant_round.subs(si.EPS, 0), paper_round)),
+                               variant_round.subs(eps, 0), paper_round)),
         ("every n: the softmax start is T_r(exp H̃), so its rows sum to 1",
          chain(si.total(softmax(si.I, si.J), si.J), softmax_value)),
     ]
@@ -151,7 +156,10 @@ def _variants_every_n() -> list[Step]:
     "the columns.",
     assumptions=(
         "A: any n×n matrix with positive entries (the iterate before the last row step, which "
-        "is positive after any number of rounds); ε > 0.",
+        "is positive after any number of rounds).",
+        "ε > 0.",
+    ),
+    setting=(
         "Variant: T_c^ε(A)_ij = A_ij / (Σ_i A_ij + ε), T_r^ε(A)_ij = A_ij / (Σ_j A_ij + ε).",
     ),
     cases="symbolic n in index form (every round by induction: each step keeps A > 0); "
@@ -160,28 +168,30 @@ def _variants_every_n() -> list[Step]:
     source="mHC arXiv:2512.24880 §4.2 Eq. 9; the DeepSeek-V4 variant as described by the seeds",
 )
 def _sinkhorn_variants() -> list[Step]:
-    steps: list[Step] = _variants_every_n()
+    eps = hypothesis("ε > 0", "epsilon", weaker={"real": True}, positive=True)
+    positive = granted("A: any n×n matrix with positive entries", positive=True)
+    steps: list[Step] = _variants_every_n(eps, positive)
     for n in (1, 2, 3):
-        A = symbol_matrix("A", n, n, positive=True)
+        A = symbol_matrix("A", n, n, **positive)
         paper_step = require_equal(f"paper: T_r(A) 1 = 1, n={n}",
                                    ds.row_sums(ds.normalise_rows(A)), sympy.ones(n, 1))
         variant_step = require_equal(
             f"variant: T_r^ε(A) 1 = r / (r + ε) with r = A 1, n={n}",
-            ds.row_sums(normalise_rows_eps(A, EPS)),
-            ds.row_sums(A).applyfunc(lambda r: r / (r + EPS)))
-        for M in (normalise_rows_eps(A, EPS), normalise_columns_eps(A, EPS)):
+            ds.row_sums(normalise_rows_eps(A, eps)),
+            ds.row_sums(A).applyfunc(lambda r: r / (r + eps)))
+        for M in (normalise_rows_eps(A, eps), normalise_columns_eps(A, eps)):
             if not all(entry.is_positive for entry in M):
                 raise ProofFailure(f"variant, n={n}: an entry is not provably positive")
         require_equal(f"variant at ε = 0 is the paper's step, n={n}",
-                      normalise_rows_eps(normalise_columns_eps(A, EPS), EPS).subs(EPS, 0),
+                      normalise_rows_eps(normalise_columns_eps(A, eps), eps).subs(eps, 0),
                       ds.normalise_rows(ds.normalise_columns(A)))
         if n == 2:
             steps += [("example, " + paper_step[0], paper_step[1]),
                       ("example, " + variant_step[0], variant_step[1])]
     r = sympy.Symbol("r", positive=True)
     steps.append(require_equal("1 − r/(r + ε) = ε/(r + ε) > 0 for r > 0, ε > 0: the variant's "
-                               "row sums lie strictly below 1", 1 - r / (r + EPS),
-                               EPS / (r + EPS)))
+                               "row sums lie strictly below 1", 1 - r / (r + eps),
+                               eps / (r + eps)))
     for n in (2, 3):
         logits = symbol_matrix("h", n, n)
         start = softmax_rows(logits)
@@ -204,8 +214,11 @@ CONVERGENCE_LOGITS = sympy.Matrix([[0, 2, -1], [1, 0, 3], [-2, 1, 0]])
     "On a fixed non-symmetric 3×3 logit matrix the Sinkhorn–Knopp iterates (mHC Eq. 9) keep unit "
     "row sums after every round while the largest column-sum error shrinks every round, below "
     "1e-6 by round 20 (t_max of the paper).",
-    assumptions=("Logits [[0, 2, −1], [1, 0, 3], [−2, 1, 0]]; exact arithmetic, evaluated to "
-                 "30 digits for the comparisons.",),
+    assumptions=(),
+    setting=(
+        "Logits [[0, 2, −1], [1, 0, 3], [−2, 1, 0]]; exact arithmetic, evaluated to "
+                 "30 digits for the comparisons.",
+    ),
     cases="one 3×3 instance, rounds 1..20 (a numeric check of the iterates, not a proof of "
           "convergence)",
     generality="instance",
@@ -351,10 +364,13 @@ def birkhoff_decomposition(M: sympy.Matrix) -> list[tuple[sympy.Expr, sympy.Matr
     "ds.birkhoff_decompositions",
     "Birkhoff–von Neumann on examples: each of four rational doubly stochastic matrices (two 3×3, "
     "two 4×4) is exactly a convex combination of permutation matrices.",
-    assumptions=("The matrices of BIRKHOFF_EXAMPLES (rational, doubly stochastic).",
-                 "The general theorem (every doubly stochastic matrix, any n) rests on Hall's "
+    assumptions=(),
+    setting=(
+        "The matrices of BIRKHOFF_EXAMPLES (rational, doubly stochastic).",
+        "The general theorem (every doubly stochastic matrix, any n) rests on Hall's "
                  "marriage theorem, a combinatorial argument outside what sympy checks; "
-                 "ds.two_by_two_family proves it for n = 2.",),
+                 "ds.two_by_two_family proves it for n = 2.",
+    ),
     cases="four explicit matrices: two 3×3, two 4×4",
     generality="instance",
     source="mHC arXiv:2512.24880 §4.1 (the Birkhoff polytope is the convex hull of the "

@@ -13,7 +13,7 @@ import sympy
 from hcspec.spec import norms
 from hcspec.spec.checks import chain, require_equal, symbol_vector
 from hcspec.spec.registry import ProofFailure, Step, theorem
-from hcspec.spec.steps import Given, assume, prose
+from hcspec.spec.steps import Given, assume, hypothesis, prose
 from hcspec.spec.sums import split_sums
 
 SIZES_D = (1, 2)
@@ -117,7 +117,7 @@ def _entries_replaced(expr: sympy.Expr, base: sympy.IndexedBase,
 def _invariances_any_d() -> list[Step]:
     """Scale invariance of both norms and shift invariance of LayerNorm for symbolic d (ε = 0),
     in index form: the sums are split by linearity (Σ c a_k = c Σ a_k, Σ t = d t)."""
-    c = sympy.Symbol("c", positive=True)
+    c = hypothesis("c > 0", "c", weaker={"real": True}, positive=True)
     t = sympy.Symbol("t", real=True)
     y = sympy.IndexedBase("y", real=True)
     steps: list[Step] = []
@@ -158,8 +158,12 @@ def _invariances_any_d() -> list[Step]:
     "(I − xxᵀ/(d r²))/r; both are scale invariant (Norm(cx) = Norm(x), c > 0, ε = 0) and "
     "LayerNorm is shift invariant.",
     assumptions=(
-        "x ∈ R^d real; ε ≥ 0 for the Jacobians (a symbol), ε = 0 for the invariances; c > 0; "
-        "indices 0 ≤ i, j ≤ d − 1.",
+        "c > 0.",
+        "Indices 0 ≤ i, j ≤ d − 1.",
+    ),
+    setting=(
+        "x ∈ R^d; ε a symbol for the Jacobians (ε ≥ 0 in practice; the closed forms hold as "
+        "written for every ε), ε = 0 for the invariances.",
         "s = sqrt(σ² + ε), x̂ = (x − μ1)/s for LayerNorm; r = sqrt(‖x‖²/d + ε) for RMSNorm.",
         "No gain or bias (HC's dynamic-weight norm and the absorbed post-norm, App. G Eq. 36).",
     ),
@@ -171,7 +175,7 @@ def _invariances_any_d() -> list[Step]:
 )
 def _norm_jacobians() -> list[Step]:
     eps = sympy.Symbol("epsilon", positive=True)
-    c = sympy.Symbol("c", positive=True)
+    c = hypothesis("c > 0", "c", weaker={"real": True}, positive=True)
     t = sympy.Symbol("t", real=True)
     steps: list[Step] = [*_rms_jacobian_any_d(eps), *_layer_norm_jacobian_any_d(eps),
                          *_invariances_any_d()]

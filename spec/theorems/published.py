@@ -14,7 +14,8 @@ import sympy
 
 from hcspec.spec import formulas
 from hcspec.spec.checks import instantiate, require_equal, symbol_matrix, symbol_vector
-from hcspec.spec.registry import Step, theorem
+from hcspec.spec.registry import ProofFailure, Step, theorem
+from hcspec.spec.steps import granted
 
 N = D = 2
 
@@ -37,15 +38,29 @@ def _sigmoid(x: sympy.Expr) -> sympy.Expr:
     return 1 / (1 + sympy.exp(-x))
 
 
+def _require_positive_sums(what: str, M: sympy.Matrix) -> None:
+    """Every column sum of ``M`` is provably positive, so a step dividing by them is defined.
+
+    Raises:
+        ProofFailure: naming ``what`` and the first sum not provably positive.
+    """
+    for j in range(M.shape[1]):
+        total = sum(M[:, j])
+        if sympy.sympify(total).is_positive is not True:
+            raise ProofFailure(f"{what}: {total} is not provably positive (a division by zero "
+                               "is not excluded)")
+
+
 @theorem(
     "published.deepseek_v4_step",
     "DeepSeek-V4's step X'_j = post_j·F(Σ_i pre_i X_i) + Σ_i comb[i, j] X_i, with "
     "pre = σ(·) + ε and post = 2σ(·), is the closed form with h_pre = pre, h_post = post and "
     "H_res = combᵀ; the last Sinkhorn–Knopp step (comb divided by its sums over axis −2) makes "
     "the rows of H_res = combᵀ sum to 1.",
-    assumptions=("pre, post logits a, b ∈ R^n; ε ≥ 0; comb ∈ R^{n×n} any matrix (the "
-                 "Sinkhorn–Knopp output); the last step's denominator without ε",
-                 "M ∈ R^{n×n} with positive entries"),
+    assumptions=("M ∈ R^{n×n} with positive entries",),
+    setting=("pre, post logits a, b ∈ R^n; ε ≥ 0 (the identities hold for any ε); comb ∈ "
+             "R^{n×n} any matrix (the Sinkhorn–Knopp output); the last step's denominator "
+             "without ε",),
     cases="n = 2, d = 2: symbolic state, logits, comb and an arbitrary branch",
     generality="explicit sizes",
     source="DeepSeek-V4 (transformers 5.23.0 DeepseekV4HyperConnection and decoder layer; "
@@ -62,7 +77,8 @@ def _deepseek_v4() -> list[Step]:
     z = _branch(collapsed)
     step = sympy.Matrix(N, D, lambda j, k: post[j] * z[k]
                         + sum(comb[i, j] * X[i, k] for i in range(N)))
-    M = symbol_matrix("m", N, N, positive=True)
+    M = symbol_matrix("m", N, N, **granted("M ∈ R^{n×n} with positive entries", positive=True))
+    _require_positive_sums("the last step's column sums", M)
     last = sympy.Matrix(N, N, lambda i, j: M[i, j] / sum(M[r, j] for r in range(N)))
     return [
         require_equal("the branch input Σ_i pre_i X_i is Xᵀ h_pre with h_pre = pre",
@@ -80,8 +96,12 @@ def _deepseek_v4() -> list[Step]:
     "1×n rows) is the closed form with h_pre = H_preᵀ, h_post = H_postᵀ and H_res itself; a "
     "Sinkhorn–Knopp round (column then row normalisation, Eq. 9) leaves H_res with unit row "
     "sums.",
-    assumptions=("H_pre, H_post ∈ R^{1×n}, H_res ∈ R^{n×n} any (Eq. 8 gives them)",
-                 "M ∈ R^{n×n} with positive entries (exp of the logits)"),
+    assumptions=(
+        "M ∈ R^{n×n} with positive entries (exp of the logits)",
+    ),
+    setting=(
+        "H_pre, H_post ∈ R^{1×n}, H_res ∈ R^{n×n} any (Eq. 8 gives them)",
+    ),
     cases="n = 2, d = 2: symbolic state and weights, an arbitrary branch",
     generality="explicit sizes",
     source="mHC arXiv:2512.24880 §4.2 Eq. 3, 5-9",
@@ -91,8 +111,10 @@ def _mhc_paper() -> list[Step]:
     H_pre, H_post = symbol_matrix("p", 1, N), symbol_matrix("q", 1, N)
     H_res = symbol_matrix("r", N, N)
     paper = H_res * X + H_post.T * _branch((H_pre * X).T).T
-    M = symbol_matrix("m", N, N, positive=True)
+    M = symbol_matrix("m", N, N, **granted("M ∈ R^{n×n} with positive entries", positive=True))
+    _require_positive_sums("the column step's sums", M)
     cols = sympy.Matrix(N, N, lambda i, j: M[i, j] / sum(M[r, j] for r in range(N)))
+    _require_positive_sums("the row step's sums", cols.T)
     rows = sympy.Matrix(N, N, lambda i, j: cols[i, j] / sum(cols[i, c] for c in range(N)))
     return [
         require_equal("Eq. 3 is H_res X + h_post F(Xᵀ h_pre)ᵀ with h_pre = H_preᵀ, "
@@ -106,7 +128,10 @@ def _mhc_paper() -> list[Step]:
     "published.hc_static_step",
     "HC's step Ĥ = Bᵀ F(Hᵀ A_m)ᵀ + A_rᵀ H (Eq. 1-5, H the n×d state) is the closed form with "
     "h_pre = A_m, h_post = Bᵀ and H_res = A_rᵀ.",
-    assumptions=("B ∈ R^{1×n}, A_m ∈ R^{n×1}, A_r ∈ R^{n×n} any",),
+    assumptions=(),
+    setting=(
+        "B ∈ R^{1×n}, A_m ∈ R^{n×1}, A_r ∈ R^{n×n} any",
+    ),
     cases="n = 2, d = 2: symbolic state and weights, an arbitrary branch",
     generality="explicit sizes",
     source="HC arXiv:2409.19606 §2.2, Eq. 1-5",
@@ -125,8 +150,11 @@ def _hc_static() -> list[Step]:
     "+ A_m, A_r(H) = s_α tanh(H̄ W_r) + A_r is the closed form with h_pre = A_m(H), h_post = "
     "B(H)ᵀ, H_res = A_r(H)ᵀ; H_res[j, i] reads stream i only: s_α tanh(H̄_i · W_r[:, j]) + "
     "A_r[i, j].",
-    assumptions=("H̄ = norm(H) ∈ R^{n×d} (any matrix here); W_β, W_m ∈ R^{d×1}, "
-                 "W_r ∈ R^{d×n}; s_α, s_β ∈ R",),
+    assumptions=(),
+    setting=(
+        "H̄ = norm(H) ∈ R^{n×d} (any matrix here); W_β, W_m ∈ R^{d×1}, "
+                 "W_r ∈ R^{d×n}; s_α, s_β ∈ R",
+    ),
     cases="n = 2, d = 2: symbolic state, normalised state, weights, an arbitrary branch",
     generality="explicit sizes",
     source="HC arXiv:2409.19606 §2.3, Eq. 10-13",

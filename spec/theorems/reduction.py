@@ -20,7 +20,7 @@ from hcspec.spec.checks import (
     symbol_vector,
 )
 from hcspec.spec.registry import ProofFailure, Step, theorem
-from hcspec.spec.steps import Given, assume, prose
+from hcspec.spec.steps import Given, assume, hypothesis, prose
 from hcspec.spec.sums import split_sums
 from hcspec.spec.theorems.backprop import frobenius_loss, generic_map, gradient
 from hcspec.spec.theorems.norm import _D as _NORM_D
@@ -93,7 +93,10 @@ def _prenorm_backward_any_d() -> list[Step]:
     "reduction.prenorm_forward",
     "At n = 1 with h_pre = h_post = H_res = [1] (HC = [[0, 1], [1, 1]]) the HC sublayer is the "
     "pre-norm residual x + f(Norm(x)).",
-    assumptions=("The branch is F = f∘Norm with f and Norm arbitrary maps R^d → R^d.",),
+    assumptions=(),
+    setting=(
+        "The branch is F = f∘Norm with f and Norm arbitrary maps R^d → R^d.",
+    ),
     cases="symbolic d (MatrixSymbol algebra with 1×1 unit weights); examples with arbitrary f, "
           "Norm at d in {1,3}",
     generality="all sizes",
@@ -119,7 +122,10 @@ def _prenorm_forward() -> list[Step]:
     "reduction.prenorm_backward",
     "At n = 1 with unit weights the closed-form backward gives g_x = g' + Jᵀ g' (J the Jacobian of "
     "F = f∘Norm at x), and this equals the derivative of L = g'ᵀ (x + F(x)).",
-    assumptions=("F = f∘Norm arbitrary and differentiable; g' the upstream gradient.",),
+    assumptions=(),
+    setting=(
+        "F = f∘Norm arbitrary and differentiable; g' the upstream gradient.",
+    ),
     cases="symbolic d (matrix calculus, the branch entering through its Jacobian J); example "
           "with arbitrary f, Norm at d = 2",
     generality="all sizes",
@@ -212,7 +218,10 @@ X0 = sympy.Matrix([1, -1])
     "LayerNorm ≡ 0 is reached by zero weights, so d ≥ 2 is needed.)",
     assumptions=(
         "d ≥ 2 (the witness x₀ = e_0 − e_1 needs two entries).",
-        "Norm is LayerNorm or RMSNorm without affine, any ε ≥ 0; d = 2 witness x₀ = (1, −1).",
+        "Any ε ≥ 0.",
+    ),
+    setting=(
+        "Norm is LayerNorm or RMSNorm without affine; d = 2 witness x₀ = (1, −1).",
         "Input replicated, X = 1_n xᵀ; the claim is read on any one stream or on the stream sum "
         "(both are r xᵀ with r a constant: (H_res 1)_i or 1ᵀ H_res 1).",
     ),
@@ -224,7 +233,8 @@ X0 = sympy.Matrix([1, -1])
 )
 def _postnorm_unreachable_static() -> list[Step]:
     assume("d ≥ 2")  # the witness below has two entries: the proof uses the side condition
-    steps: list[Step] = _unreachable_every_size(sympy.Symbol("epsilon", nonnegative=True))
+    eps = hypothesis("ε ≥ 0", "epsilon", weaker={"real": True}, nonnegative=True)
+    steps: list[Step] = _unreachable_every_size(eps)
     x1, f1 = sympy.symbols("x f", real=True)
     steps.append(require_equal("the side condition is needed: at d = 1 LayerNorm(x + F(x)) ≡ 0, "
                                "which zero weights reach", norms.layer_norm(
@@ -241,7 +251,6 @@ def _postnorm_unreachable_static() -> list[Step]:
         if n == 2:
             steps.append(("example, " + step[0], step[1]))
     r = sympy.Symbol("r", real=True)
-    eps = sympy.Symbol("epsilon", nonnegative=True)
     for name, norm in (("LayerNorm", norms.layer_norm), ("RMSNorm", norms.rms_norm)):
         equations = list(r * X0 - norm(X0, eps)) + list(r * 2 * X0 - norm(2 * X0, eps))
         solutions = sympy.solve(equations, [r], dict=True)
@@ -302,7 +311,8 @@ def _postnorm_every_d(eps: sympy.Expr) -> list[Step]:
         lambda e: isinstance(e, MatrixElement) and e.parent == c.z, lambda e: f[e.i])
     second = {"x": mean(x[k] ** 2), "F": mean(f[k] ** 2), "xF": mean(x[k] * f[k])}
     weight = 1 / sympy.sqrt(second["x"] + second["F"] + 2 * second["xF"] + eps)
-    zero_mean = {sympy.Sum(x[k], (k, 0, d - 1)): 0, sympy.Sum(f[k], (k, 0, d - 1)): 0}
+    zero_mean = assume("x and F(x) have zero mean", replace={sympy.Sum(x[k], (k, 0, d - 1)): 0,
+                                                              sympy.Sum(f[k], (k, 0, d - 1)): 0})
     s_idx = sympy.IndexedBase("s", real=True)
     for name, (entry, *_) in (("LayerNorm", _index_layer_norm(s_idx, eps)),
                               ("RMSNorm", _index_rms_norm(s_idx, eps))):
@@ -310,8 +320,9 @@ def _postnorm_every_d(eps: sympy.Expr) -> list[Step]:
                                lambda e: x[e.indices[0]] + f[e.indices[0]])
         norm = summed.replace(lambda e: isinstance(e, sympy.Sum),
                               lambda e: split_sums(e.xreplace({e.limits[0][0]: k}))
-                              ).xreplace(zero_mean)
-        norm = norm.replace(lambda e: isinstance(e, sympy.Sum), split_sums).xreplace(zero_mean)
+                              )
+        norm = zero_mean.apply(norm)
+        norm = zero_mean.apply(norm.replace(lambda e: isinstance(e, sympy.Sum), split_sums))
         weighted = Given("w = 1/√(σ_x² + σ_F² + 2σ_xF + ε) (second moments)", ((w, weight),))
         steps.append((f"{name}, every d: with h_post = H_res = w = 1/sqrt(σ_x² + σ_F² + 2σ_xF + ε) "
                       "(second moments; zero means for LayerNorm) the sublayer's entry i is "
@@ -326,9 +337,12 @@ def _postnorm_every_d(eps: sympy.Expr) -> list[Step]:
     "At n = 1 the input-dependent weights h_pre = 1, h_post = H_res = 1/sqrt(σ_x² + σ_F² + 2σ_xF "
     "+ ε) (HC Eq. 16) make the HC sublayer exactly Norm(x + F(x)).",
     assumptions=(
-        "Paper §3.1 / App. G: Norm's affine part is absorbed into the next layer and its "
-        "re-centring into the current one, so x and F(x) have zero mean; Norm is then LayerNorm "
-        "without affine, population statistics, any ε ≥ 0.",
+        "For LayerNorm, x and F(x) have zero mean (paper §3.1 / App. G: Norm's affine part is "
+        "absorbed into the next layer and its re-centring into the current one).",
+    ),
+    setting=(
+        "Norm is LayerNorm without affine with population statistics, or RMSNorm; any ε (ε ≥ 0 "
+        "in practice; the identity holds as written for every ε).",
         "σ_x², σ_F² are the variances of x and F(x) and σ_xF their covariance; the weights depend "
         "on x through F(x) (not the tanh form of DHC Eq. 10–13).",
         "RMSNorm variant: no zero-mean assumption, second moments about 0.",

@@ -19,7 +19,7 @@ from hcspec.spec import formulas, network
 from hcspec.spec import sinkhorn_index as si
 from hcspec.spec.checks import chain, require_equal, require_true, symbol_matrix
 from hcspec.spec.registry import ProofFailure, Step, theorem
-from hcspec.spec.steps import Given, lemma_rewrite, prose
+from hcspec.spec.steps import Given, granted, hypothesis, lemma_rewrite, prose
 from hcspec.spec.theorems import lemmas
 from hcspec.spec.theorems.duality import HC_PARALLEL_EVEN, HC_PARALLEL_ODD, symbolic_weights
 from hcspec.spec.theorems.mhc import (
@@ -49,7 +49,8 @@ def diagonal_start(n: sympy.Expr | int, one: sympy.MatrixExpr | None = None
     "by O(α) for small α; with b_post = 0 and b_res = λ I Sinkhorn–Knopp returns, after any number "
     "of rounds, H_res = I + (11ᵀ − n I)/(e^λ + n − 1), so the sublayer is X' = X + 1 zᵀ plus "
     "terms of size O(α) and O(n e^−λ): a residual update of every stream.",
-    assumptions=(
+    assumptions=(),
+    setting=(
         "mHC Eq. 7: H̃ = α·(x' φ) + b per weight; x' φ is finite (x' is RMS-normalised).",
         "b_res = λ I: diagonal logits λ, off-diagonal 0 (the reference uses λ = 0.7); b_post = 0.",
     ),
@@ -124,8 +125,11 @@ def _soft_start() -> list[Step]:
     "H_res X = [H_res X₁ | H_res X₂], x_in = Xᵀ h_pre stacks the shards' Xₛᵀ h_pre and "
     "h_post zᵀ splits like z; only the dynamic/mHC weights need a cross-shard sum "
     "(‖vec X‖² and vec(X) φ are sums of per-shard terms).",
-    assumptions=("X₁: n×d₁, X₂: n×d₂, z = [z₁; z₂]; the weights h_pre, h_post, H_res (n + n + n² "
-                 "numbers) replicated on every shard; φ split by rows as [φ₁; φ₂].",),
+    assumptions=(),
+    setting=(
+        "X₁: n×d₁, X₂: n×d₂, z = [z₁; z₂]; the weights h_pre, h_post, H_res (n + n + n² "
+                 "numbers) replicated on every shard; φ split by rows as [φ₁; φ₂].",
+    ),
     cases="symbolic n, d₁, d₂ (block matrices; block_collapse)",
     generality="all sizes",
     source="mHC arXiv:2512.24880 §4.3 (kernel fusion and parallelism); Eq. 3 and Eq. 7",
@@ -225,7 +229,10 @@ def _n1_minors_every_l() -> list[Step]:
     "minor over two sublayers and two earlier nodes vanishes: every sublayer reads the earlier "
     "outputs in the same proportions (up to its own scale). n = 2 breaks this: the parallel "
     "arrangement (HC Eq. 18–19) has a non-zero minor.",
-    assumptions=("Symbolic scalar weights p_k (h_pre), q_k (h_post), a_k (H_res) per sublayer.",),
+    assumptions=(),
+    setting=(
+        "Symbolic scalar weights p_k (h_pre), q_k (h_post), a_k (H_res) per sublayer.",
+    ),
     cases="every L: symbolic indices j < j' < k < k' (products split by sympy), the product "
           "form being unroll.connection_weights (proven for every L) at n = 1; examples: "
           "n = 1, L in {2,3,4} with symbolic weights, the product form equal to the unrolled "
@@ -291,22 +298,23 @@ def seed_sinkhorn(logits: sympy.Matrix, rounds: int, tau: sympy.Expr,
     return M
 
 
-def _seed_loop_every_n() -> list[Step]:
+def _seed_loop_every_n(eps: sympy.Symbol, tau: sympy.Symbol,
+                       positive: dict[str, bool]) -> list[Step]:
     """The seed loop in index form, symbolic n (:mod:`hcspec.spec.sinkhorn_index`): its last
     step T_c^ε leaves column sums c/(c + ε) < 1 on any positive iterate, its steps keep the
     iterate positive from exp(H̃/τ) > 0, and at ε = 0 one round satisfies
     T_c(T_r(M))_ij = T_r(T_c(Mᵀ))_ji (so t rounds on M are the transpose of the paper's t
-    rounds on Mᵀ, by induction).
+    rounds on Mᵀ, by induction). ``eps``, ``tau``: the proof's ε and τ; ``positive``: the
+    sympy assumptions of the iterate's entries.
 
     Raises:
         ProofFailure: when a step does not reduce as claimed.
     """
-    column_total, column_value = si.variant_columns()
-    positive = si.steps_keep_positive(si.EPS)
+    column_total, column_value = si.variant_columns(eps, positive)
+    kept = si.steps_keep_positive(eps, positive)
     logits = sympy.IndexedBase("h", real=True)
-    tau = sympy.Symbol("tau", positive=True)
     si.require_positive("exp(h_ij/τ)", sympy.exp(logits[si.I, si.J] / tau))
-    M = si.positive_entries("M")
+    M = si.positive_entries("M", positive)
     seed_round = si.column_step(si.row_step(M, 0, si.L))
     paper_round = si.row_step(si.column_step(si.transpose(M), 0, si.L))
     si.require_reduces("ε = 0: T_c(T_r(M))_ij = T_r(T_c(Mᵀ))_ji, symbolic n",
@@ -316,7 +324,7 @@ def _seed_loop_every_n() -> list[Step]:
          "summing to c_j/(c_j + ε), c_j = Σ_k B_kj: below 1 for ε > 0",
          chain(column_total, column_value)),
         require_true("every n: its steps keep the iterate positive (from exp(H̃/τ) > 0, by "
-                     "induction)", True, sympy.StrictGreaterThan(positive, 0, evaluate=False)),
+                     "induction)", True, sympy.StrictGreaterThan(kept, 0, evaluate=False)),
         ("every n, ε = 0: entry (i, j) of a seed round on M is entry (j, i) of a paper round "
          "on Mᵀ (rows first on M is columns first on Mᵀ)",
          chain(r"T_c(T_r(M))_{ij}", seed_round(si.I, si.J), paper_round(si.J, si.I))),
@@ -329,7 +337,7 @@ def _seed_loop_every_n() -> list[Step]:
     "round with column sums c/(c + ε) — in (0, 1), never exactly 1 — and inexact rows; the "
     "paper's (columns first, no ε) ends with rows exactly 1. At ε = 0 the seed loop on H̃ is the "
     "transpose of the paper's on H̃ᵀ, and τ only rescales the logits.",
-    assumptions=("A positive n×n iterate; ε = 1e-8 > 0; τ > 0.",),
+    assumptions=("A positive n×n iterate.", "ε = 1e-8 > 0.", "τ > 0."),
     cases="column sums, positivity and the transpose relation for symbolic n in index form "
           "(every round by induction); examples: generic positive entries at n in {2,3}; inexact "
           "rows: the logits [[0, 2, −1], [1, 0, 3], [−2, 1, 0]] at τ = 1, 20 rounds, evaluated "
@@ -338,9 +346,10 @@ def _seed_loop_every_n() -> list[Step]:
     source="mHC arXiv:2512.24880 §4.2 Eq. 9 (the paper's order); the seed notes' loop",
 )
 def _sinkhorn_seed_loop() -> list[Step]:
-    eps = sympy.Symbol("epsilon", positive=True)
-    tau = sympy.Symbol("tau", positive=True)
-    steps: list[Step] = _seed_loop_every_n()
+    eps = hypothesis("ε = 1e-8 > 0", "epsilon", weaker={"real": True}, positive=True)
+    tau = hypothesis("τ > 0", "tau", weaker={"real": True}, positive=True)
+    positive = granted("A positive n×n iterate", positive=True)
+    steps: list[Step] = _seed_loop_every_n(eps, tau, positive)
     for n in (2, 3):
         h = symbol_matrix("h", n, n)
         seed = seed_sinkhorn(h, 1, tau, eps)

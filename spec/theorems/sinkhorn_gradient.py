@@ -12,6 +12,7 @@ import sympy
 
 from hcspec.spec.checks import require_equal, symbol_matrix
 from hcspec.spec.registry import ProofFailure, Step, theorem
+from hcspec.spec.steps import assume
 
 S = sympy.Symbol("s", real=True)
 
@@ -53,8 +54,11 @@ def implicit_vjp(P: sympy.Matrix, G: sympy.Matrix) -> sympy.Matrix:
     "derivative of that closed form. A truncated forward's gradient differs from it by the "
     "iterate's distance to the limit.",
     assumptions=(
-        "H̃ ∈ R^{n×n} any real logits; exp(H̃) > 0 has a unique doubly stochastic scaling "
-        "(Sinkhorn 1967), the limit of the alternating normalisations (mHC Eq. 9).",
+        "exp(H̃) > 0 has a unique doubly stochastic scaling (Sinkhorn 1967), the limit of the "
+        "alternating normalisations (mHC Eq. 9).",
+    ),
+    setting=(
+        "H̃ ∈ R^{n×n} any real logits.",
         "G ∈ R^{n×n} any upstream gradient.",
     ),
     cases="n = 2: symbolic logits and upstream gradient",
@@ -68,6 +72,8 @@ def _implicit_gradient() -> list[Step]:
     p = sigmoid(s)
     P = sympy.Matrix([[p, 1 - p], [1 - p, p]])
     K = L.applyfunc(sympy.exp)
+    # P is *the* limit only because the scaling is unique: a cited theorem, not proven here
+    assume("a unique doubly stochastic scaling (Sinkhorn 1967)")
     steps: list[Step] = [
         require_equal("P is doubly stochastic: P1 = 1 and Pᵀ1 = 1",
                       (P * sympy.ones(2, 1)).col_join(P.T * sympy.ones(2, 1)),

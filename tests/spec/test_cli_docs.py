@@ -115,7 +115,8 @@ def test_pages_carry_statement_assumptions_cases_source_steps_and_examples(
     pages = docs.render(theorems, list(proof_results.values()))
     page = pages["backward.closed_form.md"]
     theorem = next(t for t in theorems if t.id == "backward.closed_form")
-    for text in (theorem.statement, theorem.cases, theorem.source, *theorem.assumptions):
+    for text in (theorem.statement, theorem.cases, theorem.source, *theorem.assumptions,
+                 *theorem.setting):
         assert text in page
     assert page.count("$$") >= 2 and "## Worked example" in page
     assert "0.905148" in page  # tanh(1.5), by hcspec.spec.numeric for the n = 2, d = 1 example

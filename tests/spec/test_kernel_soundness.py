@@ -1,16 +1,14 @@
 """The proof kernel cannot say yes by mistake: every checking predicate rejects planted false
 inputs of each expression class it accepts (and accepts true ones), no theorem may display a step
-that no check produced, and every assumption a proof uses by name is one it declares."""
+that no check produced (dropping assumptions: test_assumptions.py)."""
 
 from __future__ import annotations
-
-from dataclasses import replace
 
 import pytest
 import sympy
 
 from hcspec.spec import checks
-from hcspec.spec.registry import ProofResult, Theorem, get
+from hcspec.spec.registry import ProofResult, Theorem
 from hcspec.spec.steps import PROSE, cite, prose
 from hcspec.spec.theorems import kernel, lemmas
 
@@ -77,24 +75,3 @@ def test_every_theorem_displays_only_checked_steps(proof_results: dict[str, Proo
     failed = {key: result.error for key, result in proof_results.items() if not result.ok}
     assert failed == {}
     assert any(expr == PROSE for result in proof_results.values() for _, expr in result.steps)
-
-
-USES_ASSUMPTIONS_BY_NAME = (
-    "ds.transpose_closure", "ds.convex_closure", "ds.nonexpansive", "ds.stream_sum_preserved",
-    "ds.gradient_stream_sum_preserved", "ds.permutation_vertices", "ds.permutation_isometry",
-    "duality.parallel", "norm.jacobians", "lemma.unit_vectors",
-    "reduction.postnorm_unreachable_static",
-)
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("theorem_id", USES_ASSUMPTIONS_BY_NAME)
-def test_dropping_an_assumption_the_proof_uses_fails_the_proof(theorem_id: str) -> None:
-    theorem = get(theorem_id)
-    assert theorem.prove().ok
-    needed = 0
-    for index in range(len(theorem.assumptions)):
-        kept = theorem.assumptions[:index] + theorem.assumptions[index + 1:]
-        if not replace(theorem, assumptions=kept).prove().ok:
-            needed += 1
-    assert needed >= 1, f"{theorem_id}: no declared assumption is used by the proof"
