@@ -85,8 +85,6 @@ UPSTREAM_GRADIENT: Final = Salt("the upstream gradient G' of L = <G', X'>", 31)
 FD_INPUT_DIRECTION: Final = Salt("finite-difference direction in x", 40, (3,))
 SINKHORN_UPSTREAM: Final = Salt("the upstream gradient G of <G, H_res> (variant family)", 77)
 DEPTH_STATE: Final = Salt("the input state of a stack of L sublayers (depth family)", 78)
-SCALE_SENSITIVITY: Final = Salt(
-    "the random move of the state that measures the weights' sensitivity", 90)
 AFFINE_LOGITS_STATE: Final = Salt("state k of the logits-affine check", 91, (3,))
 BRANCH_CONSTANT: Final = Salt("the constant branch's c", 101)
 BRANCH_FIRST_WEIGHT: Final = Salt("the first weight matrix of the mlp/linear branches", 102)
