@@ -13,7 +13,7 @@ from typing import Any, Final
 import torch
 
 from hcspec.conformance import tolerances
-from hcspec.conformance.properties.base import Context
+from hcspec.conformance.properties.base import Context, Inconclusive
 
 
 def precision_note(ctx: Context, step: float) -> str:
@@ -54,6 +54,7 @@ def expect_directional(ctx: Context, label: str, loss_at: Callable[[float], floa
 
     Raises:
         PropertyFailure: no step agrees.
+        Inconclusive: the agreeing step's allowance is :data:`VACUOUS_RELATIVE` or more.
     """
     tried = []
     for fraction, fit in attempts(ctx):
@@ -67,11 +68,24 @@ def expect_directional(ctx: Context, label: str, loss_at: Callable[[float], floa
         if error <= allowed:
             break
     _, error, given, fd, step = min(tried, key=lambda t: t[0])
+    allowed = ctx.record.allowance(**given).allowance
+    if error <= allowed and allowed >= VACUOUS_RELATIVE:
+        raise Inconclusive(
+            f"{label}: at every step tried the allowance is {allowed:.3g} of the derivative "
+            f"(fd {fd:.6g}, autograd {ad:.6g}): the loss is too rough at these steps (rounding "
+            "or randomness the fit's residuals measured), so even a zero gradient would pass; "
+            "this case cannot demonstrate the property")
     others = "; other steps: " + ", ".join(f"{h:.2g}: fd {f:.6g}" for _, _, _, f, h in tried
                                           if h != step) if len(tried) > 1 else ""
     if ctx.tol_dtype != torch.float64:  # say which precision the step was chosen for
         label = f"{label} ({precision_note(ctx, step)})"
     ctx.record.expect(label, error, detail=f"fd {fd:.6g}, autograd {ad:.6g}{others}", **given)
+
+
+VACUOUS_RELATIVE: Final = 1.0
+"""An allowance of ``|fd − autograd| / denominator`` at or above 1 lets a zero gradient pass:
+the comparison demonstrates nothing (a loss whose fit residuals are large: a forward that draws
+random numbers, dropout on the residual path)."""
 
 
 def attempts(ctx: Context) -> list[tuple[float, bool]]:

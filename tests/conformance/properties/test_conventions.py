@@ -141,11 +141,12 @@ def test_declared_rms_norm_without_a_norm_fails_without_weights() -> None:
 @pytest.mark.parametrize("target", ["reference:mhc", "reference:mhc-fast"])
 def test_mhc_weights_are_scale_invariant(target: str) -> None:
     ctx = run("conventions.weights_scale_invariant", target, example=1)
-    assert ctx.worst.label.endswith("vs at X") and ctx.worst.error < ctx.worst.tolerance
+    assert ctx.worst.label.endswith("(w_∞ + A/c²)") and ctx.worst.error < ctx.worst.tolerance
 
 
 def test_weights_from_the_unnormalised_state_fail_scale_invariance() -> None:
-    with pytest.raises(PropertyFailure, match=r"at 2·X vs at X: error .* > tolerance"):
+    with pytest.raises(PropertyFailure,
+                       match=r"at 4·X vs its prediction from X and 2·X .*: error .* > tolerance"):
         run("conventions.weights_scale_invariant", "mutant:weights_unnormalised_state",
             example=1)
 
