@@ -1,4 +1,4 @@
-"""Assumptions are exactly what the proof needs (issue 26, item 4): dropping any declared
+"""Assumptions are exactly what the proof needs: dropping any declared
 assumption of any theorem makes ``prove`` fail, either because the proof uses it by name
 (:func:`hcspec.spec.steps.assume`) or because a symbol's sympy assumption is tied to it
 (:func:`hcspec.spec.steps.hypothesis`) and a step needs it. Definitions and notation live in a

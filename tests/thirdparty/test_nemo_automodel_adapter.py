@@ -275,6 +275,7 @@ def test_v41_stack_declares_the_previous_input_design_and_passes_the_stack_famil
                                    "passed"), status
 
 
+@needs_package
 def test_v4_declares_the_published_layout_its_own_parameters() -> None:
     impl = adapter.make_deepseek_v4(4, 8, seed=6)
     assert impl.conventions.published == "deepseek-v4"

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from hcspec.conformance import tolerances
-from hcspec.conformance.properties.base import PropertyFailure
+from hcspec.conformance.properties.base import Inconclusive, PropertyFailure
 from hcspec.conformance.strategies import Case
 from tests.conformance.properties import support
 
@@ -43,9 +43,16 @@ def test_tolerances_use_the_declared_output_dtype() -> None:
     Case(2, 3, 2, 5, seed=1, scale=0.1, perturb=1.0, branch="linear"),
 ])
 def test_finite_differences_pass_a_correct_bfloat16_output(prop: str, case: Case) -> None:
-    ctx = support.run(prop, BF16, case)
+    """Never a failure: a pass within an allowance below 1 (relative), or, where bfloat16's
+    rounding of the loss makes the fit's allowance 1 or more (a zero gradient would pass),
+    an inconclusive case that says so, never a pass shown next to such an allowance."""
+    try:
+        ctx = support.run(prop, BF16, case)
+    except Inconclusive as exc:
+        assert "even a zero gradient would pass" in str(exc)
+        return
     assert "bfloat16" in ctx.worst.label and "fit over" in ctx.worst.label  # said in the report
-    assert ctx.worst.error <= ctx.worst.tolerance
+    assert ctx.worst.error <= ctx.worst.tolerance < 1.0
 
 
 def test_finite_differences_still_catch_a_detached_residual_in_bfloat16() -> None:
