@@ -114,12 +114,19 @@ def branches(ctx: Context, case: Case, name: str | None = None) -> list[Recordin
     ``case.seed + k`` for sublayer k. Each computes in the run's dtype and answers in its
     input's: a stack whose sublayers return a declared coarser output (TileKernels' bfloat16)
     hands that dtype to the next sublayer's branch, as it would to its own F."""
+    return [RecordingBranch(branch_fns(ctx, case, name)[k], case.d) for k in range(LAYERS)]
+
+
+def branch_fns(ctx: Context, case: Case, name: str | None = None
+               ) -> list[Callable[[torch.Tensor], torch.Tensor]]:
+    """The branch functions of :func:`branches`, unrecorded: sublayer k's draws with seed
+    ``case.seed + k``, computes in the run's dtype and answers in its input's."""
     def in_run_dtype(fn: Callable[[torch.Tensor], torch.Tensor]
                      ) -> Callable[[torch.Tensor], torch.Tensor]:
         return lambda x: fn(x.to(ctx.dtype)).to(x.dtype)
 
-    return [RecordingBranch(in_run_dtype(strategies.make_branch(
-        name or case.branch, case.d, ctx.dtype, ctx.device, seed=case.seed + k)), case.d)
+    return [in_run_dtype(strategies.make_branch(name or case.branch, case.d, ctx.dtype,
+                                                ctx.device, seed=case.seed + k))
             for k in range(LAYERS)]
 
 
@@ -465,8 +472,7 @@ def check_fd_gradients(ctx: Context, case: Case) -> None:
     """Directional central differences of ``⟨G', X_L⟩`` (``X_L = stack.forward(x)``) w.r.t.
     ``x`` and, one sublayer at a time, w.r.t. its parameters, against autograd."""
     stack = build_stack(ctx, case)
-    fns = [strategies.make_branch(case.branch, case.d, ctx.dtype, ctx.device, seed=case.seed + k)
-           for k in range(LAYERS)]
+    fns = branch_fns(ctx, case)
     x = ctx.inputs.state(case)
     G = strategies.gaussian(x.shape, case.seed, salts.UPSTREAM_GRADIENT.at(), ctx.dtype,
                             ctx.device)
