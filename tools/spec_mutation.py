@@ -404,6 +404,8 @@ def run_patch(patch: Patch, timeout: float, source: Path = SPEC) -> Outcome:
     with tempfile.TemporaryDirectory(prefix="spec-mutant-") as tmp:
         copy = Path(tmp) / "hcspec" / "spec"
         shutil.copytree(source, copy, ignore=shutil.ignore_patterns("__pycache__"))
+        # a regular package first on PYTHONPATH: it, not the installed hcspec, holds hcspec.spec
+        (copy.parent / "__init__.py").write_text("", encoding="utf-8")
         try:
             apply(patch, copy)
         except ValueError as error:

@@ -173,7 +173,11 @@ def _copy_checkout(dest: Path) -> Path:
         pytest.skip("not a git checkout: cannot tell which files to install from")
     for name in listed.stdout.decode().split("\0"):
         source = ROOT / name
-        if name and source.is_file():
+        if name and source.is_symlink():  # src/hcspec/<layer> -> ../../<layer>
+            target = dest / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.symlink_to(os.readlink(source))
+        elif name and source.is_file():
             target = dest / name
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, target)
