@@ -209,7 +209,7 @@ def _weights_at(ctx: Context, impl: HyperConnectionImpl, x: torch.Tensor,
     probing cannot identify it)."""
     # imported here: importing the constraints family at module import would register its
     # properties before this family's (the run order is the import order of FAMILIES)
-    from hcspec.conformance.properties.constraints import MHCWeights
+    from hcspec.conformance.families.constraints import MHCWeights
 
     w = MHCWeights(ctx, impl, x, case)
     named = [("h_pre", w.h_pre), ("h_post", w.h_post), ("H_res", w.H_res)]

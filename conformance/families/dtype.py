@@ -27,7 +27,7 @@ from hcspec.conformance.properties.base import (
 )
 from hcspec.conformance.properties.cases import Cases, shift, standard_examples
 from hcspec.conformance.properties.common import expected_output, forward_backward
-from hcspec.conformance.properties.constraints import MHCWeights
+from hcspec.conformance.families.constraints import MHCWeights
 from hcspec.conformance.properties.declaration import declare
 from hcspec.conformance.properties.precision import SpecAtPrecision
 from hcspec.conformance.properties.requirements import WEIGHTS_OR_PROBING, float64

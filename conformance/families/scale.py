@@ -29,7 +29,7 @@ from hcspec.conformance.properties.common import (
     by_exact_axis,
     expected_output,
 )
-from hcspec.conformance.properties.constraints import MHCWeights
+from hcspec.conformance.families.constraints import MHCWeights
 from hcspec.conformance.properties.declaration import declare
 from hcspec.conformance.properties.requirements import WEIGHTS_OR_PROBING, kinds
 from hcspec.conformance.protocol import HyperConnectionImpl

@@ -30,7 +30,7 @@ from hcspec.conformance.properties import precision
 from hcspec.conformance.properties.base import Context, Inconclusive, f64
 from hcspec.conformance.properties.cases import Cases, shift
 from hcspec.conformance.properties.common import axis_sums
-from hcspec.conformance.properties.constraints import MHCWeights
+from hcspec.conformance.families.constraints import MHCWeights
 from hcspec.conformance.properties.declaration import declare
 from hcspec.conformance.properties.errors import PropertyFailure
 from hcspec.conformance.properties.requirements import (

@@ -1,7 +1,7 @@
 """Declaring a property: :func:`declare` next to its check registers one :class:`Property` in
 the catalogue's registry, at import.
 
-A family module ``hcspec.conformance.properties.<family>`` holds the checks of one family; every
+A family module ``hcspec.conformance.families.<family>`` holds the checks of one family; every
 id it declares is ``<family>.<name>``. Only what departs from the defaults is declared (the
 standard examples and strategy, no requirement, no prerequisite, explored and shrunk).
 docs/conformance.md ("Adding a property") walks through one.
@@ -29,7 +29,8 @@ ExamplesFn = Callable[["Context"], Sequence[Case]]
 StrategyFn = Callable[["Context"], st.SearchStrategy[Case]]
 CheckFn = Callable[["Context", Case], None]
 
-PACKAGE = "hcspec.conformance.properties"
+PACKAGE = "hcspec.conformance.families"
+"""The package of the family modules: ``<PACKAGE>.<family>`` declares the ids ``<family>.*``."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from hcspec.conformance.properties import Inconclusive, PropertyFailure
-from hcspec.conformance.properties.variant import Variant, diagnose, fixed_point_tolerance
+from hcspec.conformance.families.variant import Variant, diagnose, fixed_point_tolerance
 from hcspec.conformance.protocol import Conventions
 from hcspec.conformance.strategies import Case
 from hcspec.reference import ManifoldHyperConnection, sinkhorn
