@@ -27,8 +27,8 @@ from hcspec.conformance.properties.base import (
 )
 from hcspec.conformance.properties.cases import Cases, shift, standard_examples
 from hcspec.conformance.properties.common import expected_output, forward_backward
-from hcspec.conformance.families.constraints import MHCWeights
 from hcspec.conformance.properties.declaration import declare
+from hcspec.conformance.properties.mhc_weights import MHCWeights
 from hcspec.conformance.properties.precision import SpecAtPrecision
 from hcspec.conformance.properties.requirements import WEIGHTS_OR_PROBING, float64
 from hcspec.conformance.protocol import Branch, HyperConnectionImpl

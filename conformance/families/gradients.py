@@ -40,7 +40,7 @@ from hcspec.conformance.properties.requirements import (
     float64,
     kinds,
 )
-from hcspec.conformance.families.variant import UNROLLED, implicit_gradient_cause
+from hcspec.conformance.properties.sinkhorn_variant import UNROLLED, implicit_gradient_cause
 from hcspec.conformance.protocol import PARAMETERS, WEIGHTS, Branch, HyperConnectionImpl
 from hcspec.conformance.strategies import SMOOTH_BRANCHES, Case
 from hcspec.spec import numeric
@@ -116,7 +116,7 @@ def check_fd_input(ctx: Context, case: Case) -> None:
 @contextlib.contextmanager
 def _naming_an_implicit_sinkhorn_backward(ctx: Context, case: Case) -> Iterator[None]:
     """A failure inside gets the hint "implicit Sinkhorn backward" when that is its cause
-    (:func:`hcspec.conformance.families.variant.implicit_gradient_cause`)."""
+    (:func:`hcspec.conformance.properties.sinkhorn_variant.implicit_gradient_cause`)."""
     try:
         yield
     except PropertyFailure as failure:

@@ -29,8 +29,8 @@ from hcspec.conformance.properties.common import (
     by_exact_axis,
     expected_output,
 )
-from hcspec.conformance.families.constraints import MHCWeights
 from hcspec.conformance.properties.declaration import declare
+from hcspec.conformance.properties.mhc_weights import MHCWeights
 from hcspec.conformance.properties.requirements import WEIGHTS_OR_PROBING, kinds
 from hcspec.conformance.protocol import HyperConnectionImpl
 from hcspec.conformance.strategies import Case
