@@ -3,15 +3,16 @@ declared Sinkhorn–Knopp variant and gates applied to its own pre-activation lo
 identical parameters, and its Sinkhorn backward is the declared one.
 
 The kit reads ``H̃_pre, H̃_post, H̃_res`` from ``logits(x)``, applies the declared variant in
-float64 with the reference's formulas (:func:`hcspec.reference.sinkhorn.sinkhorn_variant`, the
-spec's ``mhc.sinkhorn_variants``) and compares with the target's ``h_pre, h_post, H_res``
-(reported, else probed). On a mismatch it searches the variants it knows (start exp / softmax
-/ sigmoid, order, eps, iteration count, Hᵀ; the post multiplier) and names the one the target
-matches. The gradient check compares the target's ``∂⟨G, H_res⟩/∂x`` with the kit's unrolled
-gradient of the truncated forward, or, declared ``sinkhorn_gradient="implicit"``, with the
-fixed-point gradient (:func:`hcspec.reference.sinkhorn.fixed_point_vjp`), chained through the
-target's own ``logits(x)``. docs/conformance.md ("Declared Sinkhorn variant") explains the
-search.
+float64 with the kit's formulas of the spec's ``mhc.sinkhorn_variants``
+(:func:`hcspec.conformance.sinkhorn_formulas.sinkhorn_variant`, which the reference imports)
+and compares with the target's ``h_pre, h_post, H_res`` (reported, else probed). On a
+mismatch it searches the variants it knows (start exp / softmax / sigmoid, order, eps,
+iteration count, Hᵀ; the post multiplier) and names the one the target matches. The gradient
+check compares the target's ``∂⟨G, H_res⟩/∂x`` with the kit's unrolled gradient of the
+truncated forward, or, declared ``sinkhorn_gradient="implicit"``, with the fixed-point
+gradient (:func:`hcspec.conformance.sinkhorn_formulas.fixed_point_vjp`), chained through the
+target's own ``logits(x)`` (:mod:`hcspec.conformance.properties.sinkhorn_variant`).
+docs/conformance.md ("Declared Sinkhorn variant") explains the search.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from typing import Any
 
 import torch
 
-from hcspec.conformance import rules, salts, strategies, tolerances
+from hcspec.conformance import rules, salts, sinkhorn_formulas, strategies, tolerances
 from hcspec.conformance.properties import precision
 from hcspec.conformance.properties.base import Context, Inconclusive, f64
 from hcspec.conformance.properties.cases import Cases, shift
@@ -48,7 +49,6 @@ from hcspec.conformance.protocol import (
     HyperConnectionImpl,
 )
 from hcspec.conformance.strategies import Case
-from hcspec.reference import sinkhorn
 
 BASE = ("shape.output", "shape.branch_once")
 REQUIRES = (kinds("mhc"), capability(LOGITS), WEIGHTS_OR_PROBING)
@@ -76,10 +76,10 @@ def _structures(declared: Variant) -> Iterator[Variant]:
         return sorted(values, key=lambda v: v != value)
 
     for start, count, axis, (add, den), transposed, flipped in itertools.product(
-            declared_first(sinkhorn.STARTS, declared.start),
-            declared_first(sinkhorn.COUNTS, declared.count),
-            declared_first(sinkhorn.AXES, declared.exact_axis), sorted(eps_pairs), (False, True),
-            (False, True)):
+            declared_first(sinkhorn_formulas.STARTS, declared.start),
+            declared_first(sinkhorn_formulas.COUNTS, declared.count),
+            declared_first(sinkhorn_formulas.AXES, declared.exact_axis), sorted(eps_pairs),
+            (False, True), (False, True)):
         if count == "rounds_from_softmax" and start != "softmax":
             continue
         yield Variant(start, count, axis, add, den, declared.iterations, transposed, flipped)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import torch
 
-from hcspec.conformance import rules, salts, strategies, tolerances
+from hcspec.conformance import rules, salts, sinkhorn_formulas, strategies, tolerances
 from hcspec.conformance.properties.base import Context, f64
 from hcspec.conformance.properties.common import axis_sums
 from hcspec.conformance.properties.errors import PropertyFailure
@@ -29,12 +29,11 @@ from hcspec.conformance.protocol import (
     has_logits,
 )
 from hcspec.conformance.strategies import Case
-from hcspec.reference import sinkhorn
 
 
 @dataclass(frozen=True)
 class Variant:
-    """One Sinkhorn–Knopp variant (the fields of :func:`sinkhorn.sinkhorn_variant`) and
+    """One Sinkhorn–Knopp variant (the fields of :func:`sinkhorn_formulas.sinkhorn_variant`) and
     whether the result is transposed."""
 
     start: str
@@ -55,7 +54,7 @@ class Variant:
     def apply(self, logits: torch.Tensor) -> torch.Tensor:
         """``H_res`` of this variant at ``logits [..., n, n]`` (float64)."""
         source = logits.transpose(-1, -2) if self.logits_transposed else logits
-        H = sinkhorn.sinkhorn_variant(
+        H = sinkhorn_formulas.sinkhorn_variant(
             source, self.iterations, start=self.start,  # type: ignore[arg-type]
             count=self.count, exact_axis=self.exact_axis,  # type: ignore[arg-type]
             additive_eps=self.additive_eps, denominator_eps=self.denominator_eps)
@@ -137,8 +136,8 @@ FIXED_POINT_FACTOR = 10.0
 
 def start_log(logits: torch.Tensor, v: Variant) -> torch.Tensor:
     """``log M⁰`` of the variant (the fixed-point gradient is taken w.r.t. it)."""
-    axis = sinkhorn.softmax_axis(v.count, v.exact_axis, v.iterations)  # type: ignore[arg-type]
-    return torch.log(sinkhorn.positive_start(logits, v.start, axis,  # type: ignore[arg-type]
+    axis = sinkhorn_formulas.softmax_axis(v.count, v.exact_axis, v.iterations)  # type: ignore[arg-type]
+    return torch.log(sinkhorn_formulas.positive_start(logits, v.start, axis,  # type: ignore[arg-type]
                                              v.additive_eps))
 
 
@@ -154,7 +153,7 @@ def kit_gradients(logits: torch.Tensor, G: torch.Tensor, v: Variant,
     log_start = start_log(L2, v)
     Hd = H.detach()
     (implicit,) = torch.autograd.grad(log_start, L2,
-                                      grad_outputs=sinkhorn.fixed_point_vjp(Hd, G))
+                                      grad_outputs=sinkhorn_formulas.fixed_point_vjp(Hd, G))
     return unrolled, implicit, Hd
 
 
