@@ -22,13 +22,12 @@ from hcspec.conformance import rules, salts, strategies, tolerances
 from hcspec.conformance.properties.base import Context, Inconclusive, f64
 from hcspec.conformance.properties.bug_classes import sums_pattern
 from hcspec.conformance.properties.building import all_parameters
-from hcspec.conformance.properties.cases import Cases, shift, standard_strategy
+from hcspec.conformance.properties.cases import Case, Cases, shift
 from hcspec.conformance.properties.common import axis_sums, by_exact_axis
 from hcspec.conformance.properties.declaration import declare
 from hcspec.conformance.properties.mhc_weights import MHCWeights
 from hcspec.conformance.properties.requirements import WEIGHTS_OR_PROBING, capability, kinds
 from hcspec.conformance.protocol import PARAMETERS, HyperConnectionImpl
-from hcspec.conformance.strategies import Case
 
 BASE = ("shape.output", "shape.branch_once")
 PERTURBATIONS = (0.0, 0.03, 0.1, 0.3, 1.0)
@@ -143,8 +142,8 @@ def _extreme_examples(ctx: Context) -> list[Case]:
 
 
 def _extreme_strategy(ctx: Context) -> st.SearchStrategy[Case]:
-    return standard_strategy(ctx, perturbations=(0.0, 0.3, 1.0),
-                             param_scales=_extreme_scales(ctx))
+    return Cases(d_more_than_n=True, perturbations=(0.0, 0.3, 1.0),
+                 param_scales=_extreme_scales(ctx)).strategy(ctx)
 
 
 @declare(

@@ -11,7 +11,7 @@ import torch
 
 from hcspec.conformance import rules, salts, tolerances
 from hcspec.conformance.properties.base import Context, Inconclusive, f64
-from hcspec.conformance.properties.cases import Cases
+from hcspec.conformance.properties.cases import Case, Cases
 from hcspec.conformance.properties.declaration import declare
 from hcspec.conformance.properties.mhc_weights import MHCWeights
 from hcspec.conformance.properties.requirements import (
@@ -27,7 +27,7 @@ from hcspec.conformance.protocol import (
     HyperConnectionImpl,
     conventions_of,
 )
-from hcspec.conformance.strategies import Case, gaussian
+from hcspec.conformance.strategies import gaussian
 
 BASE = ("shape.output",)
 NORM_SLACK = 1e-2

@@ -34,7 +34,7 @@ from hcspec.conformance import rules, salts, strategies, tolerances
 from hcspec.conformance.properties import divergence, precision
 from hcspec.conformance.properties.base import Context, f64
 from hcspec.conformance.properties.building import floating_parameters
-from hcspec.conformance.properties.cases import Cases, shift
+from hcspec.conformance.properties.cases import Case, Cases, shift
 from hcspec.conformance.properties.common import branch64
 from hcspec.conformance.properties.declaration import declare
 from hcspec.conformance.properties.errors import Inconclusive, PropertyFailure
@@ -45,7 +45,6 @@ from hcspec.conformance.protocol import (
     Branch,
     HyperConnectionImpl,
 )
-from hcspec.conformance.strategies import Case
 from hcspec.reference import published as pub
 
 BASE = ("shape.output", "shape.branch_once")

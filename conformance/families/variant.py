@@ -28,7 +28,7 @@ import torch
 from hcspec.conformance import rules, salts, sinkhorn_formulas, strategies, tolerances
 from hcspec.conformance.properties import precision
 from hcspec.conformance.properties.base import Context, Inconclusive, f64
-from hcspec.conformance.properties.cases import Cases, shift
+from hcspec.conformance.properties.cases import Case, Cases, shift
 from hcspec.conformance.properties.declaration import declare
 from hcspec.conformance.properties.mhc_weights import MHCWeights
 from hcspec.conformance.properties.requirements import (
@@ -48,7 +48,6 @@ from hcspec.conformance.protocol import (
     Conventions,
     HyperConnectionImpl,
 )
-from hcspec.conformance.strategies import Case
 
 BASE = ("shape.output", "shape.branch_once")
 REQUIRES = (kinds("mhc"), capability(LOGITS), WEIGHTS_OR_PROBING)

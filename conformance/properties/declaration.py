@@ -16,11 +16,10 @@ from typing import TYPE_CHECKING
 from hypothesis import strategies as st
 
 from hcspec.conformance import rules
-from hcspec.conformance.properties.cases import Cases
+from hcspec.conformance.properties.cases import Case, Cases
 from hcspec.conformance.properties.requirements import Requirement, Subject, first_unmet
 from hcspec.conformance.protocol import KINDS
 from hcspec.conformance.seeding import seeded_global_rng
-from hcspec.conformance.strategies import Case
 
 if TYPE_CHECKING:
     from hcspec.conformance.properties.base import Context

@@ -17,6 +17,7 @@ import torch
 
 from hcspec.conformance import rules, salts, sinkhorn_formulas, strategies, tolerances
 from hcspec.conformance.properties.base import Context, f64
+from hcspec.conformance.properties.cases import Case
 from hcspec.conformance.properties.common import axis_sums
 from hcspec.conformance.properties.errors import PropertyFailure
 from hcspec.conformance.properties.requirements import Requirement
@@ -28,7 +29,6 @@ from hcspec.conformance.protocol import (
     Weights,
     has_logits,
 )
-from hcspec.conformance.strategies import Case
 
 
 @dataclass(frozen=True)
