@@ -8,7 +8,7 @@ built with the case's perturbed parameters, its published tensors are loaded int
 through that one's own loading path, and both run on the same state with the same branch. The
 table shows each target's scaled error against the float64 oracle of the published step of
 its own tensors, their difference, and the allowance: the sum of the two targets' allowances
-(:func:`hcspec.conformance.properties.published.step_allowance`: the law rule in each one's
+(:func:`hcspec.conformance.families.published.step_allowance`: the law rule in each one's
 effective dtype; below float32 the same-precision floor).
 
 Exit status: 0 when every case agrees within the allowance, 1 when a case differs by more, 2
@@ -104,7 +104,7 @@ def _order(orders: list[tuple[Any, Any]]) -> tuple[Any, Any]:
     Raises:
         CompareError: the settings differ whichever way the tensors are loaded.
     """
-    from hcspec.conformance.properties import published as family
+    from hcspec.conformance.families import published as family
     from hcspec.conformance.strategies import Case
 
     case = Case(1, 1, 2, 4, seed=0)
@@ -130,7 +130,7 @@ def compare(name_a: str, name_b: str, *, device: str = "cpu", seed: int = 0) -> 
     import torch
 
     from hcspec.conformance import tolerances
-    from hcspec.conformance.properties import published as family
+    from hcspec.conformance.families import published as family
     from hcspec.conformance.properties.base import f64
     from hcspec.conformance.strategies import Case
     from hcspec.conformance.targets import TargetError, resolve

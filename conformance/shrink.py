@@ -1,7 +1,7 @@
 """Greedy shrinking of a failing case: the smallest case that still fails the same way.
 
 hypothesis shrinks the cases it generates; a failure found by one of a property's explicit
-examples (hcspec.conformance.properties.common.standard_examples: ``B=2, T=3, n=4, d=8`` at layer 5,
+examples (hcspec.conformance.properties.cases.Cases.examples: ``B=2, T=3, n=4, d=8`` at layer 5,
 …) would otherwise be printed as is. :func:`shrink` walks the :class:`Case` fields one at a
 time towards simpler values — ``batch``, ``tokens`` → 1, ``n`` → the smallest the property
 accepts, ``d`` → small, ``layer_index`` → 0, ``scale``/``param_scale`` → 1, ``perturb`` → less,

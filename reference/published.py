@@ -5,6 +5,8 @@ hyper-connected sublayer, and the formulas that turn those tensors and the strea
 ``X [B, T, n, d]`` into the per-token weights. Each one maps onto this project's row form
 ``X' = H_res X + h_post F(h_preᵀ X)ᵀ`` (spec theorems ``published.*``), so one step is
 :func:`step`: :func:`weights` then :func:`hcspec.reference.connection.apply_connection`.
+The formulas (:class:`Layout`, :class:`DeepSeekV4Formula`, :func:`weights`) live in
+:mod:`hcspec.conformance.published_formulas` and are re-exported here.
 
 ``deepseek-v4`` (tensors ``hc_fn [(n+2)n, n·d]``, ``hc_scale [3]``, ``hc_base [(n+2)n]``;
 settings ``hc_eps``, ``norm_eps``, ``sinkhorn_iters``)::
@@ -46,13 +48,24 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar
 
 import torch
-import torch.nn.functional as F
 
+# The layouts' formulas are stated once, by the conformance kit (its oracle for the published
+# family); the reference re-exports them and runs them through its own connection.
+from hcspec.conformance.published_formulas import (
+    LAYOUTS,
+    PUBLISHED_DEEPSEEK_V4,
+    DeepSeekV4Formula,
+    Layout,
+    Parameters,
+    check_parameters,
+    deepseek_v4_parts,
+    layout,
+    weights,
+)
 from hcspec.reference.connection import Branch, Weights, apply_connection
-from hcspec.reference.sinkhorn import sinkhorn_variant
 from hcspec.spec.published import (
     DEEPSEEK_V4,
     HC_DYNAMIC,
@@ -62,221 +75,12 @@ from hcspec.spec.published import (
     SOURCES,
 )
 
-Parameters = Mapping[str, object]
-"""The layout's tensors (and optionally its settings, plain numbers) by name."""
-
-
-@dataclass(frozen=True)
-class Layout:
-    """One published parameterization.
-
-    Attributes:
-        name: one of :data:`hcspec.spec.published.PARAMETERIZATIONS`.
-        kind: the connection kind it is (``"mhc"``, ``"hc-static"``, ``"hc-dynamic"``).
-        source: where the formulas come from.
-        settings: the settings (numbers) and their published defaults.
-    """
-
-    name: str
-    kind: str
-    source: str
-    settings: Mapping[str, float] = field(default_factory=dict)
-
-    def shapes(self, n: int, d: int) -> dict[str, tuple[int, ...]]:
-        """The tensors of the layout and their shapes for expansion rate ``n``, hidden size
-        ``d``."""
-        static = {"B": (n,), "A_m": (n,), "A_r": (n, n)}
-        if self.name == DEEPSEEK_V4:
-            return {"hc_fn": ((n + 2) * n, n * d), "hc_scale": (3,), "hc_base": ((n + 2) * n,)}
-        if self.name == MHC_PAPER:
-            return {"phi_pre": (n * d, n), "phi_post": (n * d, n), "phi_res": (n * d, n * n),
-                    "b_pre": (n,), "b_post": (n,), "b_res": (n, n), "alpha_pre": (),
-                    "alpha_post": (), "alpha_res": ()}
-        if self.name == HC_STATIC:
-            return static
-        return {**static, "W_beta": (d,), "W_m": (d,), "W_r": (d, n), "s_alpha": (),
-                "s_beta": ()}
-
-    def setting(self, params: Parameters, name: str) -> float:
-        """The setting ``name`` from ``params`` when given there, else its default."""
-        value = params.get(name, self.settings[name])
-        assert isinstance(value, (int, float))
-        return float(value)
-
-
-LAYOUTS: dict[str, Layout] = {
-    DEEPSEEK_V4: Layout(DEEPSEEK_V4, "mhc", SOURCES[DEEPSEEK_V4],
-                        {"hc_eps": 1e-6, "norm_eps": 1e-6, "sinkhorn_iters": 20}),
-    MHC_PAPER: Layout(MHC_PAPER, "mhc", SOURCES[MHC_PAPER],
-                      {"norm_eps": 1e-6, "sinkhorn_iters": 20}),
-    HC_STATIC: Layout(HC_STATIC, "hc-static", SOURCES[HC_STATIC]),
-    HC_DYNAMIC: Layout(HC_DYNAMIC, "hc-dynamic", SOURCES[HC_DYNAMIC], {"norm_eps": 1e-5}),
-}
-assert tuple(LAYOUTS) == PARAMETERIZATIONS
-
-
-def layout(name: str) -> Layout:
-    """The :class:`Layout` called ``name``.
-
-    Raises:
-        ValueError: an unknown name (the message lists the known ones).
-    """
-    if name not in LAYOUTS:
-        raise ValueError(f"unknown published parameterization {name!r}; "
-                         f"known: {', '.join(PARAMETERIZATIONS)}")
-    return LAYOUTS[name]
-
-
-@dataclass(frozen=True)
-class DeepSeekV4Formula:
-    """The DeepSeek-V4 formulas, with each place an implementation can depart from them as a
-    field (the defaults are the published ones).
-
-    Attributes:
-        mix: ``"comb_t"`` (``X' = combᵀ X``: ``X'_j = Σ_i comb[i, j] X_i``, published) or
-            ``"comb"`` (``X' = comb X``: the orientation slip).
-        post_multiplier: ``c`` in ``post = c·σ(·)`` (published 2).
-        post_eps: ``hc_eps`` added to ``post`` (published: no).
-        pre_eps: ``hc_eps`` added to ``pre`` (published: yes).
-        start: the positive map before Sinkhorn–Knopp: ``"softmax"`` (published, along
-            axis −1), ``"sigmoid"`` or ``"exp"``.
-        count, exact_axis: as :func:`hcspec.reference.sinkhorn.sinkhorn_variant`, in
-            ``comb``'s own indexing (published ``"rounds_from_softmax"``, ``"columns"``: the
-            softmax, a normalisation of axis −2, then (axis −1, axis −2) rounds).
-        rounds_delta: added to ``sinkhorn_iters`` (published 0).
-        additive_eps, denominator_eps: ``hc_eps`` after the positive map and in every
-            denominator (published: both).
-        scales: which ``hc_scale`` entry the (pre, post, comb) blocks use (published
-            ``(0, 1, 2)``).
-        norm: ``"input"`` (the RMS norm of ``vec(X)`` before the projection, published) or
-            ``"projection"`` (the RMS norm applied to the projection's output instead).
-    """
-
-    mix: Literal["comb_t", "comb"] = "comb_t"
-    post_multiplier: float = 2.0
-    post_eps: bool = False
-    pre_eps: bool = True
-    start: Literal["softmax", "sigmoid", "exp"] = "softmax"
-    count: Literal["rounds_from_softmax", "rounds", "normalisations"] = "rounds_from_softmax"
-    exact_axis: Literal["rows", "columns"] = "columns"
-    rounds_delta: int = 0
-    additive_eps: bool = True
-    denominator_eps: bool = True
-    scales: tuple[int, int, int] = (0, 1, 2)
-    norm: Literal["input", "projection"] = "input"
-
-
-PUBLISHED_DEEPSEEK_V4 = DeepSeekV4Formula()
-
-
-def _tensor(params: Parameters, name: str, x: torch.Tensor) -> torch.Tensor:
-    value = params[name]
-    if not isinstance(value, torch.Tensor):
-        raise TypeError(f"published parameter {name!r}: expected a tensor, got "
-                        f"{type(value).__name__}")
-    return value.to(dtype=x.dtype, device=x.device)
-
-
-def check_parameters(name: str, params: Parameters, n: int, d: int) -> None:
-    """Check that ``params`` holds every tensor of layout ``name`` with its shape.
-
-    Raises:
-        ValueError: an unknown layout, a missing tensor or a wrong shape (named).
-        TypeError: a tensor entry that is not a tensor.
-    """
-    for key, shape in layout(name).shapes(n, d).items():
-        if key not in params:
-            raise ValueError(f"published {name}: missing tensor {key!r} {list(shape)}")
-        value = params[key]
-        if not isinstance(value, torch.Tensor):
-            raise TypeError(f"published {name}: {key!r} is a {type(value).__name__}, "
-                            "expected a tensor")
-        if tuple(value.shape) != shape:
-            raise ValueError(f"published {name}: {key!r} should be {list(shape)}, got "
-                             f"{list(value.shape)}")
-
-
-def _rms_flat(x: torch.Tensor, eps: float) -> torch.Tensor:
-    flat = x.reshape(*x.shape[:-2], -1)
-    return flat * torch.rsqrt(flat.square().mean(dim=-1, keepdim=True) + eps)
-
-
-def deepseek_v4_parts(params: Parameters, x: torch.Tensor,
-                      formula: DeepSeekV4Formula = PUBLISHED_DEEPSEEK_V4,
-                      ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """``(pre [B,T,n], post [B,T,n], comb [B,T,n,n])`` of the DeepSeek-V4 layout at ``x
-    [B,T,n,d]`` (``comb[i, j]``: weight of input stream i in output stream j under the
-    published ``mix``), with ``formula``'s departures."""
-    lay = layout(DEEPSEEK_V4)
-    n = x.shape[-2]
-    eps = lay.setting(params, "hc_eps")
-    fn, scale, base = (_tensor(params, k, x) for k in ("hc_fn", "hc_scale", "hc_base"))
-    if formula.norm == "input":
-        mixes = _rms_flat(x, lay.setting(params, "norm_eps")) @ fn.transpose(0, 1)
-    else:
-        projected = x.reshape(*x.shape[:-2], -1) @ fn.transpose(0, 1)
-        mixes = projected * torch.rsqrt(projected.square().mean(dim=-1, keepdim=True)
-                                        + lay.setting(params, "norm_eps"))
-    s_pre, s_post, s_comb = (scale[i] for i in formula.scales)
-    pre = torch.sigmoid(mixes[..., :n] * s_pre + base[:n])
-    pre = pre + eps if formula.pre_eps else pre
-    post = formula.post_multiplier * torch.sigmoid(mixes[..., n:2 * n] * s_post
-                                                   + base[n:2 * n])
-    post = post + eps if formula.post_eps else post
-    logits = (mixes[..., 2 * n:] * s_comb + base[2 * n:]).reshape(*mixes.shape[:-1], n, n)
-    iterations = int(lay.setting(params, "sinkhorn_iters")) + formula.rounds_delta
-    count = formula.count
-    if count == "rounds_from_softmax" and formula.start != "softmax":
-        count = "rounds"
-    comb = sinkhorn_variant(logits, max(iterations, 1), start=formula.start, count=count,
-                            exact_axis=formula.exact_axis,
-                            additive_eps=eps if formula.additive_eps else 0.0,
-                            denominator_eps=eps if formula.denominator_eps else 0.0)
-    return pre, post, comb
-
-
-def _mhc_paper(params: Parameters, x: torch.Tensor) -> Weights:
-    lay = layout(MHC_PAPER)
-    n = x.shape[-2]
-    flat = _rms_flat(x, lay.setting(params, "norm_eps"))
-    p = {k: _tensor(params, k, x) for k in lay.shapes(n, x.shape[-1])}
-    h_pre = torch.sigmoid(p["alpha_pre"] * (flat @ p["phi_pre"]) + p["b_pre"])
-    h_post = 2 * torch.sigmoid(p["alpha_post"] * (flat @ p["phi_post"]) + p["b_post"])
-    logits = p["alpha_res"] * (flat @ p["phi_res"]).reshape(*flat.shape[:-1], n, n) + p["b_res"]
-    H_res = sinkhorn_variant(logits, int(lay.setting(params, "sinkhorn_iters")))
-    return h_pre, h_post, H_res
-
-
-def _hc(params: Parameters, x: torch.Tensor, dynamic: bool) -> Weights:
-    batch = x.shape[:-2]
-    B, A_m, A_r = (_tensor(params, k, x) for k in ("B", "A_m", "A_r"))
-    B, A_m, A_r = B.expand(*batch, -1), A_m.expand(*batch, -1), A_r.expand(*batch, -1, -1)
-    if dynamic:
-        eps = layout(HC_DYNAMIC).setting(params, "norm_eps")
-        x_bar = F.layer_norm(x, (x.shape[-1],), eps=eps)
-        W_beta, W_m, W_r, s_alpha, s_beta = (_tensor(params, k, x) for k in (
-            "W_beta", "W_m", "W_r", "s_alpha", "s_beta"))
-        B = B + s_beta * torch.tanh(x_bar @ W_beta)
-        A_m = A_m + s_alpha * torch.tanh(x_bar @ W_m)
-        A_r = A_r + s_alpha * torch.tanh(x_bar @ W_r)
-    return A_m, B, A_r.transpose(-1, -2)
-
-
-def weights(name: str, params: Parameters, x: torch.Tensor,
-            formula: DeepSeekV4Formula = PUBLISHED_DEEPSEEK_V4) -> Weights:
-    """``(h_pre [B,T,n], h_post [B,T,n], H_res [B,T,n,n])`` in this project's row form, of
-    layout ``name`` with ``params`` at ``x [B, T, n, d]`` (``formula``: DeepSeek-V4 only).
-
-    Raises:
-        ValueError: an unknown layout. KeyError, TypeError: a missing or non-tensor entry.
-    """
-    lay = layout(name)
-    if lay.name == DEEPSEEK_V4:
-        pre, post, comb = deepseek_v4_parts(params, x, formula)
-        return pre, post, comb.transpose(-1, -2) if formula.mix == "comb_t" else comb
-    if lay.name == MHC_PAPER:
-        return _mhc_paper(params, x)
-    return _hc(params, x, dynamic=lay.name == HC_DYNAMIC)
+__all__ = [
+    "DEEPSEEK_V4", "HC_DYNAMIC", "HC_STATIC", "LAYOUTS", "MHC_PAPER", "PARAMETERIZATIONS",
+    "PUBLISHED_DEEPSEEK_V4", "SOURCES", "Branch", "DeepSeekV4Formula", "Layout", "NameMap",
+    "Parameters", "Published", "Weights", "check_parameters", "deepseek_v4_parts", "layout",
+    "step", "weights",
+]
 
 
 def step(name: str, params: Parameters, x: torch.Tensor, branch: Branch,

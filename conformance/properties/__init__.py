@@ -1,9 +1,12 @@
 """The property catalogue: every property the kit checks, in run order (prerequisites first).
 
-Each family is one module, ``hcspec.conformance.properties.<family>``, whose checks declare
+Each family is one module, ``hcspec.conformance.families.<family>``, whose checks declare
 their property (:func:`hcspec.conformance.properties.declaration.declare`) with ids
-``<family>.<name>``. Importing this package imports the family modules in :data:`FAMILIES`
-order, which registers the catalogue. ``hc-conformance list`` prints it.
+``<family>.<name>``. This package holds the machinery the families share (declaration,
+cases, requirements, recording, ...); a family module imports only that machinery, never
+another family (tests/conformance/test_layout.py checks it). Importing this package imports
+the family modules in :data:`FAMILIES` order, which registers the catalogue.
+``hc-conformance list`` prints it.
 """
 
 from __future__ import annotations

@@ -1,10 +1,13 @@
-"""The cases a property runs: the standard explicit examples, the standard hypothesis strategy
-for a profile, :class:`Cases`, the declaration of how a property departs from them, and a case
-resized to a part of its state."""
+"""The cases a property runs: :class:`Case` (one example, every tensor generated from its
+numbers) and :class:`Cases`, the one declaration of a property's case bounds, from which the
+standard explicit examples (:meth:`Cases.examples`), the standard hypothesis strategy for a
+profile (:meth:`Cases.strategy`) and the shrinker's domain (:meth:`Cases.admits`) all follow:
+a new bound is one field of :class:`Cases`. Also a case resized to a part of its state."""
 
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -13,10 +16,85 @@ import torch
 from hypothesis import strategies as st
 
 from hcspec.conformance import strategies
-from hcspec.conformance.strategies import Case
 
 if TYPE_CHECKING:
     from hcspec.conformance.properties.base import Context
+
+
+@dataclass(frozen=True)
+class Case:
+    """One example a property checks; every tensor in it is generated from these numbers.
+
+    Attributes:
+        batch, tokens, n, d: the state shape ``[B, T, n, d]``.
+        layer_index: passed to the factory (static HC init: ``h_pre = e_{k mod n}``).
+        seed: seeds the factory, the state, the branch and the perturbation.
+        scale: magnitude of the stream state (entries ``N(0, scale²)``).
+        perturb: std of the noise added to the impl's parameters (0: at init).
+        param_scale: factor applied to the parameters after the perturbation (stress tests).
+        branch: one of :data:`hcspec.conformance.strategies.BRANCHES`.
+    """
+
+    batch: int = 2
+    tokens: int = 3
+    n: int = 4
+    d: int = 8
+    layer_index: int = 0
+    seed: int = 0
+    scale: float = 1.0
+    perturb: float = 0.0
+    param_scale: float = 1.0
+    branch: str = "mlp"
+
+    def __post_init__(self) -> None:
+        for name in ("batch", "tokens", "n", "d"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"Case.{name}: expected a positive int, got {value!r}")
+        if self.layer_index < 0 or self.seed < 0:
+            raise ValueError(
+                f"Case: layer_index and seed must be >= 0, got {self.layer_index}, {self.seed}"
+            )
+        if self.branch not in strategies.BRANCHES:
+            raise ValueError(f"Case.branch: expected one of {strategies.BRANCHES}, got "
+                             f"{self.branch!r}")
+        if not (self.scale > 0 and self.perturb >= 0 and self.param_scale > 0):
+            raise ValueError(
+                "Case: scale and param_scale must be > 0 and perturb >= 0, got "
+                f"{self.scale}, {self.perturb}, {self.param_scale}"
+            )
+
+    @property
+    def shape(self) -> tuple[int, int, int, int]:
+        """``(B, T, n, d)``."""
+        return (self.batch, self.tokens, self.n, self.d)
+
+    def fields_at_default(self) -> list[str]:
+        """The names of the fields that hold their default value, in field order."""
+        return [f.name for f in dataclasses.fields(self) if getattr(self, f.name) == f.default]
+
+    def to_json(self) -> str:
+        """Compact JSON (the CLI's ``--case`` reads it back with :meth:`from_json`)."""
+        return json.dumps(dataclasses.asdict(self), separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, text: str) -> Case:
+        """Parse :meth:`to_json` output (missing fields take their defaults).
+
+        Raises:
+            ValueError: not a JSON object, an unknown field, or an invalid value.
+        """
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"--case: expected a JSON object, got {text!r} ({exc})") from None
+        if not isinstance(data, dict):
+            raise ValueError(f"--case: expected a JSON object, got {text!r}")
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ValueError(f"--case: unknown fields {unknown}; expected some of {sorted(known)}")
+        return cls(**data)
 
 
 def shift(ctx: Context, cases: Sequence[Case]) -> list[Case]:
@@ -32,67 +110,26 @@ def resized(case: Case, x: torch.Tensor) -> Case:
     return dataclasses.replace(case, batch=b, tokens=t, n=n, d=d)
 
 
-def standard_examples(
-    ctx: Context, *, at_init: bool = False, min_n: int = 1, d_more_than_n: bool = True,
-    branch: str = "mlp", min_batch: int = 1, min_tokens: int = 1,
-) -> list[Case]:
-    """The explicit examples replayed before hypothesis explores: the canonical case at init
-    (B=2, T=3, n=4, d=8), the same perturbed at another layer index, other expansion rates
-    (including n = 1 when allowed), other magnitudes, and the spec's worked case (n = 2,
-    d = 1) where ``d ≤ n`` is allowed. ``at_init`` keeps every case at init."""
-    rows = [
-        Case(2, 3, 4, 8, layer_index=0, seed=0, perturb=0.0, branch=branch),
-        Case(2, 3, 4, 8, layer_index=5, seed=1, perturb=0.3, branch=branch),
-        Case(3, 2, 2, 5, layer_index=3, seed=2, scale=10.0, perturb=0.1, branch=branch),
-        Case(1, 4, 3, 7, layer_index=2, seed=3, perturb=1.0, branch=branch),
-        Case(2, 1, 1, 3, layer_index=1, seed=4, scale=0.1, perturb=0.3, branch=branch),
-        # the spec's worked case (docs/derivations): two streams, one feature (d ≤ n: only
-        # for properties that do not probe H_res through the pseudo-inverse)
-        Case(1, 1, 2, 1, layer_index=0, seed=5, perturb=0.3, branch=branch),
-    ]
-    out = []
-    for case in rows:
-        if case.n < min_n:
-            continue
-        if d_more_than_n and case.d <= case.n:
-            continue
-        if at_init:
-            case = dataclasses.replace(case, perturb=0.0)
-        case = dataclasses.replace(
-            case, batch=max(case.batch, min_batch), tokens=max(case.tokens, min_tokens)
-        )
-        out.append(case)
-    return shift(ctx, out)
-
-
-def standard_strategy(
-    ctx: Context, *, at_init: bool = False, min_n: int = 1, d_more_than_n: bool = True,
-    branches: Sequence[str] = strategies.TOKEN_WISE_BRANCHES, min_batch: int = 1,
-    min_tokens: int = 1, perturbations: Sequence[float] | None = None,
-    param_scales: Sequence[float] = (1.0,), extreme_scales: bool = True,
-) -> st.SearchStrategy[Case]:
-    """Cases bounded by the profile; perturbed unless ``at_init``; extreme magnitudes in
-    profiles that ask for them (and when ``extreme_scales``)."""
-    p = ctx.profile
-    scales = strategies.NORMAL_SCALES
-    if p.extreme and extreme_scales:
-        scales = scales + strategies.EXTREME_SCALES
-    if perturbations is None:
-        perturbations = (0.0,) if at_init else strategies.PERTURBATIONS
-    base = strategies.cases(
-        max_batch=max(p.max_batch, min_batch), max_tokens=max(p.max_tokens, min_tokens),
-        min_n=min_n, max_n=max(p.max_n, min_n), max_d=p.max_d, d_more_than_n=d_more_than_n,
-        min_batch=min_batch, branches=branches, perturbations=perturbations, scales=scales,
-        param_scales=param_scales,
-    )
-    return base.map(lambda c: dataclasses.replace(
-        c, tokens=max(c.tokens, min_tokens), seed=c.seed + ctx.seed))
+STANDARD_ROWS: tuple[Case, ...] = (
+    Case(2, 3, 4, 8, layer_index=0, seed=0, perturb=0.0),
+    Case(2, 3, 4, 8, layer_index=5, seed=1, perturb=0.3),
+    Case(3, 2, 2, 5, layer_index=3, seed=2, scale=10.0, perturb=0.1),
+    Case(1, 4, 3, 7, layer_index=2, seed=3, perturb=1.0),
+    Case(2, 1, 1, 3, layer_index=1, seed=4, scale=0.1, perturb=0.3),
+    # the spec's worked case (docs/derivations): two streams, one feature (d ≤ n: only for
+    # properties that do not probe H_res through the pseudo-inverse)
+    Case(1, 1, 2, 1, layer_index=0, seed=5, perturb=0.3),
+)
+"""The standard explicit examples before a property's bounds: the canonical case at init
+(B=2, T=3, n=4, d=8), the same perturbed at another layer index, other expansion rates
+(including n = 1), other magnitudes, and the spec's worked case (n = 2, d = 1)."""
 
 
 @dataclass(frozen=True, kw_only=True)
 class Cases:
-    """How a property's standard examples and strategy depart from the defaults (a property
-    declares only what differs).
+    """How a property's cases depart from the defaults (a property declares only what differs):
+    the one source of its explicit examples (:meth:`examples`), its hypothesis strategy
+    (:meth:`strategy`) and its domain (:meth:`admits`).
 
     Attributes:
         d_more_than_n: only shapes with ``d > n`` (what probing ``H_res`` through the
@@ -147,15 +184,38 @@ class Cases:
         return None
 
     def examples(self, ctx: Context) -> list[Case]:
-        """:func:`standard_examples` with these bounds."""
-        return standard_examples(
-            ctx, at_init=self.at_init, min_n=self.min_n, d_more_than_n=self.d_more_than_n,
-            branch=self.branch, min_batch=self.min_batch, min_tokens=self.min_tokens)
+        """The explicit examples replayed before hypothesis explores: :data:`STANDARD_ROWS`
+        with the examples' ``branch``, without the rows of ``n < min_n`` (and of ``d ≤ n``
+        when ``d_more_than_n``), at init when ``at_init``, the batch and tokens raised to
+        their minima, the run seed added."""
+        out = []
+        for row in STANDARD_ROWS:
+            if row.n < self.min_n or (self.d_more_than_n and row.d <= row.n):
+                continue
+            out.append(dataclasses.replace(
+                row, branch=self.branch, perturb=0.0 if self.at_init else row.perturb,
+                batch=max(row.batch, self.min_batch), tokens=max(row.tokens, self.min_tokens)))
+        return shift(ctx, out)
 
     def strategy(self, ctx: Context) -> st.SearchStrategy[Case]:
-        """:func:`standard_strategy` with these bounds."""
-        return standard_strategy(
-            ctx, at_init=self.at_init, min_n=self.min_n, d_more_than_n=self.d_more_than_n,
-            branches=self.branches, min_batch=self.min_batch, min_tokens=self.min_tokens,
-            perturbations=self.perturbations, param_scales=self.param_scales,
-            extreme_scales=self.extreme_scales)
+        """Cases bounded by the profile and by these bounds: perturbed unless ``at_init``
+        (``perturbations`` when given), the ``branches`` and ``param_scales``, extreme
+        magnitudes in profiles that ask for them (and when ``extreme_scales``), the run seed
+        added."""
+        p = ctx.profile
+        scales = strategies.NORMAL_SCALES
+        if p.extreme and self.extreme_scales:
+            scales = scales + strategies.EXTREME_SCALES
+        perturbations = self.perturbations
+        if perturbations is None:
+            perturbations = (0.0,) if self.at_init else strategies.PERTURBATIONS
+        min_tokens = self.min_tokens
+        base = strategies.cases(
+            max_batch=max(p.max_batch, self.min_batch),
+            max_tokens=max(p.max_tokens, min_tokens), min_n=self.min_n,
+            max_n=max(p.max_n, self.min_n), max_d=p.max_d, d_more_than_n=self.d_more_than_n,
+            min_batch=self.min_batch, branches=self.branches, perturbations=perturbations,
+            scales=scales, param_scales=self.param_scales,
+        )
+        return base.map(lambda c: dataclasses.replace(
+            c, tokens=max(c.tokens, min_tokens), seed=c.seed + ctx.seed))

@@ -1,7 +1,7 @@
 """Declaring a property: :func:`declare` next to its check registers one :class:`Property` in
 the catalogue's registry, at import.
 
-A family module ``hcspec.conformance.properties.<family>`` holds the checks of one family; every
+A family module ``hcspec.conformance.families.<family>`` holds the checks of one family; every
 id it declares is ``<family>.<name>``. Only what departs from the defaults is declared (the
 standard examples and strategy, no requirement, no prerequisite, explored and shrunk).
 docs/conformance.md ("Adding a property") walks through one.
@@ -16,11 +16,10 @@ from typing import TYPE_CHECKING
 from hypothesis import strategies as st
 
 from hcspec.conformance import rules
-from hcspec.conformance.properties.cases import Cases
+from hcspec.conformance.properties.cases import Case, Cases
 from hcspec.conformance.properties.requirements import Requirement, Subject, first_unmet
 from hcspec.conformance.protocol import KINDS
 from hcspec.conformance.seeding import seeded_global_rng
-from hcspec.conformance.strategies import Case
 
 if TYPE_CHECKING:
     from hcspec.conformance.properties.base import Context
@@ -29,7 +28,8 @@ ExamplesFn = Callable[["Context"], Sequence[Case]]
 StrategyFn = Callable[["Context"], st.SearchStrategy[Case]]
 CheckFn = Callable[["Context", Case], None]
 
-PACKAGE = "hcspec.conformance.properties"
+PACKAGE = "hcspec.conformance.families"
+"""The package of the family modules: ``<PACKAGE>.<family>`` declares the ids ``<family>.*``."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -1,6 +1,6 @@
 """Naming how an output departs from DeepSeek-V4's published step: a search over the published
-variants (:class:`hcspec.reference.published.DeepSeekV4Formula`) for the one whose step the
-output matches.
+variants (:class:`hcspec.conformance.published_formulas.DeepSeekV4Formula`) for the one whose
+step the output matches.
 
 Each field of the formula is one divergence class an implementation of DeepSeek-V4 has been
 seen to (or could) get wrong: the orientation of ``comb`` in the mix (``comb X`` for
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import torch
 
-from hcspec.reference.published import PUBLISHED_DEEPSEEK_V4, DeepSeekV4Formula
+from hcspec.conformance.published_formulas import PUBLISHED_DEEPSEEK_V4, DeepSeekV4Formula
 
 MAX_CHANGES = 6
 """The most changes the search composes."""

@@ -18,8 +18,8 @@ import torch
 
 from hcspec.conformance import probes, tolerances
 from hcspec.conformance.properties.base import Context
+from hcspec.conformance.properties.cases import Case
 from hcspec.conformance.protocol import Branch, HyperConnectionImpl
-from hcspec.conformance.strategies import Case
 
 
 @dataclass(frozen=True)

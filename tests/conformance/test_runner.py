@@ -252,7 +252,7 @@ def test_ignored_dtype_hint_spares_parameters_in_the_declared_compute_dtype() ->
 
 def test_the_depth_curves_reach_the_report_and_its_json(tmp_path: Path) -> None:
     """``PropertyResult.series``: the depth family's curves, one per explicit example."""
-    from hcspec.conformance.properties.depth import GROWTH
+    from hcspec.conformance.families.depth import GROWTH
 
     report = check_implementation("reference:hc-static", profile="quick", device="cpu",
                                   only=["depth.hc_growth"])

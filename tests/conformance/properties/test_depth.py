@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from hcspec.conformance.families.depth import GROWTH, depth, mhc_bounds, run_stack
 from hcspec.conformance.profiles import PROFILE_NAMES
 from hcspec.conformance.properties import BY_ID, PropertyFailure
-from hcspec.conformance.properties.depth import GROWTH, depth, mhc_bounds, run_stack
 from hcspec.conformance.protocol import Conventions
 from hcspec.conformance.strategies import Case
 from tests.conformance.properties.support import context, run, unmet

@@ -7,7 +7,8 @@ import dataclasses
 
 import pytest
 
-from hcspec.conformance.properties import PropertyFailure, inference
+from hcspec.conformance.families import inference
+from hcspec.conformance.properties import PropertyFailure
 from tests.conformance.properties.support import context, factory, run
 
 

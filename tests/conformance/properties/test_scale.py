@@ -7,7 +7,8 @@ import dataclasses
 
 import pytest
 
-from hcspec.conformance.properties import NotApplicable, PropertyFailure, scale
+from hcspec.conformance.families import scale
+from hcspec.conformance.properties import NotApplicable, PropertyFailure
 from hcspec.conformance.protocol import Conventions
 from tests.conformance.properties.support import context, run
 

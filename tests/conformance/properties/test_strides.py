@@ -7,7 +7,8 @@ import dataclasses
 import pytest
 import torch
 
-from hcspec.conformance.properties import PropertyFailure, strides
+from hcspec.conformance.families import strides
+from hcspec.conformance.properties import PropertyFailure
 from hcspec.conformance.protocol import Conventions
 from tests.conformance.properties.support import run, unmet
 

@@ -2,9 +2,9 @@
 
 A target that declares ``conventions.published`` (``"deepseek-v4"``, ``"mhc-paper"``,
 ``"hc-static"``, ``"hc-dynamic"``) offers ``published_parameters()``: the tensors of that
-layout read from its own state (:mod:`hcspec.reference.published`). The kit computes the
-published step of exactly those tensors in float64 (the oracle, the case's branch in float64)
-and compares:
+layout read from its own state (the layouts of :mod:`hcspec.conformance.published_formulas`,
+which the reference imports). The kit computes the published step of exactly those tensors in
+float64 (the oracle, the case's branch in float64) and compares:
 
 * ``published.step``: the target's output with the oracle's, within the law's tolerance of the
   run's effective dtype; below float32 the same-precision floor, 8 × the error the published
@@ -30,11 +30,12 @@ from collections.abc import Callable, Mapping
 
 import torch
 
+from hcspec.conformance import published_formulas as pub
 from hcspec.conformance import rules, salts, strategies, tolerances
 from hcspec.conformance.properties import divergence, precision
 from hcspec.conformance.properties.base import Context, f64
 from hcspec.conformance.properties.building import floating_parameters
-from hcspec.conformance.properties.cases import Cases, shift
+from hcspec.conformance.properties.cases import Case, Cases, shift
 from hcspec.conformance.properties.common import branch64
 from hcspec.conformance.properties.declaration import declare
 from hcspec.conformance.properties.errors import Inconclusive, PropertyFailure
@@ -45,8 +46,6 @@ from hcspec.conformance.protocol import (
     Branch,
     HyperConnectionImpl,
 )
-from hcspec.conformance.strategies import Case
-from hcspec.reference import published as pub
 
 BASE = ("shape.output", "shape.branch_once")
 DECLARES = Requirement(

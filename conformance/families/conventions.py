@@ -11,8 +11,9 @@ import torch
 
 from hcspec.conformance import rules, salts, tolerances
 from hcspec.conformance.properties.base import Context, Inconclusive, f64
-from hcspec.conformance.properties.cases import Cases
+from hcspec.conformance.properties.cases import Case, Cases
 from hcspec.conformance.properties.declaration import declare
+from hcspec.conformance.properties.mhc_weights import MHCWeights
 from hcspec.conformance.properties.requirements import (
     WEIGHTS_OR_PROBING,
     Requirement,
@@ -26,7 +27,7 @@ from hcspec.conformance.protocol import (
     HyperConnectionImpl,
     conventions_of,
 )
-from hcspec.conformance.strategies import Case, gaussian
+from hcspec.conformance.strategies import gaussian
 
 BASE = ("shape.output",)
 NORM_SLACK = 1e-2
@@ -209,8 +210,6 @@ def _weights_at(ctx: Context, impl: HyperConnectionImpl, x: torch.Tensor,
     probing cannot identify it)."""
     # imported here: importing the constraints family at module import would register its
     # properties before this family's (the run order is the import order of FAMILIES)
-    from hcspec.conformance.properties.constraints import MHCWeights
-
     w = MHCWeights(ctx, impl, x, case)
     named = [("h_pre", w.h_pre), ("h_post", w.h_post), ("H_res", w.H_res)]
     return [(name, t) for name, t in named if t is not None]

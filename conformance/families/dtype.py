@@ -25,14 +25,14 @@ from hcspec.conformance.properties.base import (
     floating_parameters,
     seeded_global_rng,
 )
-from hcspec.conformance.properties.cases import Cases, shift, standard_examples
+from hcspec.conformance.properties.cases import Case, Cases, shift
 from hcspec.conformance.properties.common import expected_output, forward_backward
-from hcspec.conformance.properties.constraints import MHCWeights
 from hcspec.conformance.properties.declaration import declare
+from hcspec.conformance.properties.mhc_weights import MHCWeights
 from hcspec.conformance.properties.precision import SpecAtPrecision
 from hcspec.conformance.properties.requirements import WEIGHTS_OR_PROBING, float64
 from hcspec.conformance.protocol import Branch, HyperConnectionImpl
-from hcspec.conformance.strategies import SMOOTH_BRANCHES, Case
+from hcspec.conformance.strategies import SMOOTH_BRANCHES
 
 BASE = ("shape.output", "shape.branch_once")
 LOW = (torch.bfloat16, torch.float16)
@@ -118,8 +118,7 @@ def _gradients(ctx: Context, impl: HyperConnectionImpl, case: Case, dtype: torch
 
 
 def _gradient_examples(ctx: Context) -> list[Case]:
-    return (standard_examples(ctx, d_more_than_n=False)
-            + standard_examples(ctx, d_more_than_n=False, branch="linear")[1:3])
+    return Cases().examples(ctx) + Cases(branch="linear").examples(ctx)[1:3]
 
 
 @declare(

@@ -17,11 +17,11 @@ import torch
 
 from hcspec.conformance import probes, rules, salts, strategies, tolerances
 from hcspec.conformance.properties.base import Context, f64
-from hcspec.conformance.properties.cases import Cases, shift, standard_examples
+from hcspec.conformance.properties.cases import Case, Cases, shift
 from hcspec.conformance.properties.declaration import declare
 from hcspec.conformance.properties.requirements import PROBING, capability, kinds
 from hcspec.conformance.protocol import EXPAND, REDUCE
-from hcspec.conformance.strategies import SMOOTH_BRANCHES, Case
+from hcspec.conformance.strategies import SMOOTH_BRANCHES
 
 BASE = ("shape.output", "shape.branch_once")
 HC = kinds("hc-static", "hc-dynamic")
@@ -42,7 +42,7 @@ def _n1_examples(ctx: Context) -> list[Case]:
 
 
 def _init_examples(ctx: Context) -> list[Case]:
-    cases = standard_examples(ctx, at_init=True)
+    cases = Cases(d_more_than_n=True, at_init=True).examples(ctx)
     return cases + shift(ctx, [Case(1, 2, 4, 8, layer_index=k, seed=10 + k) for k in (1, 2, 3, 6)])
 
 

@@ -28,7 +28,7 @@ from hcspec.conformance.properties.base import (
     floating_parameters,
     np64,
 )
-from hcspec.conformance.properties.cases import Cases, shift, standard_examples
+from hcspec.conformance.properties.cases import Case, Cases, shift
 from hcspec.conformance.properties.common import branch64
 from hcspec.conformance.properties.declaration import declare
 from hcspec.conformance.properties.finite_differences import expect_directional
@@ -40,9 +40,9 @@ from hcspec.conformance.properties.requirements import (
     float64,
     kinds,
 )
-from hcspec.conformance.properties.variant import UNROLLED, implicit_gradient_cause
+from hcspec.conformance.properties.sinkhorn_variant import UNROLLED, implicit_gradient_cause
 from hcspec.conformance.protocol import PARAMETERS, WEIGHTS, Branch, HyperConnectionImpl
-from hcspec.conformance.strategies import SMOOTH_BRANCHES, Case
+from hcspec.conformance.strategies import SMOOTH_BRANCHES
 from hcspec.spec import numeric
 
 BASE = ("shape.output", "shape.branch_once")
@@ -89,12 +89,13 @@ def _trainable(impl: HyperConnectionImpl) -> list[torch.Tensor]:
 
 
 def _examples(ctx: Context) -> list[Case]:
-    return standard_examples(ctx) + standard_examples(ctx, branch="linear")[1:3]
+    return (Cases(d_more_than_n=True).examples(ctx)
+            + Cases(d_more_than_n=True, branch="linear").examples(ctx)[1:3])
 
 
 def _trainable_examples(ctx: Context) -> list[Case]:
     # n ≥ 2: at n = 1 mHC's H_res is [1] for any parameters (spec mhc.n1_residual)
-    return standard_examples(ctx, d_more_than_n=False, min_n=2)
+    return Cases(min_n=2).examples(ctx)
 
 
 def _extreme_examples(ctx: Context) -> list[Case]:
@@ -116,7 +117,7 @@ def check_fd_input(ctx: Context, case: Case) -> None:
 @contextlib.contextmanager
 def _naming_an_implicit_sinkhorn_backward(ctx: Context, case: Case) -> Iterator[None]:
     """A failure inside gets the hint "implicit Sinkhorn backward" when that is its cause
-    (:func:`hcspec.conformance.properties.variant.implicit_gradient_cause`)."""
+    (:func:`hcspec.conformance.properties.sinkhorn_variant.implicit_gradient_cause`)."""
     try:
         yield
     except PropertyFailure as failure:

@@ -11,7 +11,7 @@ import torch
 
 from hcspec.conformance import probes, rules, salts, strategies, tolerances
 from hcspec.conformance.properties.base import Context, FactoryRejected, PropertyFailure
-from hcspec.conformance.properties.cases import Cases, standard_examples
+from hcspec.conformance.properties.cases import Case, Cases
 from hcspec.conformance.properties.declaration import declare
 from hcspec.conformance.properties.requirements import capability
 from hcspec.conformance.protocol import (
@@ -21,7 +21,7 @@ from hcspec.conformance.protocol import (
     Branch,
     HyperConnectionImpl,
 )
-from hcspec.conformance.strategies import Case, gaussian
+from hcspec.conformance.strategies import gaussian
 
 
 def _describe(t: object) -> str:
@@ -31,7 +31,7 @@ def _describe(t: object) -> str:
 
 
 def _canonical(ctx: Context, case: Case) -> bool:
-    return case == standard_examples(ctx, d_more_than_n=False)[0]
+    return case == Cases().examples(ctx)[0]
 
 
 def _run(ctx: Context, impl: HyperConnectionImpl, x: torch.Tensor, branch: Branch,

@@ -19,10 +19,9 @@ import torch
 
 from hcspec.conformance import rules, tolerances
 from hcspec.conformance.properties.base import Context, Inconclusive, PropertyFailure
-from hcspec.conformance.properties.cases import Cases
+from hcspec.conformance.properties.cases import Case, Cases
 from hcspec.conformance.properties.declaration import declare
 from hcspec.conformance.properties.requirements import Requirement
-from hcspec.conformance.strategies import Case
 
 BASE = ("shape.output", "shape.branch_once")
 

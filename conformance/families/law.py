@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from hcspec.conformance import rules, tolerances
 from hcspec.conformance.properties import precision
 from hcspec.conformance.properties.base import Context, NotApplicable, f64, floating_parameters
-from hcspec.conformance.properties.cases import Cases, shift, standard_strategy
+from hcspec.conformance.properties.cases import Case, Cases, shift
 from hcspec.conformance.properties.common import branch64, expected_output
 from hcspec.conformance.properties.declaration import declare
 from hcspec.conformance.properties.requirements import (
@@ -25,7 +25,6 @@ from hcspec.conformance.properties.requirements import (
     kinds,
 )
 from hcspec.conformance.protocol import PARAMETERS, WEIGHTS, HyperConnectionImpl
-from hcspec.conformance.strategies import Case
 from hcspec.spec import numeric
 
 BASE = ("shape.output", "shape.branch_once")
@@ -206,7 +205,8 @@ def _permutation_examples(ctx: Context) -> list[Case]:
 
 
 def _permutation_strategy(ctx: Context) -> st.SearchStrategy[Case]:
-    return standard_strategy(ctx, min_n=2, branches=("zero",), extreme_scales=False)
+    return Cases(d_more_than_n=True, min_n=2, branches=("zero",),
+                 extreme_scales=False).strategy(ctx)
 
 
 @declare(

@@ -22,12 +22,12 @@ from hcspec.conformance import rules, salts, strategies, tolerances
 from hcspec.conformance.properties.base import Context, Inconclusive, f64
 from hcspec.conformance.properties.bug_classes import sums_pattern
 from hcspec.conformance.properties.building import all_parameters
-from hcspec.conformance.properties.cases import Cases, shift, standard_strategy
+from hcspec.conformance.properties.cases import Case, Cases, shift
 from hcspec.conformance.properties.common import axis_sums, by_exact_axis
 from hcspec.conformance.properties.declaration import declare
+from hcspec.conformance.properties.mhc_weights import MHCWeights
 from hcspec.conformance.properties.requirements import WEIGHTS_OR_PROBING, capability, kinds
-from hcspec.conformance.protocol import PARAMETERS, HyperConnectionImpl, has_weights
-from hcspec.conformance.strategies import Case
+from hcspec.conformance.protocol import PARAMETERS, HyperConnectionImpl
 
 BASE = ("shape.output", "shape.branch_once")
 PERTURBATIONS = (0.0, 0.03, 0.1, 0.3, 1.0)
@@ -36,21 +36,6 @@ MHC_REQUIRES = (kinds("mhc"), WEIGHTS_OR_PROBING)
 MHC_CASES = Cases(d_more_than_n=True, perturbations=PERTURBATIONS)
 """The constraints family's cases: d > n (the weights may be probed), more small
 perturbations."""
-
-
-class MHCWeights:
-    """h_pre, h_post, H_res (float64) from ``weights(x)`` when offered, else from probing."""
-
-    def __init__(self, ctx: Context, impl: HyperConnectionImpl, x: torch.Tensor, case: Case):
-        self.probed = not has_weights(impl)
-        if self.probed:
-            p = ctx.observe.probe(impl, x, case)
-            self.h_pre: torch.Tensor | None = p.h_pre
-            self.h_post, self.H_res = p.h_post, p.H_res
-        else:
-            h_pre, h_post, H_res = ctx.observe.weights(impl, x)
-            self.h_pre, self.h_post, self.H_res = f64(h_pre), f64(h_post), f64(H_res)
-        self.source = "probed" if self.probed else "reported"
 
 
 def _sums(ctx: Context, H: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -157,8 +142,8 @@ def _extreme_examples(ctx: Context) -> list[Case]:
 
 
 def _extreme_strategy(ctx: Context) -> st.SearchStrategy[Case]:
-    return standard_strategy(ctx, perturbations=(0.0, 0.3, 1.0),
-                             param_scales=_extreme_scales(ctx))
+    return Cases(d_more_than_n=True, perturbations=(0.0, 0.3, 1.0),
+                 param_scales=_extreme_scales(ctx)).strategy(ctx)
 
 
 @declare(

@@ -20,10 +20,9 @@ import torch
 
 from hcspec.conformance import rules, salts, tolerances
 from hcspec.conformance.properties.base import Context, f64
-from hcspec.conformance.properties.cases import Cases, resized
+from hcspec.conformance.properties.cases import Case, Cases, resized
 from hcspec.conformance.properties.declaration import declare
 from hcspec.conformance.protocol import HyperConnectionImpl, has_train_eval
-from hcspec.conformance.strategies import Case
 
 BASE = ("shape.output", "shape.branch_once")
 

@@ -12,7 +12,7 @@ can show whether what is carried is right. The family checks, for every sublayer
   ``unroll.connection_weights``, evaluated by :func:`hcspec.spec.numeric.connection_weights`);
 * ``stack.stream_sum_preserved`` (mHC): with F ≡ 0, ``1ᵀX_k = 1ᵀX_0`` after every prefix of the
   stack, within the accumulated Sinkhorn–Knopp allowance of the reported ``H_res``
-  (:func:`hcspec.conformance.properties.depth.mhc_bounds`; spec ``ds.stream_sum_preserved``,
+  (:func:`hcspec.conformance.properties.layer_bounds.mhc_bounds`; spec ``ds.stream_sum_preserved``,
   ``ds.product_closure``);
 * ``stack.carried_matches_recomputed``: the coefficients the stack used for sublayer k equal
   their recomputation under the carry design the stack declares (``Stack.pre_mix_from``,
@@ -46,18 +46,18 @@ from hcspec.conformance.properties.base import (
     np64,
 )
 from hcspec.conformance.properties.building import Builder
-from hcspec.conformance.properties.cases import Cases, shift
+from hcspec.conformance.properties.cases import Case, Cases, shift
 from hcspec.conformance.properties.declaration import declare
-from hcspec.conformance.properties.depth import Layer, mhc_bounds
 from hcspec.conformance.properties.finite_differences import expect_directional
 from hcspec.conformance.properties.inputs import CheckedBranch
+from hcspec.conformance.properties.layer_bounds import Layer, mhc_bounds
 from hcspec.conformance.properties.requirements import (
     any_state_domain,
     capability,
     float64,
     kinds,
 )
-from hcspec.conformance.properties.variant import UNROLLED
+from hcspec.conformance.properties.sinkhorn_variant import UNROLLED
 from hcspec.conformance.protocol import (
     STACK,
     HyperConnectionImpl,
@@ -71,7 +71,7 @@ from hcspec.conformance.protocol import (
     has_weights,
     stack_pre_mix,
 )
-from hcspec.conformance.strategies import SMOOTH_BRANCHES, Case
+from hcspec.conformance.strategies import SMOOTH_BRANCHES
 from hcspec.spec import numeric
 
 BASE = ("shape.output", "shape.branch_once")
@@ -291,8 +291,8 @@ def _combination(row: torch.Tensor, nodes: Sequence[torch.Tensor],
 
 
 def _replayed(x: torch.Tensor, used: list[Weights]) -> list[Layer]:
-    """The stack's sublayers with F ≡ 0 as :class:`~hcspec.conformance.properties.depth.Layer`
-    values for :func:`mhc_bounds`: the states ``X_{k+1} = H_res,k X_k`` replayed in float64
+    """The stack's sublayers with F ≡ 0 as :class:`Layer` values for :func:`mhc_bounds`: the
+    states ``X_{k+1} = H_res,k X_k`` replayed in float64
     from ``x`` and the reported ``H_res``."""
     layers, X = [], f64(x)
     for h_pre, h_post, H_res in used:
@@ -312,7 +312,7 @@ def _replayed(x: torch.Tensor, used: list[Weights]) -> list[Layer]:
 def check_stream_sum_preserved(ctx: Context, case: Case) -> None:
     """For each depth k = 1 … L, a stack of k sublayers with zero branches keeps the stream sum
     within the column allowance accumulated from its reported ``H_res``
-    (:func:`~hcspec.conformance.properties.depth.mhc_bounds`)."""
+    (:func:`~hcspec.conformance.properties.layer_bounds.mhc_bounds`)."""
     x = ctx.inputs.state(case)
     for depth in range(1, LAYERS + 1):
         stack = build_stack(ctx, case, depth)

@@ -10,16 +10,15 @@ from __future__ import annotations
 
 from hcspec.conformance import rules, salts, tolerances
 from hcspec.conformance.properties.base import Context
-from hcspec.conformance.properties.cases import Cases, standard_examples
+from hcspec.conformance.properties.cases import Case, Cases
 from hcspec.conformance.properties.declaration import declare
-from hcspec.conformance.strategies import Case
 
 BASE = ("shape.output", "shape.branch_once")
 
 
 def _batch_examples(ctx: Context) -> list[Case]:
-    cases = standard_examples(ctx, d_more_than_n=False, min_batch=2)
-    cases += standard_examples(ctx, d_more_than_n=False, min_batch=2, branch="token_mixing")[:2]
+    cases = Cases(min_batch=2).examples(ctx)
+    cases += Cases(min_batch=2, branch="token_mixing").examples(ctx)[:2]
     return cases
 
 

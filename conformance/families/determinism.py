@@ -20,11 +20,11 @@ from hcspec.conformance.properties.base import (
     f64,
     floating_parameters,
 )
-from hcspec.conformance.properties.cases import Cases
+from hcspec.conformance.properties.cases import Case, Cases
 from hcspec.conformance.properties.common import forward_backward
 from hcspec.conformance.properties.declaration import declare
 from hcspec.conformance.protocol import HyperConnectionImpl, has_train_eval
-from hcspec.conformance.strategies import SMOOTH_BRANCHES, Case
+from hcspec.conformance.strategies import SMOOTH_BRANCHES
 
 BASE = ("shape.output",)
 REPEATS = 3

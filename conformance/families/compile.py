@@ -30,7 +30,7 @@ import torch
 
 from hcspec.conformance import rules, salts, strategies, tolerances
 from hcspec.conformance.properties.base import Context, PropertyFailure, f64
-from hcspec.conformance.properties.cases import Cases, shift
+from hcspec.conformance.properties.cases import Case, Cases, shift
 from hcspec.conformance.properties.declaration import declare
 from hcspec.conformance.properties.requirements import (
     CHEAP_BACKEND,
@@ -40,7 +40,6 @@ from hcspec.conformance.properties.requirements import (
     TRACEABLE,
     compile_backend,
 )
-from hcspec.conformance.strategies import Case
 
 __all__ = ["CHEAP_BACKEND", "FULL_BACKEND", "TRACE_BACKEND", "graph_break"]
 
