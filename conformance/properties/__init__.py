@@ -27,12 +27,16 @@ from hcspec.conformance.properties.declaration import PACKAGE, REGISTRY
 FAMILIES: Final[tuple[str, ...]] = (
     "shape", "law", "independence", "conventions", "constraints", "gradients", "reduction",
     "dtype", "device", "state", "scale", "strides", "inference", "determinism", "exact", "compile",
-    "variant", "depth", "stack", "published",
+    "variant", "depth", "stack", "published", "parallel",
 )
 """The families in run order; each names its module."""
 
+_MOVED: Final = frozenset({"parallel"})
+"""Families whose module is already ``hcspec.conformance.families.<family>``."""
+
 for _family in FAMILIES:
-    importlib.import_module(f"{PACKAGE}.{_family}")
+    importlib.import_module(f"hcspec.conformance.families.{_family}" if _family in _MOVED
+                            else f"{PACKAGE}.{_family}")
 
 CATALOGUE: Final[tuple[Property, ...]] = tuple(
     sorted(REGISTRY, key=lambda p: FAMILIES.index(p.family)))
