@@ -244,6 +244,15 @@ class RanksFailed(RuntimeError):
     unsharded run raised, the sample impl was unusable); the message says which."""
 
 
+def _failed(problem: str, trace: str | None) -> RanksFailed:
+    """:class:`RanksFailed` with ``problem``, carrying the traceback where it happened (a
+    rank's, the unsharded run's) as a note, so the report's traceback shows it."""
+    error = RanksFailed(problem)
+    if trace:
+        error.add_note(f"where it happened:\n{trace}")
+    return error
+
+
 @dataclass
 class DistributedRun:
     """One multi-process run of the target, shared by the multi-process properties.
@@ -307,15 +316,16 @@ class DistributedRun:
                 impl's), naming the rank, the case and the step.
         """
         if self.problem is not None:
-            raise RanksFailed(self.problem)
+            raise _failed(self.problem, self.traceback)
         outcome = self.outcome
         if outcome is None:
             raise RanksFailed("the ranks did not run")
         done = all(case.index in outcome.ranks.get(r, {}) for r in range(self.world_size))
         if not done:
-            raise RanksFailed(outcome.problem or "the case did not complete on every rank")
+            raise _failed(outcome.problem or "the case did not complete on every rank",
+                          outcome.traceback)
         if case is self.cases[-1] and outcome.problem is not None:
-            raise RanksFailed(outcome.problem)
+            raise _failed(outcome.problem, outcome.traceback)
 
     def annotate(self, report: rp.Report) -> None:
         """Add the run's header lines (``parallel.*`` conventions, the sharding capability)."""
