@@ -29,8 +29,7 @@ from typing import Any, Final
 
 import torch
 
-from hcspec.conformance import rules
-from hcspec.conformance import tolerances
+from hcspec.conformance import rules, tolerances
 from hcspec.conformance.parallel.cases import ParallelCase
 from hcspec.conformance.parallel.protocol import split_axis
 from hcspec.conformance.parallel.worker import upper_ranks

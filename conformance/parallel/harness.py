@@ -32,7 +32,7 @@ from torch.multiprocessing.spawn import ProcessException, start_processes
 from hcspec.conformance import report as rp
 from hcspec.conformance.parallel import cases as cs
 from hcspec.conformance.parallel import launcher, worker
-from hcspec.conformance.parallel.protocol import ShardingError, sharding_splits
+from hcspec.conformance.parallel.protocol import SPLITS, ShardingError, sharding_splits
 from hcspec.conformance.properties.requirements import SHARDING_CAPABILITY, Distributed
 from hcspec.conformance.protocol import check_required
 from hcspec.conformance.strategies import Case
@@ -249,7 +249,7 @@ def _failed(problem: str, trace: str | None) -> RanksFailed:
     rank's, the unsharded run's) as a note, so the report's traceback shows it."""
     error = RanksFailed(problem)
     if trace:
-        error.add_note(f"where it happened:\n{trace}")
+        setattr(error, "__notes__", [f"where it happened:\n{trace}"])  # noqa: B010 (add_note)
     return error
 
 
@@ -371,7 +371,8 @@ def execute(run: DistributedRun, timeout: float | None) -> None:
     ranks, reaps them and propagates."""
     if run.problem is not None or run.facts.problem is not None:
         return
-    run.cases = cs.make_cases(run.world_size, run.facts.splits, run.seed)
+    splits = tuple(s for s in SPLITS if s in run.facts.splits)
+    run.cases = cs.make_cases(run.world_size, splits, run.seed)
     for case in run.cases:
         try:
             run.unsharded[case.index] = run_unsharded(run.factory, case, run.dtype, run.device)

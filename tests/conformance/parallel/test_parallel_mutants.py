@@ -9,9 +9,9 @@ import pkgutil
 
 import pytest
 
+from hcspec.conformance import properties as catalogue
 from hcspec.conformance import report as rp
 from hcspec.conformance.parallel import check_parallel
-from hcspec.conformance import properties as catalogue
 from tests.mutants import _parallel
 
 NAMES = sorted(m.name for m in pkgutil.iter_modules(_parallel.__path__)
