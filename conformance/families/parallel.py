@@ -126,8 +126,8 @@ def _gathered(ctx: Context, case: ParallelCase, key: str,
 
 @declare(
     "parallel.replicated_init",
-    statement="every rank starts from the parameters of the unsharded impl built from the same "
-              "seed (replicated ones identical, sharded ones their declared part)",
+    statement="every rank starts from the unsharded impl's parameters for the same seed (or "
+              "their declared part)",
     requires=(*SHARDED, NAMED_PARAMETERS, RANKS_START), tolerance=rules.EXACT,
     examples=_examples, explore=False, shrink=False)
 def check_replicated_init(ctx: Context, case: Case) -> None:
@@ -197,8 +197,7 @@ def _order(got: torch.Tensor, want: torch.Tensor, case: ParallelCase, world: int
 
 @declare(
     "parallel.branch_gathered",
-    statement="the branch is called once per rank, on x_in gathered over the group in rank "
-              "order (the whole sequence under the token split)",
+    statement="each rank calls the branch once, on x_in gathered over the group in rank order",
     requires=(*SHARDED, RANKS_START), tolerance=rules.SELF_CONSISTENCY, examples=_examples,
     explore=False, shrink=False)
 def check_branch_gathered(ctx: Context, case: Case) -> None:
@@ -246,8 +245,8 @@ def check_input_gradients(ctx: Context, case: Case) -> None:
 
 @declare(
     "parallel.parameter_gradients",
-    statement="after the declared reduction every rank's parameter gradients equal the "
-              "unsharded ones (or their declared part)",
+    statement="after the declared reduction every rank's parameter gradients are the "
+              "unsharded ones",
     requires=(*SHARDED, NAMED_PARAMETERS, RANKS_START), tolerance=rules.SELF_CONSISTENCY,
     examples=_examples, explore=False, shrink=False)
 def check_parameter_gradients(ctx: Context, case: Case) -> None:
@@ -293,8 +292,8 @@ def check_world_size(ctx: Context, case: Case) -> None:
 
 @declare(
     "parallel.subgroups",
-    statement="on a process group that does not start at rank 0 (the upper ranks), the "
-              "sharded forward and ∂L/∂X equal the unsharded ones",
+    statement="on a group not starting at rank 0, the sharded forward and ∂L/∂X are the "
+              "unsharded ones",
     requires=(*SHARDED, TWO_RANKS, RANKS_START), tolerance=rules.SELF_CONSISTENCY,
     examples=_examples, explore=False, shrink=False)
 def check_subgroups(ctx: Context, case: Case) -> None:

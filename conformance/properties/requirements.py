@@ -235,7 +235,7 @@ capability of the target's sharded factory, not of :data:`hcspec.conformance.pro
 (those are detected on every impl)."""
 
 DISTRIBUTED = Requirement(
-    "a multi-process run (--world-size N, or a torch.distributed launcher)",
+    "multi-process run",
     "runs across torch.distributed ranks, and this run is single-process: give --world-size N "
     "(N ranks started here) or launch the kit with torchrun",
     lambda s: s.distributed is not None)
@@ -263,7 +263,7 @@ TWO_RANKS = Requirement(
 """At least two ranks (half the ranks, the upper ranks)."""
 
 RANKS_START = Requirement(
-    "the ranks can start here (backend, one CUDA device per rank)",
+    "ranks can start here",
     "the ranks cannot run here",
     lambda s: s.distributed is None or s.distributed.problem is None,
     lambda s: None if s.distributed is None else s.distributed.problem, separator=": ")
