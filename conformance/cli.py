@@ -38,6 +38,7 @@ from hcspec.conformance.report import kit_version
 from hcspec.conformance.targets import BUILTIN, DEFAULT_TARGET, ENV_VAR
 
 if TYPE_CHECKING:
+    from hcspec.conformance.parallel.launcher import Launch
     from hcspec.conformance.properties import Property
 
 EXIT_OK = 0
@@ -138,8 +139,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--case", metavar="JSON",
                      help="replay one case (as printed in a reproduction command)")
     run.add_argument("--world-size", type=int, metavar="N",
-                     help="run only the parallel family, sharded over N ranks started here "
-                          "(gloo on cpu, NCCL on cuda; hcspec.conformance.parallel)")
+                     help="also run the multi-process properties (the parallel family) on N "
+                          "ranks started here (gloo on cpu, NCCL on cuda, one GPU per rank); "
+                          "under torchrun the launcher's ranks are used instead")
     run.add_argument("--no-progress", action="store_true",
                      help="no progress bar (on a terminal) or per-property status lines "
                           "(otherwise); the steps of the target's inspection are still "
@@ -339,12 +341,54 @@ def cmd_run(args: argparse.Namespace) -> int:
     any factory or forward runs) and a status line saying what is being built or called,
     then the rest of the header, the table, failures and summary; write the reports (their
     paths are checked before the run). SIGINT and SIGTERM stop the run and still write the
-    partial reports (exit 130 / 143). With ``--world-size N`` only the parallel family runs
-    (:func:`hcspec.conformance.parallel.cli.cmd_run_parallel`)."""
-    if args.world_size is not None:
-        from hcspec.conformance.parallel.cli import cmd_run_parallel
+    partial reports (exit 130 / 143). With ``--world-size N`` the multi-process properties
+    run on N ranks too; under a torch.distributed launcher (:func:`_run_launched`) every
+    process is a rank and rank 0 alone prints and writes the report."""
+    from hcspec.conformance.parallel import launcher
 
-        return cmd_run_parallel(args)
+    try:
+        launch = launcher.detect()
+    except ValueError as exc:
+        return _usage_error(Console(stderr=True), str(exc))
+    if launch is not None:
+        return _run_launched(args, launch)
+    return _run_guarded(args)
+
+
+def _run_launched(args: argparse.Namespace, launch: Launch) -> int:
+    """Run as one rank of a launcher's job (torchrun): join its process group; rank 0 runs
+    the kit with the launcher's world size, the others follow rank 0's instructions
+    (:mod:`hcspec.conformance.parallel.launcher`), write nothing, and exit with rank 0's
+    code."""
+    from hcspec.conformance.parallel import launcher
+    from hcspec.conformance.runner import resolve_device
+
+    err = Console(stderr=True)
+    if args.world_size is not None and args.world_size != launch.world_size:
+        return _usage_error(err, f"--world-size {args.world_size} differs from the launcher's "
+                                 f"WORLD_SIZE={launch.world_size} (leave it out under torchrun)")
+    try:
+        device = resolve_device(args.device)
+    except ValueError as exc:
+        return _usage_error(err, str(exc))
+    launcher.join(launch, device)
+    if launch.rank != 0:
+        try:
+            return launcher.follow(launch, device)
+        finally:
+            launcher.leave()
+    args.world_size, args.device = launch.world_size, device
+    code = EXIT_FAILED
+    try:
+        code = _run_guarded(args)
+    finally:
+        launcher.finish(code)
+    return code
+
+
+def _run_guarded(args: argparse.Namespace) -> int:
+    """:func:`_run` with SIGTERM as an interrupt and hypothesis's files kept private; an
+    interrupt before the target was resolved still writes the (empty) reports."""
     try:
         from hcspec.conformance import hypothesis_home
 
@@ -428,6 +472,7 @@ def _run(args: argparse.Namespace) -> int:
                 skip=args.skip, seed=args.seed, expected_failures=failures, case=case,
                 on_start=on_start, on_result=on_result, on_setup=on_setup,
                 timeout=args.timeout, on_resolved=on_resolved, on_status=on_status,
+                world_size=args.world_size,
             )
     except (TargetError, catalogue.SelectionError, ValueError) as exc:
         message = source_tree_problem(target, exc) or str(exc)

@@ -18,7 +18,7 @@ import platform
 import shlex
 import time
 import zlib
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any, TypeVar
 
@@ -42,7 +42,7 @@ from hcspec.conformance.properties.base import (
     PropertyFailure,
     seeded_global_rng,
 )
-from hcspec.conformance.properties.requirements import Subject
+from hcspec.conformance.properties.requirements import DISTRIBUTED, Subject
 from hcspec.conformance.protocol import (
     KINDS,
     Conventions,
@@ -246,10 +246,13 @@ def _versions(target: Target) -> dict[str, str]:
     return versions
 
 
-def reproduce_command(target: str, prop_id: str, profile: str, device: str, case: Case) -> str:
-    """The one-line CLI command that replays ``case`` for ``prop_id``."""
+def reproduce_command(target: str, prop_id: str, profile: str, device: str, case: Case,
+                      world_size: int | None = None) -> str:
+    """The one-line CLI command that replays ``case`` for ``prop_id`` (with
+    ``--world-size`` for a multi-process run)."""
+    ranks = "" if world_size is None else f" --world-size {world_size}"
     return (f"hc-conformance run {shlex.quote(target)} --only {prop_id} --profile {profile} "
-            f"--device {device} --case {shlex.quote(case.to_json())}")
+            f"--device {device}{ranks} --case {shlex.quote(case.to_json())}")
 
 
 @dataclass
@@ -396,6 +399,9 @@ class RunSetup:
     """A resolved target and everything a property run needs besides the property.
 
     ``timeout`` is the per-property wall-clock limit in seconds (None: none).
+    ``world_size``: the ranks of a multi-process run (None: single-process);
+    ``distributed``: that run, once handed to the multi-process harness
+    (:func:`hand_off`).
     """
 
     target: Target
@@ -404,6 +410,8 @@ class RunSetup:
     device: str
     seed: int
     timeout: float | None = None
+    world_size: int | None = None
+    distributed: Any = None
 
     def report(self) -> rp.Report:
         """An empty report carrying this run's header."""
@@ -435,7 +443,7 @@ def _timeout(profile: Profile, timeout: float | None) -> float | None:
 def prepare(
     target: str | Factory | None, *, profile: str = "ci", device: str = "auto", seed: int = 0,
     timeout: float | None = None, on_status: StatusFn | None = None,
-    on_resolved: SetupDone | None = None,
+    on_resolved: SetupDone | None = None, world_size: int | None = None,
 ) -> RunSetup:
     """Resolve the target, profile and device and inspect a sample impl
     (:func:`inspect_target`, within the time limit). ``on_resolved`` is called once the
@@ -445,11 +453,14 @@ def prepare(
     Raises:
         hcspec.conformance.targets.TargetError, ValueError: as :func:`check_implementation`.
     """
+    if world_size is not None and (isinstance(world_size, bool) or not isinstance(
+            world_size, int) or world_size < 1):
+        raise ValueError(f"world_size must be an int >= 1, got {world_size!r}")
     chosen = get_profile(profile)
     resolved = resolve(target)
     dev = resolve_device(device)
     limit = _timeout(chosen, timeout)
-    early = RunSetup(resolved, TargetInfo(), chosen, dev, seed, limit)
+    early = RunSetup(resolved, TargetInfo(), chosen, dev, seed, limit, world_size)
     if on_resolved is not None:
         on_resolved(early.report())
     early.info = inspect_target(resolved.factory, dev, seed, on_status=on_status, timeout=limit)
@@ -478,6 +489,7 @@ def check_implementation(
     timeout: float | None = None,
     on_resolved: SetupDone | None = None,
     on_status: StatusFn | None = None,
+    world_size: int | None = None,
 ) -> rp.Report:
     """Run the conformance properties against ``target`` and return the structured report.
 
@@ -511,6 +523,11 @@ def check_implementation(
         timeout: seconds per property (None: the profile's default,
             :data:`hcspec.conformance.timeouts.DEFAULT_TIMEOUTS`; 0: no limit). A property
             past it is reported ``timeout`` and the run goes on.
+        world_size: run on this many ranks too: the multi-process properties (the
+            ``parallel`` family) go to the multi-process harness (:func:`hand_off`), which
+            starts the ranks here, or joins the launcher's group when this process joined one
+            (:mod:`hcspec.conformance.parallel.launcher`); the harness's deadline is
+            ``timeout``. None: a single-process run, where they are not applicable.
 
     Returns:
         The :class:`hcspec.conformance.report.Report`. ``KeyboardInterrupt`` (Ctrl-C) or
@@ -547,7 +564,10 @@ def check_implementation(
 
     try:
         setup = prepare(target, profile=profile, device=device, seed=seed, timeout=timeout,
-                        on_status=status, on_resolved=resolved)
+                        on_status=status, on_resolved=resolved, world_size=world_size)
+        if world_size is not None:
+            status(f"running the multi-process properties on {world_size} ranks")
+            hand_off(setup, selected)
     except KeyboardInterrupt as exc:
         if not header:
             raise
@@ -557,6 +577,8 @@ def check_implementation(
         partial.not_run = [p.id for p in selected]
         return partial
     report = setup.report()
+    if setup.distributed is not None:
+        setup.distributed.annotate(report)
     if case is not None:
         report.case = case.to_json()
         report.case_at_defaults = case.fields_at_default()
@@ -631,8 +653,28 @@ def _not_applicable_reason(prop: Property, setup: RunSetup) -> str | None:
     capability, float64, state domain, CUDA, ...), decided on the inspected sample impl and the
     run before any case; None when it applies."""
     info = setup.info
+    facts = None if setup.distributed is None else setup.distributed.facts
     return prop.unmet(Subject(info.kind, info.capabilities, info.dtype, info.conventions,
-                              setup.device, setup.profile))
+                              setup.device, setup.profile, facts))
+
+
+def hand_off(setup: RunSetup, selected: Sequence[Property]) -> None:
+    """Hand the multi-process properties among ``selected`` (those requiring
+    :data:`~hcspec.conformance.properties.requirements.DISTRIBUTED`) to the multi-process
+    harness (:mod:`hcspec.conformance.parallel.harness`) when the run has ranks
+    (``setup.world_size``): it reads the target's sharding facts, and runs the ranks once when
+    one of them applies; the results go to ``setup.distributed``, where the checks read them.
+    ``KeyboardInterrupt`` stops the ranks and propagates."""
+    multi = [p for p in selected if DISTRIBUTED in p.requires]
+    if not multi or setup.world_size is None:
+        return
+    from hcspec.conformance.parallel import harness, launcher
+
+    setup.distributed = harness.prepare(
+        setup.target.sharding_factory, device=setup.device, dtype=setup.info.dtype,
+        seed=setup.seed, world_size=setup.world_size, joined=launcher.joined())
+    if any(_not_applicable_reason(p, setup) is None for p in multi):
+        harness.execute(setup.distributed, setup.timeout)
 
 
 BLOCKING: frozenset[str] = frozenset({rp.FAILED, rp.ERROR, rp.BLOCKED, rp.XFAIL, rp.TIMEOUT})
@@ -699,7 +741,8 @@ def evaluate_property(
         return result
     ctx = Context(factory=factory, target_name=target_name, kind=info.kind,
                   conventions=info.conventions, capabilities=info.capabilities,
-                  dtype=info.dtype, device=device, profile=profile, seed=seed)
+                  dtype=info.dtype, device=device, profile=profile, seed=seed,
+                  distributed=setup.distributed)
     running: list[Case] = []
     start = time.perf_counter()
     with isolation.watch() as changed:
@@ -725,7 +768,8 @@ def evaluate_property(
         if outcome.failing is not None:
             result.examples += 1  # the failing case ran too
             failure = failure.with_changes(reproduce=reproduce_command(
-                target_name, prop.id, profile.name, device, outcome.failing))
+                target_name, prop.id, profile.name, device, outcome.failing,
+                setup.world_size if DISTRIBUTED in prop.requires else None))
         if outcome.shrunk_from is not None:
             failure = failure.with_changes(shrunk_from=outcome.shrunk_from.to_json(),
                                            shrink_runs=outcome.shrink_runs,

@@ -126,12 +126,21 @@ class Target:
         factory: the factory.
         description: what it is.
         versions: distribution name -> version for the report.
+        sharded: the factory the ``parallel`` family runs: the built-in's declared
+            ``sharding`` factory (options bound as for ``factory``), else ``factory`` itself
+            (whose impls may declare the sharding capability).
     """
 
     name: str
     factory: Factory
     description: str = ""
     versions: dict[str, str] = field(default_factory=dict)
+    sharded: Factory | None = None
+
+    @property
+    def sharding_factory(self) -> Factory:
+        """:attr:`sharded`, else :attr:`factory`."""
+        return self.sharded if self.sharded is not None else self.factory
 
 
 def _version(distribution: str) -> str | None:
@@ -218,8 +227,11 @@ def resolve(target: str | Factory | None) -> Target:
         if problem is not None:
             raise TargetError(f"TARGET {target!r}: {problem}")
         factory: Any = _import_attribute(builtin.factory_path, "built-in target")
+        sharded: Any = (None if builtin.sharding is None
+                        else _import_attribute(builtin.sharding, "sharding factory"))
         if builtin.options:
             factory = _bind_options(factory, builtin.options)
+            sharded = None if sharded is None else _bind_options(sharded, builtin.options)
         description = describe(builtin)
         if builtin.options:
             description += f" [options: {builtin.options_text}]"
@@ -229,7 +241,7 @@ def resolve(target: str | Factory | None) -> Target:
             if builtin.written_for is not None and found != builtin.written_for:
                 description += (f" [adapter written for {builtin.distribution} "
                                 f"{builtin.written_for}, found {found}]")
-        return Target(target, factory, description, versions)
+        return Target(target, factory, description, versions, sharded)
     prefix = target.partition(":")[0]
     if any(name.startswith(prefix + ":") for name in BUILTIN) and "." not in prefix:
         known = ", ".join(sorted(n for n in BUILTIN if n.startswith(prefix + ":")))

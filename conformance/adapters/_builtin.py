@@ -38,6 +38,10 @@ class BuiltinTarget:
             fact that needs torch or the package to find out (where Triton kernels will run
             here); called only when the target is resolved or listed as usable, so that the
             declarations stay readable without importing torch. None: no such sentence.
+        sharding: ``module:attribute`` of the target's factory with the sharding capability
+            (:mod:`hcspec.conformance.parallel.protocol`), which the ``parallel`` family runs
+            (same arguments, same impls, plus ``shard_splits`` and ``shard``). None: the
+            factory's own impls declare it, or the target does not shard.
 
     The conventions of a target are declared by the impl its factory builds
     (:class:`hcspec.conformance.protocol.Conventions`), since they can depend on the options.
@@ -52,6 +56,7 @@ class BuiltinTarget:
     written_for: str | None = None
     available: str | None = None
     detail: str | None = None
+    sharding: str | None = None
 
     @property
     def options_text(self) -> str:

@@ -1,38 +1,39 @@
-"""Sharded conformance: the ``parallel`` family, run across ``torch.distributed`` ranks.
+"""The machinery of the ``parallel`` family (:mod:`hcspec.conformance.families.parallel`): the
+sharding capability an adapter offers (:mod:`.protocol`), the cases (:mod:`.cases`), the ranks
+(:mod:`.worker`), spawned here (:mod:`.harness`) or those of a torch.distributed launcher
+(:mod:`.launcher`), and the reference targets' sharding (:mod:`.reference_targets`).
 
-:func:`check_parallel` (Python), :func:`assert_parallel_conforms` (pytest) and
-``hc-conformance run TARGET --world-size N`` (the CLI) start N ranks on this machine (gloo on
-the CPU, NCCL on CUDA), run the target sharded by tokens and by the hidden axis, and compare
-with the same target run unsharded in one process. The capability an adapter offers is
-described in :mod:`.protocol`; the properties in :mod:`.properties`; docs/conformance.md
-("Sharded conformance") has a worked adapter.
+The family runs through the common runner: ``hc-conformance run TARGET --world-size N`` (the
+catalogue and the family in one report), ``torchrun --nproc-per-node N -m hcspec.conformance
+run TARGET --only parallel``, or :func:`check_parallel` (Python) and
+:func:`assert_parallel_conforms` (pytest). docs/conformance.md ("Sharded conformance") has a
+worked adapter.
 """
 
 from hcspec.conformance.parallel.harness import (
-    DEFAULT_TIMEOUT,
     assert_parallel_conforms,
     check_parallel,
 )
-from hcspec.conformance.parallel.properties import PROPERTIES, ParallelProperty
 from hcspec.conformance.parallel.protocol import (
     SPLITS,
     ParameterShard,
     ShardedImpl,
     ShardingError,
     SupportsSharding,
+    local_chunk,
     sharding_splits,
+    split_axis,
 )
 
 __all__ = [
-    "DEFAULT_TIMEOUT",
-    "PROPERTIES",
     "SPLITS",
-    "ParallelProperty",
     "ParameterShard",
     "ShardedImpl",
     "ShardingError",
     "SupportsSharding",
     "assert_parallel_conforms",
     "check_parallel",
+    "local_chunk",
     "sharding_splits",
+    "split_axis",
 ]

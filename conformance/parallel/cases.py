@@ -12,6 +12,7 @@ from typing import Any
 import torch
 
 from hcspec.conformance.parallel.protocol import Split
+from hcspec.conformance.strategies import Case
 
 PERTURB_STD = 0.1
 """Noise added to every parameter before the forward (moves dynamic HC's ``W`` off zero, so
@@ -36,6 +37,14 @@ class ParallelCase:
         """``split=hidden n=4 d=8 B=2 T=4 seed=3`` (for messages)."""
         return (f"split={self.split} n={self.n} d={self.d} B={self.batch} T={self.tokens} "
                 f"layer_index={self.layer_index} seed={self.seed}")
+
+    def as_case(self) -> Case:
+        """The case as the runner's :class:`~hcspec.conformance.strategies.Case` (its shape,
+        layer index and seed; the split and the index are recovered from the seed, which is
+        distinct for every case of a run: :meth:`DistributedRun.case_of
+        <hcspec.conformance.parallel.harness.DistributedRun.case_of>`)."""
+        return Case(batch=self.batch, tokens=self.tokens, n=self.n, d=self.d,
+                    layer_index=self.layer_index, seed=self.seed)
 
     def to_dict(self) -> dict[str, Any]:
         """The fields as a dict (for JSON)."""

@@ -16,12 +16,11 @@ path, including ``KeyboardInterrupt``.
 
 from __future__ import annotations
 
-import fnmatch
-import math
 import platform
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Sequence
+import traceback
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -31,28 +30,32 @@ import torch.distributed as dist
 from torch.multiprocessing.spawn import ProcessException, start_processes
 
 from hcspec.conformance import report as rp
-from hcspec.conformance import targets as tg
 from hcspec.conformance.parallel import cases as cs
-from hcspec.conformance.parallel import worker
-from hcspec.conformance.parallel.properties import (
-    BY_ID,
-    FAMILY,
-    PROPERTIES,
-    Evaluation,
-    ParallelFailure,
-    ParallelProperty,
-    Setup,
-    Unsharded,
-)
-from hcspec.conformance.parallel.protocol import ShardingError, sharding_splits
-from hcspec.conformance.parallel.reference_targets import SHARDED_BUILTINS
+from hcspec.conformance.parallel import launcher, worker
+from hcspec.conformance.parallel.protocol import SPLITS, ShardingError, sharding_splits
+from hcspec.conformance.properties.requirements import SHARDING_CAPABILITY, Distributed
 from hcspec.conformance.protocol import check_required
-
-DEFAULT_TIMEOUT: Final = 300.0
-"""Seconds the whole sharded run may take before the ranks are terminated."""
+from hcspec.conformance.strategies import Case
 
 MAX_CPU_WORLD_SIZE: Final = 8
 """The most gloo ranks the harness starts on one machine."""
+
+
+@dataclass(frozen=True)
+class Unsharded:
+    """The same target run unsharded in one process, for one case.
+
+    Attributes:
+        output: ``X' [B, T, n, d]``. input_grad: ``∂L/∂X``. param_grads: name -> ``∂L/∂p``
+        (None: no gradient reached it). params_init: name -> the parameter as built (before
+        the perturbation). branch_input: what the branch received, ``x_in [B, T, d]``.
+    """
+
+    output: torch.Tensor
+    input_grad: torch.Tensor | None
+    param_grads: dict[str, torch.Tensor | None]
+    params_init: dict[str, torch.Tensor]
+    branch_input: torch.Tensor
 
 
 @dataclass
@@ -144,6 +147,11 @@ def _collect(outcome: RankOutcome, tmp: str, world_size: int, timed_out: float |
             outcome.problem += " — earlier: " + _describe(*min(errors)[1:])
             outcome.traceback = min(errors)[2]["traceback"]
         return
+    _first_error(outcome, errors)
+
+
+def _first_error(outcome: RankOutcome, errors: list[tuple[float, int, dict[str, Any]]]) -> None:
+    """Report the earliest of the ranks' ``errors`` (time, rank, error) in ``outcome``."""
     if errors:
         _, rank, error = min(errors)
         outcome.problem = _describe(rank, error)
@@ -164,6 +172,24 @@ def _read(path: Path) -> str:
         return path.read_text(encoding="utf-8")
     except OSError:
         return ""
+
+
+def run_joined(job: worker.Job) -> RankOutcome:
+    """Run ``job`` on the ranks of the launcher's group this process joined as rank 0
+    (:func:`hcspec.conformance.parallel.launcher.run_everywhere`) and read their results.
+    A rank that hangs in a collective fails there after ``job.collective_timeout`` seconds
+    (its groups' timeout) and is reported with its step."""
+    outcome = RankOutcome()
+    start = time.perf_counter()
+    gathered = launcher.run_everywhere(job)
+    outcome.seconds = time.perf_counter() - start
+    errors = []
+    for rank, saved in sorted(gathered.items()):
+        outcome.ranks[rank] = saved["cases"]
+        if saved["error"] is not None:
+            errors.append((saved["error"]["time"], rank, saved["error"]))
+    _first_error(outcome, errors)
+    return outcome
 
 
 def run_unsharded(factory: Callable[..., Any], case: cs.ParallelCase, dtype: torch.dtype,
@@ -187,155 +213,199 @@ def run_unsharded(factory: Callable[..., Any], case: cs.ParallelCase, dtype: tor
                      grads, params_init, branch.inputs[0].to("cpu"))
 
 
-def select(only: Iterable[str] | None = None,
-           skip: Iterable[str] | None = None) -> list[ParallelProperty]:
-    """The properties matching ``only`` (ids, globs or the family name ``parallel``;
-    comma-separated items allowed; None: all), minus ``skip``.
-
-    Raises:
-        ValueError: a pattern matches no property of the family.
-    """
-    def patterns(items: Iterable[str] | None) -> list[str]:
-        return [p.strip() for item in (items or ()) for p in item.split(",") if p.strip()]
-
-    def matches(pattern: str) -> set[str]:
-        if pattern == FAMILY:
-            return set(BY_ID)
-        found = {pid for pid in BY_ID if fnmatch.fnmatchcase(pid, pattern)}
-        if not found:
-            raise ValueError(f"{pattern!r} matches no property of the parallel family "
-                             f"({', '.join(BY_ID)})")
-        return found
-
-    wanted = set(BY_ID) if not patterns(only) else set().union(*map(matches, patterns(only)))
-    dropped = set().union(*map(matches, patterns(skip))) if patterns(skip) else set()
-    return [p for p in PROPERTIES if p.id in wanted - dropped]
+MAX_CPU_WORLD_SIZE_REASON: Final = (f"at most {MAX_CPU_WORLD_SIZE} CPU ranks are started on one "
+                                    "machine (launch more with torchrun)")
 
 
-def resolve_device(device: str, world_size: int) -> tuple[str, str, str | None]:
-    """``(device, backend, reason)``: ``reason`` says why the run cannot happen here (None
-    when it can). ``auto`` picks CUDA/NCCL when there are ``world_size`` CUDA devices, else
-    the CPU with gloo.
-
-    Raises:
-        ValueError: ``device`` is not ``cpu``, ``cuda`` or ``auto``.
-    """
-    if device not in ("cpu", "cuda", "auto"):
-        raise ValueError(f"device must be cpu, cuda or auto, got {device!r}")
+def ranks_problem(device: str, world_size: int, joined: launcher.Launch | None) -> str | None:
+    """Why ``world_size`` ranks cannot run on ``device`` (the run's resolved device) here, or
+    None. Spawned: gloo on the CPU (at most :data:`MAX_CPU_WORLD_SIZE` ranks), NCCL on CUDA
+    with one device per rank; under a launcher (``joined``): one CUDA device per local rank."""
     if not dist.is_available():
-        return device, "", "torch.distributed is not available in this torch build"
-    cuda_count = torch.cuda.device_count() if torch.cuda.is_available() else 0
-    if device == "auto":
-        device = "cuda" if cuda_count >= world_size and dist.is_nccl_available() else "cpu"
+        return "torch.distributed is not available in this torch build"
     if device == "cuda":
-        if cuda_count < world_size:
-            return device, "nccl", (f"NCCL needs one CUDA device per rank: {world_size} ranks, "
-                                    f"{cuda_count} CUDA device(s) here")
+        wanted = joined.local_world_size if joined is not None else world_size
+        found = torch.cuda.device_count()
+        if found < wanted:
+            return (f"NCCL needs one CUDA device per rank: {wanted} ranks, {found} CUDA "
+                    "device(s) here (--device cpu runs them on gloo)")
         if not dist.is_nccl_available():
-            return device, "nccl", "this torch build has no NCCL"
-        return device, "nccl", None
+            return "this torch build has no NCCL"
+        return None
     if not dist.is_gloo_available():
-        return device, "gloo", "this torch build has no gloo backend"
-    if world_size > MAX_CPU_WORLD_SIZE:
-        return device, "gloo", f"at most {MAX_CPU_WORLD_SIZE} CPU ranks"
-    return device, "gloo", None
+        return "this torch build has no gloo backend"
+    if joined is None and world_size > MAX_CPU_WORLD_SIZE:
+        return MAX_CPU_WORLD_SIZE_REASON
+    return None
 
 
-def _resolve_factory(target: str | Callable[..., Any] | None) -> tuple[str, Callable[..., Any],
-                                                                       str, dict[str, str]]:
-    resolved = tg.resolve(target)
-    factory = SHARDED_BUILTINS.get(resolved.name, resolved.factory)
-    return resolved.name, factory, resolved.description, resolved.versions
+class RanksFailed(RuntimeError):
+    """The multi-process run could not give a case's records (a rank raised or hung, the
+    unsharded run raised, the sample impl was unusable); the message says which."""
 
 
-def check_parallel(
-    target: str | Callable[..., Any] | None = None,
-    *,
-    world_size: int = 2,
-    device: str = "auto",
-    dtype: torch.dtype = torch.float64,
-    seed: int = 0,
-    only: Iterable[str] | None = None,
-    skip: Iterable[str] | None = None,
-    timeout: float = DEFAULT_TIMEOUT,
-    profile: str = "ci",
-) -> rp.Report:
-    """Run the ``parallel`` family against ``target`` on ``world_size`` ranks.
+def _failed(problem: str, trace: str | None) -> RanksFailed:
+    """:class:`RanksFailed` with ``problem``, carrying the traceback where it happened (a
+    rank's, the unsharded run's) as a note, so the report's traceback shows it."""
+    error = RanksFailed(problem)
+    if trace:
+        setattr(error, "__notes__", [f"where it happened:\n{trace}"])  # noqa: B010 (add_note)
+    return error
 
-    Args:
-        target: a TARGET string, a factory, or None (``HC_CONFORMANCE_TARGET``).
-        world_size: ranks to start (≥ 1; T and d of the cases are multiples of it).
-        device: ``cpu`` (gloo), ``cuda`` (NCCL, one device per rank) or ``auto``.
-        dtype: the working dtype. seed: added to every case's seed.
-        only, skip: property ids, globs or ``parallel``.
-        timeout: seconds before the ranks are terminated.
-        profile: recorded in the report (the family has one fixed set of cases).
 
-    Returns:
-        The report: one result per selected property; not applicable (with the reason) when
-        the target has no sharding capability or the device cannot host the ranks.
+@dataclass
+class DistributedRun:
+    """One multi-process run of the target, shared by the multi-process properties.
 
-    Raises:
-        hcspec.conformance.targets.TargetError: the target cannot be resolved.
-        ValueError: ``world_size`` < 1, unknown device, or ``only``/``skip`` match nothing.
+    Built by :func:`prepare` (the facts, before any rank starts), filled by :func:`execute`
+    (the cases, the unsharded results, the ranks' records). The checks read it as
+    ``ctx.distributed``.
+
+    Attributes:
+        facts: what applicability is decided on (:class:`Distributed`).
+        factory: the target's factory with the sharding capability.
+        device, backend: the run's device and the process group's backend.
+        dtype, seed: the working dtype; the run's seed (added to every case's seed).
+        cases: the cases (empty until executed). unsharded: case index -> the unsharded run.
+        outcome: the ranks' records and the earliest problem (None until executed).
+        problem, traceback: why no case can be checked (the sample impl, the unsharded run).
+        conventions: what the run adds to the report header (``parallel.*``).
     """
-    if isinstance(world_size, bool) or not isinstance(world_size, int) or world_size < 1:
-        raise ValueError(f"world_size must be an int >= 1, got {world_size!r}")
-    selected = select(only, skip)
-    name, factory, description, versions = _resolve_factory(target)
-    device, backend, device_reason = resolve_device(device, world_size)
-    versions = {**versions, "python": platform.python_version(), "torch": torch.__version__}
-    report = rp.Report(target=name, kit_version=rp.kit_version(), profile=profile, seed=seed,
-                       device=device, dtype=str(dtype).removeprefix("torch."),
-                       description=description, versions=versions)
-    report.conventions["parallel.world_size"] = f"{world_size} ({backend or 'no backend'})"
+
+    facts: Distributed
+    factory: Callable[..., Any]
+    device: str
+    backend: str
+    dtype: torch.dtype
+    seed: int
+    cases: list[cs.ParallelCase] = field(default_factory=list)
+    unsharded: dict[int, Unsharded] = field(default_factory=dict)
+    outcome: RankOutcome | None = None
+    problem: str | None = None
+    traceback: str | None = None
+    conventions: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def world_size(self) -> int:
+        """The number of ranks."""
+        return self.facts.world_size
+
+    def examples(self) -> list[Case]:
+        """The cases as the runner's examples (:meth:`.cases.ParallelCase.as_case`)."""
+        return [case.as_case() for case in self.cases]
+
+    def case_of(self, case: Case) -> cs.ParallelCase:
+        """The case of this run that ``case`` stands for (matched on every field it has).
+
+        Raises:
+            RanksFailed: the run has no such case (a replayed case of another world size or
+                seed).
+        """
+        for mine in self.cases:
+            if mine.as_case() == case:
+                return mine
+        raise RanksFailed(f"the case {case.to_json()} is not one of this run's cases (they "
+                          "depend on the world size and the seed)")
+
+    def records(self, case: cs.ParallelCase) -> None:
+        """Check that every rank completed ``case``; the last case also reports a problem that
+        came after every case completed (a rank that raised on its way out).
+
+        Raises:
+            RanksFailed: with the earliest problem (the ranks', the unsharded run's, the sample
+                impl's), naming the rank, the case and the step.
+        """
+        if self.problem is not None:
+            raise _failed(self.problem, self.traceback)
+        outcome = self.outcome
+        if outcome is None:
+            raise RanksFailed("the ranks did not run")
+        done = all(case.index in outcome.ranks.get(r, {}) for r in range(self.world_size))
+        if not done:
+            raise _failed(outcome.problem or "the case did not complete on every rank",
+                          outcome.traceback)
+        if case is self.cases[-1] and outcome.problem is not None:
+            raise _failed(outcome.problem, outcome.traceback)
+
+    def annotate(self, report: rp.Report) -> None:
+        """Add the run's header lines (``parallel.*`` conventions, the sharding capability)."""
+        if self.facts.splits and self.problem is None:
+            report.capabilities = sorted({*report.capabilities, SHARDING_CAPABILITY})
+        report.conventions.update(self.conventions)
+
+
+def prepare(factory: Callable[..., Any], *, device: str, dtype: torch.dtype, seed: int,
+            world_size: int, joined: launcher.Launch | None = None) -> DistributedRun:
+    """The facts of a run of ``factory`` (the target's factory with the sharding capability)
+    on ``world_size`` ranks, from a sample impl built on the CPU (nothing runs yet).
+
+    A sample the kit cannot use (the factory raises, ``shard_splits`` is malformed) is the
+    run's ``problem``: the properties report it as an error.
+    """
+    backend = launcher.backend_for(device)
+    problem = ranks_problem(device, world_size, joined)
+    run = DistributedRun(Distributed(world_size, problem=problem), factory, device, backend,
+                         dtype, seed)
+    run.conventions["parallel.world_size"] = (
+        f"{world_size} ({backend}{', under a launcher' if joined is not None else ''})")
     try:
         sample = factory(4, 2 * world_size, layer_index=0, dtype=dtype, device="cpu", seed=seed)
         check_required(sample)
         splits = sharding_splits(sample)
     except (ShardingError, TypeError, ValueError) as exc:
-        report.setup_error = f"the target's sample impl cannot be used: {exc}"
-        return report
-    report.kind = str(sample.kind)
-    setup = Setup(splits, callable(getattr(sample, "named_parameters", None)), world_size)
-    report.capabilities = sorted({"sharding"} if splits else set())
-    report.conventions["parallel.splits"] = ", ".join(splits) or "none declared"
-    reasons = {p.id: p.unmet(setup) or device_reason for p in selected}
-    if all(reasons.values()):
-        report.results = [_result(p, rp.NOT_APPLICABLE, reasons[p.id] or "") for p in selected]
-        return report
-    cases = cs.make_cases(world_size, splits, seed)
-    unsharded: dict[int, Unsharded] = {}
-    for case in cases:
+        run.problem = f"the target's sample impl cannot be used: {exc}"
+        run.facts = Distributed(world_size, ("?",), True, problem)  # decided by the error
+        run.conventions["parallel.splits"] = "unknown (the sample impl cannot be used)"
+        return run
+    run.facts = Distributed(world_size, splits,
+                            callable(getattr(sample, "named_parameters", None)), problem)
+    run.conventions["parallel.splits"] = ", ".join(splits) or "none declared"
+    return run
+
+
+def execute(run: DistributedRun, timeout: float | None) -> None:
+    """Run every case unsharded here, then on the ranks (spawned here, or the launcher's
+    group this process joined as rank 0), within ``timeout`` seconds (None: no limit), and
+    keep the results in ``run``. Nothing is raised for the target's failures: they are the
+    run's ``problem`` or its outcome's. ``KeyboardInterrupt`` (SIGINT, SIGTERM) stops the
+    ranks, reaps them and propagates."""
+    if run.problem is not None or run.facts.problem is not None:
+        return
+    splits = tuple(s for s in SPLITS if s in run.facts.splits)
+    run.cases = cs.make_cases(run.world_size, splits, run.seed)
+    for case in run.cases:
         try:
-            unsharded[case.index] = run_unsharded(factory, case, dtype, device)
+            run.unsharded[case.index] = run_unsharded(run.factory, case, run.dtype, run.device)
         except Exception as exc:  # the target's own failure, unsharded: nothing to compare
-            message = (f"the unsharded run raised in case {case.index} ({case.describe()}): "
-                       f"{type(exc).__name__}: {exc}")
-            report.results = [
-                _result(p, rp.NOT_APPLICABLE, reasons[p.id] or "") if reasons[p.id] else
-                _result(p, rp.ERROR, message, traceback=_format_traceback()) for p in selected]
-            return report
-    job_args = {"factory": factory, "cases": tuple(cases), "dtype": dtype, "device": device,
-                "backend": backend,
-                # longer than the run's deadline, so that the harness names a hung rank first
-                "collective_timeout": timeout + 30.0}
-    outcome = run_ranks(job_args, world_size, timeout)
-    _declare_reductions(report, cases, outcome)
-    report.conventions["parallel.run"] = (
-        f"{world_size} ranks ({backend}, {_start_method(device)}) ran {len(cases)} cases over "
-        f"the splits {', '.join(splits)} in {outcome.seconds:.2f} s")
-    done = [c for c in cases if all(c.index in outcome.ranks[r] for r in range(world_size))]
-    for prop in selected:
-        if reasons[prop.id]:
-            report.results.append(_result(prop, rp.NOT_APPLICABLE, reasons[prop.id] or ""))
-            continue
-        report.results.append(_evaluate(prop, done, world_size, dtype, unsharded, outcome,
-                                        name))
-    return report
+            run.problem = (f"the unsharded run raised in case {case.index} ({case.describe()}): "
+                           f"{type(exc).__name__}: {exc}")
+            run.traceback = traceback.format_exc()
+            return
+    limit = float("inf") if timeout is None else timeout
+    # the collectives' own limit: longer than the run's deadline, so that the harness names a
+    # hung spawned rank first; under a launcher it is what stops a hung collective
+    collective = 3600.0 * 24 if timeout is None else timeout + 30.0
+    joined = launcher.joined()
+    if joined is not None:
+        job = worker.Job(factory=run.factory, cases=tuple(run.cases),
+                         world_size=run.world_size, dtype=run.dtype, device=run.device,
+                         backend=run.backend, store="", out_dir="",
+                         collective_timeout=collective)
+        run.outcome = run_joined(job)
+        how = "under the launcher"
+    else:
+        job_args = {"factory": run.factory, "cases": tuple(run.cases), "dtype": run.dtype,
+                    "device": run.device, "backend": run.backend,
+                    "collective_timeout": collective}
+        run.outcome = run_ranks(job_args, run.world_size, limit)
+        how = _start_method(run.device)
+    _declare_reductions(run.conventions, run.cases, run.outcome)
+    run.conventions["parallel.run"] = (
+        f"{run.world_size} ranks ({run.backend}, {how}) ran {len(run.cases)} cases over the "
+        f"splits {', '.join(run.facts.splits)} in {run.outcome.seconds:.2f} s")
 
 
-def _declare_reductions(report: rp.Report, cases: Sequence[cs.ParallelCase],
+def _declare_reductions(conventions: dict[str, str], cases: Sequence[cs.ParallelCase],
                         outcome: RankOutcome) -> None:
     """Put the declared parameter map, per split, in the header (as rank 0 declared it)."""
     groups: dict[str, set[str]] = {}
@@ -347,45 +417,22 @@ def _declare_reductions(report: rp.Report, cases: Sequence[cs.ParallelCase],
             groups.setdefault(f"{case.split}: {info['placement']}, gradient completed by "
                               f"{who}", set()).add(name)
     for i, (how, names) in enumerate(sorted(groups.items())):
-        report.conventions[f"parallel.parameters[{i}]"] = f"{how}: {', '.join(sorted(names))}"
+        conventions[f"parallel.parameters[{i}]"] = f"{how}: {', '.join(sorted(names))}"
 
 
-def _result(prop: ParallelProperty, status: str, message: str, **extra: Any,
-            ) -> rp.PropertyResult:
-    return rp.PropertyResult(id=prop.id, family=prop.family, statement=prop.statement,
-                             theorem=prop.theorem, status=status, message=message, **extra)
+def check_parallel(target: str | Callable[..., Any] | None = None, *, world_size: int = 2,
+                   only: Sequence[str] | None = None, **options: Any) -> rp.Report:
+    """:func:`hcspec.conformance.runner.check_implementation` on ``world_size`` ranks, by
+    default only the ``parallel`` family (``only``); ``options`` as ``check_implementation``
+    takes them (``device``, ``seed``, ``skip``, ``timeout``, ``profile``, ...).
 
+    Raises:
+        As ``check_implementation``; ValueError: ``world_size`` < 1.
+    """
+    from hcspec.conformance.runner import check_implementation
 
-def _evaluate(prop: ParallelProperty, done: Sequence[cs.ParallelCase], world_size: int,
-              dtype: torch.dtype, unsharded: dict[int, Unsharded], outcome: RankOutcome,
-              target: str) -> rp.PropertyResult:
-    start = time.perf_counter()
-    ev = Evaluation(done, world_size, dtype, unsharded, outcome.ranks)
-    reproduce = (f"hc-conformance run {target} --world-size {world_size} --only {prop.id}")
-    status, message, trace = rp.PASSED, "", None
-    try:
-        prop.check(ev)
-    except ParallelFailure as exc:
-        status, message = rp.FAILED, str(exc)
-    except Exception as exc:  # the check met something it cannot read: the target's output
-        status, message = rp.ERROR, f"{type(exc).__name__}: {exc}"
-        trace = _format_traceback()
-    if status == rp.PASSED and outcome.problem is not None:
-        status, message, trace = rp.ERROR, outcome.problem, outcome.traceback
-    elif status == rp.PASSED and not done:
-        status, message = rp.ERROR, "no case completed on every rank"
-    label, error, tolerance = ev.worst
-    achieved = ({"label": label, "error": error if math.isfinite(error) else str(error),
-                 "tolerance": tolerance} if label else None)
-    return _result(prop, status, message, examples=ev.checked,
-                   seconds=time.perf_counter() - start, achieved=achieved,
-                   reproduce=None if status == rp.PASSED else reproduce, traceback=trace)
-
-
-def _format_traceback() -> str:
-    import traceback
-
-    return traceback.format_exc()
+    return check_implementation(target, world_size=world_size,
+                                only=list(only) if only else ["parallel"], **options)
 
 
 def assert_parallel_conforms(target: str | Callable[..., Any] | None = None, *,
@@ -406,4 +453,3 @@ def assert_parallel_conforms(target: str | Callable[..., Any] | None = None, *,
     lines += [f"{r.id} {r.status}: {r.message}" for r in report.results
               if r.status in rp.UNEXPECTED]
     raise AssertionError("\n".join(lines))
-

@@ -8,13 +8,16 @@ parameter indexed by d (mHC's φ rows, dynamic HC's ``W``) is sharded under ``"h
 gradient is complete on its rank (``gradient="target"``: the backward of the weight
 generation's all-reduce sums the upstream gradients); every other parameter is replicated and
 its gradient is summed over the group by the framework (``gradient="framework"``).
+
+The reference targets' declarations name these factories in ``BuiltinTarget.sharding``
+(:mod:`hcspec.conformance.adapters.declarations.reference`).
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
-from typing import Any, Final, cast
+from typing import Any, cast
 
 import torch
 import torch.distributed as dist
@@ -87,12 +90,3 @@ make_hc_static = _sharded(adapters.make_hc_static, "make_hc_static")
 make_hc_dynamic = _sharded(adapters.make_hc_dynamic, "make_hc_dynamic")
 make_mhc = _sharded(adapters.make_mhc, "make_mhc")
 make_mhc_fast = _sharded(adapters.make_mhc_fast, "make_mhc_fast")
-
-SHARDED_BUILTINS: Final[dict[str, Callable[..., HyperConnectionImpl]]] = {
-    "reference:hc-static": make_hc_static,
-    "reference:hc-dynamic": make_hc_dynamic,
-    "reference:mhc": make_mhc,
-    "reference:mhc-fast": make_mhc_fast,
-}
-"""Built-in target name -> its factory with the sharding capability (the parallel harness
-uses these for the reference's built-in names)."""

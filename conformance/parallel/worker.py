@@ -22,8 +22,13 @@ import torch
 import torch.distributed as dist
 
 from hcspec.conformance.parallel import cases as cs
-from hcspec.conformance.parallel.protocol import ShardedImpl, check_sharded, sharding_splits
-from hcspec.reference.sharded import local_chunk, split_axis
+from hcspec.conformance.parallel.protocol import (
+    ShardedImpl,
+    check_sharded,
+    local_chunk,
+    sharding_splits,
+    split_axis,
+)
 
 
 @dataclass(frozen=True)
@@ -36,8 +41,10 @@ class Job:
         world_size: the number of ranks.
         dtype, device: of the impls and tensors (``cuda``: rank r uses device r).
         backend: ``gloo`` or ``nccl``.
-        store: a file path for ``torch.distributed``'s FileStore rendezvous.
-        out_dir: where the ranks write their results and progress.
+        store: a file path for ``torch.distributed``'s FileStore rendezvous (spawned ranks;
+            '' under a launcher, whose group the ranks have joined already).
+        out_dir: where the ranks write their results and progress ('' under a launcher: the
+            results go back by ``gather_object``, no progress file).
         collective_timeout: seconds a collective may wait before the backend raises.
     """
 
@@ -64,7 +71,7 @@ def progress_path(out_dir: str | Path, rank: int) -> Path:
 
 class _Progress:
     def __init__(self, job: Job, rank: int) -> None:
-        self.path = progress_path(job.out_dir, rank)
+        self.path = progress_path(job.out_dir, rank) if job.out_dir else None
         self.case: cs.ParallelCase | None = None
         self.step = "joining the process group"
 
@@ -73,7 +80,8 @@ class _Progress:
             self.case = case
         self.step = step
         where = f"case {self.case.index} ({self.case.describe()}), " if self.case else ""
-        self.path.write_text(f"{where}{step}", encoding="utf-8")
+        if self.path is not None:
+            self.path.write_text(f"{where}{step}", encoding="utf-8")
 
 
 def _device(job: Job, rank: int) -> str:
@@ -190,25 +198,24 @@ def _run_case(job: Job, case: cs.ParallelCase, rank: int, device: str,
     return record
 
 
-def rank_main(rank: int, job: Job) -> None:
-    """The body of rank ``rank``: see the module docstring. Never raises."""
-    torch.set_num_threads(1)
-    progress = _Progress(job, rank)
+def run_cases(job: Job, rank: int, device: str, progress: _Progress | None = None,
+              ) -> dict[str, Any]:
+    """Run every case of ``job`` as rank ``rank`` of the default process group (joined
+    already), on ``device``; return ``{"rank", "cases", "error", "seconds"}``: case index ->
+    record for the cases completed, and the exception that stopped the rank (its case, step,
+    type, message, traceback and time) or None. Never raises."""
+    progress = progress or _Progress(job, rank)
     results: dict[str, Any] = {"rank": rank, "cases": {}, "error": None, "seconds": 0.0}
     start = time.perf_counter()
     try:
-        progress.at("joining the process group")
-        device = _device(job, rank)
-        if job.device == "cuda":
-            torch.cuda.set_device(rank)
-        dist.init_process_group(job.backend, init_method=f"file://{job.store}", rank=rank,
-                                world_size=job.world_size,
-                                timeout=datetime.timedelta(seconds=job.collective_timeout))
-        world_group = cast(dist.ProcessGroup, dist.group.WORLD)
+        progress.at("creating the process groups")
+        timeout = datetime.timedelta(seconds=job.collective_timeout)
+        every = list(range(job.world_size))
+        world_group = cast(dist.ProcessGroup, dist.new_group(every, timeout=timeout))
         half_ranks = list(range(max(1, job.world_size // 2)))
-        half_group = dist.new_group(half_ranks)  # every rank must call new_group
+        half_group = dist.new_group(half_ranks, timeout=timeout)  # every rank calls new_group
         half = half_group if rank in half_ranks else None
-        upper_group = dist.new_group(upper_ranks(job.world_size))  # every rank calls it too
+        upper_group = dist.new_group(upper_ranks(job.world_size), timeout=timeout)
         upper = upper_group if rank in upper_ranks(job.world_size) else None
         for case in job.cases:
             split_axis(case.split)
@@ -224,8 +231,30 @@ def rank_main(rank: int, job: Job) -> None:
             "traceback": traceback.format_exc(),
             "time": time.time(),
         }
+    results["seconds"] = time.perf_counter() - start
+    return results
+
+
+def rank_main(rank: int, job: Job) -> None:
+    """The body of spawned rank ``rank``: join the group through the job's FileStore, run
+    :func:`run_cases`, save the results (see the module docstring). Never raises."""
+    torch.set_num_threads(1)
+    progress = _Progress(job, rank)
+    results: dict[str, Any] = {"rank": rank, "cases": {}, "error": None, "seconds": 0.0}
+    try:
+        progress.at("joining the process group")
+        device = _device(job, rank)
+        if job.device == "cuda":
+            torch.cuda.set_device(rank)
+        dist.init_process_group(job.backend, init_method=f"file://{job.store}", rank=rank,
+                                world_size=job.world_size,
+                                timeout=datetime.timedelta(seconds=job.collective_timeout))
+        results = run_cases(job, rank, device, progress)
+    except BaseException as exc:  # joining failed: recorded for the harness
+        results["error"] = {"case": None, "step": progress.step, "type": type(exc).__name__,
+                            "message": str(exc), "traceback": traceback.format_exc(),
+                            "time": time.time()}
     finally:
-        results["seconds"] = time.perf_counter() - start
         # written under a temporary name, then renamed: a rank terminated at the deadline while
         # saving leaves no partial file for the harness to read
         final = results_path(job.out_dir, rank)

@@ -46,7 +46,9 @@ class Context:
 
     Facts about the run (read-only): ``factory``, ``target_name``, ``kind``, ``conventions``,
     ``capabilities``, ``dtype`` (float64 unless the factory rejects it), ``device``,
-    ``profile``, ``seed`` (added to every case's seed by the strategies).
+    ``profile``, ``seed`` (added to every case's seed by the strategies), ``distributed``
+    (a multi-process run's results, :class:`hcspec.conformance.parallel.harness.DistributedRun`,
+    handed over by the runner; None in a single-process run).
 
     Parts:
         record: the expectations and the worst error (:class:`Recorder`).
@@ -58,7 +60,8 @@ class Context:
 
     def __init__(self, *, factory: Callable[..., Any], target_name: str, kind: str,
                  conventions: Conventions, capabilities: frozenset[str], dtype: torch.dtype,
-                 device: str, profile: Profile, seed: int = 0) -> None:
+                 device: str, profile: Profile, seed: int = 0,
+                 distributed: Any = None) -> None:
         self.factory = factory
         self.target_name = target_name
         self.kind = kind
@@ -68,6 +71,7 @@ class Context:
         self.device = device
         self.profile = profile
         self.seed = seed
+        self.distributed = distributed
         self.record = Recorder(Precision.of(dtype, conventions.compute_dtype,
                                             conventions.output_dtype))
         self.build = Builder(factory, dtype, device)
@@ -78,7 +82,7 @@ class Context:
     def subject(self) -> Subject:
         """The facts requirements are decided on."""
         return Subject(self.kind, self.capabilities, self.dtype, self.conventions, self.device,
-                       self.profile)
+                       self.profile, getattr(self.distributed, "facts", None))
 
     @property
     def tol_dtype(self) -> torch.dtype:

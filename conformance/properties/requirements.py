@@ -32,6 +32,8 @@ class Subject:
         conventions: the declared conventions.
         device: ``"cpu"`` or ``"cuda"``, where the run happens.
         profile: the run profile.
+        distributed: the facts of a multi-process run (``--world-size N`` or a
+            ``torch.distributed`` launcher); None in a single-process run.
     """
 
     kind: str
@@ -40,6 +42,25 @@ class Subject:
     conventions: Conventions
     device: str
     profile: Profile
+    distributed: Distributed | None = None
+
+
+@dataclass(frozen=True)
+class Distributed:
+    """What a multi-process run knows before any rank starts (read from a sample of the
+    target's sharded factory, :mod:`hcspec.conformance.parallel.harness`).
+
+    Attributes:
+        world_size: the number of ranks (>= 1).
+        splits: the splits the target declares (``()``: no sharding capability).
+        named_parameters: the unsharded impl has ``named_parameters()``.
+        problem: why the ranks cannot run here (device, backend), or None.
+    """
+
+    world_size: int
+    splits: tuple[str, ...] = ()
+    named_parameters: bool = False
+    problem: str | None = None
 
 
 @dataclass(frozen=True)
@@ -206,6 +227,47 @@ TRACEABLE = Requirement(
     lambda s: s.conventions.untraceable, separator=": ")
 """The impl does not declare ``Conventions.untraceable`` (a forward that calls into another
 array framework, which ``torch.compile`` cannot see into)."""
+
+
+SHARDING_CAPABILITY = "sharding"
+"""The sharding capability's name (:mod:`hcspec.conformance.parallel.protocol`); a
+capability of the target's sharded factory, not of :data:`hcspec.conformance.protocol.CAPABILITIES`
+(those are detected on every impl)."""
+
+DISTRIBUTED = Requirement(
+    "multi-process run",
+    "runs across torch.distributed ranks, and this run is single-process: give --world-size N "
+    "(N ranks started here) or launch the kit with torchrun",
+    lambda s: s.distributed is not None)
+"""The run has ranks: the runner hands the property to the multi-process harness."""
+
+SHARDING = Requirement(
+    f"capability {SHARDING_CAPABILITY}",
+    "the target declares no sharding capability (impl.shard_splits and impl.shard(split, "
+    "group); see hcspec.conformance.parallel.protocol)",
+    lambda s: s.distributed is not None and bool(s.distributed.splits),
+    capability=SHARDING_CAPABILITY)
+"""The target runs sharded across a process group (``shard_splits`` and ``shard``)."""
+
+NAMED_PARAMETERS = Requirement(
+    "named_parameters()",
+    "the unsharded impl has no named_parameters(), so its parameters cannot be matched with "
+    "the ranks' parameter_shards()",
+    lambda s: s.distributed is not None and s.distributed.named_parameters)
+"""The unsharded impl names its parameters (the ranks' parameter map refers to the names)."""
+
+TWO_RANKS = Requirement(
+    "world size >= 2", "needs at least 2 ranks to compare world sizes",
+    lambda s: s.distributed is not None and s.distributed.world_size >= 2,
+    lambda s: None if s.distributed is None else f"this run has {s.distributed.world_size}")
+"""At least two ranks (half the ranks, the upper ranks)."""
+
+RANKS_START = Requirement(
+    "ranks can start here",
+    "the ranks cannot run here",
+    lambda s: s.distributed is None or s.distributed.problem is None,
+    lambda s: None if s.distributed is None else s.distributed.problem, separator=": ")
+"""The device and the build of torch can host the run's ranks."""
 
 
 def first_unmet(requirements: Iterable[Requirement], subject: Subject) -> str | None:

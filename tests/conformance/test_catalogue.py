@@ -3,6 +3,8 @@ rule is shown to fail on a declaration that breaks it."""
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -17,9 +19,15 @@ from hcspec.conformance.properties.declaration import (
     declare,
     register,
 )
-from hcspec.conformance.properties.requirements import Requirement, capability, kinds
+from hcspec.conformance.properties.requirements import (
+    SHARDING_CAPABILITY,
+    Requirement,
+    capability,
+    kinds,
+)
 from hcspec.conformance.protocol import CAPABILITIES, KINDS
 from hcspec.spec import registry
+from tests.mutants import _parallel
 from tests.mutants._coverage import ALSO_FAILED_BY, UNCOVERED
 from tools import mutation
 
@@ -29,7 +37,8 @@ DOC = (ROOT / "docs" / "conformance.md").read_text(encoding="utf-8")
 def family_violations(props: Iterable[Property]) -> list[str]:
     """Ids whose prefix is not a family, or whose check lives outside the family's module."""
     return [p.id for p in props
-            if p.family not in FAMILIES or p.check.__module__ != f"{PACKAGE}.{p.family}"]
+            if p.family not in FAMILIES or p.check.__module__ not in (
+                f"{PACKAGE}.{p.family}", f"hcspec.conformance.families.{p.family}")]
 
 
 def theorem_violations(props: Iterable[Property], known: set[str]) -> list[str]:
@@ -67,7 +76,11 @@ def mutant_violations(props: Sequence[Property], caught: set[str],
 def _caught() -> set[str]:
     known = {m.name for m in mutation.discover()}
     assert set(ALSO_FAILED_BY.values()) <= known, "ALSO_FAILED_BY names an unknown mutant"
-    return {pid for m in mutation.discover() for pid in m.caught_by} | set(ALSO_FAILED_BY)
+    distributed = {pid for m in pkgutil.iter_modules(_parallel.__path__)
+                   if not m.name.startswith("_")
+                   for pid in importlib.import_module(f"{_parallel.__name__}.{m.name}").CAUGHT_BY}
+    return ({pid for m in mutation.discover() for pid in m.caught_by} | set(ALSO_FAILED_BY)
+            | distributed)  # the distributed mutants need ranks: test_parallel_mutants.py
 
 
 def test_prefix_is_the_family_and_its_module() -> None:
@@ -85,7 +98,7 @@ def test_requirements_have_conditions_and_reasons() -> None:
     assert requirement_violations(CATALOGUE) == []
     for p in CATALOGUE:
         assert p.kinds <= set(KINDS) and p.kinds, p.id
-        assert p.needs <= set(CAPABILITIES), p.id
+        assert p.needs <= {*CAPABILITIES, SHARDING_CAPABILITY}, p.id
 
 
 def test_tolerance_rules_are_named_in_tolerances() -> None:

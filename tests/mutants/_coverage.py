@@ -43,5 +43,10 @@ UNCOVERED: Final[dict[str, str]] = {
     "state.deterministic_eval": "a mutant would keep dropout active in eval mode" + _NOT_YET,
     "depth.hc_growth": "it reports HC's growth and fails only on a non-finite state; a mutant "
                        "would overflow at layer 12" + _NOT_YET,
+    "parallel.input_gradients": "a distributed mutant would get the backward of a collective "
+                                "wrong (an all-gather whose backward does not reduce-scatter) "
+                                "while its forward stays right" + _NOT_YET,
+    "parallel.world_size": "a distributed mutant would scale its output by the world size "
+                           "(right on one group size only)" + _NOT_YET,
 }
 """Property id -> why no mutant shows it failing."""

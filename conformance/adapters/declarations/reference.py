@@ -15,9 +15,14 @@ SINKHORN_ROUNDS: Final = 20
 _FACTORIES: Final = "hcspec.reference.targets"
 
 
+_SHARDING: Final = "hcspec.conformance.parallel.reference_targets"
+"""The module of the reference factories with the sharding capability."""
+
+
 def _target(kind: str, factory: str, what: str) -> BuiltinTarget:
     return BuiltinTarget(f"reference:{kind}", f"{_FACTORIES}:{factory}",
-                         f"hcspec reference implementation: {what}")
+                         f"hcspec reference implementation: {what}",
+                         sharding=f"{_SHARDING}:make_{kind.replace('-', '_')}")
 
 
 TARGETS: Final[tuple[BuiltinTarget, ...]] = (

@@ -14,17 +14,14 @@ import pytest
 import torch
 
 from hcspec.conformance import cli
+from hcspec.conformance import properties as catalogue
 from hcspec.conformance import report as rp
-from hcspec.conformance.parallel import (
-    PROPERTIES,
-    assert_parallel_conforms,
-    check_parallel,
-    harness,
-)
-from hcspec.conformance.parallel.harness import resolve_device, select
-from hcspec.conformance.parallel.properties import BY_ID
+from hcspec.conformance.parallel import assert_parallel_conforms, check_parallel, harness
 from hcspec.conformance.targets import TargetError
 from tests.conformance.parallel import bad_targets
+
+BY_ID = {p.id: p for p in catalogue.CATALOGUE if p.family == "parallel"}
+PROPERTIES = tuple(BY_ID.values())
 
 
 def _statuses(report: rp.Report) -> dict[str, str]:
@@ -72,11 +69,36 @@ def test_cli_world_size_writes_the_report(tmp_path: Path) -> None:
     assert data["conventions"]["parallel.world_size"] == "2 (gloo)"
 
 
-def test_cli_world_size_usage_errors(tmp_path: Path) -> None:
+def test_cli_world_size_usage_errors(monkeypatch: pytest.MonkeyPatch) -> None:
     assert cli.main(["run", "reference:mhc", "--world-size", "0"]) == 2
-    assert cli.main(["run", "reference:mhc", "--world-size", "2", "--only", "law"]) == 2
     assert cli.main(["run", "no_such_module_xyz:make", "--world-size", "2"]) == 2
-    assert cli.main(["run", "reference:mhc", "--world-size", "2", "--case", "{}"]) == 2
+    for name, value in {"RANK": "0", "WORLD_SIZE": "2", "MASTER_ADDR": "localhost",
+                        "MASTER_PORT": "1"}.items():
+        monkeypatch.setenv(name, value)
+    # under a launcher, a --world-size other than the launcher's is refused before joining
+    assert cli.main(["run", "reference:mhc", "--world-size", "3", "--only", "parallel"]) == 2
+    monkeypatch.setenv("RANK", "x")
+    assert cli.main(["run", "reference:mhc", "--only", "parallel"]) == 2
+
+
+def test_world_size_runs_the_catalogue_and_the_family_in_one_report() -> None:
+    """--world-size adds the multi-process properties to the run: one report, one selection
+    (prerequisites, families, globs), the common exit code."""
+    report = check_parallel("reference:mhc", world_size=2, device="cpu",
+                            only=["shape.output", "parallel.forward"])
+    assert _statuses(report) == {"shape.output": rp.PASSED, "parallel.forward": rp.PASSED}
+    assert "sharding" in report.capabilities
+    assert report.conventions["parallel.world_size"] == "2 (gloo)"
+
+
+def test_single_process_run_reports_the_family_not_applicable() -> None:
+    from hcspec.conformance.runner import check_implementation
+
+    report = check_implementation("reference:mhc", device="cpu", only=["parallel"])
+    assert _statuses(report) == {pid: rp.NOT_APPLICABLE for pid in BY_ID}
+    assert all(r.message.startswith("runs across torch.distributed ranks, and this run is "
+                                    "single-process: give --world-size N") for r in report.results)
+    assert "sharding" not in report.capabilities and "parallel.run" not in report.conventions
 
 
 def test_target_without_sharding_is_not_applicable() -> None:
@@ -89,11 +111,17 @@ def test_target_without_sharding_is_not_applicable() -> None:
 
 @pytest.mark.skipif(torch.cuda.device_count() >= 2, reason="this host has 2 CUDA devices")
 def test_cuda_without_enough_devices_is_not_applicable_with_the_reason() -> None:
+    if not torch.cuda.is_available():  # the common device resolution refuses it outright
+        with pytest.raises(ValueError, match="--device cuda: no CUDA device"):
+            check_parallel("reference:mhc", world_size=2, device="cuda")
+        assert "2 ranks, 0 CUDA device(s) here" in (harness.ranks_problem("cuda", 2, None) or "")
+        return
     report = check_parallel("reference:mhc", world_size=2, device="cuda")
     assert set(_statuses(report).values()) == {rp.NOT_APPLICABLE}
     found = torch.cuda.device_count() if torch.cuda.is_available() else 0
     assert all(f"2 ranks, {found} CUDA device(s) here" in r.message for r in report.results)
-    assert resolve_device("auto", 2)[:2] == ("cpu", "gloo")
+    assert harness.ranks_problem("cpu", 2, None) is None
+    assert "at most 8 CPU ranks" in (harness.ranks_problem("cpu", 9, None) or "")
 
 
 def test_a_rank_that_raises_is_named_once(tmp_path: Path,
@@ -104,7 +132,8 @@ def test_a_rank_that_raises_is_named_once(tmp_path: Path,
     forward = report.results[1]
     assert forward.id == "parallel.forward" and forward.status == rp.ERROR
     assert forward.message.startswith(
-        "rank 1 raised in case 0, step 'sharded forward': RuntimeError: boom on rank 1")
+        "RanksFailed: rank 1 raised in case 0, step 'sharded forward': RuntimeError: boom on "
+        "rank 1")
     assert forward.traceback is not None and "boom on rank 1" in forward.traceback
     # no case completed on every rank: the init property cannot pass either
     assert report.results[0].status == rp.ERROR
@@ -167,14 +196,14 @@ def test_a_rank_that_hangs_in_a_collective_is_named_with_its_step(
 
 
 def test_select_and_bad_arguments() -> None:
-    assert [p.id for p in select(["parallel.*grad*"])] == [
+    assert [p.id for p in catalogue.select(["parallel.*grad*"])] == [
         "parallel.input_gradients", "parallel.parameter_gradients"]
-    assert [p.id for p in select(None, ["parallel"])] == []
-    with pytest.raises(ValueError, match="matches no property of the parallel family"):
-        select(["parallel.nope"])
+    assert [p.id for p in catalogue.select(["parallel"], ["parallel"])] == []
+    with pytest.raises(catalogue.SelectionError, match="unknown property id or family"):
+        catalogue.select(["parallel.nope"])
     with pytest.raises(ValueError, match="world_size must be an int >= 1"):
         check_parallel("reference:mhc", world_size=0)
-    with pytest.raises(ValueError, match="device must be"):
+    with pytest.raises(ValueError, match="--device: expected"):
         check_parallel("reference:mhc", device="tpu")
     with pytest.raises(TargetError):
         check_parallel("no_such_module_xyz:make")
@@ -189,8 +218,9 @@ def test_failure_report_names_rank_case_and_reproduction() -> None:
     assert result.status == rp.FAILED
     assert result.message.startswith("case 0 (split=tokens n=4 d=4 B=2 T=4 layer_index=0 "
                                      "seed=101): parameters at init, rank 1: error")
-    assert result.reproduce is not None and "--world-size 2 --only parallel.replicated_init" in (
-        result.reproduce)
+    assert result.reproduce is not None
+    assert "--only parallel.replicated_init" in result.reproduce
+    assert "--world-size 2 --case" in result.reproduce
     assert result.achieved is not None
     assert float(result.achieved["error"]) > 0.1 and result.achieved["tolerance"] == 0.0
 
@@ -200,7 +230,8 @@ def test_an_unsharded_run_that_raises_is_an_error_not_a_crash() -> None:
                             only=["parallel.forward"])
     (result,) = report.results
     assert result.status == rp.ERROR
-    assert result.message.startswith("the unsharded run raised in case 0 (split=tokens")
+    assert result.message.startswith("RanksFailed: the unsharded run raised in case 0 "
+                                     "(split=tokens")
     assert "ValueError: unsharded forward refused" in result.message
 
 

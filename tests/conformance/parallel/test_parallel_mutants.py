@@ -9,9 +9,9 @@ import pkgutil
 
 import pytest
 
+from hcspec.conformance import properties as catalogue
 from hcspec.conformance import report as rp
 from hcspec.conformance.parallel import check_parallel
-from hcspec.conformance.parallel.properties import BY_ID
 from tests.mutants import _parallel
 
 NAMES = sorted(m.name for m in pkgutil.iter_modules(_parallel.__path__)
@@ -29,6 +29,9 @@ IN_MESSAGE = {  # what the failure of the naming property must say
     "wrong_gather_order": "its chunks are the expected chunks [1, 0]",
     "unreduced_replicated_gradients": "declared gradient='target'",
 }
+
+BY_ID = {p.id: p for p in catalogue.CATALOGUE if p.family == "parallel"}
+PROPERTIES = tuple(BY_ID.values())
 
 
 def test_one_mutant_per_distributed_bug_class() -> None:
