@@ -58,7 +58,6 @@ from hcspec.conformance.timeouts import Terminated as Terminated  # re-exported:
 from hcspec.conformance.timeouts import (
     TimedOut,
     call_with_timeout,
-    default_timeout,
     interrupt_name,
 )
 
@@ -426,9 +425,9 @@ class RunSetup:
 
 def _timeout(profile: Profile, timeout: float | None) -> float | None:
     """The per-property limit: ``timeout`` when given (0 or less: none), else the profile's
-    default (:func:`hcspec.conformance.timeouts.default_timeout`)."""
+    own (:attr:`hcspec.conformance.profiles.Profile.timeout`)."""
     if timeout is None:
-        return default_timeout(profile.name)
+        return profile.timeout
     return timeout if timeout > 0 else None
 
 
