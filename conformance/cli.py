@@ -211,7 +211,7 @@ def _console() -> Console:
 def _default_timeouts() -> dict[str, float]:
     from hcspec.conformance.timeouts import DEFAULT_TIMEOUTS
 
-    return DEFAULT_TIMEOUTS
+    return dict(DEFAULT_TIMEOUTS)
 
 
 def cmd_list(args: argparse.Namespace) -> int:

@@ -8,29 +8,33 @@ terminal (:mod:`hcspec.conformance.terminal`), the Markdown and JSON reports
 they show the same figures: the error and tolerance of the case that is printed as the
 counterexample, never those of another case.
 
-A :class:`~hcspec.conformance.properties.base.PropertyFailure` may carry structured
-attributes (``label``, ``error``, ``tolerance``, ``detail``, ``hint``); they are read with
-fallbacks, so an exception without them (an impl's own ``RuntimeError``, an older
-``PropertyFailure``) is explained from its type, message and traceback.
+A :class:`~hcspec.conformance.properties.base.PropertyFailure` carries structured attributes
+(``label``, ``error``, ``tolerance``, ``rule``, ``floor``, ``detail``, ``hint``); they are read
+as they are, never re-parsed from the message, so an exception without them (an impl's own
+``RuntimeError``) is explained from its type, message and traceback alone.
+
+Where a failure comes from (:func:`origin`) has one definition, used by the failure record, by
+``PropertyFailure.origin`` and by the shrinker's :func:`signature`: the innermost frame of the
+exception's traceback outside the kit's raising helpers (:data:`KIT_INTERNAL`).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-import re
 import traceback as tb
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
-_EXPECT = re.compile(r"^(?P<label>.+?): error (?P<error>\S+) > tolerance (?P<tol>\S+?)"
-                     r"(?: \[rule (?P<rule>[^\]:]+)(?:: floor (?P<floor>[^,\]]+)[^\]]*)?\])?"
-                     r"(?:; (?P<detail>.*))?$", re.DOTALL)
-"""The text :meth:`Context.expect` raises, read when the exception carries no attributes."""
-
-_KIT_HELPERS = frozenset({"base.py", "probes.py", "failure.py"})
-"""Modules of the kit whose frames are not a check's origin (they raise for their caller)."""
+KIT_INTERNAL: Final = frozenset({
+    "hcspec.conformance.failure",
+    "hcspec.conformance.probes",
+    "hcspec.conformance.properties.base",
+    "hcspec.conformance.properties.errors",
+    "hcspec.conformance.properties.recording",
+})
+"""Modules of the kit whose frames are never a failure's origin: they raise for their caller
+(``Context.require``, ``Recorder.expect``, ``PropertyFailure.numeric``, the probes)."""
 
 
 @dataclass(frozen=True)
@@ -135,17 +139,21 @@ def _number(value: Any) -> float | None:
 
 
 def origin(exc: BaseException) -> str:
-    """``file:line`` of the innermost traceback frame outside the kit's helper modules (so
-    a :meth:`Context.require` failure points at the check that called it); '' when the
-    exception has no traceback."""
-    frames = tb.extract_tb(exc.__traceback__) if exc.__traceback__ is not None else []
-    chosen = None
-    for frame in frames:
-        if Path(frame.filename).name not in _KIT_HELPERS:
-            chosen = frame
-    if chosen is None and frames:
-        chosen = frames[-1]
-    return f"{Path(chosen.filename).name}:{chosen.lineno}" if chosen is not None else ""
+    """``module:function:line`` of the innermost frame of ``exc``'s traceback outside
+    :data:`KIT_INTERNAL` (so a failure raised by ``Context.require`` or ``Recorder.expect``
+    points at the check that called it, the same for every case that fails that check whatever
+    its figures); the innermost frame when every frame is the kit's; '' when ``exc`` has not
+    been raised (no traceback)."""
+    frames = []
+    entry = exc.__traceback__
+    while entry is not None:
+        frames.append((entry.tb_frame, entry.tb_lineno))
+        entry = entry.tb_next
+    if not frames:
+        return ""
+    outside = [f for f in frames if f[0].f_globals.get("__name__") not in KIT_INTERNAL]
+    frame, line = (outside or frames)[-1]
+    return f"{frame.f_globals.get('__name__', '?')}:{frame.f_code.co_name}:{line}"
 
 
 def from_exception(exc: BaseException, *, failed: bool, counterexample: str | None = None,
@@ -153,35 +161,25 @@ def from_exception(exc: BaseException, *, failed: bool, counterexample: str | No
     """The :class:`Failure` for ``exc`` raised on the case ``counterexample`` (JSON).
 
     ``failed`` says the exception means "the property does not hold" (a ``PropertyFailure``);
-    otherwise it is an unexpected error and its traceback is kept. Structured attributes of
-    the exception (``label``, ``error``, ``tolerance``, ``detail``, ``hint``) are used when
-    present; without them the label and figures are read from :meth:`Context.expect`'s text.
-    ``hint`` is used when the exception brings none.
+    otherwise it is an unexpected error and its traceback is kept. The structured attributes
+    of the exception (``label``, ``error``, ``tolerance``, ``rule``, ``floor``, ``detail``,
+    ``hint``) are used when present; the message is never parsed for them. ``hint`` is used
+    when the exception brings none.
     """
     text = str(exc)
     label = getattr(exc, "label", None)
-    error, tolerance = _number(getattr(exc, "error", None)), _number(getattr(exc, "tolerance",
-                                                                              None))
-    detail = getattr(exc, "detail", None)
     rule = getattr(exc, "rule", None)
-    floor = _number(getattr(exc, "floor", None))
-    if label is None and failed and (match := _EXPECT.match(text)) is not None:
-        label = match["label"]
-        rule = match["rule"]
-        try:
-            error, tolerance = float(match["error"]), float(match["tol"])
-            floor = float(match["floor"]) if match["floor"] else None
-        except ValueError:
-            error = tolerance = None
-        detail = detail if detail is not None else (match["detail"] or "")
+    detail = getattr(exc, "detail", None)
     own_hint = getattr(exc, "hint", None)
     return Failure(
         kind="failed" if failed else "error",
         exception=type(exc).__name__,
         message=text if failed else f"{type(exc).__name__}: {text}",
         label=str(label) if label is not None else None,
-        origin=str(getattr(exc, "origin", None) or origin(exc)),
-        error=error, tolerance=tolerance, rule=str(rule) if rule else None, floor=floor,
+        origin=origin(exc),
+        error=_number(getattr(exc, "error", None)),
+        tolerance=_number(getattr(exc, "tolerance", None)),
+        rule=str(rule) if rule else None, floor=_number(getattr(exc, "floor", None)),
         detail=str(detail) if detail else "",
         hint=str(own_hint) if own_hint else hint,
         counterexample=counterexample,
@@ -191,19 +189,13 @@ def from_exception(exc: BaseException, *, failed: bool, counterexample: str | No
 
 def signature(exc: BaseException) -> tuple[str, str]:
     """What "failing the same way" means to the shrinker: the exception's type and the
-    failing comparison's label — or, for a failed condition (no error figure: its label is
-    its message) or an exception without a label, its origin (the exception's declared
-    ``origin``, else the check's ``file:line``, :func:`origin`). The numbers in the message
-    play no part."""
+    failing comparison's label — or, for a failed condition (a label but no error figure: its
+    label is its message, figures and all) or an exception without a label, its
+    :func:`origin`. The numbers in the message play no part."""
     label = getattr(exc, "label", None)
-    declared_origin = getattr(exc, "origin", None)
-    if declared_origin and getattr(exc, "error", None) is None:
-        # a condition (not a comparison): its label is its message, figures and all
-        return type(exc).__name__, f"origin {declared_origin}"
-    if label is None and (match := _EXPECT.match(str(exc))) is not None:
-        label = match["label"]
-    return type(exc).__name__, (f"label {label}" if label is not None
-                                else f"origin {origin(exc)}")
+    if label is None or (getattr(exc, "error", None) is None and hasattr(exc, "error")):
+        return type(exc).__name__, f"origin {origin(exc)}"
+    return type(exc).__name__, f"label {label}"
 
 
 def explain(failure: Failure, *, traceback: bool = False) -> list[tuple[str, str]]:

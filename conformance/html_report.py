@@ -201,8 +201,8 @@ def failure_lines(result: rp.PropertyResult) -> list[Line]:
     """What the failures section shows for ``result`` (failed, error, timeout, xpass, xfail):
     the expected-failure reason (xfail), then :func:`hcspec.conformance.failure.explain` of its
     failure (message, figures, hint, minimal counterexample, shrunk-from, reproduction
-    command) or, for a result without a structured failure (an xpass, an older report), its
-    message, achieved figures, counterexample and reproduction command."""
+    command) or, for a result without a failure (an xpass), its message and the worst
+    comparison it measured."""
     lines: list[Line] = []
     if result.status == rp.XFAIL and result.expected_failure:
         lines.append(Line("expected failure", result.expected_failure, False))
@@ -210,14 +210,10 @@ def failure_lines(result: rp.PropertyResult) -> list[Line]:
         lines += [Line(key, text, key in CODE_FIELDS) for key, text in explain(result.failure)]
         return lines
     lines.append(Line("message", result.message or "(no message)", False))
-    if result.achieved:
-        lines.append(Line("worst", f"{result.achieved.get('label', 'error')}: error "
-                                   f"{result.achieved.get('error')}, tolerance "
-                                   f"{result.achieved.get('tolerance')}", False))
-    if result.counterexample:
-        lines.append(Line("minimal counterexample", result.counterexample, True))
-    if result.reproduce:
-        lines.append(Line("reproduce", result.reproduce, True))
+    if result.worst:
+        lines.append(Line("worst", f"{result.worst.get('label', 'error')}: error "
+                                   f"{result.worst.get('error')}, tolerance "
+                                   f"{result.worst.get('tolerance')}", False))
     return lines
 
 

@@ -47,7 +47,7 @@ def to_junit(report: rp.Report) -> JUnitXml:
             case.result = [failure]
         elif r.status == rp.ERROR:
             error = Error(r.message, type_="error")
-            error.text = r.traceback or detail
+            error.text = (r.failure.traceback if r.failure is not None else None) or detail
             case.result = [error]
         elif r.status in (rp.BLOCKED, rp.NOT_APPLICABLE):
             case.result = [Skipped(r.skip_reason)]
@@ -67,14 +67,9 @@ def to_junit(report: rp.Report) -> JUnitXml:
 
 
 def _detail(r: rp.PropertyResult) -> str:
-    if r.failure is not None:
-        return explain_text(r.failure)
-    lines = [r.message]
-    if r.counterexample:
-        lines.append(f"counterexample: {r.counterexample}")
-    if r.reproduce:
-        lines.append(f"reproduce: {r.reproduce}")
-    return "\n".join(lines)
+    """The failure's explanation (:func:`explain_text`), or the message of a result without
+    a failure (an xpass)."""
+    return explain_text(r.failure) if r.failure is not None else r.message
 
 
 def write_junit(report: rp.Report, path: str | Path) -> None:

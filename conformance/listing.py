@@ -11,7 +11,10 @@ stale, only slower after an edit until the snapshot is rewritten::
 
     python -m hcspec.conformance.listing --write
 
-(a test fails while the snapshot is out of date, naming this command).
+(a test fails while the snapshot is out of date, naming this command). The same command
+rewrites the property table of docs/conformance.md, the block between :data:`TABLE_START` and
+:data:`TABLE_END`, from the catalogue (:func:`markdown_table`); the docs test fails while it
+is not current.
 """
 
 from __future__ import annotations
@@ -135,12 +138,68 @@ def write() -> Path:
     return SNAPSHOT
 
 
+DOC: Final = Path(__file__).resolve().parents[1] / "docs" / "conformance.md"
+"""The page whose property table is generated (in a source checkout)."""
+
+TABLE_START: Final = ("<!-- property-table:start (generated from the catalogue: "
+                      "python -m hcspec.conformance.listing --write) -->")
+TABLE_END: Final = "<!-- property-table:end -->"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def markdown_table(table_rows: list[Row]) -> str:
+    """The docs' property table: one row per property, ``| id | statement | spec theorem |
+    requires (checked before any case) | tolerance |``, in catalogue order (``—`` for no
+    theorem or no requirement; requirements joined by ``; ``)."""
+    lines = ["| id | statement | spec theorem | requires (checked before any case) | tolerance |",
+             "| --- | --- | --- | --- | --- |"]
+    for r in table_rows:
+        theorems = ", ".join(f"`{t}`" for t in r.theorems) or "—"
+        requires = "; ".join(r.requires) or "—"
+        lines.append(f"| `{r.id}` | {_cell(r.statement)} | {theorems} | {_cell(requires)} | "
+                     f"{r.tolerance} |")
+    return "\n".join(lines) + "\n"
+
+
+def with_table(doc: str, table_rows: list[Row]) -> str:
+    """``doc`` with the text between :data:`TABLE_START` and :data:`TABLE_END` replaced by
+    :func:`markdown_table` of ``table_rows``.
+
+    Raises:
+        ValueError: the markers are missing or out of order.
+    """
+    start, end = doc.find(TABLE_START), doc.find(TABLE_END)
+    if start < 0 or end < start:
+        raise ValueError(f"the document has no {TABLE_START!r} … {TABLE_END!r} block")
+    return doc[:start + len(TABLE_START)] + "\n" + markdown_table(table_rows) + doc[end:]
+
+
+def write_doc(path: Path = DOC) -> Path:
+    """Rewrite the property table of ``path`` from the imported catalogue; returns the path.
+
+    Raises:
+        OSError: the page cannot be read or written.
+        ValueError: the page has no table markers.
+    """
+    doc = path.read_text(encoding="utf-8")
+    current = with_table(doc, live_rows())
+    if current != doc:
+        path.write_text(current, encoding="utf-8")
+    return path
+
+
 def main(argv: list[str] | None = None) -> int:
     """``python -m hcspec.conformance.listing [--write]``: say whether the snapshot is up to
-    date (exit 0) or why not (exit 1); ``--write`` rewrites it."""
+    date (exit 0) or why not (exit 1); ``--write`` rewrites it and the property table of
+    docs/conformance.md (when the page is there: a source checkout)."""
     args = sys.argv[1:] if argv is None else argv
     if args == ["--write"]:
         print(f"wrote {write()}")
+        if DOC.exists():
+            print(f"wrote the property table of {write_doc()}")
         return 0
     if args:
         print("usage: python -m hcspec.conformance.listing [--write]", file=sys.stderr)

@@ -7,10 +7,17 @@
   per forward): the explicit examples plus one generated case per property, reaching the
   shapes where kernels break (n up to 8, d past a 64-wide block).
 
+A profile is data: every knob the kit reads from it is a field of :class:`Profile` (example
+counts, shape bounds, extremes, the per-property time limit, the ``torch.compile`` backend, the
+depth of the stacks, which explicit examples the families add or trim). No code compares a
+profile's name (a test checks it), so a new profile is one :func:`register` call or one entry
+of :data:`PROFILES`.
+
 Every profile is deterministic: the runner seeds each property's exploration from the
 property id and ``--seed`` (:func:`hcspec.conformance.runner.exploration_seed`), so a CI gate
-sees the same cases every run. :data:`PROFILE_NAMES` and :data:`DEFAULT_PROFILE` are the one
-source of the names (the CLI and the pytest plugin offer exactly these).
+sees the same cases every run. :data:`PROFILES` is the one source of the names:
+:data:`PROFILE_NAMES` is a live view of its keys, so the CLI's ``--profile`` and the pytest
+plugin's ``--hc-profile`` offer exactly the registered profiles.
 
 Each profile is also registered with hypothesis as ``hcspec-<name>`` so users' own tests can
 ``hypothesis.settings.load_profile("hcspec-ci")``: importing :mod:`hcspec.conformance.strategies`
@@ -20,8 +27,9 @@ so the pytest plugin can read the profile names without slowing every pytest sta
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, overload
 
 if TYPE_CHECKING:
     from hypothesis import settings
@@ -32,12 +40,22 @@ class Profile:
     """How much a run explores.
 
     Attributes:
-        name: ``quick``, ``ci``, ``thorough`` or ``kernel``.
+        name: the key in :data:`PROFILES` (``--profile NAME``); only shown, never compared.
         max_examples: hypothesis examples per property, after the explicit ones.
         derandomize: the registered hypothesis profile (``hcspec-<name>``, for users' own
             tests) draws the same examples every run; the kit's runner seeds explicitly.
         max_batch, max_tokens, max_n, max_d: bounds of generated shapes ``[B, T, n, d]``.
         extreme: also draw extreme magnitudes (states scaled to 1e±6, parameters scaled ×1e4).
+        timeout: the default wall-clock limit per property in seconds (``--timeout`` overrides
+            it), about ten times the slowest property of the reference targets on a loaded
+            2-core machine, so that only a hang reaches it.
+        compile_backend: the ``torch.compile`` backend of the compile family: ``eager``
+            (TorchDynamo's trace only), ``aot_eager`` (plus AOTAutograd) or ``inductor``
+            (generated kernels; needs a C++ compiler on the CPU).
+        stack_depth: sublayers in the depth family's stacks.
+        trimmed_examples: families whose explicit examples are costly run only their first
+            few (a smoke run).
+        extra_examples: families add their costlier explicit examples (e.g. more compiles).
     """
 
     name: str
@@ -48,6 +66,19 @@ class Profile:
     max_n: int
     max_d: int
     extreme: bool
+    timeout: float
+    compile_backend: str
+    stack_depth: int
+    trimmed_examples: bool = False
+    extra_examples: bool = False
+
+    def __post_init__(self) -> None:
+        if self.compile_backend not in COMPILE_BACKENDS:
+            raise ValueError(f"profile {self.name!r}: compile_backend "
+                             f"{self.compile_backend!r}; expected one of {COMPILE_BACKENDS}")
+        if not self.timeout > 0 or self.stack_depth < 1 or self.max_examples < 1:
+            raise ValueError(f"profile {self.name!r}: timeout must be > 0, stack_depth and "
+                             f"max_examples >= 1")
 
     def hypothesis_settings(self, seed_is_fixed: bool = False) -> settings:
         """hypothesis settings for this profile (no example database: runs are reproducible
@@ -64,19 +95,88 @@ class Profile:
         )
 
 
+COMPILE_BACKENDS: Final = ("eager", "aot_eager", "inductor")
+"""The ``torch.compile`` backends a profile may name, cheapest first."""
+
 PROFILES: Final[dict[str, Profile]] = {
     "quick": Profile("quick", max_examples=2, derandomize=True, max_batch=2, max_tokens=3,
-                     max_n=4, max_d=8, extreme=False),
+                     max_n=4, max_d=8, extreme=False, timeout=300.0, compile_backend="eager",
+                     stack_depth=16, trimmed_examples=True),
     "ci": Profile("ci", max_examples=20, derandomize=True, max_batch=3, max_tokens=4,
-                  max_n=4, max_d=12, extreme=False),
+                  max_n=4, max_d=12, extreme=False, timeout=600.0, compile_backend="aot_eager",
+                  stack_depth=16),
     "thorough": Profile("thorough", max_examples=100, derandomize=False, max_batch=4,
-                        max_tokens=8, max_n=8, max_d=24, extreme=True),
+                        max_tokens=8, max_n=8, max_d=24, extreme=True, timeout=1800.0,
+                        compile_backend="inductor", stack_depth=32, extra_examples=True),
     "kernel": Profile("kernel", max_examples=1, derandomize=True, max_batch=2, max_tokens=3,
-                      max_n=8, max_d=72, extreme=False),
+                      max_n=8, max_d=72, extreme=False, timeout=600.0,
+                      compile_backend="aot_eager", stack_depth=16),
 }
+"""Every profile by name, cheapest first (``kernel``, sized apart for Triton's interpreter,
+last). A new profile is one entry here (or :func:`register`)."""
 DEFAULT_PROFILE: Final = "ci"
-PROFILE_NAMES: Final[tuple[str, ...]] = tuple(PROFILES)
-"""The profile names, cheapest first: the choices of ``--profile`` and ``--hc-profile``."""
+
+
+class _Names(Sequence[str]):
+    """The keys of :data:`PROFILES` as a tuple-like sequence, read when used (so a profile
+    registered later is offered too)."""
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+    @overload
+    def __getitem__(self, index: slice) -> tuple[str, ...]: ...
+
+    def __getitem__(self, index: int | slice) -> str | tuple[str, ...]:
+        return tuple(PROFILES)[index]
+
+    def __len__(self) -> int:
+        return len(PROFILES)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(tuple(PROFILES))
+
+    def __contains__(self, name: object) -> bool:
+        return name in PROFILES
+
+    def __eq__(self, other: object) -> bool:
+        return tuple(PROFILES) == (tuple(other) if isinstance(other, Sequence) else other)
+
+    def __hash__(self) -> int:
+        return hash(tuple(PROFILES))
+
+    def __repr__(self) -> str:
+        return repr(tuple(PROFILES))
+
+
+PROFILE_NAMES: Final[Sequence[str]] = _Names()
+"""The profile names, cheapest first: the choices of ``--profile`` and ``--hc-profile`` (a live
+view of :data:`PROFILES`)."""
+
+
+def register(profile: Profile) -> None:
+    """Add ``profile`` to :data:`PROFILES` (and to hypothesis as ``hcspec-<name>`` when
+    hypothesis is already imported): the CLI, the pytest plugin and the runner offer it from
+    then on.
+
+    Raises:
+        ValueError: a profile of that name exists.
+    """
+    if profile.name in PROFILES:
+        raise ValueError(f"a profile named {profile.name!r} exists")
+    PROFILES[profile.name] = profile
+    import sys
+
+    if "hypothesis" in sys.modules:
+        register_with_hypothesis()
+
+
+def unregister(name: str) -> Profile:
+    """Remove the profile ``name`` and return it (for tests that register one temporarily).
+
+    Raises:
+        KeyError: no such profile.
+    """
+    return PROFILES.pop(name)
 
 
 def get_profile(name: str) -> Profile:

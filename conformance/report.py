@@ -9,12 +9,20 @@ JSON report (``hc-conformance run --json PATH``)::
 ``status`` is one of :data:`STATUSES`. Extra keys (the header, achieved errors, counterexamples,
 reproduction commands, family scores) are additive; :meth:`Report.from_dict` reads a report
 back (for ``hc-conformance report``).
+
+A result's ``failure`` (:class:`hcspec.conformance.failure.Failure`) is its one record of why
+it failed. Its ``message``, ``achieved``, ``counterexample``, ``reproduce``, ``traceback``,
+``shrunk_from`` and ``shrink_runs`` keys are written from it for readers of the JSON (a CI
+script reading ``message``) and never read back. ``schema_version`` 2 says so; a report of
+an earlier version (1, or none) is migrated when read (:func:`migrate`): a failure result
+without ``failure`` gets one built from those keys, so every output renders one record.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import importlib.metadata
+import inspect
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,7 +43,9 @@ STATUSES: Final[tuple[str, ...]] = (PASSED, FAILED, ERROR, BLOCKED, NOT_APPLICAB
 UNEXPECTED: Final[frozenset[str]] = frozenset({FAILED, ERROR, XPASS, TIMEOUT})
 """Statuses that make a run fail (exit code 1). ``blocked`` always follows a failure."""
 
-JSON_SCHEMA_VERSION: Final = 1
+JSON_SCHEMA_VERSION: Final = 2
+"""Version 2: a result's failure keys are derived from ``failure`` (see the module
+docstring); version 1 reports are read through :func:`migrate`."""
 
 
 def kit_version() -> str:
@@ -46,36 +56,46 @@ def kit_version() -> str:
         return "0.1.0+source"
 
 
-@dataclass
+_FAILURE_STATUSES: Final[frozenset[str]] = frozenset({FAILED, ERROR, XFAIL, TIMEOUT})
+"""Statuses whose result holds a :class:`~hcspec.conformance.failure.Failure`."""
+
+_DERIVED: Final = ("message", "achieved", "counterexample", "reproduce", "traceback",
+                   "shrunk_from", "shrink_runs")
+"""JSON keys of a result that are read from its failure (written for readers of the JSON;
+never read back: :meth:`PropertyResult.from_dict` reads ``failure``)."""
+
+
+@dataclass(init=False)
 class PropertyResult:
-    """The outcome of one property.
+    """The outcome of one property. Its :attr:`failure` is the one record of why it failed:
+    ``message``, ``counterexample``, ``reproduce``, ``traceback``, ``shrunk_from``,
+    ``shrink_runs`` and (for a failure) ``achieved`` are read from it, never stored apart.
 
     Attributes:
         id, family, statement, theorem: from the catalogue.
         status: one of :data:`STATUSES`.
         examples: cases checked (explicit + hypothesis), not counting rejected ones.
         seconds: wall time.
-        message: why it failed / is blocked / not applicable / expected to fail ('' on a pass).
-        achieved: the worst measured quantity: ``{"label", "error", "tolerance"}`` (also on a
-            pass), or None when the property measures nothing numeric.
-        counterexample: the minimal failing case as JSON text (``--case`` reads it back).
-        reproduce: a one-line command that reproduces the failure.
-        traceback: the traceback of an unexpected exception (status ``error``).
+        note: why a result without a failure is what it is: blocked, not applicable, an
+            unexpected pass (xpass), or a pass that did not count some cases ('' otherwise).
+        worst: the worst measured comparison of a result without a failure:
+            ``{"label", "error", "tolerance", "rule", "floor", "rules"}``, None when the
+            property measures nothing numeric.
         rejected: how many cases the factory rejected (unsupported configurations).
         inconclusive: how many cases could not show the property either way (not counted).
         expected_failure: the reason given in the expected-failures file, if any.
-        shrunk_from: the failing explicit example ``counterexample`` was shrunk from (JSON),
-            None when it was not shrunk; shrink_runs: the re-runs the shrinking took.
         failure: the structured failure (:class:`hcspec.conformance.failure.Failure`) of a
             failed, error, xfail or timeout result, None otherwise; every output renders it.
-            ``message``, ``counterexample``, ``reproduce``, ``traceback``, ``shrunk_from`` and,
-            when the failure is numeric, ``achieved`` repeat its fields (set together by
-            :meth:`set_failure`), so the table's error column shows the failing case's figures.
         global_state_changes: what running the property changed in torch's global state
             (default dtype, RNG, grad mode, flags; restored by the kit), empty when nothing.
         series: curves the property measured, ``quantity -> case label -> one value per
             step`` (the depth family: ``‖X_l‖ / ‖X_0‖`` after each sublayer l = 0 … L, one
             curve per case), empty when it records none; the HTML report plots them.
+
+    The constructor also takes ``message`` (the note of a result without a failure) and
+    ``achieved`` (its worst comparison); given with a failure status and no ``failure``, they
+    and ``counterexample``, ``reproduce``, ``traceback``, ``shrunk_from`` and ``shrink_runs``
+    make the failure (:func:`failure_from_fields`), as a result of an older report is read.
     """
 
     id: str
@@ -85,19 +105,92 @@ class PropertyResult:
     status: str
     examples: int = 0
     seconds: float = 0.0
-    message: str = ""
-    achieved: dict[str, Any] | None = None
-    counterexample: str | None = None
-    reproduce: str | None = None
-    traceback: str | None = None
+    note: str = ""
+    worst: dict[str, Any] | None = None
     rejected: int = 0
     inconclusive: int = 0
     expected_failure: str | None = None
-    shrunk_from: str | None = None
-    shrink_runs: int = 0
     failure: Failure | None = None
     global_state_changes: list[str] = field(default_factory=list)
     series: dict[str, dict[str, list[float]]] = field(default_factory=dict)
+
+    def __init__(self, id: str, family: str, statement: str, theorem: str | None, status: str,
+                 examples: int = 0, seconds: float = 0.0, message: str = "",
+                 achieved: dict[str, Any] | None = None, *, rejected: int = 0,
+                 inconclusive: int = 0, expected_failure: str | None = None,
+                 failure: Failure | None = None,
+                 global_state_changes: list[str] | None = None,
+                 series: dict[str, dict[str, list[float]]] | None = None,
+                 counterexample: str | None = None, reproduce: str | None = None,
+                 traceback: str | None = None, shrunk_from: str | None = None,
+                 shrink_runs: int = 0) -> None:
+        self.id, self.family, self.statement, self.theorem = id, family, statement, theorem
+        self.status, self.examples, self.seconds = status, examples, seconds
+        self.rejected, self.inconclusive = rejected, inconclusive
+        self.expected_failure = expected_failure
+        self.global_state_changes = list(global_state_changes or [])
+        self.series = dict(series or {})
+        self.note, self.worst, self.failure = message, achieved, failure
+        if failure is None and status in _FAILURE_STATUSES:
+            self.note, self.worst = "", None
+            self.failure = failure_from_fields(
+                status, message=message, achieved=achieved, expected_failure=expected_failure,
+                counterexample=counterexample, reproduce=reproduce, traceback=traceback,
+                shrunk_from=shrunk_from, shrink_runs=shrink_runs)
+
+    # --- read from the failure ---------------------------------------------------------
+    @property
+    def message(self) -> str:
+        """Why it failed (the failure's message; an xfail's prefixed ``expected failure
+        (REASON): ``), or :attr:`note` for a result without a failure."""
+        if self.failure is None:
+            return self.note
+        if self.status == XFAIL:
+            return f"expected failure ({self.expected_failure}): {self.failure.message}"
+        return self.failure.message
+
+    @property
+    def achieved(self) -> dict[str, Any] | None:
+        """The figures the error column shows: the failing case's comparison
+        (``{"label", "error", "tolerance"}`` plus ``rule`` and ``floor`` when a rule gave the
+        allowance; None when the failure is not numeric), or :attr:`worst` without a
+        failure."""
+        failure = self.failure
+        if failure is None:
+            return self.worst
+        if failure.error is None or failure.tolerance is None:
+            return None
+        figures: dict[str, Any] = {"label": failure.label or "error", "error": failure.error,
+                                   "tolerance": failure.tolerance}
+        if failure.rule:
+            figures.update(rule=failure.rule, floor=failure.floor)
+        return figures
+
+    @property
+    def counterexample(self) -> str | None:
+        """The minimal failing case as JSON text (``--case`` reads it back), None if none."""
+        return self.failure.counterexample if self.failure is not None else None
+
+    @property
+    def reproduce(self) -> str | None:
+        """The one-line command that reproduces the failure, None if none."""
+        return self.failure.reproduce if self.failure is not None else None
+
+    @property
+    def traceback(self) -> str | None:
+        """The traceback of an unexpected exception (status ``error``), else None."""
+        return self.failure.traceback if self.failure is not None else None
+
+    @property
+    def shrunk_from(self) -> str | None:
+        """The explicit example :attr:`counterexample` was shrunk from (JSON), None when it
+        was not shrunk."""
+        return self.failure.shrunk_from if self.failure is not None else None
+
+    @property
+    def shrink_runs(self) -> int:
+        """The re-runs the shrinking took (0 when not shrunk)."""
+        return self.failure.shrink_runs if self.failure is not None else 0
 
     @property
     def skip_reason(self) -> str:
@@ -108,41 +201,79 @@ class PropertyResult:
         return f"{label}: {reason}"
 
     def set_failure(self, failure: Failure) -> None:
-        """Record ``failure`` and the fields that repeat it: message, counterexample,
-        reproduction, traceback, shrunk-from and the achieved error (the failing case's
-        figures; None when the failure is not a numeric comparison)."""
-        self.failure = failure
-        self.message = failure.message
-        self.counterexample = failure.counterexample
-        self.reproduce = failure.reproduce
-        self.traceback = failure.traceback
-        self.shrunk_from, self.shrink_runs = failure.shrunk_from, failure.shrink_runs
-        self.achieved = (None if failure.error is None or failure.tolerance is None else
-                         {"label": failure.label or "error", "error": failure.error,
-                          "tolerance": failure.tolerance})
-        if self.achieved is not None and failure.rule:
-            self.achieved.update(rule=failure.rule, floor=failure.floor)
+        """Record ``failure`` (what every derived field reads); the note and worst comparison
+        of a run without a failure no longer apply."""
+        self.failure, self.note, self.worst = failure, "", None
 
     def to_dict(self) -> dict[str, Any]:
-        """The result as JSON-ready dict (the failure as :meth:`Failure.to_dict`)."""
-        data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        """The result as JSON-ready dict: its fields (the failure as :meth:`Failure.to_dict`)
+        and, for readers of the JSON, the keys read from the failure (:data:`_DERIVED`:
+        ``message``, ``achieved``, ``counterexample``, ``reproduce``, ``traceback``,
+        ``shrunk_from``, ``shrink_runs``) in place of ``note`` and ``worst``."""
+        data: dict[str, Any] = {}
+        for f in dataclasses.fields(self):
+            if f.name == "note":
+                data.update({key: getattr(self, key) for key in _DERIVED})
+            elif f.name != "worst":
+                data[f.name] = getattr(self, f.name)
         data["failure"] = self.failure.to_dict() if self.failure is not None else None
         return data
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any]) -> PropertyResult:
-        """Read :meth:`to_dict` back (unknown keys ignored).
+        """Read :meth:`to_dict` back (unknown keys ignored). A result with ``failure`` is read
+        from it (the derived keys are ignored); one without, of a failure status (a report
+        written before failures were structured), gets its failure from the derived keys
+        (:func:`failure_from_fields`).
 
         Raises:
             ValueError: unknown status, or a malformed failure.
         """
         if raw.get("status") not in STATUSES:
             raise ValueError(f"unknown status {raw.get('status')!r} in {raw.get('id')!r}")
-        names = {f.name for f in dataclasses.fields(cls)}
+        names = set(inspect.signature(cls.__init__).parameters) - {"self"}
         values = {k: v for k, v in raw.items() if k in names}
         if isinstance(values.get("failure"), dict):
             values["failure"] = Failure.from_dict(values["failure"])
+        if values.get("failure") is not None:
+            for key in _DERIVED:
+                values.pop(key, None)
         return cls(**values)
+
+
+def failure_from_fields(status: str, *, message: str, achieved: dict[str, Any] | None = None,
+                        expected_failure: str | None = None, counterexample: str | None = None,
+                        reproduce: str | None = None, traceback: str | None = None,
+                        shrunk_from: str | None = None, shrink_runs: int = 0) -> Failure:
+    """The :class:`Failure` of a result given as flat fields (a result of a report written
+    before failures were structured, or built by a caller that has no exception): the
+    message (an xfail's ``expected failure (REASON): `` prefix removed), the achieved
+    comparison's figures, and the rest as given.
+
+    Raises:
+        ValueError: ``status`` is not a failure status (failed, error, xfail, timeout).
+    """
+    if status not in _FAILURE_STATUSES:
+        raise ValueError(f"a {status!r} result has no failure")
+    if status == XFAIL and expected_failure is not None:
+        message = message.removeprefix(f"expected failure ({expected_failure}): ")
+    figures = achieved or {}
+
+    def number(key: str) -> float | None:
+        value = figures.get(key)
+        return float(value) if isinstance(value, (int, float, str)) and not isinstance(
+            value, bool) else None
+
+    kind = {ERROR: "error", TIMEOUT: "timeout"}.get(status, "failed")
+    exception = {ERROR: (message.partition(":")[0] if ":" in message else "Exception"),
+                 TIMEOUT: "TimedOut"}.get(status, "PropertyFailure")
+    return Failure(kind=kind, exception=exception, message=message,
+                   label=str(figures["label"]) if "label" in figures else None,
+                   error=number("error"), tolerance=number("tolerance"),
+                   rule=str(figures["rule"]) if figures.get("rule") else None,
+                   floor=number("floor"), counterexample=counterexample,
+                   shrunk_from=shrunk_from, shrink_runs=shrink_runs, reproduce=reproduce,
+                   traceback=traceback)
 
 
 @dataclass
@@ -264,13 +395,17 @@ class Report:
     def from_dict(cls, data: dict[str, Any]) -> Report:
         """Read a report written by :meth:`to_dict` (derived keys are recomputed).
 
+        A report of an earlier schema version is migrated first (:func:`migrate`).
+
         Raises:
-            ValueError: a required key is missing or a status is unknown.
+            ValueError: a required key is missing, a status is unknown, or the report's
+                schema version is newer than this kit's.
         """
         missing = [k for k in ("target", "kit_version", "profile", "seed", "device", "results")
                    if k not in data]
         if missing:
             raise ValueError(f"not a conformance report: missing keys {missing}")
+        data = migrate(data)
         names = {f.name for f in dataclasses.fields(cls)} - {"results"}
         report = cls(**{k: v for k, v in data.items() if k in names})
         for raw in data["results"]:
@@ -287,29 +422,49 @@ class Report:
         return cls.from_dict(json.loads(Path(path).read_text(encoding="utf-8")))
 
 
+def migrate(data: dict[str, Any]) -> dict[str, Any]:
+    """A report dict of any schema version up to :data:`JSON_SCHEMA_VERSION`, as the current
+    version (``data`` itself is not changed). Version 1 (or none): a result of a failure
+    status (failed, error, xfail, timeout) without ``failure`` gets one built from its
+    ``message``, ``achieved``, ``counterexample``, ``reproduce``, ``traceback``,
+    ``shrunk_from`` and ``shrink_runs`` (:func:`failure_from_fields`).
+
+    Raises:
+        ValueError: the version is newer than this kit's, or not a number.
+    """
+    version = data.get("schema_version", 1)
+    if not isinstance(version, int) or version > JSON_SCHEMA_VERSION:
+        raise ValueError(f"report schema_version {version!r}: this kit reads versions up to "
+                         f"{JSON_SCHEMA_VERSION} (a newer kit wrote it?)")
+    if version == JSON_SCHEMA_VERSION:
+        return data
+    results = []
+    for raw in data["results"]:
+        if raw.get("failure") is None and raw.get("status") in _FAILURE_STATUSES:
+            failure = failure_from_fields(
+                raw["status"], message=str(raw.get("message") or ""),
+                achieved=raw.get("achieved"), expected_failure=raw.get("expected_failure"),
+                counterexample=raw.get("counterexample"), reproduce=raw.get("reproduce"),
+                traceback=raw.get("traceback"), shrunk_from=raw.get("shrunk_from"),
+                shrink_runs=int(raw.get("shrink_runs") or 0))
+            raw = {**raw, "failure": failure.to_dict()}
+        results.append(raw)
+    return {**data, "results": results, "schema_version": JSON_SCHEMA_VERSION}
+
+
 # --- Markdown --------------------------------------------------------------------------------
 def _md(text: object) -> str:
     """``text`` safe inside a Markdown table cell (pipes escaped, one line)."""
     return str(text).replace("|", "\\|").replace("\n", " ").strip()
 
 
-def _legacy_failure_lines(r: PropertyResult) -> list[str]:
-    """The failure section of a result read from a report without ``failure`` (as such
-    reports were always rendered, so committed pages stay as they are)."""
+def _unfailed_lines(r: PropertyResult) -> list[str]:
+    """The section of a shown result that has no failure (an unexpected pass): why it is
+    shown, and the worst comparison it measured."""
     lines = [f"- message: {_md(r.message)}"]
-    if r.achieved:
-        lines.append(f"- worst: {_md(r.achieved['label'])}: error "
-                     f"{r.achieved['error']:.3g}, tolerance {r.achieved['tolerance']:.3g}")
-    if r.counterexample:
-        lines.append(f"- minimal counterexample: `{r.counterexample}`")
-    if r.shrunk_from:
-        lines.append(f"- shrunk from the explicit example `{r.shrunk_from}` "
-                     f"({r.shrink_runs} re-runs)")
-    if r.reproduce:
-        lines.append(f"- reproduce: `{r.reproduce}`")
-    if r.status == ERROR and r.traceback:
-        last = r.traceback.strip().splitlines()[-1]
-        lines.append(f"- exception: `{_md(last)}`")
+    if r.worst:
+        lines.append(f"- worst: {_md(r.worst['label'])}: error "
+                     f"{r.worst['error']:.3g}, tolerance {r.worst['tolerance']:.3g}")
     return lines
 
 
@@ -400,8 +555,8 @@ def to_markdown(report: Report, heading_level: int = 2) -> str:
         lines += ["", f"{h}# Failures of `{report.target}`", ""]
     for r in shown:
         lines += [f"**`{r.id}`** ({r.status}) — {r.statement}", ""]
-        if r.failure is None:  # a report written before failures were structured
-            lines += _legacy_failure_lines(r)
+        if r.failure is None:  # an xpass: nothing failed
+            lines += _unfailed_lines(r)
         else:
             if r.status == XFAIL:
                 lines.append(f"- expected failure: {_md(r.expected_failure or '')}")

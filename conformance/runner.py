@@ -58,7 +58,6 @@ from hcspec.conformance.timeouts import Terminated as Terminated  # re-exported:
 from hcspec.conformance.timeouts import (
     TimedOut,
     call_with_timeout,
-    default_timeout,
     interrupt_name,
 )
 
@@ -257,18 +256,16 @@ def reproduce_command(target: str, prop_id: str, profile: str, device: str, case
 
 @dataclass
 class _Outcome:
+    """What :func:`run_property` found: a status with a ``note`` (passed, not applicable) or a
+    ``failure`` (failed, error, timeout: the one record, shrinking included) and the failing
+    case; ``shrunk_from`` is the explicit example the failing case was shrunk from (the
+    known-bug diagnosis reruns it)."""
+
     status: str
-    message: str = ""
+    note: str = ""
     failing: Case | None = None
     failure: fl.Failure | None = None
     shrunk_from: Case | None = None
-    shrink_runs: int = 0
-    shrunk_from_figures: str = ""
-
-    @property
-    def trace(self) -> str | None:
-        """The traceback of an error (None otherwise)."""
-        return self.failure.traceback if self.failure is not None else None
 
 
 def _figures(exc: BaseException) -> str:
@@ -283,7 +280,7 @@ def _classify(exc: BaseException, case: Case | None) -> _Outcome:
     failed = isinstance(exc, PropertyFailure)
     failure = fl.from_exception(exc, failed=failed,
                                 counterexample=case.to_json() if case is not None else None)
-    return _Outcome(rp.FAILED if failed else rp.ERROR, failure.message, case, failure)
+    return _Outcome(rp.FAILED if failed else rp.ERROR, failing=case, failure=failure)
 
 
 def run_property(
@@ -338,9 +335,11 @@ def run_property(
                     on_case(case)
                 shrunk = shrink.shrink(prop, ctx, case, exc)
                 outcome = _classify(shrunk.error, shrunk.case)
-                if shrunk.case != case:
-                    outcome.shrunk_from, outcome.shrink_runs = case, shrunk.runs
-                    outcome.shrunk_from_figures = _figures(exc)
+                if shrunk.case != case and outcome.failure is not None:
+                    outcome.shrunk_from = case
+                    outcome.failure = outcome.failure.with_changes(
+                        shrunk_from=case.to_json(), shrink_runs=shrunk.runs,
+                        shrunk_from_figures=_figures(exc))
                 return outcome, checked
         if replay is None and prop.explore and ctx.profile.max_examples > 0:
             explore = _explorer(prop, ctx, run_one)
@@ -434,9 +433,9 @@ class RunSetup:
 
 def _timeout(profile: Profile, timeout: float | None) -> float | None:
     """The per-property limit: ``timeout`` when given (0 or less: none), else the profile's
-    default (:func:`hcspec.conformance.timeouts.default_timeout`)."""
+    own (:attr:`hcspec.conformance.profiles.Profile.timeout`)."""
     if timeout is None:
-        return default_timeout(profile.name)
+        return profile.timeout
     return timeout if timeout > 0 else None
 
 
@@ -732,12 +731,12 @@ def evaluate_property(
     failed_pre = [pre for pre in prop.prerequisites if statuses.get(pre) in BLOCKING]
     if failed_pre and (reason is None or info.kind not in KINDS):
         result.status = rp.BLOCKED
-        result.message = "blocked: prerequisite " + ", ".join(
+        result.note = "blocked: prerequisite " + ", ".join(
             f"{pre} {statuses[pre]}" for pre in failed_pre)
         return result
     if reason is not None:
         result.status = rp.NOT_APPLICABLE
-        result.message = reason
+        result.note = reason
         return result
     ctx = Context(factory=factory, target_name=target_name, kind=info.kind,
                   conventions=info.conventions, capabilities=info.capabilities,
@@ -758,7 +757,7 @@ def evaluate_property(
     result.examples = checked
     result.rejected = len(ctx.rejected)
     result.status = outcome.status
-    result.message = outcome.message
+    result.note = outcome.note
     result.inconclusive = len(ctx.inconclusive)
     if outcome.status != rp.TIMEOUT:  # an abandoned thread may still be adding to it
         result.series = {quantity: dict(by_case)
@@ -770,10 +769,6 @@ def evaluate_property(
             failure = failure.with_changes(reproduce=reproduce_command(
                 target_name, prop.id, profile.name, device, outcome.failing,
                 setup.world_size if DISTRIBUTED in prop.requires else None))
-        if outcome.shrunk_from is not None:
-            failure = failure.with_changes(shrunk_from=outcome.shrunk_from.to_json(),
-                                           shrink_runs=outcome.shrink_runs,
-                                           shrunk_from_figures=outcome.shrunk_from_figures)
         if outcome.status == rp.FAILED and outcome.failing is not None:
             remaining = (None if setup.timeout is None
                          else setup.timeout - (time.perf_counter() - start))
@@ -786,16 +781,15 @@ def evaluate_property(
             failure = failure.with_changes(hint=_hint(prop, info))
         result.set_failure(failure)
     elif ctx.worst.label:
-        result.achieved = {"label": ctx.worst.label, "error": ctx.worst.error,
+        result.worst = {"label": ctx.worst.label, "error": ctx.worst.error,
                            "tolerance": ctx.worst.tolerance, "rule": ctx.worst.rule,
                            "floor": ctx.worst.floor, "rules": sorted(ctx.record.applied)}
     if expected is not None:
         if result.status == rp.FAILED:
-            result.status = rp.XFAIL
-            result.message = f"expected failure ({expected}): {result.message}"
+            result.status = rp.XFAIL  # its message reads "expected failure (REASON): …"
         elif result.status == rp.PASSED:
             result.status = rp.XPASS
-            result.message = f"expected to fail ({expected}) but passed"
+            result.note = f"expected to fail ({expected}) but passed"
     return result
 
 
@@ -830,4 +824,4 @@ def _timed_out(prop: Property, exc: TimedOut, case: Case | None) -> _Outcome:
                          counterexample=case.to_json() if case is not None else None,
                          hint="a forward or factory that never returns (a deadlock, a wait "
                               "on a resource, an endless loop) for this configuration")
-    return _Outcome(rp.TIMEOUT, message, case, failure)
+    return _Outcome(rp.TIMEOUT, failing=case, failure=failure)

@@ -29,20 +29,39 @@ from __future__ import annotations
 
 import queue
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from typing import Final, TypeVar
+
+from hcspec.conformance.profiles import PROFILES, get_profile
 
 T = TypeVar("T")
 
-DEFAULT_TIMEOUTS: Final[dict[str, float]] = {"quick": 300.0, "ci": 600.0, "thorough": 1800.0}
-"""Seconds per property by profile, about ten times the slowest property of the reference
-targets measured on a loaded 2-core machine, so that only a hang reaches them."""
+
+class _Timeouts(Mapping[str, float]):
+    """Profile name -> its ``timeout``, read from :data:`hcspec.conformance.profiles.PROFILES`
+    when used (so a profile registered later is included)."""
+
+    def __getitem__(self, name: str) -> float:
+        return PROFILES[name].timeout
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(tuple(PROFILES))
+
+    def __len__(self) -> int:
+        return len(PROFILES)
+
+
+DEFAULT_TIMEOUTS: Final[Mapping[str, float]] = _Timeouts()
+"""Seconds per property by profile: each profile's own ``timeout`` field (a live view)."""
 
 
 def default_timeout(profile: str) -> float:
-    """The per-property limit of ``profile`` (:data:`DEFAULT_TIMEOUTS`; 600 s for a profile
-    not listed)."""
-    return DEFAULT_TIMEOUTS.get(profile, 600.0)
+    """The per-property limit of the profile called ``profile`` (its ``timeout`` field).
+
+    Raises:
+        ValueError: unknown profile.
+    """
+    return get_profile(profile).timeout
 
 
 class TimedOut(Exception):

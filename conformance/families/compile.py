@@ -46,7 +46,7 @@ __all__ = ["CHEAP_BACKEND", "FULL_BACKEND", "TRACE_BACKEND", "graph_break"]
 
 def _examples(ctx: Context) -> list[Case]:
     cases = [Case(2, 3, 4, 8, layer_index=5, seed=1, perturb=0.3)]
-    if ctx.profile.name == "thorough":
+    if ctx.profile.extra_examples:  # thorough
         cases += [Case(3, 2, 2, 5, layer_index=3, seed=2, scale=10.0, perturb=0.1),
                   Case(1, 4, 3, 7, layer_index=2, seed=3, perturb=1.0, branch="linear")]
     return shift(ctx, cases)

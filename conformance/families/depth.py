@@ -38,8 +38,9 @@ DEPTH_DOMAIN = any_state_domain(
 
 
 def depth(ctx: Context) -> int:
-    """The stack's depth: :data:`DEPTH`, twice that under ``thorough``."""
-    return 2 * DEPTH if ctx.profile.name == "thorough" else DEPTH
+    """The stack's depth: the profile's ``stack_depth`` (:data:`DEPTH`, twice that under
+    ``thorough``)."""
+    return ctx.profile.stack_depth
 
 
 def _examples(ctx: Context) -> list[Case]:
@@ -48,7 +49,7 @@ def _examples(ctx: Context) -> list[Case]:
              Case(2, 3, 4, 8, seed=1, perturb=0.3, branch="mlp"),
              Case(1, 2, 3, 7, seed=2, perturb=1.0, branch="zero"),
              Case(1, 2, 2, 5, seed=3, perturb=0.3, branch="mlp")]
-    return shift(ctx, cases[:2] if ctx.profile.name == "quick" else cases)
+    return shift(ctx, cases[:2] if ctx.profile.trimmed_examples else cases)
 
 
 def _recording(fn: Callable[[torch.Tensor], torch.Tensor],

@@ -7,12 +7,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from hcspec.conformance.parallel.protocol import Split
-from hcspec.conformance.strategies import Case
+
+if TYPE_CHECKING:  # imported on use: the registry imports the parallel family, which imports this
+    from hcspec.conformance.properties.cases import Case
 
 PERTURB_STD = 0.1
 """Noise added to every parameter before the forward (moves dynamic HC's ``W`` off zero, so
@@ -43,6 +45,8 @@ class ParallelCase:
         layer index and seed; the split and the index are recovered from the seed, which is
         distinct for every case of a run: :meth:`DistributedRun.case_of
         <hcspec.conformance.parallel.harness.DistributedRun.case_of>`)."""
+        from hcspec.conformance.properties.cases import Case
+
         return Case(batch=self.batch, tokens=self.tokens, n=self.n, d=self.d,
                     layer_index=self.layer_index, seed=self.seed)
 

@@ -3,20 +3,7 @@ property does not count."""
 
 from __future__ import annotations
 
-import sys
-from types import FrameType
-
-_INTERNAL = ("hcspec.conformance.properties.errors", "hcspec.conformance.properties.recording")
-
-
-def _origin() -> str:
-    """``module:function:line`` of the first caller outside this module and the recorder."""
-    frame: FrameType | None = sys._getframe(1)
-    while frame is not None and frame.f_globals.get("__name__") in _INTERNAL:
-        frame = frame.f_back
-    if frame is None:
-        return "?"
-    return f"{frame.f_globals.get('__name__')}:{frame.f_code.co_name}:{frame.f_lineno}"
+from hcspec.conformance.failure import origin as _origin
 
 
 class PropertyFailure(AssertionError):
@@ -33,8 +20,9 @@ class PropertyFailure(AssertionError):
             else None.
         detail: what was observed, beyond the figures (may be empty).
         hint: a likely cause, when the check can name one, else None.
-        origin: where the failing check was raised, ``module:function:line`` — the same for
-            every case that fails the same check, whatever figures its label carries.
+        origin: where the failing check raised it, ``module:function:line`` — the same for
+            every case that fails the same check, whatever figures its label carries ('' until
+            it is raised; :func:`hcspec.conformance.failure.origin`, the kit's one definition).
 
     ``str(failure)`` is the full message: ``label: error E > tolerance T [rule R: floor F,
     error = E/F × floor]; detail`` for a numeric check (the bracket when a rule gave the
@@ -52,7 +40,7 @@ class PropertyFailure(AssertionError):
 
     def __init__(self, message: str, *, label: str | None = None, error: float | None = None,
                  tolerance: float | None = None, detail: str = "",
-                 hint: str | None = None, origin: str | None = None,
+                 hint: str | None = None,
                  rule: str | None = None, floor: float | None = None) -> None:
         super().__init__(message)
         self.rule = rule
@@ -62,7 +50,11 @@ class PropertyFailure(AssertionError):
         self.tolerance = tolerance
         self.detail = detail
         self.hint = hint
-        self.origin = _origin() if origin is None else origin
+
+    @property
+    def origin(self) -> str:
+        """Where the check raised this failure (see the class docstring)."""
+        return _origin(self)
 
     @classmethod
     def numeric(cls, label: str, error: float, tolerance: float, detail: str = "",

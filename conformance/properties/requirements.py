@@ -181,11 +181,10 @@ FULL_BACKEND = "inductor"
 
 
 def compile_backend(profile: Profile) -> str:
-    """``eager`` under ``quick`` (TorchDynamo's trace only), ``inductor`` under ``thorough``,
-    else ``aot_eager`` (see :mod:`hcspec.conformance.families.compile`)."""
-    if profile.name == "quick":
-        return TRACE_BACKEND
-    return FULL_BACKEND if profile.name == "thorough" else CHEAP_BACKEND
+    """The profile's ``compile_backend``: ``eager`` under ``quick`` (TorchDynamo's trace only),
+    ``inductor`` under ``thorough``, else ``aot_eager`` (see
+    :mod:`hcspec.conformance.families.compile`)."""
+    return profile.compile_backend
 
 
 def compile_unavailable(backend: str, device: str) -> str | None:

@@ -3,12 +3,14 @@ example file, which passes the kit."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import subprocess
 from pathlib import Path
 
 import pytest
 
+from hcspec.conformance import listing
 from hcspec.conformance import report as rp
 from hcspec.conformance.properties import CATALOGUE
 from hcspec.conformance.runner import check_implementation
@@ -22,6 +24,19 @@ DOC = (ROOT / "docs" / "conformance.md").read_text(encoding="utf-8")
 def test_every_property_is_documented() -> None:
     missing = [p.id for p in CATALOGUE if f"`{p.id}`" not in DOC]
     assert missing == []
+
+
+def test_the_property_table_is_generated_from_the_catalogue() -> None:
+    """The table in docs/conformance.md is the catalogue's, current: a changed statement,
+    requirement or rule fails here until `python -m hcspec.conformance.listing --write`."""
+    rows = listing.live_rows()
+    assert listing.with_table(DOC, rows) == DOC, (
+        "stale property table: run python -m hcspec.conformance.listing --write")
+    changed = [dataclasses.replace(rows[0], statement=rows[0].statement + " (changed)"),
+               *rows[1:]]
+    assert listing.with_table(DOC, changed) != DOC
+    table = DOC[DOC.index(listing.TABLE_START):DOC.index(listing.TABLE_END)]
+    assert [line.split("`")[1] for line in table.splitlines()[3:]] == [p.id for p in CATALOGUE]
 
 
 def test_worked_adapter_in_the_docs_is_the_example_file() -> None:

@@ -93,10 +93,9 @@ def test_failure_message_shows_error_floor_allowance_and_rule() -> None:
     failure = from_exception(exc, failed=True)
     assert (failure.rule, failure.floor, failure.tolerance) == (
         "exact_axis", exc.floor, exc.tolerance)
-    # read back from the text alone (an exception without attributes)
+    # the text is never parsed back: an exception without attributes has no figures
     bare = from_exception(AssertionError(text), failed=True)
-    assert bare.rule == "exact_axis" and bare.floor == pytest.approx(allowance.floor, rel=1e-2)
-    assert bare.tolerance == pytest.approx(allowance.allowance, rel=1e-2)
+    assert (bare.rule, bare.floor, bare.tolerance) == (None, None, None)
 
 
 def test_a_bound_that_cannot_fail_is_inconclusive() -> None:

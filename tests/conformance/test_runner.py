@@ -228,10 +228,10 @@ def test_inconclusive_cases_are_not_counted_and_none_conclusive_is_not_a_pass() 
 
     mixed, checked = run_property(prop([0, 1, 2, 3]), ctx())
     assert (mixed.status, checked) == (rp.PASSED, 2)
-    assert mixed.message == "2 inconclusive cases not counted, e.g. seed 1 shows nothing"
+    assert mixed.note == "2 inconclusive cases not counted, e.g. seed 1 shows nothing"
     none, checked = run_property(prop([1, 3]), ctx())
     assert (none.status, checked) == (rp.NOT_APPLICABLE, 0)
-    assert none.message == ("not demonstrated: none of the 2 cases was conclusive, e.g. seed 1 "
+    assert none.note == ("not demonstrated: none of the 2 cases was conclusive, e.g. seed 1 "
                             "shows nothing")
 
 
