@@ -71,9 +71,9 @@ class Run:
         failures: ``(property id, status, message, counterexample)`` of every unexpected result.
         worst: property id -> (worst error/tolerance ratio, its label) over the run.
         statuses: status -> count.
-        checks: property id -> ``{"status", and when it compared anything "label", "error",
-            "tolerance", "rule", "floor"}`` (the worst comparison of a passed property; the
-            failing one of a failed property).
+        checks: property id -> ``{"status", "seconds", and when it compared anything "label",
+            "error", "tolerance", "rule", "floor"}`` (the worst comparison of a passed
+            property; the failing one of a failed property).
     """
 
     target: str
@@ -95,7 +95,7 @@ def run_once(target: str, profile: str, seed: int, device: str = "cpu",
                                   skip=skip)
     run = Run(target, profile, seed, time.perf_counter() - start, statuses=report.summary)
     for r in report.results:
-        check: dict[str, object] = {"status": r.status}
+        check: dict[str, object] = {"status": r.status, "seconds": round(r.seconds, 2)}
         if r.achieved:
             check.update({k: r.achieved[k] for k in ("label", "error", "tolerance", "rule",
                                                       "floor") if k in r.achieved})

@@ -283,14 +283,14 @@ def check_weights_scale_invariant(ctx: Context, case: Case) -> None:
         first = (w1 - w2) * 4 / 3  # A of w(c) = w_∞ + A/c²
         predicted = 1.25 * w2 - 0.25 * w1
         extra = 4 * ratio * float(first.abs().max())
-        largest = max(1.0, *(float(w.abs().max()) for w in (w1, w2, w4)))
+        # below float32: each of w(X), w(2X), w(4X) rounded to the output by up to eps/2 of
+        # the largest weight, weighted 0.25 + 1.25 + 1 by the prediction
+        rounding = 1.25 * tolerances.eps(ctx.tol_dtype) * max(
+            1.0, *(float(w.abs().max()) for w in (w1, w2, w4)))
         ctx.record.expect(
             f"{name} at 4·X vs its prediction from X and 2·X (w_∞ + A/c²)",
             tolerances.scaled_error(w4, predicted), factor=2.5, extra=extra,
-            # below float32: each of w(X), w(2X), w(4X) rounded to the output by up to
-            # eps/2 of the largest weight, weighted 0.25 + 1.25 + 1 by the prediction
-            oracle=precision.oracle(ctx, lambda largest=largest: 1.25 * tolerances.eps(
-                ctx.tol_dtype) * largest),
+            oracle=rounding if precision.low_precision(ctx) else None,
             detail=f"the epsilon's first-order term |A| = {float(first.abs().max()):.3g}; "
                    f"second-order allowance 4·(ε/m)·|A| = {extra:.3g} (ε ≤ {NORM_EPS_MAX:g}, "
                    f"smallest stream variance {smallest:.3g})",
