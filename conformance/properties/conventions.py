@@ -156,7 +156,8 @@ def _normed_without_weights(ctx: Context, kind: str, got: torch.Tensor,
     theorems=("init.static_prenorm",), requires=(capability(EXPAND),), tolerance=rules.LAW,
     prerequisites=("shape.expand",))
 def check_expand(ctx: Context, case: Case) -> None:
-    """``expand(h)`` puts ``h`` on every stream: ``X₀ = 1_n hᵀ`` (HC §2)."""
+    """``expand(h)`` puts ``h`` on every stream: ``X₀ = 1_n hᵀ`` (HC §2). Below float32 the
+    oracle is ``h`` rounded to the output dtype (the law's 8 × that, not 256·eps)."""
     impl = ctx.build.make(case)
     h = gaussian((case.batch, case.tokens, case.d), case.seed, salts.EXPAND_INPUT.at(),
                  ctx.dtype, ctx.device)
@@ -165,7 +166,10 @@ def check_expand(ctx: Context, case: Case) -> None:
                        f"expand(h) returned {type(out).__name__}, expected a tensor")
     assert isinstance(out, torch.Tensor)
     want = f64(h).unsqueeze(-2).expand(case.batch, case.tokens, case.n, case.d)
-    ctx.record.expect("expand(h) vs 1_n hᵀ", tolerances.scaled_error(out, want))
+    # below float32: h rounded to the output is what a correct impl of that precision returns
+    ctx.record.expect("expand(h) vs 1_n hᵀ", tolerances.scaled_error(out, want),
+                      oracle=precision.oracle(ctx, lambda: tolerances.scaled_error(
+                          f64(want.to(ctx.tol_dtype)), want)))
 
 
 @declare(
@@ -179,7 +183,9 @@ def check_reduce(ctx: Context, case: Case) -> None:
     form; what every such head satisfies is checked instead: ``reduce(X) = wᵀX`` for some
     weights ``w`` per token, i.e. it lies in the span of the token's n streams. That is shown
     only where the streams do not span every vector (``d > n``); a case with ``d ≤ n`` is
-    inconclusive for a learned head."""
+    inconclusive for a learned head. Below float32 the declared sum or mean is compared
+    against the same reduction of the state rounded to the output dtype, in the compute dtype,
+    rounded again (the law's 8 × that error, not 256·eps)."""
     impl = ctx.build.make(case)
     x = ctx.inputs.state(case)
     out = ctx.observe.reduce(impl, x)
@@ -200,8 +206,17 @@ def check_reduce(ctx: Context, case: Case) -> None:
                           tolerances.scaled_error(rebuilt, got, float(X.abs().sum(-2).max())))
         return
     want = X.sum(-2) if ctx.conventions.reduce == "sum" else X.mean(-2)
+    scale = float(X.abs().sum(-2).max())
+
+    def oracle() -> float:  # the state rounded to the output, summed in the compute dtype,
+        compute = ctx.conventions.compute_dtype or ctx.dtype  # the result rounded again
+        state = X.to(ctx.tol_dtype).to(compute)
+        low = state.sum(-2) if ctx.conventions.reduce == "sum" else state.mean(-2)
+        return tolerances.scaled_error(f64(low.to(ctx.tol_dtype)), want, scale)
+
     ctx.record.expect(f"reduce(X) vs the declared {ctx.conventions.reduce} over streams",
-               tolerances.scaled_error(out, want, float(X.abs().sum(-2).max())))
+                      tolerances.scaled_error(out, want, scale),
+                      oracle=precision.oracle(ctx, oracle))
 
 
 SCALINGS = (1.0, 2.0, 4.0)

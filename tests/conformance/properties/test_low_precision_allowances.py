@@ -78,6 +78,24 @@ class HalfPostDynamicHC(HalfPostInit, RoundedDynamicHC):
     """:class:`RoundedDynamicHC` with :class:`HalfPostInit`."""
 
 
+class ExpandScaled(RoundedMHC):
+    """``expand(h)`` puts ``h / n`` on every stream (a mean-preserving expand), rounded to the
+    output."""
+
+    def expand(self, h: torch.Tensor) -> torch.Tensor:
+        return (super().expand(h) / self.n).to(self.output)
+
+
+class ReduceMean(RoundedMHC):
+    """``reduce(X)`` averages the streams although the sum is declared."""
+
+    def reduce(self, x: torch.Tensor) -> torch.Tensor:
+        return (super().reduce(x) / self.n).to(self.output)
+
+
+make_bf16_expand_scaled = partial(_rounded, output=torch.bfloat16, cls=ExpandScaled)
+make_float16_reduce_mean = partial(_rounded, output=torch.float16, cls=ReduceMean)
+make_bf16_reduce_mean = partial(_rounded, output=torch.bfloat16, cls=ReduceMean)
 make_bf16_n1_no_residual = partial(_rounded, output=torch.bfloat16, cls=N1NoResidualHC)
 make_float16_n1_no_residual = partial(_rounded, output=torch.float16, cls=N1NoResidualHC)
 make_bf16_static_post_init = partial(_rounded, output=torch.bfloat16, cls=HalfPostStaticHC)
@@ -102,6 +120,9 @@ BUGS = [
      PERTURBED),
     ("conventions.weights_scale_invariant", "make_float16_unnormalised", "make_float16_output",
      PERTURBED),
+    ("conventions.expand_replicates", "make_bf16_expand_scaled", "make_bf16_output", 0),
+    ("conventions.reduce_scale", "make_bf16_reduce_mean", "make_bf16_output", 0),
+    ("conventions.reduce_scale", "make_float16_reduce_mean", "make_float16_output", 1),
     ("reduction.n1_prenorm_forward", "make_bf16_n1_no_residual", "make_bf16_hc_static", 0),
     ("reduction.n1_prenorm_forward", "make_float16_n1_no_residual", "make_float16_hc_static",
      1),
