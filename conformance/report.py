@@ -483,10 +483,25 @@ def floor_text(achieved: dict[str, Any]) -> str:
     return f" ({error / floor:.2g}× floor)"
 
 
-def _achieved_text(r: PropertyResult) -> str:
-    if not r.achieved:
+UNBOUNDED_TOLERANCE: Final = 1e300
+"""A tolerance at or above this (or not finite) bounds nothing: a reported figure (HC's
+growth over depth, whose "tolerance" is the largest float so the run keeps the largest)."""
+
+
+def achieved_text(achieved: dict[str, Any] | None) -> str:
+    """``E / T (E/F× floor)`` of a result's ``achieved``; ``E (reported, no bound)`` where
+    the tolerance bounds nothing (:data:`UNBOUNDED_TOLERANCE`), so no report shows a
+    tolerance that cannot fail next to "passed"; '' without ``achieved``."""
+    if not achieved:
         return ""
-    return f"{r.achieved['error']:.2g} / {r.achieved['tolerance']:.2g}{floor_text(r.achieved)}"
+    error, tolerance = achieved.get("error"), achieved.get("tolerance")
+    if isinstance(tolerance, (int, float)) and not tolerance < UNBOUNDED_TOLERANCE:
+        return f"{error:.2g} (reported, no bound)"
+    return f"{error:.2g} / {tolerance:.2g}{floor_text(achieved)}"
+
+
+def _achieved_text(r: PropertyResult) -> str:
+    return achieved_text(r.achieved)
 
 
 def family_score_text(entry: dict[str, int | float | None]) -> str:

@@ -59,10 +59,7 @@ def print_header(console: Console, report: rp.Report, *, preamble: bool = True) 
 
 
 def _achieved(r: rp.PropertyResult) -> str:
-    if not r.achieved:
-        return ""
-    return (f"{r.achieved['error']:.2g} / {r.achieved['tolerance']:.2g}"
-            f"{rp.floor_text(r.achieved)}")
+    return rp.achieved_text(r.achieved)
 
 
 def print_table(console: Console, report: rp.Report) -> None:

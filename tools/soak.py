@@ -7,11 +7,15 @@ per run kind: runs, failures, wall time, and for every property the worst achiev
 error/tolerance ratio over all runs — the margin each tolerance has on correct code. A correct
 implementation must give zero failures; exit 1 otherwise.
 
-Default targets: the three reference kinds. ``--independent`` adds the independent
-implementation of tests/independent, ``--v4-formula`` the DeepSeek-V4-formula stand-ins of
-tests/conformance/v4_formula.py under ``thorough`` (run from the source tree's root); any
-TARGET strings can be given instead. A script, not a test: a full soak takes tens of minutes
-on two cores.
+Default targets: the four reference kinds. ``--independent`` adds the independent
+implementation of tests/independent, ``--low-precision`` the correct bfloat16/float16 stand-ins
+of tests/conformance/properties/precision_standins.py, ``--v4-formula`` the
+DeepSeek-V4-formula stand-ins of tests/conformance/v4_formula.py under ``thorough`` (run from
+the source tree's root); any TARGET strings can be given instead, and ``--no-reference``
+leaves the reference out. ``--seeds 0`` runs ``thorough`` only. With ``--json`` every finished
+run is written as it ends (so a long soak can be read while it runs), with each property's
+status and worst comparison (label, error, allowance, rule, floor). A script, not a test: a
+full soak takes tens of minutes on two cores.
 """
 
 from __future__ import annotations
@@ -32,7 +36,8 @@ from rich.table import Table
 from hcspec.conformance import report as rp
 from hcspec.conformance.runner import check_implementation
 
-REFERENCE_TARGETS = ("reference:hc-static", "reference:hc-dynamic", "reference:mhc")
+REFERENCE_TARGETS = ("reference:hc-static", "reference:hc-dynamic", "reference:mhc",
+                     "reference:mhc-fast")
 INDEPENDENT_TARGETS = (
     "tests.independent.kit_adapter:make_hc_static",
     "tests.independent.kit_adapter:make_hc_dynamic",
@@ -44,6 +49,16 @@ V4_FORMULA_TARGETS = (
 )
 """DeepSeek-V4-formula stand-ins (σ + eps, 2σ, softmax + eps Sinkhorn–Knopp, float32
 parameters; float64 and bfloat16 states), run under ``thorough`` only (``--v4-formula``)."""
+_STANDINS = "tests.conformance.properties.precision_standins"
+LOW_PRECISION_TARGETS = tuple(f"{_STANDINS}:{name}" for name in (
+    "make_bf16_output", "make_float16_output", "make_bf16_hc_static", "make_bf16_hc_dynamic",
+    "make_float16_hc_static", "make_float16_hc_dynamic", "make_bf16_unrounded_branch_input",
+    "make_bf16_state_v4"))
+"""The correct low-precision stand-ins of the kit's own tests (``--low-precision``): the
+reference mHC / static HC / dynamic HC computing in float32 and returning bfloat16 or float16
+(as DeepSeek's TileKernels references), the mHC that hands the branch its float32 aggregate,
+and a DeepSeek-V4-formula mHC on a bfloat16 residual state with float32 parameters (the
+correct twin of the two-rounds mutant)."""
 
 
 @dataclass
@@ -56,6 +71,9 @@ class Run:
         failures: ``(property id, status, message, counterexample)`` of every unexpected result.
         worst: property id -> (worst error/tolerance ratio, its label) over the run.
         statuses: status -> count.
+        checks: property id -> ``{"status", "seconds", and when it compared anything "label",
+            "error", "tolerance", "rule", "floor"}`` (the worst comparison of a passed
+            property; the failing one of a failed property).
     """
 
     target: str
@@ -65,6 +83,7 @@ class Run:
     failures: list[tuple[str, str, str, str | None]] = field(default_factory=list)
     worst: dict[str, tuple[float, str]] = field(default_factory=dict)
     statuses: dict[str, int] = field(default_factory=dict)
+    checks: dict[str, dict[str, object]] = field(default_factory=dict)
 
 
 def run_once(target: str, profile: str, seed: int, device: str = "cpu",
@@ -76,6 +95,11 @@ def run_once(target: str, profile: str, seed: int, device: str = "cpu",
                                   skip=skip)
     run = Run(target, profile, seed, time.perf_counter() - start, statuses=report.summary)
     for r in report.results:
+        check: dict[str, object] = {"status": r.status, "seconds": round(r.seconds, 2)}
+        if r.achieved:
+            check.update({k: r.achieved[k] for k in ("label", "error", "tolerance", "rule",
+                                                      "floor") if k in r.achieved})
+        run.checks[r.id] = check
         if r.status in rp.UNEXPECTED:
             run.failures.append((r.id, r.status, r.message, r.counterexample))
         if r.achieved and r.achieved.get("tolerance"):
@@ -88,8 +112,9 @@ def plan(targets: Sequence[str], seeds: int, thorough: bool,
          thorough_only: Sequence[str] = ()) -> list[tuple[str, str, int]]:
     """``(target, profile, seed)`` for every run of the soak: ``seeds`` ``ci`` runs and (when
     ``thorough``) one ``thorough`` run of each of ``targets``, and one ``thorough`` run of
-    each of ``thorough_only``."""
-    jobs = [(t, "ci", s) for t in targets for s in range(seeds)]
+    each of ``thorough_only``. The ``ci`` runs go seed by seed over the targets, so a soak
+    stopped early has the same seeds on every target."""
+    jobs = [(t, "ci", s) for s in range(seeds) for t in targets]
     if thorough:
         jobs += [(t, "thorough", 0) for t in targets]
     jobs += [(t, "thorough", 0) for t in thorough_only]
@@ -131,6 +156,11 @@ def summarise(console: Console, runs: Sequence[Run]) -> None:
     console.print(f"soak: {len(runs)} runs, {total} failures")
 
 
+def write_json(path: Path, runs: Sequence[Run]) -> None:
+    """Write ``runs`` to ``path`` as a JSON list of :class:`Run` objects (replacing it)."""
+    path.write_text(json.dumps([asdict(r) for r in runs], indent=1) + "\n", encoding="utf-8")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Arguments of ``python -m tools.soak``."""
     parser = argparse.ArgumentParser(prog="python -m tools.soak", description=__doc__,
@@ -138,6 +168,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("targets", nargs="*", help="TARGET strings (default: the reference)")
     parser.add_argument("--independent", action="store_true",
                         help="also the independent implementation of tests/independent")
+    parser.add_argument("--low-precision", action="store_true",
+                        help="also the correct bfloat16/float16 stand-ins of "
+                             "tests/conformance/properties/precision_standins.py")
+    parser.add_argument("--no-reference", action="store_true",
+                        help="leave the reference kinds out (with --independent, "
+                             "--low-precision or --v4-formula)")
     parser.add_argument("--v4-formula", action="store_true",
                         help="also the DeepSeek-V4-formula stand-ins of tests/conformance, under "
                              "thorough")
@@ -155,15 +191,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the soak; exit 0 with zero failures, 1 otherwise."""
     args = build_parser().parse_args(argv)
     console = Console() if Console().is_terminal else Console(width=180)
-    targets = list(args.targets or REFERENCE_TARGETS)
+    targets = list(args.targets or ([] if args.no_reference else REFERENCE_TARGETS))
+    if str(Path.cwd()) not in sys.path:
+        sys.path.insert(0, str(Path.cwd()))  # tests/ (the stand-ins) lives in the source tree
     if args.independent:
-        if str(Path.cwd()) not in sys.path:
-            sys.path.insert(0, str(Path.cwd()))  # tests/ lives in the source tree
         targets += INDEPENDENT_TARGETS
+    if args.low_precision:
+        targets += LOW_PRECISION_TARGETS
     thorough_only: list[str] = []
     if args.v4_formula:
-        if str(Path.cwd()) not in sys.path:
-            sys.path.insert(0, str(Path.cwd()))
         thorough_only += V4_FORMULA_TARGETS
     jobs = plan(targets, args.seeds, not args.no_thorough, thorough_only)
     runs: list[Run] = []
@@ -175,10 +211,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             console.print(f"{run.target} {run.profile} seed {run.seed}: "
                           f"{len(run.failures)} failures, {run.seconds:.1f} s",
                           highlight=False, style="dim")
+            for pid, status, message, _ in run.failures:
+                console.print(f"  {status} {pid}: {escape(message)}", highlight=False)
+            if args.json:
+                write_json(Path(args.json), runs)
     summarise(console, runs)
-    if args.json:
-        Path(args.json).write_text(json.dumps([asdict(r) for r in runs], indent=1) + "\n",
-                                   encoding="utf-8")
     return 0 if all(not r.failures for r in runs) else 1
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import torch
 
 from hcspec.conformance import rules, salts, tolerances
+from hcspec.conformance.properties import precision
 from hcspec.conformance.properties.base import Context, Inconclusive, f64
 from hcspec.conformance.properties.cases import Case, Cases
 from hcspec.conformance.properties.declaration import declare
@@ -61,8 +62,10 @@ def check_branch_input(ctx: Context, case: Case) -> None:
     a declared norm is ``c(u)·rsqrt(mean(c(u)²) + eps)`` of ``u = h_preᵀX`` with ``h_pre``
     from ``weights(x)`` (``c``: centring for ``layer_norm``, none for ``rms_norm``; the
     declared ``norm_eps``), so an aggregate far below eps (``h_pre ≈ σ(−7)`` on every stream)
-    is compared exactly, not assumed to have unit RMS. Without ``weights``:
-    :func:`_normed_without_weights`."""
+    is compared exactly, not assumed to have unit RMS. Below float32 the oracle is the same
+    comparison of the branch input computed along the run's dtype chain
+    (:func:`_branch_input_at_precision`), so the allowance is the law's 8 × that floor, not
+    256·eps (2.0 in bfloat16). Without ``weights``: :func:`_normed_without_weights`."""
     impl = ctx.build.make(case)
     x = ctx.inputs.state(case)
     branch = ctx.inputs.branch(case)
@@ -73,17 +76,42 @@ def check_branch_input(ctx: Context, case: Case) -> None:
     if kind == "x_in":
         h = (got.unsqueeze(-2) @ torch.linalg.pinv(X)).squeeze(-2)
         rebuilt = (h.unsqueeze(-2) @ X).squeeze(-2)
-        ctx.record.expect("branch input minus its projection on the streams (x_in = h_preᵀX)",
-                          tolerances.scaled_error(rebuilt, got))
+        ctx.record.expect(
+            "branch input minus its projection on the streams (x_in = h_preᵀX)",
+            tolerances.scaled_error(rebuilt, got),
+            oracle=precision.oracle(ctx, lambda: _projection_residual(
+                _branch_input_at_precision(ctx, h, X), X)))
         return
     if WEIGHTS in ctx.capabilities:
         h_pre = f64(ctx.observe.weights(impl, x)[0])
         want = ctx.observe.branch_input((h_pre.unsqueeze(-2) @ X).squeeze(-2))
         ctx.record.expect(
             f"branch input vs u·rsqrt(mean(u²) + eps), u = h_preᵀX from weights(x) (declared "
-            f"{kind}, eps {ctx.conventions.norm_eps:g})", tolerances.scaled_error(got, want))
+            f"{kind}, eps {ctx.conventions.norm_eps:g})", tolerances.scaled_error(got, want),
+            oracle=precision.oracle(ctx, lambda: tolerances.scaled_error(
+                _branch_input_at_precision(ctx, h_pre, X), want)))
         return
     _normed_without_weights(ctx, kind, got, X)
+
+
+def _branch_input_at_precision(ctx: Context, h_pre: torch.Tensor,
+                               X: torch.Tensor) -> torch.Tensor:
+    """The declared branch input of ``h_pre [B, T, n]`` and ``X [B, T, n, d]`` (float64) as a
+    correct impl of the run's precision computes it: the state rounded to the effective
+    dtype (a bfloat16-state impl rounds what it is given), ``h_preᵀX`` and the declared norm
+    in the compute dtype (declared, else the working dtype), the result rounded to the
+    effective dtype; returned in float64 ``[B, T, d]`` (the ``oracle`` of the law rule)."""
+    compute = ctx.conventions.compute_dtype or ctx.dtype
+    state = X.to(ctx.tol_dtype).to(compute)
+    u = (h_pre.to(compute).unsqueeze(-2) @ state).squeeze(-2)
+    return f64(ctx.observe.branch_input(u).to(ctx.tol_dtype))
+
+
+def _projection_residual(v: torch.Tensor, X: torch.Tensor) -> float:
+    """Scaled distance of ``v [B, T, d]`` from its projection on the streams of
+    ``X [B, T, n, d]`` (both float64)."""
+    coefficients = (v.unsqueeze(-2) @ torch.linalg.pinv(X)).squeeze(-2)
+    return tolerances.scaled_error((coefficients.unsqueeze(-2) @ X).squeeze(-2), v)
 
 
 def _normed_without_weights(ctx: Context, kind: str, got: torch.Tensor,
@@ -129,7 +157,8 @@ def _normed_without_weights(ctx: Context, kind: str, got: torch.Tensor,
     theorems=("init.static_prenorm",), requires=(capability(EXPAND),), tolerance=rules.LAW,
     prerequisites=("shape.expand",))
 def check_expand(ctx: Context, case: Case) -> None:
-    """``expand(h)`` puts ``h`` on every stream: ``X₀ = 1_n hᵀ`` (HC §2)."""
+    """``expand(h)`` puts ``h`` on every stream: ``X₀ = 1_n hᵀ`` (HC §2). Below float32 the
+    oracle is ``h`` rounded to the output dtype (the law's 8 × that, not 256·eps)."""
     impl = ctx.build.make(case)
     h = gaussian((case.batch, case.tokens, case.d), case.seed, salts.EXPAND_INPUT.at(),
                  ctx.dtype, ctx.device)
@@ -138,7 +167,10 @@ def check_expand(ctx: Context, case: Case) -> None:
                        f"expand(h) returned {type(out).__name__}, expected a tensor")
     assert isinstance(out, torch.Tensor)
     want = f64(h).unsqueeze(-2).expand(case.batch, case.tokens, case.n, case.d)
-    ctx.record.expect("expand(h) vs 1_n hᵀ", tolerances.scaled_error(out, want))
+    # below float32: h rounded to the output is what a correct impl of that precision returns
+    ctx.record.expect("expand(h) vs 1_n hᵀ", tolerances.scaled_error(out, want),
+                      oracle=precision.oracle(ctx, lambda: tolerances.scaled_error(
+                          f64(want.to(ctx.tol_dtype)), want)))
 
 
 @declare(
@@ -152,7 +184,9 @@ def check_reduce(ctx: Context, case: Case) -> None:
     form; what every such head satisfies is checked instead: ``reduce(X) = wᵀX`` for some
     weights ``w`` per token, i.e. it lies in the span of the token's n streams. That is shown
     only where the streams do not span every vector (``d > n``); a case with ``d ≤ n`` is
-    inconclusive for a learned head."""
+    inconclusive for a learned head. Below float32 the declared sum or mean is compared
+    against the same reduction of the state rounded to the output dtype, in the compute dtype,
+    rounded again (the law's 8 × that error, not 256·eps)."""
     impl = ctx.build.make(case)
     x = ctx.inputs.state(case)
     out = ctx.observe.reduce(impl, x)
@@ -173,8 +207,17 @@ def check_reduce(ctx: Context, case: Case) -> None:
                           tolerances.scaled_error(rebuilt, got, float(X.abs().sum(-2).max())))
         return
     want = X.sum(-2) if ctx.conventions.reduce == "sum" else X.mean(-2)
+    scale = float(X.abs().sum(-2).max())
+
+    def oracle() -> float:  # the state rounded to the output, summed in the compute dtype,
+        compute = ctx.conventions.compute_dtype or ctx.dtype  # the result rounded again
+        state = X.to(ctx.tol_dtype).to(compute)
+        low = state.sum(-2) if ctx.conventions.reduce == "sum" else state.mean(-2)
+        return tolerances.scaled_error(f64(low.to(ctx.tol_dtype)), want, scale)
+
     ctx.record.expect(f"reduce(X) vs the declared {ctx.conventions.reduce} over streams",
-               tolerances.scaled_error(out, want, float(X.abs().sum(-2).max())))
+                      tolerances.scaled_error(out, want, scale),
+                      oracle=precision.oracle(ctx, oracle))
 
 
 SCALINGS = (1.0, 2.0, 4.0)
@@ -231,7 +274,10 @@ def check_weights_scale_invariant(ctx: Context, case: Case) -> None:
     predict the third, ``w(4X) ≈ 1.25·w(2X) − 0.25·w(X)``, whatever the epsilon and however
     sensitive the weights are; a weight that depends on the scale itself misses it. Allowance:
     the law rule's (×2.5, the prediction's rounding) plus the second-order term,
-    ``4·(ε/m)·|A|`` with ``ε`` ≤ :data:`NORM_EPS_MAX`.
+    ``4·(ε/m)·|A|`` with ``ε`` ≤ :data:`NORM_EPS_MAX`; below float32 the law rule's 8 × the
+    prediction's rounding in the output dtype (``1.25·eps·max|w|``: each weight rounded by
+    eps/2 of the largest, weighted 0.25 + 1.25 + 1), not 2.5 × 256·eps (5 in bfloat16, more
+    than any weight in [0, 2] can move).
 
     Raises:
         PropertyFailure: a weight at ``4X`` differs from the prediction beyond the allowance.
@@ -251,9 +297,14 @@ def check_weights_scale_invariant(ctx: Context, case: Case) -> None:
         first = (w1 - w2) * 4 / 3  # A of w(c) = w_∞ + A/c²
         predicted = 1.25 * w2 - 0.25 * w1
         extra = 4 * ratio * float(first.abs().max())
+        # below float32: each of w(X), w(2X), w(4X) rounded to the output by up to eps/2 of
+        # the largest weight, weighted 0.25 + 1.25 + 1 by the prediction
+        rounding = 1.25 * tolerances.eps(ctx.tol_dtype) * max(
+            1.0, *(float(w.abs().max()) for w in (w1, w2, w4)))
         ctx.record.expect(
             f"{name} at 4·X vs its prediction from X and 2·X (w_∞ + A/c²)",
             tolerances.scaled_error(w4, predicted), factor=2.5, extra=extra,
+            oracle=rounding if precision.low_precision(ctx) else None,
             detail=f"the epsilon's first-order term |A| = {float(first.abs().max()):.3g}; "
                    f"second-order allowance 4·(ε/m)·|A| = {extra:.3g} (ε ≤ {NORM_EPS_MAX:g}, "
                    f"smallest stream variance {smallest:.3g})",
