@@ -359,7 +359,8 @@ def _run_launched(args: argparse.Namespace, launch: Launch) -> int:
     """Run as one rank of a launcher's job (torchrun): join its process group; rank 0 runs
     the kit with the launcher's world size, the others follow rank 0's instructions
     (:mod:`hcspec.conformance.parallel.launcher`), write nothing, and exit with rank 0's
-    code."""
+    code, after rank 0 when it is not 0 (:func:`~hcspec.conformance.parallel.launcher.
+    outlast_rank_zero`)."""
     from hcspec.conformance.parallel import launcher
     from hcspec.conformance.runner import resolve_device
 
@@ -374,9 +375,11 @@ def _run_launched(args: argparse.Namespace, launch: Launch) -> int:
     launcher.join(launch, device)
     if launch.rank != 0:
         try:
-            return launcher.follow(launch, device)
+            code = launcher.follow(launch, device)
         finally:
             launcher.leave()
+        launcher.outlast_rank_zero(code)
+        return code
     args.world_size, args.device = launch.world_size, device
     code = EXIT_FAILED
     try:

@@ -9,13 +9,15 @@ N processes. Each finds the launcher's variables (:func:`detect`: ``RANK``, ``WO
 as a single-process run would; when it reaches the multi-process properties it sends the
 job to every rank (:func:`run_everywhere`), runs its own share, gathers the ranks' records and
 evaluates them. The other ranks only follow rank 0's instructions (:func:`follow`) and write
-nothing. At the end rank 0 sends its exit code (:func:`finish`), and every rank exits with it.
+nothing. At the end rank 0 sends its exit code (:func:`finish`), and every rank exits with it
+(a failing one after rank 0: :func:`outlast_rank_zero`).
 """
 
 from __future__ import annotations
 
 import datetime
 import os
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
@@ -154,6 +156,22 @@ def finish(code: int) -> None:
         _broadcast(["exit", code])
         dist.destroy_process_group()
     _JOINED.clear()
+
+
+FOLLOWER_GRACE_SECONDS: Final = 30.0
+"""How long a rank other than 0 waits, after a non-zero exit code, for the launcher to stop it
+(:func:`outlast_rank_zero`)."""
+
+
+def outlast_rank_zero(code: int) -> None:
+    """On a rank other than 0, after :func:`follow` returned ``code``: when it is not 0, wait
+    up to :data:`FOLLOWER_GRACE_SECONDS` before returning. torchrun stops every worker of a job
+    as soon as one exits non-zero, and its error summary names the first; waiting makes that
+    rank 0 (whose report and exit code are the verdict) rather than a follower that left
+    first and had rank 0 stopped mid-exit. A launcher that does not stop the others only sees
+    them exit later, with the same code."""
+    if code != 0:
+        time.sleep(FOLLOWER_GRACE_SECONDS)
 
 
 def leave() -> None:
