@@ -101,6 +101,10 @@ make_float16_n1_no_residual = partial(_rounded, output=torch.float16, cls=N1NoRe
 make_bf16_static_post_init = partial(_rounded, output=torch.bfloat16, cls=HalfPostStaticHC)
 make_float16_dynamic_post_init = partial(_rounded, output=torch.float16,
                                          cls=HalfPostDynamicHC)
+make_bf16_hc_detached = partial(_rounded, output=torch.bfloat16, cls=RoundedStaticHC,
+                                detached=True)
+make_float16_hc_detached = partial(_rounded, output=torch.float16, cls=RoundedStaticHC,
+                                   detached=True)
 make_bf16_n1_doubled = partial(_rounded, output=torch.bfloat16, cls=N1Doubled)
 make_float16_n1_doubled = partial(_rounded, output=torch.float16, cls=N1Doubled)
 make_bf16_tanh_aggregate = partial(_rounded, output=torch.bfloat16, cls=TanhAggregate)
@@ -126,6 +130,8 @@ BUGS = [
     ("reduction.n1_prenorm_forward", "make_bf16_n1_no_residual", "make_bf16_hc_static", 0),
     ("reduction.n1_prenorm_forward", "make_float16_n1_no_residual", "make_float16_hc_static",
      1),
+    ("reduction.n1_prenorm_backward", "make_bf16_hc_detached", "make_bf16_hc_static", 0),
+    ("reduction.n1_prenorm_backward", "make_float16_hc_detached", "make_float16_hc_static", 1),
     ("reduction.static_init", "make_bf16_static_post_init", "make_bf16_hc_static", 0),
     ("reduction.dynamic_init_static", "make_float16_dynamic_post_init",
      "make_float16_hc_dynamic", 0),
