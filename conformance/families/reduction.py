@@ -82,7 +82,11 @@ def check_n1_forward(ctx: Context, case: Case) -> None:
     tolerance=rules.IDENTITY,
     examples=_n1_examples, cases=N1_CASES, prerequisites=BASE)
 def check_n1_backward(ctx: Context, case: Case) -> None:
-    """n = 1 at init: ``∂L/∂x = g' + Jᵀ g'`` (the bare residual term survives)."""
+    """n = 1 at init: ``∂L/∂x = g' + Jᵀ g'`` (the bare residual term survives). In
+    bfloat16/float16 the oracle is the same identity along the run's dtype chain — ``x`` and
+    ``g'`` rounded to the output, the branch's input rounded to it (its gradient passing
+    straight through), the result rounded again — against float64 (the identity rule's 8 ×
+    that error, at least eps: a backward rounds twice), not 256·eps."""
     case = _n1(case)
     impl = ctx.build.make(case, perturb=False)
     x = ctx.inputs.state(case).requires_grad_(True)
@@ -96,7 +100,21 @@ def check_n1_backward(ctx: Context, case: Case) -> None:
     g = f64(G)[..., 0, :]
     (jt_g,) = torch.autograd.grad(z, x64, grad_outputs=g)
     want = (g + jt_g).unsqueeze(-2)
-    ctx.record.expect("n = 1 at init: ∂L/∂x vs g' + Jᵀg'", tolerances.scaled_error(auto, want))
+
+    def oracle() -> float:
+        def rounded(t: torch.Tensor) -> torch.Tensor:
+            return f64(f64(t).to(ctx.tol_dtype))
+
+        x_low = rounded(x.detach())[..., 0, :].requires_grad_(True)
+        given = ctx.observe.branch_input(x_low)
+        given = given + (rounded(given) - given).detach()
+        z_low = strategies.make_branch(case.branch, case.d, torch.float64, seed=case.seed)(given)
+        g_low = rounded(G)[..., 0, :]
+        (jt_low,) = torch.autograd.grad(z_low, x_low, grad_outputs=g_low)
+        return tolerances.scaled_error(rounded(g_low + jt_low).unsqueeze(-2), want)
+
+    ctx.record.expect("n = 1 at init: ∂L/∂x vs g' + Jᵀg'", tolerances.scaled_error(auto, want),
+                      oracle=precision.oracle(ctx, oracle))
 
 
 @declare(
@@ -191,7 +209,11 @@ def check_dynamic_init(ctx: Context, case: Case) -> None:
     prerequisites=(*BASE, "conventions.expand_replicates", "conventions.reduce_scale"))
 def check_prenorm_stack(ctx: Context, case: Case) -> None:
     """reduce(stack of L fresh connections (expand(h))) equals s·h_L of the pre-norm residual
-    stack h_{k+1} = h_k + F_k(h_k), s = n (sum) or 1 (mean)."""
+    stack h_{k+1} = h_k + F_k(h_k), s = n (sum) or 1 (mean). In bfloat16/float16 the oracle
+    is the same stack along the run's dtype chain — ``h`` rounded to the output, each layer
+    the closed form with its static init (:class:`hcspec.conformance.properties.precision.
+    SpecAtPrecision`), the declared reduction in the compute dtype rounded again — against
+    float64 (the identity rule's 8 × that error), not 256·eps × L."""
     layers = 2 + case.layer_index % 5
     h = strategies.gaussian((case.batch, case.tokens, case.d), case.seed,
                             salts.STACK_INPUT.at(), ctx.dtype, ctx.device, std=case.scale)
@@ -216,5 +238,22 @@ def check_prenorm_stack(ctx: Context, case: Case) -> None:
                        f"reduce(x) returned {type(out).__name__}, expected a tensor")
     assert isinstance(out, torch.Tensor)
     factor = case.n if ctx.conventions.reduce == "sum" else 1
+
+    def oracle() -> float:
+        state = f64(h).to(ctx.tol_dtype).to(ctx.dtype).unsqueeze(-2).expand(
+            case.batch, case.tokens, case.n, case.d)
+        for k in range(layers):
+            h_pre, h_post, H_res = (w.expand(case.batch, case.tokens, *w.shape)
+                                    for w in _static_init(case, k))
+            seed = case.seed + LAYER_SEED_STRIDE * k
+            fn = strategies.make_branch(case.branch, case.d, ctx.dtype, ctx.device, seed=seed)
+            spec = precision.spec_at_precision(ctx, h_pre, h_post, H_res)
+            state = spec.forward(state.to(ctx.device), fn).to(ctx.dtype)
+        compute = ctx.conventions.compute_dtype or ctx.dtype
+        low = state.to("cpu", compute)
+        reduced = low.sum(-2) if ctx.conventions.reduce == "sum" else low.mean(-2)
+        return tolerances.scaled_error(f64(reduced.to(ctx.tol_dtype)), factor * h_ref)
+
     ctx.record.expect(f"reduce(HC stack of {layers} fresh layers) vs {factor}·(pre-norm residual)",
-                      tolerances.scaled_error(out, factor * h_ref), factor=layers)
+                      tolerances.scaled_error(out, factor * h_ref), factor=layers,
+                      oracle=precision.oracle(ctx, oracle))

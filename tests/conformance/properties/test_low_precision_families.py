@@ -159,7 +159,8 @@ def test_closed_form_gradients_are_measured_in_low_precision() -> None:
     (at least eps: a backward rounds twice), not the law's 256·eps = 2.0. Correct stand-ins
     stay at or below half of it; a detached residual, which bfloat16 finite differences see
     in few cases, fails it."""
-    for target in ("make_bf16_state_v4", "make_bf16_hc_dynamic", "make_float16_output"):
+    for target in ("make_bf16_state_v4", "make_bf16_hc_dynamic", "make_float16_output",
+                   "make_bf16_output"):
         report = check_implementation(f"{STANDINS}:{target}", profile="ci", device="cpu",
                                       only=("gradients.closed_form",))
         r = next(r for r in report.results if r.id == "gradients.closed_form")
