@@ -342,7 +342,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     info = machine.describe("cpu")
     packages = sorted({f"{s.target.distribution} {s.version or 'not installed'}"
                        for s in builtin_status() if s.target.distribution != "hcspec"})
-    info["third-party packages (kit adapters)"] = ", ".join(packages) or "none registered"
+    info["third-party packages in the main run (the venv runs: table below)"] = (
+        ", ".join(packages) or "none registered")
     mt = md.Table("Machine", ["item", "value"])
     for key, value in info.items():
         mt.add(key, value)
