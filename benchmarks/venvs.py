@@ -6,8 +6,10 @@ after its own connection section, one *part* per venv: ``VENV/bin/python -m benc
 NAME ...``, which measures in that one process the part's built-in targets (by target prefix)
 **and the reference rows again** (``branch only``, ``residual``, ``reference:mhc``,
 ``reference:mhc-fast``), interleaved as every connection table is (:mod:`benchmarks.measure`),
-and writes its rows as JSON. The parent merges them: a part's row replaces the parent's
-"skipped: not importable" row of the same name, or is appended. Every row keeps the ratio to
+and writes its rows as JSON (every configuration but ``large``,
+:data:`benchmarks.run.PARENT_ONLY`, whose third-party rows would take most of the run). The
+parent merges them: a part's row replaces the parent's "skipped: not importable" row of the
+same name, or is appended. Every row keeps the ratio to
 ``reference:mhc-fast`` taken **in its own process** (:attr:`benchmarks.connection.Row.relative`)
 and says which run it comes from, so the table's rule holds: ratios within one run, absolute
 times only as context.
