@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -75,3 +76,18 @@ def test_the_kept_tail_survives_regeneration(tmp_path: Path) -> None:
     assert run.kept_tail(out) == "## Time to verdict\n\nfigures"
     out.write_text("# old\n\n## Goals\n")
     assert run.kept_tail(out) == ""
+
+
+@pytest.mark.slow
+def test_a_part_runs_in_a_child_process_and_remeasures_the_reference() -> None:
+    """The ``mlx`` part run by this interpreter (as if it were the part's venv): its reference
+    rows are measured there with a same-run ratio, its own targets are rows (skipped with the
+    reason where MLX is not installed)."""
+    part = venvs.Part("mlx", sys.prefix, ("mlx_lm",), "this interpreter", torch_memory=False)
+    got = venvs.run_part(part, ["main"], 1, 1, quick=True)
+    assert got.problem == "", got.problem
+    rows = {r.name: r for r in got.results["main"].rows}
+    assert rows["reference:mhc-fast"].relative == 1.0
+    assert rows["reference:mhc-fast"].run == "mlx"
+    assert rows["reference:mhc"].relative is not None and rows["reference:mhc"].relative > 0
+    assert "mlx_lm:deepseek-v41" in rows
