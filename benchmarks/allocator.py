@@ -22,18 +22,19 @@ from pathlib import Path
 
 from benchmarks import markdown as md
 from benchmarks import roofline
-from benchmarks.connection import ConfigResult
+from benchmarks.connection import MAIN_RUN, ConfigResult
 from benchmarks.subjects import BRANCH_ONLY, RESIDUAL, is_third_party
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def chosen_subjects(result: ConfigResult) -> list[str]:
-    """The residual, the reference mHC rows, and the fastest third-party mHC of ``result``."""
+    """The residual, the reference mHC rows, and the fastest third-party mHC of ``result``
+    measured in this process (the child runs in this environment, not in a venv part's)."""
     names = [RESIDUAL] + [r.name for r in result.rows
                           if r.name.startswith("reference:mhc") and not r.skipped]
     peers = [r for r in result.rows if is_third_party(r.name) and r.kind == "mhc"
-             and r.minus_branch is not None]
+             and r.minus_branch is not None and r.run in ("", MAIN_RUN)]
     if peers:
         names.append(min(peers, key=lambda r: r.minus_branch or 0.0).name)
     return names

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import torch
 
 from benchmarks import markdown as md
-from benchmarks.connection import ConfigResult
+from benchmarks.connection import MAIN_RUN, ConfigResult
 from benchmarks.measure import Timing
 from benchmarks.subjects import BRANCH_ONLY, Config
 from hcspec.reference.sinkhorn import DEFAULT_ITERATIONS
@@ -132,14 +132,26 @@ def limits_table(limits: Limits) -> md.Table:
 
 def roofline_table(result: ConfigResult, limits: Limits) -> tuple[md.Table, dict[str, float]]:
     """Achieved vs bound for every measured subject of ``result``; also returns
-    name -> achieved/bound."""
+    name -> achieved/bound.
+
+    A row measured in this process: its "− branch" median ÷ bound. A row from another run
+    (:attr:`~benchmarks.connection.Row.run` not ``main``, see :mod:`benchmarks.venvs`): its
+    same-run ratio to ``reference:mhc-fast`` × ``reference:mhc-fast``'s achieved ÷ bound here
+    (no absolute time crosses runs); its "achieved ms" is that ratio × the bound.
+    """
     config = result.config
     t = md.Table(
         f"Roofline, {config.name}: {config.describe()}, forward + backward minus the branch",
-        ["subject", "kind", "MB moved", "MFLOP", "bound ms", "bound by", "achieved ms",
+        ["subject", "kind", "run", "MB moved", "MFLOP", "bound ms", "bound by", "achieved ms",
          "achieved ÷ bound"],
     )
     ratios: dict[str, float] = {}
+    base = result.baseline()
+    base_ratio = None
+    if base is not None and base.minus_branch is not None:
+        counted = work(base.kind, config)
+        if counted is not None:
+            base_ratio = base.minus_branch / bound_seconds(counted, limits)
     for row in result.rows:
         if row.skipped or row.name == BRANCH_ONLY or row.minus_branch is None:
             continue
@@ -149,13 +161,29 @@ def roofline_table(result: ConfigResult, limits: Limits) -> tuple[md.Table, dict
         nbytes, flops = counted
         memory_s, compute_s = nbytes / limits.copy_bandwidth, flops / limits.matmul_rate
         bound = max(memory_s, compute_s)
-        ratios[row.name] = row.minus_branch / bound
-        t.add(row.name, row.kind, f"{nbytes / 1e6:.1f}", f"{flops / 1e6:.1f}", md.ms(bound),
-              "memory" if memory_s >= compute_s else "compute", md.ms(row.minus_branch),
-              md.ratio(ratios[row.name]))
+        if row.run in ("", MAIN_RUN):
+            ratios[row.name] = row.minus_branch / bound
+        elif row.relative is not None and base_ratio is not None:
+            ratios[row.name] = row.relative * base_ratio
+        else:
+            continue
+        t.add(row.name, row.kind, row.run or MAIN_RUN, f"{nbytes / 1e6:.1f}",
+              f"{flops / 1e6:.1f}", md.ms(bound), "memory" if memory_s >= compute_s else "compute",
+              md.ms(ratios[row.name] * bound), md.ratio(ratios[row.name]))
     t.notes = ["Counts are per kind (module docstring of benchmarks/roofline.py); a third-party "
                "implementation of a kind is held to the same work. Bound uses the copy_ "
                "bandwidth; with the clone bandwidth (every output freshly allocated) it would "
                f"be {limits.copy_bandwidth / limits.clone_bandwidth:.1f}× longer for the "
-               "memory part."]
+               "memory part.",
+               "Rows from another run: same-run ratio to reference:mhc-fast × reference:mhc-fast's "
+               "achieved ÷ bound in this run (no absolute time crosses runs)."]
+    if config.dtype != torch.float32:
+        t.notes.append(f"Bytes are counted in {str(config.dtype).removeprefix('torch.')}; the "
+                       "compute part uses the float32 matmul rate (the CPU has no faster "
+                       "low-precision path that every implementation would use).")
     return t, ratios
+
+
+def bound_seconds(counted: tuple[int, int], limits: Limits) -> float:
+    """max(bytes / copy bandwidth, FLOPs / matmul rate) for ``counted = (bytes, FLOPs)``."""
+    return max(counted[0] / limits.copy_bandwidth, counted[1] / limits.matmul_rate)

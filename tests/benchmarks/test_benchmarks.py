@@ -23,9 +23,14 @@ HAS_MATPLOTLIB = importlib.util.find_spec("matplotlib") is not None
 @pytest.mark.slow
 def test_quick_run_writes_every_table(tmp_path: Path) -> None:
     out = tmp_path / "bench.md"
+    out.write_text(f"# old\n\n{run.KEEP_MARKER}\n\n## Time to verdict\n\nkept figures\n")
     assert run.main(["--quick", "--out", str(out)]) == 0
     text = out.read_text()
+    assert text.endswith(f"{run.KEEP_MARKER}\n\n## Time to verdict\n\nkept figures\n")
+    assert "# old" not in text and text.count(run.KEEP_MARKER) == 1
     for title in ("**Machine**", "**Connection cost, main: B=1 T=8 n=4 d=32 float32 cpu",
+                  "**Connection cost, deepseek-v4: B=1 T=8 n=4 d=64 bfloat16 cpu",
+                  "**Roofline, deepseek-v4:",
                   "**Machine limits (cpu, float32)**", "**Roofline, main:",
                   "**Allocator effect, main:",
                   "**Sinkhorn–Knopp error,", "**Sinkhorn–Knopp cost,",

@@ -298,3 +298,30 @@ def test_fast_recompute_compiles_fullgraph(perturb: Callable[..., torch.nn.Modul
             _assert_close(run(step, x_needs_grad), run(compiled, x_needs_grad), TOL)
     finally:
         torch._dynamo.reset()
+
+
+def test_fresh_buffers_are_advised_as_huge_pages_and_keep_their_values(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """``_fresh`` advises page-aligned ranges inside large CPU blocks only, and a result
+    written into it equals the plain op's bitwise."""
+    from hcspec.reference import fast
+
+    calls: list[tuple[int, int, int]] = []
+
+    def record(start: int, length: int, advice: int) -> int:
+        calls.append((start, length, advice))
+        return 0
+
+    monkeypatch.setattr(fast, "_madvise", lambda: record)
+    big = torch.randn(64, 4, 4096)  # 4 MiB
+    out = fast._fresh(big.shape, big)
+    assert out.shape == big.shape and out.dtype == big.dtype
+    (start, length, advice), = calls
+    assert advice == 14 and start % 4096 == 0 and length % 4096 == 0
+    assert out.data_ptr() <= start < out.data_ptr() + 4096
+    assert start + length <= out.data_ptr() + out.nbytes
+    h = torch.randn(64, 4, 4)
+    assert torch.equal(torch.bmm(h, big, out=out), torch.bmm(h, big))
+    calls.clear()
+    fast._fresh(torch.Size((4, 4)), big)
+    assert calls == []
