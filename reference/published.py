@@ -8,35 +8,10 @@ hyper-connected sublayer, and the formulas that turn those tensors and the strea
 The formulas (:class:`Layout`, :class:`DeepSeekV4Formula`, :func:`weights`) live in
 :mod:`hcspec.conformance.published_formulas` and are re-exported here.
 
-``deepseek-v4`` (tensors ``hc_fn [(n+2)n, n·d]``, ``hc_scale [3]``, ``hc_base [(n+2)n]``;
-settings ``hc_eps``, ``norm_eps``, ``sinkhorn_iters``)::
-
-    mixes = RMSNorm(vec(X); norm_eps) · hc_fnᵀ            (no gain; vec row-major, n·d)
-    pre   = σ(mixes[:n] · hc_scale[0] + hc_base[:n]) + hc_eps
-    post  = 2 σ(mixes[n:2n] · hc_scale[1] + hc_base[n:2n])
-    comb  = SK(softmax(mat(mixes[2n:]) · hc_scale[2] + mat(hc_base[2n:]), axis −1) + hc_eps)
-    X'_j  = post_j · F(Σ_i pre_i X_i) + Σ_i comb[i, j] X_i      (h_pre = pre, h_post = post,
-                                                                 H_res = combᵀ)
-
-where SK normalises axis −2, then ``sinkhorn_iters − 1`` times axis −1 and axis −2, every
-denominator ``sum + hc_eps`` (as transformers 5.23.0 ``DeepseekV4HyperConnection`` with its
-decoder layer, and TileKernels' ``mhc_pre`` references with ``post_mult_value = 2``).
-:class:`DeepSeekV4Formula` names each place an implementation can depart from it.
-
-``mhc-paper`` (``phi_pre [n·d, n]``, ``phi_post [n·d, n]``, ``phi_res [n·d, n²]``, ``b_pre
-[n]``, ``b_post [n]``, ``b_res [n, n]``, scalars ``alpha_pre``, ``alpha_post``,
-``alpha_res``; settings ``norm_eps``, ``sinkhorn_iters``): mHC Eq. 5–9, ``H_pre = σ(α_pre x'φ_pre
-+ b_pre)``, ``H_post = 2σ(α_post x'φ_post + b_post)``, ``H_res = SK(α_res mat(x'φ_res) +
-b_res)`` (``exp``, then column-then-row rounds), ``x' = RMSNorm(vec(X))``; ``h_pre = H_preᵀ``,
-``h_post = H_postᵀ``, ``H_res`` itself.
-
-``hc-static`` (``B [n]``, ``A_m [n]``, ``A_r [n, n]``): HC Eq. 1–5, ``h_pre = A_m``, ``h_post
-= Bᵀ``, ``H_res = A_rᵀ``.
-
-``hc-dynamic`` (the static three, ``W_beta [d]``, ``W_m [d]``, ``W_r [d, n]``, scalars
-``s_alpha``, ``s_beta``; setting ``norm_eps``): HC Eq. 10–13 with ``X̄ = LayerNorm(X)`` per
-stream without parameters: ``B(X) = s_β tanh(X̄ W_β)ᵀ + B``, ``A_m(X) = s_α tanh(X̄ W_m) + A_m``,
-``A_r(X) = s_α tanh(X̄ W_r) + A_r``, mapped as the static ones.
+The formulas of every layout (``deepseek-v4``, ``mhc-paper``, ``hc-static``, ``hc-dynamic``),
+each written out with its tensors, settings and paper equations, are stated once in
+:mod:`hcspec.conformance.published_formulas`'s docstring; :class:`DeepSeekV4Formula` there
+names each place an implementation can depart from the DeepSeek-V4 one.
 
 Dtype/device: every function computes in the dtype and on the device of ``x`` (parameters are
 cast to it), so float64 inputs give the float64 oracle the kit compares with; gradients flow

@@ -32,54 +32,22 @@ docs/reference.md ("Sharded HC and mHC") counts the collectives.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Final, Literal, get_args
+from typing import Any, ClassVar, Final
 
 import torch
 import torch.distributed as dist
 from torch import nn
 
+# The layout is the kit's (one statement, see that module); re-exported here.
+from hcspec.conformance.sharding_layout import SPLITS as SPLITS
+from hcspec.conformance.sharding_layout import Split as Split
+from hcspec.conformance.sharding_layout import local_chunk as local_chunk
+from hcspec.conformance.sharding_layout import split_axis as split_axis
 from hcspec.reference.connection import Branch, HyperConnection, Weights, apply_connection
 from hcspec.reference.dynamic import DynamicHyperConnection
 from hcspec.reference.manifold import ManifoldHyperConnection
 from hcspec.reference.sinkhorn import sinkhorn_knopp
 from hcspec.reference.static import StaticHyperConnection
-
-Split = Literal["tokens", "hidden"]
-SPLITS: Final[tuple[str, ...]] = get_args(Split)
-"""``tokens``: the token axis T (sequence parallel); ``hidden``: the model axis d."""
-
-_AXIS: Final[dict[str, int]] = {"tokens": 1, "hidden": -1}
-
-
-def split_axis(split: str) -> int:
-    """The axis ``split`` cuts, valid for ``[B, T, n, d]`` states and ``[B, T, d]`` branch
-    inputs alike: 1 for ``"tokens"``, -1 for ``"hidden"``.
-
-    Raises:
-        ValueError: ``split`` is not one of :data:`SPLITS`.
-    """
-    if split not in _AXIS:
-        raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
-    return _AXIS[split]
-
-
-def local_chunk(full: torch.Tensor, split: str, rank: int, world: int) -> torch.Tensor:
-    """Rank ``rank``'s chunk of ``full`` along ``split``'s axis: the ``rank``-th of ``world``
-    equal contiguous chunks (a view).
-
-    Raises:
-        ValueError: unknown ``split``, ``rank`` outside ``[0, world)``, or the axis length not
-            divisible by ``world`` (the message names both).
-    """
-    axis = split_axis(split)
-    if not 0 <= rank < world:
-        raise ValueError(f"rank must lie in [0, {world}), got {rank}")
-    size = full.shape[axis]
-    if size % world:
-        what = "T" if split == "tokens" else "d"
-        raise ValueError(f"{what} = {size} is not divisible by the world size {world}")
-    step = size // world
-    return full.narrow(axis, rank * step, step)
 
 
 class _AllReduceSum(torch.autograd.Function):

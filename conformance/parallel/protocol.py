@@ -39,8 +39,12 @@ import torch.distributed as dist
 
 from hcspec.conformance.protocol import Branch
 
-Split = Literal["tokens", "hidden"]
-SPLITS: Final[tuple[Split, ...]] = ("tokens", "hidden")
+# The layout is the kit's (one statement, see that module); re-exported here.
+from hcspec.conformance.sharding_layout import SPLITS as SPLITS
+from hcspec.conformance.sharding_layout import Split as Split
+from hcspec.conformance.sharding_layout import local_chunk as local_chunk
+from hcspec.conformance.sharding_layout import split_axis as split_axis
+
 Placement = Literal["replicated", "sharded"]
 PLACEMENTS: Final[tuple[Placement, ...]] = ("replicated", "sharded")
 GradientOwner = Literal["target", "framework"]
@@ -118,40 +122,6 @@ class SupportsSharding(Protocol):
     def shard(self, split: str, group: dist.ProcessGroup) -> ShardedImpl:
         """This rank's :class:`ShardedImpl` for ``split`` over ``group``."""
         ...
-
-
-_AXIS: Final[dict[str, int]] = {"tokens": 1, "hidden": -1}
-
-
-def split_axis(split: str) -> int:
-    """The axis ``split`` cuts, for ``[B, T, n, d]`` states and ``[B, T, d]`` branch inputs
-    alike: 1 for ``"tokens"``, -1 for ``"hidden"`` (the kit's layout, above).
-
-    Raises:
-        ValueError: ``split`` is not one of :data:`SPLITS`.
-    """
-    if split not in _AXIS:
-        raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
-    return _AXIS[split]
-
-
-def local_chunk(full: torch.Tensor, split: str, rank: int, world: int) -> torch.Tensor:
-    """Rank ``rank``'s chunk of ``full`` along ``split``'s axis: the ``rank``-th of ``world``
-    equal contiguous chunks (a view; any shape whose axis is ``split_axis(split)``).
-
-    Raises:
-        ValueError: unknown ``split``, ``rank`` outside ``[0, world)``, or the axis length not
-            divisible by ``world``.
-    """
-    axis = split_axis(split)
-    if not 0 <= rank < world:
-        raise ValueError(f"rank must lie in [0, {world}), got {rank}")
-    size = full.shape[axis]
-    if size % world:
-        what = "T" if split == "tokens" else "d"
-        raise ValueError(f"{what} = {size} is not divisible by the world size {world}")
-    step = size // world
-    return full.narrow(axis, rank * step, step)
 
 
 def sharding_splits(impl: object) -> tuple[Split, ...]:

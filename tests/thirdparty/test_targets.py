@@ -152,9 +152,10 @@ def test_the_registry_and_the_adapters_do_not_import_the_property_catalogue() ->
 
 
 # The kit's formula modules (torch only) that the reference imports: the kit states the
-# Sinkhorn variants and the published layouts once, and never takes them from the reference.
+# Sinkhorn variants, the published layouts and the sharding layout once, and never takes
+# them from the reference.
 KIT_FORMULAS = ("hcspec.conformance", "hcspec.conformance.sinkhorn_formulas",
-                "hcspec.conformance.published_formulas")
+                "hcspec.conformance.published_formulas", "hcspec.conformance.sharding_layout")
 
 
 def test_reference_declares_its_conventions_without_importing_the_kit() -> None:
