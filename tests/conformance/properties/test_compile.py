@@ -103,3 +103,23 @@ def test_a_declared_untraceable_forward_is_not_applicable_with_its_reason() -> N
 def test_untraceable_must_be_a_reason(value: object) -> None:
     with pytest.raises(ValueError, match=r"conventions\.untraceable"):
         Conventions(untraceable=value)  # type: ignore[arg-type]
+
+
+@pytest.mark.slow  # imports torch._inductor
+def test_inductor_compiles_only_the_extra_examples_with_scalar_kernels() -> None:
+    from torch._inductor import config as inductor_config
+
+    from hcspec.conformance.families import compile as family
+
+    before = inductor_config.cpp.simdlen
+    assert family.SCALAR_KERNELS == {"cpp.simdlen": 0}
+    with family._compile_settings("inductor", "cpu", canonical=False):
+        assert inductor_config.cpp.simdlen == 0
+    assert inductor_config.cpp.simdlen == before
+    for backend, device, canonical in [("inductor", "cpu", True), ("aot_eager", "cpu", False),
+                                       ("inductor", "cuda", False)]:
+        with family._compile_settings(backend, device, canonical=canonical):
+            assert inductor_config.cpp.simdlen == before
+    with pytest.raises(RuntimeError), family._compile_settings("inductor", "cpu", False):
+        raise RuntimeError("a failed compile")
+    assert inductor_config.cpp.simdlen == before
