@@ -62,8 +62,9 @@ class Failure:
         shrunk_from: the explicit example it was shrunk from (JSON), None when not shrunk.
         shrink_runs: how many re-runs the shrinking took.
         shrunk_from_figures: the failing comparison's figures at ``shrunk_from`` (``error E >
-            tolerance T``), where the failure is usually more severe than at the shrunk case
-            ('' when not shrunk or not numeric).
+            tolerance T [rule R: floor F, error = E/F × floor]``, :func:`comparison_figures`),
+            where the failure is usually more severe than at the shrunk case ('' when not
+            shrunk or not numeric).
         reproduce: the one-line command that replays ``counterexample``.
         traceback: the traceback (errors only).
     """
@@ -130,6 +131,32 @@ class Failure:
             if isinstance(values.get(key), str):
                 values[key] = float(values[key])
         return cls(**values)
+
+
+def rule_text(rule: str | None, error: float, floor: float | None) -> str:
+    """`` [rule R: floor F, error = E/F × floor]`` (`` [rule R]`` without a positive floor;
+    '' without a rule): what a failure message, the shrunk-from line and a report add after
+    the allowance."""
+    if rule is None:
+        return ""
+    if floor is None or not floor > 0:
+        return f" [rule {rule}]"
+    return f" [rule {rule}: floor {floor:.3g}, error = {error / floor:.3g} × floor]"
+
+
+def comparison_figures(exc: BaseException) -> str:
+    """``error E > tolerance T [rule R: floor F, error = E/F × floor]`` of a numeric failure
+    (its ``error``, ``tolerance``, ``rule`` and ``floor`` attributes, as
+    :func:`rule_text`), '' when ``exc`` carries no error and tolerance: the figures the
+    shrunk-from line shows for the explicit example (:attr:`Failure.shrunk_from_figures`)."""
+    error, tolerance = _number(getattr(exc, "error", None)), _number(
+        getattr(exc, "tolerance", None))
+    if error is None or tolerance is None:
+        return ""
+    rule = getattr(exc, "rule", None)
+    floor = _number(getattr(exc, "floor", None))
+    return (f"error {error:.3g} > tolerance {tolerance:.3g}"
+            f"{rule_text(str(rule) if rule else None, error, floor)}")
 
 
 def _number(value: Any) -> float | None:

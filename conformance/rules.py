@@ -336,16 +336,22 @@ TRAINABLE: Final = Rule(
     "a mixing that ignores its parameters gives 0, a saturated Sinkhorn–Knopp < 1e-100", (),
     _trainable)
 def _fixed_point(p: Precision, g: Mapping[str, Any]) -> Allowance:
-    return Allowance(eps(p.output),
-                     tolerances.law(p.output) + float(g.get("conditioning", 0.0)))
+    conditioning = float(g.get("conditioning", 0.0))
+    if p.low and g.get("oracle") is not None:
+        law = _law(p, {"oracle": g["oracle"], "roundings": g.get("roundings", 1)})
+        return Allowance(law.floor, law.allowance + conditioning)
+    return Allowance(eps(p.output), tolerances.law(p.output) + conditioning)
 
 
 SINKHORN_FIXED_POINT: Final = Rule(
     "sinkhorn_fixed_point", "law(dtype) against the truncated forward's gradient; declared "
     "implicit: law + 10·n·(column error)/(1 − σ₂(H_res)²) (the `conditioning` input) against "
-    "the fixed-point gradient",
-    "the implicit gradient is exact only at the fixed point", ("conditioning?",),
-    _fixed_point)
+    "the fixed-point gradient; bfloat16/float16 with a measured `oracle` (the kit's gradient "
+    "along the chain: the upstream gradient rounded to the output, Sinkhorn–Knopp and its "
+    "backward in the compute dtype), the law's 8 × max(oracle, eps/2·roundings) in place of "
+    "law(dtype)",
+    "the implicit gradient is exact only at the fixed point; below float32 FlashAttention's "
+    "rule, as the law's", ("conditioning?", "oracle?", "roundings?"), _fixed_point)
 DEPTH_BOUND: Final = Rule(
     "depth_bound", "the per-sublayer allowances of the constraints (exact axis, Birkhoff–Hopf, "
     "law or measured law per layer) accumulated over the stack",

@@ -268,14 +268,6 @@ class _Outcome:
     shrunk_from: Case | None = None
 
 
-def _figures(exc: BaseException) -> str:
-    """``error E > tolerance T`` of a numeric failure, '' otherwise."""
-    error, tolerance = getattr(exc, "error", None), getattr(exc, "tolerance", None)
-    if error is None or tolerance is None:
-        return ""
-    return f"error {error:.3g} > tolerance {tolerance:.3g}"
-
-
 def _classify(exc: BaseException, case: Case | None) -> _Outcome:
     failed = isinstance(exc, PropertyFailure)
     failure = fl.from_exception(exc, failed=failed,
@@ -339,7 +331,7 @@ def run_property(
                     outcome.shrunk_from = case
                     outcome.failure = outcome.failure.with_changes(
                         shrunk_from=case.to_json(), shrink_runs=shrunk.runs,
-                        shrunk_from_figures=_figures(exc))
+                        shrunk_from_figures=fl.comparison_figures(exc))
                 return outcome, checked
         if replay is None and prop.explore and ctx.profile.max_examples > 0:
             explore = _explorer(prop, ctx, run_one)

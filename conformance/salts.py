@@ -86,6 +86,8 @@ FD_INPUT_DIRECTION: Final = Salt("finite-difference direction in x", 40, (3,))
 SINKHORN_UPSTREAM: Final = Salt("the upstream gradient G of <G, H_res> (variant family)", 77)
 DEPTH_STATE: Final = Salt("the input state of a stack of L sublayers (depth family)", 78)
 AFFINE_LOGITS_STATE: Final = Salt("state k of the logits-affine check", 91, (3,))
+AFFINE_LOGITS_MAP: Final = Salt(
+    "the linear map of the logits-affine check's low-precision floor", 94)
 BRANCH_CONSTANT: Final = Salt("the constant branch's c", 101)
 BRANCH_FIRST_WEIGHT: Final = Salt("the first weight matrix of the mlp/linear branches", 102)
 BRANCH_SECOND_WEIGHT: Final = Salt("the second weight matrix of the mlp branch", 103)

@@ -113,7 +113,8 @@ class Decomposition(NamedTuple):
             the streams unchanged, ``X'_j = post_j · F(collapsed) + X_j``).
         collapsed: ``[B, T, d]`` the branch input the module computed itself (``Σ_i pre_i
             X_i`` in its own precision), or ``None``: then the helper computes it from
-            ``pre`` in the state's dtype.
+            ``pre`` in the declared ``compute_dtype`` (the state's dtype where that is finer
+            or none is declared) and rounds it once to the state's dtype.
     """
 
     pre: torch.Tensor | None
@@ -332,7 +333,7 @@ class V4StyleConnection(WrapsModule):
         collapsed = parts.collapsed
         if collapsed is None:
             assert parts.pre is not None  # checked in _parts
-            collapsed = (parts.pre.to(x.dtype).unsqueeze(-1) * x).sum(dim=-2)
+            collapsed = self._collapse(parts.pre, x)
         z = check_branch_output(branch(collapsed), collapsed)
         work = x.dtype if self.style.compose_dtype == "input" else torch.float32
         if parts.comb is None:  # residual_mixing="identity": the streams pass unchanged
@@ -417,6 +418,15 @@ class V4StyleConnection(WrapsModule):
         return pre, post, self._h_res(comb)
 
     # --- internals ------------------------------------------------------------------------
+    def _collapse(self, pre: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        """``Σ_i pre_i X_i`` ``[B, T, d]`` of ``pre [B, T, n]`` and ``x [B, T, n, d]``, in the
+        declared ``compute_dtype`` (or ``x``'s dtype where that is finer, or none is declared)
+        and returned in ``x``'s dtype: DeepSeek-V4 takes the products and the sum in float32
+        and rounds once, so a bfloat16 state is not rounded n times along the sum."""
+        declared = self.conventions.compute_dtype
+        work = x.dtype if declared is None else torch.promote_types(x.dtype, declared)
+        return (pre.to(work).unsqueeze(-1) * x.to(work)).sum(dim=-2).to(x.dtype)
+
     def _output_dtype(self, x: torch.Tensor) -> torch.dtype:
         return self.conventions.output_dtype or x.dtype
 

@@ -94,24 +94,25 @@ def check_branch_input(ctx: Context, case: Case) -> None:
     _normed_without_weights(ctx, kind, got, X)
 
 
-def _branch_input_at_precision(ctx: Context, h_pre: torch.Tensor,
-                               X: torch.Tensor) -> torch.Tensor:
+def _branch_input_at_precision(ctx: Context, h_pre: torch.Tensor, X: torch.Tensor,
+                               norm: bool = True) -> torch.Tensor:
     """The declared branch input of ``h_pre [B, T, n]`` and ``X [B, T, n, d]`` (float64) as a
     correct impl of the run's precision computes it: the state rounded to the effective
-    dtype (a bfloat16-state impl rounds what it is given), ``h_preᵀX`` and the declared norm
-    in the compute dtype (declared, else the working dtype), the result rounded to the
-    effective dtype; returned in float64 ``[B, T, d]`` (the ``oracle`` of the law rule)."""
+    dtype (a bfloat16-state impl rounds what it is given), ``h_preᵀX`` and (``norm``) the
+    declared norm in the compute dtype (declared, else the working dtype), the result rounded
+    to the effective dtype; returned in float64 ``[B, T, d]`` (the ``oracle`` of the law
+    rule). ``X`` may carry a row of ones (``[B, T, n + 1, d]``, a layer norm's span)."""
     compute = ctx.conventions.compute_dtype or ctx.dtype
     state = X.to(ctx.tol_dtype).to(compute)
     u = (h_pre.to(compute).unsqueeze(-2) @ state).squeeze(-2)
-    return f64(ctx.observe.branch_input(u).to(ctx.tol_dtype))
+    return f64((ctx.observe.branch_input(u) if norm else u).to(ctx.tol_dtype))
 
 
-def _projection_residual(v: torch.Tensor, X: torch.Tensor) -> float:
+def _projection_residual(v: torch.Tensor, X: torch.Tensor, scale: float | None = None) -> float:
     """Scaled distance of ``v [B, T, d]`` from its projection on the streams of
-    ``X [B, T, n, d]`` (both float64)."""
+    ``X [B, T, n, d]`` (both float64), relative to ``scale`` (default ``max |v|``)."""
     coefficients = (v.unsqueeze(-2) @ torch.linalg.pinv(X)).squeeze(-2)
-    return tolerances.scaled_error((coefficients.unsqueeze(-2) @ X).squeeze(-2), v)
+    return tolerances.scaled_error((coefficients.unsqueeze(-2) @ X).squeeze(-2), v, scale)
 
 
 def _normed_without_weights(ctx: Context, kind: str, got: torch.Tensor,
@@ -124,7 +125,11 @@ def _normed_without_weights(ctx: Context, kind: str, got: torch.Tensor,
     ``v`` has mean 0, and ``mean(v²) ≥ 1 − NORM_SLACK`` wherever ``m ≥ eps/NORM_SLACK``.
     A token whose ``mean(v²)`` is below ``1 − NORM_SLACK`` is consistent with a norm of a
     small ``u`` (``h_pre`` near 0, e.g. σ(−7) on every stream) and with no norm at all, so it
-    is not evidence either way; a case with only such tokens is inconclusive.
+    is not evidence either way; a case with only such tokens is inconclusive. Below float32
+    each comparison's oracle is the same figure of the declared norm computed along the run's
+    dtype chain from the aggregate the branch input spans (``u`` = its coefficients on the
+    streams, :func:`_branch_input_at_precision`; :func:`_normed_figures`): the law's 8 × that
+    floor, not 256·eps (2.0 in bfloat16).
 
     Raises:
         PropertyFailure: ``v`` leaves the span, ``mean(v²)`` exceeds 1, or a layer-normed
@@ -137,21 +142,35 @@ def _normed_without_weights(ctx: Context, kind: str, got: torch.Tensor,
         basis = torch.cat([X, ones], dim=-2)
     coefficients = got.unsqueeze(-2) @ torch.linalg.pinv(basis)
     rebuilt = (coefficients @ basis).squeeze(-2)
+    oracles: tuple[float | None, ...] = (None, None, None)
+    if precision.low_precision(ctx):
+        oracles = _normed_figures(kind, _branch_input_at_precision(
+            ctx, coefficients.squeeze(-2), basis), basis)
     ctx.record.expect(f"branch input minus its projection on the streams (declared {kind} of "
-                      "h_preᵀX)", tolerances.scaled_error(rebuilt, got))
+                      "h_preᵀX)", tolerances.scaled_error(rebuilt, got), oracle=oracles[0])
     centred = got - got.mean(-1, keepdim=True) if kind == "layer_norm" else got
     ms = centred.pow(2).mean(-1)
     ctx.record.expect(f"mean square of the branch input − 1, above 1 (declared {kind}: "
-                      "m/(m + eps) ≤ 1)", max(float((ms - 1).max()), 0.0))
+                      "m/(m + eps) ≤ 1)", max(float((ms - 1).max()), 0.0), oracle=oracles[1])
     if kind == "layer_norm":
         ctx.record.expect("mean of the branch input (declared layer_norm)",
-                          float(got.mean(-1).abs().max()))
+                          float(got.mean(-1).abs().max()), oracle=oracles[2])
     if not bool((ms >= 1 - NORM_SLACK).any()):
         raise Inconclusive(
             f"every token's branch input has mean square below 1 − {NORM_SLACK:g} (smallest "
             f"{float(ms.min()):.3g}): a {kind} of an aggregate with mean(u²) below "
             f"eps/{NORM_SLACK:g} gives that, and so does no norm; without weights(x) the size "
             "of h_preᵀX is unknown")
+def _normed_figures(kind: str, v: torch.Tensor, basis: torch.Tensor) -> tuple[float, ...]:
+    """``(projection residual, mean square − 1 above 1, |mean|)`` of a branch input
+    ``v [B, T, d]`` on ``basis [B, T, n(+1), d]`` (float64), as
+    :func:`_normed_without_weights` measures them (the mean only centred for ``layer_norm``)."""
+    centred = v - v.mean(-1, keepdim=True) if kind == "layer_norm" else v
+    return (_projection_residual(v, basis),
+            max(float((centred.pow(2).mean(-1) - 1).max()), 0.0),
+            float(v.mean(-1).abs().max()))
+
+
 @declare(
     "conventions.expand_replicates", statement="expand(h) puts h on every stream (X₀ = 1_n hᵀ)",
     theorems=("init.static_prenorm",), requires=(capability(EXPAND),), tolerance=rules.LAW,
@@ -186,7 +205,8 @@ def check_reduce(ctx: Context, case: Case) -> None:
     only where the streams do not span every vector (``d > n``); a case with ``d ≤ n`` is
     inconclusive for a learned head. Below float32 the declared sum or mean is compared
     against the same reduction of the state rounded to the output dtype, in the compute dtype,
-    rounded again (the law's 8 × that error, not 256·eps)."""
+    rounded again, and a learned head's distance from the span against that of ``wᵀX`` with
+    its fitted ``w`` computed so (the law's 8 × that error, not 256·eps)."""
     impl = ctx.build.make(case)
     x = ctx.inputs.state(case)
     out = ctx.observe.reduce(impl, x)
@@ -202,9 +222,13 @@ def check_reduce(ctx: Context, case: Case) -> None:
         got = f64(out)
         w = (got.unsqueeze(-2) @ torch.linalg.pinv(X)).squeeze(-2)
         rebuilt = (w.unsqueeze(-2) @ X).squeeze(-2)
+        size = float(X.abs().sum(-2).max())
+        # below float32: the head wᵀX with the fitted w along the chain (the state rounded to
+        # the output, the mix in the compute dtype, the result rounded again), off the span
         ctx.record.expect("reduce(X) minus its projection on the streams (declared learned "
-                          "head: reduce(X) = wᵀX)",
-                          tolerances.scaled_error(rebuilt, got, float(X.abs().sum(-2).max())))
+                          "head: reduce(X) = wᵀX)", tolerances.scaled_error(rebuilt, got, size),
+                          oracle=precision.oracle(ctx, lambda: _projection_residual(
+                              _branch_input_at_precision(ctx, w, X, norm=False), X, size)))
         return
     want = X.sum(-2) if ctx.conventions.reduce == "sum" else X.mean(-2)
     scale = float(X.abs().sum(-2).max())

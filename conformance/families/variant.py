@@ -270,13 +270,21 @@ def check_sinkhorn_gradient(ctx: Context, case: Case) -> None:
     """The target's ``∂⟨G, H_res(x)⟩/∂x`` equals the kit's ``J_{H̃_res}(x)ᵀ K`` where ``K``
     is the declared Sinkhorn backward at the target's ``H̃_res`` (unrolled; or declared
     implicit: the fixed-point gradient), both chained through the target's ``logits(x)``.
+    Below float32 the law part of the allowance is 8 × the error the declared backward makes
+    along the run's dtype chain (:func:`_sinkhorn_gradient_oracle`, at least eps: a backward
+    rounds twice), not 256·eps (2.0 in bfloat16).
 
     Raises:
         PropertyFailure: the gradients differ (naming the backward they match, if any), or
             ``weights(x)`` carries no autograd graph although ``logits(x)`` does.
     """
     err_unrolled, err_implicit, fixed_tol, rounds = gradient_errors(ctx, case)
-    law = ctx.record.allowance().allowance
+    conditioning = fixed_tol - ctx.record.allowance().allowance
+    given: dict[str, Any] = {}
+    if precision.low_precision(ctx):
+        given = {"oracle": _sinkhorn_gradient_oracle(ctx, case), "roundings": 2}
+    law = ctx.record.allowance(**given).allowance
+    fixed_tol = law + conditioning
     if ctx.conventions.sinkhorn_gradient == "implicit":
         if fixed_tol >= 1.0:
             raise Inconclusive(
@@ -288,8 +296,7 @@ def check_sinkhorn_gradient(ctx: Context, case: Case) -> None:
                   else f"unrolled gradient error {err_unrolled:.3g}")
         ctx.record.expect("∂⟨G, H_res⟩/∂x vs the fixed-point (implicit) gradient at the "
                           "target's logits (declared sinkhorn_gradient='implicit')",
-                          err_implicit, detail=detail,
-                          conditioning=fixed_tol - law)
+                          err_implicit, detail=detail, conditioning=conditioning, **given)
         return
     detail = ""
     if not err_unrolled <= law:
@@ -300,7 +307,33 @@ def check_sinkhorn_gradient(ctx: Context, case: Case) -> None:
                   f"fixed-point gradient error {err_implicit:.3g}")
     ctx.record.expect(f"∂⟨G, H_res⟩/∂x vs the gradient of the truncated {rounds} forward "
                       "(autograd through the declared variant at the target's logits)",
-                      err_unrolled, detail=detail)
+                      err_unrolled, detail=detail, **given)
+
+
+def _sinkhorn_gradient_oracle(ctx: Context, case: Case) -> float:
+    """What the declared Sinkhorn backward costs in the run's precision on the case (the
+    ``oracle`` of :data:`hcspec.conformance.rules.SINKHORN_FIXED_POINT`): the kit's unrolled
+    ``K`` recomputed along the dtype chain — the upstream gradient ``G`` rounded to the
+    effective dtype (the target's ``H_res`` is returned in it, so its incoming gradient is
+    rounded there), the declared Sinkhorn–Knopp and its backward in the compute dtype
+    (declared, else the working dtype) at the target's logits rounded to it — chained through
+    the target's ``logits(x)`` like the float64 one, its scaled error against the float64
+    gradient."""
+    impl = ctx.build.make(case)
+    x = ctx.inputs.state(case).requires_grad_(True)
+    res = target_logits(impl, x)[2]
+    G = strategies.gaussian((case.batch, case.tokens, case.n, case.n), case.seed,
+                            salts.SINKHORN_UPSTREAM.at(), torch.float64, "cpu")
+    compute = ctx.conventions.compute_dtype or ctx.dtype
+    v = Variant.declared(ctx.conventions)
+    L64 = f64(res).requires_grad_(True)
+    (exact,) = torch.autograd.grad((v.apply(L64) * G).sum(), L64)
+    low_logits = res.detach().to("cpu", compute).requires_grad_(True)
+    low_G = G.to(ctx.tol_dtype).to(compute)
+    (low,) = torch.autograd.grad((v.apply(low_logits) * low_G).sum(), low_logits)
+    want, got = (torch.autograd.grad(res, x, grad_outputs=k.to(res), retain_graph=True)[0]
+                 for k in (exact, low))
+    return tolerances.scaled_error(got, want)
 
 
 AFFINE_COMBINATIONS = ((1 / 3, 1 / 3, 1 / 3), (-0.5, 1.0, 0.5))
@@ -334,7 +367,9 @@ def check_logits_affine(ctx: Context, case: Case) -> None:
     combinations ``q = Σ λ_k u_k`` fed at a magnitude where the norm's epsilon is negligible,
     ``L(q) = (Σ λ_k L(Y_k) − b)/ρ + b`` with ``ρ = rms(q)``: the first combination gives ``b``,
     the second must then match. A nonlinearity inside the logits (a tanh or GELU on ``x'φ``)
-    breaks it; the scale of the states cannot, since every input is normalised.
+    breaks it; the scale of the states cannot, since every input is normalised. Below
+    float32 the oracle is the same check run on the closed form along the run's dtype chain
+    (:func:`_affine_at_precision`): the law's 8 × that floor, not 256·eps (2.0 in bfloat16).
 
     Raises:
         PropertyFailure: the second combination's logits differ from the affine prediction.
@@ -351,14 +386,10 @@ def check_logits_affine(ctx: Context, case: Case) -> None:
         case.shape, case.seed, salts.AFFINE_LOGITS_STATE.at(k), torch.float64)))
         for k in range(3)]
     units = [_unit_rms(y) for y in states]
-    base = [_flat_logits(impl, y) for y in states]
-    combined = []
-    for lam in AFFINE_COMBINATIONS:
-        y = fed(sum((c * u for c, u in zip(lam, units, strict=True)), torch.zeros_like(units[0])))
-        rho = f64(y).flatten(-2).pow(2).mean(-1, keepdim=True).sqrt() / big
-        mixed = sum((c * L for c, L in zip(lam, base, strict=True)), torch.zeros_like(base[0]))
-        combined.append((rho, mixed, _flat_logits(impl, y)))
-    (rho1, mixed1, got1), (rho2, mixed2, got2) = combined
+    combined = [fed(sum((c * u for c, u in zip(lam, units, strict=True)),
+                        torch.zeros_like(units[0]))) for lam in AFFINE_COMBINATIONS]
+    rho1, rho2 = (f64(y).flatten(-2).pow(2).mean(-1, keepdim=True).sqrt() / big
+                  for y in combined)
     gap = float((rho1 - 1).abs().min())
     if gap < AFFINE_CONDITIONING:
         raise Inconclusive(f"the average of the three unit states has RMS within {gap:.3g} of "
@@ -366,11 +397,51 @@ def check_logits_affine(ctx: Context, case: Case) -> None:
     if float(rho2.min()) < AFFINE_CONDITIONING:
         raise Inconclusive(f"the extrapolated combination has RMS {float(rho2.min()):.3g} "
                            f"(n·d = {case.n * case.d}): it cannot be normalised")
-    b = (got1 * rho1 - mixed1) / (rho1 - 1)
-    want = (mixed2 - b) / rho2 + b
-    scale = max(float(t.abs().max()) for t in (*base, got2))
+    error, scale = _affine_error(lambda y: _flat_logits(impl, y), states, combined, rho1, rho2)
+    oracle = None
+    if precision.low_precision(ctx):
+        oracle = _affine_error(_affine_at_precision(ctx, impl, case), states, combined, rho1,
+                               rho2)[0]
     ctx.record.expect("logits at an affine combination of normalised states vs the affine "
-                      "prediction", tolerances.scaled_error(got2, want, scale),
+                      "prediction", error, oracle=oracle,
                       detail=f"combinations {AFFINE_COMBINATIONS}; max |logit| {scale:.3g}",
                       hint="a nonlinearity inside the logits (mHC Eq. 7 is affine in "
                            "RMSNorm(vec X): α·(x'φ) + b, no tanh)")
+
+
+def _affine_error(logits: Callable[[torch.Tensor], torch.Tensor], states: list[torch.Tensor],
+                  combined: list[torch.Tensor], rho1: torch.Tensor, rho2: torch.Tensor,
+                  ) -> tuple[float, float]:
+    """``(scaled error, max |logit|)`` of :func:`check_logits_affine` for the logits function
+    ``logits(y [B, T, n, d]) -> [B, T, m]`` (float64): ``b`` solved from the first
+    combination (RMS ``rho1 [B, T, 1]``), the second's (``rho2``) predicted from it."""
+    base = [logits(y) for y in states]
+    mixed1, mixed2 = (sum((c * L for c, L in zip(lam, base, strict=True)),
+                          torch.zeros_like(base[0])) for lam in AFFINE_COMBINATIONS)
+    got1, got2 = (logits(y) for y in combined)
+    b = (got1 * rho1 - mixed1) / (rho1 - 1)
+    want = (mixed2 - b) / rho2 + b
+    scale = max(float(t.abs().max()) for t in (*base, got2))
+    return tolerances.scaled_error(got2, want, scale), scale
+
+
+def _affine_at_precision(ctx: Context, impl: HyperConnectionImpl, case: Case,
+                         ) -> Callable[[torch.Tensor], torch.Tensor]:
+    """The spec's closed form ``A·RMSNorm(vec Y)`` (a fixed Gaussian ``A``, no offset: the
+    whole logit is the part the state moves, the worst case relative to ``max |logit|``) along
+    the run's dtype chain: the state rounded to the effective dtype, the norm and the
+    projection in the compute dtype (declared, else the working dtype), the logits rounded to
+    the dtype the target returns its own in; float64 ``[B, T, 2n + n²]``. Its error in
+    :func:`_affine_error` is the ``oracle`` of :func:`check_logits_affine` (the ratio is
+    independent of ``A``'s size)."""
+    compute = ctx.conventions.compute_dtype or ctx.dtype
+    returned = target_logits(impl, ctx.inputs.state(case))[0].dtype
+    A = strategies.gaussian((case.n * case.d, 2 * case.n + case.n ** 2), case.seed,
+                            salts.AFFINE_LOGITS_MAP.at(), torch.float64)
+
+    def logits(y: torch.Tensor) -> torch.Tensor:
+        flat = y.detach().to("cpu", ctx.tol_dtype).to(compute).flatten(-2)
+        unit = flat * torch.rsqrt(flat.pow(2).mean(-1, keepdim=True))
+        return f64((unit @ A.to(compute)).to(returned))
+
+    return logits

@@ -4,6 +4,7 @@ property does not count."""
 from __future__ import annotations
 
 from hcspec.conformance.failure import origin as _origin
+from hcspec.conformance.failure import rule_text
 
 
 class PropertyFailure(AssertionError):
@@ -67,16 +68,6 @@ class PropertyFailure(AssertionError):
                    f"{rule_text(rule, error, floor)}{extra}",
                    label=label, error=error, tolerance=tolerance, detail=detail, hint=hint,
                    rule=rule, floor=floor)
-
-
-def rule_text(rule: str | None, error: float, floor: float | None) -> str:
-    """`` [rule R: floor F, error = E/F × floor]`` (`` [rule R]`` without a positive floor;
-    '' without a rule): what a failure message and a report add after the allowance."""
-    if rule is None:
-        return ""
-    if floor is None or not floor > 0:
-        return f" [rule {rule}]"
-    return f" [rule {rule}: floor {floor:.3g}, error = {error / floor:.3g} × floor]"
 
 
 class NotApplicable(Exception):
