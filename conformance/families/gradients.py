@@ -334,10 +334,17 @@ def check_closed_form_probed(ctx: Context, case: Case) -> None:
     G = strategies.gaussian(x.shape, case.seed, salts.UPSTREAM_GRADIENT.at(), ctx.dtype,
                             ctx.device)
     spec = _closed_form(ctx, case, f64(x), f64(G), probed.h_pre, probed.h_post, probed.H_res)
+    want_x = torch.from_numpy(spec.X)
+    oracle_x = None
+    if precision.low_precision(ctx):  # the closed form along the declared chain, as above
+        oracle_x = max(tolerances.scaled_error(_rounded(ctx, torch.from_numpy(c.X)), want_x)
+                       for c in _along_the_chain(ctx, case, x, G, probed.h_pre,
+                                                 probed.h_post, probed.H_res))
     xg = x.clone().requires_grad_(True)
     (auto_x,) = torch.autograd.grad(_loss(impl, xg, fn, G), xg)
     ctx.record.expect("∂L/∂x: autograd vs H_resᵀG' + h_pre g_inᵀ (probed weights)",
-                      tolerances.scaled_error(auto_x, torch.from_numpy(spec.X)))
+                      tolerances.scaled_error(f64(auto_x), want_x), oracle=oracle_x,
+                      roundings=2)
 
 
 @declare(

@@ -225,6 +225,8 @@ BUGS = [
      1),
     ("reduction.dynamic_init_static", "make_float16_dynamic_post_init",
      "make_float16_hc_dynamic", 0),
+    ("gradients.closed_form_probed", "make_bf16_hc_detached", "make_bf16_hc_static", 0),
+    ("gradients.closed_form_probed", "make_float16_hc_detached", "make_float16_hc_static", 1),
     ("stack.unrolled_weights", "make_bf16_transposed", "make_bf16_output", 1),
     ("variant.logits_affine", "make_bf16_tanh_logits", "make_bf16_output", 1),
     ("variant.sinkhorn_gradient", "make_bf16_implicit_backward", "make_bf16_output", 0),
