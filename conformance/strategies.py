@@ -183,18 +183,26 @@ def cases(
 
     from hcspec.conformance.properties.cases import Case
 
+    # The inner strategies are built once, not per draw: building a composite strategy parses
+    # its function's source (hypothesis checks how ``draw`` is used), several milliseconds each
+    # time. Drawing from the same strategies in the same order draws the same cases.
+    shape = shapes(max_batch, max_tokens, min_n, max_n, max_d, d_more_than_n)
+    layer, seed = st.integers(0, max_layer_index), st.integers(0, 2**16)
+    scale, perturb = st.sampled_from(tuple(scales)), st.sampled_from(tuple(perturbations))
+    param_scale, branch = st.sampled_from(tuple(param_scales)), st.sampled_from(tuple(branches))
+
     @st.composite
     def build(draw: Any) -> Case:
-        b, t, n, d = draw(shapes(max_batch, max_tokens, min_n, max_n, max_d, d_more_than_n))
+        b, t, n, d = draw(shape)
         b = max(b, min_batch)
         return Case(
             batch=b, tokens=t, n=n, d=d,
-            layer_index=draw(st.integers(0, max_layer_index)),
-            seed=draw(st.integers(0, 2**16)),
-            scale=draw(st.sampled_from(tuple(scales))),
-            perturb=draw(st.sampled_from(tuple(perturbations))),
-            param_scale=draw(st.sampled_from(tuple(param_scales))),
-            branch=draw(st.sampled_from(tuple(branches))),
+            layer_index=draw(layer),
+            seed=draw(seed),
+            scale=draw(scale),
+            perturb=draw(perturb),
+            param_scale=draw(param_scale),
+            branch=draw(branch),
         )
 
     return build()
