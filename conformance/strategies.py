@@ -24,6 +24,7 @@ True
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections.abc import Sequence
@@ -179,8 +180,21 @@ def cases(
     max_layer_index: int = 7,
 ) -> st.SearchStrategy[Case]:
     """:class:`Case` examples. Shrinks towards the first listed branch, perturbation, scale and
-    parameter scale, and towards small shapes, seeds and layer indices."""
+    parameter scale, and towards small shapes, seeds and layer indices. The same bounds give
+    the same strategy object (strategies are immutable; building one parses its function's
+    source, a few milliseconds, and most properties of a run share their bounds)."""
+    return _cases(max_batch, max_tokens, min_n, max_n, max_d, d_more_than_n, min_batch,
+                  tuple(branches), tuple(perturbations), tuple(scales), tuple(param_scales),
+                  max_layer_index)
 
+
+@functools.lru_cache(maxsize=256)
+def _cases(
+    max_batch: int, max_tokens: int, min_n: int, max_n: int, max_d: int, d_more_than_n: bool,
+    min_batch: int, branches: tuple[str, ...], perturbations: tuple[float, ...],
+    scales: tuple[float, ...], param_scales: tuple[float, ...], max_layer_index: int,
+) -> st.SearchStrategy[Case]:
+    """:func:`cases` with hashable bounds, built once per bounds."""
     from hcspec.conformance.properties.cases import Case
 
     # The inner strategies are built once, not per draw: building a composite strategy parses
