@@ -9,11 +9,13 @@ property catalogue), ``targets`` (the built-in targets and whether they import h
 from __future__ import annotations
 
 import argparse
+import atexit
 import contextlib
 import os
 import signal
 import sys
 import textwrap
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from types import FrameType
@@ -594,22 +596,38 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def console_main() -> NoReturn:
     """The ``hc-conformance`` console script and ``python -m hcspec.conformance``:
-    :func:`main`, then exit with its code. When a worker thread abandoned by a timeout or an
-    interrupt is still running the target's code, the process ends at once (``os._exit``,
-    after flushing): letting the interpreter finalise under a thread that is inside torch's C++
-    code can abort it (``terminate called without an active exception``, exit 134) after the
-    report was written."""
+    :func:`main`, then exit with its code.
+
+    When a worker thread abandoned by a timeout or an interrupt is still running the target's
+    code, the process ends at once (``os._exit``, after flushing): letting the interpreter
+    finalise under a thread that is inside torch's C++ code can abort it (``terminate called
+    without an active exception``, exit 134) after the report was written. Otherwise, when no
+    thread but daemon threads is left, the exit handlers run (:mod:`atexit`: logging's flush,
+    torch's) and the process ends the same way: the interpreter's own finalisation — tearing
+    down every module of torch, sympy and hypothesis, and their last garbage collections —
+    took longer than the startup of a ``quick`` run (docs/benchmarks.md, "Time to verdict")
+    and produces nothing. A non-daemon thread the target left running is waited for, as
+    ``sys.exit`` does."""
     code = main()
     from hcspec.conformance import timeouts
 
     # The run is over: a late Ctrl-C ends the exit at once instead of printing a traceback.
     signal.signal(signal.SIGINT, lambda signum, frame: os._exit(EXIT_INTERRUPTED))
     if timeouts.running_jobs():
-        with contextlib.suppress(OSError, ValueError):
-            sys.stdout.flush()
-            sys.stderr.flush()
+        _flush()
+        os._exit(code)
+    if all(t.daemon or t is threading.main_thread() for t in threading.enumerate()):
+        atexit._run_exitfuncs()
+        _flush()
         os._exit(code)
     sys.exit(code)
+
+
+def _flush() -> None:
+    """Flush stdout and stderr, ignoring a reader that went away."""
+    with contextlib.suppress(OSError, ValueError):
+        sys.stdout.flush()
+        sys.stderr.flush()
 
 
 def _discard_stdout() -> None:
