@@ -194,6 +194,14 @@ def _fresh(shape: torch.Size, like: Tensor) -> Tensor:
     return out
 
 
+def _bmm_fresh(a: Tensor, b: Tensor) -> Tensor:
+    """``torch.bmm(a, b)`` (``[k, i, j] @ [k, j, m]``) written into a :func:`_fresh` tensor; the
+    plain op while a compiler traces (``out=`` and the advice are eager-only)."""
+    if torch.compiler.is_compiling():
+        return torch.bmm(a, b)
+    return torch.bmm(a, b, out=_fresh(torch.Size((a.shape[0], a.shape[1], b.shape[2])), b))
+
+
 def _in_place() -> bool:
     """Whether backward adds its terms into the delivered gradient buffer in place: in eager it
     is the buffer that :class:`_Write`'s backward allocated, owned by this chain. While
@@ -286,11 +294,7 @@ class _Write(torch.autograd.Function):
     def forward(ctx: Any, x: Tensor, conduit: Tensor, H_res: Tensor, h_post: Tensor,
                 z: Tensor) -> Tensor:
         ctx.save_for_backward(x, H_res, h_post, z)
-        if torch.compiler.is_compiling():
-            out = torch.bmm(H_res, x)
-        else:
-            out = torch.bmm(H_res, x, out=_fresh(x.shape, x))
-        return out.addcmul_(h_post.unsqueeze(2), z.unsqueeze(1))
+        return _bmm_fresh(H_res, x).addcmul_(h_post.unsqueeze(2), z.unsqueeze(1))
 
     @staticmethod
     @once_differentiable
@@ -300,8 +304,7 @@ class _Write(torch.autograd.Function):
         need = ctx.needs_input_grad
         grad_x = None
         if need[1]:
-            grad_x = (torch.bmm(H_res.transpose(1, 2), g) if torch.compiler.is_compiling()
-                      else torch.bmm(H_res.transpose(1, 2), g, out=_fresh(x.shape, x)))
+            grad_x = _bmm_fresh(H_res.transpose(1, 2), g)
         grad_H = torch.bmm(g, x.transpose(1, 2)) if need[2] else None
         grad_h_post = torch.bmm(z.unsqueeze(1), g.transpose(1, 2)).squeeze(1) if need[3] else None
         grad_z = torch.bmm(h_post.unsqueeze(1), g).squeeze(1) if need[4] else None
