@@ -3,13 +3,18 @@ reported."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
+import torch
 
 from hcspec.conformance.families.depth import GROWTH, depth, mhc_bounds, run_stack
 from hcspec.conformance.profiles import PROFILE_NAMES
 from hcspec.conformance.properties import BY_ID, PropertyFailure
+from hcspec.conformance.properties.errors import Inconclusive
 from hcspec.conformance.protocol import Conventions
 from hcspec.conformance.strategies import Case
+from tests.conformance.properties.precision_standins import RoundedDynamicHC, _rounded
 from tests.conformance.properties.support import context, run, unmet
 
 PERTURBED_MLP = Case(2, 3, 4, 8, seed=1, perturb=0.3, branch="mlp")
@@ -46,6 +51,40 @@ def test_a_stack_of_mhc_preserves_the_stream_sum_and_contracts() -> None:
 def test_hc_growth_is_reported_not_failed() -> None:
     ctx = run("depth.hc_growth", "reference:hc-dynamic", PERTURBED_MLP)
     assert "sublayers" in ctx.worst.label and ctx.worst.error > 1.0
+
+
+# Found by the false-positive soak: a correct float16 dynamic HC whose stack grows past 65504
+# (the float64 reference grows this case 3.1e6-fold in 16 sublayers).
+FLOAT16_OVERFLOW = Case(1, 1, 3, 2, seed=0, perturb=1.0, branch="zero")
+STANDINS = "tests.conformance.properties.precision_standins"
+
+
+def test_hc_growth_past_the_output_range_is_inconclusive_not_failed() -> None:
+    with pytest.raises(Inconclusive, match=r"sublayer 12 .* HC's growth is not bounded"):
+        run("depth.hc_growth", f"{STANDINS}:make_float16_hc_dynamic", FLOAT16_OVERFLOW)
+
+
+class InfAtDepth(RoundedDynamicHC):
+    """A float16 dynamic HC that returns inf from its fourth sublayer on, whatever the size of
+    the state (the bug: a division by a vanishing norm)."""
+
+    poisoned = False
+
+    def forward(self, x: torch.Tensor, branch: Any) -> torch.Tensor:
+        out = super().forward(x, branch)
+        return out / 0.0 if self.poisoned else out
+
+
+def make_float16_inf_at_depth(n: int, d: int, *, layer_index: int = 0, **kwargs: Any) -> Any:
+    module = _rounded(n, d, layer_index=layer_index, output=torch.float16, cls=InfAtDepth,
+                      **kwargs)
+    module.poisoned = layer_index >= 3
+    return module
+
+
+def test_hc_overflow_far_inside_the_range_still_fails() -> None:
+    with pytest.raises(PropertyFailure, match=r"sublayer 3 of the stack is non-finite$"):
+        run("depth.hc_growth", f"{__name__}:make_float16_inf_at_depth", PERTURBED_MLP)
 
 
 def test_depth_needs_weights_and_any_state() -> None:
