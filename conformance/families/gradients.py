@@ -22,6 +22,7 @@ from hcspec.conformance import probes, rules, salts, strategies, tolerances
 from hcspec.conformance.properties import precision
 from hcspec.conformance.properties.base import (
     Context,
+    Inconclusive,
     NotApplicable,
     PropertyFailure,
     f64,
@@ -44,6 +45,7 @@ from hcspec.conformance.properties.sinkhorn_variant import UNROLLED, implicit_gr
 from hcspec.conformance.protocol import PARAMETERS, WEIGHTS, Branch, HyperConnectionImpl
 from hcspec.conformance.strategies import SMOOTH_BRANCHES
 from hcspec.spec import numeric
+from hcspec.spec.kinds import MHC
 
 BASE = ("shape.output", "shape.branch_once")
 DIRECTIONS = salts.FD_INPUT_DIRECTION.shape[0]
@@ -398,5 +400,35 @@ def check_finite_extreme(ctx: Context, case: Case) -> None:
     grads = torch.autograd.grad(_loss(impl, x, fn, G), [x, *params], allow_unused=True)
     bad = [("x" if i == 0 else f"parameter {i - 1}") for i, g in enumerate(grads)
            if g is not None and not bool(torch.isfinite(g).all())]
+    expected = _hc_overflow_expected(ctx, params, x, case) if bad else None
+    if expected is not None:
+        raise Inconclusive(f"non-finite gradient w.r.t. {', '.join(bad)}: {expected}")
     ctx.record.require(not bad, f"non-finite gradient w.r.t. {', '.join(bad)} with parameters "
                        f"×{case.param_scale:g}")
+
+
+HC_OVERFLOW_HEADROOM = 4.0
+"""The factor on the magnitude estimate of :func:`_hc_overflow_expected`: a non-finite gradient of
+an HC whose estimate stays below the dtype's largest value ÷ 4 still fails."""
+
+
+def _hc_overflow_expected(ctx: Context, params: list[torch.Tensor], x: torch.Tensor,
+                          case: Case) -> str | None:
+    """Why a non-finite gradient is what a correct HC of the run's effective dtype returns, or
+    None. HC's weights (static: the parameters; dynamic: static part + α·tanh(·)) grow with the
+    parameters, unbounded (HC §2.1–2.2), so ``h_post · F(h_pre X)`` and the gradients reach about
+    ``n · max|θ|² · max|X|``: past the dtype's largest value (with
+    :data:`HC_OVERFLOW_HEADROOM`), the exact values are not representable and a non-finite
+    gradient shows no bug. mHC's weights are bounded (σ, Sinkhorn–Knopp): never expected."""
+    if ctx.kind == MHC or not params:
+        return None
+    theta = max(float(f64(p.detach()).abs().max()) for p in params)
+    peak = max(float(f64(x.detach()).abs().max()), 1.0)
+    reach = case.n * theta * theta * peak
+    limit = float(torch.finfo(ctx.tol_dtype).max)
+    if not math.isfinite(reach) or reach * HC_OVERFLOW_HEADROOM >= limit:
+        return (f"HC's weights are unbounded in the parameters: with max |θ| = {theta:.3g} and "
+                f"max |X| = {peak:.3g} the exact values reach about n·max|θ|²·max|X| = "
+                f"{reach:.3g}, past {ctx.tol_dtype}'s largest value {limit:.3g} "
+                f"(× {HC_OVERFLOW_HEADROOM:g} headroom)")
+    return None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 import torch
 
@@ -9,10 +11,12 @@ from hcspec.conformance.adapters.deepseek_v4_style import v4_style_target
 from hcspec.conformance.profiles import get_profile
 from hcspec.conformance.properties import BY_ID, PropertyFailure
 from hcspec.conformance.properties.base import Context
+from hcspec.conformance.properties.errors import Inconclusive
 from hcspec.conformance.protocol import Conventions
 from hcspec.conformance.runner import inspect_target
 from hcspec.conformance.strategies import Case
 from tests.conformance import v4_formula
+from tests.conformance.properties.precision_standins import RoundedStaticHC, _rounded
 from tests.conformance.properties.support import context, run, unmet
 from tests.conformance.v4_formula import V4Formula
 
@@ -83,3 +87,34 @@ def test_a_wrong_float32_gradient_still_fails_after_the_fit_fallback() -> None:
     for case in (STRONGLY_PERTURBED, Case(2, 3, 4, 8, seed=1, perturb=0.3)):
         with pytest.raises(PropertyFailure, match="finite differences vs autograd"):
             BY_ID["gradients.fd_parameters"].run(ctx, case)
+
+
+# Found by the false-positive soak: a correct float16 static HC whose parameters ×1e4 put the exact
+# output near 1e9, past float16's 65504 (HC's weights are unbounded in its parameters).
+FLOAT16_HC_OUT_OF_RANGE = Case(1, 1, 1, 2, seed=2, scale=10.0, perturb=0.3, param_scale=1e4,
+                               branch="linear")
+STANDINS = "tests.conformance.properties.precision_standins"
+
+
+def test_finite_extreme_past_the_dtype_range_is_inconclusive() -> None:
+    with pytest.raises(Inconclusive, match=r"n·max\|θ\|²·max\|X\| = .* past torch.float16"):
+        run("gradients.finite_extreme", f"{STANDINS}:make_float16_hc_static",
+            FLOAT16_HC_OUT_OF_RANGE)
+
+
+class NaNGradientHC(RoundedStaticHC):
+    """A static HC whose backward is NaN (a norm taken as sqrt(Σx²) without eps, at zero)."""
+
+    def forward(self, x: torch.Tensor, branch: Any) -> torch.Tensor:
+        out = super().forward(x, branch)
+        return out + 0.0 * torch.sqrt((x - x).pow(2).sum())
+
+
+def make_bf16_nan_gradient_hc(n: int, d: int, **kwargs: Any) -> Any:
+    return _rounded(n, d, output=torch.bfloat16, cls=NaNGradientHC, **kwargs)
+
+
+def test_finite_extreme_inside_the_dtype_range_still_fails() -> None:
+    with pytest.raises(PropertyFailure, match=r"non-finite gradient w.r.t. x"):
+        run("gradients.finite_extreme", f"{__name__}:make_bf16_nan_gradient_hc",
+            FLOAT16_HC_OUT_OF_RANGE)
