@@ -50,21 +50,24 @@ def _tail(text: str) -> str:
 
 
 def run_kit(target: str, profile: str, threads: int, extra_paths: list[str],
-            timeout: float) -> KitRun:
-    """Time one ``hc-conformance run`` of ``target`` under ``profile``."""
+            timeout: float, python: Path | None = None, venv: str = "") -> KitRun:
+    """Time one ``hc-conformance run`` of ``target`` under ``profile``, with this interpreter or
+    ``python`` (a third-party venv's, named ``venv`` in the table's label)."""
     with tempfile.TemporaryDirectory() as tmp:
         report = Path(tmp) / "report.json"
-        command = [sys.executable, "-m", "hcspec.conformance", "run", target, "--profile", profile,
+        command = [str(python or sys.executable), "-m", "hcspec.conformance", "run", target,
+                   "--profile", profile,
                    "--device", "cpu", "--no-progress", "--json", str(report)]
         start = time.perf_counter()
         try:
             done = subprocess.run(command, env=_env(threads, extra_paths), capture_output=True,
                                   text=True, timeout=timeout, cwd=ROOT)
         except subprocess.TimeoutExpired:
-            return KitRun(target, profile, time.perf_counter() - start, -1,
+            return KitRun(f"{target} ({venv})" if venv else target, profile,
+                          time.perf_counter() - start, -1,
                           error=f"timed out after {timeout:.0f} s")
         wall = time.perf_counter() - start
-        run = KitRun(target, profile, wall, done.returncode)
+        run = KitRun(f"{target} ({venv})" if venv else target, profile, wall, done.returncode)
         if not report.exists():
             run.error = _tail(done.stderr) or _tail(done.stdout) or "no report written"
             return run
@@ -108,5 +111,7 @@ def table(runs: list[KitRun], skipped: list[tuple[str, str]]) -> md.Table:
     for target, reason in skipped:
         t.add(target, "–", "–", "–", "–", "–", f"skipped: {reason}")
     t.notes = ["exit 1 with failures is the kit reporting findings in a third-party target, "
-               "not a benchmark error; wall time includes interpreter start and imports."]
+               "not a benchmark error; wall time includes interpreter start and imports. A "
+               "third-party target that does not import here runs `ci` in the venv that holds it "
+               "(named after the target), where `--venvs` chose one."]
     return t

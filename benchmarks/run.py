@@ -298,6 +298,22 @@ def kept_tail(path: Path) -> str:
     return ""
 
 
+def _kit_in_venvs(parts: Sequence[venvs.Part], skipped: list[tuple[str, str]],
+                  runs: list[kit.KitRun], threads: int,
+                  timeout: float) -> list[tuple[str, str]]:
+    """Time ``ci`` of every skipped target in the chosen venv that holds it (appended to
+    ``runs``); the targets no chosen venv holds stay skipped (returned)."""
+    left = []
+    for target, reason in skipped:
+        part = next((p for p in parts if target.split(":", 1)[0] in p.prefixes
+                     and p.python.exists()), None)
+        if part is None:
+            left.append((target, reason))
+        else:
+            runs.append(kit.run_kit(target, "ci", threads, [], timeout, part.python, part.name))
+    return left
+
+
 def _parts_table(runs: Sequence[venvs.PartRun], configs: Sequence[str]) -> md.Table:
     t = md.Table("Runs merged into the connection tables", [
         "run", "venv", "holds", "wall s", "reference:mhc-fast fwd+bwd − branch ms there",
@@ -441,6 +457,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for profile in plan.kit_profiles:
             for target in targets:
                 runs.append(kit.run_kit(target, profile, args.threads, extra_paths, timeout))
+        skipped = _kit_in_venvs(args.venv_parts, skipped, runs, args.threads, timeout)
         runs.append(kit.run_prove(args.threads, plan.prove_only, timeout))
         report.table(kit.table(runs, skipped), console)
     gpu_ran = False
