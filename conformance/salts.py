@@ -92,9 +92,9 @@ BRANCH_CONSTANT: Final = Salt("the constant branch's c", 101)
 BRANCH_FIRST_WEIGHT: Final = Salt("the first weight matrix of the mlp/linear branches", 102)
 BRANCH_SECOND_WEIGHT: Final = Salt("the second weight matrix of the mlp branch", 103)
 WEIGHT_ROUNDING_DRAWS: Final = 8
-"""How many moves of the reported weights the closed-form gradient floor draws."""
+"""How many moves of the reported weights a low-precision floor draws."""
 WEIGHT_ROUNDING: Final = Salt(
-    "the closed-form gradient floor's move j of reported weight k within half an ulp", 104,
+    "the low-precision floors' move j of reported weight k within half an ulp", 104,
     (WEIGHT_ROUNDING_DRAWS, 3))
 PERTURBATION: Final = Salt("the case's perturbation of parameter i", 1000, (MAX_PARAMETERS,))
 FD_PARAMETER_DIRECTION: Final = Salt(

@@ -278,7 +278,7 @@ def _along_the_chain(ctx: Context, case: Case, x: torch.Tensor, G: torch.Tensor,
     rounded to it too (either is correct, see ``make_bf16_unrounded_branch_input``); and that
     with the reported weights moved within half a unit of their last place — they are the
     compute dtype's weights rounded to the effective dtype, so the ones the target used lie
-    there (:data:`salts.WEIGHT_ROUNDING_DRAWS` uniform draws per entry, seeded by the case).
+    there (:func:`precision.weights_within_rounding`).
     The check's floor is the largest error of these against float64: one evaluation's error
     is a single draw and can cancel by chance (a scalar parameter's gradient sums many terms:
     a correct bfloat16 dynamic HC's ∂L/∂s_β was off by 0.131 where one draw of the moved
@@ -287,19 +287,10 @@ def _along_the_chain(ctx: Context, case: Case, x: torch.Tensor, G: torch.Tensor,
     Shapes: ``x``, ``G`` ``[B, T, n, d]``; the weights float64 ``[B, T, n]``, ``[B, T, n]``,
     ``[B, T, n, n]``. Raises nothing of its own."""
     X, Gr = _rounded(ctx, x), _rounded(ctx, G)
-    half_ulp = 0.5 * torch.finfo(ctx.tol_dtype).eps
-
-    def moved(j: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        def one(k: int, w: torch.Tensor) -> torch.Tensor:
-            normal = strategies.gaussian(w.shape, case.seed, salts.WEIGHT_ROUNDING.at(j, k),
-                                         torch.float64)
-            return w * (1.0 + half_ulp * torch.erf(normal / math.sqrt(2.0)))  # in (−1, 1)
-        return one(0, h_pre), one(1, h_post), one(2, H_res)
-
     return [_closed_form(ctx, case, X, Gr, h_pre, h_post, H_res),
             _closed_form(ctx, case, X, Gr, h_pre, h_post, H_res, round_branch_input=True),
-            *(_closed_form(ctx, case, X, Gr, *moved(j), round_branch_input=True)
-              for j in range(salts.WEIGHT_ROUNDING_DRAWS))]
+            *(_closed_form(ctx, case, X, Gr, *moved, round_branch_input=True)
+              for moved in precision.weights_within_rounding(ctx, case, (h_pre, h_post, H_res)))]
 
 
 def _rounded(ctx: Context, t: torch.Tensor) -> torch.Tensor:

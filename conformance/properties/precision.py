@@ -10,13 +10,14 @@ tests
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import cast
 
 import torch
 
-from hcspec.conformance import probes, tolerances
+from hcspec.conformance import probes, salts, strategies, tolerances
 from hcspec.conformance.properties.base import Context
 from hcspec.conformance.properties.cases import Case
 from hcspec.conformance.protocol import Branch, HyperConnectionImpl
@@ -104,3 +105,24 @@ def law_oracles(ctx: Context, case: Case, x: torch.Tensor, weights: tuple[
     spec_out = spec_at_precision(ctx, *weights).forward(x, spec_branch)
     return (tolerances.scaled_error(spec_out, want, scale),
             tolerances.scaled_error(spec_branch.inputs[0], inp))
+
+
+Weights = tuple[torch.Tensor, torch.Tensor, torch.Tensor]
+
+
+def weights_within_rounding(ctx: Context, case: Case, weights: Weights) -> list[Weights]:
+    """:data:`salts.WEIGHT_ROUNDING_DRAWS` draws of the reported ``weights = (h_pre, h_post,
+    H_res)`` (float64) each entry moved uniformly within half an ulp of the run's effective
+    dtype, seeded by the case: where a target computes its weights in a finer dtype and
+    reports them rounded, the weights it used lie there. A floor measured with the reported
+    weights alone is one draw of that rounding and can be small by chance (a low-precision
+    floor takes the largest error over the reported weights and these)."""
+    half_ulp = 0.5 * torch.finfo(ctx.tol_dtype).eps
+
+    def moved(j: int, k: int, w: torch.Tensor) -> torch.Tensor:
+        normal = strategies.gaussian(w.shape, case.seed, salts.WEIGHT_ROUNDING.at(j, k),
+                                     torch.float64)
+        return w * (1.0 + half_ulp * torch.erf(normal / math.sqrt(2.0)))  # uniform in (−1, 1)
+
+    return [(moved(j, 0, weights[0]), moved(j, 1, weights[1]), moved(j, 2, weights[2]))
+            for j in range(salts.WEIGHT_ROUNDING_DRAWS)]
