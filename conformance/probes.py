@@ -19,7 +19,7 @@ arXiv:2512.24880 Eq. 3, in the row form ``X' = H_res X + h_post zᵀ`` (spec the
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
@@ -46,6 +46,13 @@ class ProbedWeights:
         residuals: scaled errors of the probe identities — ``"mix"`` (``X'(0) − H_res X``),
             ``"write"`` (``X'(c) − X'(0) − h_post cᵀ``), ``"read"`` (``x_in − h_preᵀ X``),
             ``"identity"`` (``X'(id) − X'(0) − h_post x_inᵀ``).
+        sensitivity: per probed weight (``"h_pre"``, ``"h_post"``, ``"H_res"``, same shape as
+            it), how far it moves at most, to first order, when every entry of the outputs and
+            the branch input it is read from moves by its own magnitude times ``u``, divided by
+            ``u``: ``|X'(0)| |X⁺|`` for H_res, ``(|X'(c)| + |X'(0)|) |c| / cᵀc`` for h_post,
+            ``|x_in| |X⁺|`` for h_pre. Times the unit roundoff of the dtype the target rounds
+            them to, it is how much rounding alone can move the probe (large where X is
+            ill-conditioned, d close to n).
     """
 
     h_pre: torch.Tensor | None
@@ -54,6 +61,7 @@ class ProbedWeights:
     branch_input: torch.Tensor
     outputs: dict[str, torch.Tensor]
     residuals: dict[str, float]
+    sensitivity: dict[str, torch.Tensor] = field(default_factory=dict)
 
 
 def _f64(t: torch.Tensor) -> torch.Tensor:
@@ -145,14 +153,17 @@ def probe(
             torch.cat([scale, out_id.flatten()]),
         ),
     }
+    sensitivity = {"H_res": out0.abs() @ X_pinv.abs(),
+                   "h_post": ((out_c.abs() + out0.abs()) @ c.abs()) / float(c @ c)}
     h_pre: torch.Tensor | None = None
     if conventions.branch_input == "x_in":
         h_pre = (x_in.unsqueeze(-2) @ X_pinv).squeeze(-2)
         residuals["read"] = _scaled(
             x_in - (h_pre.unsqueeze(-2) @ X).squeeze(-2), torch.cat([X.flatten(), x_in.flatten()])
         )
+        sensitivity["h_pre"] = (x_in.abs().unsqueeze(-2) @ X_pinv.abs()).squeeze(-2)
     return ProbedWeights(
         h_pre=h_pre, h_post=h_post, H_res=H_res, branch_input=x_in,
         outputs={"zero": out0, "constant": out_c, "identity": out_id},
-        residuals=residuals,
+        residuals=residuals, sensitivity=sensitivity,
     )

@@ -12,7 +12,7 @@ import dataclasses
 import torch
 from hypothesis import strategies as st
 
-from hcspec.conformance import rules, tolerances
+from hcspec.conformance import probes, rules, tolerances
 from hcspec.conformance.properties import precision
 from hcspec.conformance.properties.base import Context, NotApplicable, f64, floating_parameters
 from hcspec.conformance.properties.cases import Case, Cases, shift
@@ -126,10 +126,29 @@ def check_reported_matches_probed(ctx: Context, case: Case) -> None:
     if probed.h_pre is not None:
         pairs.insert(0, ("h_pre", reported[0], probed.h_pre))
     for name, rep, prb in pairs:
+        resolution = _probe_resolution(ctx, probed, name, rep, prb)
         ctx.record.expect(f"reported {name} vs probed {name}",
                           tolerances.scaled_error(rep, prb),
-                          detail=f"max |reported| {float(rep.abs().max()):.3g}",
-                          oracle=oracles[name], factor=max(1, case.n))
+                          detail=f"max |reported| {float(rep.abs().max()):.3g}"
+                                 + (f"; probe resolution {resolution:.3g}" if resolution else ""),
+                          oracle=oracles[name], factor=max(1, case.n), extra=resolution)
+
+
+def _probe_resolution(ctx: Context, probed: probes.ProbedWeights, name: str,
+                      reported: torch.Tensor, got: torch.Tensor) -> float:
+    """Below float32, the most that rounding alone moves ``|reported − probed|`` for weight
+    ``name`` (scaled as :func:`tolerances.scaled_error` scales it), to first order: the
+    reported weights rounded to the effective dtype (``u·|w|``) plus the probe's sensitivity to
+    the rounding of what it reads (:attr:`probes.ProbedWeights.sensitivity` × ``u``), ``u``
+    the effective dtype's unit roundoff. A measured floor is one draw of that rounding; where
+    X is ill-conditioned (d close to n) the probe amplifies it far past the draw (a correct
+    bfloat16 dynamic HC at n = 4, d = 5 read back h_pre 0.036 off where the closed form's probe
+    read back 0.002–0.012). 0 in float32/float64 (the law's budget covers the probes there)."""
+    if not precision.low_precision(ctx) or name not in probed.sensitivity:
+        return 0.0
+    u = 0.5 * torch.finfo(ctx.tol_dtype).eps
+    bound = u * (reported.abs() + probed.sensitivity[name])
+    return float(bound.max()) / max(1.0, float(got.abs().max()))
 
 
 STEER_STEPS = 8

@@ -87,7 +87,9 @@ def test_transposed_weights_fail_at_every_precision(prop: str, precision: str) -
 @pytest.mark.parametrize("prop", ["law.reported", "law.probed", "law.reported_matches_probed"])
 def test_low_precision_law_tolerance_is_measured(prop: str) -> None:
     ctx = support.run(prop, BF16, PERTURBED)
-    assert ctx.worst.tolerance < 0.05  # 8 × the closed form's bfloat16 error, not 256·eps = 2
+    # 8 × the closed form's bfloat16 error (law.reported_matches_probed: plus the probes'
+    # rounding resolution, about 0.012 here), not 256·eps = 2
+    assert ctx.worst.tolerance < 0.08
     assert tolerances.law_measured(torch.bfloat16, 0.0) == 4 * tolerances.eps(torch.bfloat16)
     assert tolerances.law_measured(torch.float32, 1.0) == tolerances.law(torch.float32)
 
