@@ -75,6 +75,10 @@ def run_kit(target: str, profile: str, threads: int, extra_paths: list[str],
     run.examples = sum(int(r.get("examples", 0)) for r in data.get("results", []))
     summary = data.get("summary", {})
     run.summary = ", ".join(f"{v} {k}" for k, v in summary.items() if v)
+    if not summary.get("passed"):  # nothing ran: say why (e.g. the factory could not build)
+        first = next((r for r in data.get("results", []) if r.get("message")), None)
+        if first is not None:
+            run.summary += f": {first['id']}: {_tail(first['message'])}"
     return run
 
 

@@ -91,3 +91,26 @@ def test_a_part_runs_in_a_child_process_and_remeasures_the_reference() -> None:
     assert rows["reference:mhc-fast"].run == "mlx"
     assert rows["reference:mhc"].relative is not None and rows["reference:mhc"].relative > 0
     assert "mlx_lm:deepseek-v41" in rows
+
+
+def test_kit_section_times_a_target_in_the_venv_that_holds_it(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from benchmarks import kit
+
+    calls: list[tuple[str, str, Path | None, str]] = []
+
+    def fake_run_kit(target: str, profile: str, threads: int, extra_paths: list[str],
+                     timeout: float, python: Path | None = None, venv: str = "") -> kit.KitRun:
+        calls.append((target, profile, python, venv))
+        return kit.KitRun(f"{target} ({venv})", profile, 1.0, 0)
+
+    monkeypatch.setattr(kit, "run_kit", fake_run_kit)
+    here = venvs.Part("here", str(Path(sys.executable).parents[1]), ("transformers",), "x")
+    gone = venvs.Part("gone", ".venv-that-does-not-exist", ("x_transformers",), "y")
+    runs: list[kit.KitRun] = []
+    left = run._kit_in_venvs([here, gone], [("transformers:hy-v4", "no module"),
+                                            ("x_transformers:hc", "no module"),
+                                            ("vllm:mhc-torch", "no checkout")], runs, 1, 60.0)
+    assert calls == [("transformers:hy-v4", "ci", here.python, "here")]
+    assert [r.label for r in runs] == ["transformers:hy-v4 (here)"]
+    assert left == [("x_transformers:hc", "no module"), ("vllm:mhc-torch", "no checkout")]
