@@ -53,6 +53,7 @@ def run_kit(target: str, profile: str, threads: int, extra_paths: list[str],
             timeout: float, python: Path | None = None, venv: str = "") -> KitRun:
     """Time one ``hc-conformance run`` of ``target`` under ``profile``, with this interpreter or
     ``python`` (a third-party venv's, named ``venv`` in the table's label)."""
+    label = f"{target} ({venv})" if venv else target
     with tempfile.TemporaryDirectory() as tmp:
         report = Path(tmp) / "report.json"
         command = [str(python or sys.executable), "-m", "hcspec.conformance", "run", target,
@@ -63,11 +64,10 @@ def run_kit(target: str, profile: str, threads: int, extra_paths: list[str],
             done = subprocess.run(command, env=_env(threads, extra_paths), capture_output=True,
                                   text=True, timeout=timeout, cwd=ROOT)
         except subprocess.TimeoutExpired:
-            return KitRun(f"{target} ({venv})" if venv else target, profile,
-                          time.perf_counter() - start, -1,
+            return KitRun(label, profile, time.perf_counter() - start, -1,
                           error=f"timed out after {timeout:.0f} s")
         wall = time.perf_counter() - start
-        run = KitRun(f"{target} ({venv})" if venv else target, profile, wall, done.returncode)
+        run = KitRun(label, profile, wall, done.returncode)
         if not report.exists():
             run.error = _tail(done.stderr) or _tail(done.stdout) or "no report written"
             return run
