@@ -242,8 +242,7 @@ def check_closed_form(ctx: Context, case: Case) -> None:
     def chained_with(grads: numeric.ConnectionGrads) -> list[torch.Tensor]:
         cotangents = (grads.h_pre, grads.h_post, grads.H_res)
         return _chained(x, params, [weights[i] for i in live],
-                        [torch.from_numpy(cotangents[i]).to(device=x.device, dtype=x.dtype)
-                         for i in live])
+                        [torch.from_numpy(cotangents[i]) for i in live])
 
     chained = chained_with(spec)
     chained_low = [(c, chained_with(c)) for c in chains]
@@ -274,11 +273,13 @@ def _along_the_chain(ctx: Context, case: Case, x: torch.Tensor, G: torch.Tensor,
                      H_res: torch.Tensor) -> list[numeric.ConnectionGrads]:
     """The closed form evaluated the ways a correct target of the run's low precision may
     round along its declared dtype chain (compute dtype inside, the effective dtype at its
-    boundary): ``X`` and ``G'`` rounded to the effective dtype; the same with the branch input
+    boundary): ``G'`` rounded to the effective dtype; the same with the branch input
     rounded to it too (either is correct, see ``make_bf16_unrounded_branch_input``); and that
     with the reported weights moved within half a unit of their last place — they are the
     compute dtype's weights rounded to the effective dtype, so the ones the target used lie
-    there (:func:`precision.weights_within_rounding`).
+    there (:func:`precision.weights_within_rounding`). ``X`` is rounded to the declared compute
+    dtype only: the target is handed the float64 state and its declared chain computes with it
+    in that dtype, as :class:`~hcspec.conformance.properties.precision.SpecAtPrecision` does.
     The check's floor is the largest error of these against float64: one evaluation's error
     is a single draw and can cancel by chance (a scalar parameter's gradient sums many terms:
     a correct bfloat16 dynamic HC's ∂L/∂s_β was off by 0.131 where one draw of the moved
@@ -286,7 +287,7 @@ def _along_the_chain(ctx: Context, case: Case, x: torch.Tensor, G: torch.Tensor,
 
     Shapes: ``x``, ``G`` ``[B, T, n, d]``; the weights float64 ``[B, T, n]``, ``[B, T, n]``,
     ``[B, T, n, n]``. Raises nothing of its own."""
-    X, Gr = _rounded(ctx, x), _rounded(ctx, G)
+    X, Gr = _as_computed(ctx, x), _rounded(ctx, G)
     return [_closed_form(ctx, case, X, Gr, h_pre, h_post, H_res),
             _closed_form(ctx, case, X, Gr, h_pre, h_post, H_res, round_branch_input=True),
             *(_closed_form(ctx, case, X, Gr, *moved, round_branch_input=True)
@@ -299,17 +300,62 @@ def _rounded(ctx: Context, t: torch.Tensor) -> torch.Tensor:
     return f64(f64(t).to(ctx.tol_dtype))
 
 
+def _as_computed(ctx: Context, x: torch.Tensor) -> torch.Tensor:
+    """The state ``x`` as the declared chain computes with it, as float64 CPU: rounded to the
+    declared compute dtype (else the working dtype, which ``x`` already has)."""
+    return f64(f64(x).to(ctx.conventions.compute_dtype or ctx.dtype))
+
+
+COTANGENT_PARTS = 4
+"""At most this many pieces of a float64 cotangent, each representable in the weight's dtype
+(:func:`_representable_parts`): 4 × 11 bits of float16 or 4 × 8 of bfloat16 reach float32."""
+
+
+def _representable_parts(c: torch.Tensor,
+                         dtype: torch.dtype) -> list[tuple[float, torch.Tensor]]:
+    """Float64 ``c`` as ``Σ scale · part``: at most :data:`COTANGENT_PARTS` tensors of
+    ``dtype``, each the rounding of what the previous ones leave, divided by a power of two
+    that brings its largest entry into ``[½, 1]`` (float16's narrow range holds every part at
+    full precision). Autograd casts a cotangent to its output's dtype: handed the float64
+    cotangent of a weight reported in float16, it would round the kit's reference itself (a
+    correct float16 mHC's ∂L/∂α_res came out 1.3% off that way). Shape: any, kept; a float64
+    ``dtype`` or an all-zero or non-finite ``c`` gives ``[(1.0, c in dtype)]``."""
+    if dtype == torch.float64 or not bool(c.any()) or not bool(c.isfinite().all()):
+        return [(1.0, c.to(dtype))]
+    parts: list[tuple[float, torch.Tensor]] = []
+    rest = c
+    for _ in range(COTANGENT_PARTS):
+        scale = 2.0 ** math.ceil(math.log2(float(rest.abs().max())))
+        part = (rest / scale).to(dtype)
+        parts.append((scale, part))
+        rest = rest - scale * part.to(torch.float64)
+        if not bool(rest.any()):
+            break
+    return parts
+
+
 def _chained(x: torch.Tensor, params: list[torch.Tensor], live: list[torch.Tensor],
              cotangents: list[torch.Tensor]) -> list[torch.Tensor]:
-    """``[∂/∂x, ∂/∂θ…]`` of the weights ``live`` (those that require grad) chained with
-    ``cotangents`` (one per live weight, same shapes); zeros where nothing is live. The graph
-    is kept: the check chains several cotangents through the same weights."""
+    """``[∂/∂x, ∂/∂θ…]`` (float64) of the weights ``live`` (those that require grad) chained
+    with the float64 ``cotangents`` (one per live weight, same shapes); zeros where nothing is
+    live. A weight of a coarser dtype gets its cotangent in representable parts
+    (:func:`_representable_parts`), one backward per weight and part, summed in float64. The
+    graph is kept: the check chains several cotangents through the same weights."""
+    total = [torch.zeros_like(v, dtype=torch.float64) for v in (x, *params)]
     if not live:
-        return [torch.zeros_like(x), *(torch.zeros_like(p) for p in params)]
-    got = torch.autograd.grad(live, [x, *params], grad_outputs=cotangents, allow_unused=True,
-                              retain_graph=True)
-    return [torch.zeros_like(v) if g is None else g
-            for v, g in zip([x, *params], got, strict=True)]
+        return total
+    if all(w.dtype == torch.float64 for w in live):
+        pieces = [(1.0, live, [c.to(live[0].device) for c in cotangents])]
+    else:  # linear in the cotangents: one weight and part at a time
+        pieces = [(scale, [w], [part]) for w, c in zip(live, cotangents, strict=True)
+                  for scale, part in _representable_parts(c.to(w.device), w.dtype)]
+    for scale, outputs, grad_outputs in pieces:
+        got = torch.autograd.grad(outputs, [x, *params], grad_outputs=grad_outputs,
+                                  allow_unused=True, retain_graph=True)
+        for t, g in zip(total, got, strict=True):
+            if g is not None:
+                t += scale * g.to(torch.float64)
+    return total
 
 
 @declare(

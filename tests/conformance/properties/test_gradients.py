@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from hcspec.conformance.adapters.deepseek_v4_style import v4_style_target
+from hcspec.conformance.families import gradients
 from hcspec.conformance.profiles import get_profile
 from hcspec.conformance.properties import BY_ID, PropertyFailure
 from hcspec.conformance.properties.base import Context
@@ -133,3 +134,29 @@ def test_closed_form_floor_draws_enough_weight_roundings() -> None:
               SCALAR_GRADIENT_CANCELLING)
     worst = ctx.record.worst
     assert worst is not None and worst.error <= 0.5 * worst.tolerance, worst
+
+
+# Soak-found under `thorough`: a correct float16 mHC (weights computed in float32, reported in
+# float16) failed with ∂L/∂α_res 0.0115 against 0.0088 allowed. Autograd had cast the kit's
+# float64 cotangent to the float16 of the reported weights, so the reference was 1.3% off.
+FLOAT16_SCALAR_GRADIENT = Case(batch=4, tokens=4, n=8, d=9, layer_index=0, seed=9, scale=10.0,
+                               perturb=0.0, branch="linear")
+
+
+def test_closed_form_chains_a_float16_weight_without_rounding_its_cotangent() -> None:
+    ctx = run("gradients.closed_form", f"{STANDINS}:make_float16_output",
+              FLOAT16_SCALAR_GRADIENT)
+    worst = ctx.record.worst
+    assert worst is not None and worst.error <= 0.5 * worst.tolerance, worst
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_representable_parts_sum_to_the_float64_cotangent(dtype: torch.dtype) -> None:
+    c = torch.randn(64, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    c[0] = 1e-3  # a small entry among large ones: its relative precision is what float16 lacks
+    parts = gradients._representable_parts(c, dtype)
+    assert len(parts) == gradients.COTANGENT_PARTS and all(p.dtype == dtype for _, p in parts)
+    total = sum(scale * p.to(torch.float64) for scale, p in parts)
+    residual = float((total - c).abs().max())
+    assert residual <= 2.0 ** (-8 * gradients.COTANGENT_PARTS) * float(c.abs().max())
+    assert residual < 1e-6 * float((c.to(dtype).to(torch.float64) - c).abs().max())
