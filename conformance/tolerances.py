@@ -294,7 +294,8 @@ FD_STEP_LOW_LADDER: Final = (1.0, 1 / 3)
 N(0, 1) on an N(0, 0.02) init: logits ~10 at d = 20, state scale 10) is not a quartic over
 [−h, h] (TileKernels' references: fd 6.3 vs autograd 39 at h = 0.3), and a smaller step has
 more rounding; the property passes when one step of the ladder agrees within its own
-allowance. A wrong gradient disagrees at every step, but the allowance of bfloat16 finite
+allowance, and every step is evaluated so that the closest one is recorded (its ratio is the
+verdict's margin). A wrong gradient disagrees at every step, but the allowance of bfloat16 finite
 differences is wide: a detached residual in a bfloat16-output stand-in fails 24 of 180 cases
 (n = 1–8, d = 2–12, state scale 0.1–10), against every case in float64."""
 FD_FIT_POINTS: Final = 32
