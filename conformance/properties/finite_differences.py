@@ -57,7 +57,8 @@ def expect_directional(ctx: Context, label: str, loss_at: Callable[[float], floa
 
     Raises:
         PropertyFailure: no step agrees.
-        Inconclusive: the agreeing step's allowance is :data:`VACUOUS_RELATIVE` or more.
+        Inconclusive: every step that agrees has an allowance of :data:`VACUOUS_RELATIVE` or
+            more.
     """
     tried: list[_Tried] = []
     whole_ladder = tolerances.fd_fit(ctx.tol_dtype)
@@ -76,9 +77,8 @@ def expect_directional(ctx: Context, label: str, loss_at: Callable[[float], floa
         raise Inconclusive(
             f"{label}: every step that agrees has an allowance of {allowed:.3g} of the "
             f"derivative or more (fd {fd:.6g}, autograd {ad:.6g}): the loss is too rough at "
-            "these steps (rounding "
-            "or randomness the fit's residuals measured), so even a zero gradient would pass; "
-            "this case cannot demonstrate the property")
+            "these steps (rounding or randomness the fit's residuals measured), so even a zero "
+            "gradient would pass; this case cannot demonstrate the property")
     others = "; other steps: " + ", ".join(f"{t.step:.2g}: fd {t.fd:.6g}" for t in tried
                                           if t.step != step) if len(tried) > 1 else ""
     if ctx.tol_dtype != torch.float64:  # say which precision the step was chosen for
