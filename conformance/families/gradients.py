@@ -315,11 +315,13 @@ def _representable_parts(c: torch.Tensor,
                          dtype: torch.dtype) -> list[tuple[float, torch.Tensor]]:
     """Float64 ``c`` as ``Σ scale · part``: at most :data:`COTANGENT_PARTS` tensors of
     ``dtype``, each the rounding of what the previous ones leave, divided by a power of two
-    that brings its largest entry into ``[½, 1]`` (float16's narrow range holds every part at
-    full precision). Autograd casts a cotangent to its output's dtype: handed the float64
-    cotangent of a weight reported in float16, it would round the kit's reference itself (a
-    correct float16 mHC's ∂L/∂α_res came out 1.3% off that way). Shape: any, kept; a float64
-    ``dtype`` or an all-zero or non-finite ``c`` gives ``[(1.0, c in dtype)]``."""
+    that brings its largest entry into ``[½, 1]`` (float16's narrow range holds each part's
+    large entries at full precision; an entry below 2⁻¹⁴ of its part's largest is subnormal
+    there and recovered by the later parts). Autograd casts a cotangent to its output's
+    dtype: handed the float64 cotangent of a weight reported in float16, it would round the
+    kit's reference itself (a correct float16 mHC's ∂L/∂α_res came out 1.3% off that way).
+    Shape: any, kept; a float64 ``dtype`` or an all-zero or non-finite ``c`` gives
+    ``[(1.0, c in dtype)]``."""
     if dtype == torch.float64 or not bool(c.any()) or not bool(c.isfinite().all()):
         return [(1.0, c.to(dtype))]
     parts: list[tuple[float, torch.Tensor]] = []

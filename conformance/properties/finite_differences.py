@@ -48,12 +48,13 @@ def expect_directional(ctx: Context, label: str, loss_at: Callable[[float], floa
                        magnitude: tuple[float, float]) -> None:
     """Record ``|fd − ad| / denominator`` under :data:`hcspec.conformance.rules.FD` with the
     inputs :func:`fd_given` computes (``magnitude``:
-    ``(Σ|terms of L|, ‖terms of L‖₂)``, the size of the loss's terms); for an impl computing
-    in float32, each of :func:`attempts` until one agrees; for an impl returning
-    bfloat16/float16, every step of the ladder. The check passes when one step agrees, so the
-    step recorded is the closest one, whose error ÷ allowance is the verdict's margin (the first
-    step that agreed could read 0.95 of its allowance, its fit bent by the loss's curvature,
-    where the other read 0.13).
+    ``(Σ|terms of L|, ‖terms of L‖₂)``, the size of the loss's terms); for an effective dtype
+    of float32, each of :func:`attempts` until one agrees; for bfloat16/float16, every step of
+    the ladder. The check passes when one step agrees with an allowance below
+    :data:`VACUOUS_RELATIVE`, so the step recorded is the closest such one: its error ÷
+    allowance is the verdict's margin (the first step that agreed could read 0.95 of its
+    allowance, its fit bent by the loss's curvature, where the other read 0.13). A step that
+    agrees only vacuously no longer hides a later one that demonstrates the property.
 
     Raises:
         PropertyFailure: no step agrees.
@@ -74,8 +75,9 @@ def expect_directional(ctx: Context, label: str, loss_at: Callable[[float], floa
             break
     _, error, allowed, given, fd, step = min(tried, key=_closest_demonstrating)
     if error <= allowed and allowed >= VACUOUS_RELATIVE:
+        smallest = min(t.allowed for t in tried if t.error <= t.allowed)
         raise Inconclusive(
-            f"{label}: every step that agrees has an allowance of {allowed:.3g} of the "
+            f"{label}: every step that agrees has an allowance of {smallest:.3g} of the "
             f"derivative or more (fd {fd:.6g}, autograd {ad:.6g}): the loss is too rough at "
             "these steps (rounding or randomness the fit's residuals measured), so even a zero "
             "gradient would pass; this case cannot demonstrate the property")
@@ -114,13 +116,14 @@ random numbers, dropout on the residual path)."""
 
 def attempts(ctx: Context) -> list[tuple[float, bool]]:
     """``(fraction of the step, polynomial fit?)`` tried in turn by :func:`expect_directional`
-    until one agrees. bfloat16/float16 output: the fit at each step of
-    :data:`tolerances.FD_STEP_LOW_LADDER`. float32 inside: Richardson, then
-    :data:`FD_FIT_FALLBACK`: the least-squares fit over the same interval, whose residuals
-    measure the rounding of the loss evaluations (at a strongly perturbed case the float32
-    loss's rounding, amplified by the step, exceeded the fixed Richardson budget: fd 1377 vs
-    autograd 1076 on a correct DeepSeek-V4 module; fd −3.715 vs −3.828 on the DeepSeek-V4
-    formula stand-in at n = 4, d = 128, state scale 10). float64: one central difference."""
+    (float32: until one agrees; bfloat16/float16: all of them). bfloat16/float16 effective
+    dtype: the fit at each step of :data:`tolerances.FD_STEP_LOW_LADDER`. float32 inside:
+    Richardson, then :data:`FD_FIT_FALLBACK`: the least-squares fit over the same interval,
+    whose residuals measure the rounding of the loss evaluations (at a strongly perturbed case
+    the float32 loss's rounding, amplified by the step, exceeded the fixed Richardson budget:
+    fd 1377 vs autograd 1076 on a correct DeepSeek-V4 module; fd −3.715 vs −3.828 on the
+    DeepSeek-V4 formula stand-in at n = 4, d = 128, state scale 10). float64: one central
+    difference."""
     if tolerances.fd_fit(ctx.tol_dtype):
         return [(fraction, True) for fraction in tolerances.FD_STEP_LOW_LADDER]
     if tolerances.fd_richardson(ctx.tol_dtype):

@@ -4,6 +4,9 @@ demonstrate the property is inconclusive, never a pass."""
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
+
 import pytest
 import torch
 
@@ -35,23 +38,37 @@ def test_the_closest_step_that_demonstrates_comes_first() -> None:
     assert order == [agrees_well, agrees_barely, agrees_vacuously, disagrees]
 
 
-def _expect(loss_at, ad: float) -> float:  # type: ignore[no-untyped-def]
+def _expect(loss_at: Callable[[float], float], ad: float) -> tuple[str, float]:
+    """Run the bfloat16 finite differences of ``loss_at`` against ``ad``; the recorded
+    comparison's label and error ÷ allowance."""
     ctx = context(BF16_OUTPUT)
     ctx.record.declared = (rules.FD,)
     expect_directional(ctx, "directional derivative", loss_at, 1.0, ad, max(1.0, abs(ad)),
                        (1.0, 1.0))
     worst = ctx.record.worst
     assert worst is not None
-    return worst.error / worst.tolerance
+    return worst.label, worst.error / worst.tolerance
 
 
-def test_a_smooth_loss_is_recorded_at_its_closest_step() -> None:
-    assert _expect(lambda t: 3.0 * t + 0.5 * t * t, 3.0) < 0.01
+def test_a_loss_curved_over_the_full_step_is_recorded_at_the_smaller_one() -> None:
+    label, ratio = _expect(lambda t: math.sin(60.0 * t), 60.0)  # 1.8 rad over the full step
+    assert "step 0.01" in label and ratio < 0.05, (label, ratio)
 
 
 def test_a_wrong_slope_fails_at_every_step() -> None:
-    with pytest.raises(PropertyFailure, match="directional derivative"):
+    with pytest.raises(PropertyFailure, match=r"other steps: 0\.03: fd 3"):
         _expect(lambda t: 3.0 * t, 1.0)
+
+
+def test_a_step_that_agrees_only_vacuously_gives_way_to_one_that_demonstrates() -> None:
+    noise = torch.Generator().manual_seed(0)
+
+    def rough_outside(t: float) -> float:  # slope 2, noisy only beyond the smaller step
+        jitter = 5.0 * float(torch.randn((), generator=noise, dtype=torch.float64))
+        return 2.0 * t + (jitter if abs(t) > 0.015 else 0.0)
+
+    label, ratio = _expect(rough_outside, 2.0)
+    assert "step 0.01" in label and ratio < 0.01, (label, ratio)
 
 
 def test_a_loss_too_rough_at_every_step_is_inconclusive() -> None:
