@@ -4,6 +4,7 @@ plugin's (tests/conformance/test_pytest_plugin_safety.py) run their command thro
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import threading
 import time
@@ -11,6 +12,15 @@ from collections.abc import Mapping, Sequence
 
 WATCHDOG_S = 240  # a run that does not end by then is killed (and so fails its test)
 COMMUNICATE_S = 300
+
+
+def _default_signal_handling() -> None:
+    """In the child before it starts: SIGINT and SIGTERM back to their default disposition. A
+    shell that starts a job in the background without job control (``nohup … &`` in a script)
+    sets SIGINT to ignored, and an ignored signal stays ignored across exec: the child would
+    never see the Ctrl-C the test sends, and the watchdog would kill it (exit −9)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def run_signalled(cmd: Sequence[str], *, cwd: str, env: Mapping[str, str],
@@ -22,7 +32,8 @@ def run_signalled(cmd: Sequence[str], *, cwd: str, env: Mapping[str, str],
     :class:`subprocess.TimeoutExpired` if it has not ended :data:`COMMUNICATE_S` seconds after
     the signal."""
     proc = subprocess.Popen(list(cmd), cwd=cwd, env=dict(env), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True,
+                            preexec_fn=_default_signal_handling)
     err_lines: list[str] = []
     watchdog = threading.Timer(WATCHDOG_S, proc.kill)
     watchdog.start()
