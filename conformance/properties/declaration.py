@@ -74,8 +74,11 @@ class Property:
     shrink: bool = True
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "tolerance", rules.named(self.tolerance))
-        object.__setattr__(self, "secondary", tuple(rules.named(r) for r in self.secondary))
+        for rule in self.rules:
+            if not isinstance(rule, rules.Rule):
+                raise DeclarationError(
+                    f"property {self.id}: tolerance {rule!r} is not a rule object; declare "
+                    "one of hcspec.conformance.rules (e.g. tolerance=rules.LAW)")
 
     @property
     def rules(self) -> tuple[rules.Rule, ...]:
@@ -185,8 +188,8 @@ def register(prop: Property, module: str | None = None) -> Property:
 
 def declare(
     id: str, *, statement: str, theorems: Sequence[str] = (),
-    requires: Sequence[Requirement] = (), tolerance: rules.Rule | str = rules.EXACT,
-    secondary: Sequence[rules.Rule | str] = (), cases: Cases | None = None,
+    requires: Sequence[Requirement] = (), tolerance: rules.Rule = rules.EXACT,
+    secondary: Sequence[rules.Rule] = (), cases: Cases | None = None,
     examples: ExamplesFn | None = None, strategy: StrategyFn | None = None,
     prerequisites: Sequence[str] = (), explore: bool = True, shrink: bool = True,
 ) -> Callable[[CheckFn], CheckFn]:
@@ -200,8 +203,8 @@ def declare(
     def decorate(check: CheckFn) -> CheckFn:
         register(Property(
             id=id, statement=statement, check=check, theorems=tuple(theorems),
-            requires=tuple(requires), tolerance=rules.named(tolerance),
-            secondary=tuple(rules.named(r) for r in secondary), cases=cases or Cases(),
+            requires=tuple(requires), tolerance=tolerance,
+            secondary=tuple(secondary), cases=cases or Cases(),
             custom_examples=examples, custom_strategy=strategy,
             prerequisites=tuple(prerequisites), explore=explore, shrink=shrink,
         ), check.__module__)
