@@ -155,3 +155,22 @@ def test_a_rule_is_declared_as_an_object_never_by_name() -> None:
     with pytest.raises(DeclarationError, match="'law' is not a rule object"):
         Property(id="law.synthetic", statement="s", check=lambda ctx, case: None,
                  tolerance="law")  # type: ignore[arg-type]
+
+
+def test_the_run_precision_has_one_name() -> None:
+    """Checks read the run's dtype chain as ``ctx.precision`` only: the former spellings
+    (``ctx.tol_dtype``, ``ctx.record.precision``) appear nowhere in the kit, its tools or its
+    tests, and a context has no ``tol_dtype``."""
+    former = ("tol_dtype", "record.precision")
+    offenders = sorted(
+        f"{path.relative_to(ROOT)}: {name}"
+        for folder in ("conformance", "tools", "tests", "docs")
+        for path in (ROOT / folder).rglob("*.py")
+        if path != Path(__file__).resolve()
+        for name in former if name in path.read_text(encoding="utf-8"))
+    assert offenders == []
+    from tests.conformance.properties.support import context
+
+    ctx = context("reference:mhc")
+    assert ctx.precision is ctx.record.precision and not hasattr(ctx, "tol_dtype")
+    assert ctx.precision.output == torch.float64
