@@ -45,9 +45,10 @@ class Property:
             states).
         requires: what the target must offer for the property to apply, decided before any
             case runs (:mod:`hcspec.conformance.properties.requirements`).
-        tolerance: the tolerance rule its comparisons apply (:mod:`hcspec.conformance.rules`;
-            the harness applies it in ``ctx.record.expect``); a rule's name is accepted and
-            turned into the rule.
+        tolerance: the tolerance rule its comparisons apply, a :class:`rules.Rule` object
+            (:mod:`hcspec.conformance.rules`; the harness applies it in
+            ``ctx.record.expect``); anything else, a rule's name included, is a
+            :class:`DeclarationError`.
         secondary: further rules some of its comparisons apply (``expect(..., rule=...)``).
         cases: the bounds of its standard examples and strategy, and its domain (the
             shrinker stays inside it; :meth:`admits`).
@@ -198,7 +199,8 @@ def declare(
     return the check unchanged.
 
     Raises:
-        DeclarationError: as :func:`register`.
+        DeclarationError: as :func:`register`; a ``tolerance`` or ``secondary`` entry that is
+            not a :class:`hcspec.conformance.rules.Rule`.
     """
     def decorate(check: CheckFn) -> CheckFn:
         register(Property(

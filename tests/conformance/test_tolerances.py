@@ -1,4 +1,5 @@
-"""The tolerances module: the Birkhoff–Hopf bound holds for a correct Sinkhorn–Knopp and is
+"""The tolerance budgets (hcspec.conformance.rules) and the metrics they are stated for
+(hcspec.conformance.metrics): the Birkhoff–Hopf bound holds for a correct Sinkhorn–Knopp and is
 tight enough to reject one that skips the column normalisation."""
 
 from __future__ import annotations
