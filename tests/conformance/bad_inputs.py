@@ -486,7 +486,7 @@ def stable(line: str) -> str:
     """``line`` with the lists that grow with the catalogue shortened (the ids not run, the
     family names), so that adding a property or a family changes no row of the page."""
     line = _NOT_RUN.sub(lambda m: "not run: " + ", ".join(m.group(1).split(", ")[:2])
-                        + ", … (the rest of the catalogue, in order)", line)
+                        + ", … (the others not run, in catalogue order)", line)
     return _FAMILIES.sub("expected a family (shape, law, …)", line)
 
 
