@@ -217,15 +217,16 @@ def _default_timeouts() -> dict[str, float]:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    """Print the catalogue (from the snapshot of :mod:`hcspec.conformance.listing` when it
-    matches the sources here, without importing torch; else from the imported catalogue, with
-    a note on stderr saying why)."""
+    """Print the catalogue (from the user cache of :mod:`hcspec.conformance.listing` when it
+    matches the sources here, without importing torch; else from the imported catalogue, which
+    is then cached, with a note on stderr saying why)."""
     from hcspec.conformance import listing
 
     rows, stale = listing.rows()
     if stale is not None:
-        Console(stderr=True).print(f"(catalogue read from the sources: the snapshot is out of "
-                                   f"date, {stale})", highlight=False, soft_wrap=True, style="dim")
+        Console(stderr=True).print(f"(catalogue read from the sources and cached for the next "
+                                   f"listing: {stale})", highlight=False, soft_wrap=True,
+                                   style="dim")
     terminal.print_catalogue(_console(), rows)
     return EXIT_OK
 

@@ -129,7 +129,7 @@ def compare(name_a: str, name_b: str, *, device: str = "cpu", seed: int = 0) -> 
     """
     import torch
 
-    from hcspec.conformance import tolerances
+    from hcspec.conformance import metrics
     from hcspec.conformance.families import published as family
     from hcspec.conformance.properties.base import f64
     from hcspec.conformance.strategies import Case
@@ -169,13 +169,13 @@ def compare(name_a: str, name_b: str, *, device: str = "cpu", seed: int = 0) -> 
             want = family.oracle(ctx, case, own, x)
             scale = max(float(f64(x).abs().max()), float(want.abs().max()))
             outs.append(out)
-            errors.append(tolerances.scaled_error(out, want, scale))
+            errors.append(metrics.scaled_error(out, want, scale))
             floors.append(family.step_allowance(ctx, case, own, x, want, scale))
         scale = max(float(outs[0].abs().max()), 1.0)
         by_role = (errors, floors) if source is ctx_a else (errors[::-1], floors[::-1])
         rows.append(Row(f"B={batch} T={tokens} n={n} d={d} seed={case.seed}",
                         by_role[0][0], by_role[0][1],
-                        tolerances.scaled_error(outs[0], outs[1], scale), sum(by_role[1])))
+                        metrics.scaled_error(outs[0], outs[1], scale), sum(by_role[1])))
     return rows
 
 

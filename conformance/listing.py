@@ -2,19 +2,20 @@
 
 The property catalogue (:mod:`hcspec.conformance.properties`) declares each property next to its
 check, and the checks import torch (1–3 s on a quiet machine, more under load). So the rows
-(id, statement, theorems, requirements, tolerance rule) are also kept in a snapshot,
-``catalogue.json`` next to this module, together with the SHA-256 of every hcspec source file
-the catalogue imported when the snapshot was written and the torch version. :func:`rows` uses
-the snapshot only when all of those files are byte-identical now and the torch version is the
-same; otherwise it imports the catalogue and reads the rows from it. So the listing is never
-stale, only slower after an edit until the snapshot is rewritten::
+(id, statement, theorems, requirements, tolerance rule) are also kept in a *user cache*, never
+in the package or the repository: one JSON file per source tree under
+``$XDG_CACHE_HOME/hcspec/`` (default ``~/.cache/hcspec/``; ``%LOCALAPPDATA%\\hcspec`` on
+Windows), named after the path of the sources it describes (:func:`cache_path`). It holds the
+rows, the SHA-256 of every hcspec source file the catalogue imported when it was written and
+the torch version. :func:`rows` uses it only when all of those files are byte-identical now and
+the torch version is the same; otherwise it imports the catalogue, reads the rows from it and
+rewrites the cache (atomically: a temporary file in the same folder, then a rename), so an edit
+costs one slow listing and nothing else: there is no snapshot to regenerate and nothing to go
+stale. A cache folder that cannot be written only makes every listing the slow one.
 
-    python -m hcspec.conformance.listing --write
-
-(a test fails while the snapshot is out of date, naming this command). The same command
-rewrites the property table of docs/conformance.md, the block between :data:`TABLE_START` and
-:data:`TABLE_END`, from the catalogue (:func:`markdown_table`); the docs test fails while it
-is not current.
+``python -m hcspec.conformance.listing --write`` rewrites the property table of
+docs/conformance.md, the block between :data:`TABLE_START` and :data:`TABLE_END`, from the
+catalogue (:func:`markdown_table`); the docs test fails while it is not current.
 """
 
 from __future__ import annotations
@@ -22,13 +23,12 @@ from __future__ import annotations
 import hashlib
 import importlib.metadata
 import json
+import os
 import sys
+import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Final
-
-SNAPSHOT: Final = Path(__file__).with_name("catalogue.json")
-"""Where the snapshot is (shipped with the package)."""
 
 _PACKAGE_ROOT: Final = "hcspec"
 
@@ -91,51 +91,107 @@ def _sources() -> dict[str, str]:
     return out
 
 
-def snapshot() -> dict[str, Any]:
-    """The snapshot of the current sources: the rows, the sources' digests, the torch version
-    (imports the catalogue)."""
-    rows = live_rows()
+def cache_dir() -> Path:
+    """The folder of hcspec's user cache: ``$XDG_CACHE_HOME/hcspec`` when that variable is set
+    (an absolute path), else ``%LOCALAPPDATA%\\hcspec`` on Windows, else
+    ``~/.cache/hcspec``. Not created here."""
+    xdg = os.environ.get("XDG_CACHE_HOME", "")
+    if xdg and os.path.isabs(xdg):
+        return Path(xdg) / _PACKAGE_ROOT
+    local = os.environ.get("LOCALAPPDATA", "")
+    if sys.platform == "win32" and local:
+        return Path(local) / _PACKAGE_ROOT
+    return Path.home() / ".cache" / _PACKAGE_ROOT
+
+
+def cache_path() -> Path:
+    """The cached listing of the sources here: ``catalogue-<key>.json`` in :func:`cache_dir`,
+    where ``key`` is the first 16 hex digits of the SHA-256 of the sources' folder (so
+    checkouts, worktrees and installs each keep their own file and never evict each other;
+    what the file describes is checked by the digests it holds, :func:`stale_reason`)."""
+    key = hashlib.sha256(str(_source_root()).encode("utf-8")).hexdigest()[:16]
+    return cache_dir() / f"catalogue-{key}.json"
+
+
+def snapshot(table_rows: list[Row] | None = None) -> dict[str, Any]:
+    """The listing of the current sources as the cache stores it: the rows (``table_rows``,
+    default :func:`live_rows`), the digests of the hcspec sources imported so far (called
+    after importing the catalogue: the files it depends on) and the torch version."""
+    listed = live_rows() if table_rows is None else table_rows
     return {"torch": _torch_version(), "sources": _sources(),
-            "rows": [asdict(row) for row in rows]}
+            "rows": [asdict(row) for row in listed]}
+
+
+def _read(path: Path) -> dict[str, Any] | str:
+    """The JSON object at ``path``, or why there is none."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        return f"no readable cached listing at {path}: {exc}"
+    return data if isinstance(data, dict) else f"{path} holds no listing"
 
 
 def stale_reason(data: dict[str, Any] | None = None) -> str | None:
-    """Why the stored snapshot (or ``data``) does not describe the sources here, or None when
+    """Why the cached listing (or ``data``) does not describe the sources here, or None when
     it does: missing or unreadable, another torch version, or a source file changed, added or
     missing. Reads files only; imports nothing."""
     if data is None:
-        try:
-            data = json.loads(SNAPSHOT.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            return f"no readable snapshot at {SNAPSHOT}: {exc}"
+        read = _read(cache_path())
+        if isinstance(read, str):
+            return read
+        data = read
     if data.get("torch") != _torch_version():
         return f"written with torch {data.get('torch')}, torch here is {_torch_version()}"
+    sources = data.get("sources")
+    if not isinstance(sources, dict) or not sources or not isinstance(data.get("rows"), list):
+        return "the cached listing names no sources or rows"
     root = _source_root()
-    for relative, digest in data.get("sources", {}).items():
+    for relative, digest in sources.items():
         path = root / relative
         if not path.is_file():
             return f"{relative} is missing"
         if _digest(path) != digest:
-            return f"{relative} changed since the snapshot was written"
+            return f"{relative} changed since the listing was cached"
     return None
 
 
+def write_cache(data: dict[str, Any], path: Path | None = None) -> Path | None:
+    """Write ``data`` (:func:`snapshot`) to ``path`` (default :func:`cache_path`) atomically: a
+    temporary file in the same folder, then :func:`os.replace`, so a concurrent reader sees the
+    old file or the new one, never a part. Returns the path, or None when the folder cannot be
+    created or written (the listing is then read from the sources each time)."""
+    target = cache_path() if path is None else path
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, temporary = tempfile.mkstemp(prefix=target.name, suffix=".tmp", dir=target.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as out:
+                out.write(json.dumps(data, indent=1, ensure_ascii=False) + "\n")
+            os.replace(temporary, target)
+        except BaseException:
+            Path(temporary).unlink(missing_ok=True)
+            raise
+    except OSError:
+        return None
+    return target
+
+
+def _rows_of(data: dict[str, Any]) -> list[Row]:
+    return [Row(r["id"], r["statement"], tuple(r["theorems"]), tuple(r["requires"]),
+                r["tolerance"]) for r in data["rows"]]
+
+
 def rows() -> tuple[list[Row], str | None]:
-    """The catalogue's rows and, when they were not read from the snapshot, why not (None when
-    they were: then torch was not imported)."""
-    reason = stale_reason()
-    if reason is None:
-        data = json.loads(SNAPSHOT.read_text(encoding="utf-8"))
-        return [Row(r["id"], r["statement"], tuple(r["theorems"]), tuple(r["requires"]),
-                    r["tolerance"]) for r in data["rows"]], None
-    return live_rows(), reason
-
-
-def write() -> Path:
-    """Write the snapshot of the current sources to :data:`SNAPSHOT`; returns the path."""
-    SNAPSHOT.write_text(json.dumps(snapshot(), indent=1, ensure_ascii=False) + "\n",
-                        encoding="utf-8")
-    return SNAPSHOT
+    """The catalogue's rows and, when they were not read from the cache, why not (None when
+    they were: then torch was not imported). A stale or missing cache is rewritten from the
+    imported catalogue (:func:`write_cache`)."""
+    read = _read(cache_path())
+    reason = read if isinstance(read, str) else stale_reason(read)
+    if reason is None and not isinstance(read, str):
+        return _rows_of(read), None
+    live = live_rows()
+    write_cache(snapshot(live))
+    return live, reason
 
 
 DOC: Final = Path(__file__).resolve().parents[1] / "docs" / "conformance.md"
@@ -192,20 +248,22 @@ def write_doc(path: Path = DOC) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m hcspec.conformance.listing [--write]``: say whether the snapshot is up to
-    date (exit 0) or why not (exit 1); ``--write`` rewrites it and the property table of
-    docs/conformance.md (when the page is there: a source checkout)."""
+    """``python -m hcspec.conformance.listing [--write]``: say whether the cached listing is
+    current (exit 0) or why not (exit 1); ``--write`` rewrites the property table of
+    docs/conformance.md (when the page is there: a source checkout) and refreshes the cache."""
     args = sys.argv[1:] if argv is None else argv
     if args == ["--write"]:
-        print(f"wrote {write()}")
         if DOC.exists():
             print(f"wrote the property table of {write_doc()}")
+        written = write_cache(snapshot())
+        print(f"cached the listing in {written}" if written else
+              f"could not write the cached listing in {cache_dir()}")
         return 0
     if args:
         print("usage: python -m hcspec.conformance.listing [--write]", file=sys.stderr)
         return 2
     reason = stale_reason()
-    print(reason or "the catalogue snapshot is up to date")
+    print(reason or f"the cached listing {cache_path()} is current")
     return 0 if reason is None else 1
 
 

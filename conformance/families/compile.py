@@ -36,7 +36,7 @@ from typing import Final
 
 import torch
 
-from hcspec.conformance import rules, salts, strategies, tolerances
+from hcspec.conformance import metrics, rules, salts, strategies
 from hcspec.conformance.properties.base import Context, PropertyFailure, f64
 from hcspec.conformance.properties.cases import Case, Cases, shift
 from hcspec.conformance.properties.declaration import declare
@@ -106,7 +106,7 @@ def check_fullgraph(ctx: Context, case: Case) -> None:
     finally:
         dynamo.reset()
     ctx.record.expect(f"compiled ({backend}) forward vs eager",
-                      tolerances.scaled_error(f64(out), f64(eager)))
+                      metrics.scaled_error(f64(out), f64(eager)))
     ctx.record.require(connected,
                        "forward's output is not connected to autograd (requires_grad is False "
                        "although the input requires grad): the compiled backward cannot be "
@@ -116,7 +116,7 @@ def check_fullgraph(ctx: Context, case: Case) -> None:
                        "eager's is")
     assert g_eager is not None and g_comp is not None
     ctx.record.expect(f"compiled ({backend}) ∂L/∂x vs eager",
-                      tolerances.scaled_error(f64(g_comp), f64(g_eager)))
+                      metrics.scaled_error(f64(g_comp), f64(g_eager)))
 
 
 SCALAR_KERNELS: Final[dict[str, object]] = {"cpp.simdlen": 0}

@@ -5,7 +5,7 @@ is non-expansive, and robustness at extreme logits.
 Source: mHC arXiv:2512.24880 Eq. 8–9 (σ, 2σ, Sinkhorn–Knopp with t_max rounds of column then
 row normalisation); spec theorems ``ds.*``. The axis Sinkhorn–Knopp normalised last is checked
 at dtype precision, the other against the Birkhoff–Hopf bound of
-:func:`hcspec.conformance.tolerances.sinkhorn_other_axis_bound` for the declared iteration count.
+:func:`hcspec.conformance.rules.sinkhorn_other_axis_bound` for the declared iteration count.
 Every implementation normalises X before computing its weights, so the kit stresses
 Sinkhorn–Knopp by scaling the weight-generating parameters (capability ``parameters``).
 """
@@ -18,7 +18,7 @@ from typing import Any
 import torch
 from hypothesis import strategies as st
 
-from hcspec.conformance import rules, salts, strategies, tolerances
+from hcspec.conformance import metrics, rules, salts, strategies
 from hcspec.conformance.properties.base import Context, Inconclusive, f64
 from hcspec.conformance.properties.bug_classes import sums_pattern
 from hcspec.conformance.properties.building import all_parameters
@@ -63,7 +63,7 @@ def other_axis_convergence(ctx: Context, w: MHCWeights) -> tuple[torch.Tensor, l
         return zero, ["declared residual_mixing='identity': H_res = I exactly"] * zero.numel()
     iterations = ctx.conventions.iterations
     conv = rules.sinkhorn_convergence(w.H_res, iterations)
-    delta = tolerances.projective_diameter(w.H_res).flatten().tolist()
+    delta = metrics.projective_diameter(w.H_res).flatten().tolist()
     return conv, [f"bound for {iterations} Sinkhorn–Knopp rounds at projective diameter "
                   f"Δ = {d:.3g}" for d in delta]
 
@@ -74,7 +74,7 @@ def other_axis_bound(ctx: Context, w: MHCWeights, n: int, *, mixing: bool = Fals
     :data:`hcspec.conformance.rules.SINKHORN_OTHER_AXIS` per token (its convergence term
     from :func:`other_axis_convergence`), for choosing the token a check compares."""
     conv, why = other_axis_convergence(ctx, w)
-    allowed = rules.other_axis_allowances(ctx.record.precision, conv, n, w.probed,
+    allowed = rules.other_axis_allowances(ctx.precision, conv, n, w.probed,
                                           mixing=mixing, norm=norm)
     return allowed, conv, why
 
@@ -290,7 +290,7 @@ def check_h_post_span(ctx: Context, case: Case) -> None:
 
     Verdict on the finite values, per case:
 
-    * some H_post > 1 (beyond the range slack of ``tolerances.range_slack``): only 2σ gets
+    * some H_post > 1 (beyond the range slack of ``rules.range_slack``): only 2σ gets
       there — the factor 2 is demonstrated, the case passes;
     * else, when the values reach both asymptotes, min H_post ≤ :data:`SPAN_SATURATED` and
       max H_post ≥ 1 − :data:`SPAN_SATURATED`, the logits were driven to both saturations
@@ -377,7 +377,7 @@ def check_stream_sum(ctx: Context, case: Case) -> None:
         why = ["the column sums are the exact axis"] * conv.numel()
     else:
         conv, why = other_axis_convergence(ctx, w)
-    tol = rules.other_axis_allowances(ctx.record.precision, conv, case.n, w.probed,
+    tol = rules.other_axis_allowances(ctx.precision, conv, case.n, w.probed,
                                       mixing=True)
     worst = _worst_demonstrable(rel, tol, "the stream sum with F ≡ 0", why,
                                 vacuous_ceiling(case.n))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from hcspec.conformance import rules, salts, tolerances
+from hcspec.conformance import metrics, rules, salts
 from hcspec.conformance.properties import precision
 from hcspec.conformance.properties.base import Context, Inconclusive, f64
 from hcspec.conformance.properties.cases import Case, Cases
@@ -78,7 +78,7 @@ def check_branch_input(ctx: Context, case: Case) -> None:
         rebuilt = (h.unsqueeze(-2) @ X).squeeze(-2)
         ctx.record.expect(
             "branch input minus its projection on the streams (x_in = h_preᵀX)",
-            tolerances.scaled_error(rebuilt, got),
+            metrics.scaled_error(rebuilt, got),
             oracle=precision.oracle(ctx, lambda: _projection_residual(
                 _branch_input_at_precision(ctx, h, X), X)))
         return
@@ -87,8 +87,8 @@ def check_branch_input(ctx: Context, case: Case) -> None:
         want = ctx.observe.branch_input((h_pre.unsqueeze(-2) @ X).squeeze(-2))
         ctx.record.expect(
             f"branch input vs u·rsqrt(mean(u²) + eps), u = h_preᵀX from weights(x) (declared "
-            f"{kind}, eps {ctx.conventions.norm_eps:g})", tolerances.scaled_error(got, want),
-            oracle=precision.oracle(ctx, lambda: tolerances.scaled_error(
+            f"{kind}, eps {ctx.conventions.norm_eps:g})", metrics.scaled_error(got, want),
+            oracle=precision.oracle(ctx, lambda: metrics.scaled_error(
                 _branch_input_at_precision(ctx, h_pre, X), want)))
         return
     _normed_without_weights(ctx, kind, got, X)
@@ -103,16 +103,16 @@ def _branch_input_at_precision(ctx: Context, h_pre: torch.Tensor, X: torch.Tenso
     to the effective dtype; returned in float64 ``[B, T, d]`` (the ``oracle`` of the law
     rule). ``X`` may carry a row of ones (``[B, T, n + 1, d]``, a layer norm's span)."""
     compute = ctx.conventions.compute_dtype or ctx.dtype
-    state = X.to(ctx.tol_dtype).to(compute)
+    state = X.to(ctx.precision.output).to(compute)
     u = (h_pre.to(compute).unsqueeze(-2) @ state).squeeze(-2)
-    return f64((ctx.observe.branch_input(u) if norm else u).to(ctx.tol_dtype))
+    return f64((ctx.observe.branch_input(u) if norm else u).to(ctx.precision.output))
 
 
 def _projection_residual(v: torch.Tensor, X: torch.Tensor, scale: float | None = None) -> float:
     """Scaled distance of ``v [B, T, d]`` from its projection on the streams of
     ``X [B, T, n, d]`` (both float64), relative to ``scale`` (default ``max |v|``)."""
     coefficients = (v.unsqueeze(-2) @ torch.linalg.pinv(X)).squeeze(-2)
-    return tolerances.scaled_error((coefficients.unsqueeze(-2) @ X).squeeze(-2), v, scale)
+    return metrics.scaled_error((coefficients.unsqueeze(-2) @ X).squeeze(-2), v, scale)
 
 
 def _normed_without_weights(ctx: Context, kind: str, got: torch.Tensor,
@@ -147,7 +147,7 @@ def _normed_without_weights(ctx: Context, kind: str, got: torch.Tensor,
         oracles = _normed_figures(kind, _branch_input_at_precision(
             ctx, coefficients.squeeze(-2), basis), basis)
     ctx.record.expect(f"branch input minus its projection on the streams (declared {kind} of "
-                      "h_preᵀX)", tolerances.scaled_error(rebuilt, got), oracle=oracles[0])
+                      "h_preᵀX)", metrics.scaled_error(rebuilt, got), oracle=oracles[0])
     centred = got - got.mean(-1, keepdim=True) if kind == "layer_norm" else got
     ms = centred.pow(2).mean(-1)
     ctx.record.expect(f"mean square of the branch input − 1, above 1 (declared {kind}: "
@@ -187,9 +187,9 @@ def check_expand(ctx: Context, case: Case) -> None:
     assert isinstance(out, torch.Tensor)
     want = f64(h).unsqueeze(-2).expand(case.batch, case.tokens, case.n, case.d)
     # below float32: h rounded to the output is what a correct impl of that precision returns
-    ctx.record.expect("expand(h) vs 1_n hᵀ", tolerances.scaled_error(out, want),
-                      oracle=precision.oracle(ctx, lambda: tolerances.scaled_error(
-                          f64(want.to(ctx.tol_dtype)), want)))
+    ctx.record.expect("expand(h) vs 1_n hᵀ", metrics.scaled_error(out, want),
+                      oracle=precision.oracle(ctx, lambda: metrics.scaled_error(
+                          f64(want.to(ctx.precision.output)), want)))
 
 
 @declare(
@@ -226,7 +226,7 @@ def check_reduce(ctx: Context, case: Case) -> None:
         # below float32: the head wᵀX with the fitted w along the chain (the state rounded to
         # the output, the mix in the compute dtype, the result rounded again), off the span
         ctx.record.expect("reduce(X) minus its projection on the streams (declared learned "
-                          "head: reduce(X) = wᵀX)", tolerances.scaled_error(rebuilt, got, size),
+                          "head: reduce(X) = wᵀX)", metrics.scaled_error(rebuilt, got, size),
                           oracle=precision.oracle(ctx, lambda: _projection_residual(
                               _branch_input_at_precision(ctx, w, X, norm=False), X, size)))
         return
@@ -235,12 +235,12 @@ def check_reduce(ctx: Context, case: Case) -> None:
 
     def oracle() -> float:  # the state rounded to the output, summed in the compute dtype,
         compute = ctx.conventions.compute_dtype or ctx.dtype  # the result rounded again
-        state = X.to(ctx.tol_dtype).to(compute)
+        state = X.to(ctx.precision.output).to(compute)
         low = state.sum(-2) if ctx.conventions.reduce == "sum" else state.mean(-2)
-        return tolerances.scaled_error(f64(low.to(ctx.tol_dtype)), want, scale)
+        return metrics.scaled_error(f64(low.to(ctx.precision.output)), want, scale)
 
     ctx.record.expect(f"reduce(X) vs the declared {ctx.conventions.reduce} over streams",
-                      tolerances.scaled_error(out, want, scale),
+                      metrics.scaled_error(out, want, scale),
                       oracle=precision.oracle(ctx, oracle))
 
 
@@ -323,11 +323,11 @@ def check_weights_scale_invariant(ctx: Context, case: Case) -> None:
         extra = 4 * ratio * float(first.abs().max())
         # below float32: each of w(X), w(2X), w(4X) rounded to the output by up to eps/2 of
         # the largest weight, weighted 0.25 + 1.25 + 1 by the prediction
-        rounding = 1.25 * tolerances.eps(ctx.tol_dtype) * max(
+        rounding = 1.25 * rules.eps(ctx.precision.output) * max(
             1.0, *(float(w.abs().max()) for w in (w1, w2, w4)))
         ctx.record.expect(
             f"{name} at 4·X vs its prediction from X and 2·X (w_∞ + A/c²)",
-            tolerances.scaled_error(w4, predicted), factor=2.5, extra=extra,
+            metrics.scaled_error(w4, predicted), factor=2.5, extra=extra,
             oracle=rounding if precision.low_precision(ctx) else None,
             detail=f"the epsilon's first-order term |A| = {float(first.abs().max()):.3g}; "
                    f"second-order allowance 4·(ε/m)·|A| = {extra:.3g} (ε ≤ {NORM_EPS_MAX:g}, "

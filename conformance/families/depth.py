@@ -6,7 +6,7 @@ mHC (mHC arXiv:2512.24880 §4.1): a product of doubly stochastic matrices is dou
 (``ds.stream_sum_preserved``) and is non-expansive per feature (``ds.nonexpansive``) at any
 depth; with a branch, each sublayer adds at most ``‖h_post‖₂ ‖z‖`` to the norm. The kit checks
 both against bounds accumulated over the layers from the reported ``H_res`` of each layer: the
-sum along the exactly normalised axis within :func:`tolerances.exact_axis` (plus a declared
+sum along the exactly normalised axis within :func:`rules.exact_axis` (plus a declared
 denominator ε), the other axis within the Birkhoff–Hopf bound for the declared rounds — what
 the constraints family allows per layer, composed. HC has no such bound: the family reports
 the growth ``‖X_L‖ / ‖X_0‖`` (zero and random branch) without failing.
@@ -119,11 +119,11 @@ def _overflow_expected(ctx: Context, stack: list[Layer], x: torch.Tensor) -> str
     gain = max(1.0, *(float(layer.out.abs().max()) / max(float(layer.X.abs().max()), 1e-300)
                       for layer in stack))
     peak = float(f64(x).abs().max())
-    limit = float(torch.finfo(ctx.tol_dtype).max)
+    limit = float(torch.finfo(ctx.precision.output).max)
     if peak * gain * OVERFLOW_HEADROOM < limit:
         return None
     return (f"its input reaches max |X| = {peak:.3g} and the sublayers so far grew the state by "
-            f"up to ×{gain:.3g} each, past {ctx.tol_dtype}'s largest value {limit:.3g} "
+            f"up to ×{gain:.3g} each, past {ctx.precision.output}'s largest value {limit:.3g} "
             f"(× {OVERFLOW_HEADROOM:g} headroom): HC's growth is not bounded, so overflow here "
             "shows no bug")
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import torch
 
-from hcspec.conformance import rules, salts, strategies, tolerances
+from hcspec.conformance import metrics, rules, salts, strategies
 from hcspec.conformance.properties.base import (
     Context,
     NotApplicable,
@@ -109,7 +109,7 @@ def _compare(ctx: Context, k: int, name: str, got: torch.Tensor | None,
         f"{tuple(first.shape)}")
     if declared:
         ctx.record.expect(f"{name}, pass {k} vs pass 1: run-to-run spread (declared "
-                          "deterministic=False)", tolerances.scaled_error(got, first),
+                          "deterministic=False)", metrics.scaled_error(got, first),
                           rule=rules.DEVICE)
         return
     differ = int((got != first).sum())

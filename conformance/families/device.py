@@ -1,12 +1,12 @@
 """Device family: the CUDA forward equals the CPU forward of the same impl (same seed, same
-state) within :func:`hcspec.conformance.tolerances.device`, and stays on CUDA. Not applicable,
+state) within :func:`hcspec.conformance.rules.device`, and stays on CUDA. Not applicable,
 with the
 reason, where CUDA is absent or the factory rejects it.
 """
 
 from __future__ import annotations
 
-from hcspec.conformance import rules, tolerances
+from hcspec.conformance import metrics, rules
 from hcspec.conformance.properties.base import Context, FactoryRejected, NotApplicable, f64
 from hcspec.conformance.properties.cases import Case
 from hcspec.conformance.properties.declaration import declare
@@ -35,4 +35,4 @@ def check_cuda(ctx: Context, case: Case) -> None:
     ctx.record.require(out_cpu.device.type == "cpu",
                        f"forward on CPU input returned a tensor on {out_cpu.device} (a hard-coded "
                        ".cuda()?)")
-    ctx.record.expect("CUDA forward vs CPU forward", tolerances.scaled_error(f64(out_gpu), out_cpu))
+    ctx.record.expect("CUDA forward vs CPU forward", metrics.scaled_error(f64(out_gpu), out_cpu))

@@ -1,6 +1,6 @@
 """Dtype family: a bfloat16/float16 forward is close to the float32 forward of the same impl
 (same seed, same perturbation, the same state and branch rounded to the low dtype), within
-:func:`hcspec.conformance.tolerances.low_precision`, and returns the low dtype; float32
+:func:`hcspec.conformance.rules.low_precision`, and returns the low dtype; float32
 gradients are
 close to float64 ones. Every forward of the family starts from the same global RNG state, so
 an impl that draws random numbers (dropout) is compared with itself under the same draws: its
@@ -16,7 +16,7 @@ from typing import Any
 
 import torch
 
-from hcspec.conformance import probes, rules, salts, strategies, tolerances
+from hcspec.conformance import metrics, probes, rules, salts, strategies
 from hcspec.conformance.properties.base import (
     Context,
     FactoryRejected,
@@ -131,7 +131,7 @@ def _gradient_examples(ctx: Context) -> list[Case]:
 def check_float32_gradients(ctx: Context, case: Case) -> None:
     """float32 gradients (w.r.t. x and the parameters, one vector) equal the float64 ones
     (same parameter values) in relative 2-norm within
-    :func:`hcspec.conformance.tolerances.gradient_float32` at the case's measured conditioning (how
+    :func:`hcspec.conformance.rules.gradient_float32` at the case's measured conditioning (how
     far the float64 gradients move when x and θ move by one float32 unit roundoff) — catches
     a backward that is wrong only in float32 (e.g. a cast inside a custom backward), which
     float64 finite differences cannot see. The allowance includes the error of the kit's own
@@ -156,7 +156,7 @@ def check_float32_gradients(ctx: Context, case: Case) -> None:
     sensitivity = max(
         _relative_error([f64(g) for g in (gx, *gp)], want)[0]
         for gx, gp, _ in (_gradients(ctx, impl64, case, torch.float64, jitter=k)
-                          for k in range(tolerances.GRADIENT_SENSITIVITY_SAMPLES)))
+                          for k in range(rules.GRADIENT_SENSITIVITY_SAMPLES)))
     if not math.isfinite(sensitivity):  # non-finite float64 gradients: no allowance
         sensitivity = 0.0
     gx_b, gp_b, _ = _gradients(ctx, impl64, case, torch.float64, branch32=True)
@@ -219,9 +219,9 @@ def check_low_precision(ctx: Context, case: Case) -> None:
                            f"{dtype} forward returned {getattr(out, 'dtype', type(out).__name__)}, "
                            f"expected {ctx.observe.describe_output_dtype(dtype)}")
         scale = max(float(x32.abs().max()), float(out32.abs().max()))
-        precision = tolerances.effective_dtype(dtype, None, ctx.conventions.output_dtype)
+        precision = rules.effective_dtype(dtype, None, ctx.conventions.output_dtype)
         ctx.record.expect(f"{dtype} forward vs float32 forward",
-                   tolerances.scaled_error(out, out32, scale), detail=f"compared in {precision}",
+                   metrics.scaled_error(out, out32, scale), detail=f"compared in {precision}",
                    dtype=precision)
     if not ran:
         raise NotApplicable("the factory rejects bfloat16 and float16: "
@@ -276,7 +276,7 @@ def _rounding_floor(ctx: Context, impl32: HyperConnectionImpl, x32: torch.Tensor
                 with seeded_global_rng(case.seed, ctx.device):
                     out = ctx.observe.forward(impl32, moved, ctx.inputs.branch(
                         case, dtype=torch.float32, record=False))
-            worst = max(worst, tolerances.scaled_error(out, out32, scale))
+            worst = max(worst, metrics.scaled_error(out, out32, scale))
     finally:
         with torch.no_grad():
             for p, value in zip(params, saved, strict=True):
@@ -293,7 +293,7 @@ def _rounding_floor(ctx: Context, impl32: HyperConnectionImpl, x32: torch.Tensor
 def check_low_precision_at_scale(ctx: Context, case: Case) -> None:
     """At the sizes real models use (:data:`AT_SCALE`), the bfloat16/float16 forward equals the
     float32 forward of the same impl (the same parameter values and the same rounded state)
-    within :func:`hcspec.conformance.tolerances.law_measured` of the measured floor: the error
+    within :func:`hcspec.conformance.rules.law_measured` of the measured floor: the error
     the spec's closed form (HC Eq. 3–5, mHC Eq. 3) makes in that precision
     (:class:`hcspec.conformance.properties.precision.SpecAtPrecision`, the float32 impl's
     weights rounded to the compute dtype) against float64 on the same case. A reduction
@@ -336,15 +336,15 @@ def check_low_precision_at_scale(ctx: Context, case: Case) -> None:
         ctx.record.require(isinstance(out, torch.Tensor) and out.dtype == returns,
                            f"{dtype} forward returned {getattr(out, 'dtype', type(out).__name__)}"
                            f", expected {ctx.observe.describe_output_dtype(dtype)}")
-        precision = tolerances.effective_dtype(dtype, None, ctx.conventions.output_dtype)
+        precision = rules.effective_dtype(dtype, None, ctx.conventions.output_dtype)
         want, _, scale = expected_output(ctx, case, x32, w.h_pre, w.h_post, w.H_res)
         spec = SpecAtPrecision(w.h_pre, w.h_post, w.H_res,
                                ctx.conventions.compute_dtype or dtype, precision,
                                ctx.observe.branch_input)
-        spec_floor = tolerances.scaled_error(spec.forward(x, ctx.inputs.branch(
+        spec_floor = metrics.scaled_error(spec.forward(x, ctx.inputs.branch(
             case, dtype=dtype, record=False)), want, scale)
         floor = max(spec_floor, _rounding_floor(ctx, impl32, x32, out32, case, dtype, scale))
-        error = tolerances.scaled_error(out, out32, scale)
+        error = metrics.scaled_error(out, out32, scale)
         ctx.record.expect(f"{dtype} forward vs float32 forward at n = {case.n}, d = {case.d}",
                           error, dtype=precision, floor=floor,
                           detail=f"compared in {precision}; measured floor {floor:.3g} (the closed "

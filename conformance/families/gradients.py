@@ -18,7 +18,7 @@ from collections.abc import Iterator
 
 import torch
 
-from hcspec.conformance import probes, rules, salts, strategies, tolerances
+from hcspec.conformance import metrics, probes, rules, salts, strategies
 from hcspec.conformance.properties import precision
 from hcspec.conformance.properties.base import (
     Context,
@@ -32,7 +32,7 @@ from hcspec.conformance.properties.base import (
 from hcspec.conformance.properties.cases import Case, Cases, shift
 from hcspec.conformance.properties.common import branch64
 from hcspec.conformance.properties.declaration import declare
-from hcspec.conformance.properties.finite_differences import expect_directional
+from hcspec.conformance.properties.finite_differences import expect_directional, fd_denominator
 from hcspec.conformance.properties.requirements import (
     PROBED_H_PRE,
     PROBING,
@@ -148,7 +148,7 @@ def _check_fd_input(ctx: Context, case: Case) -> None:
                 return float(_loss(impl, x + t * v, fn, G))
 
         ad = float((grad * v).sum())
-        denominator = tolerances.fd_denominator(ctx.tol_dtype, ad, case.scale)
+        denominator = fd_denominator(ctx.precision.output, ad, case.scale)
         expect_directional(ctx, "directional derivative w.r.t. x: finite differences vs "
                             "autograd", loss_at, case.scale, ad, denominator, magnitude)
 
@@ -190,7 +190,7 @@ def _check_fd_parameters(ctx: Context, case: Case) -> None:
                     return float(_loss(impl, x, fn, G))
 
             ad = float(sum((g * v).sum() for g, v in zip(grads, vs, strict=True)))
-            denominator = tolerances.fd_denominator(ctx.tol_dtype, ad, case.scale)
+            denominator = fd_denominator(ctx.precision.output, ad, case.scale)
             expect_directional(ctx, "directional derivative w.r.t. the parameters: finite "
                                 "differences vs autograd", loss_at, 1.0, ad, denominator,
                                 magnitude)
@@ -251,20 +251,20 @@ def check_closed_form(ctx: Context, case: Case) -> None:
     auto_x = auto[0] if auto[0] is not None else torch.zeros_like(x)
     oracle_x = None
     if low:  # the closed form along the chain (its result rounded too): the largest error
-        oracle_x = max(tolerances.scaled_error(
+        oracle_x = max(metrics.scaled_error(
             ctx.inputs.tangent(_rounded(ctx, torch.from_numpy(c.X)) + f64(ch[0])),
             ctx.inputs.tangent(want_x)) for c, ch in chained_low)
     ctx.record.expect("∂L/∂x: autograd vs H_resᵀG' + h_pre g_inᵀ (+ chain through weights(x))"
                       + (" projected on replicated states" if ctx.replicated else ""),
-                      tolerances.scaled_error(ctx.inputs.tangent(f64(auto_x)),
+                      metrics.scaled_error(ctx.inputs.tangent(f64(auto_x)),
                                               ctx.inputs.tangent(want_x)), oracle=oracle_x,
                       roundings=2)
     for i, (p, g) in enumerate(zip(params, auto[1:], strict=True)):
         got_p = torch.zeros_like(p) if g is None else g
         ctx.record.expect(f"∂L/∂(parameter {i}, shape {list(p.shape)}): autograd vs the closed "
                           "form chained through weights(x)",
-                          tolerances.scaled_error(got_p, chained[1 + i]),
-                          oracle=max(tolerances.scaled_error(ch[1 + i], chained[1 + i])
+                          metrics.scaled_error(got_p, chained[1 + i]),
+                          oracle=max(metrics.scaled_error(ch[1 + i], chained[1 + i])
                                      for _, ch in chained_low) if low else None, roundings=2)
 
 
@@ -297,7 +297,7 @@ def _along_the_chain(ctx: Context, case: Case, x: torch.Tensor, G: torch.Tensor,
 def _rounded(ctx: Context, t: torch.Tensor) -> torch.Tensor:
     """``t`` rounded to the run's effective (output) dtype, as float64 CPU: what a target
     returning that dtype receives and gives back."""
-    return f64(f64(t).to(ctx.tol_dtype))
+    return f64(f64(t).to(ctx.precision.output))
 
 
 def _as_computed(ctx: Context, x: torch.Tensor) -> torch.Tensor:
@@ -382,13 +382,13 @@ def check_closed_form_probed(ctx: Context, case: Case) -> None:
     want_x = torch.from_numpy(spec.X)
     oracle_x = None
     if precision.low_precision(ctx):  # the closed form along the declared chain, as above
-        oracle_x = max(tolerances.scaled_error(_rounded(ctx, torch.from_numpy(c.X)), want_x)
+        oracle_x = max(metrics.scaled_error(_rounded(ctx, torch.from_numpy(c.X)), want_x)
                        for c in _along_the_chain(ctx, case, x, G, probed.h_pre,
                                                  probed.h_post, probed.H_res))
     xg = x.clone().requires_grad_(True)
     (auto_x,) = torch.autograd.grad(_loss(impl, xg, fn, G), xg)
     ctx.record.expect("∂L/∂x: autograd vs H_resᵀG' + h_pre g_inᵀ (probed weights)",
-                      tolerances.scaled_error(f64(auto_x), want_x), oracle=oracle_x,
+                      metrics.scaled_error(f64(auto_x), want_x), oracle=oracle_x,
                       roundings=2)
 
 
@@ -417,7 +417,7 @@ def check_mixing_trainable(ctx: Context, case: Case) -> None:
     scale = float(f64(G).norm() * f64(x).norm())
     relative = norm / scale if scale > 0 else 0.0
     ctx.record.expect("1e-6 / (‖∂⟨G', H_res X⟩/∂θ‖ / (‖G'‖‖X‖)) with F ≡ 0 (≤ 1: trainable)",
-                      tolerances.TRAINABLE_RELATIVE / relative if relative > 0 else math.inf,
+                      rules.TRAINABLE_RELATIVE / relative if relative > 0 else math.inf,
                       detail=f"the gradient reaching the parameters through the mixing is "
                              f"{norm:.3g} "
                       f"(relative {relative:.3g}): H_res cannot move from where it is (saturated "
@@ -468,10 +468,10 @@ def _hc_overflow_expected(ctx: Context, params: list[torch.Tensor], x: torch.Ten
     theta = max(float(f64(p.detach()).abs().max()) for p in params)
     peak = max(float(f64(x.detach()).abs().max()), 1.0)
     reach = case.n * theta * theta * peak
-    limit = float(torch.finfo(ctx.tol_dtype).max)
+    limit = float(torch.finfo(ctx.precision.output).max)
     if not math.isfinite(reach) or reach * HC_OVERFLOW_HEADROOM >= limit:
         return (f"HC's weights are unbounded in the parameters: with max |θ| = {theta:.3g} and "
                 f"max |X| = {peak:.3g} the exact values reach about n·max|θ|²·max|X| = "
-                f"{reach:.3g}, past {ctx.tol_dtype}'s largest value {limit:.3g} "
+                f"{reach:.3g}, past {ctx.precision.output}'s largest value {limit:.3g} "
                 f"(× {HC_OVERFLOW_HEADROOM:g} headroom)")
     return None

@@ -8,7 +8,7 @@ connection never does). Spec: ``forward.shapes`` (per-token form).
 
 from __future__ import annotations
 
-from hcspec.conformance import rules, salts, tolerances
+from hcspec.conformance import metrics, rules, salts
 from hcspec.conformance.properties.base import Context
 from hcspec.conformance.properties.cases import Case, Cases
 from hcspec.conformance.properties.declaration import declare
@@ -44,13 +44,13 @@ def check_batch(ctx: Context, case: Case) -> None:
         for keep in kept:
             scale = float(out[keep].detach().abs().max().cpu())
             ctx.record.expect(f"output of batch element {keep} after changing the other elements",
-                              tolerances.scaled_error(out_other[keep], out[keep], scale))
+                              metrics.scaled_error(out_other[keep], out[keep], scale))
     for keep in range(case.batch):
         alone = ctx.observe.forward(impl, x[keep:keep + 1],
                                     ctx.inputs.branch(case, record=False))
         scale = float(out[keep].detach().abs().max().cpu())
         ctx.record.expect(f"output of batch element {keep} run alone vs in the batch",
-                          tolerances.scaled_error(alone[0], out[keep], scale))
+                          metrics.scaled_error(alone[0], out[keep], scale))
 
 
 @declare(
@@ -73,13 +73,13 @@ def check_token(ctx: Context, case: Case) -> None:
         for keep in kept:
             scale = float(out[:, keep].detach().abs().max().cpu())
             ctx.record.expect(f"output of token {keep} after changing the other tokens",
-                              tolerances.scaled_error(out_other[:, keep], out[:, keep], scale))
+                              metrics.scaled_error(out_other[:, keep], out[:, keep], scale))
     for keep in range(case.tokens):
         alone = ctx.observe.forward(impl, x[:, keep:keep + 1].contiguous(),
                                     ctx.inputs.branch(case, record=False))
         scale = float(out[:, keep].detach().abs().max().cpu())
         ctx.record.expect(f"output of token {keep} run alone vs in the sequence",
-                          tolerances.scaled_error(alone[:, 0], out[:, keep], scale))
+                          metrics.scaled_error(alone[:, 0], out[:, keep], scale))
 
 
 def _parities(size: int) -> list[list[int]]:

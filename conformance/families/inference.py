@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator
 
 import torch
 
-from hcspec.conformance import rules, salts, tolerances
+from hcspec.conformance import metrics, rules, salts
 from hcspec.conformance.properties.base import Context, f64
 from hcspec.conformance.properties.cases import Case, Cases, resized
 from hcspec.conformance.properties.declaration import declare
@@ -89,7 +89,7 @@ def check_modes(ctx: Context, case: Case) -> None:
     for name, train, grad in _paths(ctx, impl):
         got = _run(ctx, impl, x, case, train, grad)
         ctx.record.expect(f"X' under {name} vs the training path (train mode, gradients on)",
-                          tolerances.scaled_error(got, want))
+                          metrics.scaled_error(got, want))
 
 
 @declare(
@@ -111,11 +111,11 @@ def check_repeated_calls(ctx: Context, case: Case) -> None:
         _run(ctx, impl, x1, case, train, grad)
         got2 = _run(ctx, impl, x2, case, train, grad)
         ctx.record.expect(f"second call under {name} (same shape {list(x2.shape)}, new input) "
-                          "vs the training path", tolerances.scaled_error(got2, want2),
+                          "vs the training path", metrics.scaled_error(got2, want2),
                           hint="a result cached by shape (warm-up, graph capture) reused "
                                "for a new input?")
         got3 = _run(ctx, impl, x3, resized(case, x3), train, grad)
         ctx.record.expect(f"decode step under {name} (1 token after a prefill of "
                           f"{case.tokens}) vs the training path",
-                          tolerances.scaled_error(got3, want3),
+                          metrics.scaled_error(got3, want3),
                           hint="a decode path that differs from the prefill path?")

@@ -12,7 +12,7 @@ import dataclasses
 import torch
 from hypothesis import strategies as st
 
-from hcspec.conformance import probes, rules, tolerances
+from hcspec.conformance import metrics, probes, rules
 from hcspec.conformance.properties import precision
 from hcspec.conformance.properties.base import Context, NotApplicable, f64, floating_parameters
 from hcspec.conformance.properties.cases import Case, Cases, shift
@@ -47,14 +47,14 @@ def check_reported(ctx: Context, case: Case) -> None:
     want, inp, scale = expected_output(ctx, case, x, h_pre, h_post, H_res)
     oracle, oracle_in = precision.law_oracles(ctx, case, x, (h_pre, h_post, H_res),
                                               (want, inp, scale))
-    where = (f" (in {ctx.tol_dtype}: 8 × the closed form's own error in it)"
+    where = (f" (in {ctx.precision.output}: 8 × the closed form's own error in it)"
              if oracle is not None else "")
     ctx.record.expect(f"branch input vs h_preᵀX from weights(x){where}",
-                      tolerances.scaled_error(branch.inputs[0], inp),
+                      metrics.scaled_error(branch.inputs[0], inp),
                       detail=f"declared branch input: {ctx.conventions.branch_input}",
                       oracle=oracle_in)
     ctx.record.expect(f"X' vs H_res X + h_post F(h_preᵀX)ᵀ with weights(x){where}",
-                      tolerances.scaled_error(out, want, scale), oracle=oracle)
+                      metrics.scaled_error(out, want, scale), oracle=oracle)
 
 
 @declare(
@@ -94,9 +94,9 @@ def check_probed(ctx: Context, case: Case) -> None:
     oracle = None
     if spec is not None:
         spec_out = spec.forward(x, ctx.inputs.branch(case, record=False))
-        oracle = tolerances.scaled_error(spec_out, want, scale)
+        oracle = metrics.scaled_error(spec_out, want, scale)
     ctx.record.expect(f"X' ({case.branch} branch) vs the law with probed weights",
-                      tolerances.scaled_error(out, want, scale), oracle=oracle)
+                      metrics.scaled_error(out, want, scale), oracle=oracle)
 
 
 @declare(
@@ -121,14 +121,14 @@ def check_reported_matches_probed(ctx: Context, case: Case) -> None:
             for name, rep, ref in zip(names, reported, (reference.h_pre, reference.h_post,
                                                         reference.H_res), strict=True):
                 if ref is not None:
-                    oracles[name] = max(oracles[name] or 0.0, tolerances.scaled_error(rep, ref))
+                    oracles[name] = max(oracles[name] or 0.0, metrics.scaled_error(rep, ref))
     pairs = [("h_post", reported[1], probed.h_post), ("H_res", reported[2], probed.H_res)]
     if probed.h_pre is not None:
         pairs.insert(0, ("h_pre", reported[0], probed.h_pre))
     for name, rep, prb in pairs:
         resolution = _probe_resolution(ctx, probed, name, rep, prb)
         ctx.record.expect(f"reported {name} vs probed {name}",
-                          tolerances.scaled_error(rep, prb),
+                          metrics.scaled_error(rep, prb),
                           detail=f"max |reported| {float(rep.abs().max()):.3g}"
                                  + (f"; probe resolution {resolution:.3g}" if resolution else ""),
                           oracle=oracles[name], factor=max(1, case.n), extra=resolution)
@@ -137,7 +137,7 @@ def check_reported_matches_probed(ctx: Context, case: Case) -> None:
 def _probe_resolution(ctx: Context, probed: probes.ProbedWeights, name: str,
                       reported: torch.Tensor, got: torch.Tensor) -> float:
     """Below float32, the most that rounding alone moves ``|reported − probed|`` for weight
-    ``name`` (scaled as :func:`tolerances.scaled_error` scales it), to first order: the
+    ``name`` (scaled as :func:`metrics.scaled_error` scales it), to first order: the
     reported weights rounded to the effective dtype (``u·|w|``) plus the probe's sensitivity to
     the rounding of what it reads (:attr:`probes.ProbedWeights.sensitivity` × ``u``), ``u``
     the effective dtype's unit roundoff. A measured floor is one draw of that rounding; where
@@ -146,7 +146,7 @@ def _probe_resolution(ctx: Context, probed: probes.ProbedWeights, name: str,
     read back 0.002–0.012). 0 in float32/float64 (the law's budget covers the probes there)."""
     if not precision.low_precision(ctx) or name not in probed.sensitivity:
         return 0.0
-    u = 0.5 * torch.finfo(ctx.tol_dtype).eps
+    u = 0.5 * torch.finfo(ctx.precision.output).eps
     bound = u * (reported.abs() + probed.sensitivity[name])
     return float(bound.max()) / max(1.0, float(got.abs().max()))
 
@@ -168,8 +168,8 @@ def constant_streams(case: Case, ctx: Context) -> torch.Tensor:
 
 def steer_tolerance(ctx: Context) -> float:
     """How close :func:`steer_h_res` brings the reported H_res to a target with entries 0 and
-    1: :func:`hcspec.conformance.tolerances.law` in float64/float32; in bfloat16/float16
-    :func:`hcspec.conformance.tolerances.law_measured` of a zero reference error (such a
+    1: :func:`hcspec.conformance.rules.law` in float64/float32; in bfloat16/float16
+    :func:`hcspec.conformance.rules.law_measured` of a zero reference error (such a
     target is exact in every float format, so the closed form adds no error): ``4·eps``."""
     return ctx.record.allowance(rules.LAW, oracle=precision.oracle(ctx, lambda: 0.0)).allowance
 
@@ -243,7 +243,7 @@ def check_permutation_mixing(ctx: Context, case: Case) -> None:
     steer H_res to the cyclic permutation P through the parameters, then with F ≡ 0 on the
     state "stream i constant i + 1" the output must be the permuted input ``P X``, within
     ``n`` times the steering tolerance (:func:`steer_tolerance`); in bfloat16/float16 within
-    :func:`hcspec.conformance.tolerances.law_measured` of the error of the closed form
+    :func:`hcspec.conformance.rules.law_measured` of the error of the closed form
     computed in that precision with the steered weights (:mod:`.precision`)."""
     impl = ctx.build.make(case)
     x = constant_streams(case, ctx)
@@ -266,12 +266,12 @@ def check_permutation_mixing(ctx: Context, case: Case) -> None:
             weights = [f64(w) for w in ctx.observe.weights(impl, x)]
             spec_out = precision.spec_at_precision(ctx, *weights).forward(
                 x, ctx.inputs.branch(case, "zero", record=False))
-        oracle = tolerances.scaled_error(spec_out, want)
-        where = f" (in {ctx.tol_dtype}: 8 × the closed form's own error in it)"
+        oracle = metrics.scaled_error(spec_out, want)
+        where = f" (in {ctx.precision.output}: 8 × the closed form's own error in it)"
     streams = ", ".join(f"{float(v):g}" for v in got[0, 0, :, 0])
     expected = ", ".join(f"{float(v):g}" for v in want[0, 0, :, 0])
     ctx.record.expect("F ≡ 0 with H_res = cyclic permutation: X' vs the permuted streams P X"
-                      f"{where}", tolerances.scaled_error(got, want),
+                      f"{where}", metrics.scaled_error(got, want),
                       detail=f"streams of token 0 came out as [{streams}], expected "
                              f"[{expected}] (streams returned unmixed? H_res transposed?)",
                       oracle=oracle, factor=case.n)

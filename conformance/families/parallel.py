@@ -29,7 +29,7 @@ from typing import Any, Final
 
 import torch
 
-from hcspec.conformance import rules, tolerances
+from hcspec.conformance import metrics, rules
 from hcspec.conformance.parallel.cases import ParallelCase
 from hcspec.conformance.parallel.protocol import split_axis
 from hcspec.conformance.parallel.worker import upper_ranks
@@ -109,7 +109,7 @@ def _per_rank(ctx: Context, case: ParallelCase, key: str,
     world = ctx.distributed.world_size
     for rank, chunk in enumerate(_chunks(want, case, world)):
         got = _record(ctx, case, rank).get(key)
-        errors[rank] = math.inf if got is None else tolerances.scaled_error(
+        errors[rank] = math.inf if got is None else metrics.scaled_error(
             got, chunk, float(want.abs().max()) if want.numel() else 0.0)
     return errors
 
@@ -190,7 +190,7 @@ def _order(got: torch.Tensor, want: torch.Tensor, case: ParallelCase, world: int
     order = []
     for chunk in mine:
         match = [j for j, ref in enumerate(theirs)
-                 if tolerances.scaled_error(chunk, ref) <= allowed]
+                 if metrics.scaled_error(chunk, ref) <= allowed]
         order.append(str(match[0]) if match else "?")
     return f"; its chunks are the expected chunks [{', '.join(order)}]"
 
@@ -220,7 +220,7 @@ def check_branch_gathered(ctx: Context, case: Case) -> None:
                 f"{_where(pc)}, rank {rank}: the branch received {list(got.shape)}, expected "
                 f"the gathered {list(want.shape)} (a token-mixing sublayer must see the whole "
                 "sequence)")
-        errors[rank] = tolerances.scaled_error(got, want)
+        errors[rank] = metrics.scaled_error(got, want)
         if errors[rank] > allowed and not detail:
             detail = _order(got, want, pc, world, allowed)
     _expect(ctx, f"{_where(pc)}: branch input vs the unsharded x_in", errors,
@@ -265,7 +265,7 @@ def check_parameter_gradients(ctx: Context, case: Case) -> None:
             want = want_full if info["index"] is None else want_full.flatten()[info["index"]]
             got = record["param_grads"].get(name)
             got = torch.zeros_like(want) if got is None else got
-            errors[rank] = tolerances.scaled_error(got, want, float(want_full.abs().max()))
+            errors[rank] = metrics.scaled_error(got, want, float(want_full.abs().max()))
         how = ("the kit summed it over the group, as the framework would"
                if owner == "framework" else
                "declared gradient='target': the target must complete it itself")
@@ -287,7 +287,7 @@ def check_world_size(ctx: Context, case: Case) -> None:
     if full is None or part is None:
         raise PropertyFailure(f"case {pc.index}: a rank has no output")
     _expect(ctx, f"{_where(pc)}: forward on {len(half)} vs {world} ranks",
-            {-1: tolerances.scaled_error(part, full)})
+            {-1: metrics.scaled_error(part, full)})
 
 
 @declare(
@@ -320,7 +320,7 @@ def check_subgroups(ctx: Context, case: Case) -> None:
         errors = {}
         for local, rank in enumerate(upper):
             got = _record(ctx, pc, rank).get(key)
-            errors[rank] = math.inf if got is None else tolerances.scaled_error(
+            errors[rank] = math.inf if got is None else metrics.scaled_error(
                 got, chunks[local], float(want.abs().max()) if want.numel() else 0.0)
         _expect(ctx, f"{where}: {what} on the group of ranks {upper} vs unsharded", errors,
                 "each rank's chunk by its rank in the group")

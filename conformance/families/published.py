@@ -30,8 +30,8 @@ from collections.abc import Callable, Mapping
 
 import torch
 
+from hcspec.conformance import metrics, rules, salts, strategies
 from hcspec.conformance import published_formulas as pub
-from hcspec.conformance import rules, salts, strategies, tolerances
 from hcspec.conformance.properties import divergence, precision
 from hcspec.conformance.properties.base import Context, f64
 from hcspec.conformance.properties.building import floating_parameters
@@ -133,7 +133,7 @@ def step_oracle(ctx: Context, case: Case, params: Params, x: torch.Tensor, want:
         weights = pub.weights(name, _as(params, compute), f64(x).to(compute))
     spec = precision.spec_at_precision(ctx, *weights)
     spec_out = spec.forward(x, ctx.inputs.branch(case, record=False))
-    return tolerances.scaled_error(spec_out, want, scale)
+    return metrics.scaled_error(spec_out, want, scale)
 
 
 def step_allowance(ctx: Context, case: Case, params: Params, x: torch.Tensor,
@@ -141,7 +141,7 @@ def step_allowance(ctx: Context, case: Case, params: Params, x: torch.Tensor,
     """The allowance :data:`hcspec.conformance.rules.LAW` gives a step comparison in the run's
     precision with :func:`step_oracle` (for the diagnosis and ``hc-conformance compare``,
     which judge outside a property's recorder)."""
-    return rules.LAW.apply(ctx.record.precision,
+    return rules.LAW.apply(ctx.precision,
                            oracle=step_oracle(ctx, case, params, x, want, scale)).allowance
 
 
@@ -177,7 +177,7 @@ def _diagnosis(ctx: Context, case: Case, params: Params, x: torch.Tensor, got: t
     want = oracle(ctx, big, p_big, x_big)
     scale_big = _scale(x_big, want)
     tol_big = step_allowance(ctx, big, p_big, x_big, want, scale_big)
-    if tolerances.scaled_error(got_big, want, scale_big) <= tol_big:
+    if metrics.scaled_error(got_big, want, scale_big) <= tol_big:
         return message
     return (f"{message}; at n = {big.n}, d = {big.d}: "
             f"{_search(ctx, big, p_big, x_big, got_big, scale_big, tol_big)}")
@@ -203,7 +203,7 @@ def check_step(ctx: Context, case: Case) -> None:
     scale = _scale(x, want)
     measured = step_oracle(ctx, case, params, x, want, scale)
     tol = ctx.record.allowance(oracle=measured).allowance
-    error = tolerances.scaled_error(got, want, scale)
+    error = metrics.scaled_error(got, want, scale)
     detail = _diagnosis(ctx, case, params, x, got, scale, tol) if not error <= tol else ""
     ctx.record.expect(f"X' vs the float64 published {ctx.conventions.published} step of "
                       "published_parameters()", error, detail=detail, oracle=measured)
@@ -256,7 +256,7 @@ def _pull_back(impl: HyperConnectionImpl, grads: Params,
 
 
 def _relative(got: torch.Tensor, want: torch.Tensor) -> float:
-    return tolerances.scaled_error(f64(got), f64(want), float(f64(want).abs().max()))
+    return metrics.scaled_error(f64(got), f64(want), float(f64(want).abs().max()))
 
 
 @declare(
@@ -283,7 +283,7 @@ def check_gradients(ctx: Context, case: Case) -> None:
     want_x, want_p = _oracle_gradients(ctx, case, params, x, G, torch.float64)
     want_theta = _pull_back(impl, want_p, theta)
     compute = ctx.conventions.compute_dtype or ctx.dtype
-    rounded = G.to(ctx.tol_dtype).double()
+    rounded = G.to(ctx.precision.output).double()
     ref_x, ref_p = _oracle_gradients(ctx, case, params, x, rounded, compute)
     ref_theta = _pull_back(impl, ref_p, theta)
     got_x = torch.zeros_like(leaf) if got[0] is None else got[0]
@@ -334,7 +334,7 @@ def check_load_roundtrip(ctx: Context, case: Case) -> None:
     with torch.no_grad():
         want = f64(ctx.observe.forward(source, x, ctx.inputs.branch(case)))
         before = f64(ctx.observe.forward(other, x, ctx.inputs.branch(case)))
-    if tolerances.scaled_error(before, want) <= ctx.record.allowance().allowance:
+    if metrics.scaled_error(before, want) <= ctx.record.allowance().allowance:
         raise Inconclusive("the second impl (another seed) already gives the same step, so "
                            "loading cannot show anything")
     loader: Callable[[Params], None] = getattr(other, LOAD_PUBLISHED)
@@ -346,4 +346,4 @@ def check_load_roundtrip(ctx: Context, case: Case) -> None:
     with torch.no_grad():
         got = f64(ctx.observe.forward(other, x, ctx.inputs.branch(case)))
     ctx.record.expect("X' after load_published vs the source impl's X'",
-                      tolerances.scaled_error(got, want))
+                      metrics.scaled_error(got, want))

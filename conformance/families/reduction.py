@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import torch
 
-from hcspec.conformance import probes, rules, salts, strategies, tolerances
+from hcspec.conformance import metrics, probes, rules, salts, strategies
 from hcspec.conformance.properties import precision
 from hcspec.conformance.properties.base import Context, f64
 from hcspec.conformance.properties.cases import Case, Cases, shift
@@ -69,10 +69,10 @@ def check_n1_forward(ctx: Context, case: Case) -> None:
     def oracle() -> float:
         one = torch.ones((case.batch, case.tokens, 1), dtype=torch.float64)
         spec = precision.spec_at_precision(ctx, one, one, one.unsqueeze(-1))
-        return tolerances.scaled_error(
+        return metrics.scaled_error(
             spec.forward(x, ctx.inputs.branch(case, record=False)), want)
 
-    ctx.record.expect("n = 1 at init: X' vs x + F(x)", tolerances.scaled_error(out, want),
+    ctx.record.expect("n = 1 at init: X' vs x + F(x)", metrics.scaled_error(out, want),
                       oracle=precision.oracle(ctx, oracle))
 
 
@@ -103,7 +103,7 @@ def check_n1_backward(ctx: Context, case: Case) -> None:
 
     def oracle() -> float:
         def rounded(t: torch.Tensor) -> torch.Tensor:
-            return f64(f64(t).to(ctx.tol_dtype))
+            return f64(f64(t).to(ctx.precision.output))
 
         x_low = rounded(x.detach())[..., 0, :].requires_grad_(True)
         given = ctx.observe.branch_input(x_low)
@@ -111,9 +111,9 @@ def check_n1_backward(ctx: Context, case: Case) -> None:
         z_low = strategies.make_branch(case.branch, case.d, torch.float64, seed=case.seed)(given)
         g_low = rounded(G)[..., 0, :]
         (jt_low,) = torch.autograd.grad(z_low, x_low, grad_outputs=g_low)
-        return tolerances.scaled_error(rounded(g_low + jt_low).unsqueeze(-2), want)
+        return metrics.scaled_error(rounded(g_low + jt_low).unsqueeze(-2), want)
 
-    ctx.record.expect("n = 1 at init: ∂L/∂x vs g' + Jᵀg'", tolerances.scaled_error(auto, want),
+    ctx.record.expect("n = 1 at init: ∂L/∂x vs g' + Jᵀg'", metrics.scaled_error(auto, want),
                       oracle=precision.oracle(ctx, oracle))
 
 
@@ -132,9 +132,9 @@ def check_mhc_n1(ctx: Context, case: Case) -> None:
     x = ctx.inputs.state(case)
     out = ctx.observe.forward(impl, x, ctx.inputs.branch(case, "zero", record=False))
     X = f64(x)
-    ctx.record.expect("n = 1: X'(F ≡ 0) vs x (H_res = [1])", tolerances.scaled_error(out, X),
-                      oracle=precision.oracle(ctx, lambda: tolerances.scaled_error(
-                          X.to(ctx.tol_dtype), X)))
+    ctx.record.expect("n = 1: X'(F ≡ 0) vs x (H_res = [1])", metrics.scaled_error(out, X),
+                      oracle=precision.oracle(ctx, lambda: metrics.scaled_error(
+                          X.to(ctx.precision.output), X)))
 
 
 def _static_init(case: Case, layer_index: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -163,13 +163,13 @@ def _check_init_weights(ctx: Context, case: Case, label: str) -> None:
                 ctx, precision.spec_at_precision(ctx, *expanded), x, case)
             for i, ref in enumerate((reference.h_pre, reference.h_post, reference.H_res)):
                 if ref is not None:
-                    oracles[i] = tolerances.scaled_error(ref, expanded[i])
+                    oracles[i] = metrics.scaled_error(ref, expanded[i])
         for name, g, w, oracle in zip(("h_pre", "h_post", "H_res"), got, want, oracles,
                                       strict=True):
             if g is None:
                 continue
             ctx.record.expect(f"{label}: probed {name} vs {_describe_init(name, case)} "
-                              f"(state {index})", tolerances.scaled_error(g, w.expand_as(g)),
+                              f"(state {index})", metrics.scaled_error(g, w.expand_as(g)),
                               factor=max(1, case.n), oracle=oracle)
 
 
@@ -240,7 +240,7 @@ def check_prenorm_stack(ctx: Context, case: Case) -> None:
     factor = case.n if ctx.conventions.reduce == "sum" else 1
 
     def oracle() -> float:
-        state = f64(h).to(ctx.tol_dtype).to(ctx.dtype).unsqueeze(-2).expand(
+        state = f64(h).to(ctx.precision.output).to(ctx.dtype).unsqueeze(-2).expand(
             case.batch, case.tokens, case.n, case.d)
         for k in range(layers):
             h_pre, h_post, H_res = (w.expand(case.batch, case.tokens, *w.shape)
@@ -252,8 +252,8 @@ def check_prenorm_stack(ctx: Context, case: Case) -> None:
         compute = ctx.conventions.compute_dtype or ctx.dtype
         low = state.to("cpu", compute)
         reduced = low.sum(-2) if ctx.conventions.reduce == "sum" else low.mean(-2)
-        return tolerances.scaled_error(f64(reduced.to(ctx.tol_dtype)), factor * h_ref)
+        return metrics.scaled_error(f64(reduced.to(ctx.precision.output)), factor * h_ref)
 
     ctx.record.expect(f"reduce(HC stack of {layers} fresh layers) vs {factor}·(pre-norm residual)",
-                      tolerances.scaled_error(out, factor * h_ref), factor=layers,
+                      metrics.scaled_error(out, factor * h_ref), factor=layers,
                       oracle=precision.oracle(ctx, oracle))

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 
 import torch
 
-from hcspec.conformance import rules, tolerances
+from hcspec.conformance import metrics, rules
 from hcspec.conformance.properties import precision
 from hcspec.conformance.properties.base import Context, NotApplicable, f64
 from hcspec.conformance.properties.cases import Case, resized, shift
@@ -36,7 +36,7 @@ from hcspec.conformance.protocol import HyperConnectionImpl
 
 BASE = ("shape.output", "shape.branch_once")
 TILE = 64
-"""The tile width the law's budget is stated for (:func:`hcspec.conformance.tolerances.law`:
+"""The tile width the law's budget is stated for (:func:`hcspec.conformance.rules.law`:
 dot products of length ≤ 64); longer ones scale it linearly."""
 
 SIZES: tuple[Case, ...] = (
@@ -125,13 +125,13 @@ def check_law(ctx: Context, case: Case) -> None:
     oracle, oracle_in = precision.law_oracles(ctx, case, x, (w.h_pre, w.h_post, w.H_res),
                                               (want, inp, scale))
     ctx.record.expect(f"branch input vs h_preᵀX ({w.source} weights) at {_where(case)}",
-                      tolerances.scaled_error(branch.inputs[0], inp),
+                      metrics.scaled_error(branch.inputs[0], inp),
                       detail=f"declared branch input: {ctx.conventions.branch_input}; "
                              f"max |received| / max |expected| = "
                              f"{float(f64(branch.inputs[0]).abs().max() / inp.abs().max()):.4g}",
                       oracle=oracle_in, factor=length_factor(case))
     ctx.record.expect(f"X' vs the law ({w.source} weights) at {_where(case)}",
-                      tolerances.scaled_error(out, want, scale), oracle=oracle,
+                      metrics.scaled_error(out, want, scale), oracle=oracle,
                       factor=length_factor(case))
 
 
@@ -160,7 +160,7 @@ def check_constraints(ctx: Context, case: Case) -> None:
                       probed=w.probed)
     err = (other - 1).abs().amax(dim=-1)
     conv = rules.sinkhorn_convergence(w.H_res, ctx.conventions.iterations)
-    bound = rules.other_axis_allowances(ctx.record.precision, conv, case.n, w.probed)
+    bound = rules.other_axis_allowances(ctx.precision, conv, case.n, w.probed)
     excess = int(torch.argmax((err - bound).flatten()))
     worst_row = w.H_res.flatten(0, -3)[excess]
     ctx.record.expect(f"max |H_res {other_name} sum − 1| {where}",
@@ -211,7 +211,7 @@ def check_batch_composition(ctx: Context, case: Case) -> None:
         got = _forward(ctx, impl, part, resized(case, part))
         ctx.record.expect(
             f"{what} vs the same outputs in the batch of {case.batch * case.tokens} tokens",
-            tolerances.scaled_error(got, full[index], scale), detail=f"at {_where(case)}",
+            metrics.scaled_error(got, full[index], scale), detail=f"at {_where(case)}",
             factor=length_factor(case))
     _every_token_alone(ctx, impl, x, full, case, scale)
 
@@ -232,5 +232,5 @@ def _every_token_alone(ctx: Context, impl: HyperConnectionImpl, x: torch.Tensor,
     ctx.record.expect(
         f"every token as its own sequence (a batch of {case.batch * case.tokens}) vs the "
         f"batch: worst at token ({b}, {t})",
-        tolerances.scaled_error(got[b, t], full[b, t], scale), detail=f"at {_where(case)}",
+        metrics.scaled_error(got[b, t], full[b, t], scale), detail=f"at {_where(case)}",
         factor=length_factor(case))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from hcspec.conformance import probes, rules, salts, strategies, tolerances
+from hcspec.conformance import metrics, probes, rules, salts, strategies
 from hcspec.conformance.properties.base import Context, FactoryRejected, PropertyFailure
 from hcspec.conformance.properties.cases import Case, Cases
 from hcspec.conformance.properties.declaration import declare
@@ -196,4 +196,4 @@ def check_other_sequence_axes(ctx: Context, case: Case) -> None:
         assert isinstance(got, torch.Tensor)
         ctx.record.expect(f"forward accepted a state with {label} and returned something else than "
                    "for the same tokens as [B, T, n, d] (reject other ranks, or handle them)",
-                   tolerances.scaled_error(got, expected))
+                   metrics.scaled_error(got, expected))

@@ -36,7 +36,7 @@ from typing import Any, Final, cast
 
 import torch
 
-from hcspec.conformance import rules, salts, strategies, tolerances
+from hcspec.conformance import metrics, rules, salts, strategies
 from hcspec.conformance.properties import precision
 from hcspec.conformance.properties.base import (
     Context,
@@ -49,7 +49,7 @@ from hcspec.conformance.properties.base import (
 from hcspec.conformance.properties.building import Builder
 from hcspec.conformance.properties.cases import Case, Cases, shift
 from hcspec.conformance.properties.declaration import declare
-from hcspec.conformance.properties.finite_differences import expect_directional
+from hcspec.conformance.properties.finite_differences import expect_directional, fd_denominator
 from hcspec.conformance.properties.inputs import CheckedBranch
 from hcspec.conformance.properties.layer_bounds import Layer, mhc_bounds
 from hcspec.conformance.properties.requirements import (
@@ -278,12 +278,12 @@ def _unrolled_errors(ctx: Context, used: Sequence[Weights], h0: torch.Tensor,
             label = f"the stream sum 1ᵀX_L after {LAYERS} sublayers (node {k})"
         errors.append((f"{label} vs Σ_j w_(j,{k}) z_j + w_(0,{k}) h₀ (unrolled weights of the "
                        "reported coefficients)",
-                       tolerances.scaled_error(f64(reads[k - 1]), want, scale)))
+                       metrics.scaled_error(f64(reads[k - 1]), want, scale)))
     for i in range(out.shape[-2]):  # stream i of X_L: the read of a node L + 1, h_pre = e_i
         C = unrolled(used, read=i)
         want, scale = _combination(C[..., LAYERS + 1, :], nodes, LAYERS + 1)
         errors.append((f"stream {i} of X_L after {LAYERS} sublayers vs its unrolled weights",
-                       tolerances.scaled_error(out[..., i, :], want, scale)))
+                       metrics.scaled_error(out[..., i, :], want, scale)))
     return errors
 
 
@@ -295,7 +295,7 @@ def _spec_stack(ctx: Context, case: Case, used: Sequence[Weights], x0: torch.Ten
     the branch input and the output rounded to the effective dtype) with the case's
     branches; returns its recording branches and float64 output (what a correct stack of
     that precision gives: the ``oracle`` of :func:`check_unrolled_weights`)."""
-    state = x0.to(ctx.tol_dtype).to(ctx.dtype)
+    state = x0.to(ctx.precision.output).to(ctx.dtype)
     bs = branches(ctx, case)
     for k, weights in enumerate(used):
         state = precision.spec_at_precision(ctx, *weights).forward(state, bs[k])
@@ -418,7 +418,7 @@ def check_carried_matches_recomputed(ctx: Context, case: Case) -> None:
     note = "" if compared else (" (coefficients not compared: the stack or its sublayers "
                                 "offer no weights)")
     ctx.record.expect(f"the stack's X_L vs {chain}, k = 0 … {LAYERS - 1}" + note,
-                      tolerances.scaled_error(out, Y))
+                      metrics.scaled_error(out, Y))
 
 
 def _compare(ctx: Context, k: int, used: Weights, expected: Sequence[torch.Tensor],
@@ -426,7 +426,7 @@ def _compare(ctx: Context, k: int, used: Weights, expected: Sequence[torch.Tenso
     """Record the stack's reported coefficients of sublayer k against the expected ones."""
     for name, carried, recomputed, source in zip(NAMES, used, expected, whence, strict=True):
         ctx.record.expect(f"sublayer {k}: the stack's {name} vs {source}",
-                          tolerances.scaled_error(carried, recomputed))
+                          metrics.scaled_error(carried, recomputed))
 
 
 def _own_input_chain(ctx: Context, case: Case, stack: Stack, x: torch.Tensor,
@@ -542,7 +542,7 @@ def check_fd_gradients(ctx: Context, case: Case) -> None:
         ad = float((grad_x * v).sum())
         expect_directional(ctx, f"through {LAYERS} sublayers, w.r.t. x: finite differences "
                            "vs autograd", loss_at, case.scale, ad,
-                           tolerances.fd_denominator(ctx.tol_dtype, ad, case.scale), magnitude)
+                           fd_denominator(ctx.precision.output, ad, case.scale), magnitude)
     p_grads = [torch.zeros_like(p) if g is None else g
                for p, g in zip(params, grads[1:], strict=True)]
     saved = [p.detach().clone() for p in params]
@@ -568,7 +568,7 @@ def check_fd_gradients(ctx: Context, case: Case) -> None:
                 try:
                     expect_directional(ctx, f"through {LAYERS} sublayers, w.r.t. {what}: "
                                        "finite differences vs autograd", at, 1.0, ad,
-                                       tolerances.fd_denominator(ctx.tol_dtype, ad, case.scale),
+                                       fd_denominator(ctx.precision.output, ad, case.scale),
                                        magnitude)
                 finally:  # the next direction (or sublayer) starts from the saved values
                     with torch.no_grad():

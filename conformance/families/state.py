@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from hcspec.conformance import rules, tolerances
+from hcspec.conformance import metrics, rules
 from hcspec.conformance.properties.base import Context
 from hcspec.conformance.properties.building import all_parameters
 from hcspec.conformance.properties.cases import Case
@@ -93,5 +93,5 @@ def check_deterministic(ctx: Context, case: Case) -> None:
                            f"two eval-mode forwards differ (max |diff| "
                            f"{float((first - second).abs().max()):.3g})")
     else:
-        ctx.record.expect("two eval-mode forwards", tolerances.scaled_error(second, first),
+        ctx.record.expect("two eval-mode forwards", metrics.scaled_error(second, first),
                           rule=rules.DEVICE)

@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 import torch
 
-from hcspec.conformance import rules, tolerances
+from hcspec.conformance import metrics, rules
 from hcspec.conformance.properties.base import Context, Inconclusive, PropertyFailure
 from hcspec.conformance.properties.cases import Case, Cases
 from hcspec.conformance.properties.declaration import declare
@@ -97,5 +97,5 @@ def check_non_contiguous(ctx: Context, case: Case) -> None:
                 hint="reshape instead of view, or declare contiguous_input=True in the impl's "
                      "conventions") from exc
         ctx.record.expect(f"X' of {what} vs X' of its contiguous copy",
-                          tolerances.scaled_error(got, want),
+                          metrics.scaled_error(got, want),
                           detail=f"strides {list(view.stride())}")

@@ -25,7 +25,7 @@ from typing import Any
 
 import torch
 
-from hcspec.conformance import rules, salts, sinkhorn_formulas, strategies, tolerances
+from hcspec.conformance import metrics, rules, salts, sinkhorn_formulas, strategies
 from hcspec.conformance.properties import precision
 from hcspec.conformance.properties.base import Context, Inconclusive, f64
 from hcspec.conformance.properties.cases import Case, Cases, shift
@@ -92,7 +92,7 @@ def diagnose(H: torch.Tensor, logits: torch.Tensor, declared: Variant,
 
     def error(v: Variant) -> float:
         if v not in errors:
-            errors[v] = tolerances.scaled_error(H, v.apply(logits))
+            errors[v] = metrics.scaled_error(H, v.apply(logits))
         return errors[v]
 
     def rank(v: Variant) -> tuple[bool, int, float]:
@@ -134,7 +134,7 @@ def _in_precision(ctx: Context, fn: Callable[[torch.Tensor], torch.Tensor],
     working dtype) and rounded to its effective dtype, as float64: what a correct target of
     the run's precision reports."""
     compute = ctx.conventions.compute_dtype or ctx.dtype
-    return f64(fn(logits.to(compute)).to(ctx.tol_dtype))
+    return f64(fn(logits.to(compute)).to(ctx.precision.output))
 
 
 def _variant_tols(ctx: Context, w: MHCWeights, x: torch.Tensor, case: Case,
@@ -150,13 +150,13 @@ def _variant_tols(ctx: Context, w: MHCWeights, x: torch.Tensor, case: Case,
     factor = float(_probed_factor(w, case.n))
     if not precision.low_precision(ctx):
         return [{"factor": factor, "oracle": None} for _ in range(3)]
-    errors = [tolerances.scaled_error(got, ref) for got, ref in zip(at_precision, want,
+    errors = [metrics.scaled_error(got, ref) for got, ref in zip(at_precision, want,
                                                                     strict=True)]
     if w.probed:
         spec = precision.spec_at_precision(ctx, *at_precision)
         probed = precision.probe_spec(ctx, spec, x, case)
         read = (probed.h_pre, probed.h_post, probed.H_res)
-        errors = [e if got is None else max(e, tolerances.scaled_error(got, ref))
+        errors = [e if got is None else max(e, metrics.scaled_error(got, ref))
                   for e, got, ref in zip(errors, read, want, strict=True)]
     return [{"factor": factor, "oracle": e} for e in errors]
 
@@ -185,7 +185,7 @@ def check_h_res(ctx: Context, case: Case) -> None:
             _in_precision(ctx, gates[0], pre), _in_precision(ctx, gates[1], post),
             _in_precision(ctx, declared.apply, logits)))[2]
     tol = ctx.record.allowance(**given).allowance
-    err = tolerances.scaled_error(w.H_res, want)
+    err = metrics.scaled_error(w.H_res, want)
     detail = diagnose(w.H_res, logits, declared, tol) if not err <= tol else ""
     ctx.record.expect(f"H_res ({w.source}) vs the declared variant ({declared.describe()}) "
                       "at the target's logits", err, detail=detail, **given)
@@ -238,18 +238,18 @@ def check_gates(ctx: Context, case: Case) -> None:
              _in_precision(ctx, declared.apply, res)))
     if w.h_pre is not None:
         ctx.record.expect(f"h_pre ({w.source}) vs σ(H̃_pre) + {c.h_pre_eps:g}",
-                          tolerances.scaled_error(w.h_pre, want_pre), **given_pre)
+                          metrics.scaled_error(w.h_pre, want_pre), **given_pre)
     tol = ctx.record.allowance(**given).allowance
-    err = tolerances.scaled_error(w.h_post, want_post)
+    err = metrics.scaled_error(w.h_post, want_post)
     detail = ""
     if not err <= tol:
         fitted = _gate_multiplier(w.h_post, post, c.h_post_eps)
-        refit = tolerances.scaled_error(w.h_post, fitted * torch.sigmoid(post) + c.h_post_eps)
+        refit = metrics.scaled_error(w.h_post, fitted * torch.sigmoid(post) + c.h_post_eps)
         detail = (f"h_post matches {fitted:.6g}·σ(H̃_post), not the declared "
                   f"{c.h_post_multiplier:g}·σ (error {refit:.3g})" if refit <= tol else
                   f"h_post is no multiple of σ(H̃_post) (best fit {fitted:.4g}·σ, error "
                   f"{refit:.3g})")
-        if tolerances.scaled_error(w.h_post, torch.sigmoid(pre)) <= tol:
+        if metrics.scaled_error(w.h_post, torch.sigmoid(pre)) <= tol:
             detail = "h_post matches σ(H̃_pre): the pre and post logits are swapped"
     ctx.record.expect(f"h_post ({w.source}) vs {c.h_post_multiplier:g}·σ(H̃_post) + "
                       f"{c.h_post_eps:g}", err, detail=detail, **given)
@@ -329,11 +329,11 @@ def _sinkhorn_gradient_oracle(ctx: Context, case: Case) -> float:
     L64 = f64(res).requires_grad_(True)
     (exact,) = torch.autograd.grad((v.apply(L64) * G).sum(), L64)
     low_logits = res.detach().to("cpu", compute).requires_grad_(True)
-    low_G = G.to(ctx.tol_dtype).to(compute)
+    low_G = G.to(ctx.precision.output).to(compute)
     (low,) = torch.autograd.grad((v.apply(low_logits) * low_G).sum(), low_logits)
     want, got = (torch.autograd.grad(res, x, grad_outputs=k.to(res), retain_graph=True)[0]
                  for k in (exact, low))
-    return tolerances.scaled_error(got, want)
+    return metrics.scaled_error(got, want)
 
 
 AFFINE_COMBINATIONS = ((1 / 3, 1 / 3, 1 / 3), (-0.5, 1.0, 0.5))
@@ -422,7 +422,7 @@ def _affine_error(logits: Callable[[torch.Tensor], torch.Tensor], states: list[t
     b = (got1 * rho1 - mixed1) / (rho1 - 1)
     want = (mixed2 - b) / rho2 + b
     scale = max(float(t.abs().max()) for t in (*base, got2))
-    return tolerances.scaled_error(got2, want, scale), scale
+    return metrics.scaled_error(got2, want, scale), scale
 
 
 def _affine_at_precision(ctx: Context, impl: HyperConnectionImpl, case: Case,
@@ -440,7 +440,7 @@ def _affine_at_precision(ctx: Context, impl: HyperConnectionImpl, case: Case,
                             salts.AFFINE_LOGITS_MAP.at(), torch.float64)
 
     def logits(y: torch.Tensor) -> torch.Tensor:
-        flat = y.detach().to("cpu", ctx.tol_dtype).to(compute).flatten(-2)
+        flat = y.detach().to("cpu", ctx.precision.output).to(compute).flatten(-2)
         unit = flat * torch.rsqrt(flat.pow(2).mean(-1, keepdim=True))
         return f64((unit @ A.to(compute)).to(returned))
 

@@ -16,7 +16,6 @@ from typing import Any
 import numpy as np
 import torch
 
-from hcspec.conformance import tolerances
 from hcspec.conformance.profiles import Profile
 from hcspec.conformance.properties.building import Builder, floating_parameters
 from hcspec.conformance.properties.declaration import (
@@ -46,7 +45,10 @@ class Context:
 
     Facts about the run (read-only): ``factory``, ``target_name``, ``kind``, ``conventions``,
     ``capabilities``, ``dtype`` (float64 unless the factory rejects it), ``device``,
-    ``profile``, ``seed`` (added to every case's seed by the strategies), ``distributed``
+    ``profile``, ``seed`` (added to every case's seed by the strategies), ``precision`` (the
+    run's dtype chain, :class:`hcspec.conformance.rules.Precision`: ``dtype``, the ``compute``
+    dtype and the effective ``output`` dtype every comparison is made in; the one name for
+    it, which the recorder applies the rules to), ``distributed``
     (a multi-process run's results, :class:`hcspec.conformance.parallel.harness.DistributedRun`,
     handed over by the runner; None in a single-process run).
 
@@ -72,8 +74,9 @@ class Context:
         self.profile = profile
         self.seed = seed
         self.distributed = distributed
-        self.record = Recorder(Precision.of(dtype, conventions.compute_dtype,
-                                            conventions.output_dtype))
+        self.precision = Precision.of(dtype, conventions.compute_dtype,
+                                      conventions.output_dtype)
+        self.record = Recorder(self.precision)
         self.build = Builder(factory, dtype, device)
         self.inputs = Inputs(dtype, device, conventions.state_domain == "replicated")
         self.observe = Observer(conventions)
@@ -83,13 +86,6 @@ class Context:
         """The facts requirements are decided on."""
         return Subject(self.kind, self.capabilities, self.dtype, self.conventions, self.device,
                        self.profile, getattr(self.distributed, "facts", None))
-
-    @property
-    def tol_dtype(self) -> torch.dtype:
-        """The dtype tolerances are computed for (the coarsest of the working dtype and the
-        declared compute and output dtypes)."""
-        return tolerances.effective_dtype(self.dtype, self.conventions.compute_dtype,
-                                          self.conventions.output_dtype)
 
     @property
     def replicated(self) -> bool:

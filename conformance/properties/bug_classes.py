@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import torch
 
-from hcspec.conformance import rules, tolerances
+from hcspec.conformance import metrics, rules
 from hcspec.conformance.properties import precision
 from hcspec.conformance.properties.base import Context, f64
 from hcspec.conformance.properties.cases import Case
@@ -51,16 +51,16 @@ def law_pattern(ctx: Context, case: Case) -> str | None:
         got_input = f64(branch.inputs[0])
         oracle, oracle_in = precision.law_oracles(ctx, case, x, (h_pre, h_post, H_res),
                                                   (want, inp, scale))
-        tol = rules.LAW.apply(ctx.record.precision, oracle=oracle).allowance
-        tol_in = rules.LAW.apply(ctx.record.precision, oracle=oracle_in).allowance
+        tol = rules.LAW.apply(ctx.precision, oracle=oracle).allowance
+        tol_in = rules.LAW.apply(ctx.precision, oracle=oracle_in).allowance
     except Exception:
         return None
     if ctx.conventions.branch_input == "x_in":
         normed = branch_input_pattern(got_input, f64(inp), tol_in)
         if normed is not None:
             return normed
-    straight = tolerances.scaled_error(out, want, scale)
-    against_t = tolerances.scaled_error(out, flipped, scale)
+    straight = metrics.scaled_error(out, want, scale)
+    against_t = metrics.scaled_error(out, flipped, scale)
     if straight > tol and against_t <= tol:
         return (f"known bug class: H_res looks transposed — the output misses the law by "
                 f"{straight:.3g} with the reported H_res and by {against_t:.3g} (within "
@@ -99,7 +99,7 @@ def branch_input_pattern(got: torch.Tensor, x_in: torch.Tensor, tol: float) -> s
     """"the branch sees Norm(x_in)" when the branch received ``x_in`` normalised to unit RMS
     (``got [..., d]`` vs ``x_in [..., d]``, float64), else None."""
     rms = x_in.pow(2).mean(-1, keepdim=True).clamp_min(1e-300).sqrt()
-    if tolerances.scaled_error(got, x_in / rms) <= max(tol, 1e-4) < tolerances.scaled_error(
+    if metrics.scaled_error(got, x_in / rms) <= max(tol, 1e-4) < metrics.scaled_error(
             got, x_in):
         return ("known bug class: the branch sees Norm(x_in) (x_in scaled to unit RMS), not "
                 "x_in = h_preᵀX: declare branch_input='rms_norm' if the norm belongs to the "

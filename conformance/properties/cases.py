@@ -143,9 +143,9 @@ float16 target's ‖X'‖/‖X‖ − 1 was 0.092 with F ≡ 0 there, against 0.
 
 def representable_scales(ctx: Context, scales: Sequence[float]) -> tuple[float, ...]:
     """The state magnitudes of ``scales`` whose states a correct impl of the run's effective
-    dtype (:attr:`Context.tol_dtype`) can return finite (with :data:`SCALE_HEADROOM`) and hold
+    dtype (``ctx.precision.output``) can return finite (with :data:`SCALE_HEADROOM`) and hold
     to its relative precision, above the subnormals (:data:`SUBNORMAL_HEADROOM`)."""
-    info = torch.finfo(ctx.tol_dtype)
+    info = torch.finfo(ctx.precision.output)
     return tuple(s for s in scales
                  if s * SCALE_HEADROOM <= info.max and s >= SUBNORMAL_HEADROOM * info.tiny)
 

@@ -9,7 +9,7 @@ from typing import TypeVar
 
 import torch
 
-from hcspec.conformance import strategies, tolerances
+from hcspec.conformance import rules, strategies
 from hcspec.conformance.properties.base import Context, f64, np64
 from hcspec.conformance.properties.cases import Case
 from hcspec.conformance.protocol import Branch
@@ -72,5 +72,5 @@ def forward_backward(forward: Callable[[torch.Tensor], torch.Tensor], x: torch.T
 
 
 def law_tol(ctx: Context) -> float:
-    """:func:`hcspec.conformance.tolerances.law` for the run's effective dtype."""
-    return tolerances.law(ctx.tol_dtype)
+    """:func:`hcspec.conformance.rules.law` for the run's effective dtype."""
+    return rules.law(ctx.precision.output)

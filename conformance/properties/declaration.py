@@ -45,9 +45,10 @@ class Property:
             states).
         requires: what the target must offer for the property to apply, decided before any
             case runs (:mod:`hcspec.conformance.properties.requirements`).
-        tolerance: the tolerance rule its comparisons apply (:mod:`hcspec.conformance.rules`;
-            the harness applies it in ``ctx.record.expect``); a rule's name is accepted and
-            turned into the rule.
+        tolerance: the tolerance rule its comparisons apply, a :class:`rules.Rule` object
+            (:mod:`hcspec.conformance.rules`; the harness applies it in
+            ``ctx.record.expect``); anything else, a rule's name included, is a
+            :class:`DeclarationError`.
         secondary: further rules some of its comparisons apply (``expect(..., rule=...)``).
         cases: the bounds of its standard examples and strategy, and its domain (the
             shrinker stays inside it; :meth:`admits`).
@@ -74,8 +75,11 @@ class Property:
     shrink: bool = True
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "tolerance", rules.named(self.tolerance))
-        object.__setattr__(self, "secondary", tuple(rules.named(r) for r in self.secondary))
+        for rule in self.rules:
+            if not isinstance(rule, rules.Rule):
+                raise DeclarationError(
+                    f"property {self.id}: tolerance {rule!r} is not a rule object; declare "
+                    "one of hcspec.conformance.rules (e.g. tolerance=rules.LAW)")
 
     @property
     def rules(self) -> tuple[rules.Rule, ...]:
@@ -185,8 +189,8 @@ def register(prop: Property, module: str | None = None) -> Property:
 
 def declare(
     id: str, *, statement: str, theorems: Sequence[str] = (),
-    requires: Sequence[Requirement] = (), tolerance: rules.Rule | str = rules.EXACT,
-    secondary: Sequence[rules.Rule | str] = (), cases: Cases | None = None,
+    requires: Sequence[Requirement] = (), tolerance: rules.Rule = rules.EXACT,
+    secondary: Sequence[rules.Rule] = (), cases: Cases | None = None,
     examples: ExamplesFn | None = None, strategy: StrategyFn | None = None,
     prerequisites: Sequence[str] = (), explore: bool = True, shrink: bool = True,
 ) -> Callable[[CheckFn], CheckFn]:
@@ -195,13 +199,14 @@ def declare(
     return the check unchanged.
 
     Raises:
-        DeclarationError: as :func:`register`.
+        DeclarationError: as :func:`register`; a ``tolerance`` or ``secondary`` entry that is
+            not a :class:`hcspec.conformance.rules.Rule`.
     """
     def decorate(check: CheckFn) -> CheckFn:
         register(Property(
             id=id, statement=statement, check=check, theorems=tuple(theorems),
-            requires=tuple(requires), tolerance=rules.named(tolerance),
-            secondary=tuple(rules.named(r) for r in secondary), cases=cases or Cases(),
+            requires=tuple(requires), tolerance=tolerance,
+            secondary=tuple(secondary), cases=cases or Cases(),
             custom_examples=examples, custom_strategy=strategy,
             prerequisites=tuple(prerequisites), explore=explore, shrink=shrink,
         ), check.__module__)

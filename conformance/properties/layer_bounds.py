@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import torch
 
-from hcspec.conformance import rules, tolerances
+from hcspec.conformance import metrics, rules
 from hcspec.conformance.properties import precision
 from hcspec.conformance.properties.base import Context
 from hcspec.conformance.properties.common import by_exact_axis
@@ -31,16 +31,16 @@ def _allowances(ctx: Context, H: torch.Tensor) -> tuple[torch.Tensor, torch.Tens
     the declaration (the exact axis to rounding plus n·ε of a declared denominator ε, the
     other within the Birkhoff–Hopf bound of the declared rounds). In bfloat16/float16 the
     rounding is that of the compute dtype (the declared one, else the working dtype) plus the
-    output's rounding (:func:`hcspec.conformance.tolerances.output_rounding`)."""
+    output's rounding (:func:`hcspec.conformance.rules.output_rounding`)."""
     c = ctx.conventions
     n = H.shape[-1]
-    computed, rounding = ctx.tol_dtype, 0.0
+    computed, rounding = ctx.precision.output, 0.0
     if precision.low_precision(ctx):  # Sinkhorn–Knopp in the compute dtype, then rounded
-        computed = tolerances.effective_dtype(ctx.dtype, c.compute_dtype)
-        rounding = tolerances.output_rounding(computed, ctx.tol_dtype)
-    exact = (tolerances.exact_axis(computed, n, False) + rounding
+        computed = rules.effective_dtype(ctx.dtype, c.compute_dtype)
+        rounding = rules.output_rounding(computed, ctx.precision.output)
+    exact = (rules.exact_axis(computed, n, False) + rounding
              + n * c.sinkhorn_denominator_eps)
-    other = tolerances.sinkhorn_other_axis_bound(H, c.iterations, computed, False)
+    other = rules.sinkhorn_other_axis_bound(H, c.iterations, computed, False)
     other = other * (1 + rounding) + rounding + n * c.sinkhorn_denominator_eps
     exact_t = torch.full_like(other, exact)
     return by_exact_axis(c.sinkhorn_exact_axis, exact_t, other)  # → (rows, columns)
@@ -49,7 +49,7 @@ def _allowances(ctx: Context, H: torch.Tensor) -> tuple[torch.Tensor, torch.Tens
 def _layer_rounding(ctx: Context, layer: Layer) -> tuple[float, torch.Tensor]:
     """``(tolerance, scale [B, T, 1])`` of one sublayer's rounding on the scaled error: the
     law's fixed budget times ``max(1, max|X_l|)`` per token in float64/float32; in
-    bfloat16/float16 :func:`hcspec.conformance.tolerances.law_measured` of the error of the
+    bfloat16/float16 :func:`hcspec.conformance.rules.law_measured` of the error of the
     closed form computed in the run's precision on this layer's state, weights and branch
     output (:class:`~hcspec.conformance.properties.precision.SpecAtPrecision`), times the
     per-token scale of the law's terms (``max|X_l|``, ``max|h_post| · max|z_l|``)."""
@@ -57,7 +57,7 @@ def _layer_rounding(ctx: Context, layer: Layer) -> tuple[float, torch.Tensor]:
     h_pre, h_post, H = layer.weights
     scale = layer.X.abs().amax(dim=(-2, -1)).clamp_min(1.0)[..., None]
     if not precision.low_precision(ctx):
-        return rules.LAW.apply(ctx.record.precision).allowance, scale
+        return rules.LAW.apply(ctx.precision).allowance, scale
     z = layer.z
 
     def replay(t: torch.Tensor) -> torch.Tensor:
@@ -67,8 +67,8 @@ def _layer_rounding(ctx: Context, layer: Layer) -> tuple[float, torch.Tensor]:
     want = H @ layer.X + h_post.unsqueeze(-1) * z.unsqueeze(-2)
     terms = torch.maximum(layer.X.abs().amax(dim=(-2, -1)),
                           h_post.abs().amax(dim=-1) * z.abs().amax(dim=-1))
-    reference = tolerances.scaled_error(got, want, float(terms.max()))
-    return (rules.LAW.apply(ctx.record.precision, oracle=reference).allowance,
+    reference = metrics.scaled_error(got, want, float(terms.max()))
+    return (rules.LAW.apply(ctx.precision, oracle=reference).allowance,
             torch.maximum(scale, terms.clamp_min(1.0)[..., None]))
 
 

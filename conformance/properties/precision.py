@@ -17,7 +17,7 @@ from typing import cast
 
 import torch
 
-from hcspec.conformance import probes, salts, strategies, tolerances
+from hcspec.conformance import metrics, probes, salts, strategies
 from hcspec.conformance.properties.base import Context
 from hcspec.conformance.properties.cases import Case
 from hcspec.conformance.protocol import Branch, HyperConnectionImpl
@@ -62,15 +62,15 @@ class SpecAtPrecision:
 
 def low_precision(ctx: Context) -> bool:
     """Whether the run compares in bfloat16/float16 (the measured-reference rule applies)."""
-    return ctx.tol_dtype in (torch.bfloat16, torch.float16)
+    return ctx.precision.output in (torch.bfloat16, torch.float16)
 
 
 def spec_at_precision(ctx: Context, h_pre: torch.Tensor, h_post: torch.Tensor,
                       H_res: torch.Tensor) -> SpecAtPrecision:
     """:class:`SpecAtPrecision` for the run: computed in the declared compute dtype (else the
-    working dtype) and returned in the effective dtype :attr:`Context.tol_dtype`."""
+    working dtype) and returned in the effective dtype ``ctx.precision.output``."""
     compute = ctx.conventions.compute_dtype or ctx.dtype
-    return SpecAtPrecision(h_pre, h_post, H_res, compute, ctx.tol_dtype,
+    return SpecAtPrecision(h_pre, h_post, H_res, compute, ctx.precision.output,
                            ctx.observe.branch_input)
 
 
@@ -103,8 +103,8 @@ def law_oracles(ctx: Context, case: Case, x: torch.Tensor, weights: tuple[
     want, inp, scale = expected
     spec_branch = ctx.inputs.branch(case)
     spec_out = spec_at_precision(ctx, *weights).forward(x, spec_branch)
-    return (tolerances.scaled_error(spec_out, want, scale),
-            tolerances.scaled_error(spec_branch.inputs[0], inp))
+    return (metrics.scaled_error(spec_out, want, scale),
+            metrics.scaled_error(spec_branch.inputs[0], inp))
 
 
 Weights = tuple[torch.Tensor, torch.Tensor, torch.Tensor]
@@ -117,7 +117,7 @@ def weights_within_rounding(ctx: Context, case: Case, weights: Weights) -> list[
     reports them rounded, the weights it used lie there. A floor measured with the reported
     weights alone is one draw of that rounding and can be small by chance (a low-precision
     floor takes the largest error over the reported weights and these)."""
-    half_ulp = 0.5 * torch.finfo(ctx.tol_dtype).eps
+    half_ulp = 0.5 * torch.finfo(ctx.precision.output).eps
 
     def moved(j: int, k: int, w: torch.Tensor) -> torch.Tensor:
         normal = strategies.gaussian(w.shape, case.seed, salts.WEIGHT_ROUNDING.at(j, k),

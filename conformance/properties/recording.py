@@ -95,21 +95,19 @@ class Recorder:
         from hcspec.conformance.properties.declaration import DeclarationError
 
         chosen = self.declared[0] if rule is None else rule
-        if chosen is not rules.EXPLICIT and chosen not in self.declared:
+        if chosen not in self.declared:
             raise DeclarationError(
                 f"a check applied the rule {chosen.name!r}, which its property does not "
                 f"declare (declared: {', '.join(r.name for r in self.declared)})")
         return chosen
 
-    def expect(self, label: str, error: float, tolerance: float | None = None,
-               detail: str = "", hint: str | None = None, *, rule: Rule | None = None,
-               **given: Any) -> None:
+    def expect(self, label: str, error: float, *, detail: str = "", hint: str | None = None,
+               rule: Rule | None = None, **given: Any) -> None:
         """Record ``error`` for ``label`` and fail when it exceeds the allowance (or is NaN).
 
         The allowance is that of ``rule`` (default: the property's declared rule; a
         secondary rule must be declared too) applied to the run's precision with ``given``
-        (:meth:`Rule.apply`). The transition form passes ``tolerance`` (a float the check
-        computed): it is recorded under :data:`hcspec.conformance.rules.EXPLICIT`.
+        (:meth:`Rule.apply`); the check never passes an allowance of its own.
 
         A comparison whose allowance is not finite (``inf`` or NaN) cannot fail whatever the
         target does, so it demonstrates nothing: the case is inconclusive (not counted; a
@@ -123,15 +121,8 @@ class Recorder:
             Inconclusive: the allowance is not finite (checked first).
             DeclarationError, TypeError: as :meth:`allowance`.
         """
-        if tolerance is not None:
-            if rule is not None or given:
-                raise TypeError("expect: give either an explicit tolerance or the rule's "
-                                "inputs, not both")
-            chosen = rules.EXPLICIT
-            verdict = rules.Allowance(0.0, float(tolerance))
-        else:
-            chosen = self._rule(rule)
-            verdict = chosen.apply(self.precision, **given)
+        chosen = self._rule(rule)
+        verdict = chosen.apply(self.precision, **given)
         self.applied.add(chosen.name)
         allowed = verdict.allowance
         if not math.isfinite(allowed):

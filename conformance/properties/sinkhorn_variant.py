@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import torch
 
-from hcspec.conformance import rules, salts, sinkhorn_formulas, strategies, tolerances
+from hcspec.conformance import metrics, rules, salts, sinkhorn_formulas, strategies
 from hcspec.conformance.properties.base import Context, f64
 from hcspec.conformance.properties.cases import Case
 from hcspec.conformance.properties.common import axis_sums
@@ -169,7 +169,7 @@ def fixed_point_tolerance(ctx: Context, H: torch.Tensor, exact_axis: str) -> flo
     second = float(sigma[..., 1].max()) if H.shape[-1] > 1 else 0.0
     gap = max(1.0 - second * second, 1e-12)
     return rules.SINKHORN_FIXED_POINT.apply(
-        ctx.record.precision,
+        ctx.precision,
         conditioning=FIXED_POINT_FACTOR * H.shape[-1] * e / gap).allowance
 
 
@@ -200,7 +200,7 @@ def gradient_errors(ctx: Context, case: Case) -> tuple[float, float, float, str]
     unrolled_k, implicit_k, H64 = kit_gradients(f64(res), G, v)
     unrolled, implicit = (torch.autograd.grad(res, x, grad_outputs=k.to(res), retain_graph=True)[0]
                           for k in (unrolled_k, implicit_k))
-    return (tolerances.scaled_error(target, unrolled), tolerances.scaled_error(target, implicit),
+    return (metrics.scaled_error(target, unrolled), metrics.scaled_error(target, implicit),
             fixed_point_tolerance(ctx, H64, v.exact_axis), f"{v.iterations} {v.count}")
 
 
@@ -227,7 +227,7 @@ def implicit_gradient_cause(ctx: Context, case: Case) -> str | None:
     except Exception:  # a diagnosis only: the failing check's own message stands
         return None
     err_unrolled, err_implicit, fixed_tol, rounds = errors
-    if (err_unrolled <= rules.SINKHORN_FIXED_POINT.apply(ctx.record.precision).allowance
+    if (err_unrolled <= rules.SINKHORN_FIXED_POINT.apply(ctx.precision).allowance
             or not err_implicit <= fixed_tol):
         return None
     return (f"the Sinkhorn backward is the implicit (fixed-point) gradient of the limit (error "

@@ -18,6 +18,7 @@ import contextlib
 import io
 import json
 import os
+import re
 import signal
 import sys
 import tempfile
@@ -416,14 +417,77 @@ def shown(case: BadInput, seen: Observed) -> str:
     return ""
 
 
-def _summary(seen: Observed) -> str:
-    if seen.report is None:
-        return "—"
-    counts = {s: n for s, n in seen.report["summary"].items() if n}
-    text = ", ".join(f"{n} {s.replace('_', ' ')}" for s, n in counts.items()) or "no results"
-    if seen.report.get("setup_error"):
-        text += " (setup_error set)"
-    return text
+def selection(case: BadInput) -> list[str]:
+    """The ids the case's command line runs, in catalogue order (``--only``, with the
+    prerequisites it adds; else the whole catalogue)."""
+    from hcspec.conformance.properties import select
+
+    only = [case.argv[i + 1] for i, a in enumerate(case.argv) if a == "--only"]
+    return [p.id for p in select(only or None)]
+
+
+def invariant(case: BadInput) -> str:
+    """What the statuses of the case's JSON report must satisfy, in words (the page states this,
+    never the counts, so a new property changes no row; :func:`count_problems` checks it)."""
+    listed = ", ".join(f"`{pid}` {status.replace('_', ' ')}"
+                       for pid, status in case.statuses.items())
+    scope = "every selected property" if "--only" in case.argv else "every property"
+    if case.exit_code == 2:
+        said = ("no JSON report (the path is unwritable)" if case.json
+                else "no results (`setup_error` set)")
+    elif case.exit_code == 0:
+        said = f"{scope} reported once, each passed or not applicable"
+    elif case.exit_code == 1:
+        said = (f"{scope} reported once; at least one failed or timed out, the others passed, "
+                "blocked or not applicable")
+    else:
+        said = (f"partial: {scope} either finished or is listed as not run (the running one "
+                "among them); none failed")
+    return f"{listed}; {said}" if listed else said
+
+
+def count_problems(case: BadInput, seen: Observed) -> list[str]:
+    """Where the report's counts break :func:`invariant` (empty: they keep it): the summary
+    counts equal the statuses of the results, every property selected is reported exactly once
+    (an interrupted run: finished or not run), and the statuses allowed by the exit code."""
+    if seen.report is None or seen.report.get("setup_error"):
+        return [] if case.exit_code == 2 else ["no report, or a setup error"]
+    problems: list[str] = []
+    results = [r["status"] for r in seen.report["results"]]
+    ids = [r["id"] for r in seen.report["results"]]
+    counted = {s: n for s, n in seen.report["summary"].items() if n}
+    tallied = {s: results.count(s) for s in set(results)}
+    if counted != tallied:
+        problems.append(f"summary {counted} != the results' statuses {tallied}")
+    selected = selection(case)
+    if case.exit_code in (130, 143):
+        covered = ids + [pid for pid in seen.report["not_run"] if pid not in ids]
+        if sorted(covered) != sorted(selected):
+            problems.append(f"finished + not run {len(covered)} != selected {len(selected)}")
+        allowed = {"passed", "not_applicable", "blocked"}
+    else:
+        if sorted(ids) != sorted(selected):
+            problems.append(f"reported {len(ids)} ids, selected {len(selected)}")
+        allowed = ({"passed", "not_applicable"} if case.exit_code == 0
+                   else {"passed", "not_applicable", "blocked", "failed", "timeout"})
+    if case.exit_code == 1 and not {"failed", "timeout"} & set(results):
+        problems.append("exit 1 without a failed or timed-out property")
+    unexpected = sorted(set(results) - allowed)
+    if unexpected:
+        problems.append(f"statuses {unexpected} with exit code {case.exit_code}")
+    return problems
+
+
+_NOT_RUN = re.compile(r"not run: ((?:[a-z0-9_]+\.[a-z0-9_]+, ){3,}[a-z0-9_]+\.[a-z0-9_]+)")
+_FAMILIES = re.compile(r"expected a family \(([a-z0-9_]+, )+[a-z0-9_]+\)")
+
+
+def stable(line: str) -> str:
+    """``line`` with the lists that grow with the catalogue shortened (the ids not run, the
+    family names), so that adding a property or a family changes no row of the page."""
+    line = _NOT_RUN.sub(lambda m: "not run: " + ", ".join(m.group(1).split(", ")[:2])
+                        + ", … (the others not run, in catalogue order)", line)
+    return _FAMILIES.sub("expected a family (shape, law, …)", line)
 
 
 def render(observed: dict[str, Observed] | None = None) -> str:
@@ -452,13 +516,20 @@ def render(observed: dict[str, Observed] | None = None) -> str:
         "RNG, grad mode, flags) is named in the header and restored: nothing leaks into the "
         "caller's process.",
         "",
-        "| case | situation | exit | statuses (JSON summary) | what the user sees |",
+        "The *statuses* column states what the JSON report's statuses must satisfy (never "
+        "their counts, which change with every property): the properties named get the status "
+        "shown, and the rest follow the exit code. tests/conformance/test_bad_input.py checks "
+        "it on every run: the summary's counts equal the results' statuses, every property "
+        "selected is reported exactly once (an interrupted run: finished or not run), and no "
+        "status contradicts the exit code.",
+        "",
+        "| case | situation | exit | statuses (checked) | what the user sees |",
         "| --- | --- | --- | --- | --- |",
     ]
     for case in CASES:
         seen = observed[case.name]
-        message = shown(case, seen).replace("|", "\\|")
-        lines.append(f"| {case.name} | {case.what} | {seen.exit_code} | {_summary(seen)} | "
+        message = stable(shown(case, seen)).replace("|", "\\|")
+        lines.append(f"| {case.name} | {case.what} | {seen.exit_code} | {invariant(case)} | "
                      f"`{message}` |")
     lines.append("")
     return "\n".join(lines)

@@ -5,6 +5,9 @@ one, nothing of torch's global state leaks — and docs/bad-input.md is current.
 
 from __future__ import annotations
 
+import copy
+from dataclasses import replace
+
 import pytest
 
 from hcspec.conformance.properties import CATALOGUE
@@ -47,6 +50,7 @@ def test_bad_input_case(name: str) -> None:
     for pid, status in case.statuses.items():
         assert seen.statuses.get(pid) == status, (pid, seen.statuses.get(pid),
                                                   seen.messages.get(pid))
+    assert bad_inputs.count_problems(case, seen) == []  # the counts keep the page's invariant
     if case.json is None:  # the JSON report is written in every case
         assert seen.report is not None
     else:  # the JSON path is unwritable: found before the run; the JUnit report says so
@@ -124,3 +128,21 @@ def test_unknown_id_suggests_a_close_one(observed: dict[str, Observed]) -> None:
 def test_docs_bad_input_is_current(observed_all: dict[str, Observed]) -> None:
     assert DOC.read_text(encoding="utf-8") == bad_inputs.render(observed_all), (
         "docs/bad-input.md is stale: run python -m tests.conformance.bad_inputs")
+
+
+def test_the_count_check_fails_on_counts_that_break_the_invariant(
+        observed: dict[str, Observed]) -> None:
+    """:func:`bad_inputs.count_problems` is not vacuous: a summary that miscounts, a property
+    reported twice or missing, and a status the exit code rules out are each named."""
+    case, seen = BY_NAME["factory raises"], observed["factory raises"]
+    assert seen.report is not None and bad_inputs.count_problems(case, seen) == []
+    report = copy.deepcopy(seen.report)
+    report["summary"]["blocked"] += 1
+    assert "summary" in bad_inputs.count_problems(case, replace(seen, report=report))[0]
+    report = copy.deepcopy(seen.report)
+    report["results"] = report["results"][1:]
+    problems = bad_inputs.count_problems(case, replace(seen, report=report))
+    assert any("selected" in p for p in problems), problems
+    passing = BY_NAME["float32 only"]
+    assert any("with exit code 0" in p
+               for p in bad_inputs.count_problems(passing, replace(seen, report=seen.report)))

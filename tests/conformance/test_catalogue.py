@@ -54,7 +54,7 @@ def requirement_violations(props: Iterable[Property]) -> list[str]:
 
 def tolerance_violations(props: Iterable[Property]) -> list[str]:
     """Ids whose tolerance rules are not all objects of :data:`hcspec.conformance.rules.ALL`
-    (a transitional rule known by name only, or a rule object made elsewhere)."""
+    (a rule object made elsewhere; a name instead of an object is refused when declared)."""
     return [p.id for p in props if any(r not in rules.ALL for r in p.rules)]
 
 
@@ -101,7 +101,7 @@ def test_requirements_have_conditions_and_reasons() -> None:
         assert p.needs <= {*CAPABILITIES, SHARDING_CAPABILITY}, p.id
 
 
-def test_tolerance_rules_are_named_in_tolerances() -> None:
+def test_tolerance_rules_are_objects_of_the_rules_module() -> None:
     assert tolerance_violations(CATALOGUE) == []
 
 
@@ -146,7 +146,7 @@ def test_requirement_rule_fails_on_an_empty_reason() -> None:
 
 
 def test_tolerance_rule_fails_on_an_unnamed_rule() -> None:
-    with pytest.raises(KeyError, match="roughly"):
+    with pytest.raises(DeclarationError, match="'roughly' is not a rule object"):
         _broken(tolerance="roughly")
     made_elsewhere = rules.Rule("roughly", "", "", (), lambda p, g: rules.Allowance(0, 1))
     assert tolerance_violations([_broken(secondary=(made_elsewhere,))]) == ["law.synthetic"]

@@ -12,17 +12,17 @@ import pytest
 import torch
 
 from hcspec.conformance import report as rp
-from hcspec.conformance import rules, tolerances
+from hcspec.conformance import rules
 from hcspec.conformance.failure import from_exception
 from hcspec.conformance.properties import BY_ID, CATALOGUE
-from hcspec.conformance.properties.declaration import DeclarationError
+from hcspec.conformance.properties.declaration import DeclarationError, Property
 from hcspec.conformance.properties.errors import Inconclusive, PropertyFailure
 from hcspec.conformance.properties.recording import Recorder
 from hcspec.conformance.runner import check_implementation
 
 ROOT = Path(__file__).resolve().parents[2]
-BF16 = tolerances.eps(torch.bfloat16)
-F32 = tolerances.eps(torch.float32)
+BF16 = rules.eps(torch.bfloat16)
+F32 = rules.eps(torch.float32)
 SERVING = rules.Precision.of(torch.float64, torch.float32, torch.bfloat16)
 """A serving engine's chain: float32 weights inside, bfloat16 residual state and output."""
 
@@ -42,19 +42,13 @@ def _applied(target: str) -> dict[str, list[str]]:
 def test_every_check_applies_its_declared_rules(target: str) -> None:
     """The meta-test: run every property on a reference target; each comparison recorded the
     rule it applied, and that rule is the property's declared rule or a declared secondary
-    one (a comparison under another rule would have been an error, which the run would show),
-    never an allowance the check computed itself (``explicit``) nor a rule known by name
-    only."""
+    one (a comparison under another rule would have been an error, which the run would show)
+    and an object of :data:`rules.ALL`."""
     applied = _applied(target)
     assert applied, "no property recorded a comparison"
-    explicit = sorted(pid for pid, names in applied.items() if rules.EXPLICIT.name in names)
-    assert explicit == [], f"properties still passing their own tolerance: {explicit}"
     for pid, names in applied.items():
         declared = {r.name for r in BY_ID[pid].rules}
-        assert names and set(names) <= declared, (pid, names, declared)
-    transitional = sorted(p.id for p in CATALOGUE
-                          if any(rules.transitional(r) for r in p.rules))
-    assert transitional == [], f"properties declaring a rule by name only: {transitional}"
+        assert names and set(names) <= declared <= set(rules.BY_NAME), (pid, names, declared)
 
 
 def test_a_rule_the_property_does_not_declare_is_a_kit_error() -> None:
@@ -65,12 +59,17 @@ def test_a_rule_the_property_does_not_declare_is_a_kit_error() -> None:
     assert recorder.applied == {"law"}
 
 
-def test_the_transition_form_is_recorded_as_explicit() -> None:
+def test_a_check_cannot_pass_an_allowance_of_its_own() -> None:
+    """The transition form ``expect(label, error, tolerance)`` is gone: a third positional
+    argument is refused (it would otherwise be read as the detail text), and no rule records an
+    allowance the check computed (``explicit``)."""
     recorder = Recorder(declared=(rules.LAW,))
-    recorder.expect("old form", 1e-3, 1e-2)
-    assert recorder.applied == {"explicit"} and recorder.worst.rule == "explicit"
-    with pytest.raises(TypeError, match="either"):
-        recorder.expect("both", 0.0, 1.0, oracle=0.1)
+    with pytest.raises(TypeError, match="positional"):
+        recorder.expect("old form", 1e-3, 1e-2)  # type: ignore[misc]
+    assert recorder.applied == set()
+    assert "explicit" not in rules.BY_NAME
+    for gone in ("EXPLICIT", "named", "transitional", "_TRANSITIONAL"):
+        assert not hasattr(rules, gone), gone
 
 
 def test_a_rule_names_its_inputs() -> None:
@@ -107,11 +106,11 @@ def test_a_bound_that_cannot_fail_is_inconclusive() -> None:
 def test_float64_and_float32_keep_the_fixed_budgets() -> None:
     for dtype in (torch.float64, torch.float32):
         p = rules.Precision.of(dtype, None, None)
-        assert rules.LAW.apply(p).allowance == tolerances.law(dtype)
-        assert rules.EXACT_AXIS.apply(p, n=4).allowance == tolerances.exact_axis(dtype, 4, False)
-        assert rules.EXACT_AXIS.apply(p, n=4, probed=True).allowance == tolerances.exact_axis(
+        assert rules.LAW.apply(p).allowance == rules.law(dtype)
+        assert rules.EXACT_AXIS.apply(p, n=4).allowance == rules.exact_axis(dtype, 4, False)
+        assert rules.EXACT_AXIS.apply(p, n=4, probed=True).allowance == rules.exact_axis(
             dtype, 4, True)
-        assert rules.SELF_CONSISTENCY.apply(p).allowance == tolerances.self_consistency(dtype)
+        assert rules.SELF_CONSISTENCY.apply(p).allowance == rules.self_consistency(dtype)
 
 
 def test_below_float32_the_sums_are_held_to_the_dtype_chain() -> None:
@@ -121,14 +120,14 @@ def test_below_float32_the_sums_are_held_to_the_dtype_chain() -> None:
     exact = rules.EXACT_AXIS.apply(SERVING, n=4)
     assert exact.floor == pytest.approx(5 * F32 + BF16)
     assert exact.allowance == pytest.approx(4 * (5 * F32 + BF16))
-    assert exact.allowance < 0.04 < tolerances.exact_axis(torch.bfloat16, 4, False)
+    assert exact.allowance < 0.04 < rules.exact_axis(torch.bfloat16, 4, False)
     stream = rules.SINKHORN_OTHER_AXIS.apply(SERVING, n=4, convergence=0.0, mixing=True)
     assert stream.allowance == pytest.approx(exact.allowance + 4 * (BF16 + 4 * F32))
     assert stream.allowance < 0.07
     # computed in bfloat16 itself: its own budget is kept
     own = rules.Precision.of(torch.float64, torch.bfloat16, None)
     assert rules.EXACT_AXIS.apply(own, n=4).allowance == pytest.approx(
-        tolerances.exact_axis(torch.bfloat16, 4, False))
+        rules.exact_axis(torch.bfloat16, 4, False))
 
 
 def test_law_below_float32_is_a_multiple_of_the_oracle() -> None:
@@ -152,15 +151,26 @@ def test_docs_rules_table_is_generated_from_the_rule_objects() -> None:
         assert f"| `{r.name}` |" in doc
 
 
-def test_a_rule_named_only_in_tolerances_is_transitional(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A branch that declares a new rule by name (added to ``tolerances.RULES``) still
-    imports; the rule is transitional (its allowance is the check's explicit ``bound``) and
-    the meta-test names the property."""
-    monkeypatch.setitem(tolerances.RULES, "scale_invariance", "weights(cX) = weights(X)")
-    rule = rules.named("scale_invariance")
-    assert rules.transitional(rule) and rule not in rules.ALL
-    assert rules.named("scale_invariance") is rule
-    assert rule.apply(SERVING, bound=0.25).allowance == 0.25
-    assert not rules.transitional(rules.LAW)
-    with pytest.raises(KeyError, match="no_such_rule"):
-        rules.named("no_such_rule")
+def test_a_rule_is_declared_as_an_object_never_by_name() -> None:
+    with pytest.raises(DeclarationError, match="'law' is not a rule object"):
+        Property(id="law.synthetic", statement="s", check=lambda ctx, case: None,
+                 tolerance="law")  # type: ignore[arg-type]
+
+
+def test_the_run_precision_has_one_name() -> None:
+    """Checks read the run's dtype chain as ``ctx.precision`` only: the former spellings
+    (``ctx.tol_dtype``, ``ctx.record.precision``) appear nowhere in the kit, its tools or its
+    tests, and a context has no ``tol_dtype``."""
+    former = ("tol_dtype", "record.precision")
+    offenders = sorted(
+        f"{path.relative_to(ROOT)}: {name}"
+        for folder in ("conformance", "tools", "tests", "docs")
+        for path in (ROOT / folder).rglob("*.py")
+        if path != Path(__file__).resolve()
+        for name in former if name in path.read_text(encoding="utf-8"))
+    assert offenders == []
+    from tests.conformance.properties.support import context
+
+    ctx = context("reference:mhc")
+    assert ctx.precision is ctx.record.precision and not hasattr(ctx, "tol_dtype")
+    assert ctx.precision.output == torch.float64

@@ -1,4 +1,5 @@
-"""The tolerances module: the Birkhoff–Hopf bound holds for a correct Sinkhorn–Knopp and is
+"""The tolerance budgets (hcspec.conformance.rules) and the metrics they are stated for
+(hcspec.conformance.metrics): the Birkhoff–Hopf bound holds for a correct Sinkhorn–Knopp and is
 tight enough to reject one that skips the column normalisation."""
 
 from __future__ import annotations
@@ -8,7 +9,7 @@ import math
 import pytest
 import torch
 
-from hcspec.conformance import tolerances
+from hcspec.conformance import metrics, rules
 from hcspec.reference import sinkhorn_knopp
 
 
@@ -20,7 +21,7 @@ def test_bound_holds_for_correct_sinkhorn(n: int, std: float, iterations: int) -
     logits = torch.randn(300, n, n, generator=gen, dtype=torch.float64) * std
     H = sinkhorn_knopp(logits, iterations)
     err = (H.sum(dim=-2) - 1).abs().amax(dim=-1)
-    bound = tolerances.sinkhorn_other_axis_bound(H, iterations, torch.float64, probed=False)
+    bound = rules.sinkhorn_other_axis_bound(H, iterations, torch.float64, probed=False)
     assert bool((err <= bound).all()), float((err - bound).max())
 
 
@@ -28,7 +29,7 @@ def test_bound_is_tight_at_moderate_logits_and_rejects_rows_only() -> None:
     gen = torch.Generator().manual_seed(1)
     logits = torch.randn(300, 4, 4, generator=gen, dtype=torch.float64) * 0.5
     rows_only = torch.softmax(logits, dim=-1)
-    bound = tolerances.sinkhorn_other_axis_bound(rows_only, 20, torch.float64, probed=False)
+    bound = rules.sinkhorn_other_axis_bound(rows_only, 20, torch.float64, probed=False)
     err = (rows_only.sum(dim=-2) - 1).abs().amax(dim=-1)
     assert float(bound.median()) < 1e-6
     assert bool((err > bound).float().mean() > 0.99)
@@ -39,24 +40,24 @@ def test_projective_diameter_is_invariant_under_diagonal_scaling() -> None:
     K = torch.rand(5, 3, 3, generator=gen, dtype=torch.float64) + 0.1
     r = torch.rand(5, 3, 1, generator=gen, dtype=torch.float64) + 0.5
     c = torch.rand(5, 1, 3, generator=gen, dtype=torch.float64) + 0.5
-    before = tolerances.projective_diameter(K)
-    after = tolerances.projective_diameter(r * K * c)
+    before = metrics.projective_diameter(K)
+    after = metrics.projective_diameter(r * K * c)
     assert torch.allclose(before, after, atol=1e-12)
-    assert float(tolerances.projective_diameter(torch.eye(3, dtype=torch.float64))) == math.inf
+    assert float(metrics.projective_diameter(torch.eye(3, dtype=torch.float64))) == math.inf
 
 
 def test_dtype_awareness_and_errors() -> None:
-    assert tolerances.law(torch.float64) < tolerances.law(torch.float32)
-    assert tolerances.low_precision(torch.bfloat16) > tolerances.low_precision(torch.float16)
-    assert tolerances.effective_dtype(torch.float64, torch.float32) == torch.float32
-    assert tolerances.effective_dtype(torch.float32, None) == torch.float32
+    assert rules.law(torch.float64) < rules.law(torch.float32)
+    assert rules.low_precision(torch.bfloat16) > rules.low_precision(torch.float16)
+    assert rules.effective_dtype(torch.float64, torch.float32) == torch.float32
+    assert rules.effective_dtype(torch.float32, None) == torch.float32
     with pytest.raises(ValueError, match="floating dtype"):
-        tolerances.eps(torch.int32)
+        rules.eps(torch.int32)
     with pytest.raises(ValueError, match="iterations"):
-        tolerances.sinkhorn_other_axis_bound(torch.eye(2), 0, torch.float64, False)
-    assert tolerances.scaled_error(torch.zeros(2), torch.zeros(3)) == math.inf
-    assert tolerances.scaled_error(torch.tensor([1.0, math.nan]), torch.ones(2)) == math.inf
-    assert tolerances.scaled_error(torch.tensor([2.5]), torch.tensor([2.0])) == pytest.approx(0.25)
+        rules.sinkhorn_other_axis_bound(torch.eye(2), 0, torch.float64, False)
+    assert metrics.scaled_error(torch.zeros(2), torch.zeros(3)) == math.inf
+    assert metrics.scaled_error(torch.tensor([1.0, math.nan]), torch.ones(2)) == math.inf
+    assert metrics.scaled_error(torch.tensor([2.5]), torch.tensor([2.0])) == pytest.approx(0.25)
 
 
 def test_float32_gradients_allow_for_an_ill_conditioned_case_of_correct_code() -> None:
@@ -76,5 +77,5 @@ def test_float32_gradients_allow_for_an_ill_conditioned_case_of_correct_code() -
     assert result.status == rp.PASSED, result.message
     assert result.achieved is not None
     error, tolerance = result.achieved["error"], result.achieved["tolerance"]
-    assert error > tolerances.gradient_float32() > 1e-4  # the floor alone would fail it
+    assert error > rules.gradient_float32() > 1e-4  # the floor alone would fail it
     assert error < tolerance

@@ -13,7 +13,7 @@ theirs. Run (hcspec source tree, hyper-connections installed):
 
 import torch
 
-from hcspec.conformance import strategies, tolerances
+from hcspec.conformance import metrics, rules, strategies
 from hcspec.conformance.adapters.hyper_connections import make_mhc
 
 case = strategies.Case(batch=1, tokens=1, n=2, d=3, layer_index=0, seed=1, perturb=1.0,
@@ -43,8 +43,8 @@ for name, H in [("average (what the package uses)", H_res.detach())] + [
         (f"proposal {k}", per_proposal[k]) for k in range(per_proposal.shape[0])]:
     row_error = float((H.sum(-1) - 1).abs().max())
     col_error = float((H.sum(-2) - 1).abs().max())
-    bound = float(tolerances.sinkhorn_other_axis_bound(H, 20, torch.float32, False).max())
-    delta = float(tolerances.projective_diameter(H).max())
+    bound = float(rules.sinkhorn_other_axis_bound(H, 20, torch.float32, False).max())
+    delta = float(metrics.projective_diameter(H).max())
     print(f"{name:32s} Δ = {delta:6.3f}  column error {col_error:.1e}  row error "
           f"{row_error:.2e}  Birkhoff–Hopf bound at this Δ {bound:.2e}  "
           f"{'within' if row_error <= bound else 'EXCEEDS'}")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from hcspec.conformance import tolerances
+from hcspec.conformance import rules
 from hcspec.conformance.profiles import get_profile
 from hcspec.conformance.properties import PropertyFailure
 from hcspec.conformance.properties.requirements import compile_backend, compile_unavailable
@@ -78,7 +78,7 @@ def test_a_compiled_path_that_differs_in_low_precision_fails(precision: str) -> 
     bfloat16/float16 (self_consistency), not 256·eps (2.0 in bfloat16, more than a compiled
     path that skips the mixing differs by)."""
     ctx = run("compile.fullgraph", f"{STANDINS}:make_{precision}_output")
-    eps = tolerances.eps(ctx.tol_dtype)
+    eps = rules.eps(ctx.precision.output)
     assert ctx.worst.error <= ctx.worst.tolerance == 4 * eps  # float32 inside, rounded out
     with pytest.raises(PropertyFailure, match=r"compiled \((aot_)?eager\) forward vs eager"):
         run("compile.fullgraph", f"{STANDINS}:make_{precision}_compiled_unmixed")
@@ -87,7 +87,7 @@ def test_a_compiled_path_that_differs_in_low_precision_fails(precision: str) -> 
 @pytest.mark.slow
 def test_compiled_vs_eager_keeps_the_law_in_float64() -> None:
     ctx = run("compile.fullgraph", "reference:hc-dynamic")
-    assert ctx.worst.tolerance == tolerances.law(torch.float64)
+    assert ctx.worst.tolerance == rules.law(torch.float64)
 
 
 def test_a_declared_untraceable_forward_is_not_applicable_with_its_reason() -> None:

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import torch
 
-from hcspec.conformance import tolerances
+from hcspec.conformance import rules
 from hcspec.conformance.properties.base import PropertyFailure
 from hcspec.conformance.strategies import Case
 from tests.conformance.properties import support
@@ -253,7 +253,7 @@ def _run(prop: str, target: str, where: Case | int):  # type: ignore[no-untyped-
 def test_low_precision_allowance_can_fail(prop: str, buggy: str, correct: str,
                                           where: Case | int) -> None:
     ctx = _run(prop, correct if ":" in correct else f"{STANDINS}:{correct}", where)
-    eps = tolerances.eps(ctx.tol_dtype)
+    eps = rules.eps(ctx.precision.output)
     # a correct stand-in stays at or below half of the allowance, which is a few eps, not 256
     assert ctx.worst.error <= ctx.worst.tolerance / 2, ctx.worst
     assert ctx.worst.tolerance <= 32 * eps, ctx.worst
@@ -269,5 +269,5 @@ def test_bfloat16_state_v4_branch_input_is_sharp() -> None:
     """The correct DeepSeek-V4-formula stand-in on a bfloat16 state (float32 parameters):
     its branch input is compared within a few bfloat16 eps (2.0 before)."""
     ctx = support.run("conventions.branch_input", f"{STANDINS}:make_bf16_state_v4", PERTURBED)
-    bf16 = tolerances.eps(torch.bfloat16)
+    bf16 = rules.eps(torch.bfloat16)
     assert ctx.worst.error <= ctx.worst.tolerance / 2 <= 16 * bf16, ctx.worst

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from hcspec.conformance import report as rp
-from hcspec.conformance import rules, tolerances
+from hcspec.conformance import rules
 from hcspec.conformance.properties.base import PropertyFailure
 from hcspec.conformance.properties.bug_classes import known_bug_class
 from hcspec.conformance.runner import check_implementation
@@ -54,7 +54,7 @@ def test_low_precision_bug_is_caught(prop: str, buggy: str, correct: str,
                                   "inference.repeated_calls", "scale.batch_composition"])
 def test_self_consistency_is_a_few_units_of_roundoff(prop: str) -> None:
     ctx = support.run(prop, f"{STANDINS}:make_bf16_output")
-    bf16 = tolerances.eps(torch.bfloat16)
+    bf16 = rules.eps(torch.bfloat16)
     # float32 inside, bfloat16 out: 4·eps (batch composition grows it with d past 64)
     assert 4 * bf16 <= ctx.worst.tolerance <= 4 * bf16 * 257 / 64
     assert ctx.worst.error <= ctx.worst.tolerance
@@ -62,12 +62,12 @@ def test_self_consistency_is_a_few_units_of_roundoff(prop: str) -> None:
 
 def test_self_consistency_keeps_the_law_in_float64_and_float32() -> None:
     for dtype in (torch.float64, torch.float32):
-        assert tolerances.self_consistency(dtype) == tolerances.law(dtype)
-        assert tolerances.self_consistency(dtype, torch.float32) == tolerances.law(dtype)
-    bf16 = tolerances.eps(torch.bfloat16)
-    assert tolerances.self_consistency(torch.bfloat16, torch.float32) == 4 * bf16
-    assert tolerances.self_consistency(torch.bfloat16, torch.bfloat16) == 8 * bf16
-    assert "self_consistency" in tolerances.RULES and rules.SELF_CONSISTENCY.name in rules.BY_NAME
+        assert rules.self_consistency(dtype) == rules.law(dtype)
+        assert rules.self_consistency(dtype, torch.float32) == rules.law(dtype)
+    bf16 = rules.eps(torch.bfloat16)
+    assert rules.self_consistency(torch.bfloat16, torch.float32) == 4 * bf16
+    assert rules.self_consistency(torch.bfloat16, torch.bfloat16) == 8 * bf16
+    assert rules.BY_NAME["self_consistency"] is rules.SELF_CONSISTENCY
 
 
 @pytest.mark.parametrize("target", ["make_bf16_hc_static", "make_bf16_hc_dynamic",
@@ -75,14 +75,14 @@ def test_self_consistency_keeps_the_law_in_float64_and_float32() -> None:
 def test_permutation_mixing_is_measured_in_low_precision(target: str) -> None:
     for example in range(3):  # at init, perturbed, state scale 10
         ctx = support.run("law.permutation_mixing", f"{STANDINS}:{target}", example=example)
-        eps = tolerances.eps(ctx.tol_dtype)
+        eps = rules.eps(ctx.precision.output)
         # steered to P within 4·eps, then max(4·eps, 8 × the closed form's error): not 256·eps·n
         assert ctx.worst.error <= ctx.worst.tolerance <= 8 * eps, (example, ctx.worst)
 
 
 def test_permutation_mixing_keeps_the_law_in_float64() -> None:
     ctx = support.run("law.permutation_mixing", "reference:hc-dynamic")
-    assert ctx.worst.tolerance == tolerances.law(torch.float64) * 4  # n = 4
+    assert ctx.worst.tolerance == rules.law(torch.float64) * 4  # n = 4
 
 
 @pytest.mark.parametrize("prop", ["scale.law", "variant.h_res", "variant.gates"])
@@ -167,7 +167,7 @@ def test_closed_form_gradients_are_measured_in_low_precision() -> None:
         assert r.status == rp.PASSED and r.achieved is not None, (target, r.message)
         assert r.achieved["rule"] == "law" and r.achieved["floor"] is not None
         assert r.achieved["tolerance"] == pytest.approx(8 * r.achieved["floor"])
-        assert r.achieved["tolerance"] <= 32 * tolerances.eps(torch.bfloat16)
+        assert r.achieved["tolerance"] <= 32 * rules.eps(torch.bfloat16)
         assert r.achieved["error"] <= 0.5 * r.achieved["tolerance"], (target, r.achieved)
     report = check_implementation(f"{STANDINS}:make_bf16_detached", profile="ci", device="cpu",
                                   only=("gradients.closed_form",))

@@ -8,7 +8,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from hcspec.conformance import tolerances
+from hcspec.conformance import rules
+from hcspec.conformance.properties import finite_differences
 from hcspec.conformance.properties.base import Inconclusive, PropertyFailure
 from hcspec.conformance.strategies import Case
 from tests.conformance.properties import support
@@ -30,9 +31,9 @@ def test_output_dtype_other_than_declared_fails() -> None:
 
 def test_tolerances_use_the_declared_output_dtype() -> None:
     ctx = support.context(BF16)
-    assert ctx.tol_dtype == torch.bfloat16
-    assert tolerances.effective_dtype(torch.float64, torch.float32, None) == torch.float32
-    assert tolerances.effective_dtype(torch.float64, None, torch.float16) == torch.float16
+    assert ctx.precision.output == torch.bfloat16
+    assert rules.effective_dtype(torch.float64, torch.float32, None) == torch.float32
+    assert rules.effective_dtype(torch.float64, None, torch.float16) == torch.float16
 
 
 @pytest.mark.slow
@@ -63,8 +64,9 @@ def test_finite_differences_still_catch_a_detached_residual_in_bfloat16() -> Non
 
 def test_fit_slope_is_exact_on_a_quartic() -> None:
     step = 0.5
-    t = torch.linspace(-step, step, tolerances.FD_FIT_POINTS, dtype=torch.float64)
-    slope, rounding = tolerances.fd_fit_slope(1 + 3 * t - t ** 2 + 2 * t ** 3 + t ** 4, step)
+    t = torch.linspace(-step, step, finite_differences.FD_FIT_POINTS, dtype=torch.float64)
+    quartic = 1 + 3 * t - t ** 2 + 2 * t ** 3 + t ** 4
+    slope, rounding = finite_differences.fd_fit_slope(quartic, step)
     assert slope == pytest.approx(3.0, abs=1e-12) and rounding < 1e-10
 
 
@@ -90,8 +92,8 @@ def test_low_precision_law_tolerance_is_measured(prop: str) -> None:
     # 8 × the closed form's bfloat16 error (law.reported_matches_probed: plus the probes'
     # rounding resolution, about 0.012 here), not 256·eps = 2
     assert ctx.worst.tolerance < 0.08
-    assert tolerances.law_measured(torch.bfloat16, 0.0) == 4 * tolerances.eps(torch.bfloat16)
-    assert tolerances.law_measured(torch.float32, 1.0) == tolerances.law(torch.float32)
+    assert rules.law_measured(torch.bfloat16, 0.0) == 4 * rules.eps(torch.bfloat16)
+    assert rules.law_measured(torch.float32, 1.0) == rules.law(torch.float32)
 
 
 @pytest.mark.slow

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from hcspec.conformance import rules
 from hcspec.conformance.properties import PropertyFailure
 from hcspec.conformance.protocol import WEIGHTS
 from tests.conformance.properties.support import run, unmet
@@ -40,9 +41,9 @@ def test_a_failure_names_its_origin_whatever_its_figures() -> None:
     a, b = check(2), check(4)
     assert a.label != b.label and a.origin == b.origin
     assert a.origin.startswith(f"{__name__}:check:")
-    expect = Recorder()
+    expect = Recorder(declared=(rules.DEPTH_BOUND,))
     with pytest.raises(PropertyFailure) as caught:
-        expect.expect("X' vs law", 0.5, 1e-6, "detail", hint="transposed?")
+        expect.expect("X' vs law", 0.5, detail="detail", hint="transposed?", bound=1e-6)
     f = caught.value
     assert (f.label, f.error, f.tolerance, f.detail, f.hint) == (
         "X' vs law", 0.5, 1e-6, "detail", "transposed?")

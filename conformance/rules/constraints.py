@@ -1,0 +1,177 @@
+"""The rules of the mixing's constraints, each with the budget it is written in:
+Sinkhorn–Knopp's exactly normalised axis, the other axis (Birkhoff–Hopf), the
+Sinkhorn–Knopp gradient, the bounds a check derives from the declaration (the depth
+stack's, a declared additive ε) and a figure only reported."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any, Final
+
+import torch
+
+from hcspec.conformance import metrics
+from hcspec.conformance.rules.base import FLOOR_MULTIPLE, Allowance, Precision, Rule, eps
+from hcspec.conformance.rules.forward import law, law_allowance
+
+
+# --- doubly stochastic: the exactly normalised axis ---------------------------------------------
+# Sinkhorn–Knopp's last step divides each row (or column) by its sum, so that sum is 1 up to the
+# rounding of an n-term sum and a division: (n + 1)·eps. We allow 16·(n + 1)·eps for the
+# log-domain variants (logsumexp and exp each add a few eps). When H_res is only available by
+# probing (pseudo-inverse), the probe's error dominates and :func:`law` applies instead.
+def exact_axis(dtype: torch.dtype, n: int, probed: bool) -> float:
+    """Tolerance on ``|sum − 1|`` along the axis that Sinkhorn–Knopp normalised last."""
+    if probed:
+        return law(dtype) * max(1, n)
+    return 16.0 * (n + 1) * eps(dtype)
+
+
+def exact_axis_allowance(p: Precision, n: int, probed: bool) -> Allowance:
+    """:data:`EXACT_AXIS` for ``n`` streams: float32/float64 (or probed): ``16·(n + 1)·eps``
+    (probed: the law's ``n``-fold); below float32, along the chain: the floor
+    ``(n + 1)·eps(compute) + eps(output)`` (the last normalisation in the compute dtype, then
+    every entry rounded to the output by up to eps/2 of itself: the sum by eps/2, counted
+    twice) and :data:`FLOOR_MULTIPLE` times it — at most ``16·(n + 1)·eps(compute)`` from the
+    compute dtype's side, so an impl computing in bfloat16 itself keeps its own budget."""
+    if probed or not p.low:
+        return Allowance((n + 1) * eps(p.output), exact_axis(p.output, n, probed))
+    floor = (n + 1) * eps(p.compute) + p.rounding
+    return Allowance(floor, max(FLOOR_MULTIPLE * floor,
+                                exact_axis(p.compute, n, False) + p.rounding))
+
+
+def _exact_axis(p: Precision, g: Mapping[str, Any]) -> Allowance:
+    return exact_axis_allowance(p, int(g["n"]), bool(g.get("probed", False)))
+
+
+EXACT_AXIS: Final = Rule(
+    "exact_axis", "16·(n + 1)·eps on Sinkhorn–Knopp's last axis (probed: the law's × n); "
+    "bfloat16/float16 along the chain: 4 × ((n + 1)·eps(compute) + eps(output)), at least "
+    "16·(n + 1)·eps(compute) + eps(output)",
+    "the last step divides by the sum: (n + 1) roundings of the compute dtype, then one "
+    "rounding of each entry to the output", ("n", "probed?"), _exact_axis)
+
+
+# --- doubly stochastic: the other axis (Birkhoff–Hopf bound) -------------------------------------
+def sinkhorn_other_axis_bound(
+    H: torch.Tensor, iterations: int, dtype: torch.dtype, probed: bool
+) -> torch.Tensor:
+    """Upper bound on ``|sum − 1|`` along the axis Sinkhorn–Knopp did *not* normalise last:
+    the convergence bound :func:`hcspec.conformance.metrics.birkhoff_hopf_convergence` (its
+    docstring gives the derivation and the measurements) plus the :func:`exact_axis`
+    tolerance of ``dtype`` for the rounding.
+
+    Shapes: ``H [..., n, n]`` -> ``[...]`` float64 (``inf`` where Δ is infinite).
+
+    Raises:
+        ValueError: ``iterations < 1``.
+    """
+    return (metrics.birkhoff_hopf_convergence(H, iterations)
+            + exact_axis(dtype, H.shape[-1], probed))
+
+
+def mixing_allowance(p: Precision, n: int) -> Allowance:
+    """The rounding of ``1ᵀ(H_res X)`` relative to ``Σ|X|`` beyond H_res's own sums: the
+    law's budget in float32/float64; below float32 along the chain: the state rounded to the
+    output (eps/2), ``H_res X`` in the compute dtype (``n·eps(compute)``) and the result
+    rounded to the output (eps/2): floor ``eps(output) + n·eps(compute)``, allowance
+    :data:`FLOOR_MULTIPLE` times it."""
+    if not p.low:
+        return Allowance(eps(p.output), law(p.output))
+    floor = eps(p.output) + n * eps(p.compute)
+    return Allowance(floor, FLOOR_MULTIPLE * floor)
+
+
+def _other_axis(p: Precision, g: Mapping[str, Any]) -> Allowance:
+    exact = exact_axis_allowance(p, int(g["n"]), bool(g.get("probed", False)))
+    convergence = float(g["convergence"])
+    allowance = convergence + exact.allowance
+    floor = convergence + exact.floor  # a correct impl may be off by the truncation itself
+    if g.get("norm"):  # ‖H_res‖₂ ≤ √(‖H_res‖₁‖H_res‖_∞): the gain beyond 1
+        allowance = math.sqrt((1 + allowance) * (1 + exact.allowance)) - 1
+    if g.get("mixing"):  # through the mixing: its own rounding on top
+        mixing = mixing_allowance(p, int(g["n"]))
+        return Allowance(floor + mixing.floor, allowance + mixing.allowance)
+    return Allowance(floor, allowance)
+
+
+def sinkhorn_convergence(H: torch.Tensor, iterations: int) -> torch.Tensor:
+    """The convergence part of the Birkhoff–Hopf bound per token (``[...]`` float64, ``inf``
+    where Δ is): :func:`sinkhorn_other_axis_bound` without its rounding term, which
+    :data:`SINKHORN_OTHER_AXIS` adds along the dtype chain."""
+    return sinkhorn_other_axis_bound(H, iterations, torch.float64, False) - (
+        exact_axis(torch.float64, H.shape[-1], False))
+
+
+def other_axis_allowances(p: Precision, convergence: torch.Tensor, n: int, probed: bool,
+                          mixing: bool = False, norm: bool = False) -> torch.Tensor:
+    """:data:`SINKHORN_OTHER_AXIS` per token (``convergence [...]`` float64, e.g.
+    :func:`sinkhorn_convergence`; for choosing the worst token a check then compares)."""
+    flat = [_other_axis(p, {"n": n, "probed": probed, "convergence": float(c),
+                            "mixing": mixing, "norm": norm}).allowance
+            for c in convergence.flatten().tolist()]
+    return torch.tensor(flat, dtype=torch.float64).reshape(convergence.shape)
+
+
+SINKHORN_OTHER_AXIS: Final = Rule(
+    "sinkhorn_other_axis", "the Birkhoff–Hopf convergence bound expm1(tanh(Δ/4)^{2(T−1)}·Δ) "
+    "for the declared rounds T at the measured projective diameter Δ, plus the exact axis's "
+    "rounding allowance along the chain (stream sum: plus the mixing's rounding, the law's "
+    "budget in float64/float32, 4 × (eps(output) + n·eps(compute)) below; non-expansiveness: "
+    "√((1 + other)(1 + exact)) − 1 plus the mixing's rounding)",
+    "Franklin & Lorenz: each round contracts Hilbert's metric by tanh(Δ/4)²; rounding does not "
+    "accumulate in a contraction", ("n", "convergence", "probed?", "mixing?", "norm?"), _other_axis)
+
+# --- the Sinkhorn–Knopp gradient, bounds derived from the declaration ---------------------------
+def _fixed_point(p: Precision, g: Mapping[str, Any]) -> Allowance:
+    conditioning = float(g.get("conditioning", 0.0))
+    if p.low and g.get("oracle") is not None:
+        oracle = law_allowance(p, {"oracle": g["oracle"], "roundings": g.get("roundings", 1)})
+        return Allowance(oracle.floor, oracle.allowance + conditioning)
+    return Allowance(eps(p.output), law(p.output) + conditioning)
+
+
+SINKHORN_FIXED_POINT: Final = Rule(
+    "sinkhorn_fixed_point", "law(dtype) against the truncated forward's gradient; declared "
+    "implicit: law + 10·n·(column error)/(1 − σ₂(H_res)²) (the `conditioning` input) against "
+    "the fixed-point gradient; bfloat16/float16 with a measured `oracle` (the kit's gradient "
+    "along the chain: the upstream gradient rounded to the output, Sinkhorn–Knopp and its "
+    "backward in the compute dtype), the law's 8 × max(oracle, eps/2·roundings) in place of "
+    "law(dtype)",
+    "the implicit gradient is exact only at the fixed point; below float32 FlashAttention's "
+    "rule, as the law's", ("conditioning?", "oracle?", "roundings?"), _fixed_point)
+
+
+def _given_bound(p: Precision, g: Mapping[str, Any]) -> Allowance:
+    """A bound the check derived from the declaration (the fixed-point gradient's, the depth
+    stack's accumulated one) is the allowance; its floor the law's unit."""
+    return Allowance(float(g.get("floor", eps(p.output))), float(g["bound"]))
+
+
+DEPTH_BOUND: Final = Rule(
+    "depth_bound", "the per-sublayer allowances of the constraints (exact axis, Birkhoff–Hopf, "
+    "law or measured law per layer) accumulated over the stack",
+    "each sublayer adds its own column error and rounding", ("bound", "floor?"), _given_bound)
+
+
+def _exact_up_to_eps(p: Precision, g: Mapping[str, Any]) -> Allowance:
+    chain = Precision.of(g["dtype"], g.get("compute_dtype"), g.get("output_dtype"))
+    rounding = (int(g["n"]) + 1) * eps(chain.compute) + chain.rounding
+    deviation = float(g["deviation"])
+    return Allowance(deviation + rounding, deviation + FLOOR_MULTIPLE * rounding)
+
+
+EXACT_UP_TO_EPS: Final = Rule(
+    "exact_up_to_eps", "where the declared formula has an additive ε (DeepSeek-V4's σ + ε, "
+    "softmax + ε, ε in the denominators) the saturated weights are exact only up to it: the "
+    "measured deviation of the reported weights from the exact 0/1 pattern, times the terms it "
+    "multiplies, plus 4 × the chain's rounding ((n + 1)·eps(compute) + eps(output)) of the "
+    "precision run, relative to max|X|",
+    "ε is declared, so it is no error; what remains is the rounding of an n-term sum",
+    ("n", "deviation", "dtype", "compute_dtype?", "output_dtype?"), _exact_up_to_eps)
+REPORTED: Final = Rule(
+    "reported", "a figure reported, not bounded (HC's growth over a stack): the allowance is "
+    "the largest float64, so the report keeps the largest seen", "no theorem bounds it",
+    ("bound",), _given_bound)
