@@ -23,9 +23,9 @@ def test_conventions_validate_their_values() -> None:
         Conventions(sinkhorn_iterations=0)
     with pytest.raises(ValueError, match="compute_dtype"):
         Conventions(compute_dtype=torch.int8)
-    assert Conventions().iterations == 20
+    assert Conventions().formula.sinkhorn.effective_iterations == 20
     assert "not declared" in Conventions().describe()["sinkhorn_iterations"]
-    assert Conventions(sinkhorn_iterations=10).iterations == 10
+    assert Conventions(sinkhorn_iterations=10).formula.sinkhorn.effective_iterations == 10
 
 
 def test_capabilities_are_detected_by_presence() -> None:

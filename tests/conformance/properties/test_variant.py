@@ -10,10 +10,11 @@ import torch
 
 from hcspec.conformance.families.variant import diagnose
 from hcspec.conformance.properties import Inconclusive, PropertyFailure
-from hcspec.conformance.properties.sinkhorn_variant import Variant, fixed_point_tolerance
+from hcspec.conformance.properties.sinkhorn_variant import fixed_point_tolerance
 from hcspec.conformance.protocol import Conventions
 from hcspec.conformance.strategies import Case
 from hcspec.reference import ManifoldHyperConnection, sinkhorn
+from hcspec.spec.record import Formula, SinkhornSpec
 from tests.conformance.properties.support import context, run, unmet
 from tests.mutants import sinkhorn_grad_stopped, sinkhorn_implicit_backward
 from tests.mutants._base import build, mhc_conventions
@@ -44,15 +45,14 @@ def test_a_mislabelled_variant_fails_naming_what_it_matches(mutant: str, named: 
 
 def test_the_diagnosis_names_the_iteration_count_and_the_transpose() -> None:
     logits = torch.randn(3, 4, 4, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
-    declared = Variant("exp", "rounds", "rows", 0.0, 0.0, 20)
-    three = sinkhorn.sinkhorn_variant(logits, 3)
+    declared = Formula(sinkhorn=SinkhornSpec(iterations=20))
+    three = sinkhorn.sinkhorn_variant(logits, SinkhornSpec(iterations=3))
     assert "matches 3 rounds, not the declared 20 rounds" in diagnose(three, logits, declared,
                                                                        1e-11)
-    transposed = sinkhorn.sinkhorn_variant(logits, 20).transpose(-1, -2)
+    transposed = sinkhorn.sinkhorn_variant(logits, SinkhornSpec(iterations=20)).transpose(-1, -2)
     assert "Hᵀ (the transpose" in diagnose(transposed, logits, declared, 1e-11)
-    deepseek = sinkhorn.sinkhorn_variant(logits, 20, start="softmax", count="rounds_from_softmax",
-                                         exact_axis="columns", additive_eps=1e-6,
-                                         denominator_eps=1e-6)
+    deepseek = sinkhorn.sinkhorn_variant(logits, SinkhornSpec(
+        "softmax", "rounds_from_softmax", "columns", 1e-6, 1e-6, 20))
     text = diagnose(deepseek, logits, declared, 1e-11)
     assert "softmax-first" in text and "columns normalised last" in text, text
     noise = torch.rand(3, 4, 4, dtype=torch.float64)
