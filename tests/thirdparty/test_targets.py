@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import importlib.metadata
 import importlib.util
+import os
 import sys
 import types
+from pathlib import Path
 
 import pytest
 
@@ -160,7 +162,10 @@ def test_reference_declares_its_conventions_without_importing_the_kit() -> None:
             "bad = sorted(k for k in sys.modules if k.startswith('hcspec.conformance'))\n"
             "assert not bad, bad\n"
             "assert 'hypothesis' not in sys.modules\n")
-    subprocess.run([sys.executable, "-c", code], check=True)
+    # this checkout's sources, not an installed copy
+    src = str(Path(__file__).resolve().parents[2] / "src")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([src, os.environ.get("PYTHONPATH", "")]))
+    subprocess.run([sys.executable, "-c", code], check=True, env=env)
 
 
 def test_transformers_targets_name_the_release_and_the_model_module() -> None:
