@@ -520,9 +520,8 @@ class Conventions:
             "sinkhorn_denominator_eps": sk.denominator_eps,
             "sinkhorn_iterations_count": sk.count, "h_pre_eps": f.h_pre.eps,
             "h_post_eps": f.h_post.eps, "h_post_multiplier": f.h_post.multiplier}
-        flat = dataclasses.replace(Formula(), sinkhorn=sk, h_pre=dataclasses.replace(
-            Formula().h_pre, eps=f.h_pre.eps), h_post=dataclasses.replace(
-            Formula().h_post, multiplier=f.h_post.multiplier, eps=f.h_post.eps))
+        flat = Formula(h_pre=Gate(eps=f.h_pre.eps), sinkhorn=sk,
+                       h_post=Gate(f.h_post.multiplier, f.h_post.eps))
         out: dict[str, object] = {}
         for name in _DECLARATIONS:
             if name in from_formula:
