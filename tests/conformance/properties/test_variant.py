@@ -59,6 +59,20 @@ def test_the_diagnosis_names_the_iteration_count_and_the_transpose() -> None:
     assert "matches no variant" in diagnose(noise, logits, declared, 1e-11)
 
 
+def test_the_diagnosis_composes_a_structure_and_a_count() -> None:
+    """No candidate (a structure at the declared count, or the declared at another count)
+    matches; the greedy part of the search finds the two changes together."""
+    logits = 2 * torch.randn(3, 4, 4, dtype=torch.float64,
+                             generator=torch.Generator().manual_seed(1))
+    declared = Formula(sinkhorn=SinkhornSpec(iterations=20))
+    H = sinkhorn.sinkhorn_variant(logits, SinkhornSpec("sigmoid", "rounds", "columns",
+                                                       iterations=19))
+    text = diagnose(H, logits, declared, 1e-11)
+    assert text.startswith("H_res matches the sigmoid-first variant, not the declared "
+                           "exp-first; 19 rounds, not the declared 20 rounds; columns "
+                           "normalised last"), text
+
+
 def test_h_post_sigma_fails_the_gates_naming_the_multiplier() -> None:
     with pytest.raises(PropertyFailure,
                        match=r"h_post matches 1·σ\(H̃_post\), not the declared 2·σ"):
