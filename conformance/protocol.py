@@ -416,48 +416,10 @@ class Conventions:
         if not isinstance(self.formula, Formula):
             raise ValueError("conventions.formula: expected a hcspec.spec.record.Formula, got "
                              f"{self.formula!r}")
-        f, sk = self.formula, self.formula.sinkhorn
-        for name, given, allowed in (("sinkhorn_exact_axis", sinkhorn_exact_axis, AXES),
-                                     ("sinkhorn_variant", sinkhorn_variant, STARTS),
-                                     ("sinkhorn_iterations_count", sinkhorn_iterations_count,
-                                      COUNTS)):
-            if given is not None:
-                _one_of(name, given, allowed)
-        for name, value in (("sinkhorn_additive_eps", sinkhorn_additive_eps),
-                            ("sinkhorn_denominator_eps", sinkhorn_denominator_eps),
-                            ("h_pre_eps", h_pre_eps), ("h_post_eps", h_post_eps)):
-            if value is not None and (isinstance(value, bool) or not isinstance(
-                    value, (int, float)) or not 0.0 <= value < 1.0):
-                raise ValueError(f"conventions.{name}: expected 0 <= eps < 1, got {value!r}")
-        multiplier = h_post_multiplier
-        if multiplier is not None and (isinstance(multiplier, bool) or not isinstance(
-                multiplier, (int, float)) or not (0.0 < multiplier < float("inf"))):
-            raise ValueError(
-                f"conventions.h_post_multiplier: expected a finite number > 0, got {multiplier!r}")
-        start = sk.start if sinkhorn_variant is None else sinkhorn_variant
-        count = sk.count if sinkhorn_iterations_count is None else sinkhorn_iterations_count
-        if count == "rounds_from_softmax" and start != "softmax":
-            raise ValueError("conventions.sinkhorn_iterations_count: 'rounds_from_softmax' "
-                             "needs sinkhorn_variant='softmax'")
-        iterations = sinkhorn_iterations
-        if iterations is not None and (
-            isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 1
-        ):
-            raise ValueError(
-                f"conventions.sinkhorn_iterations: expected an int >= 1 or None, "
-                f"got {iterations!r}"
-            )
-        sinkhorn = SinkhornSpec(
-            start, count, sk.exact_axis if sinkhorn_exact_axis is None else sinkhorn_exact_axis,
-            _given(sinkhorn_additive_eps, sk.additive_eps),
-            _given(sinkhorn_denominator_eps, sk.denominator_eps),
-            sk.iterations if iterations is None else iterations)
-        h_pre = Gate(f.h_pre.multiplier, _given(h_pre_eps, f.h_pre.eps), f.h_pre.activation)
-        h_post = Gate(_given(h_post_multiplier, f.h_post.multiplier),
-                      _given(h_post_eps, f.h_post.eps), f.h_post.activation)
-        if (sinkhorn, h_pre, h_post) != (sk, f.h_pre, f.h_post):
-            object.__setattr__(self, "formula", dataclasses.replace(
-                f, sinkhorn=sinkhorn, h_pre=h_pre, h_post=h_post))
+        object.__setattr__(self, "formula", _with_keywords(
+            self.formula, sinkhorn_iterations, sinkhorn_exact_axis, sinkhorn_variant,
+            sinkhorn_additive_eps, sinkhorn_denominator_eps, sinkhorn_iterations_count,
+            h_pre_eps, h_post_eps, h_post_multiplier))
         if not self.norm_eps >= 0.0:
             raise ValueError(f"conventions.norm_eps: expected >= 0, got {self.norm_eps!r}")
         reason: object = self.untraceable
@@ -607,6 +569,62 @@ class Factory(Protocol):
     ) -> HyperConnectionImpl:
         """Build the sublayer ``layer_index`` with expansion rate ``n`` and hidden size ``d``."""
         ...
+
+
+def _with_keywords(f: Formula, sinkhorn_iterations: int | None,
+                   sinkhorn_exact_axis: Axis | None, sinkhorn_variant: Start | None,
+                   sinkhorn_additive_eps: float | None, sinkhorn_denominator_eps: float | None,
+                   sinkhorn_iterations_count: Count | None, h_pre_eps: float | None,
+                   h_post_eps: float | None, h_post_multiplier: float | None) -> Formula:
+    """``f`` with the fields the flat constructor keywords of :class:`Conventions` give (None:
+    not given) set, each checked with a message naming the keyword.
+
+    Raises:
+        ValueError: a keyword's value outside the allowed ones, or a count from the softmax
+            without a softmax start.
+    """
+    sk = f.sinkhorn
+    for name, given, allowed in (("sinkhorn_exact_axis", sinkhorn_exact_axis, AXES),
+                                 ("sinkhorn_variant", sinkhorn_variant, STARTS),
+                                 ("sinkhorn_iterations_count", sinkhorn_iterations_count,
+                                  COUNTS)):
+        if given is not None:
+            _one_of(name, given, allowed)
+    for name, value in (("sinkhorn_additive_eps", sinkhorn_additive_eps),
+                        ("sinkhorn_denominator_eps", sinkhorn_denominator_eps),
+                        ("h_pre_eps", h_pre_eps), ("h_post_eps", h_post_eps)):
+        if value is not None and (isinstance(value, bool) or not isinstance(
+                value, (int, float)) or not 0.0 <= value < 1.0):
+            raise ValueError(f"conventions.{name}: expected 0 <= eps < 1, got {value!r}")
+    multiplier = h_post_multiplier
+    if multiplier is not None and (isinstance(multiplier, bool) or not isinstance(
+            multiplier, (int, float)) or not (0.0 < multiplier < float("inf"))):
+        raise ValueError(
+            f"conventions.h_post_multiplier: expected a finite number > 0, got {multiplier!r}")
+    start = sk.start if sinkhorn_variant is None else sinkhorn_variant
+    count = sk.count if sinkhorn_iterations_count is None else sinkhorn_iterations_count
+    if count == "rounds_from_softmax" and start != "softmax":
+        raise ValueError("conventions.sinkhorn_iterations_count: 'rounds_from_softmax' "
+                         "needs sinkhorn_variant='softmax'")
+    iterations = sinkhorn_iterations
+    if iterations is not None and (
+        isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 1
+    ):
+        raise ValueError(
+            f"conventions.sinkhorn_iterations: expected an int >= 1 or None, "
+            f"got {iterations!r}"
+        )
+    sinkhorn = SinkhornSpec(
+        start, count, sk.exact_axis if sinkhorn_exact_axis is None else sinkhorn_exact_axis,
+        _given(sinkhorn_additive_eps, sk.additive_eps),
+        _given(sinkhorn_denominator_eps, sk.denominator_eps),
+        sk.iterations if iterations is None else iterations)
+    h_pre = Gate(f.h_pre.multiplier, _given(h_pre_eps, f.h_pre.eps), f.h_pre.activation)
+    h_post = Gate(_given(h_post_multiplier, f.h_post.multiplier),
+                  _given(h_post_eps, f.h_post.eps), f.h_post.activation)
+    if (sinkhorn, h_pre, h_post) == (sk, f.h_pre, f.h_post):
+        return f
+    return dataclasses.replace(f, sinkhorn=sinkhorn, h_pre=h_pre, h_post=h_post)
 
 
 def _given(value: float | None, otherwise: float) -> float:
