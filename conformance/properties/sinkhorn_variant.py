@@ -7,13 +7,18 @@ A variant is a step record, :class:`hcspec.spec.record.Formula` (the declared on
 (:func:`hcspec.formulas.mhc.h_res`); :func:`describe` and :func:`differences` put one in the
 words of a report, :func:`distance` counts its departures (the divergence search prefers the
 fewest); :func:`kit_gradients` is its unrolled and fixed-point VJP;
-:func:`implicit_gradient_cause` is the diagnosis the gradient checks attach; :data:`UNROLLED`
-the requirement of checks that compare with finite differences of the truncated forward.
+:func:`diagnose` names the variant a target's ``H_res`` matches (the variant family's
+detail); :func:`implicit_gradient_cause` is the diagnosis the gradient checks attach;
+:data:`UNROLLED` the requirement of checks that compare with finite differences of the
+truncated forward.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import itertools
+from collections.abc import Callable, Iterator
+from typing import TypeVar
 
 import torch
 
@@ -21,6 +26,7 @@ from hcspec.conformance import rules, salts, strategies, tolerances
 from hcspec.conformance.properties.base import Context, f64
 from hcspec.conformance.properties.cases import Case
 from hcspec.conformance.properties.common import axis_sums
+from hcspec.conformance.properties.divergence import nearest
 from hcspec.conformance.properties.errors import PropertyFailure
 from hcspec.conformance.properties.requirements import Requirement
 from hcspec.conformance.protocol import (
@@ -32,7 +38,16 @@ from hcspec.conformance.protocol import (
 )
 from hcspec.formulas import mhc
 from hcspec.formulas.sinkhorn import fixed_point_vjp, positive_start, softmax_axis
-from hcspec.spec.record import Formula
+from hcspec.spec.record import (
+    AXES,
+    COUNTS,
+    STARTS,
+    Axis,
+    Count,
+    Formula,
+    SinkhornSpec,
+    Start,
+)
 
 _FIRST = {"exp": "exp-first", "softmax": "softmax-first", "sigmoid": "sigmoid-first"}
 _COUNTED = {"rounds": "rounds", "rounds_from_softmax": "rounds from the softmax",
@@ -101,6 +116,115 @@ def distance(f: Formula, declared: Formula) -> int:
                  f.logits_transposed != declared.logits_transposed,
                  not _same_count(f, declared)]
     return sum(differing)
+
+
+# --- the diagnosis: which variant a target's H_res matches ---------------------------------
+
+SEARCH_ITERATIONS = 64
+"""Iteration counts the diagnosis tries (1 … this, and the declared count)."""
+COMMON_EPS = (0.0, 1e-6)
+"""The eps values the diagnosis tries besides the declared ones."""
+
+T = TypeVar("T")
+
+
+def _spec(sk: SinkhornSpec, *, start: Start | None = None, count: Count | None = None,
+          axis: Axis | None = None, eps: tuple[float, float] | None = None,
+          iterations: int | None = None) -> SinkhornSpec | None:
+    """``sk`` with the given fields changed, or None where the record rejects the combination
+    (a count from the softmax without a softmax start)."""
+    add, den = (sk.additive_eps, sk.denominator_eps) if eps is None else eps
+    try:
+        return SinkhornSpec(start or sk.start, count or sk.count, axis or sk.exact_axis, add, den,
+                            iterations or sk.iterations)
+    except ValueError:
+        return None
+
+
+def _at(f: Formula, iterations: int) -> Formula:
+    """``f`` with its Sinkhorn–Knopp count set to ``iterations``."""
+    return dataclasses.replace(f, sinkhorn=dataclasses.replace(f.sinkhorn,
+                                                               iterations=iterations))
+
+
+def _recounted(f: Formula) -> list[Formula]:
+    """``f`` at every iteration count the diagnosis tries (1 … :data:`SEARCH_ITERATIONS`)."""
+    return [_at(f, t) for t in range(1, SEARCH_ITERATIONS + 1)]
+
+
+def _eps_pairs(declared: Formula) -> list[tuple[float, float]]:
+    """The (added, denominator) eps pairs the diagnosis tries: the declared and the common."""
+    sk = declared.sinkhorn
+    return sorted({(sk.additive_eps, sk.denominator_eps)}
+                  | {(a, b) for a in COMMON_EPS for b in COMMON_EPS})
+
+
+def _declared_first(values: tuple[T, ...], value: T) -> list[T]:
+    return sorted(values, key=lambda v: v != value)
+
+
+def _structures(declared: Formula) -> Iterator[Formula]:
+    """Every variant the diagnosis tries at the declared iteration count."""
+    sk = declared.sinkhorn
+    for start, count, axis, eps, transposed, flipped in itertools.product(
+            _declared_first(STARTS, sk.start), _declared_first(COUNTS, sk.count),
+            _declared_first(AXES, sk.exact_axis), _eps_pairs(declared), (False, True),
+            (False, True)):
+        spec = _spec(sk, start=start, count=count, axis=axis, eps=eps)
+        if spec is not None:
+            yield dataclasses.replace(declared, sinkhorn=spec, transposed=transposed,
+                                      logits_transposed=flipped)
+
+
+def _moves(declared: Formula) -> Callable[[Formula], Iterator[Formula]]:
+    """The single changes the greedy part of the diagnosis makes: another start, count, exact
+    axis or eps pair, either orientation flag flipped, one round more or fewer, or the
+    declared count back."""
+    def moves(f: Formula) -> Iterator[Formula]:
+        sk = f.sinkhorn
+        t = sk.effective_iterations
+        specs = [*(_spec(sk, start=v) for v in STARTS), *(_spec(sk, count=v) for v in COUNTS),
+                 *(_spec(sk, axis=v) for v in AXES),
+                 *(_spec(sk, eps=pair) for pair in _eps_pairs(declared)),
+                 *(_spec(sk, iterations=v) for v in (t - 1, t + 1,
+                                                     declared.sinkhorn.effective_iterations)
+                   if v >= 1)]
+        yield from (dataclasses.replace(f, sinkhorn=spec) for spec in specs if spec is not None)
+        yield dataclasses.replace(f, transposed=not f.transposed)
+        yield dataclasses.replace(f, logits_transposed=not f.logits_transposed)
+
+    return moves
+
+
+def diagnose(H: torch.Tensor, logits: torch.Tensor, declared: Formula, tol: float) -> str:
+    """Which known variant the target's ``H`` matches (its differences from ``declared``), or
+    the closest one when none is within ``tol``
+    (:func:`hcspec.conformance.properties.divergence.nearest`: the structures at the declared
+    count and the declared variant at every count first, then single changes)."""
+    def error(f: Formula) -> float:
+        return tolerances.scaled_error(H, mhc.h_res(f, logits))
+
+    match = nearest(
+        error, declared, tol, distance=lambda f: distance(f, declared),
+        candidates=[*_structures(declared), *_recounted(declared)], moves=_moves(declared))
+    best = match.formula
+    if not match.exact:
+        return (f"H_res matches no variant the kit knows; the closest is {describe(best)} "
+                f"(error {match.error:.3g})")
+    counts = [f.sinkhorn.effective_iterations for f in _recounted(best) if error(f) <= tol]
+    resolved = declared.sinkhorn.effective_iterations
+    if resolved in counts:
+        best = _at(best, resolved)
+    elif counts:
+        best = _at(best, counts[0])
+    found = error(best)
+    text = f"H_res matches {differences(best, declared)} ({describe(best)}; error {found:.3g})"
+    iterations = best.sinkhorn.effective_iterations
+    if len(counts) > 1 and iterations != resolved:
+        text += (f"; every count from {counts[0]} to {counts[-1]} matches (converged on this "
+                 "case)" if counts == list(range(counts[0], counts[-1] + 1)) else
+                 f"; the counts {counts} match")
+    return text
 
 
 def target_logits(impl: HyperConnectionImpl, x: torch.Tensor) -> Weights:

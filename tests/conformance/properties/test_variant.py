@@ -8,9 +8,8 @@ import dataclasses
 import pytest
 import torch
 
-from hcspec.conformance.families.variant import diagnose
 from hcspec.conformance.properties import Inconclusive, PropertyFailure
-from hcspec.conformance.properties.sinkhorn_variant import fixed_point_tolerance
+from hcspec.conformance.properties.sinkhorn_variant import diagnose, fixed_point_tolerance
 from hcspec.conformance.protocol import Conventions
 from hcspec.conformance.strategies import Case
 from hcspec.reference import ManifoldHyperConnection, sinkhorn
