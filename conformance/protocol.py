@@ -66,7 +66,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import InitVar, dataclass
 from typing import Any, Final, Literal, Protocol, TypeGuard, cast, runtime_checkable
 
 import torch
@@ -74,6 +74,18 @@ import torch
 from hcspec.spec.kinds import KINDS as KINDS  # the one vocabulary of kinds, defined by the spec
 from hcspec.spec.kinds import Kind as Kind
 from hcspec.spec.published import PARAMETERIZATIONS
+from hcspec.spec.record import (
+    AXES,
+    COUNTS,
+    DEFAULT_ITERATIONS,
+    STARTS,
+    Axis,
+    Count,
+    Formula,
+    Gate,
+    SinkhornSpec,
+    Start,
+)
 
 Branch = Callable[[torch.Tensor], torch.Tensor]
 """A sublayer ``F``: ``[B, T, d] -> [B, T, d]`` (the kit injects it)."""
@@ -244,19 +256,13 @@ _STACK_PRE_MIXES: Final[tuple[str, ...]] = ("own_input", "previous_input")
 
 BranchInput = Literal["x_in", "rms_norm", "layer_norm"]
 ReduceScale = Literal["sum", "mean", "learned"]
-ExactAxis = Literal["rows", "columns"]
 StateDomain = Literal["any", "replicated"]
-SinkhornVariant = Literal["exp", "softmax", "sigmoid"]
-SinkhornCount = Literal["rounds", "rounds_from_softmax", "normalisations"]
 ResidualMixing = Literal["matrix", "identity"]
 SinkhornGradient = Literal["unrolled", "implicit"]
 
 _BRANCH_INPUTS: Final[tuple[str, ...]] = ("x_in", "rms_norm", "layer_norm")
 _REDUCE_SCALES: Final[tuple[str, ...]] = ("sum", "mean", "learned")
-_EXACT_AXES: Final[tuple[str, ...]] = ("rows", "columns")
 _STATE_DOMAINS: Final[tuple[str, ...]] = ("any", "replicated")
-_SINKHORN_VARIANTS: Final[tuple[str, ...]] = ("exp", "softmax", "sigmoid")
-_SINKHORN_COUNTS: Final[tuple[str, ...]] = ("rounds", "rounds_from_softmax", "normalisations")
 _RESIDUAL_MIXINGS: Final[tuple[str, ...]] = ("matrix", "identity")
 _SINKHORN_GRADIENTS: Final[tuple[str, ...]] = ("unrolled", "implicit")
 _COMPUTE_DTYPES: Final[tuple[torch.dtype, ...]] = (
@@ -294,26 +300,6 @@ class Conventions:
             float32 and returns float32 for a bfloat16 input declares ``torch.float32``;
             ``None`` means "the input's dtype". Tolerances use the coarsest of it,
             ``compute_dtype`` and the input's.
-        sinkhorn_iterations: Sinkhorn–Knopp iterations (mHC only), counted as
-            ``sinkhorn_iterations_count`` says; ``None`` means not declared, and the kit
-            assumes the mHC paper's ``t_max = 20`` (Eq. 9) and says so in the report.
-        sinkhorn_variant: how the logits are made positive before the alternating
-            normalisations: ``"exp"`` (the mHC paper, Eq. 9: ``exp(L)``, possibly shifted by a
-            maximum), ``"softmax"`` (a softmax along one axis, i.e. ``exp`` and that axis's
-            normalisation at once, as DeepSeek-V4), or ``"sigmoid"`` (``σ(L)``, not ``exp``).
-        sinkhorn_additive_eps: a constant added to the positive matrix before the first
-            normalisation (DeepSeek-V4: ``softmax(L) + eps``); 0 means none.
-        sinkhorn_denominator_eps: the epsilon in each normalisation's denominator,
-            ``M / (M.sum(axis) + eps)``; 0 means none (then the exact axis is exact).
-        sinkhorn_iterations_count: what ``sinkhorn_iterations`` counts: ``"rounds"`` (the
-            paper: one normalisation of each axis per iteration, after the positive map),
-            ``"rounds_from_softmax"`` (the softmax is the first normalisation of the first
-            round: ``t`` iterations are a softmax and ``2t − 1`` further normalisations), or
-            ``"normalisations"`` (each iteration is one normalisation of one axis).
-        sinkhorn_exact_axis: the sum normalised last in each round, in the row convention:
-            ``"rows"`` (``H 1 = 1`` exact; column then row normalisation, the default) or
-            ``"columns"`` (``1ᵀ H = 1ᵀ`` exact: row then column normalisation, or the paper's
-            order applied to a stored ``A_r = H_resᵀ``).
         state_domain: the stream states ``forward`` accepts: ``"any"`` ``[B,T,n,d]`` state (the
             default), or only ``"replicated"`` ones, ``X = 1_n hᵀ`` per token — for an
             implementation that expands a ``[B,T,d]`` hidden state into its n streams inside
@@ -321,10 +307,6 @@ class Conventions:
             for finite differences, comparing gradients projected on them); properties that
             need a full-row-rank state (black-box probing of ``H_res`` and ``h_pre``) are
             reported *not applicable* with this reason.
-        h_pre_eps: a constant added to ``h_pre`` after its sigmoid (``σ(·) + eps``,
-            DeepSeek-V4); 0 means none (mHC Eq. 8).
-        h_post_eps: the same for ``h_post``; 0 means none.
-        h_post_multiplier: ``c`` in ``h_post = c·σ(·)``; the mHC paper's is 2 (Eq. 8).
         residual_mixing: ``"matrix"`` (the impl mixes the streams with ``H_res``, the default)
             or ``"identity"``: the impl has no mixing matrix (``X' = X + h_post zᵀ``; the
             residual streams pass unchanged). Its ``weights`` report ``H_res = I``, and the
@@ -358,27 +340,48 @@ class Conventions:
             or None (the default): traceable. Declared, ``compile.fullgraph`` is not
             applicable with this reason. Not for a graph break in PyTorch code, which is the
             bug that property reports.
+        formula: the mHC step's degrees of freedom, one :class:`hcspec.spec.record.Formula`
+            (the default: the mHC paper's, Eq. 8–9): the gates ``h_pre = σ(·) + eps`` and
+            ``h_post = c·σ(·) + eps``, and the Sinkhorn–Knopp variant making ``H_res``
+            (:class:`hcspec.spec.record.SinkhornSpec`: the positive start ``exp`` / ``softmax``
+            / ``sigmoid``, what the iteration count counts, the axis normalised last in the
+            row convention — ``"rows"``: ``H 1 = 1`` exact —, the eps added to the positive
+            start and in every denominator, the count; an undeclared count is the paper's
+            ``t_max = 20`` and the report says so). Every family reads the step from here.
+
+    Constructor keywords (the flat spelling a mapping declaration uses; each sets one field of
+    :attr:`formula`, over a ``formula`` also given, and is not an attribute):
+    ``sinkhorn_iterations`` (``sinkhorn.iterations``), ``sinkhorn_exact_axis``
+    (``sinkhorn.exact_axis``), ``sinkhorn_variant`` (``sinkhorn.start``),
+    ``sinkhorn_additive_eps`` (``sinkhorn.additive_eps``, DeepSeek-V4: ``softmax(L) + eps``),
+    ``sinkhorn_denominator_eps`` (``sinkhorn.denominator_eps``, ``M / (M.sum(axis) + eps)``),
+    ``sinkhorn_iterations_count`` (``sinkhorn.count``: ``"rounds"``, the paper's;
+    ``"rounds_from_softmax"``, the softmax is the first normalisation of the first round;
+    ``"normalisations"``), ``h_pre_eps`` (``h_pre.eps``, DeepSeek-V4's ``σ(·) + eps``),
+    ``h_post_eps`` (``h_post.eps``) and ``h_post_multiplier`` (``h_post.multiplier``, the
+    paper's 2). None (the default) leaves the field as ``formula`` has it.
 
     Raises:
-        ValueError: on construction, for a value outside the ones listed above.
+        ValueError: on construction, for a value outside the ones listed above (the message
+            names the keyword or the record's field).
     """
 
     branch_input: BranchInput = "x_in"
     norm_eps: float = 1e-6
     reduce: ReduceScale = "sum"
     compute_dtype: torch.dtype | None = None
-    sinkhorn_iterations: int | None = None
-    sinkhorn_exact_axis: ExactAxis = "rows"
+    sinkhorn_iterations: InitVar[int | None] = None
+    sinkhorn_exact_axis: InitVar[Axis | None] = None
     state_domain: StateDomain = "any"
     notes: str = ""
     output_dtype: torch.dtype | None = None
-    sinkhorn_variant: SinkhornVariant = "exp"
-    sinkhorn_additive_eps: float = 0.0
-    sinkhorn_denominator_eps: float = 0.0
-    sinkhorn_iterations_count: SinkhornCount = "rounds"
-    h_pre_eps: float = 0.0
-    h_post_eps: float = 0.0
-    h_post_multiplier: float = 2.0
+    sinkhorn_variant: InitVar[Start | None] = None
+    sinkhorn_additive_eps: InitVar[float | None] = None
+    sinkhorn_denominator_eps: InitVar[float | None] = None
+    sinkhorn_iterations_count: InitVar[Count | None] = None
+    h_pre_eps: InitVar[float | None] = None
+    h_post_eps: InitVar[float | None] = None
+    h_post_multiplier: InitVar[float | None] = None
     residual_mixing: ResidualMixing = "matrix"
     sinkhorn_gradient: SinkhornGradient = "unrolled"
     supported_expansion_rates: tuple[int, ...] | None = None
@@ -388,17 +391,19 @@ class Conventions:
     weights_scale_invariant: bool | None = None
     published: str | None = None
     untraceable: str | None = None
+    formula: Formula = dataclasses.field(default_factory=Formula)
 
-    def __post_init__(self) -> None:
+    def __post_init__(self, sinkhorn_iterations: int | None, sinkhorn_exact_axis: Axis | None,
+                      sinkhorn_variant: Start | None, sinkhorn_additive_eps: float | None,
+                      sinkhorn_denominator_eps: float | None,
+                      sinkhorn_iterations_count: Count | None, h_pre_eps: float | None,
+                      h_post_eps: float | None, h_post_multiplier: float | None) -> None:
         self._check_sizes()
         if self.published is not None:
             _one_of("published", self.published, PARAMETERIZATIONS)
         _one_of("branch_input", self.branch_input, _BRANCH_INPUTS)
         _one_of("reduce", self.reduce, _REDUCE_SCALES)
-        _one_of("sinkhorn_exact_axis", self.sinkhorn_exact_axis, _EXACT_AXES)
         _one_of("state_domain", self.state_domain, _STATE_DOMAINS)
-        _one_of("sinkhorn_variant", self.sinkhorn_variant, _SINKHORN_VARIANTS)
-        _one_of("sinkhorn_iterations_count", self.sinkhorn_iterations_count, _SINKHORN_COUNTS)
         _one_of("residual_mixing", self.residual_mixing, _RESIDUAL_MIXINGS)
         _one_of("sinkhorn_gradient", self.sinkhorn_gradient, _SINKHORN_GRADIENTS)
         for name in ("compute_dtype", "output_dtype"):
@@ -408,29 +413,13 @@ class Conventions:
                     f"conventions.{name}: expected one of {_COMPUTE_DTYPES} or None, "
                     f"got {value!r}"
                 )
-        for name in ("sinkhorn_additive_eps", "sinkhorn_denominator_eps", "h_pre_eps",
-                     "h_post_eps"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
-                    0.0 <= value < 1.0):
-                raise ValueError(f"conventions.{name}: expected 0 <= eps < 1, got {value!r}")
-        multiplier = self.h_post_multiplier
-        if isinstance(multiplier, bool) or not isinstance(multiplier, (int, float)) or not (
-                multiplier > 0.0 and multiplier < float("inf")):
-            raise ValueError(
-                f"conventions.h_post_multiplier: expected a finite number > 0, got {multiplier!r}")
-        if self.sinkhorn_iterations_count == "rounds_from_softmax" and (
-                self.sinkhorn_variant != "softmax"):
-            raise ValueError("conventions.sinkhorn_iterations_count: 'rounds_from_softmax' "
-                             "needs sinkhorn_variant='softmax'")
-        iterations = self.sinkhorn_iterations
-        if iterations is not None and (
-            isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 1
-        ):
-            raise ValueError(
-                f"conventions.sinkhorn_iterations: expected an int >= 1 or None, "
-                f"got {iterations!r}"
-            )
+        if not isinstance(self.formula, Formula):
+            raise ValueError("conventions.formula: expected a hcspec.spec.record.Formula, got "
+                             f"{self.formula!r}")
+        object.__setattr__(self, "formula", _with_keywords(
+            self.formula, sinkhorn_iterations, sinkhorn_exact_axis, sinkhorn_variant,
+            sinkhorn_additive_eps, sinkhorn_denominator_eps, sinkhorn_iterations_count,
+            h_pre_eps, h_post_eps, h_post_multiplier))
         if not self.norm_eps >= 0.0:
             raise ValueError(f"conventions.norm_eps: expected >= 0, got {self.norm_eps!r}")
         reason: object = self.untraceable
@@ -481,31 +470,54 @@ class Conventions:
                     f"hidden_size_multiple={self.hidden_size_multiple}")
         return None
 
+    def declared(self) -> dict[str, object]:
+        """Every declaration by its constructor keyword, in the order of the fields: the
+        fields, and the keywords of :attr:`formula` with its values (``formula`` itself only
+        where it departs from the mHC step elsewhere: the ``h_pre`` multiplier, an
+        activation, an orientation, DeepSeek-V4's logits map)."""
+        f, sk = self.formula, self.formula.sinkhorn
+        from_formula: dict[str, object] = {
+            "sinkhorn_iterations": sk.iterations, "sinkhorn_exact_axis": sk.exact_axis,
+            "sinkhorn_variant": sk.start, "sinkhorn_additive_eps": sk.additive_eps,
+            "sinkhorn_denominator_eps": sk.denominator_eps,
+            "sinkhorn_iterations_count": sk.count, "h_pre_eps": f.h_pre.eps,
+            "h_post_eps": f.h_post.eps, "h_post_multiplier": f.h_post.multiplier}
+        flat = Formula(h_pre=Gate(eps=f.h_pre.eps), sinkhorn=sk,
+                       h_post=Gate(f.h_post.multiplier, f.h_post.eps))
+        out: dict[str, object] = {}
+        for name in _DECLARATIONS:
+            if name in from_formula:
+                out[name] = from_formula[name]
+            elif name != "formula" or f != flat:
+                out[name] = getattr(self, name)
+        return out
+
     def describe(self) -> dict[str, str]:
-        """Every field as text, for reports (``None`` iterations shows the assumed default)."""
+        """Every declaration (:meth:`declared`) as text, for reports (``None`` iterations shows
+        the assumed default)."""
         out: dict[str, str] = {}
-        for f in dataclasses.fields(self):
-            value = getattr(self, f.name)
-            if f.name == "sinkhorn_iterations" and value is None:
-                out[f.name] = f"{MHC_PAPER_ITERATIONS} (not declared; mHC paper default assumed)"
-            elif f.name in ("compute_dtype", "output_dtype") and value is None:
-                out[f.name] = "input dtype"
+        for name, value in self.declared().items():
+            if name == "sinkhorn_iterations" and value is None:
+                out[name] = f"{DEFAULT_ITERATIONS} (not declared; mHC paper default assumed)"
+            elif name in ("compute_dtype", "output_dtype") and value is None:
+                out[name] = "input dtype"
             else:
-                out[f.name] = str(value)
+                out[name] = str(value)
         return out
 
     @classmethod
     def from_mapping(cls, declared: Mapping[str, object]) -> Conventions:
-        """Conventions from a plain mapping with the field names above (a third party can
-        declare ``conventions = {"sinkhorn_exact_axis": "columns"}`` without importing the
-        kit). ``compute_dtype`` and ``output_dtype`` may be a ``torch.dtype`` or its name
-        (``"float32"``).
+        """Conventions from a plain mapping with the field names and constructor keywords
+        above (a third party can declare ``conventions = {"sinkhorn_exact_axis": "columns"}``
+        without importing the kit). ``compute_dtype`` and ``output_dtype`` may be a
+        ``torch.dtype`` or its name (``"float32"``).
 
         Raises:
-            ConventionsError: a key that is not a field (a typo must not be ignored), or a
-                value :class:`Conventions` rejects; the message names the key and the fields.
+            ConventionsError: a key that is not a field or keyword (a typo must not be
+                ignored), or a value :class:`Conventions` rejects; the message names the key
+                and the fields.
         """
-        names = [f.name for f in dataclasses.fields(cls)]
+        names = list(_DECLARATIONS)
         unknown = sorted(str(k) for k in declared if k not in names)
         if unknown:
             raise ConventionsError(
@@ -520,18 +532,13 @@ class Conventions:
                         f"impl.conventions: {key} {dtype!r} is not a torch dtype name")
                 values[key] = resolved
         try:
-            return cls(**values)  # type: ignore[arg-type]
+            return cls(**cast(dict[str, Any], values))
         except (TypeError, ValueError) as exc:
             raise ConventionsError(str(exc)) from exc
 
-    @property
-    def iterations(self) -> int:
-        """The declared Sinkhorn–Knopp rounds, or the mHC paper's 20 when not declared."""
-        return self.sinkhorn_iterations or MHC_PAPER_ITERATIONS
 
-
-MHC_PAPER_ITERATIONS: Final = 20
-"""t_max of mHC arXiv:2512.24880 Eq. 9."""
+_DECLARATIONS: Final[tuple[str, ...]] = tuple(Conventions.__dataclass_fields__)
+"""The fields and constructor keywords of :class:`Conventions`, in declaration order."""
 
 
 class ConventionsError(TypeError):
@@ -562,6 +569,67 @@ class Factory(Protocol):
     ) -> HyperConnectionImpl:
         """Build the sublayer ``layer_index`` with expansion rate ``n`` and hidden size ``d``."""
         ...
+
+
+def _with_keywords(f: Formula, sinkhorn_iterations: int | None,
+                   sinkhorn_exact_axis: Axis | None, sinkhorn_variant: Start | None,
+                   sinkhorn_additive_eps: float | None, sinkhorn_denominator_eps: float | None,
+                   sinkhorn_iterations_count: Count | None, h_pre_eps: float | None,
+                   h_post_eps: float | None, h_post_multiplier: float | None) -> Formula:
+    """``f`` with the fields the flat constructor keywords of :class:`Conventions` give (None:
+    not given) set, each checked with a message naming the keyword.
+
+    Raises:
+        ValueError: a keyword's value outside the allowed ones, or a count from the softmax
+            without a softmax start.
+    """
+    sk = f.sinkhorn
+    for name, given, allowed in (("sinkhorn_exact_axis", sinkhorn_exact_axis, AXES),
+                                 ("sinkhorn_variant", sinkhorn_variant, STARTS),
+                                 ("sinkhorn_iterations_count", sinkhorn_iterations_count,
+                                  COUNTS)):
+        if given is not None:
+            _one_of(name, given, allowed)
+    for name, value in (("sinkhorn_additive_eps", sinkhorn_additive_eps),
+                        ("sinkhorn_denominator_eps", sinkhorn_denominator_eps),
+                        ("h_pre_eps", h_pre_eps), ("h_post_eps", h_post_eps)):
+        if value is not None and (isinstance(value, bool) or not isinstance(
+                value, (int, float)) or not 0.0 <= value < 1.0):
+            raise ValueError(f"conventions.{name}: expected 0 <= eps < 1, got {value!r}")
+    multiplier = h_post_multiplier
+    if multiplier is not None and (isinstance(multiplier, bool) or not isinstance(
+            multiplier, (int, float)) or not (0.0 < multiplier < float("inf"))):
+        raise ValueError(
+            f"conventions.h_post_multiplier: expected a finite number > 0, got {multiplier!r}")
+    start = sk.start if sinkhorn_variant is None else sinkhorn_variant
+    count = sk.count if sinkhorn_iterations_count is None else sinkhorn_iterations_count
+    if count == "rounds_from_softmax" and start != "softmax":
+        raise ValueError("conventions.sinkhorn_iterations_count: 'rounds_from_softmax' "
+                         "needs sinkhorn_variant='softmax'")
+    iterations = sinkhorn_iterations
+    if iterations is not None and (
+        isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 1
+    ):
+        raise ValueError(
+            f"conventions.sinkhorn_iterations: expected an int >= 1 or None, "
+            f"got {iterations!r}"
+        )
+    sinkhorn = SinkhornSpec(
+        start, count, sk.exact_axis if sinkhorn_exact_axis is None else sinkhorn_exact_axis,
+        _given(sinkhorn_additive_eps, sk.additive_eps),
+        _given(sinkhorn_denominator_eps, sk.denominator_eps),
+        sk.iterations if iterations is None else iterations)
+    h_pre = Gate(f.h_pre.multiplier, _given(h_pre_eps, f.h_pre.eps), f.h_pre.activation)
+    h_post = Gate(_given(h_post_multiplier, f.h_post.multiplier),
+                  _given(h_post_eps, f.h_post.eps), f.h_post.activation)
+    if (sinkhorn, h_pre, h_post) == (sk, f.h_pre, f.h_post):
+        return f
+    return dataclasses.replace(f, sinkhorn=sinkhorn, h_pre=h_pre, h_post=h_post)
+
+
+def _given(value: float | None, otherwise: float) -> float:
+    """A constructor keyword's value when given, else the record's."""
+    return otherwise if value is None else value
 
 
 def _one_of(name: str, value: object, allowed: tuple[str, ...]) -> None:
@@ -693,7 +761,7 @@ def conventions_of(impl: object) -> Conventions:
             f"fields, got {type(declared).__name__}"
         )
     attribute = getattr(impl, "sinkhorn_iterations", None)
-    if conventions.sinkhorn_iterations is None and attribute is not None:
+    if conventions.formula.sinkhorn.iterations is None and attribute is not None:
         if isinstance(attribute, bool) or not isinstance(attribute, int) or attribute < 1:
             raise ConventionsError(
                 f"impl.sinkhorn_iterations: expected an int >= 1, got {attribute!r}")

@@ -114,9 +114,10 @@ class HyperConnection(nn.Module):
         "notes": "hcspec reference: branch receives x_in, reduce sums the streams",
     })
     """The conventions declared to the conformance kit, as a plain mapping of the fields of
-    ``hcspec.conformance.protocol.Conventions``: the branch receives ``x_in = h_preᵀ X`` itself
-    (the pre-norm lives inside the branch) and :meth:`reduce` sums the streams (HC's
-    ``1ᵀ X``). mHC adds its rounds through its ``sinkhorn_iterations`` attribute."""
+    the kit's ``Conventions`` (its ``protocol`` module): the branch receives ``x_in =
+    h_preᵀ X`` itself (the pre-norm lives inside the branch) and :meth:`reduce` sums the
+    streams (HC's ``1ᵀ X``). mHC adds its rounds through its ``sinkhorn_iterations``
+    attribute."""
     n: int
     d: int
     successor: Callable[[int], HyperConnection] | None = None

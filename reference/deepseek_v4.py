@@ -78,8 +78,9 @@ class DeepSeekV4HyperConnection(published.Published, HyperConnection):
             "notes": ("hcspec reference DeepSeek-V4 mHC from hc_fn/hc_scale/hc_base: "
                       "H_res = combᵀ; reduce sums the streams")})
 
-    formula: published.DeepSeekV4Formula = published.PUBLISHED_DEEPSEEK_V4
-    """The formulas computed (the published ones; a test's mutant changes one field)."""
+    formula: published.Formula | None = None
+    """The step record computed (None: the published one at this module's settings; a test's
+    mutant sets another, :func:`hcspec.reference.published.formula` with a field changed)."""
 
     def _weights(self, x: torch.Tensor) -> Weights:
         # float16/bfloat16 states: the weights are computed in float32 (as DeepSeek-V4 does;

@@ -5,13 +5,14 @@ hyper-connected sublayer, and the formulas that turn those tensors and the strea
 ``X [B, T, n, d]`` into the per-token weights. Each one maps onto this project's row form
 ``X' = H_res X + h_post F(h_preᵀ X)ᵀ`` (spec theorems ``published.*``), so one step is
 :func:`step`: :func:`weights` then :func:`hcspec.reference.connection.apply_connection`.
-The formulas (:class:`Layout`, :class:`DeepSeekV4Formula`, :func:`weights`) live in
-:mod:`hcspec.conformance.published_formulas` and are re-exported here.
+The formulas (:class:`Layout`, :func:`weights`) live in the formulas layer,
+:mod:`hcspec.formulas.published`, and are re-exported here.
 
 The formulas of every layout (``deepseek-v4``, ``mhc-paper``, ``hc-static``, ``hc-dynamic``),
 each written out with its tensors, settings and paper equations, are stated once in
-:mod:`hcspec.conformance.published_formulas`'s docstring; :class:`DeepSeekV4Formula` there
-names each place an implementation can depart from the DeepSeek-V4 one.
+:mod:`hcspec.formulas.published`'s docstring; a step's record,
+:class:`~hcspec.spec.record.Formula` (the published ones: :func:`formula`), names each place an
+implementation can depart from the DeepSeek-V4 one.
 
 Dtype/device: every function computes in the dtype and on the device of ``x`` (parameters are
 cast to it), so float64 inputs give the float64 oracle the kit compares with; gradients flow
@@ -27,41 +28,45 @@ from typing import Any, ClassVar
 
 import torch
 
-# The layouts' formulas are stated once, by the conformance kit (its oracle for the published
-# family); the reference re-exports them and runs them through its own connection.
-from hcspec.conformance.published_formulas import (
+# The layouts' formulas are stated once, in the formulas layer (also the conformance kit's
+# oracle for the published family); the reference re-exports them and runs them through its
+# own connection.
+from hcspec.formulas.published import (
     LAYOUTS,
-    PUBLISHED_DEEPSEEK_V4,
-    DeepSeekV4Formula,
     Layout,
     Parameters,
     check_parameters,
-    deepseek_v4_parts,
+    deepseek_v4_logits,
     layout,
     weights,
 )
 from hcspec.reference.connection import Branch, Weights, apply_connection
 from hcspec.spec.published import (
     DEEPSEEK_V4,
+    DEEPSEEK_V4_FORMULA,
     HC_DYNAMIC,
     HC_STATIC,
     MHC_PAPER,
     PARAMETERIZATIONS,
     SOURCES,
+    formula,
 )
+from hcspec.spec.record import Formula
 
 __all__ = [
-    "DEEPSEEK_V4", "HC_DYNAMIC", "HC_STATIC", "LAYOUTS", "MHC_PAPER", "PARAMETERIZATIONS",
-    "PUBLISHED_DEEPSEEK_V4", "SOURCES", "Branch", "DeepSeekV4Formula", "Layout", "NameMap",
-    "Parameters", "Published", "Weights", "check_parameters", "deepseek_v4_parts", "layout",
+    "DEEPSEEK_V4", "DEEPSEEK_V4_FORMULA", "HC_DYNAMIC", "HC_STATIC", "LAYOUTS", "MHC_PAPER",
+    "PARAMETERIZATIONS", "SOURCES", "Branch", "Formula", "Layout", "NameMap", "Parameters",
+    "Published", "Weights", "check_parameters", "deepseek_v4_logits", "formula", "layout",
     "step", "weights",
 ]
 
 
 def step(name: str, params: Parameters, x: torch.Tensor, branch: Branch,
-         formula: DeepSeekV4Formula = PUBLISHED_DEEPSEEK_V4) -> torch.Tensor:
+         formula: Formula | None = None) -> torch.Tensor:
     """One step of layout ``name``: ``X' = H_res X + h_post F(h_preᵀ X)ᵀ`` with
-    :func:`weights`; ``x [B,T,n,d] -> [B,T,n,d]`` in ``x``'s dtype; ``branch`` called once.
+    :func:`weights` (``formula``: an mHC layout's record, None: the layout's own at the
+    settings of ``params``); ``x [B,T,n,d] -> [B,T,n,d]`` in ``x``'s dtype; ``branch`` called
+    once.
 
     Raises:
         as :func:`weights` and :func:`hcspec.reference.connection.apply_connection`.

@@ -39,10 +39,10 @@ import torch.distributed as dist
 from torch import nn
 
 # The layout is the kit's (one statement, see that module); re-exported here.
-from hcspec.conformance.sharding_layout import SPLITS as SPLITS
-from hcspec.conformance.sharding_layout import Split as Split
-from hcspec.conformance.sharding_layout import local_chunk as local_chunk
-from hcspec.conformance.sharding_layout import split_axis as split_axis
+from hcspec.formulas.sharding import SPLITS as SPLITS
+from hcspec.formulas.sharding import Split as Split
+from hcspec.formulas.sharding import local_chunk as local_chunk
+from hcspec.formulas.sharding import split_axis as split_axis
 from hcspec.reference.connection import Branch, HyperConnection, Weights, apply_connection
 from hcspec.reference.dynamic import DynamicHyperConnection
 from hcspec.reference.manifold import ManifoldHyperConnection

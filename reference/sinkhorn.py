@@ -11,15 +11,9 @@ from __future__ import annotations
 import torch
 
 # The declared variants as formulas (plain domain, for checking at identical logits) are
-# stated once, by the conformance kit, which checks targets against them; re-exported here.
-from hcspec.conformance.sinkhorn_formulas import (
-    AXES,
-    COUNTS,
-    DEFAULT_ITERATIONS,
-    STARTS,
-    Axis,
-    Count,
-    Start,
+# stated once, in the formulas layer beneath the reference and the conformance kit (which
+# checks targets against them); re-exported here with the spec's record of a variant.
+from hcspec.formulas.sinkhorn import (
     check_arguments,
     fixed_point_vjp,
     normalisation_order,
@@ -28,9 +22,19 @@ from hcspec.conformance.sinkhorn_formulas import (
     sinkhorn_variant,
     softmax_axis,
 )
+from hcspec.spec.record import (
+    AXES,
+    COUNTS,
+    DEFAULT_ITERATIONS,
+    STARTS,
+    Axis,
+    Count,
+    SinkhornSpec,
+    Start,
+)
 
 __all__ = [
-    "AXES", "COUNTS", "DEFAULT_ITERATIONS", "STARTS", "Axis", "Count", "Start",
+    "AXES", "COUNTS", "DEFAULT_ITERATIONS", "STARTS", "Axis", "Count", "SinkhornSpec", "Start",
     "check_arguments", "fixed_point_vjp", "normalisation_order", "normalise", "positive_start",
     "sinkhorn_knopp", "sinkhorn_variant", "softmax_axis", "working_precision",
 ]

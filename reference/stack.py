@@ -31,7 +31,7 @@ class HyperConnectionStack(nn.Module):
     """``L`` consecutive hyper-connected sublayers: ``stack(x, branches) -> X_L``.
 
     Attributes ``n``, ``d``, ``layers`` and ``kind`` and the methods follow the ``Stack`` of
-    the conformance kit's protocol (``hcspec.conformance.protocol.Stack``).
+    the conformance kit's protocol (its ``protocol.Stack``).
 
     Args:
         sublayers: the sublayers in order (each with its own parameters; the stack registers

@@ -1,7 +1,7 @@
 """Factories in the conformance kit's target form, one per connection kind.
 
 Each is ``make(n, d, *, layer_index=0, dtype=torch.float64, device="cpu", seed=0) -> module``
-(the kit's protocol, :mod:`hcspec.conformance.protocol`); the modules provide ``n``, ``d``,
+(the conformance kit's protocol module, ``protocol``); the modules provide ``n``, ``d``,
 ``kind``, ``forward``, ``weights``, ``expand``, ``reduce`` and ``parameters`` directly, and
 mHC also declares ``sinkhorn_iterations``; ``module.stack(L)`` (the kit's ``stack`` capability)
 runs L consecutive sublayers with a carried pre-mix, sublayer k being what the factory builds

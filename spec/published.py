@@ -1,15 +1,24 @@
 """The names of the published parameterizations: the parameter layouts that checkpoints and
 papers use, each defining one step of a hyper-connected sublayer from its own tensors.
 
+Also each layout's settings and their published defaults (:data:`SETTINGS`), and the
+:class:`~hcspec.spec.record.Formula` the two mHC layouts state at given settings
+(:func:`formula`): the record every reader of a published step's degrees of freedom uses.
+
 Pure data (no sympy, no torch) so that the kit's declarations and ``Conventions`` can name a
-layout without importing either. The formulas are in :mod:`hcspec.reference.published` (the
-readable PyTorch form) and :mod:`hcspec.spec.theorems.published` (the theorems that each
-step, under its mapping, is the spec's closed form ``X' = H_res X + h_post F(h_preᵀ X)ᵀ``).
+layout without importing either. The formulas are in :mod:`hcspec.formulas.published` (the
+PyTorch statement, which the reference and the kit share) and
+:mod:`hcspec.spec.theorems.published` (the theorems that each step, under its mapping, is the
+spec's closed form ``X' = H_res X + h_post F(h_preᵀ X)ᵀ``; the DeepSeek-V4 one reads its gates
+and orientation from :data:`DEEPSEEK_V4_FORMULA`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Final, Literal
+
+from hcspec.spec.record import Formula, Gate, SinkhornSpec
 
 Parameterization = Literal["deepseek-v4", "mhc-paper", "hc-static", "hc-dynamic"]
 
@@ -31,3 +40,70 @@ SOURCES: Final[dict[str, str]] = {
     HC_DYNAMIC: "HC arXiv:2409.19606 §2.3, Eq. 10-13 (B, A_m, A_r; W_β, W_m, W_r; s_α, s_β)",
 }
 """Where each parameterization's formulas come from."""
+
+SETTINGS: Final[dict[str, dict[str, float]]] = {
+    DEEPSEEK_V4: {"hc_eps": 1e-6, "norm_eps": 1e-6, "sinkhorn_iters": 20},
+    MHC_PAPER: {"norm_eps": 1e-6, "sinkhorn_iters": 20},
+    HC_STATIC: {},
+    HC_DYNAMIC: {"norm_eps": 1e-5},
+}
+"""Each layout's settings (plain numbers a checkpoint may carry) and their published defaults."""
+
+
+def formula(name: str, settings: Mapping[str, object] | None = None) -> Formula | None:
+    """The step record layout ``name`` states, at ``settings`` (missing ones: the defaults of
+    :data:`SETTINGS`; entries that are not settings are ignored), or None for the HC layouts
+    (no Sinkhorn–Knopp, no gates).
+
+    ``deepseek-v4``: ``h_pre = σ(·) + hc_eps``, ``h_post = 2σ(·)``, ``comb`` the
+    ``softmax``-first variant counted from the softmax, ``columns`` of ``comb`` normalised
+    last, ``hc_eps`` after the softmax and in every denominator, ``sinkhorn_iters`` rounds,
+    ``H_res = combᵀ`` (``transposed``). ``mhc-paper``: mHC Eq. 8–9 (σ, 2σ, ``exp``,
+    ``sinkhorn_iters`` column-then-row rounds).
+
+    Raises:
+        ValueError: an unknown layout, or settings the record rejects (an eps outside
+            [0, 1), ``sinkhorn_iters < 1``).
+    """
+    if name not in SETTINGS:
+        raise ValueError(f"unknown published parameterization {name!r}; "
+                         f"known: {', '.join(PARAMETERIZATIONS)}")
+    given = dict(settings or {})
+
+    def setting(key: str) -> float:
+        value = given.get(key, SETTINGS[name][key])
+        if not isinstance(value, (int, float)):
+            raise ValueError(f"published {name}: setting {key!r} must be a number, got "
+                             f"{value!r}")
+        return float(value)
+
+    if name == DEEPSEEK_V4:
+        return deepseek_v4_formula(setting("hc_eps"), int(setting("sinkhorn_iters")))
+    if name == MHC_PAPER:
+        return mhc_paper_formula(int(setting("sinkhorn_iters")))
+    return None
+
+
+def deepseek_v4_formula(hc_eps: float = 1e-6, sinkhorn_iters: int = 20) -> Formula:
+    """DeepSeek-V4's step (:func:`formula`) at ``hc_eps`` and ``sinkhorn_iters``.
+
+    Raises:
+        ValueError: ``hc_eps`` outside [0, 1) or ``sinkhorn_iters < 1``.
+    """
+    return Formula(h_pre=Gate(1.0, hc_eps), h_post=Gate(2.0),
+                   sinkhorn=SinkhornSpec("softmax", "rounds_from_softmax", "columns", hc_eps,
+                                         hc_eps, sinkhorn_iters),
+                   transposed=True)
+
+
+def mhc_paper_formula(sinkhorn_iters: int = 20) -> Formula:
+    """The mHC paper's step (Eq. 8–9, :func:`formula`) with ``sinkhorn_iters`` rounds.
+
+    Raises:
+        ValueError: ``sinkhorn_iters < 1``.
+    """
+    return Formula(sinkhorn=SinkhornSpec(iterations=sinkhorn_iters))
+
+
+DEEPSEEK_V4_FORMULA: Final = deepseek_v4_formula()
+"""DeepSeek-V4's step at its published settings (``hc_eps = 1e-6``, 20 iterations)."""

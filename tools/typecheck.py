@@ -1,8 +1,10 @@
 """``python -m tools.typecheck``: shorthand for the direct call, from the repository root,
-``python -m mypy --strict -p hcspec.spec -p hcspec.reference -p hcspec.conformance``.
+``python -m mypy --strict -p hcspec.spec -p hcspec.formulas -p hcspec.reference
+-p hcspec.conformance``.
 
 Nothing is rebuilt or linked here: ``src/hcspec`` holds the layers under their installed names
-(symbolic links to the top-level folders) and pyproject's ``mypy_path`` points mypy at ``src``.
+(symbolic links to the top-level folders, and the formulas layer itself) and pyproject's
+``mypy_path`` points mypy at ``src``.
 Extra arguments go to mypy. Exit status: mypy's.
 """
 
@@ -13,11 +15,11 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-LAYERS = ("spec", "reference", "conformance")
+LAYERS = ("spec", "formulas", "reference", "conformance")
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run mypy --strict on the three layers as ``hcspec.<layer>``; returns mypy's exit code."""
+    """Run mypy --strict on the four layers as ``hcspec.<layer>``; returns mypy's exit code."""
     command = [sys.executable, "-m", "mypy", "--strict",
                *(arg for layer in LAYERS for arg in ("-p", f"hcspec.{layer}")),
                *(sys.argv[1:] if argv is None else argv)]

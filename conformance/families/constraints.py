@@ -40,11 +40,11 @@ perturbations."""
 
 def _sums(ctx: Context, H: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """(sums along the exactly normalised axis, sums along the other axis), ``[..., n]``."""
-    return axis_sums(H, ctx.conventions.sinkhorn_exact_axis)
+    return axis_sums(H, ctx.conventions.formula.sinkhorn.exact_axis)
 
 
 def _axis_names(ctx: Context) -> tuple[str, str]:
-    return by_exact_axis(ctx.conventions.sinkhorn_exact_axis, "row", "column")
+    return by_exact_axis(ctx.conventions.formula.sinkhorn.exact_axis, "row", "column")
 
 
 def other_axis_convergence(ctx: Context, w: MHCWeights) -> tuple[torch.Tensor, list[str]]:
@@ -61,7 +61,7 @@ def other_axis_convergence(ctx: Context, w: MHCWeights) -> tuple[torch.Tensor, l
     if ctx.conventions.residual_mixing == "identity":
         zero = torch.zeros(w.H_res.shape[:-2], dtype=torch.float64)
         return zero, ["declared residual_mixing='identity': H_res = I exactly"] * zero.numel()
-    iterations = ctx.conventions.iterations
+    iterations = ctx.conventions.formula.sinkhorn.effective_iterations
     conv = rules.sinkhorn_convergence(w.H_res, iterations)
     delta = metrics.projective_diameter(w.H_res).flatten().tolist()
     return conv, [f"bound for {iterations} Sinkhorn–Knopp rounds at projective diameter "
@@ -170,7 +170,7 @@ def check_exact_axis(ctx: Context, case: Case) -> None:
     tol = ctx.record.allowance(n=case.n, probed=w.probed).allowance
     ctx.record.expect(f"max |H_res {name} sum − 1| ({w.source}, exact axis)",
                       float((exact - 1).abs().max()), n=case.n, probed=w.probed,
-                      hint=sums_pattern(w.H_res, ctx.conventions.sinkhorn_exact_axis, tol))
+                      hint=sums_pattern(w.H_res, ctx.conventions.formula.sinkhorn.exact_axis, tol))
 
 
 @declare(
@@ -197,7 +197,8 @@ def check_other_axis(ctx: Context, case: Case) -> None:
     e = float(err.flatten()[worst])
     exact = ctx.record.allowance(n=case.n, probed=w.probed, convergence=0.0).allowance
     ctx.record.expect(f"max |H_res {name} sum − 1| ({w.source})", e, detail=why[worst],
-                      hint=sums_pattern(w.H_res, ctx.conventions.sinkhorn_exact_axis, exact),
+                      hint=sums_pattern(w.H_res, ctx.conventions.formula.sinkhorn.exact_axis,
+                                        exact),
                       **_other_axis_given(conv, w, case.n, worst))
 
 
@@ -214,7 +215,7 @@ def check_h_pre_range(ctx: Context, case: Case) -> None:
                        "h_pre is not identifiable by probing under the declared branch input "
                        f"{ctx.conventions.branch_input!r} (needs the weights capability)")
     assert w.h_pre is not None
-    eps = ctx.conventions.h_pre_eps
+    eps = ctx.conventions.formula.h_pre.eps
     low, high = eps, 1.0 + eps
     outside = max(0.0, low - float(w.h_pre.min()), float(w.h_pre.max()) - high)
     ctx.record.expect(f"H_pre distance outside [{low:g}, {high:.7g}] ({w.source})", outside,
@@ -231,7 +232,7 @@ def check_h_post_range(ctx: Context, case: Case) -> None:
     """H_post ∈ [0, 2] (2σ, mHC Eq. 8); with a declared ``h_post_eps`` (``c·σ(·) + eps``)
     H_post ∈ [eps, 2 + eps]."""
     w = MHCWeights(ctx, ctx.build.make(case), ctx.inputs.state(case), case)
-    eps = ctx.conventions.h_post_eps
+    eps = ctx.conventions.formula.h_post.eps
     low, high = eps, 2.0 + eps
     outside = max(0.0, low - float(w.h_post.min()), float(w.h_post.max()) - high)
     ctx.record.expect(f"H_post distance outside [{low:g}, {high:.7g}] ({w.source})", outside,
@@ -305,7 +306,7 @@ def check_h_post_span(ctx: Context, case: Case) -> None:
       range either way: it is :class:`Inconclusive`, not counted as evidence. A property
       with no conclusive case is reported not applicable, "not demonstrated", never passed.
     """
-    multiplier = ctx.conventions.h_post_multiplier
+    multiplier = ctx.conventions.formula.h_post.multiplier
     sigma = " — H_post = σ, missing the factor 2" if multiplier == 1 else ""
     ctx.record.require(
         multiplier == 2.0,
@@ -313,7 +314,7 @@ def check_h_post_span(ctx: Context, case: Case) -> None:
         f"the paper's 2σ (mHC Eq. 8){sigma} (a declared deviation still fails; list it in an "
         "expected-failures file to accept it)",
         hint="known bug class: H_post saturates at 1 (σ instead of 2σ)" if sigma else None)
-    eps = ctx.conventions.h_post_eps
+    eps = ctx.conventions.formula.h_post.eps
     x = ctx.inputs.state(case)
     init = MHCWeights(ctx, ctx.build.make(case, perturb=False), x, case).h_post.flatten()
     values: list[torch.Tensor] = []
@@ -372,7 +373,7 @@ def check_stream_sum(ctx: Context, case: Case) -> None:
     drift = (out.sum(dim=-2) - X.sum(dim=-2)).abs()  # [B, T, d]
     mass = X.abs().sum(dim=-2).clamp_min(1.0)  # Σ_j |X_jk| bounds |(1ᵀH − 1ᵀ) X_k| / col error
     rel = (drift / mass).amax(dim=-1)  # [B, T]
-    if ctx.conventions.sinkhorn_exact_axis == "columns":  # then 1ᵀ H = 1ᵀ is the exact axis
+    if ctx.conventions.formula.sinkhorn.exact_axis == "columns":  # then 1ᵀ H = 1ᵀ is the exact axis
         conv = torch.zeros_like(rel)
         why = ["the column sums are the exact axis"] * conv.numel()
     else:
@@ -384,7 +385,7 @@ def check_stream_sum(ctx: Context, case: Case) -> None:
     exact = ctx.record.allowance(n=case.n, probed=w.probed, convergence=0.0, mixing=True)
     ctx.record.expect("max |1ᵀX' − 1ᵀX| / Σ|X| with F ≡ 0", float(rel.flatten()[worst]),
                       detail=f"bounded by the column error of H_res ({why[worst]})",
-                      hint=sums_pattern(w.H_res, ctx.conventions.sinkhorn_exact_axis,
+                      hint=sums_pattern(w.H_res, ctx.conventions.formula.sinkhorn.exact_axis,
                                         exact.allowance),
                       **_other_axis_given(conv, w, case.n, worst, mixing=True))
 
@@ -412,7 +413,7 @@ def check_nonexpansive(ctx: Context, case: Case) -> None:
     exact = ctx.record.allowance(n=case.n, probed=w.probed, convergence=0.0, mixing=True)
     ctx.record.expect("max ‖X'_k‖/‖X_k‖ − 1 with F ≡ 0", max(0.0, float(gain.flatten()[worst]) - 1),
                       detail=why[worst],
-                      hint=sums_pattern(w.H_res, ctx.conventions.sinkhorn_exact_axis,
+                      hint=sums_pattern(w.H_res, ctx.conventions.formula.sinkhorn.exact_axis,
                                         exact.allowance),
                       **_other_axis_given(conv, w, case.n, worst, mixing=True, norm=True))
 
@@ -445,7 +446,7 @@ def check_extreme(ctx: Context, case: Case) -> None:
     tol = ctx.record.allowance(n=case.n, probed=w.probed).allowance
     ctx.record.expect("max |exact-axis sum − 1|", float((exact - 1).abs().max()),
                       n=case.n, probed=w.probed,
-                      hint=sums_pattern(w.H_res, ctx.conventions.sinkhorn_exact_axis, tol))
+                      hint=sums_pattern(w.H_res, ctx.conventions.formula.sinkhorn.exact_axis, tol))
     smallest = float(other.min())
     ctx.record.require(smallest > slack,
                 f"an H_res {_axis_names(ctx)[1]} sums to {smallest:.3g}: a stream is dropped "

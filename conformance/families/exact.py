@@ -133,7 +133,7 @@ def _declared_eps(ctx: Context) -> tuple[float, float]:
     ``n``-independent part of Sinkhorn–Knopp's ``additive_eps + denominator_eps`` (0 when the
     declared formulas have none: the bit-exact checks apply)."""
     c = ctx.conventions
-    return c.h_pre_eps, c.sinkhorn_additive_eps + c.sinkhorn_denominator_eps
+    return c.formula.h_pre.eps, c.formula.sinkhorn.additive_eps + c.formula.sinkhorn.denominator_eps
 
 
 def _near(h: torch.Tensor, eps: float, n: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -165,7 +165,7 @@ def _near_permutation(H: torch.Tensor, eps: float) -> tuple[torch.Tensor, torch.
 def _never_reached(ctx: Context, what: str) -> str:
     """Why no token reached the exact pattern, per declared variant."""
     c = ctx.conventions
-    if what == "H_res" and c.sinkhorn_variant == "sigmoid":
+    if what == "H_res" and c.formula.sinkhorn.start == "sigmoid":
         return ("declared sinkhorn_variant='sigmoid': σ(·) + ε saturates every entry of the "
                 "start to {ε, 1 + ε}, so its rows are not one-hot and no normalisation makes a "
                 "permutation: this target's H_res is never exact, whatever its logits")
@@ -368,7 +368,7 @@ def check_cancelling_streams(ctx: Context, case: Case) -> None:
                            f"{expected})")
     if not seen:
         variant = (f" ({_never_reached(ctx, 'H_res')})"
-                   if ctx.conventions.sinkhorn_variant == "sigmoid" else "")
+                   if ctx.conventions.formula.sinkhorn.start == "sigmoid" else "")
         raise Inconclusive("no token's reported weights have h_pre exactly one-hot, H_res "
                            "exactly a permutation and the matching h_post a power of two"
                            + (" (up to the declared ε)" if near else "") + variant)

@@ -152,14 +152,15 @@ def check_constraints(ctx: Context, case: Case) -> None:
     where = f"({w.source}) at {_where(case)}"
     ctx.record.expect(f"most negative H_res entry {where}", max(0.0, -float(w.H_res.min())),
                       rule=rules.RANGE_SLACK, probed=w.probed)
-    axis = ctx.conventions.sinkhorn_exact_axis
+    axis = ctx.conventions.formula.sinkhorn.exact_axis
     exact, other = axis_sums(w.H_res, axis)
     exact_name, other_name = by_exact_axis(axis, "row", "column")
     ctx.record.expect(f"max |H_res {exact_name} sum − 1| {where}",
                       float((exact - 1).abs().max()), rule=rules.EXACT_AXIS, n=case.n,
                       probed=w.probed)
     err = (other - 1).abs().amax(dim=-1)
-    conv = rules.sinkhorn_convergence(w.H_res, ctx.conventions.iterations)
+    conv = rules.sinkhorn_convergence(w.H_res,
+                                      ctx.conventions.formula.sinkhorn.effective_iterations)
     bound = rules.other_axis_allowances(ctx.precision, conv, case.n, w.probed)
     excess = int(torch.argmax((err - bound).flatten()))
     worst_row = w.H_res.flatten(0, -3)[excess]
@@ -168,9 +169,9 @@ def check_constraints(ctx: Context, case: Case) -> None:
                       detail=f"{other_name} sums of the worst token: "
                              f"{[round(float(v), 4) for v in axis_sums(worst_row, axis)[1]]}",
                       n=case.n, probed=w.probed, convergence=float(conv.flatten()[excess]))
-    c = ctx.conventions
-    for name, values, top in (("H_pre", w.h_pre, 1.0 + c.h_pre_eps),
-                              ("H_post", w.h_post, c.h_post_multiplier + c.h_post_eps)):
+    f = ctx.conventions.formula
+    for name, values, top in (("H_pre", w.h_pre, f.h_pre.multiplier + f.h_pre.eps),
+                              ("H_post", w.h_post, f.h_post.multiplier + f.h_post.eps)):
         if values is None:
             continue
         outside = max(0.0, -float(values.min()), float(values.max()) - top)

@@ -2,30 +2,31 @@
 declared Sinkhorn–Knopp variant and gates applied to its own pre-activation logits, at
 identical parameters, and its Sinkhorn backward is the declared one.
 
-The kit reads ``H̃_pre, H̃_post, H̃_res`` from ``logits(x)``, applies the declared variant in
-float64 with the kit's formulas of the spec's ``mhc.sinkhorn_variants``
-(:func:`hcspec.conformance.sinkhorn_formulas.sinkhorn_variant`, which the reference imports)
+The kit reads ``H̃_pre, H̃_post, H̃_res`` from ``logits(x)``, applies the declared step record
+(``conventions.formula``) in float64 with the formulas layer's statement of the spec's
+``mhc.sinkhorn_variants`` (:func:`hcspec.formulas.mhc.h_res`, which the reference uses too)
 and compares with the target's ``h_pre, h_post, H_res`` (reported, else probed). On a
 mismatch it searches the variants it knows (start exp / softmax / sigmoid, order, eps,
-iteration count, Hᵀ; the post multiplier) and names the one the target matches. The gradient
-check compares the target's ``∂⟨G, H_res⟩/∂x`` with the kit's unrolled gradient of the
-truncated forward, or, declared ``sinkhorn_gradient="implicit"``, with the fixed-point
-gradient (:func:`hcspec.conformance.sinkhorn_formulas.fixed_point_vjp`), chained through the
-target's own ``logits(x)`` (:mod:`hcspec.conformance.properties.sinkhorn_variant`).
+iteration count, Hᵀ; the post multiplier) with the kit's divergence search
+(:func:`hcspec.conformance.properties.sinkhorn_variant.diagnose`, with the search shared with
+the published family, :func:`hcspec.conformance.properties.divergence.nearest`) and names the
+one the target matches. The gradient check compares the target's ``∂⟨G, H_res⟩/∂x`` with the
+kit's unrolled gradient of the truncated forward, or, declared
+``sinkhorn_gradient="implicit"``, with the fixed-point gradient
+(:func:`hcspec.formulas.sinkhorn.fixed_point_vjp`), chained through the target's own
+``logits(x)`` (:mod:`hcspec.conformance.properties.sinkhorn_variant`).
 docs/conformance.md ("Declared Sinkhorn variant") explains the search.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import itertools
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import torch
 
-from hcspec.conformance import metrics, rules, salts, sinkhorn_formulas, strategies
+from hcspec.conformance import metrics, rules, salts, strategies
 from hcspec.conformance.properties import precision
 from hcspec.conformance.properties.base import Context, Inconclusive, f64
 from hcspec.conformance.properties.cases import Case, Cases, shift
@@ -38,89 +39,29 @@ from hcspec.conformance.properties.requirements import (
     kinds,
 )
 from hcspec.conformance.properties.sinkhorn_variant import (
-    Variant,
+    declared,
+    describe,
+    diagnose,
     gradient_errors,
     target_logits,
 )
 from hcspec.conformance.protocol import (
     LOGITS,
     WEIGHTS,
-    Conventions,
     HyperConnectionImpl,
 )
+from hcspec.formulas import mhc
+from hcspec.spec.record import Formula, Gate
 
 BASE = ("shape.output", "shape.branch_once")
 REQUIRES = (kinds("mhc"), capability(LOGITS), WEIGHTS_OR_PROBING)
 CASES = Cases(d_more_than_n=True, min_n=2, perturbations=(0.3, 1.0), extreme_scales=False)
 """Perturbed parameters (logits spread enough that iteration counts and orders differ),
 d > n (the weights may be probed)."""
-SEARCH_ITERATIONS = 64
-"""Iteration counts the diagnosis tries (1 … this, and the declared count)."""
-COMMON_EPS = (0.0, 1e-6)
-"""The eps values the diagnosis tries besides the declared ones."""
-
-
 def _examples(ctx: Context) -> list[Case]:
     return shift(ctx, [Case(2, 3, 4, 8, seed=0, perturb=1.0),
                        Case(2, 2, 3, 7, seed=1, perturb=1.0, layer_index=2),
                        Case(1, 3, 2, 5, seed=2, perturb=0.3)])
-
-
-def _structures(declared: Variant) -> Iterator[Variant]:
-    """Every variant the diagnosis tries at the declared iteration count."""
-    eps_pairs = {(declared.additive_eps, declared.denominator_eps)}
-    eps_pairs |= {(a, b) for a in COMMON_EPS for b in COMMON_EPS}
-
-    def declared_first(values: tuple[str, ...], value: str) -> list[str]:
-        return sorted(values, key=lambda v: v != value)
-
-    for start, count, axis, (add, den), transposed, flipped in itertools.product(
-            declared_first(sinkhorn_formulas.STARTS, declared.start),
-            declared_first(sinkhorn_formulas.COUNTS, declared.count),
-            declared_first(sinkhorn_formulas.AXES, declared.exact_axis), sorted(eps_pairs),
-            (False, True), (False, True)):
-        if count == "rounds_from_softmax" and start != "softmax":
-            continue
-        yield Variant(start, count, axis, add, den, declared.iterations, transposed, flipped)
-
-
-def diagnose(H: torch.Tensor, logits: torch.Tensor, declared: Variant,
-             tol: float) -> str:
-    """Which known variant the target's ``H`` matches (its differences from ``declared``), or
-    the closest one when none is within ``tol``."""
-    errors: dict[Variant, float] = {}
-
-    def error(v: Variant) -> float:
-        if v not in errors:
-            errors[v] = metrics.scaled_error(H, v.apply(logits))
-        return errors[v]
-
-    def rank(v: Variant) -> tuple[bool, int, float]:
-        return (not error(v) <= tol, v.distance(declared), error(v))
-
-    recounted = [dataclasses.replace(declared, iterations=t)
-                 for t in range(1, SEARCH_ITERATIONS + 1)]
-    best = min([*_structures(declared), *recounted], key=rank)
-    if error(best) > tol:  # nothing matches at one difference: another structure, recounted
-        best = min([dataclasses.replace(best, iterations=t)
-                    for t in range(1, SEARCH_ITERATIONS + 1)], key=rank)
-    found = error(best)
-    if not found <= tol:
-        return (f"H_res matches no variant the kit knows; the closest is {best.describe()} "
-                f"(error {found:.3g})")
-    counts = [t for t in range(1, SEARCH_ITERATIONS + 1)
-              if error(dataclasses.replace(best, iterations=t)) <= tol]
-    if declared.iterations in counts:
-        best = dataclasses.replace(best, iterations=declared.iterations)
-    elif counts:
-        best = dataclasses.replace(best, iterations=counts[0])
-    found = error(best)
-    text = f"H_res matches {best.differences(declared)} ({best.describe()}; error {found:.3g})"
-    if len(counts) > 1 and best.iterations != declared.iterations:
-        text += (f"; every count from {counts[0]} to {counts[-1]} matches (converged on this "
-                 "case)" if counts == list(range(counts[0], counts[-1] + 1)) else
-                 f"; the counts {counts} match")
-    return text
 
 
 def _probed_factor(w: MHCWeights, n: int) -> int:
@@ -175,33 +116,34 @@ def check_h_res(ctx: Context, case: Case) -> None:
     with torch.no_grad():
         pre, post, logits = (f64(t) for t in target_logits(impl, x))
     w = MHCWeights(ctx, impl, x, case)
-    declared = Variant.declared(ctx.conventions)
-    want = declared.apply(logits)
+    f = declared(ctx)
+    want = mhc.h_res(f, logits)
     given: dict[str, Any] = {"factor": float(_probed_factor(w, case.n)),
                                       "oracle": None}
     if precision.low_precision(ctx):
-        gates = _declared_gates(ctx.conventions)
+        gates = _declared_gates(f)
         given = _variant_tols(ctx, w, x, case, (gates[0](pre), gates[1](post), want), (
             _in_precision(ctx, gates[0], pre), _in_precision(ctx, gates[1], post),
-            _in_precision(ctx, declared.apply, logits)))[2]
+            _in_precision(ctx, _h_res_of(f), logits)))[2]
     tol = ctx.record.allowance(**given).allowance
     err = metrics.scaled_error(w.H_res, want)
-    detail = diagnose(w.H_res, logits, declared, tol) if not err <= tol else ""
-    ctx.record.expect(f"H_res ({w.source}) vs the declared variant ({declared.describe()}) "
+    detail = diagnose(w.H_res, logits, f, tol) if not err <= tol else ""
+    ctx.record.expect(f"H_res ({w.source}) vs the declared variant ({describe(f)}) "
                       "at the target's logits", err, detail=detail, **given)
 
 
-def _declared_gates(c: Conventions) -> tuple[Callable[[torch.Tensor], torch.Tensor],
-                                              Callable[[torch.Tensor], torch.Tensor]]:
-    """The declared ``H_pre = σ(H̃_pre) + eps`` and ``H_post = c·σ(H̃_post) + eps`` (mHC Eq. 8),
-    in the dtype of the logits."""
-    def gate_pre(t: torch.Tensor) -> torch.Tensor:
-        return torch.sigmoid(t) + c.h_pre_eps
+OfLogits = Callable[[torch.Tensor], torch.Tensor]
 
-    def gate_post(t: torch.Tensor) -> torch.Tensor:
-        return c.h_post_multiplier * torch.sigmoid(t) + c.h_post_eps
 
-    return gate_pre, gate_post
+def _h_res_of(f: Formula) -> OfLogits:
+    """``H_res`` of ``f`` as a function of the logits (:func:`hcspec.formulas.mhc.h_res`)."""
+    return lambda logits: mhc.h_res(f, logits)
+
+
+def _declared_gates(f: Formula) -> tuple[OfLogits, OfLogits]:
+    """The declared ``H_pre = σ(H̃_pre) + eps`` and ``H_post = c·σ(H̃_post) + eps`` (mHC Eq. 8,
+    :func:`hcspec.formulas.mhc.gate`), in the dtype of the logits."""
+    return (lambda t: mhc.gate(f.h_pre, t)), (lambda t: mhc.gate(f.h_post, t))
 
 
 def _gate_multiplier(h: torch.Tensor, logits: torch.Tensor, eps: float) -> float:
@@ -223,36 +165,42 @@ def check_gates(ctx: Context, case: Case) -> None:
     with torch.no_grad():
         pre, post, res = (f64(t) for t in target_logits(impl, x))
     w = MHCWeights(ctx, impl, x, case)
-    c = ctx.conventions
+    f = declared(ctx)
     fixed: dict[str, Any] = {"factor": float(_probed_factor(w, case.n)),
                                       "oracle": None}
     given_pre = given = fixed
-    gate_pre, gate_post = _declared_gates(c)
+    gate_pre, gate_post = _declared_gates(f)
     want_pre = gate_pre(pre)
     want_post = gate_post(post)
     if precision.low_precision(ctx):
-        declared = Variant.declared(c)
         given_pre, given, _ = _variant_tols(
-            ctx, w, x, case, (want_pre, want_post, declared.apply(res)),
+            ctx, w, x, case, (want_pre, want_post, mhc.h_res(f, res)),
             (_in_precision(ctx, gate_pre, pre), _in_precision(ctx, gate_post, post),
-             _in_precision(ctx, declared.apply, res)))
+             _in_precision(ctx, _h_res_of(f), res)))
     if w.h_pre is not None:
-        ctx.record.expect(f"h_pre ({w.source}) vs σ(H̃_pre) + {c.h_pre_eps:g}",
+        ctx.record.expect(f"h_pre ({w.source}) vs {_words(f.h_pre, 'H̃_pre', False)}",
                           metrics.scaled_error(w.h_pre, want_pre), **given_pre)
     tol = ctx.record.allowance(**given).allowance
     err = metrics.scaled_error(w.h_post, want_post)
     detail = ""
     if not err <= tol:
-        fitted = _gate_multiplier(w.h_post, post, c.h_post_eps)
-        refit = metrics.scaled_error(w.h_post, fitted * torch.sigmoid(post) + c.h_post_eps)
+        fitted = _gate_multiplier(w.h_post, post, f.h_post.eps)
+        refit = metrics.scaled_error(w.h_post, fitted * torch.sigmoid(post) + f.h_post.eps)
         detail = (f"h_post matches {fitted:.6g}·σ(H̃_post), not the declared "
-                  f"{c.h_post_multiplier:g}·σ (error {refit:.3g})" if refit <= tol else
+                  f"{f.h_post.multiplier:g}·σ (error {refit:.3g})" if refit <= tol else
                   f"h_post is no multiple of σ(H̃_post) (best fit {fitted:.4g}·σ, error "
                   f"{refit:.3g})")
         if metrics.scaled_error(w.h_post, torch.sigmoid(pre)) <= tol:
             detail = "h_post matches σ(H̃_pre): the pre and post logits are swapped"
-    ctx.record.expect(f"h_post ({w.source}) vs {c.h_post_multiplier:g}·σ(H̃_post) + "
-                      f"{c.h_post_eps:g}", err, detail=detail, **given)
+    ctx.record.expect(f"h_post ({w.source}) vs {_words(f.h_post, 'H̃_post', True)}", err,
+                      detail=detail, **given)
+
+
+def _words(g: Gate, logits: str, multiplier: bool) -> str:
+    """The declared gate in the words of a label: ``σ(H̃_pre) + 0`` (mHC), ``2·σ(H̃_post) + 0``;
+    the multiplier written when ``multiplier`` or other than 1."""
+    c = f"{g.multiplier:g}·" if multiplier or g.multiplier != 1.0 else ""
+    return f"{c}σ({logits}) + {g.eps:g}"
 
 
 # --- the Sinkhorn backward ---------------------------------------------------------------------
@@ -325,12 +273,12 @@ def _sinkhorn_gradient_oracle(ctx: Context, case: Case) -> float:
     G = strategies.gaussian((case.batch, case.tokens, case.n, case.n), case.seed,
                             salts.SINKHORN_UPSTREAM.at(), torch.float64, "cpu")
     compute = ctx.conventions.compute_dtype or ctx.dtype
-    v = Variant.declared(ctx.conventions)
+    v = declared(ctx)
     L64 = f64(res).requires_grad_(True)
-    (exact,) = torch.autograd.grad((v.apply(L64) * G).sum(), L64)
+    (exact,) = torch.autograd.grad((mhc.h_res(v, L64) * G).sum(), L64)
     low_logits = res.detach().to("cpu", compute).requires_grad_(True)
     low_G = G.to(ctx.precision.output).to(compute)
-    (low,) = torch.autograd.grad((v.apply(low_logits) * low_G).sum(), low_logits)
+    (low,) = torch.autograd.grad((mhc.h_res(v, low_logits) * low_G).sum(), low_logits)
     want, got = (torch.autograd.grad(res, x, grad_outputs=k.to(res), retain_graph=True)[0]
                  for k in (exact, low))
     return metrics.scaled_error(got, want)

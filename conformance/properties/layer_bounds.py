@@ -38,12 +38,12 @@ def _allowances(ctx: Context, H: torch.Tensor) -> tuple[torch.Tensor, torch.Tens
     if precision.low_precision(ctx):  # Sinkhorn–Knopp in the compute dtype, then rounded
         computed = rules.effective_dtype(ctx.dtype, c.compute_dtype)
         rounding = rules.output_rounding(computed, ctx.precision.output)
-    exact = (rules.exact_axis(computed, n, False) + rounding
-             + n * c.sinkhorn_denominator_eps)
-    other = rules.sinkhorn_other_axis_bound(H, c.iterations, computed, False)
-    other = other * (1 + rounding) + rounding + n * c.sinkhorn_denominator_eps
+    sk = c.formula.sinkhorn
+    exact = (rules.exact_axis(computed, n, False) + rounding + n * sk.denominator_eps)
+    other = rules.sinkhorn_other_axis_bound(H, sk.effective_iterations, computed, False)
+    other = other * (1 + rounding) + rounding + n * sk.denominator_eps
     exact_t = torch.full_like(other, exact)
-    return by_exact_axis(c.sinkhorn_exact_axis, exact_t, other)  # → (rows, columns)
+    return by_exact_axis(sk.exact_axis, exact_t, other)  # → (rows, columns)
 
 
 def _layer_rounding(ctx: Context, layer: Layer) -> tuple[float, torch.Tensor]:

@@ -2,112 +2,229 @@
 machinery of the variant family and of the finite-difference checks (gradients, stack) that
 name an undeclared implicit Sinkhorn backward as a failure's cause.
 
-:class:`Variant` applies a variant in float64 with the kit's formulas; :func:`kit_gradients`
-is its unrolled and fixed-point VJP; :func:`implicit_gradient_cause` is the diagnosis the
-gradient checks attach; :data:`UNROLLED` the requirement of checks that compare with finite
-differences of the truncated forward.
+A variant is a step record, :class:`hcspec.spec.record.Formula` (the declared one:
+``ctx.conventions.formula``), applied in float64 with the formulas layer
+(:func:`hcspec.formulas.mhc.h_res`); :func:`describe` and :func:`differences` put one in the
+words of a report, :func:`distance` counts its departures (the divergence search prefers the
+fewest); :func:`kit_gradients` is its unrolled and fixed-point VJP;
+:func:`diagnose` names the variant a target's ``H_res`` matches (the variant family's
+detail); :func:`implicit_gradient_cause` is the diagnosis the gradient checks attach;
+:data:`UNROLLED` the requirement of checks that compare with finite differences of the
+truncated forward.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+import itertools
+from collections.abc import Callable, Iterator
+from typing import TypeVar
 
 import torch
 
-from hcspec.conformance import metrics, rules, salts, sinkhorn_formulas, strategies
+from hcspec.conformance import metrics, rules, salts, strategies
 from hcspec.conformance.properties.base import Context, f64
 from hcspec.conformance.properties.cases import Case
 from hcspec.conformance.properties.common import axis_sums
+from hcspec.conformance.properties.divergence import nearest
 from hcspec.conformance.properties.errors import PropertyFailure
 from hcspec.conformance.properties.requirements import Requirement
 from hcspec.conformance.protocol import (
     LOGITS,
     WEIGHTS,
-    Conventions,
     HyperConnectionImpl,
     Weights,
     has_logits,
 )
+from hcspec.formulas import mhc
+from hcspec.formulas.sinkhorn import fixed_point_vjp, positive_start, softmax_axis
+from hcspec.spec.record import (
+    AXES,
+    COUNTS,
+    STARTS,
+    Axis,
+    Count,
+    Formula,
+    SinkhornSpec,
+    Start,
+)
+
+_FIRST = {"exp": "exp-first", "softmax": "softmax-first", "sigmoid": "sigmoid-first"}
+_COUNTED = {"rounds": "rounds", "rounds_from_softmax": "rounds from the softmax",
+            "normalisations": "normalisations"}
 
 
-@dataclass(frozen=True)
-class Variant:
-    """One Sinkhorn–Knopp variant (the fields of :func:`sinkhorn_formulas.sinkhorn_variant`) and
-    whether the result is transposed."""
+def declared(ctx: Context) -> Formula:
+    """The declared step record with its Sinkhorn–Knopp count resolved (an undeclared count is
+    the mHC paper's 20), the form the variant search compares with."""
+    f = ctx.conventions.formula
+    return dataclasses.replace(f, sinkhorn=dataclasses.replace(
+        f.sinkhorn, iterations=f.sinkhorn.effective_iterations))
 
-    start: str
-    count: str
-    exact_axis: str
-    additive_eps: float
-    denominator_eps: float
-    iterations: int
-    transposed: bool = False
-    logits_transposed: bool = False
 
-    @classmethod
-    def declared(cls, c: Conventions) -> Variant:
-        """The variant ``c`` declares."""
-        return cls(c.sinkhorn_variant, c.sinkhorn_iterations_count, c.sinkhorn_exact_axis,
-                   c.sinkhorn_additive_eps, c.sinkhorn_denominator_eps, c.iterations)
+def describe(f: Formula) -> str:
+    """``H_res`` of ``f`` in words, e.g. ``exp-first, 20 rounds (rows exact), no eps``."""
+    sk = f.sinkhorn
+    eps = ("no eps" if sk.additive_eps == 0 and sk.denominator_eps == 0 else
+           f"eps {sk.additive_eps:g} added, {sk.denominator_eps:g} in the denominators")
+    text = (f"{_FIRST[sk.start]}, {sk.effective_iterations} {_COUNTED[sk.count]} "
+            f"({sk.exact_axis} exact), {eps}")
+    text += ", applied to H̃ᵀ" if f.logits_transposed else ""
+    return text + (", transposed (Hᵀ)" if f.transposed else "")
 
-    def apply(self, logits: torch.Tensor) -> torch.Tensor:
-        """``H_res`` of this variant at ``logits [..., n, n]`` (float64)."""
-        source = logits.transpose(-1, -2) if self.logits_transposed else logits
-        H = sinkhorn_formulas.sinkhorn_variant(
-            source, self.iterations, start=self.start,  # type: ignore[arg-type]
-            count=self.count, exact_axis=self.exact_axis,  # type: ignore[arg-type]
-            additive_eps=self.additive_eps, denominator_eps=self.denominator_eps)
-        return H.transpose(-1, -2) if self.transposed else H
 
-    def describe(self) -> str:
-        """In words, e.g. ``exp-first, 20 rounds (rows exact), no eps``."""
-        first = {"exp": "exp-first", "softmax": "softmax-first", "sigmoid": "sigmoid-first"}
-        counted = {"rounds": "rounds", "rounds_from_softmax": "rounds from the softmax",
-                   "normalisations": "normalisations"}
-        eps = ("no eps" if self.additive_eps == 0 and self.denominator_eps == 0 else
-               f"eps {self.additive_eps:g} added, {self.denominator_eps:g} in the denominators")
-        text = (f"{first[self.start]}, {self.iterations} {counted[self.count]} "
-                f"({self.exact_axis} exact), {eps}")
-        text += ", applied to H̃ᵀ" if self.logits_transposed else ""
-        return text + (", transposed (Hᵀ)" if self.transposed else "")
+def _same_count(f: Formula, declared: Formula) -> bool:
+    """The same counting, where a softmax start counted from the softmax is the natural
+    reading of a declared count of rounds."""
+    a, b = f.sinkhorn, declared.sinkhorn
+    return a.count == b.count or (
+        a.start == "softmax" != b.start and a.count == "rounds_from_softmax"
+        and b.count == "rounds")
 
-    def differences(self, declared: Variant) -> str:
-        """What differs from ``declared``, in the words of a report."""
-        parts = []
-        if self.start != declared.start:
-            parts.append(f"the {self.start}-first variant, not the declared {declared.start}-first")
-        if self.iterations != declared.iterations or not self._same_count(declared):
-            parts.append(f"{self.iterations} {self.count}, not the declared "
-                         f"{declared.iterations} {declared.count}")
-        if self.exact_axis != declared.exact_axis:
-            parts.append(f"{self.exact_axis} normalised last, not the declared "
-                         f"{declared.exact_axis}")
-        if (self.additive_eps, self.denominator_eps) != (declared.additive_eps,
-                                                         declared.denominator_eps):
-            parts.append(f"eps {self.additive_eps:g} added / {self.denominator_eps:g} in the "
-                         f"denominators, not the declared {declared.additive_eps:g} / "
-                         f"{declared.denominator_eps:g}")
-        if self.transposed != declared.transposed:
-            parts.append("Hᵀ (the transpose of the declared variant's H_res: orientation)")
-        if self.logits_transposed != declared.logits_transposed:
-            parts.append("the declared variant applied to H̃ᵀ (the logits read in the other "
-                         "orientation)")
-        return "; ".join(parts)
 
-    def _same_count(self, declared: Variant) -> bool:
-        """The same counting, where a softmax start counted from the softmax is the natural
-        reading of a declared count of rounds."""
-        return self.count == declared.count or (
-            self.start == "softmax" != declared.start and self.count == "rounds_from_softmax"
-            and declared.count == "rounds")
+def differences(f: Formula, declared: Formula) -> str:
+    """How ``H_res`` of ``f`` differs from the ``declared`` one, in the words of a report."""
+    a, b = f.sinkhorn, declared.sinkhorn
+    parts = []
+    if a.start != b.start:
+        parts.append(f"the {a.start}-first variant, not the declared {b.start}-first")
+    if a.effective_iterations != b.effective_iterations or not _same_count(f, declared):
+        parts.append(f"{a.effective_iterations} {a.count}, not the declared "
+                     f"{b.effective_iterations} {b.count}")
+    if a.exact_axis != b.exact_axis:
+        parts.append(f"{a.exact_axis} normalised last, not the declared {b.exact_axis}")
+    if (a.additive_eps, a.denominator_eps) != (b.additive_eps, b.denominator_eps):
+        parts.append(f"eps {a.additive_eps:g} added / {a.denominator_eps:g} in the "
+                     f"denominators, not the declared {b.additive_eps:g} / "
+                     f"{b.denominator_eps:g}")
+    if f.transposed != declared.transposed:
+        parts.append("Hᵀ (the transpose of the declared variant's H_res: orientation)")
+    if f.logits_transposed != declared.logits_transposed:
+        parts.append("the declared variant applied to H̃ᵀ (the logits read in the other "
+                     "orientation)")
+    return "; ".join(parts)
 
-    def distance(self, declared: Variant) -> int:
-        """How many of the fields differ from ``declared`` (the diagnosis prefers the
-        explanation with the fewest)."""
-        differing = [f.name for f in dataclasses.fields(self) if f.name != "count"
-                     and getattr(self, f.name) != getattr(declared, f.name)]
-        return len(differing) + (0 if self._same_count(declared) else 1)
+
+def distance(f: Formula, declared: Formula) -> int:
+    """How many of the fields making ``H_res`` differ from ``declared`` (the diagnosis prefers
+    the explanation with the fewest; a count read from the softmax is the same count)."""
+    a, b = f.sinkhorn, declared.sinkhorn
+    differing = [a.start != b.start, a.exact_axis != b.exact_axis,
+                 a.additive_eps != b.additive_eps, a.denominator_eps != b.denominator_eps,
+                 a.effective_iterations != b.effective_iterations,
+                 f.transposed != declared.transposed,
+                 f.logits_transposed != declared.logits_transposed,
+                 not _same_count(f, declared)]
+    return sum(differing)
+
+
+# --- the diagnosis: which variant a target's H_res matches ---------------------------------
+
+SEARCH_ITERATIONS = 64
+"""Iteration counts the diagnosis tries (1 … this, and the declared count)."""
+COMMON_EPS = (0.0, 1e-6)
+"""The eps values the diagnosis tries besides the declared ones."""
+
+T = TypeVar("T")
+
+
+def _spec(sk: SinkhornSpec, *, start: Start | None = None, count: Count | None = None,
+          axis: Axis | None = None, eps: tuple[float, float] | None = None,
+          iterations: int | None = None) -> SinkhornSpec | None:
+    """``sk`` with the given fields changed, or None where the record rejects the combination
+    (a count from the softmax without a softmax start)."""
+    add, den = (sk.additive_eps, sk.denominator_eps) if eps is None else eps
+    try:
+        return SinkhornSpec(start or sk.start, count or sk.count, axis or sk.exact_axis, add, den,
+                            iterations or sk.iterations)
+    except ValueError:
+        return None
+
+
+def _at(f: Formula, iterations: int) -> Formula:
+    """``f`` with its Sinkhorn–Knopp count set to ``iterations``."""
+    return dataclasses.replace(f, sinkhorn=dataclasses.replace(f.sinkhorn,
+                                                               iterations=iterations))
+
+
+def _recounted(f: Formula) -> list[Formula]:
+    """``f`` at every iteration count the diagnosis tries (1 … :data:`SEARCH_ITERATIONS`)."""
+    return [_at(f, t) for t in range(1, SEARCH_ITERATIONS + 1)]
+
+
+def _eps_pairs(declared: Formula) -> list[tuple[float, float]]:
+    """The (added, denominator) eps pairs the diagnosis tries: the declared and the common."""
+    sk = declared.sinkhorn
+    return sorted({(sk.additive_eps, sk.denominator_eps)}
+                  | {(a, b) for a in COMMON_EPS for b in COMMON_EPS})
+
+
+def _declared_first(values: tuple[T, ...], value: T) -> list[T]:
+    return sorted(values, key=lambda v: v != value)
+
+
+def _structures(declared: Formula) -> Iterator[Formula]:
+    """Every variant the diagnosis tries at the declared iteration count."""
+    sk = declared.sinkhorn
+    for start, count, axis, eps, transposed, flipped in itertools.product(
+            _declared_first(STARTS, sk.start), _declared_first(COUNTS, sk.count),
+            _declared_first(AXES, sk.exact_axis), _eps_pairs(declared), (False, True),
+            (False, True)):
+        spec = _spec(sk, start=start, count=count, axis=axis, eps=eps)
+        if spec is not None:
+            yield dataclasses.replace(declared, sinkhorn=spec, transposed=transposed,
+                                      logits_transposed=flipped)
+
+
+def _moves(declared: Formula) -> Callable[[Formula], Iterator[Formula]]:
+    """The single changes the greedy part of the diagnosis makes: another start, count, exact
+    axis or eps pair, either orientation flag flipped, one round more or fewer, or the
+    declared count back."""
+    def moves(f: Formula) -> Iterator[Formula]:
+        sk = f.sinkhorn
+        t = sk.effective_iterations
+        specs = [*(_spec(sk, start=v) for v in STARTS), *(_spec(sk, count=v) for v in COUNTS),
+                 *(_spec(sk, axis=v) for v in AXES),
+                 *(_spec(sk, eps=pair) for pair in _eps_pairs(declared)),
+                 *(_spec(sk, iterations=v) for v in (t - 1, t + 1,
+                                                     declared.sinkhorn.effective_iterations)
+                   if v >= 1)]
+        yield from (dataclasses.replace(f, sinkhorn=spec) for spec in specs if spec is not None)
+        yield dataclasses.replace(f, transposed=not f.transposed)
+        yield dataclasses.replace(f, logits_transposed=not f.logits_transposed)
+
+    return moves
+
+
+def diagnose(H: torch.Tensor, logits: torch.Tensor, declared: Formula, tol: float) -> str:
+    """Which known variant the target's ``H`` matches (its differences from ``declared``), or
+    the closest one when none is within ``tol``
+    (:func:`hcspec.conformance.properties.divergence.nearest`: the structures at the declared
+    count and the declared variant at every count first, then single changes)."""
+    def error(f: Formula) -> float:
+        return metrics.scaled_error(H, mhc.h_res(f, logits))
+
+    match = nearest(
+        error, declared, tol, distance=lambda f: distance(f, declared),
+        candidates=[*_structures(declared), *_recounted(declared)], moves=_moves(declared))
+    best = match.formula
+    if not match.exact:
+        return (f"H_res matches no variant the kit knows; the closest is {describe(best)} "
+                f"(error {match.error:.3g})")
+    counts = [f.sinkhorn.effective_iterations for f in _recounted(best) if error(f) <= tol]
+    resolved = declared.sinkhorn.effective_iterations
+    if resolved in counts:
+        best = _at(best, resolved)
+    elif counts:
+        best = _at(best, counts[0])
+    found = error(best)
+    text = f"H_res matches {differences(best, declared)} ({describe(best)}; error {found:.3g})"
+    iterations = best.sinkhorn.effective_iterations
+    if len(counts) > 1 and iterations != resolved:
+        text += (f"; every count from {counts[0]} to {counts[-1]} matches (converged on this "
+                 "case)" if counts == list(range(counts[0], counts[-1] + 1)) else
+                 f"; the counts {counts} match")
+    return text
 
 
 def target_logits(impl: HyperConnectionImpl, x: torch.Tensor) -> Weights:
@@ -134,26 +251,27 @@ FIXED_POINT_FACTOR = 10.0
 """The declared-implicit tolerance: law + this × n × (column error) / (1 − σ₂(H)²)."""
 
 
-def start_log(logits: torch.Tensor, v: Variant) -> torch.Tensor:
-    """``log M⁰`` of the variant (the fixed-point gradient is taken w.r.t. it)."""
-    axis = sinkhorn_formulas.softmax_axis(v.count, v.exact_axis, v.iterations)  # type: ignore[arg-type]
-    return torch.log(sinkhorn_formulas.positive_start(logits, v.start, axis,  # type: ignore[arg-type]
-                                             v.additive_eps))
+def start_log(logits: torch.Tensor, f: Formula) -> torch.Tensor:
+    """``log M⁰`` of ``f``'s Sinkhorn–Knopp variant (the fixed-point gradient is taken w.r.t.
+    it; the orientation flags are not applied: the declared step has none)."""
+    sk = f.sinkhorn
+    axis = softmax_axis(sk.count, sk.exact_axis, sk.effective_iterations)
+    return torch.log(positive_start(logits, sk.start, axis, sk.additive_eps))
 
 
-def kit_gradients(logits: torch.Tensor, G: torch.Tensor, v: Variant,
+def kit_gradients(logits: torch.Tensor, G: torch.Tensor, v: Formula,
                   ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """``(unrolled, fixed-point, H)``: the VJPs of ``⟨G, H_res⟩`` w.r.t. ``H̃_res`` in float64
     — autograd through the declared truncated forward, and implicit differentiation at its
     result chained through ``log M⁰`` — and the forward's ``H``."""
     L = logits.detach().clone().requires_grad_(True)
-    H = v.apply(L)
+    H = mhc.h_res(v, L)
     (unrolled,) = torch.autograd.grad((H * G).sum(), L)
     L2 = logits.detach().clone().requires_grad_(True)
     log_start = start_log(L2, v)
     Hd = H.detach()
     (implicit,) = torch.autograd.grad(log_start, L2,
-                                      grad_outputs=sinkhorn_formulas.fixed_point_vjp(Hd, G))
+                                      grad_outputs=fixed_point_vjp(Hd, G))
     return unrolled, implicit, Hd
 
 
@@ -196,12 +314,13 @@ def gradient_errors(ctx: Context, case: Case) -> tuple[float, float, float, str]
     (target,) = torch.autograd.grad((H * G.to(H)).sum(), x, retain_graph=True,
                                     allow_unused=True)
     target = torch.zeros_like(x) if target is None else target
-    v = Variant.declared(ctx.conventions)
+    v = declared(ctx)
     unrolled_k, implicit_k, H64 = kit_gradients(f64(res), G, v)
     unrolled, implicit = (torch.autograd.grad(res, x, grad_outputs=k.to(res), retain_graph=True)[0]
                           for k in (unrolled_k, implicit_k))
     return (metrics.scaled_error(target, unrolled), metrics.scaled_error(target, implicit),
-            fixed_point_tolerance(ctx, H64, v.exact_axis), f"{v.iterations} {v.count}")
+            fixed_point_tolerance(ctx, H64, v.sinkhorn.exact_axis),
+            f"{v.sinkhorn.effective_iterations} {v.sinkhorn.count}")
 
 
 UNROLLED = Requirement(

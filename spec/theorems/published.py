@@ -5,7 +5,10 @@ Theorems ``published.deepseek_v4_step``, ``published.mhc_paper_step``,
 (:mod:`hcspec.reference.published`), written in that layout's own indexing, equals
 ``X' = H_res X + h_post F(Xᵀ h_pre)ᵀ`` (:func:`hcspec.spec.formulas.forward`) with the
 mapping stated; every displayed step is an identity checked exactly (n = 2, d = 2, every
-entry a symbol, the branch an arbitrary function ``F: R² → R²``).
+entry a symbol, the branch an arbitrary function ``F: R² → R²``). The DeepSeek-V4 step's gates
+and orientation are read from its record, :data:`hcspec.spec.published.DEEPSEEK_V4_FORMULA`
+(the one the formulas layer computes with), so the theorem and the torch statement cannot
+drift apart.
 """
 
 from __future__ import annotations
@@ -14,6 +17,8 @@ import sympy
 
 from hcspec.spec import formulas
 from hcspec.spec.checks import instantiate, require_equal, symbol_matrix, symbol_vector
+from hcspec.spec.published import DEEPSEEK_V4_FORMULA
+from hcspec.spec.record import Gate
 from hcspec.spec.registry import ProofFailure, Step, theorem
 from hcspec.spec.steps import granted
 
@@ -36,6 +41,15 @@ def _closed_form(X: sympy.Matrix, h_pre: sympy.Matrix, h_post: sympy.Matrix,
 
 def _sigmoid(x: sympy.Expr) -> sympy.Expr:
     return 1 / (1 + sympy.exp(-x))
+
+
+def _gate(g: Gate, logit: sympy.Expr, eps: sympy.Expr) -> sympy.Expr:
+    """The record's gate ``c·σ(logit) (+ ε)`` with ``c`` exact and the symbol ``eps`` standing
+    for a declared (nonzero) eps."""
+    if g.activation != "sigmoid":
+        raise ProofFailure(f"gate activation {g.activation!r}: only σ is stated")
+    value = sympy.nsimplify(g.multiplier) * _sigmoid(logit)
+    return value + eps if g.eps else value
 
 
 def _require_positive_sums(what: str, M: sympy.Matrix) -> None:
@@ -71,8 +85,14 @@ def _deepseek_v4() -> list[Step]:
     a, b = symbol_vector("a", N), symbol_vector("b", N)
     eps = sympy.Symbol("epsilon", nonnegative=True)
     comb = symbol_matrix("c", N, N)
-    pre = a.applyfunc(lambda v: _sigmoid(v) + eps)
-    post = b.applyfunc(lambda v: 2 * _sigmoid(v))
+    record = DEEPSEEK_V4_FORMULA
+    if not (record.transposed and record.sinkhorn.exact_axis == "columns"
+            and record.h_pre.multiplier == 1 and record.h_pre.eps and not record.h_post.eps
+            and record.h_post.multiplier == 2):
+        raise ProofFailure(f"the statement (pre = σ(·) + ε, post = 2σ(·), H_res = combᵀ, the "
+                           f"last step over axis −2) is not the record's: {record}")
+    pre = a.applyfunc(lambda v: _gate(record.h_pre, v, eps))
+    post = b.applyfunc(lambda v: _gate(record.h_post, v, eps))
     collapsed = sympy.Matrix([sum(pre[i] * X[i, k] for i in range(N)) for k in range(D)])
     z = _branch(collapsed)
     step = sympy.Matrix(N, D, lambda j, k: post[j] * z[k]

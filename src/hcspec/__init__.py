@@ -1,9 +1,11 @@
 """hcspec: a verified specification of Hyper-Connections (HC) and manifold-constrained
 Hyper-Connections (mHC), a reference implementation and a conformance kit.
 
-The three layers are subpackages: :mod:`hcspec.spec` (exact formulas and theorems),
-:mod:`hcspec.reference` (the reference modules) and :mod:`hcspec.conformance` (the property
-kit, ``hc-conformance``). This package itself defines nothing; in the source tree its
-subpackages are symbolic links to the top-level ``spec/``, ``reference/`` and ``conformance/``
-folders (see docs/architecture.md).
+The layers are subpackages, each importing only the ones before it: :mod:`hcspec.spec` (exact
+formulas and theorems, and the records of a step's degrees of freedom), :mod:`hcspec.formulas`
+(the torch statements of the spec's formulas, shared by the two below), :mod:`hcspec.reference`
+(the reference modules) and :mod:`hcspec.conformance` (the property kit, ``hc-conformance``).
+This package itself defines nothing; in the source tree ``spec``, ``reference`` and
+``conformance`` are symbolic links to the top-level ``spec/``, ``reference/`` and
+``conformance/`` folders, and ``formulas`` is a real folder here (see docs/architecture.md).
 """

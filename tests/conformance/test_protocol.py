@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import torch
 
@@ -13,6 +15,7 @@ from hcspec.conformance.protocol import (
     conventions_of,
 )
 from hcspec.reference import ManifoldHyperConnection, StaticHyperConnection
+from hcspec.spec.record import Formula, Gate, SinkhornSpec
 from tests.conformance.helpers import make_linear
 
 
@@ -23,9 +26,9 @@ def test_conventions_validate_their_values() -> None:
         Conventions(sinkhorn_iterations=0)
     with pytest.raises(ValueError, match="compute_dtype"):
         Conventions(compute_dtype=torch.int8)
-    assert Conventions().iterations == 20
+    assert Conventions().formula.sinkhorn.effective_iterations == 20
     assert "not declared" in Conventions().describe()["sinkhorn_iterations"]
-    assert Conventions(sinkhorn_iterations=10).iterations == 10
+    assert Conventions(sinkhorn_iterations=10).formula.sinkhorn.effective_iterations == 10
 
 
 def test_capabilities_are_detected_by_presence() -> None:
@@ -51,3 +54,34 @@ def test_required_part_and_declaration_errors() -> None:
     impl.conventions = {"reduce": "sum", "colour": "blue"}  # type: ignore[attr-defined]
     with pytest.raises(TypeError, match=r"unknown field\(s\) \['colour'\]"):
         conventions_of(impl)
+
+
+def test_conventions_hold_one_formula_and_the_flat_keywords_set_its_fields() -> None:
+    c = Conventions(sinkhorn_variant="softmax", sinkhorn_iterations_count="rounds_from_softmax",
+                    sinkhorn_exact_axis="columns", sinkhorn_additive_eps=1e-6,
+                    sinkhorn_denominator_eps=2e-6, sinkhorn_iterations=7, h_pre_eps=3e-6,
+                    h_post_eps=4e-6, h_post_multiplier=1.0)
+    assert c.formula == Formula(
+        h_pre=Gate(1.0, 3e-6), h_post=Gate(1.0, 4e-6),
+        sinkhorn=SinkhornSpec("softmax", "rounds_from_softmax", "columns", 1e-6, 2e-6, 7))
+    assert Conventions(formula=c.formula) == c  # one value, however it was spelled
+    assert Conventions.from_mapping({"sinkhorn_variant": "softmax", "h_pre_eps": 3e-6,
+                                     "sinkhorn_iterations_count": "rounds_from_softmax"}
+                                    ).formula.h_pre.eps == 3e-6
+    # a keyword overrides the formula's field; replace keeps the rest of the record
+    over = Conventions(formula=c.formula, sinkhorn_iterations=9)
+    assert over.formula == dataclasses.replace(c.formula, sinkhorn=dataclasses.replace(
+        c.formula.sinkhorn, iterations=9))
+    assert dataclasses.replace(c, reduce="mean").formula == c.formula
+    assert dataclasses.replace(c, h_post_multiplier=2.0).formula.h_post == Gate(2.0, 4e-6)
+    with pytest.raises(ValueError, match="needs sinkhorn_variant='softmax'"):
+        Conventions(formula=c.formula, sinkhorn_variant="exp")
+
+
+def test_the_report_shows_the_flat_declarations_and_a_departure_elsewhere() -> None:
+    plain = Conventions(h_post_multiplier=1.0).describe()
+    assert list(plain)[:6] == ["branch_input", "norm_eps", "reduce", "compute_dtype",
+                               "sinkhorn_iterations", "sinkhorn_exact_axis"]
+    assert plain["h_post_multiplier"] == "1.0" and "formula" not in plain
+    oriented = Conventions(formula=Formula(transposed=True)).describe()
+    assert "transposed=True" in oriented["formula"]

@@ -1,10 +1,12 @@
 """Shared piece of the published-parameterization mutants: the reference DeepSeek-V4 module
-computing one published variant (:class:`hcspec.reference.published.DeepSeekV4Formula`) while
-declaring, and offering the tensors of, the published DeepSeek-V4 layout — an implementation
-that loads a DeepSeek-V4 checkpoint and computes another network from it."""
+computing one published variant (the published record,
+:func:`hcspec.reference.published.formula`, with a departure) while declaring, and offering
+the tensors of, the published DeepSeek-V4 layout — an implementation that loads a DeepSeek-V4
+checkpoint and computes another network from it."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, cast
 
 import torch
@@ -13,14 +15,18 @@ from hcspec.conformance.protocol import HyperConnectionImpl
 from hcspec.reference import published
 from hcspec.reference.deepseek_v4 import DeepSeekV4HyperConnection
 
+Departure = Callable[[published.Formula], published.Formula]
+"""A change of DeepSeek-V4's published record (``dataclasses.replace`` of one field)."""
 
-def make_divergent(formula: published.DeepSeekV4Formula, n: int, d: int, layer_index: int,
+
+def make_divergent(departure: Departure | None, n: int, d: int, layer_index: int,
                    dtype: torch.dtype, device: str, seed: int,
                    hc_eps: float = 1e-15,
                    cls: type[DeepSeekV4HyperConnection] = DeepSeekV4HyperConnection,
                    ) -> HyperConnectionImpl:
-    """``cls`` (the reference :class:`DeepSeekV4HyperConnection`) computing ``formula``,
-    built under ``seed`` in float64 on the CPU, then moved to ``dtype``/``device``.
+    """``cls`` (the reference :class:`DeepSeekV4HyperConnection`) computing the published
+    record at ``hc_eps`` changed by ``departure`` (None: the published record), built under
+    ``seed`` in float64 on the CPU, then moved to ``dtype``/``device``.
 
     ``hc_eps`` is 1e-15 by default (a setting of the layout, read by the oracle): with the
     published 1e-6 in the Sinkhorn–Knopp denominators, H_res misses unit sums by ~1e-6, which
@@ -30,5 +36,6 @@ def make_divergent(formula: published.DeepSeekV4Formula, n: int, d: int, layer_i
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         module: Any = cls(n, d, layer_index, hc_eps=hc_eps, dtype=torch.float64)
-    module.formula = formula
+    if departure is not None:
+        module.formula = departure(published.formula("deepseek-v4", {"hc_eps": hc_eps}))
     return cast(HyperConnectionImpl, module.to(dtype=dtype, device=device))

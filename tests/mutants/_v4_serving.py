@@ -24,7 +24,7 @@ import torch
 from torch import nn
 
 from hcspec.conformance.protocol import Conventions
-from hcspec.reference.sinkhorn import sinkhorn_variant
+from hcspec.reference.sinkhorn import SinkhornSpec, sinkhorn_variant
 
 EPS = 1e-6
 """DeepSeek-V4's ``hc_eps``: added to H_pre and to the softmax, and in every denominator."""
@@ -69,8 +69,8 @@ class ServingV4(nn.Module):
         pre = torch.sigmoid(a[0] * mix[..., :n] + self.bias[:n]) + EPS
         post = 2 * torch.sigmoid(a[1] * mix[..., n:2 * n] + self.bias[n:2 * n])
         res = (a[2] * mix[..., 2 * n:] + self.bias[2 * n:]).unflatten(-1, (n, n))
-        H = sinkhorn_variant(res, self.rounds, start="softmax", count="rounds_from_softmax",
-                             exact_axis="columns", additive_eps=EPS, denominator_eps=EPS)
+        H = sinkhorn_variant(res, SinkhornSpec("softmax", "rounds_from_softmax", "columns", EPS,
+                                               EPS, self.rounds))
         return pre, post, H
 
     def weights(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:

@@ -9,16 +9,22 @@ Caught by: published.step (the failure names this divergence).
 
 from __future__ import annotations
 
+import dataclasses
+
 import torch
 
-from hcspec.reference.published import DeepSeekV4Formula
+from hcspec.reference.published import Formula
 from tests.mutants._published import make_divergent
 
 BUG_CLASS = "published: eps placement: no hc_eps in the Sinkhorn–Knopp denominators"
 CAUGHT_BY = ("published.step",)
-FORMULA = DeepSeekV4Formula(denominator_eps=False)
+
+
+def departure(f: Formula) -> Formula:
+    """The published record with this mutant's change."""
+    return dataclasses.replace(f, sinkhorn=dataclasses.replace(f.sinkhorn, denominator_eps=0.0))
 
 
 def make(n: int, d: int, *, layer_index: int = 0, dtype: torch.dtype = torch.float64,
          device: str = "cpu", seed: int = 0):  # type: ignore[no-untyped-def]
-    return make_divergent(FORMULA, n, d, layer_index, dtype, device, seed, hc_eps=1e-6)
+    return make_divergent(departure, n, d, layer_index, dtype, device, seed, hc_eps=1e-6)

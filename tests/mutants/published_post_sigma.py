@@ -8,16 +8,22 @@ Caught by: published.step (the failure names this divergence).
 
 from __future__ import annotations
 
+import dataclasses
+
 import torch
 
-from hcspec.reference.published import DeepSeekV4Formula
+from hcspec.reference.published import Formula
 from tests.mutants._published import make_divergent
 
 BUG_CLASS = "published: σ vs 2σ: post = σ(·)"
 CAUGHT_BY = ("published.step",)
-FORMULA = DeepSeekV4Formula(post_multiplier=1.0)
+
+
+def departure(f: Formula) -> Formula:
+    """The published record with this mutant's change."""
+    return dataclasses.replace(f, h_post=dataclasses.replace(f.h_post, multiplier=1.0))
 
 
 def make(n: int, d: int, *, layer_index: int = 0, dtype: torch.dtype = torch.float64,
          device: str = "cpu", seed: int = 0):  # type: ignore[no-untyped-def]
-    return make_divergent(FORMULA, n, d, layer_index, dtype, device, seed)
+    return make_divergent(departure, n, d, layer_index, dtype, device, seed)

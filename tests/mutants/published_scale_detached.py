@@ -27,5 +27,5 @@ class ScaleDetached(DeepSeekV4HyperConnection):
 
 def make(n: int, d: int, *, layer_index: int = 0, dtype: torch.dtype = torch.float64,
          device: str = "cpu", seed: int = 0):  # type: ignore[no-untyped-def]
-    return make_divergent(published.PUBLISHED_DEEPSEEK_V4, n, d, layer_index, dtype, device,
+    return make_divergent(None, n, d, layer_index, dtype, device,
                           seed, cls=ScaleDetached)

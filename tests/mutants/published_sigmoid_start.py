@@ -9,16 +9,23 @@ Caught by: published.step (the failure names this divergence).
 
 from __future__ import annotations
 
+import dataclasses
+
 import torch
 
-from hcspec.reference.published import DeepSeekV4Formula
+from hcspec.reference.published import Formula
 from tests.mutants._published import make_divergent
 
 BUG_CLASS = "published: Sinkhorn–Knopp started from sigmoid, not softmax"
 CAUGHT_BY = ("published.step",)
-FORMULA = DeepSeekV4Formula(start="sigmoid")
+
+
+def departure(f: Formula) -> Formula:
+    """The published record with this mutant's change."""
+    return dataclasses.replace(f, sinkhorn=dataclasses.replace(f.sinkhorn, start="sigmoid",
+                                                               count="rounds"))
 
 
 def make(n: int, d: int, *, layer_index: int = 0, dtype: torch.dtype = torch.float64,
          device: str = "cpu", seed: int = 0):  # type: ignore[no-untyped-def]
-    return make_divergent(FORMULA, n, d, layer_index, dtype, device, seed)
+    return make_divergent(departure, n, d, layer_index, dtype, device, seed)

@@ -4,6 +4,7 @@ names."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
@@ -71,8 +72,10 @@ def test_deepseek_v4_step_matches_a_hand_written_token() -> None:
                                 lambda c: [c[0] * c[1], c[0] - 2 * c[1]], 1e-3, 1e-5, 4)
     assert torch.allclose(got, torch.tensor(want, dtype=torch.float64), atol=1e-13, rtol=0)
     # the orientation matters: comb X is another network
+    published = pub.formula("deepseek-v4", params)
+    assert published is not None and published.sinkhorn.iterations == 4
     other = pub.step("deepseek-v4", params, x, branch,
-                     pub.DeepSeekV4Formula(mix="comb"))[0, 0]
+                     dataclasses.replace(published, transposed=False))[0, 0]
     assert float((other - got).abs().max()) > 1e-3
 
 

@@ -218,10 +218,11 @@ def _spec_iterate(logits: torch.Tensor, rounds: int, deepseek: bool) -> torch.Te
 def test_variants_are_the_spec_formulas(deepseek: bool) -> None:
     logits = torch.tensor([[0.0, 2.0, -1.0], [1.0, 0.0, 3.0], [-2.0, 1.0, 0.5]],
                           dtype=torch.float64)
-    options = dict(start="softmax", count="rounds_from_softmax", exact_axis="columns",
-                   additive_eps=1e-3, denominator_eps=1e-3) if deepseek else {}
     for rounds in (1, 3):
-        got = sinkhorn.sinkhorn_variant(logits, rounds, **options)  # type: ignore[arg-type]
+        spec = (sinkhorn.SinkhornSpec("softmax", "rounds_from_softmax", "columns", 1e-3, 1e-3,
+                                      rounds) if deepseek else
+                sinkhorn.SinkhornSpec(iterations=rounds))
+        got = sinkhorn.sinkhorn_variant(logits, spec)
         want = _spec_iterate(logits, rounds, deepseek)
         assert torch.allclose(got, want, rtol=0, atol=1e-14), (rounds, got, want)
     assert sinkhorn.normalisation_order(2, "rounds_from_softmax", "columns", "softmax") == (
@@ -231,7 +232,7 @@ def test_variants_are_the_spec_formulas(deepseek: bool) -> None:
 
 def test_default_variant_is_the_log_domain_projection() -> None:
     logits = torch.randn(4, 5, 5, dtype=torch.float64, generator=torch.Generator().manual_seed(3))
-    assert torch.allclose(sinkhorn.sinkhorn_variant(logits, 7),
+    assert torch.allclose(sinkhorn.sinkhorn_variant(logits, sinkhorn.SinkhornSpec(iterations=7)),
                           sinkhorn.sinkhorn_knopp(logits, 7), rtol=0, atol=1e-14)
 
 

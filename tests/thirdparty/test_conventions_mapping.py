@@ -51,17 +51,17 @@ def test_the_deepseek_v4_conventions_are_declarable_as_a_mapping() -> None:
         "h_post_multiplier": 2.0, "reduce": "learned", "compute_dtype": "float32",
         "output_dtype": "float32", "residual_mixing": "identity"})
     got = conventions_of(impl)
-    assert (got.sinkhorn_variant, got.sinkhorn_iterations_count) == (
+    assert (got.formula.sinkhorn.start, got.formula.sinkhorn.count) == (
         "softmax", "rounds_from_softmax")
-    assert (got.sinkhorn_additive_eps, got.sinkhorn_denominator_eps, got.h_pre_eps) == (
-        1e-6, 1e-6, 1e-6)
+    sk = got.formula.sinkhorn
+    assert (sk.additive_eps, sk.denominator_eps, got.formula.h_pre.eps) == (1e-6, 1e-6, 1e-6)
     assert (got.output_dtype, got.reduce, got.residual_mixing) == (
         torch.float32, "learned", "identity")
     described = got.describe()
     assert described["output_dtype"] == "torch.float32"
     assert described["sinkhorn_variant"] == "softmax"
     assert Conventions().describe()["output_dtype"] == "input dtype"
-    assert Conventions().h_post_multiplier == 2.0  # the mHC paper's 2σ(·) is the default
+    assert Conventions().formula.h_post.multiplier == 2.0  # the mHC paper's 2σ(·) is the default
 
 
 def test_not_a_mapping_is_rejected() -> None:
@@ -70,10 +70,10 @@ def test_not_a_mapping_is_rejected() -> None:
 
 
 def test_sinkhorn_iterations_attribute_is_the_fallback() -> None:
-    assert conventions_of(SimpleNamespace(sinkhorn_iterations=10)).sinkhorn_iterations == 10
+    assert conventions_of(SimpleNamespace(sinkhorn_iterations=10)).formula.sinkhorn.iterations == 10
     declared = SimpleNamespace(sinkhorn_iterations=10, conventions={"sinkhorn_iterations": 5})
-    assert conventions_of(declared).sinkhorn_iterations == 5  # the declaration wins
-    assert conventions_of(SimpleNamespace()).sinkhorn_iterations is None
+    assert conventions_of(declared).formula.sinkhorn.iterations == 5  # the declaration wins
+    assert conventions_of(SimpleNamespace()).formula.sinkhorn.iterations is None
     with pytest.raises(ConventionsError, match="sinkhorn_iterations"):
         conventions_of(SimpleNamespace(sinkhorn_iterations="20"))
 

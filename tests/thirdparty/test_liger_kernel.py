@@ -100,8 +100,8 @@ def test_factory_declares_what_it_cannot_take() -> None:
                        lambda z: z)
     assert out.dtype == torch.float64
     declared = impl.conventions
-    assert (declared.sinkhorn_exact_axis, declared.sinkhorn_variant,
-            declared.sinkhorn_iterations_count, declared.compute_dtype) == (
+    assert (declared.formula.sinkhorn.exact_axis, declared.formula.sinkhorn.start,
+            declared.formula.sinkhorn.count, declared.compute_dtype) == (
         "columns", "softmax", "rounds_from_softmax", torch.float32)
 
 

@@ -65,10 +65,10 @@ def test_decompose_reads_pre_and_forward_uses_comb_as_h_res() -> None:
 
 def test_conventions_declare_the_deviations() -> None:
     c = adapter.conventions(8)
-    assert (c.h_post_multiplier, c.sinkhorn_variant, c.sinkhorn_exact_axis) == (
-        1.0, "sigmoid", "columns")
-    assert (c.h_pre_eps, c.h_post_eps, c.sinkhorn_additive_eps,
-            c.sinkhorn_denominator_eps) == (1e-6,) * 4
+    assert (c.formula.h_post.multiplier, c.formula.sinkhorn.start,
+            c.formula.sinkhorn.exact_axis) == (1.0, "sigmoid", "columns")
+    assert (c.formula.h_pre.eps, c.formula.h_post.eps, c.formula.sinkhorn.additive_eps,
+            c.formula.sinkhorn.denominator_eps) == (1e-6,) * 4
     assert c.reduce == "learned" and c.compute_dtype == torch.float32
 
 

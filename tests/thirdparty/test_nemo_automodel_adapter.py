@@ -256,7 +256,7 @@ def test_seed_is_reproducible_and_the_stack_shares_sublayer_zero() -> None:
     with pytest.raises(ValueError, match="layers"):
         a.stack(0)
     v4 = adapter.make_deepseek_v4(4, 8, seed=5)
-    assert v4.module.hc.fn.dtype == torch.float32 and not v4.conventions.h_post_eps
+    assert v4.module.hc.fn.dtype == torch.float32 and not v4.conventions.formula.h_post.eps
 
 
 @needs_package

@@ -15,6 +15,7 @@ also needs that package (.ci/thirdparty installs it beside transformers 5.23.0).
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 from pathlib import Path
 from typing import Any
@@ -36,8 +37,10 @@ import transformers
 
 from hcspec.conformance.adapters import hf_transformers as hf
 from hcspec.conformance.adapters.declarations.hf_transformers import WRITTEN_FOR
+from hcspec.conformance.families import published as family
 from hcspec.conformance.properties import divergence
 from hcspec.reference import published as pub
+from hcspec.spec.record import Gate
 from tests.thirdparty import tiny_checkpoint as tiny
 
 if transformers.__version__ != WRITTEN_FOR:
@@ -128,15 +131,17 @@ def test_nano_deepseek_v4_loads_the_checkpoint_and_computes_another_network(
     scale = float(want.abs().max())
     assert float((got.double() - want).abs().max()) > 0.05 * scale
 
-    def error_of(formula: pub.DeepSeekV4Formula) -> float:
+    def error_of(formula: pub.Formula) -> float:
         p64 = {k: (v.double() if isinstance(v, torch.Tensor) else v) for k, v in params.items()}
         return divergence.output_error(got.double(), pub.step("deepseek-v4", p64, x.double(),
                                                               _branch, formula), scale)
 
-    match = divergence.search(error_of, 1e-5)
-    assert match.exact, match.message()
-    assert match.formula == pub.DeepSeekV4Formula(mix="comb", post_multiplier=1.0,
-                                                  post_eps=True, start="sigmoid")
+    published = pub.layout("deepseek-v4").formula(params)
+    match = family.search(error_of, 1e-5, published)
+    assert match.exact, family.message(match, published)
+    assert match.formula == dataclasses.replace(
+        published, transposed=False, h_post=Gate(1.0, published.h_pre.eps),
+        sinkhorn=dataclasses.replace(published.sinkhorn, start="sigmoid", count="rounds"))
 
 
 # --- GLM-5-Next: the DeepSeek-V4 layout under the official names --------------------------------
@@ -194,5 +199,6 @@ def test_glm5_next_from_pretrained_computes_the_published_step(
     assert float((got.double() - want).abs().max()) < 1e-5 * scale
     wrong = pub.step("deepseek-v4", {k: (v.double() if isinstance(v, torch.Tensor) else v)
                                      for k, v in params.items()}, x.double(), _branch,
-                     pub.DeepSeekV4Formula(mix="comb"))
+                     dataclasses.replace(pub.layout("deepseek-v4").formula(params),
+                                         transposed=False))
     assert float((wrong - want).abs().max()) > 0.01 * scale  # the check can see orientation

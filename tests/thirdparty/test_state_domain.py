@@ -23,7 +23,7 @@ PROBING = {"law.probed", "law.reported_matches_probed", "law.token_mixing_branch
 def test_declared_domain_draws_replicated_states() -> None:
     info = inspect_target(make_replicated, "cpu", 0)
     assert info.conventions.state_domain == "replicated"
-    assert info.conventions.sinkhorn_iterations == 20  # from the attribute, not declared
+    assert info.conventions.formula.sinkhorn.iterations == 20  # from the attribute, not declared
     from hcspec.conformance.profiles import get_profile
     ctx = Context(factory=make_replicated, target_name="t", kind="mhc",
                   conventions=info.conventions, capabilities=info.capabilities,

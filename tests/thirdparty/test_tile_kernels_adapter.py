@@ -72,7 +72,7 @@ def test_checkout_is_loaded_by_path_and_comb_is_transposed(standin_checkout: Pat
     collapsed = (0.25 * x).sum(2).bfloat16().double()  # the branch sees the rounded values
     want = comb.T @ x + branch(collapsed).unsqueeze(2)
     assert torch.allclose(out.double(), want.bfloat16().double(), atol=0, rtol=2 ** -7)
-    assert impl.conventions.h_post_multiplier == 2.0
+    assert impl.conventions.formula.h_post.multiplier == 2.0
     assert torch.equal(impl.reduce(x).double(), (0.5 * x).sum(2).bfloat16().double())
 
 
@@ -149,10 +149,11 @@ def test_targets_are_usable_only_where_the_reference_file_is(
 
 def test_declared_conventions() -> None:
     one, two = adapter.conventions(1.0), adapter.conventions(2.0)
-    assert (one.h_post_multiplier, two.h_post_multiplier) == (1.0, 2.0)
+    assert (one.formula.h_post.multiplier, two.formula.h_post.multiplier) == (1.0, 2.0)
     assert one.output_dtype == torch.bfloat16 and one.compute_dtype == torch.float32
-    assert (one.sinkhorn_variant, one.sinkhorn_iterations_count, one.sinkhorn_iterations,
-            one.sinkhorn_exact_axis) == ("softmax", "rounds_from_softmax", 10, "rows")
+    sk = one.formula.sinkhorn
+    assert (sk.start, sk.count, sk.iterations, sk.exact_axis) == (
+        "softmax", "rounds_from_softmax", 10, "rows")
 
 
 @needs_package

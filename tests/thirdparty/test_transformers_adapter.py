@@ -130,8 +130,9 @@ def test_weights_are_the_ones_the_layer_used_and_the_target_is_complete(name: st
         assert conventions.residual_mixing == "identity"
         assert torch.equal(H_res, torch.eye(4, dtype=H_res.dtype).expand_as(H_res))
     else:
-        assert conventions.sinkhorn_variant == ("sigmoid" if FIRST else "softmax")
-        exact = H_res.sum(-1) if conventions.sinkhorn_exact_axis == "rows" else H_res.sum(-2)
+        assert conventions.formula.sinkhorn.start == ("sigmoid" if FIRST else "softmax")
+        rows = conventions.formula.sinkhorn.exact_axis == "rows"
+        exact = H_res.sum(-1) if rows else H_res.sum(-2)
         torch.testing.assert_close(exact, torch.ones_like(exact), rtol=0, atol=1e-5)
 
 
@@ -194,7 +195,8 @@ def test_forward_runs_the_installed_decoder_layer_so_its_orientation_is_seen(
     with torch.no_grad():
         torch.testing.assert_close(impl.forward(x, torch.tanh), law, rtol=0, atol=1e-6)
     assert calls == [cls]
-    declared_transposed = conventions_of(impl).sinkhorn_variant == "softmax"  # 5.23.0's layers
+    # 5.23.0's layers
+    declared_transposed = conventions_of(impl).formula.sinkhorn.start == "softmax"
 
     def misoriented(self: Any, hidden_states: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
         dtype = hidden_states.dtype

@@ -57,7 +57,7 @@ def test_weights_transpose_the_stored_mixing_and_forward_unfolds_batch_outer() -
     got = impl.forward(x, branch)
     want = H_res @ x + h_post.unsqueeze(-1) * branch((h_pre.unsqueeze(-1) * x).sum(2)).unsqueeze(2)
     assert torch.allclose(got, want, atol=1e-12)
-    assert impl.conventions.sinkhorn_iterations == 3
+    assert impl.conventions.formula.sinkhorn.iterations == 3
     assert torch.equal(impl.reduce(x), x.sum(2))
     h = torch.randn(2, 5, d, dtype=torch.float64)
     assert torch.equal(impl.expand(h), h.unsqueeze(2).expand(2, 5, n, d))

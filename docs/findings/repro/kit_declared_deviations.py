@@ -52,7 +52,8 @@ class StandIn(nn.Module):
 
     def weights(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         shape = x.shape[:3]
-        h_pre = (torch.sigmoid(self.a) + self.conventions.h_pre_eps).to(x.dtype).expand(shape)
+        eps = self.conventions.formula.h_pre.eps
+        h_pre = (torch.sigmoid(self.a) + eps).to(x.dtype).expand(shape)
         h_post = (self.multiplier * torch.sigmoid(self.b) + EPS).to(x.dtype).expand(shape)
         eye = torch.eye(self.n, dtype=x.dtype).expand(*x.shape[:2], self.n, self.n)
         return h_pre, h_post, eye

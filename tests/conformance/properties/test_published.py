@@ -3,17 +3,20 @@ divergence class is named; a malformed published_parameters() fails with the key
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
 import torch
 
+from hcspec.conformance.families import published as family
 from hcspec.conformance.properties import BY_ID, PropertyFailure, divergence
 from hcspec.conformance.protocol import CAPABILITIES, Conventions
 from hcspec.conformance.strategies import Case
 from hcspec.reference import published as pub
 from hcspec.reference import targets
 from hcspec.reference.deepseek_v4 import DeepSeekV4HyperConnection
+from hcspec.spec.record import Gate
 from tests.conformance.properties.support import run, unmet
 
 REFERENCE = ["reference:hc-static", "reference:hc-dynamic", "reference:mhc",
@@ -75,21 +78,23 @@ def test_the_search_names_four_compounded_divergences() -> None:
     def branch(z: torch.Tensor) -> torch.Tensor:
         return torch.tanh(z) * 1.3
 
-    first_release = pub.DeepSeekV4Formula(mix="comb", post_multiplier=1.0, post_eps=True,
-                                          start="sigmoid")
+    published = pub.DEEPSEEK_V4_FORMULA
+    first_release = dataclasses.replace(
+        published, transposed=False, h_post=Gate(1.0, published.h_pre.eps),
+        sinkhorn=dataclasses.replace(published.sinkhorn, start="sigmoid", count="rounds"))
     got = pub.step("deepseek-v4", params, x, branch, first_release)
 
-    def error_of(formula: pub.DeepSeekV4Formula) -> float:
+    def error_of(formula: pub.Formula) -> float:
         return divergence.output_error(got, pub.step("deepseek-v4", params, x, branch, formula),
                                        float(x.abs().max()))
 
-    match = divergence.search(error_of, 1e-12)
+    match = family.search(error_of, 1e-12)
     assert match.exact and match.formula == first_release
-    text = match.message()
+    text = family.message(match, published)
     for phrase in ("orientation", "post = σ(·) + hc_eps", "starts from sigmoid"):
         assert phrase in text
-    assert divergence.search(lambda f: error_of(first_release) if f == first_release else 1.0,
-                             1e-12).formula == first_release
+    assert family.search(lambda f: error_of(first_release) if f == first_release else 1.0,
+                         1e-12).formula == first_release
 
 
 class _WrongShape:
@@ -136,7 +141,7 @@ class _Bfloat16Output(DeepSeekV4HyperConnection):
         return {**super().conventions, "compute_dtype": "float32", "output_dtype": "bfloat16"}
 
 
-def _bfloat16_target(formula: pub.DeepSeekV4Formula) -> Any:
+def _bfloat16_target(formula: pub.Formula | None) -> Any:
     def make(n: int, d: int, *, layer_index: int = 0, dtype: torch.dtype = torch.float64,
              device: str = "cpu", seed: int = 0) -> _Bfloat16Output:
         torch.manual_seed(seed)
@@ -151,7 +156,8 @@ def test_below_float32_the_floor_passes_a_correct_target_and_names_a_slip(
     from tests.conformance.properties import support
 
     monkeypatch.setattr(support, "factory", lambda target: _bfloat16_target(
-        pub.PUBLISHED_DEEPSEEK_V4 if target == "right" else pub.DeepSeekV4Formula(mix="comb")))
+        None if target == "right" else dataclasses.replace(pub.DEEPSEEK_V4_FORMULA,
+                                                          transposed=False)))
     for example in range(3):
         ctx = run("published.step", "right", example=example)
         assert ctx.worst.tolerance >= 4 * torch.finfo(torch.bfloat16).eps  # the floor applies

@@ -8,12 +8,12 @@ import dataclasses
 import pytest
 import torch
 
-from hcspec.conformance.families.variant import diagnose
 from hcspec.conformance.properties import Inconclusive, PropertyFailure
-from hcspec.conformance.properties.sinkhorn_variant import Variant, fixed_point_tolerance
+from hcspec.conformance.properties.sinkhorn_variant import diagnose, fixed_point_tolerance
 from hcspec.conformance.protocol import Conventions
 from hcspec.conformance.strategies import Case
 from hcspec.reference import ManifoldHyperConnection, sinkhorn
+from hcspec.spec.record import Formula, SinkhornSpec
 from tests.conformance.properties.support import context, run, unmet
 from tests.mutants import sinkhorn_grad_stopped, sinkhorn_implicit_backward
 from tests.mutants._base import build, mhc_conventions
@@ -44,19 +44,32 @@ def test_a_mislabelled_variant_fails_naming_what_it_matches(mutant: str, named: 
 
 def test_the_diagnosis_names_the_iteration_count_and_the_transpose() -> None:
     logits = torch.randn(3, 4, 4, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
-    declared = Variant("exp", "rounds", "rows", 0.0, 0.0, 20)
-    three = sinkhorn.sinkhorn_variant(logits, 3)
+    declared = Formula(sinkhorn=SinkhornSpec(iterations=20))
+    three = sinkhorn.sinkhorn_variant(logits, SinkhornSpec(iterations=3))
     assert "matches 3 rounds, not the declared 20 rounds" in diagnose(three, logits, declared,
                                                                        1e-11)
-    transposed = sinkhorn.sinkhorn_variant(logits, 20).transpose(-1, -2)
+    transposed = sinkhorn.sinkhorn_variant(logits, SinkhornSpec(iterations=20)).transpose(-1, -2)
     assert "Hᵀ (the transpose" in diagnose(transposed, logits, declared, 1e-11)
-    deepseek = sinkhorn.sinkhorn_variant(logits, 20, start="softmax", count="rounds_from_softmax",
-                                         exact_axis="columns", additive_eps=1e-6,
-                                         denominator_eps=1e-6)
+    deepseek = sinkhorn.sinkhorn_variant(logits, SinkhornSpec(
+        "softmax", "rounds_from_softmax", "columns", 1e-6, 1e-6, 20))
     text = diagnose(deepseek, logits, declared, 1e-11)
     assert "softmax-first" in text and "columns normalised last" in text, text
     noise = torch.rand(3, 4, 4, dtype=torch.float64)
     assert "matches no variant" in diagnose(noise, logits, declared, 1e-11)
+
+
+def test_the_diagnosis_composes_a_structure_and_a_count() -> None:
+    """No candidate (a structure at the declared count, or the declared at another count)
+    matches; the greedy part of the search finds the two changes together."""
+    logits = 2 * torch.randn(3, 4, 4, dtype=torch.float64,
+                             generator=torch.Generator().manual_seed(1))
+    declared = Formula(sinkhorn=SinkhornSpec(iterations=20))
+    H = sinkhorn.sinkhorn_variant(logits, SinkhornSpec("sigmoid", "rounds", "columns",
+                                                       iterations=19))
+    text = diagnose(H, logits, declared, 1e-11)
+    assert text.startswith("H_res matches the sigmoid-first variant, not the declared "
+                           "exp-first; 19 rounds, not the declared 20 rounds; columns "
+                           "normalised last"), text
 
 
 def test_h_post_sigma_fails_the_gates_naming_the_multiplier() -> None:

@@ -1,22 +1,26 @@
-"""The declared Sinkhorn–Knopp variants as formulas (spec ``mhc.sinkhorn_variants``), in the
-plain domain, for checking a target's ``H_res`` at identical logits, and the fixed-point
-gradient of the Sinkhorn limit (spec ``sinkhorn.implicit_gradient``).
+"""The Sinkhorn–Knopp variants as formulas (spec ``mhc.sinkhorn_variants``), in the plain
+domain, for checking a target's ``H_res`` at identical logits, and the fixed-point gradient of
+the Sinkhorn limit (spec ``sinkhorn.implicit_gradient``).
 
-This is the kit's own statement of the variants: the variant family takes its expected values
-from here, and the reference (:mod:`hcspec.reference.sinkhorn`, :mod:`hcspec.reference.published`)
-imports these formulas from here, so the kit never takes an expected value from the reference.
-Imports only torch (cheap: the reference imports it).
+A variant is a :class:`~hcspec.spec.record.SinkhornSpec`; :func:`sinkhorn_variant` applies
+one. The variant family takes its expected values from here, and the reference
+(:mod:`hcspec.reference.sinkhorn`, :mod:`hcspec.reference.published`) uses these formulas too,
+so the kit never takes an expected value from the reference. Imports torch and the spec's
+record only.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Literal, get_args
+from typing import Final
 
 import torch
 
-DEFAULT_ITERATIONS = 20
-"""The mHC paper's ``t_max`` (§4.2)."""
+from hcspec.spec.record import AXES, COUNTS, STARTS, Axis, Count, SinkhornSpec, Start
+
+MHC_PAPER: Final = SinkhornSpec()
+"""The mHC paper's variant (Eq. 9): ``exp``, column then row normalisation, no eps, 20 rounds
+(undeclared: :data:`hcspec.spec.record.DEFAULT_ITERATIONS`)."""
 
 
 def _positive_int(name: str, value: object) -> int:
@@ -44,15 +48,6 @@ def check_arguments(logits: object, iterations: object) -> int:
     if logits.dim() < 2 or logits.shape[-1] != logits.shape[-2]:
         raise ValueError(f"expected logits of shape [..., n, n], got {tuple(logits.shape)}")
     return count
-
-
-
-Start = Literal["exp", "softmax", "sigmoid"]
-Count = Literal["rounds", "rounds_from_softmax", "normalisations"]
-Axis = Literal["rows", "columns"]
-STARTS: tuple[str, ...] = get_args(Start)
-COUNTS: tuple[str, ...] = get_args(Count)
-AXES: tuple[str, ...] = get_args(Axis)
 
 
 def normalisation_order(iterations: int, count: Count = "rounds", exact_axis: Axis = "rows",
@@ -121,17 +116,16 @@ def normalise(M: torch.Tensor, axis: Axis, eps: float = 0.0) -> torch.Tensor:
     return M / (M.sum(dim=dim, keepdim=True) + eps)
 
 
-def sinkhorn_variant(logits: torch.Tensor, iterations: int = DEFAULT_ITERATIONS, *,
-                     start: Start = "exp", count: Count = "rounds", exact_axis: Axis = "rows",
-                     additive_eps: float = 0.0, denominator_eps: float = 0.0) -> torch.Tensor:
-    """A declared Sinkhorn–Knopp variant, as the formula the spec states
+def sinkhorn_variant(logits: torch.Tensor, spec: SinkhornSpec = MHC_PAPER) -> torch.Tensor:
+    """The Sinkhorn–Knopp variant ``spec``, as the formula the spec states
     (``mhc.sinkhorn_variants``): ``M⁰ =`` :func:`positive_start`, then the normalisations of
-    :func:`normalisation_order`, each dividing by the axis sum plus ``denominator_eps``.
+    :func:`normalisation_order`, each dividing by the axis sum plus ``spec.denominator_eps``;
+    ``spec.effective_iterations`` counted as ``spec.count`` says.
 
-    The defaults are the mHC paper (Eq. 9: ``exp``, ``iterations`` rounds of column then row
-    normalisation); ``start="softmax", count="rounds_from_softmax", exact_axis="columns"``
-    with both eps is DeepSeek-V4's ``softmax(H̃, rows) + ε`` followed by a column step and
-    ``t − 1`` (row, column) rounds.
+    The default is the mHC paper (Eq. 9: ``exp``, 20 rounds of column then row
+    normalisation); ``SinkhornSpec("softmax", "rounds_from_softmax", "columns", ε, ε, t)`` is
+    DeepSeek-V4's ``softmax(H̃, rows) + ε`` followed by a column step and ``t − 1`` (row,
+    column) rounds.
 
     Computed in the plain domain in the dtype of ``logits`` (the kit calls it in float64 on
     moderate logits; :func:`hcspec.reference.sinkhorn.sinkhorn_knopp` is the overflow-safe
@@ -139,13 +133,14 @@ def sinkhorn_variant(logits: torch.Tensor, iterations: int = DEFAULT_ITERATIONS,
     Shapes: ``[..., n, n] -> [..., n, n]``. Differentiable (autograd through every step).
 
     Raises:
-        TypeError, ValueError: as :func:`check_arguments` and :func:`normalisation_order`.
+        TypeError, ValueError: as :func:`check_arguments`.
     """
-    iterations = check_arguments(logits, iterations)
-    order = normalisation_order(iterations, count, exact_axis, start)
-    M = positive_start(logits, start, softmax_axis(count, exact_axis, iterations), additive_eps)
-    for axis in order:
-        M = normalise(M, axis, denominator_eps)
+    iterations = check_arguments(logits, spec.effective_iterations)
+    order = normalisation_order(iterations, spec.count, spec.exact_axis, spec.start)
+    axis = softmax_axis(spec.count, spec.exact_axis, iterations)
+    M = positive_start(logits, spec.start, axis, spec.additive_eps)
+    for step in order:
+        M = normalise(M, step, spec.denominator_eps)
     return M
 
 

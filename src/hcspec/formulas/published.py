@@ -1,6 +1,6 @@
 """Published parameterizations: the step each named parameter layout defines, written plainly
-— the kit's oracle for the published family (the reference's published layouts,
-:mod:`hcspec.reference.published`, import these formulas from here).
+— the kit's oracle for the published family and the reference's published layouts
+(:mod:`hcspec.reference.published`) alike.
 
 A *published parameterization* is the layout of tensors a checkpoint or a paper gives one
 hyper-connected sublayer, and the formulas that turn those tensors and the stream state
@@ -20,8 +20,10 @@ settings ``hc_eps``, ``norm_eps``, ``sinkhorn_iters``)::
 
 where SK normalises axis −2, then ``sinkhorn_iters − 1`` times axis −1 and axis −2, every
 denominator ``sum + hc_eps`` (as transformers 5.23.0 ``DeepseekV4HyperConnection`` with its
-decoder layer, and TileKernels' ``mhc_pre`` references with ``post_mult_value = 2``).
-:class:`DeepSeekV4Formula` names each place an implementation can depart from it.
+decoder layer, and TileKernels' ``mhc_pre`` references with ``post_mult_value = 2``). Its
+record is :func:`hcspec.spec.published.formula` (``"deepseek-v4"``): each field of
+:class:`~hcspec.spec.record.Formula` is a place an implementation can depart from it, and
+:func:`weights` computes any of them.
 
 ``mhc-paper`` (``phi_pre [n·d, n]``, ``phi_post [n·d, n]``, ``phi_res [n·d, n²]``, ``b_pre
 [n]``, ``b_post [n]``, ``b_res [n, n]``, scalars ``alpha_pre``, ``alpha_post``,
@@ -41,27 +43,30 @@ stream without parameters: ``B(X) = s_β tanh(X̄ W_β)ᵀ + B``, ``A_m(X) = s_�
 Dtype/device: every function computes in the dtype and on the device of ``x`` (parameters are
 cast to it), so float64 inputs give the float64 oracle the kit compares with; gradients flow
 to the given tensors. Parameters are a ``Mapping`` from the layout's names to tensors; settings
-(plain numbers) may be in the same mapping, else the layout's defaults apply.
+(plain numbers) may be in the same mapping, else the layout's defaults apply
+(:data:`hcspec.spec.published.SETTINGS`). Imports torch and the spec only.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Literal
 
 import torch
 import torch.nn.functional as F
 
-from hcspec.conformance.sinkhorn_formulas import sinkhorn_variant
+from hcspec.formulas import mhc
 from hcspec.spec.published import (
     DEEPSEEK_V4,
     HC_DYNAMIC,
     HC_STATIC,
     MHC_PAPER,
     PARAMETERIZATIONS,
+    SETTINGS,
     SOURCES,
 )
+from hcspec.spec.published import formula as published_formula
+from hcspec.spec.record import Formula
 
 Branch = Callable[[torch.Tensor], torch.Tensor]
 """A sublayer ``F``: ``[B, T, d] -> [B, T, d]``."""
@@ -110,16 +115,22 @@ class Layout:
         assert isinstance(value, (int, float))
         return float(value)
 
+    def formula(self, params: Parameters) -> Formula:
+        """The step record this layout states at the settings of ``params``
+        (:func:`hcspec.spec.published.formula`).
 
-LAYOUTS: dict[str, Layout] = {
-    DEEPSEEK_V4: Layout(DEEPSEEK_V4, "mhc", SOURCES[DEEPSEEK_V4],
-                        {"hc_eps": 1e-6, "norm_eps": 1e-6, "sinkhorn_iters": 20}),
-    MHC_PAPER: Layout(MHC_PAPER, "mhc", SOURCES[MHC_PAPER],
-                      {"norm_eps": 1e-6, "sinkhorn_iters": 20}),
-    HC_STATIC: Layout(HC_STATIC, "hc-static", SOURCES[HC_STATIC]),
-    HC_DYNAMIC: Layout(HC_DYNAMIC, "hc-dynamic", SOURCES[HC_DYNAMIC], {"norm_eps": 1e-5}),
-}
-assert tuple(LAYOUTS) == PARAMETERIZATIONS
+        Raises:
+            ValueError: an HC layout (it has no mHC formula), or settings the record rejects.
+        """
+        found = published_formula(self.name, params)
+        if found is None:
+            raise ValueError(f"published {self.name} has no mHC formula")
+        return found
+
+
+_KINDS = {DEEPSEEK_V4: "mhc", MHC_PAPER: "mhc", HC_STATIC: "hc-static", HC_DYNAMIC: "hc-dynamic"}
+LAYOUTS: dict[str, Layout] = {name: Layout(name, _KINDS[name], SOURCES[name], SETTINGS[name])
+                              for name in PARAMETERIZATIONS}
 
 
 def layout(name: str) -> Layout:
@@ -132,48 +143,6 @@ def layout(name: str) -> Layout:
         raise ValueError(f"unknown published parameterization {name!r}; "
                          f"known: {', '.join(PARAMETERIZATIONS)}")
     return LAYOUTS[name]
-
-
-@dataclass(frozen=True)
-class DeepSeekV4Formula:
-    """The DeepSeek-V4 formulas, with each place an implementation can depart from them as a
-    field (the defaults are the published ones).
-
-    Attributes:
-        mix: ``"comb_t"`` (``X' = combᵀ X``: ``X'_j = Σ_i comb[i, j] X_i``, published) or
-            ``"comb"`` (``X' = comb X``: the orientation slip).
-        post_multiplier: ``c`` in ``post = c·σ(·)`` (published 2).
-        post_eps: ``hc_eps`` added to ``post`` (published: no).
-        pre_eps: ``hc_eps`` added to ``pre`` (published: yes).
-        start: the positive map before Sinkhorn–Knopp: ``"softmax"`` (published, along
-            axis −1), ``"sigmoid"`` or ``"exp"``.
-        count, exact_axis: as :func:`hcspec.conformance.sinkhorn_formulas.sinkhorn_variant`, in
-            ``comb``'s own indexing (published ``"rounds_from_softmax"``, ``"columns"``: the
-            softmax, a normalisation of axis −2, then (axis −1, axis −2) rounds).
-        rounds_delta: added to ``sinkhorn_iters`` (published 0).
-        additive_eps, denominator_eps: ``hc_eps`` after the positive map and in every
-            denominator (published: both).
-        scales: which ``hc_scale`` entry the (pre, post, comb) blocks use (published
-            ``(0, 1, 2)``).
-        norm: ``"input"`` (the RMS norm of ``vec(X)`` before the projection, published) or
-            ``"projection"`` (the RMS norm applied to the projection's output instead).
-    """
-
-    mix: Literal["comb_t", "comb"] = "comb_t"
-    post_multiplier: float = 2.0
-    post_eps: bool = False
-    pre_eps: bool = True
-    start: Literal["softmax", "sigmoid", "exp"] = "softmax"
-    count: Literal["rounds_from_softmax", "rounds", "normalisations"] = "rounds_from_softmax"
-    exact_axis: Literal["rows", "columns"] = "columns"
-    rounds_delta: int = 0
-    additive_eps: bool = True
-    denominator_eps: bool = True
-    scales: tuple[int, int, int] = (0, 1, 2)
-    norm: Literal["input", "projection"] = "input"
-
-
-PUBLISHED_DEEPSEEK_V4 = DeepSeekV4Formula()
 
 
 def _tensor(params: Parameters, name: str, x: torch.Tensor) -> torch.Tensor:
@@ -208,50 +177,38 @@ def _rms_flat(x: torch.Tensor, eps: float) -> torch.Tensor:
     return flat * torch.rsqrt(flat.square().mean(dim=-1, keepdim=True) + eps)
 
 
-def deepseek_v4_parts(params: Parameters, x: torch.Tensor,
-                      formula: DeepSeekV4Formula = PUBLISHED_DEEPSEEK_V4,
-                      ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """``(pre [B,T,n], post [B,T,n], comb [B,T,n,n])`` of the DeepSeek-V4 layout at ``x
-    [B,T,n,d]`` (``comb[i, j]``: weight of input stream i in output stream j under the
-    published ``mix``), with ``formula``'s departures."""
+def deepseek_v4_logits(params: Parameters, x: torch.Tensor, formula: Formula | None = None,
+                       ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``(pre [B,T,n], post [B,T,n], comb [B,T,n,n])`` logits of the DeepSeek-V4 layout at
+    ``x [B,T,n,d]`` (before the gates and Sinkhorn–Knopp: ``mixes · hc_scale + hc_base``),
+    with ``formula``'s ``scales`` and ``norm`` (None: the published ones)."""
     lay = layout(DEEPSEEK_V4)
+    f = lay.formula(params) if formula is None else formula
     n = x.shape[-2]
-    eps = lay.setting(params, "hc_eps")
     fn, scale, base = (_tensor(params, k, x) for k in ("hc_fn", "hc_scale", "hc_base"))
-    if formula.norm == "input":
+    if f.norm == "input":
         mixes = _rms_flat(x, lay.setting(params, "norm_eps")) @ fn.transpose(0, 1)
     else:
         projected = x.reshape(*x.shape[:-2], -1) @ fn.transpose(0, 1)
         mixes = projected * torch.rsqrt(projected.square().mean(dim=-1, keepdim=True)
                                         + lay.setting(params, "norm_eps"))
-    s_pre, s_post, s_comb = (scale[i] for i in formula.scales)
-    pre = torch.sigmoid(mixes[..., :n] * s_pre + base[:n])
-    pre = pre + eps if formula.pre_eps else pre
-    post = formula.post_multiplier * torch.sigmoid(mixes[..., n:2 * n] * s_post
-                                                   + base[n:2 * n])
-    post = post + eps if formula.post_eps else post
-    logits = (mixes[..., 2 * n:] * s_comb + base[2 * n:]).reshape(*mixes.shape[:-1], n, n)
-    iterations = int(lay.setting(params, "sinkhorn_iters")) + formula.rounds_delta
-    count = formula.count
-    if count == "rounds_from_softmax" and formula.start != "softmax":
-        count = "rounds"
-    comb = sinkhorn_variant(logits, max(iterations, 1), start=formula.start, count=count,
-                            exact_axis=formula.exact_axis,
-                            additive_eps=eps if formula.additive_eps else 0.0,
-                            denominator_eps=eps if formula.denominator_eps else 0.0)
+    s_pre, s_post, s_comb = (scale[i] for i in f.scales)
+    pre = mixes[..., :n] * s_pre + base[:n]
+    post = mixes[..., n:2 * n] * s_post + base[n:2 * n]
+    comb = (mixes[..., 2 * n:] * s_comb + base[2 * n:]).reshape(*mixes.shape[:-1], n, n)
     return pre, post, comb
 
 
-def _mhc_paper(params: Parameters, x: torch.Tensor) -> Weights:
+def _mhc_paper_logits(params: Parameters, x: torch.Tensor,
+                      ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     lay = layout(MHC_PAPER)
     n = x.shape[-2]
     flat = _rms_flat(x, lay.setting(params, "norm_eps"))
     p = {k: _tensor(params, k, x) for k in lay.shapes(n, x.shape[-1])}
-    h_pre = torch.sigmoid(p["alpha_pre"] * (flat @ p["phi_pre"]) + p["b_pre"])
-    h_post = 2 * torch.sigmoid(p["alpha_post"] * (flat @ p["phi_post"]) + p["b_post"])
-    logits = p["alpha_res"] * (flat @ p["phi_res"]).reshape(*flat.shape[:-1], n, n) + p["b_res"]
-    H_res = sinkhorn_variant(logits, int(lay.setting(params, "sinkhorn_iters")))
-    return h_pre, h_post, H_res
+    pre = p["alpha_pre"] * (flat @ p["phi_pre"]) + p["b_pre"]
+    post = p["alpha_post"] * (flat @ p["phi_post"]) + p["b_post"]
+    res = p["alpha_res"] * (flat @ p["phi_res"]).reshape(*flat.shape[:-1], n, n) + p["b_res"]
+    return pre, post, res
 
 
 def _hc(params: Parameters, x: torch.Tensor, dynamic: bool) -> Weights:
@@ -270,24 +227,29 @@ def _hc(params: Parameters, x: torch.Tensor, dynamic: bool) -> Weights:
 
 
 def weights(name: str, params: Parameters, x: torch.Tensor,
-            formula: DeepSeekV4Formula = PUBLISHED_DEEPSEEK_V4) -> Weights:
+            formula: Formula | None = None) -> Weights:
     """``(h_pre [B,T,n], h_post [B,T,n], H_res [B,T,n,n])`` in this project's row form, of
-    layout ``name`` with ``params`` at ``x [B, T, n, d]`` (``formula``: DeepSeek-V4 only).
+    layout ``name`` with ``params`` at ``x [B, T, n, d]``. For the mHC layouts the weights
+    are ``formula``'s (:func:`hcspec.formulas.mhc.weights`) at the layout's logits; None: the
+    record the layout states at the settings of ``params`` (:meth:`Layout.formula`); a given
+    ``formula`` brings its own eps and iteration count (the ``hc_eps`` and ``sinkhorn_iters``
+    settings are then not read). The HC layouts have no formula (``formula`` is ignored).
 
     Raises:
         ValueError: an unknown layout. KeyError, TypeError: a missing or non-tensor entry.
     """
     lay = layout(name)
     if lay.name == DEEPSEEK_V4:
-        pre, post, comb = deepseek_v4_parts(params, x, formula)
-        return pre, post, comb.transpose(-1, -2) if formula.mix == "comb_t" else comb
+        f = lay.formula(params) if formula is None else formula
+        return mhc.weights(f, *deepseek_v4_logits(params, x, f))
     if lay.name == MHC_PAPER:
-        return _mhc_paper(params, x)
+        f = lay.formula(params) if formula is None else formula
+        return mhc.weights(f, *_mhc_paper_logits(params, x))
     return _hc(params, x, dynamic=lay.name == HC_DYNAMIC)
 
 
 def step(name: str, params: Parameters, x: torch.Tensor, branch: Branch,
-         formula: DeepSeekV4Formula = PUBLISHED_DEEPSEEK_V4) -> torch.Tensor:
+         formula: Formula | None = None) -> torch.Tensor:
     """One step of layout ``name``: ``X' = H_res X + h_post F(h_preᵀ X)ᵀ`` with
     :func:`weights`; ``x [B,T,n,d] -> [B,T,n,d]`` in ``x``'s dtype; ``branch`` called once on
     ``h_preᵀ X [B,T,d]``. Shapes are not checked beyond :func:`weights`' own (the kit calls it

@@ -6,9 +6,9 @@ contiguous chunks along the token axis T (``"tokens"``: sequence/context paralle
 hidden axis d, the same columns of every stream (``"hidden"``: tensor parallel); rank ``r`` of
 the group holds chunk ``r``.
 
-This is the kit's own statement of the layout: the ``parallel`` family cuts its inputs with it,
-and the sharded reference (:mod:`hcspec.reference.sharded`) imports it from here, so the layout
-is written once and the kit never takes it from the reference. Imports only torch.
+The layout is written once, here: the kit's ``parallel`` family cuts its inputs with it and the
+sharded reference (:mod:`hcspec.reference.sharded`) shards with it, so the kit never takes it
+from the reference. Imports only torch.
 """
 
 from __future__ import annotations
