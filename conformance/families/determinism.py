@@ -23,7 +23,8 @@ from hcspec.conformance.properties.base import (
 from hcspec.conformance.properties.cases import Case, Cases
 from hcspec.conformance.properties.common import forward_backward
 from hcspec.conformance.properties.declaration import declare
-from hcspec.conformance.protocol import HyperConnectionImpl, has_train_eval
+from hcspec.conformance.properties.requirements import capability
+from hcspec.conformance.protocol import THREADS, HyperConnectionImpl, has_threads, has_train_eval
 from hcspec.conformance.strategies import SMOOTH_BRANCHES
 
 BASE = ("shape.output",)
@@ -86,7 +87,7 @@ def _pass(ctx: Context, impl: HyperConnectionImpl, x: torch.Tensor, upstream: to
 
 def _compare(ctx: Context, k: int, name: str, got: torch.Tensor | None,
              first: torch.Tensor | None, declared: bool) -> None:
-    """Compare ``name`` of pass ``k`` with pass 1: presence, then shape, then bitwise equality
+    """Compare ``name`` of pass ``k`` (or thread count ``k``) with pass 1: presence, then shape, then bitwise equality
     (declared non-deterministic: the scaled spread within the rule
     :data:`hcspec.conformance.rules.DEVICE`).
 
@@ -159,3 +160,37 @@ def check_forward_backward(ctx: Context, case: Case) -> None:
             "forward's output carries no autograd graph (requires_grad is False although the "
             f"input requires grad): {REPEATS} eval-mode forwards were compared and agree, but "
             "no backward can be repeated (the gradients family reports a missing graph)")
+
+
+THREAD_COUNTS = (1, 2, 4)
+"""The thread counts ``determinism.thread_count`` compares (the first is the baseline)."""
+
+
+@declare(
+    "determinism.thread_count",
+    statement="native code gives the same output at 1, 2 and 4 threads (bitwise unless "
+              "declared non-deterministic)",
+    requires=(capability(THREADS),), tolerance=rules.EXACT, secondary=(rules.DEVICE,),
+    cases=Cases(min_n=3, branches=SMOOTH_BRANCHES), prerequisites=BASE)
+def check_thread_count(ctx: Context, case: Case) -> None:
+    """``impl.threads(k)`` for k in :data:`THREAD_COUNTS` (same parameters, k CPU threads)
+    gives the same output of one input as ``threads(1)``: bitwise equal (a kernel that splits
+    its work by rows or tokens computes every entry in one fixed order whatever the thread
+    count), or, when the impl declares ``Conventions.deterministic = False`` (a reduction split
+    across threads), within the device rule's spread.
+
+    Raises:
+        PropertyFailure: an output of another shape, or one that differs from the
+            single-threaded output (beyond the device rule when declared).
+    """
+    impl = ctx.build.make(case)
+    assert has_threads(impl)  # the declared requirement
+    x = ctx.inputs.state(case)
+    outputs = []
+    for count in THREAD_COUNTS:
+        with torch.no_grad():
+            outputs.append(ctx.observe.forward(impl.threads(count), x,
+                                               ctx.inputs.branch(case)).detach())
+    for count, out in zip(THREAD_COUNTS[1:], outputs[1:], strict=True):
+        _compare(ctx, count, f"X' with {count} threads", out, outputs[0],
+                 not ctx.conventions.deterministic)

@@ -436,3 +436,60 @@ def pre_gated(x: FloatArray, gate: FloatArray, scale: float, s: Settings) -> Flo
         out = int(g.lib.base.ggml_dsv4_hc_pre_gated(g.ctx, g.tensor(x), g.tensor(gate), scale))
         (result,) = g.compute([(out, (tokens, d))])
     return result
+
+
+# --- the sublayer functions of the llama_cpp:deepseek-v4 target (run in the worker) ----------
+Params = dict[str, npt.NDArray[np.generic]]
+"""The published DeepSeek-V4 tensors by name: ``hc_fn``, ``hc_scale``, ``hc_base``."""
+
+
+def _tokens(x: npt.NDArray[np.generic]) -> FloatArray:
+    b, t, n, d = x.shape
+    return np.ascontiguousarray(x, dtype=np.float32).reshape(b * t, n, d)
+
+
+def _tensors(params: Params) -> tuple[FloatArray, FloatArray, FloatArray]:
+    return tuple(np.ascontiguousarray(params[k], dtype=np.float32)  # type: ignore[return-value]
+                 for k in ("hc_fn", "hc_scale", "hc_base"))
+
+
+def sublayer_read(s: Settings, params: Params, x: npt.NDArray[np.generic]
+                  ) -> list[FloatArray]:
+    """:func:`read` on a state ``x [B, T, n, d]``: ``[x_in [B,T,d], post [B,T,n],
+    comb [B,T,n_src,n_dst]]`` float32."""
+    b, t, n, d = x.shape
+    x_in, post, comb = read(_tokens(x), *_tensors(params), s)
+    return [x_in.reshape(b, t, d), post.reshape(b, t, n), comb.reshape(b, t, n, n)]
+
+
+def sublayer_write(s: Settings, params: Params, x: npt.NDArray[np.generic],
+                   z: npt.NDArray[np.generic], post: npt.NDArray[np.generic],
+                   comb: npt.NDArray[np.generic]) -> FloatArray:
+    """:func:`write` on ``x [B,T,n,d]``, ``z [B,T,d]``, ``post [B,T,n]``,
+    ``comb [B,T,n_src,n_dst]``: ``X' [B,T,n,d]`` float32."""
+    del params
+    b, t, n, d = x.shape
+    f32 = np.float32
+    out = write(_tokens(x), np.ascontiguousarray(z, dtype=f32).reshape(b * t, d),
+                np.ascontiguousarray(post, dtype=f32).reshape(b * t, n),
+                np.ascontiguousarray(comb, dtype=f32).reshape(b * t, n, n), s)
+    return out.reshape(b, t, n, d)
+
+
+def sublayer_weights(s: Settings, params: Params, x: npt.NDArray[np.generic]
+                     ) -> list[FloatArray]:
+    """:func:`weights` on ``x [B,T,n,d]`` in the kit's row form: ``[h_pre [B,T,n],
+    h_post [B,T,n], H_res [B,T,n,n]]`` with ``H_res[dst, src] = comb[src, dst]``."""
+    b, t, n, _ = x.shape
+    pre, post, comb = weights(_tokens(x), *_tensors(params), s)
+    return [pre.reshape(b, t, n), post.reshape(b, t, n),
+            np.ascontiguousarray(comb.reshape(b, t, n, n).swapaxes(-1, -2))]
+
+
+def sublayer_logits(s: Settings, params: Params, x: npt.NDArray[np.generic]
+                    ) -> list[FloatArray]:
+    """:func:`logits` on ``x [B,T,n,d]`` in the row form of :func:`sublayer_weights`."""
+    b, t, n, _ = x.shape
+    pre, post, comb = logits(_tokens(x), *_tensors(params), s)
+    return [pre.reshape(b, t, n), post.reshape(b, t, n),
+            np.ascontiguousarray(comb.reshape(b, t, n, n).swapaxes(-1, -2))]
