@@ -49,7 +49,11 @@ import torch
 from hcspec.conformance.adapters.declarations.llama_cpp import WRITTEN_FOR
 from hcspec.conformance.bridge import Built, Sublayer
 from hcspec.conformance.native import ggml
-from hcspec.conformance.native.framework import NativeConnection, native_target
+from hcspec.conformance.native.framework import (
+    NativeConnection,
+    ThreadedNativeConnection,
+    native_target,
+)
 from hcspec.conformance.protocol import Conventions, Weights
 
 __all__ = ["NO_BACKWARD", "SETTINGS", "WRITTEN_FOR", "LlamaCppV4Connection", "conventions",
@@ -102,8 +106,8 @@ def _extras(threads: int) -> Mapping[str, Callable[..., Any]]:
     return {"logits": functools.partial(ggml.sublayer_logits, _settings(threads))}
 
 
-class LlamaCppV4Connection(NativeConnection):
-    """The proxy of one ggml DeepSeek-V4 sublayer (:class:`NativeConnection`) with
+class LlamaCppV4Connection(ThreadedNativeConnection):
+    """The proxy of one ggml DeepSeek-V4 sublayer (:class:`ThreadedNativeConnection`) with
     ``logits(x)``, ``published_parameters()`` and ``load_published(params)``.
 
     Shapes: ``x [B,T,4,d]``; outputs float32 (declared), no autograd graph.

@@ -87,8 +87,8 @@ def _pass(ctx: Context, impl: HyperConnectionImpl, x: torch.Tensor, upstream: to
 
 def _compare(ctx: Context, k: int, name: str, got: torch.Tensor | None,
              first: torch.Tensor | None, declared: bool) -> None:
-    """Compare ``name`` of pass ``k`` (or thread count ``k``) with pass 1: presence, then shape, then bitwise equality
-    (declared non-deterministic: the scaled spread within the rule
+    """Compare ``name`` of pass ``k`` (or thread count ``k``) with pass 1: presence, then
+    shape, then bitwise equality (declared non-deterministic: the scaled spread within the rule
     :data:`hcspec.conformance.rules.DEVICE`).
 
     Raises:

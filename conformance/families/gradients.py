@@ -157,7 +157,8 @@ def _check_fd_input(ctx: Context, case: Case) -> None:
 @declare(
     "gradients.fd_parameters",
     statement="finite differences of ⟨G', X'⟩ w.r.t. the parameters match autograd (float64)",
-    theorems=("backward.closed_form",), requires=(DIFFERENTIABLE, capability(PARAMETERS), FLOAT64, UNROLLED),
+    theorems=("backward.closed_form",),
+    requires=(DIFFERENTIABLE, capability(PARAMETERS), FLOAT64, UNROLLED),
     tolerance=rules.FD, examples=_examples, cases=SMOOTH, prerequisites=BASE)
 def check_fd_parameters(ctx: Context, case: Case) -> None:
     """Directional central differences of ⟨G', X'⟩ w.r.t. the exposed parameters match
@@ -365,7 +366,8 @@ def _chained(x: torch.Tensor, params: list[torch.Tensor], live: list[torch.Tenso
     "gradients.closed_form_probed",
     statement="static HC: autograd ∂L/∂x equals H_resᵀG' + h_pre g_inᵀ on probed weights",
     theorems=("backward.closed_form",),
-    requires=(DIFFERENTIABLE, kinds("hc-static"), FLOAT64, PROBING, PROBED_H_PRE), tolerance=rules.LAW,
+    requires=(DIFFERENTIABLE, kinds("hc-static"), FLOAT64, PROBING, PROBED_H_PRE),
+    tolerance=rules.LAW,
     examples=_examples, cases=SMOOTH, prerequisites=(*BASE, "law.probed"))
 def check_closed_form_probed(ctx: Context, case: Case) -> None:
     """Static HC (weights independent of x): autograd's ∂L/∂x equals the spec's closed form

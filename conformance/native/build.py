@@ -221,13 +221,14 @@ def cmake_build(source: Path, build: Path, *, cuda: bool = False, jobs: int = 2,
     if shutil.which("cmake") is None:
         raise RuntimeError("cmake is not on PATH (apt-get install cmake g++)")
     options = [*CMAKE_OPTIONS, f"-DGGML_CUDA={'ON' if cuda else 'OFF'}"]
-    steps = ([ "cmake", "-S", str(source), "-B", str(build), *options],
+    steps = (["cmake", "-S", str(source), "-B", str(build), *options],
              ["cmake", "--build", str(build), "--target", *targets, "-j", str(jobs)])
     for step in steps:
         log("$ " + " ".join(step))
         done = subprocess.run(step, capture_output=True, text=True, check=False)
         if done.returncode != 0:
-            raise RuntimeError(f"{step[0]} {step[1]} failed:\n{(done.stdout + done.stderr)[-3000:]}")
+            output = (done.stdout + done.stderr)[-3000:]
+            raise RuntimeError(f"{step[0]} {step[1]} failed:\n{output}")
     return build / "bin"
 
 
@@ -259,7 +260,7 @@ def build(*, cuda: bool = False, jobs: int = 2, force: bool = False,
     started = time.monotonic()
     source = source_dir()
     built = cmake_build(source, cache_dir() / f"build-{variant}", cuda=cuda, jobs=jobs, log=log)
-    info = {"sdist_version": SDIST_VERSION, "sdist_sha256": SDIST_SHA256,
+    info: dict[str, object] = {"sdist_version": SDIST_VERSION, "sdist_sha256": SDIST_SHA256,
             "backends": "CPU+CUDA" if cuda else "CPU", "cmake_options": list(CMAKE_OPTIONS),
             "seconds": round(time.monotonic() - started, 1)}
     install(built, dest, info)

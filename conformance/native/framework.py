@@ -41,11 +41,11 @@ import torch
 
 from hcspec.conformance.adapters._capture import check_branch_output, check_state
 from hcspec.conformance.bridge import (
+    UNTRACEABLE,
     BridgedConnection,
     Built,
     FlatFunction,
     Sublayer,
-    UNTRACEABLE,
     check_sizes,
     cross,
     torch_parameters,
@@ -59,7 +59,8 @@ NATIVE_NOTE = ("native code ({name}) run in a worker process by hcspec.conforman
                "in the kit's process between the worker's read and write; no backward")
 """The note every native target's declared conventions carry."""
 
-__all__ = ["NativeConnection", "NativeFault", "NativeFramework", "NoBackward", "native_target"]
+__all__ = ["NativeConnection", "NativeFault", "NativeFramework", "NoBackward",
+           "ThreadedNativeConnection", "native_target"]
 
 
 class NativeFault(PropertyFailure):
@@ -140,8 +141,8 @@ class NativeFramework:
 
 class NativeConnection(BridgedConnection):
     """A :class:`~hcspec.conformance.bridge.BridgedConnection` over a :class:`NativeFramework`:
-    the proxy impl of a native target. Its outputs carry no autograd graph; with a
-    ``rebuild`` it offers ``threads(count)`` (capability ``threads``).
+    the proxy impl of a native target. Its outputs carry no autograd graph.
+    :class:`ThreadedNativeConnection` adds ``threads(count)`` (capability ``threads``).
 
     Shapes, dtypes and errors as :class:`~hcspec.conformance.bridge.BridgedConnection`, plus
     :class:`NativeFault` from any method that calls native code.
@@ -150,14 +151,12 @@ class NativeConnection(BridgedConnection):
     def __init__(self, framework: NativeFramework, sublayer: Sublayer,
                  params: dict[str, torch.Tensor], n: int, d: int, kind: Kind,
                  conventions: Conventions,
-                 rebuild: Callable[[int], NativeConnection] | None = None,
+                 rebuild: Callable[[int], NativeConnection],
                  extras: Mapping[str, Callable[..., Any]] | None = None) -> None:
         super().__init__(framework, sublayer, params, n, d, kind, conventions)
         self._rebuild = rebuild
         self._extras = {key: FlatFunction(fn, list(params), False)
                         for key, fn in (extras or {}).items()}
-        if rebuild is None:
-            self.threads = None  # type: ignore[assignment]
 
     def forward(self, x: torch.Tensor, branch: Branch) -> torch.Tensor:
         """The worker's ``read``, the kit's ``branch`` once here on ``x_in`` cast to ``x``'s
@@ -192,6 +191,12 @@ class NativeConnection(BridgedConnection):
         with torch.no_grad():
             return cross(self.framework, self._extras[key], *self.params.values(), *inputs)
 
+
+
+class ThreadedNativeConnection(NativeConnection):
+    """A :class:`NativeConnection` whose native code takes a thread count (``build``'s
+    ``threads``): capability ``threads``."""
+
     def threads(self, count: int) -> NativeConnection:
         """A proxy of the same parameters (the same tensors) computing with ``count`` threads.
 
@@ -200,7 +205,6 @@ class NativeConnection(BridgedConnection):
         """
         if isinstance(count, bool) or not isinstance(count, int) or count < 1:
             raise ValueError(f"threads: expected an int >= 1, got {count!r}")
-        assert self._rebuild is not None  # the attribute is None otherwise
         other = self._rebuild(count)
         other.params = self.params
         return other

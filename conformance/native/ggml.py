@@ -449,8 +449,10 @@ def _tokens(x: npt.NDArray[np.generic]) -> FloatArray:
 
 
 def _tensors(params: Params) -> tuple[FloatArray, FloatArray, FloatArray]:
-    return tuple(np.ascontiguousarray(params[k], dtype=np.float32)  # type: ignore[return-value]
-                 for k in ("hc_fn", "hc_scale", "hc_base"))
+    def f32(key: str) -> FloatArray:
+        return np.ascontiguousarray(params[key], dtype=np.float32)
+
+    return f32("hc_fn"), f32("hc_scale"), f32("hc_base")
 
 
 def sublayer_read(s: Settings, params: Params, x: npt.NDArray[np.generic]

@@ -15,7 +15,7 @@ A worker that dies (a signal, or any exit) or does not answer within the timeout
 killed) makes the call raise :class:`WorkerDied`; the next call starts a fresh worker. One
 call at a time per worker (a lock). The environment of the worker adds ``GGML_NO_BACKTRACE=1``
 (ggml's abort would otherwise try to attach a debugger for a backtrace) and puts this
-hcspec's source directory first on ``PYTHONPATH``.
+caller's ``sys.path`` on ``PYTHONPATH`` (the worker imports what the caller can).
 
 No torch, no NumPy (the worker imports what the pickled function needs).
 """
@@ -23,6 +23,7 @@ No torch, no NumPy (the worker imports what the pickled function needs).
 from __future__ import annotations
 
 import atexit
+import functools
 import os
 import pickle
 import select
@@ -34,7 +35,6 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import IO, Any, Final
 
 _HEADER: Final = struct.Struct("!Q")
@@ -120,10 +120,10 @@ def serve() -> None:
         _send(protocol_out, result)
 
 
-def _hcspec_root() -> str:
-    import hcspec
-
-    return str(Path(hcspec.__file__).resolve().parent.parent) if hcspec.__file__ else ""
+def _import_path() -> str:
+    """The caller's import path (``sys.path``, its existing directories) as ``PYTHONPATH``: the
+    worker imports what the caller can (this hcspec first, a test's stand-in modules)."""
+    return os.pathsep.join(p for p in sys.path if p and os.path.isdir(p))
 
 
 def _signal_name(returncode: int | None) -> str | None:
@@ -136,7 +136,10 @@ def _signal_name(returncode: int | None) -> str | None:
 
 
 def _name(function: Callable[..., Any]) -> str:
-    inner = getattr(function, "func", function)  # functools.partial
+    inner: Any = function.func if isinstance(function, functools.partial) else function
+    if inner is apply_flat and isinstance(function, functools.partial):
+        inner = function.args[0]  # the function it applies
+        inner = inner.func if isinstance(inner, functools.partial) else inner
     return f"{getattr(inner, '__module__', '?')}.{getattr(inner, '__qualname__', repr(inner))}"
 
 
@@ -164,9 +167,8 @@ class NativeWorker:
     def _start(self) -> subprocess.Popen[bytes]:
         env = dict(os.environ)
         env.update({"GGML_NO_BACKTRACE": "1", **self.env})
-        root = _hcspec_root()
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
-        self._stderr = tempfile.TemporaryFile()
+        env["PYTHONPATH"] = _import_path()
+        self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 (kept open across calls)
         self._proc = subprocess.Popen(
             [sys.executable, "-c",
              "from hcspec.conformance.native.worker import serve; serve()"],
