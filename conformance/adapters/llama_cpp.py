@@ -27,6 +27,9 @@ combᵀ``), ``h_pre = σ + hc_eps``, ``h_post = 2σ``. Settings: ``hc_eps = norm
 draws ``hc_fn ~ N(0, 0.02²)`` from ``seed`` (NumPy), ``hc_scale = 1``, ``hc_base = 0``, kept in
 float32 as the GGUF keeps them; ``layer_index`` has no effect.
 
+The backend is ggml's CPU backend unless ``$HC_GGML_BACKEND`` names another device of the
+build (``CUDA0``: tools/gpu_check.sh); the thread count applies to the CPU backend.
+
 Capabilities: ``weights`` (the ``pre``/``post``/``comb`` ggml computes, row form), ``logits``,
 ``published_parameters``/``load_published``, ``threads`` (ggml's CPU thread count), and
 ``parameters``. Not offered: ``reduce`` (DeepSeek-V4's head has its own tensors).
@@ -40,6 +43,7 @@ here — a ``build`` with those two sublayer functions passed to
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
@@ -84,9 +88,14 @@ def conventions() -> Conventions:
                "out; ggml_dsv4_hc_comb asserts hc == 4"))
 
 
+BACKEND_ENV: Final = "HC_GGML_BACKEND"
+"""Environment variable naming the ggml backend device the target computes on (``CUDA0`` with
+a CUDA build, see tools/gpu_check.sh); unset: ``CPU``."""
+
+
 def _settings(threads: int) -> ggml.Settings:
-    return ggml.Settings(SETTINGS.hc_eps, SETTINGS.norm_eps, SETTINGS.sinkhorn_iters,
-                         ggml.Backend("CPU", threads))
+    backend = ggml.Backend(os.environ.get(BACKEND_ENV) or "CPU", threads)
+    return ggml.Settings(SETTINGS.hc_eps, SETTINGS.norm_eps, SETTINGS.sinkhorn_iters, backend)
 
 
 def _build(n: int, d: int, layer_index: int, seed: int, threads: int) -> Built:

@@ -221,6 +221,9 @@ def cmake_build(source: Path, build: Path, *, cuda: bool = False, jobs: int = 2,
     if shutil.which("cmake") is None:
         raise RuntimeError("cmake is not on PATH (apt-get install cmake g++)")
     options = [*CMAKE_OPTIONS, f"-DGGML_CUDA={'ON' if cuda else 'OFF'}"]
+    if cuda:  # only this machine's GPU: a build for every architecture takes far longer
+        options.append("-DCMAKE_CUDA_ARCHITECTURES="
+                       + os.environ.get("HC_GGML_CUDA_ARCHITECTURES", "native"))
     steps = (["cmake", "-S", str(source), "-B", str(build), *options],
              ["cmake", "--build", str(build), "--target", *targets, "-j", str(jobs)])
     for step in steps:
