@@ -210,6 +210,7 @@ class Graph:
             raise RuntimeError("ggml_init returned NULL")
         self._inputs: list[tuple[int, FloatArray]] = []
         self._buffer: int | None = None
+        self._graph: int | None = None
         self.backend = self._init_backend(backend)
 
     def _init_backend(self, spec: Backend) -> int:
@@ -251,24 +252,52 @@ class Graph:
     def compute(self, outputs: Sequence[tuple[int, tuple[int, ...]]]) -> list[FloatArray]:
         """Build the graph of ``outputs`` (``(tensor, numpy shape)`` each), allocate every
         tensor of the context on the backend, copy the inputs in, compute, and return the
-        outputs as float32 arrays of their shapes.
+        outputs as float32 arrays of their shapes (:meth:`prepare`, :meth:`run`,
+        :meth:`fetch`).
 
         Raises:
             RuntimeError: see the class.
         """
+        self.prepare([t for t, _ in outputs])
+        self.run()
+        return self.fetch(outputs)
+
+    def prepare(self, outputs: Sequence[int]) -> None:
+        """Build the graph of ``outputs``, allocate the context's tensors on the backend and
+        copy the inputs in (once; :meth:`run` may then compute it again and again, as
+        llama.cpp reuses its compute buffers).
+
+        Raises:
+            RuntimeError: allocation failed.
+        """
         base = self.lib.base
-        graph = base.ggml_new_graph(self.ctx)
-        for t, _ in outputs:
-            base.ggml_build_forward_expand(graph, t)
+        self._graph = base.ggml_new_graph(self.ctx)
+        for t in outputs:
+            base.ggml_build_forward_expand(self._graph, t)
         buffer = base.ggml_backend_alloc_ctx_tensors(self.ctx, self.backend)
         if not buffer:
             raise RuntimeError("ggml_backend_alloc_ctx_tensors returned NULL")
         self._buffer = int(buffer)
         for t, data in self._inputs:
             base.ggml_backend_tensor_set(t, data.ctypes.data, 0, data.nbytes)
-        status = base.ggml_backend_graph_compute(self.backend, graph)
+
+    def run(self) -> None:
+        """Compute the prepared graph on the backend.
+
+        Raises:
+            RuntimeError: a non-zero status.
+        """
+        status = self.lib.base.ggml_backend_graph_compute(self.backend, self._graph)
         if status != 0:
             raise RuntimeError(f"ggml_backend_graph_compute returned status {status}")
+
+    def fetch(self, outputs: Sequence[tuple[int, tuple[int, ...]]]) -> list[FloatArray]:
+        """The tensors ``outputs`` (``(tensor, numpy shape)`` each) as float32 arrays.
+
+        Raises:
+            RuntimeError: a shape of another size than the tensor.
+        """
+        base = self.lib.base
         results: list[FloatArray] = []
         for t, shape in outputs:
             out = np.empty(shape, dtype=np.float32)
@@ -423,6 +452,24 @@ def logits(x: FloatArray, hc_fn: FloatArray, hc_scale: FloatArray, hc_base: Floa
         out = int(lib.ggml_add(ctx, lib.ggml_mul(ctx, mixes, factor), base))
         (flat,) = g.compute([(out, (tokens, (2 + n) * n))])
     return flat[:, :n], flat[:, n:2 * n], flat[:, 2 * n:].reshape(tokens, n, n)
+
+
+def step_graph(x: FloatArray, hc_fn: FloatArray, hc_scale: FloatArray, hc_base: FloatArray,
+               w: FloatArray, s: Settings) -> tuple[Graph, int]:
+    """One prepared graph of the whole step with the branch ``F(h) = h ⊙ w`` inside it
+    (``ggml_mul``), as llama.cpp's layer graph holds its sublayer between ``hc_pre`` and
+    ``hc_post`` (deepseek4.cpp lines 1249–1261): returns the :class:`Graph` (call
+    :meth:`Graph.run` to compute it again, :meth:`Graph.close` when done) and the output
+    tensor ``[N, n, d]``. For benchmarks: the graph is built and its buffers allocated once."""
+    tokens, n, d = x.shape
+    g = Graph(load(), s.backend)
+    tx, _, pre, post, comb, _ = _mixes(g, x, hc_fn, hc_scale, hc_base, s)
+    lib = g.lib.base
+    x_in = lib.ggml_dsv4_hc_pre(g.ctx, tx, pre)
+    z = lib.ggml_mul(g.ctx, x_in, g.tensor(w))
+    out = int(lib.ggml_dsv4_hc_post(g.ctx, z, tx, post, comb))
+    g.prepare([out])
+    return g, out
 
 
 def pre_gated(x: FloatArray, gate: FloatArray, scale: float, s: Settings) -> FloatArray:
