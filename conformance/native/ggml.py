@@ -461,7 +461,6 @@ def step_graph(x: FloatArray, hc_fn: FloatArray, hc_scale: FloatArray, hc_base: 
     ``hc_post`` (deepseek4.cpp lines 1249–1261): returns the :class:`Graph` (call
     :meth:`Graph.run` to compute it again, :meth:`Graph.close` when done) and the output
     tensor ``[N, n, d]``. For benchmarks: the graph is built and its buffers allocated once."""
-    tokens, n, d = x.shape
     g = Graph(load(), s.backend)
     tx, _, pre, post, comb, _ = _mixes(g, x, hc_fn, hc_scale, hc_base, s)
     lib = g.lib.base

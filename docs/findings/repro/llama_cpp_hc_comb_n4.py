@@ -8,7 +8,7 @@ construction, before any computation. ggml.h's comment on the op describes a gen
 Each rate runs in a child process here (the abort would end this one). This script does not
 use the kit; it needs only the ggml shared libraries. Run (a few seconds):
 
-    HC_GGML_LIB=<dir with libggml-base.so, libggml-cpu.so> python docs/findings/repro/llama_cpp_hc_comb_n4.py
+    HC_GGML_LIB=<ggml build dir> python docs/findings/repro/llama_cpp_hc_comb_n4.py
 
 Without ``HC_GGML_LIB`` it looks in ~/.cache/hcspec/ggml/*/lib-cpu (where
 ``python -m hcspec.conformance.native.build`` puts the build).
@@ -71,12 +71,13 @@ def run(hc: int) -> None:
     base.ggml_build_forward_expand(graph, comb)
     backend = cpu.ggml_backend_cpu_init()
     base.ggml_backend_alloc_ctx_tensors(ctx, backend)
-    for t, a in zip((mixes, scale, bias), arrays):
+    for t, a in zip((mixes, scale, bias), arrays, strict=True):
         base.ggml_backend_tensor_set(t, a.ctypes.data, 0, a.nbytes)
     base.ggml_backend_graph_compute(backend, graph)
     out = np.empty((tokens, hc, hc), np.float32)
     base.ggml_backend_tensor_get(comb, out.ctypes.data, 0, out.nbytes)
-    print(f"hc={hc}: comb computed, sums over src (normalised last) of token 0 {out[0].sum(axis=0).round(6)}")
+    sums = out[0].sum(axis=0).round(6)
+    print(f"hc={hc}: comb computed, sums over src (normalised last) of token 0 {sums}")
 
 
 if __name__ == "__main__":

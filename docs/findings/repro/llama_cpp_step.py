@@ -11,7 +11,7 @@ formulas (softmax of the comb logits over the destination, + eps, a normalisatio
 source, then 19 (destination, source) rounds, every denominator + eps). This script does not
 use the kit. Run (a few seconds):
 
-    HC_GGML_LIB=<dir with libggml-base.so, libggml-cpu.so> python docs/findings/repro/llama_cpp_step.py
+    HC_GGML_LIB=<ggml build dir> python docs/findings/repro/llama_cpp_step.py
 """
 
 import ctypes
@@ -79,7 +79,7 @@ def compute(threads, outputs_of, inputs):
     backend = cpu.ggml_backend_cpu_init()
     cpu.ggml_backend_cpu_set_n_threads(backend, threads)
     buf = base.ggml_backend_alloc_ctx_tensors(ctx, backend)
-    for t, a in zip(tensors, inputs):
+    for t, a in zip(tensors, inputs, strict=True):
         base.ggml_backend_tensor_set(t, a.ctypes.data, 0, a.nbytes)
     assert base.ggml_backend_graph_compute(backend, graph) == 0
     results = []
