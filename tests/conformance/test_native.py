@@ -97,3 +97,31 @@ def test_a_python_exception_in_the_worker_is_re_raised_as_is() -> None:
         assert worker.starts == 1
     finally:
         worker.close()
+
+
+def test_without_a_build_the_target_names_the_build_command(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from hcspec.conformance.native import build
+    from hcspec.conformance.targets import BUILTIN, package_problem
+
+    monkeypatch.delenv(build.LIB_ENV, raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    problem = package_problem(BUILTIN["llama_cpp:deepseek-v4"])
+    assert problem is not None and build.BUILD_COMMAND in problem
+    monkeypatch.setenv(build.LIB_ENV, str(tmp_path))
+    assert "no libggml-base, libggml-cpu there" in str(build.unavailable())
+    (tmp_path / "libggml-base.so").touch()
+    (tmp_path / "libggml-cpu.so").touch()
+    assert build.unavailable() is None
+
+
+def test_gradient_properties_are_not_applicable_with_the_declared_reason(
+        standin: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(native_standin.LIB_ENV, str(standin))
+    report = check_implementation(native_standin.make_declared, profile="quick",
+                                  only=["gradients.fd_input", "dtype.float32_gradients"])
+    for prop in ("gradients.fd_input", "dtype.float32_gradients"):
+        (result,) = [r for r in report.results if r.id == prop]
+        assert result.status == "not_applicable", result
+        assert result.note == ("the impl declares that it has no backward: the stand-in has "
+                                 "no backward")
