@@ -17,6 +17,8 @@ call at a time per worker (a lock). The environment of the worker adds ``GGML_NO
 (ggml's abort would otherwise try to attach a debugger for a backtrace) and puts this
 caller's ``sys.path`` on ``PYTHONPATH`` (the worker imports what the caller can).
 
+POSIX only (``select`` on the pipe, signals in the exit status): Linux and macOS.
+
 No torch, no NumPy (the worker imports what the pickled function needs).
 """
 
