@@ -113,7 +113,10 @@ def build_mutants(names: Sequence[str], jobs: int = 2) -> dict[str, Path]:
 def run_kit(library: Path, profile: str, report: Path) -> tuple[int, list[str]]:
     """``hc-conformance run llama_cpp:deepseek-v4 --profile PROFILE`` with ``$HC_GGML_LIB =
     library``; return its exit status and the ids of the failed properties."""
-    env = {**os.environ, native_build.LIB_ENV: str(library)}
+    root = Path(__file__).resolve().parents[1]  # this checkout's kit, not an installed one
+    path = os.pathsep.join(p for p in (str(root / "src"), str(root),
+                                       os.environ.get("PYTHONPATH", "")) if p)
+    env = {**os.environ, native_build.LIB_ENV: str(library), "PYTHONPATH": path}
     done = subprocess.run(
         [sys.executable, "-m", "hcspec.conformance", "run", "llama_cpp:deepseek-v4",
          "--profile", profile, "--json", str(report)], env=env, capture_output=True,
