@@ -326,10 +326,10 @@ def measure_ggml_forward(config: Config, rounds: int, warmup: int = 2,
         row.forward = Timing.median(seconds[row.name])
         row.iqr = Timing.iqr(seconds[row.name])
         row.bound = bound / row.forward
-    base = rows[0].forward
+    baseline_forward = rows[0].forward
     for row in rows:
-        if row.forward is not None and base:
-            row.relative = row.forward / base
+        if row.forward is not None and baseline_forward:
+            row.relative = row.forward / baseline_forward
     return rows
 
 

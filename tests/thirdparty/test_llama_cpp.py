@@ -84,6 +84,7 @@ def test_threads_keep_the_parameters_and_the_output() -> None:
     assert torch.equal(impl.forward(x, torch.tanh), four.forward(x, torch.tanh))
 
 
+@pytest.mark.slow
 def test_a_ci_subset_runs_every_kind_of_verdict() -> None:
     from hcspec.conformance.runner import check_implementation
 
