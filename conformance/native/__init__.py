@@ -9,10 +9,11 @@ signal and the native stderr, never a dead kit.
   float32 in and out); no torch.
 * :mod:`~hcspec.conformance.native.worker`: the worker process and its client
   (:class:`~hcspec.conformance.native.worker.NativeWorker`,
-  :class:`~hcspec.conformance.native.worker.NativeFault`); no torch.
+  :class:`~hcspec.conformance.native.worker.WorkerDied`); no torch.
 * :mod:`~hcspec.conformance.native.framework`: a native target as a
   :mod:`hcspec.conformance.bridge` framework whose every call runs in the worker (the kit-side
-  impl is the proxy), generic over the native library.
+  impl is the proxy), generic over the native library; a worker's death becomes
+  :class:`~hcspec.conformance.native.fault.NativeFault` (a property failure).
 
 Importing this package imports nothing else.
 """

@@ -16,7 +16,8 @@ token-mixing and recording branches and every law property keep their meaning, a
 is pickled.
 
 **Faults.** A worker killed by a signal (``abort()`` from a failed ``GGML_ASSERT``, a
-segfault), exiting, or not answering within the timeout raises :class:`NativeFault`, a
+segfault), exiting, or not answering within the timeout raises
+:class:`~hcspec.conformance.native.fault.NativeFault`, a
 :class:`~hcspec.conformance.properties.errors.PropertyFailure` whose message names the signal
 and carries the native stderr; the runner reports the property failed, the other properties
 run (a fresh worker starts for the next call) and the reports are written. Where the target's
@@ -51,7 +52,6 @@ from hcspec.conformance.bridge import (
     torch_parameters,
 )
 from hcspec.conformance.native.worker import NativeWorker, WorkerDied, apply_flat, shared_worker
-from hcspec.conformance.properties.errors import PropertyFailure
 from hcspec.conformance.protocol import Branch, Conventions, Kind, Weights
 
 NATIVE_NOTE = ("native code ({name}) run in a worker process by hcspec.conformance.native: "
@@ -59,25 +59,8 @@ NATIVE_NOTE = ("native code ({name}) run in a worker process by hcspec.conforman
                "in the kit's process between the worker's read and write; no backward")
 """The note every native target's declared conventions carry."""
 
-__all__ = ["NativeConnection", "NativeFault", "NativeFramework", "NoBackward",
+__all__ = ["NativeConnection", "NativeFramework", "NoBackward",
            "ThreadedNativeConnection", "native_target"]
-
-
-class NativeFault(PropertyFailure):
-    """Native code killed (or hung) the worker process during a call.
-
-    Attributes:
-        signal: the signal's name (``"SIGABRT"``), ``"timeout"``, or None (an exit).
-        stderr: what the native code wrote on stderr during the call.
-    As :class:`~hcspec.conformance.properties.errors.PropertyFailure` otherwise; the label is
-    ``native fault: <signal>`` (the same for every case that dies the same way).
-    """
-
-    def __init__(self, died: WorkerDied) -> None:
-        super().__init__(str(died), label=f"native fault: {died.signal or 'exit'} in {died.call}",
-                         detail=died.stderr.strip()[-1000:],
-                         hint="an assertion or a crash in native code (its stderr above)")
-        self.signal, self.stderr = died.signal, died.stderr
 
 
 class NoBackward(RuntimeError):
@@ -126,6 +109,10 @@ class NativeFramework:
         try:
             result: Sequence[Any] = self.worker.call(remote, primals)
         except WorkerDied as died:
+            # imported here: the fault is a PropertyFailure, whose package is the property
+            # catalogue, which an adapter must not import (the kit has it loaded by then)
+            from hcspec.conformance.native.fault import NativeFault
+
             raise NativeFault(died) from None
         return result
 
@@ -145,7 +132,8 @@ class NativeConnection(BridgedConnection):
     :class:`ThreadedNativeConnection` adds ``threads(count)`` (capability ``threads``).
 
     Shapes, dtypes and errors as :class:`~hcspec.conformance.bridge.BridgedConnection`, plus
-    :class:`NativeFault` from any method that calls native code.
+    :class:`~hcspec.conformance.native.fault.NativeFault` from any method that calls native
+    code.
     """
 
     def __init__(self, framework: NativeFramework, sublayer: Sublayer,

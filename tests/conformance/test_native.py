@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from hcspec.conformance.native.framework import NativeFault, NativeFramework
+from hcspec.conformance.native.fault import NativeFault
+from hcspec.conformance.native.framework import NativeFramework
 from hcspec.conformance.native.worker import NativeWorker, WorkerDied
 from hcspec.conformance.runner import check_implementation
 from tests.conformance import native_standin
