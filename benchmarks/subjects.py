@@ -196,9 +196,15 @@ def _mhc_pytorch_raw(config: Config, inputs: Inputs) -> tuple[Step, str]:
     return Step(lambda: module(h), inputs.upstream_h, [h, *module.parameters()], note), "mhc"
 
 
+FORWARD_ONLY_PREFIXES = ("llama_cpp:",)
+"""Targets without a backward (native inference ops): measured by the forward-only section
+(:func:`benchmarks.connection.measure_ggml_forward`), not in the forward + backward tables."""
+
+
 def builtin_target_names() -> list[str]:
-    """The kit's built-in targets: the reference's first, then the third-party adapters."""
-    names = sorted(kit_targets.BUILTIN)
+    """The kit's built-in targets with a backward: the reference's first, then the
+    third-party adapters (not :data:`FORWARD_ONLY_PREFIXES`)."""
+    names = sorted(n for n in kit_targets.BUILTIN if not n.startswith(FORWARD_ONLY_PREFIXES))
     return ([n for n in names if n.startswith("reference:")]
             + [n for n in names if not n.startswith("reference:")])
 

@@ -57,6 +57,10 @@ that needs an absent capability is reported *not applicable* with the reason:
   carried ones included), ``sublayer(k)`` (sublayer k alone, same parameters, no carried
   state) and ``parameters()``; the ``stack.*`` family checks them across sublayers.
 
+* ``threads(count) -> impl`` — the same impl (same parameters) computing with ``count`` CPU
+  threads, for native code with its own thread pool (:class:`SupportsThreads`); the
+  ``determinism.thread_count`` property compares 1, 2 and 4 threads.
+
 Implementations whose modules use another layout (streams on columns, streams folded into the
 batch as ``[B·n, T, d]``, a transposed mixing matrix) are wrapped by a small adapter that
 translates to this protocol; docs/conformance.md has a complete worked adapter.
@@ -104,8 +108,9 @@ LOGITS: Final = "logits"
 STACK: Final = "stack"
 PUBLISHED_PARAMETERS: Final = "published_parameters"
 LOAD_PUBLISHED: Final = "load_published"
+THREADS: Final = "threads"
 CAPABILITIES: Final[tuple[str, ...]] = (WEIGHTS, EXPAND, REDUCE, PARAMETERS, TRAIN_EVAL, LOGITS,
-                                        STACK, PUBLISHED_PARAMETERS, LOAD_PUBLISHED)
+                                        STACK, PUBLISHED_PARAMETERS, LOAD_PUBLISHED, THREADS)
 """Names of the optional capabilities, as reported by :func:`capabilities`."""
 
 
@@ -247,6 +252,15 @@ class SupportsStack(Protocol):
         ...
 
 
+@runtime_checkable
+class SupportsThreads(Protocol):
+    """Optional: native code with its own thread pool (capability ``threads``)."""
+
+    def threads(self, count: int) -> HyperConnectionImpl:
+        """An impl with the same parameters computing with ``count`` (>= 1) threads."""
+        ...
+
+
 StackPreMix = Literal["own_input", "previous_input"]
 """Where a :class:`Stack`'s sublayer k takes its pre-mix ``h_pre`` from (``Stack.pre_mix_from``):
 ``"own_input"`` — what sublayer k computes from its own input ``X_k`` (the default);
@@ -340,6 +354,10 @@ class Conventions:
             or None (the default): traceable. Declared, ``compile.fullgraph`` is not
             applicable with this reason. Not for a graph break in PyTorch code, which is the
             bug that property reports.
+        no_backward: why the impl has no backward at all (inference-only native kernels:
+            ``"ggml inference ops have no backward"``), or None (the default): differentiable.
+            Declared, every property that differentiates the impl is not applicable with this
+            reason (requirement ``DIFFERENTIABLE``), and its outputs carry no autograd graph.
         formula: the mHC step's degrees of freedom, one :class:`hcspec.spec.record.Formula`
             (the default: the mHC paper's, Eq. 8–9): the gates ``h_pre = σ(·) + eps`` and
             ``h_post = c·σ(·) + eps``, and the Sinkhorn–Knopp variant making ``H_res``
@@ -391,6 +409,7 @@ class Conventions:
     weights_scale_invariant: bool | None = None
     published: str | None = None
     untraceable: str | None = None
+    no_backward: str | None = None
     formula: Formula = dataclasses.field(default_factory=Formula)
 
     def __post_init__(self, sinkhorn_iterations: int | None, sinkhorn_exact_axis: Axis | None,
@@ -422,10 +441,11 @@ class Conventions:
             h_pre_eps, h_post_eps, h_post_multiplier))
         if not self.norm_eps >= 0.0:
             raise ValueError(f"conventions.norm_eps: expected >= 0, got {self.norm_eps!r}")
-        reason: object = self.untraceable
-        if reason is not None and (not isinstance(reason, str) or not reason.strip()):
-            raise ValueError("conventions.untraceable: expected None or the reason (a non-empty "
-                             f"str), got {reason!r}")
+        for name in ("untraceable", "no_backward"):
+            reason: object = getattr(self, name)
+            if reason is not None and (not isinstance(reason, str) or not reason.strip()):
+                raise ValueError(f"conventions.{name}: expected None or the reason (a "
+                                 f"non-empty str), got {reason!r}")
 
     def _check_sizes(self) -> None:
         rates: object = self.supported_expansion_rates
@@ -692,6 +712,11 @@ def has_load_published(impl: object) -> bool:
     return callable(getattr(impl, LOAD_PUBLISHED, None))
 
 
+def has_threads(impl: object) -> TypeGuard[SupportsThreads]:
+    """``impl`` offers ``threads(count)`` (capability ``threads``)."""
+    return callable(getattr(impl, THREADS, None))
+
+
 def stack_pre_mix(stack: object) -> tuple[StackPreMix, torch.Tensor | None]:
     """The carry design a :class:`Stack` declares: ``(pre_mix_from, initial_pre_mix)``, with
     ``("own_input", None)`` when it declares none; ``initial_pre_mix`` is the ``[n]`` pre-mix
@@ -732,7 +757,7 @@ def capabilities(impl: object) -> frozenset[str]:
               (PARAMETERS, has_parameters), (TRAIN_EVAL, has_train_eval), (LOGITS, has_logits),
               (STACK, has_stack),
               (PUBLISHED_PARAMETERS, has_published_parameters),
-              (LOAD_PUBLISHED, has_load_published))
+              (LOAD_PUBLISHED, has_load_published), (THREADS, has_threads))
     return frozenset(name for name, offered in checks if offered(impl))
 
 

@@ -21,11 +21,22 @@
 #                --profile quick`: the CUDA-only mutant must be killed by
 #                device.cuda_matches_cpu;
 #   6. bench     `python -m benchmarks --sections gpu` with LigerMHC as an extra subject: the
-#                connection's cost on CUDA, float32 and bfloat16.
+#                connection's cost on CUDA, float32 and bfloat16;
+#   7. ggml      llama.cpp's ggml hyper-connection ops on its CUDA backend, only when `nvcc` is
+#                on PATH and `nvidia-smi -L` lists a GPU (otherwise the script says which is
+#                missing and skips): `python -m hcspec.conformance.native.build --cuda` (cached
+#                by the sdist's hash, -DGGML_CUDA=ON, CMAKE_CUDA_ARCHITECTURES=native; its own
+#                limit GGML_CUDA_BUILD_S, default 1500 s, outside the budget: a first build of
+#                ggml-cuda is long), then `python -m tools.ggml_backends --backend CUDA0` (the
+#                step on CUDA vs the CPU backend and the float64 published oracle) and
+#                `hc-conformance run llama_cpp:deepseek-v4 --profile ci` with
+#                HC_GGML_BACKEND=CUDA0 and .ci/expected-failures/llama_cpp/deepseek-v4.txt.
+#                This step runs also without a torch CUDA build (the ggml library is its own).
 # A step whose package is missing, or that runs out of time, is reported as such; the script
 # never stops at a failing step. summary.txt lists every step: exit code, seconds, last line.
 # TRITON_INTERPRET must not be set (the point is the compiled kernels); the script unsets it.
-# Exit status: 0 when every step that ran exited 0, 1 otherwise, 2 without a CUDA device.
+# Exit status: 0 when every step that ran exited 0, 1 otherwise, 2 without a CUDA device for
+# torch (after step 7, which needs none).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 unset TRITON_INTERPRET HC_CONFORMANCE_TARGET
@@ -40,14 +51,23 @@ status=0
 
 note() { echo "$*" | tee -a "$SUMMARY"; }
 
+# ggml_cuda_problem: why ggml's CUDA backend cannot be built and run here, or nothing
+ggml_cuda_problem() {
+  if ! command -v nvcc > /dev/null; then echo "nvcc is not on PATH"; return; fi
+  if ! command -v nvidia-smi > /dev/null; then echo "nvcc found, but no nvidia-smi"; return; fi
+  if ! nvidia-smi -L 2> /dev/null | grep -q '^GPU '; then
+    echo "nvcc found, but nvidia-smi -L lists no GPU"
+  fi
+}
+
 if ! python -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)'; then
-  note "no CUDA device (torch.cuda.is_available() is False): nothing to check here"
-  exit 2
+  note "no CUDA device (torch.cuda.is_available() is False): nothing to check here but step 7"
+  GGML_ONLY=1
 fi
 python - <<'PY' 2>&1 | tee "$OUT/machine.txt" | tee -a "$SUMMARY"
 import importlib.metadata as md, platform, torch
 print(f"python {platform.python_version()}, torch {torch.__version__}, CUDA {torch.version.cuda}, "
-      f"device {torch.cuda.get_device_name()}")
+      f"device {torch.cuda.get_device_name() if torch.cuda.is_available() else 'none'}")
 for dist in ("hcspec", "triton", "liger_kernel", "hyper-connections"):
     try:
         print(f"{dist} {md.version(dist)}")
@@ -79,6 +99,33 @@ step() {
   [ "$code" != 0 ] && status=1
 }
 
+ggml_cuda_steps() {  # step 7 (see the header)
+  problem=$(ggml_cuda_problem)
+  if [ -n "$problem" ]; then
+    note "ggml: skipped ($problem)"
+  else
+    t0=$(date +%s)
+    timeout --kill-after=10 "${GGML_CUDA_BUILD_S:-1500}" python -m hcspec.conformance.native.build \
+      --cuda --jobs "$(nproc)" > "$OUT/ggml_build.log" 2>&1
+    code=$?
+    note "ggml_build: exit $code, $(( $(date +%s) - t0 )) s, $(tail -1 "$OUT/ggml_build.log")"
+    if [ "$code" = 0 ]; then
+      lib=$(python -m hcspec.conformance.native.build --cuda --print-dir)
+      step ggml_backends 120 env HC_GGML_LIB="$lib" python -m tools.ggml_backends --backend CUDA0
+      step ggml_kit 180 env HC_GGML_LIB="$lib" HC_GGML_BACKEND=CUDA0 hc-conformance run \
+        llama_cpp:deepseek-v4 --profile ci --no-progress \
+        --expected-failures .ci/expected-failures/llama_cpp/deepseek-v4.txt \
+        --json "$OUT/llama_cpp_deepseek-v4_cuda.json"
+    else
+      status=1
+    fi
+  fi
+}
+
+if [ "${GGML_ONLY:-0}" = 1 ]; then  # no torch CUDA: step 7 alone (it needs no torch CUDA)
+  ggml_cuda_steps
+  exit 2
+fi
 for target in reference:hc-static reference:hc-dynamic reference:mhc reference:mhc-fast; do
   step "device_${target#reference:}" 45 hc-conformance run "$target" --device cuda --profile ci \
     --only device.cuda_matches_cpu --no-progress --json "$OUT/device_${target#reference:}.json"
@@ -105,5 +152,6 @@ has liger_kernel && bench_targets=(--target hcspec.conformance.adapters.liger_ke
 step bench 120 python -m benchmarks --sections gpu "${bench_targets[@]}" \
   --out "$OUT/benchmarks_gpu.md" --plots "$OUT" --json "$OUT/benchmarks_gpu.json"
 
+ggml_cuda_steps
 note "total $(( $(date +%s) - START )) s; logs and reports in $OUT"
 exit "$status"

@@ -23,7 +23,8 @@ from hcspec.conformance.properties.base import (
 from hcspec.conformance.properties.cases import Case, Cases
 from hcspec.conformance.properties.common import forward_backward
 from hcspec.conformance.properties.declaration import declare
-from hcspec.conformance.protocol import HyperConnectionImpl, has_train_eval
+from hcspec.conformance.properties.requirements import capability
+from hcspec.conformance.protocol import THREADS, HyperConnectionImpl, has_threads, has_train_eval
 from hcspec.conformance.strategies import SMOOTH_BRANCHES
 
 BASE = ("shape.output",)
@@ -159,3 +160,52 @@ def check_forward_backward(ctx: Context, case: Case) -> None:
             "forward's output carries no autograd graph (requires_grad is False although the "
             f"input requires grad): {REPEATS} eval-mode forwards were compared and agree, but "
             "no backward can be repeated (the gradients family reports a missing graph)")
+
+
+THREAD_COUNTS = (1, 2, 4)
+"""The thread counts ``determinism.thread_count`` compares (the first is the baseline)."""
+
+
+@declare(
+    "determinism.thread_count",
+    statement="native code gives the same output at 1, 2 and 4 threads (bitwise unless "
+              "declared non-deterministic)",
+    requires=(capability(THREADS),), tolerance=rules.EXACT, secondary=(rules.DEVICE,),
+    cases=Cases(min_n=3, branches=SMOOTH_BRANCHES), prerequisites=BASE)
+def check_thread_count(ctx: Context, case: Case) -> None:
+    """``impl.threads(k)`` for k in :data:`THREAD_COUNTS` (same parameters, k CPU threads)
+    gives the same output of one input as ``threads(1)``: bitwise equal (a kernel that splits
+    its work by rows or tokens computes every entry in one fixed order whatever the thread
+    count), or, when the impl declares ``Conventions.deterministic = False`` (a reduction split
+    across threads), within the device rule's spread.
+
+    Raises:
+        PropertyFailure: an output of another shape, or one that differs from the
+            single-threaded output (beyond the device rule when declared).
+    """
+    impl = ctx.build.make(case)
+    assert has_threads(impl)  # the declared requirement
+    x = ctx.inputs.state(case)
+    outputs = []
+    for count in THREAD_COUNTS:
+        with torch.no_grad():
+            outputs.append(ctx.observe.forward(impl.threads(count), x,
+                                               ctx.inputs.branch(case)).detach())
+    first = outputs[0]
+    for count, out in zip(THREAD_COUNTS[1:], outputs[1:], strict=True):
+        ctx.record.require(out.shape == first.shape,
+                           f"X' with {count} threads has shape {tuple(out.shape)}, with 1 "
+                           f"thread {tuple(first.shape)}")
+        if not ctx.conventions.deterministic:
+            ctx.record.expect(f"X' with {count} threads vs 1 thread (declared "
+                              "deterministic=False)", metrics.scaled_error(out, first),
+                              rule=rules.DEVICE)
+            continue
+        differ = int((out != first).sum())
+        ctx.record.require(
+            differ == 0,
+            f"X' with {count} threads differs from X' with 1 thread: {differ} of "
+            f"{first.numel()} entries, max |diff| "
+            f"{float((f64(out) - f64(first)).abs().max()):.3g}",
+            hint="a reduction split across threads (its order depends on the thread count)? "
+                 "declare deterministic=False if that is intended")

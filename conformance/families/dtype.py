@@ -30,7 +30,11 @@ from hcspec.conformance.properties.common import expected_output, forward_backwa
 from hcspec.conformance.properties.declaration import declare
 from hcspec.conformance.properties.mhc_weights import MHCWeights
 from hcspec.conformance.properties.precision import SpecAtPrecision
-from hcspec.conformance.properties.requirements import WEIGHTS_OR_PROBING, float64
+from hcspec.conformance.properties.requirements import (
+    DIFFERENTIABLE,
+    WEIGHTS_OR_PROBING,
+    float64,
+)
 from hcspec.conformance.protocol import Branch, HyperConnectionImpl
 from hcspec.conformance.strategies import SMOOTH_BRANCHES
 
@@ -125,7 +129,7 @@ def _gradient_examples(ctx: Context) -> list[Case]:
     "dtype.float32_gradients",
     statement="float32 gradients w.r.t. x and the parameters match float64 (dtype-aware)",
     theorems=("backward.closed_form",),
-    requires=(float64("compares float32 gradients with float64 ones"),),
+    requires=(DIFFERENTIABLE, float64("compares float32 gradients with float64 ones")),
     tolerance=rules.GRADIENT_FLOAT32, examples=_gradient_examples,
     cases=Cases(branches=SMOOTH_BRANCHES, extreme_scales=False), prerequisites=BASE)
 def check_float32_gradients(ctx: Context, case: Case) -> None:

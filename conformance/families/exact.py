@@ -40,7 +40,7 @@ from collections.abc import Iterator
 import torch
 
 from hcspec.conformance import rules
-from hcspec.conformance.properties.base import Context, Inconclusive, NotApplicable
+from hcspec.conformance.properties.base import Context, Inconclusive
 from hcspec.conformance.properties.cases import Case, shift
 from hcspec.conformance.properties.declaration import declare
 from hcspec.conformance.properties.errors import FactoryRejected
@@ -68,7 +68,12 @@ def _precisions(ctx: Context) -> list[torch.dtype]:
 
 
 def _impls(ctx: Context, case: Case) -> Iterator[tuple[torch.dtype, HyperConnectionImpl]]:
-    """An impl for the case in each precision the factory accepts."""
+    """An impl for the case in each precision the factory accepts.
+
+    Raises:
+        FactoryRejected: the factory rejected the case in every precision (an unsupported
+            size, e.g. a declared ``supported_expansion_rates``): the case is skipped, and the
+            property is not applicable only when every case is."""
     built = 0
     for dtype in _precisions(ctx):
         try:
@@ -78,7 +83,8 @@ def _impls(ctx: Context, case: Case) -> Iterator[tuple[torch.dtype, HyperConnect
         built += 1
         yield dtype, impl
     if not built:
-        raise NotApplicable("the factory rejected every precision")
+        raise FactoryRejected(f"the factory rejected every precision for n={case.n}, "
+                              f"d={case.d}")
 
 
 def _state(ctx: Context, case: Case, dtype: torch.dtype) -> torch.Tensor:

@@ -34,6 +34,7 @@ from hcspec.conformance.properties.common import branch64
 from hcspec.conformance.properties.declaration import declare
 from hcspec.conformance.properties.finite_differences import expect_directional, fd_denominator
 from hcspec.conformance.properties.requirements import (
+    DIFFERENTIABLE,
     PROBED_H_PRE,
     PROBING,
     any_state_domain,
@@ -108,7 +109,7 @@ def _extreme_examples(ctx: Context) -> list[Case]:
 @declare(
     "gradients.fd_input",
     statement="finite differences of ⟨G', X'⟩ w.r.t. x match autograd (float64)",
-    theorems=("backward.closed_form",), requires=(FLOAT64, UNROLLED),
+    theorems=("backward.closed_form",), requires=(DIFFERENTIABLE, FLOAT64, UNROLLED),
     tolerance=rules.FD, examples=_examples, cases=SMOOTH, prerequisites=BASE)
 def check_fd_input(ctx: Context, case: Case) -> None:
     """Directional central differences of ⟨G', X'⟩ w.r.t. x match autograd (float64)."""
@@ -156,7 +157,8 @@ def _check_fd_input(ctx: Context, case: Case) -> None:
 @declare(
     "gradients.fd_parameters",
     statement="finite differences of ⟨G', X'⟩ w.r.t. the parameters match autograd (float64)",
-    theorems=("backward.closed_form",), requires=(capability(PARAMETERS), FLOAT64, UNROLLED),
+    theorems=("backward.closed_form",),
+    requires=(DIFFERENTIABLE, capability(PARAMETERS), FLOAT64, UNROLLED),
     tolerance=rules.FD, examples=_examples, cases=SMOOTH, prerequisites=BASE)
 def check_fd_parameters(ctx: Context, case: Case) -> None:
     """Directional central differences of ⟨G', X'⟩ w.r.t. the exposed parameters match
@@ -220,7 +222,7 @@ def _closed_form(ctx: Context, case: Case, X: torch.Tensor, G: torch.Tensor,
 @declare(
     "gradients.closed_form",
     statement="autograd ∂L/∂x, ∂L/∂θ equal the spec's closed-form backward on weights(x)",
-    theorems=("backward.closed_form",), requires=(capability(WEIGHTS), FLOAT64),
+    theorems=("backward.closed_form",), requires=(DIFFERENTIABLE, capability(WEIGHTS), FLOAT64),
     tolerance=rules.LAW, examples=_examples, cases=SMOOTH,
     prerequisites=(*BASE, "law.reported"))
 def check_closed_form(ctx: Context, case: Case) -> None:
@@ -364,7 +366,8 @@ def _chained(x: torch.Tensor, params: list[torch.Tensor], live: list[torch.Tenso
     "gradients.closed_form_probed",
     statement="static HC: autograd ∂L/∂x equals H_resᵀG' + h_pre g_inᵀ on probed weights",
     theorems=("backward.closed_form",),
-    requires=(kinds("hc-static"), FLOAT64, PROBING, PROBED_H_PRE), tolerance=rules.LAW,
+    requires=(DIFFERENTIABLE, kinds("hc-static"), FLOAT64, PROBING, PROBED_H_PRE),
+    tolerance=rules.LAW,
     examples=_examples, cases=SMOOTH, prerequisites=(*BASE, "law.probed"))
 def check_closed_form_probed(ctx: Context, case: Case) -> None:
     """Static HC (weights independent of x): autograd's ∂L/∂x equals the spec's closed form
@@ -395,7 +398,7 @@ def check_closed_form_probed(ctx: Context, case: Case) -> None:
 @declare(
     "gradients.mixing_trainable",
     statement="with F ≡ 0, ⟨G', H_res X⟩ has a non-zero gradient w.r.t. the parameters",
-    requires=(capability(PARAMETERS), any_state_domain(
+    requires=(DIFFERENTIABLE, capability(PARAMETERS), any_state_domain(
         "on replicated states X = 1_n hᵀ a row-stochastic H_res gives H_res X = X whatever "
         "its parameters")),
     tolerance=rules.TRAINABLE, examples=_trainable_examples,
@@ -427,7 +430,7 @@ def check_mixing_trainable(ctx: Context, case: Case) -> None:
 @declare(
     "gradients.finite_extreme",
     statement="gradients stay finite with the parameters scaled ×1e2–×1e4",
-    requires=(capability(PARAMETERS),), examples=_extreme_examples,
+    requires=(DIFFERENTIABLE, capability(PARAMETERS)), examples=_extreme_examples,
     cases=Cases(d_more_than_n=True, branches=SMOOTH_BRANCHES, perturbations=(0.3, 1.0),
                 param_scales=(1e2, 1e4)),
     prerequisites=BASE)

@@ -41,7 +41,7 @@ from hcspec.conformance.properties.cases import Case, Cases, shift
 from hcspec.conformance.properties.common import branch64
 from hcspec.conformance.properties.declaration import declare
 from hcspec.conformance.properties.errors import Inconclusive, PropertyFailure
-from hcspec.conformance.properties.requirements import Requirement, capability
+from hcspec.conformance.properties.requirements import DIFFERENTIABLE, Requirement, capability
 from hcspec.conformance.protocol import (
     LOAD_PUBLISHED,
     PUBLISHED_PARAMETERS,
@@ -392,8 +392,9 @@ def _relative(got: torch.Tensor, want: torch.Tensor) -> float:
 @declare(
     "published.gradients",
     statement="∂⟨G, X'⟩/∂X and the published tensors' gradients are the float64 published step's",
-    theorems=("published.deepseek_v4_step",), requires=REQUIRES, tolerance=rules.LAW,
-    cases=CASES, examples=_examples, prerequisites=(*BASE, "published.step"), explore=False)
+    theorems=("published.deepseek_v4_step",), requires=(DIFFERENTIABLE, *REQUIRES),
+    tolerance=rules.LAW, cases=CASES, examples=_examples,
+    prerequisites=(*BASE, "published.step"), explore=False)
 def check_gradients(ctx: Context, case: Case) -> None:
     """Autograd through the target against autograd through the float64 oracle: the input's
     gradient directly, the parameters' through :func:`_pull_back` (relative to the largest

@@ -20,7 +20,12 @@ from hcspec.conformance.properties import precision
 from hcspec.conformance.properties.base import Context, f64
 from hcspec.conformance.properties.cases import Case, Cases, shift
 from hcspec.conformance.properties.declaration import declare
-from hcspec.conformance.properties.requirements import PROBING, capability, kinds
+from hcspec.conformance.properties.requirements import (
+    DIFFERENTIABLE,
+    PROBING,
+    capability,
+    kinds,
+)
 from hcspec.conformance.protocol import EXPAND, REDUCE
 from hcspec.conformance.strategies import SMOOTH_BRANCHES
 
@@ -78,7 +83,7 @@ def check_n1_forward(ctx: Context, case: Case) -> None:
 
 @declare(
     "reduction.n1_prenorm_backward", statement="n = 1 at init: ∂L/∂x = g' + Jᵀg'",
-    theorems=("reduction.prenorm_backward",), requires=(HC,),
+    theorems=("reduction.prenorm_backward",), requires=(DIFFERENTIABLE, HC),
     tolerance=rules.IDENTITY,
     examples=_n1_examples, cases=N1_CASES, prerequisites=BASE)
 def check_n1_backward(ctx: Context, case: Case) -> None:

@@ -53,6 +53,7 @@ from hcspec.conformance.properties.finite_differences import expect_directional,
 from hcspec.conformance.properties.inputs import CheckedBranch
 from hcspec.conformance.properties.layer_bounds import Layer, mhc_bounds
 from hcspec.conformance.properties.requirements import (
+    DIFFERENTIABLE,
     any_state_domain,
     capability,
     float64,
@@ -503,7 +504,7 @@ def _parameter_groups(stack: Stack, params: list[torch.Tensor]) -> list[tuple[st
     "stack.fd_gradients",
     statement="finite differences through the stack match autograd w.r.t. x and each "
               "sublayer's parameters",
-    theorems=("unroll.gradient",), requires=(capability(STACK), FLOAT64, UNROLLED),
+    theorems=("unroll.gradient",), requires=(DIFFERENTIABLE, capability(STACK), FLOAT64, UNROLLED),
     tolerance=rules.FD, examples=_examples, explore=False,
     cases=Cases(branches=SMOOTH_BRANCHES, extreme_scales=False), prerequisites=BASE)
 def check_fd_gradients(ctx: Context, case: Case) -> None:

@@ -33,6 +33,7 @@ from hcspec.conformance.properties.cases import Case, Cases, shift
 from hcspec.conformance.properties.declaration import declare
 from hcspec.conformance.properties.mhc_weights import MHCWeights
 from hcspec.conformance.properties.requirements import (
+    DIFFERENTIABLE,
     WEIGHTS_OR_PROBING,
     capability,
     float64,
@@ -210,7 +211,7 @@ def _words(g: Gate, logits: str, multiplier: bool) -> str:
     statement="∂⟨G, H_res⟩/∂x is the declared Sinkhorn backward: truncated forward's, or the "
               "fixed point's",
     theorems=("sinkhorn.implicit_gradient",),
-    requires=(kinds("mhc"), capability(LOGITS), capability(WEIGHTS),
+    requires=(DIFFERENTIABLE, kinds("mhc"), capability(LOGITS), capability(WEIGHTS),
               float64("the Sinkhorn gradient is compared in float64")),
     tolerance=rules.SINKHORN_FIXED_POINT, examples=_examples, cases=CASES,
     prerequisites=(*BASE, "variant.h_res"))

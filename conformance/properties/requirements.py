@@ -228,6 +228,15 @@ TRACEABLE = Requirement(
 array framework, which ``torch.compile`` cannot see into)."""
 
 
+DIFFERENTIABLE = Requirement(
+    "differentiable (no conventions.no_backward)",
+    "the impl declares that it has no backward",
+    lambda s: s.conventions.no_backward is None,
+    lambda s: s.conventions.no_backward, separator=": ")
+"""The impl does not declare ``Conventions.no_backward`` (inference-only native kernels):
+every property that differentiates the impl requires it."""
+
+
 SHARDING_CAPABILITY = "sharding"
 """The sharding capability's name (:mod:`hcspec.conformance.parallel.protocol`); a
 capability of the target's sharded factory, not of :data:`hcspec.conformance.protocol.CAPABILITIES`

@@ -116,7 +116,10 @@ def test_every_adapter_module_declares_its_targets_and_the_registry_has_exactly_
                         else f"hcspec.conformance.adapters.{name}")
             assert path == expected, builtin.name
             assert callable(getattr(importlib.import_module(path), attr)), builtin.name
-            if builtin.detail is not None:
+            if builtin.detail == "hcspec.conformance.native.build:describe":
+                if targets.package_problem(builtin) is None:
+                    assert "ggml" in targets.describe(builtin)
+            elif builtin.detail is not None:
                 assert builtin.detail in ("hcspec.conformance.adapters._triton:environment_note",)
                 assert "Triton here: " in targets.describe(builtin)
 

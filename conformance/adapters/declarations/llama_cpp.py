@@ -1,0 +1,27 @@
+"""Declarations of the llama.cpp targets (:mod:`hcspec.conformance.adapters.llama_cpp`): ggml's
+fused hyper-connection ops, native code built from the llama-cpp-python sdist
+(:mod:`hcspec.conformance.native.build`) and run in a worker process. No torch imported here."""
+
+from __future__ import annotations
+
+from typing import Final
+
+from hcspec.conformance.adapters._builtin import BuiltinTarget
+
+WRITTEN_FOR: Final = "0.3.36"
+"""The llama-cpp-python sdist (llama.cpp 0c1e5709) whose ggml the adapter was written against."""
+
+TARGETS: Final[tuple[BuiltinTarget, ...]] = (
+    BuiltinTarget(
+        "llama_cpp:deepseek-v4", "hcspec.conformance.adapters.llama_cpp:make_deepseek_v4",
+        "llama.cpp's ggml (C, CPU backend, through ctypes in a worker process): the DeepSeek-V4 "
+        "step as src/models/deepseek4.cpp composes it (ggml_dsv4_hc_comb, hc_pre, hc_post; "
+        "rms_norm, mul_mat, sigmoid, scale_bias for the mixes); n = 4 only, float32, forward "
+        "only", requires=None, distribution="llama-cpp-python", written_for=WRITTEN_FOR,
+        available="hcspec.conformance.native.build:unavailable",
+        detail="hcspec.conformance.native.build:describe",
+    ),
+)
+"""The built-in targets of llama.cpp. ``llama_cpp:qwen4-exp`` (``ggml_dsv4_hc_pre_gated`` and
+``ggml_dsv4_hc_post`` without ``comb``) is one more entry here and one factory in the adapter
+once the kit has the gated law (element-wise ``h_pre``)."""

@@ -1,0 +1,29 @@
+"""The failure a native call's death becomes: :class:`NativeFault`, a
+:class:`~hcspec.conformance.properties.errors.PropertyFailure` (so the runner reports the
+property failed). A module of its own because it imports the property catalogue's package,
+which the adapters (and :mod:`hcspec.conformance.native.framework`) must not import when they
+are imported; the framework imports this when a fault happens."""
+
+from __future__ import annotations
+
+from hcspec.conformance.native.worker import WorkerDied
+from hcspec.conformance.properties.errors import PropertyFailure
+
+__all__ = ["NativeFault"]
+
+
+class NativeFault(PropertyFailure):
+    """Native code killed (or hung) the worker process during a call.
+
+    Attributes:
+        signal: the signal's name (``"SIGABRT"``), ``"timeout"``, or None (an exit).
+        stderr: what the native code wrote on stderr during the call.
+    As :class:`~hcspec.conformance.properties.errors.PropertyFailure` otherwise; the label is
+    ``native fault: <signal>`` (the same for every case that dies the same way).
+    """
+
+    def __init__(self, died: WorkerDied) -> None:
+        super().__init__(str(died), label=f"native fault: {died.signal or 'exit'} in {died.call}",
+                         detail=died.stderr.strip()[-1000:],
+                         hint="an assertion or a crash in native code (its stderr above)")
+        self.signal, self.stderr = died.signal, died.stderr

@@ -1,0 +1,115 @@
+"""The llama.cpp ggml adapter (:mod:`hcspec.conformance.adapters.llama_cpp`), run against the
+built library: skipped where no ggml build is found (``python -m
+hcspec.conformance.native.build``, or ``$HC_GGML_LIB``; the CI lane .ci/lanes/llama_cpp builds
+it). The slow test builds a ggml with a planted bug (tools/ggml_mutants.py) and shows the kit's
+run fail by a named property."""
+
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+import pytest
+import torch
+
+from hcspec.conformance.native import build as native_build
+from hcspec.formulas.published import weights as published_weights
+
+pytestmark = pytest.mark.skipif(native_build.unavailable() is not None,
+                                reason=str(native_build.unavailable()))
+
+
+def _params(seed: int) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return {"hc_fn": (rng.standard_normal((24, 32)) * 0.3).astype(np.float32),
+            "hc_scale": np.array([0.9, 1.2, 1.6], np.float32),
+            "hc_base": (rng.standard_normal(24) * 0.5).astype(np.float32)}
+
+
+def test_the_ggml_weights_are_the_published_deepseek_v4_ones() -> None:
+    from hcspec.conformance.native import ggml
+
+    params = _params(1)
+    x = np.random.default_rng(2).standard_normal((2, 3, 4, 8)).astype(np.float32)
+    got = ggml.sublayer_weights(ggml.Settings(), params, x)
+    want = published_weights("deepseek-v4", {k: torch.tensor(v, dtype=torch.float64)
+                                             for k, v in params.items()},
+                             torch.tensor(x, dtype=torch.float64))
+    for name, g, w in zip(("h_pre", "h_post", "H_res"), got, want, strict=True):
+        assert np.abs(g - w.numpy()).max() < 2e-6, name
+    # H_res is combᵀ: its rows (the destinations) are the sums normalised last
+    assert np.abs(got[2].sum(-1) - 1).max() < 1e-5
+    assert np.abs(got[2].sum(-2) - 1).max() > 1e-7  # columns only approximately
+
+
+def test_the_step_is_x_in_then_the_branch_then_post() -> None:
+    from hcspec.conformance.adapters import llama_cpp
+
+    impl = llama_cpp.make_deepseek_v4(4, 8, seed=3)
+    with torch.no_grad():
+        impl.params["hc_base"].copy_(torch.linspace(-1, 1, 24))
+    x = torch.randn(2, 3, 4, 8, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    w = torch.randn(8, 8, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+    calls: list[torch.Tensor] = []
+
+    def branch(h: torch.Tensor) -> torch.Tensor:
+        calls.append(h)
+        return torch.tanh(h @ w)
+
+    out = impl.forward(x, branch)
+    h_pre, h_post, h_res = impl.weights(x)
+    assert len(calls) == 1 and calls[0].dtype == torch.float64
+    x_in = torch.einsum("btn,btnd->btd", h_pre.double(), x)
+    assert torch.allclose(calls[0], x_in, atol=1e-5)
+    want = torch.einsum("btij,btjd->btid", h_res.double(), x) + h_post.double()[..., None] * (
+        torch.tanh(calls[0] @ w))[..., None, :]
+    assert out.dtype == torch.float32 and not out.requires_grad
+    assert torch.allclose(out.double(), want, atol=1e-5)
+
+
+def test_n_other_than_4_is_refused_before_any_native_call() -> None:
+    from hcspec.conformance.adapters import llama_cpp
+
+    with pytest.raises(ValueError, match="supported_expansion_rates"):
+        llama_cpp.make_deepseek_v4(2, 8)
+
+
+def test_threads_keep_the_parameters_and_the_output() -> None:
+    from hcspec.conformance.adapters import llama_cpp
+
+    impl = llama_cpp.make_deepseek_v4(4, 16, seed=4)
+    x = torch.randn(1, 33, 4, 16, dtype=torch.float64, generator=torch.Generator().manual_seed(5))
+    four = impl.threads(4)
+    assert four.params is impl.params
+    assert torch.equal(impl.forward(x, torch.tanh), four.forward(x, torch.tanh))
+
+
+@pytest.mark.slow
+def test_a_ci_subset_runs_every_kind_of_verdict() -> None:
+    from hcspec.conformance.runner import check_implementation
+
+    report = check_implementation(
+        "llama_cpp:deepseek-v4", profile="ci",
+        only=["published.step", "exact.one_hot_copy", "determinism.thread_count",
+              "gradients.closed_form", "reduction.mhc_n1_residual"])
+    status = {r.id: r.status for r in report.results}
+    assert status["published.step"] == "passed"
+    assert status["exact.one_hot_copy"] == "passed"  # the n = 2, 3 cases skipped, n = 4 ran
+    assert status["determinism.thread_count"] == "passed"
+    assert status["gradients.closed_form"] == "not_applicable"
+    assert status["reduction.mhc_n1_residual"] == "not_applicable"  # n = 1 only: declared
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("cmake") is None, reason="needs cmake")
+def test_a_planted_bug_fails_a_named_property(tmp_path: object) -> None:
+    """Rebuilds ggml-cpu with comb read transposed in ggml_dsv4_hc_post (about 2-3 min)."""
+    from pathlib import Path
+
+    from tools import ggml_mutants
+
+    (library,) = ggml_mutants.build_mutants(["comb_transposed"]).values()
+    assert isinstance(tmp_path, Path)
+    status, failed = ggml_mutants.run_kit(library, "quick", tmp_path / "r.json")
+    assert status == 1
+    assert "published.step" in failed and "law.reported" in failed
