@@ -44,6 +44,11 @@ that needs an absent capability is reported *not applicable* with the reason:
   optionally the layout's settings (``hc_eps``, ``norm_eps``, ``sinkhorn_iters``)
   (:mod:`hcspec.reference.published`). ``load_published(params)`` — optional too: set the
   impl's parameters from such a mapping through the package's own loading path.
+* ``elementwise_weights(x) -> (h_pre [B,T,n,d], h_post [B,T,n])`` — for an impl whose read is
+  element-wise (``conventions.read = "elementwise"``, Qwen4-exp's gated read): the branch input
+  is ``x_in = Σ_s h_pre_s ⊙ X_s`` and the write ``X' = H_res X + h_post zᵀ``
+  (:class:`SupportsElementwiseWeights`; spec ``gated.general_law``). Such an impl has no
+  per-stream ``weights``: the properties that need them are not applicable.
 * ``logits(x) -> (H̃_pre [B,T,n], H̃_post [B,T,n], H̃_res [B,T,n,n])`` — mHC's pre-activation
   logits (mHC Eq. 7) in the row convention of ``weights`` (:class:`SupportsLogits`),
   differentiable w.r.t. ``x``. With it the kit applies the declared Sinkhorn variant and gates
@@ -90,10 +95,12 @@ PARAMETERS: Final = "parameters"
 TRAIN_EVAL: Final = "train_eval"
 LOGITS: Final = "logits"
 STACK: Final = "stack"
+ELEMENTWISE_WEIGHTS: Final = "elementwise_weights"
 PUBLISHED_PARAMETERS: Final = "published_parameters"
 LOAD_PUBLISHED: Final = "load_published"
 CAPABILITIES: Final[tuple[str, ...]] = (WEIGHTS, EXPAND, REDUCE, PARAMETERS, TRAIN_EVAL, LOGITS,
-                                        STACK, PUBLISHED_PARAMETERS, LOAD_PUBLISHED)
+                                        STACK, PUBLISHED_PARAMETERS, LOAD_PUBLISHED,
+                                        ELEMENTWISE_WEIGHTS)
 """Names of the optional capabilities, as reported by :func:`capabilities`."""
 
 
@@ -163,6 +170,17 @@ class SupportsTrainEval(Protocol):
 
     def eval(self) -> Any:
         """Set evaluation mode."""
+        ...
+
+
+@runtime_checkable
+class SupportsElementwiseWeights(Protocol):
+    """Optional: the element-wise read and the write at ``x`` (``conventions.read =
+    "elementwise"``)."""
+
+    def elementwise_weights(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``x [B,T,n,d]`` -> ``(h_pre [B,T,n,d], h_post [B,T,n])``: ``x_in = Σ_s h_pre_s ⊙
+        X_s``; differentiable w.r.t. ``x``."""
         ...
 
 
@@ -249,6 +267,7 @@ StateDomain = Literal["any", "replicated"]
 SinkhornVariant = Literal["exp", "softmax", "sigmoid"]
 SinkhornCount = Literal["rounds", "rounds_from_softmax", "normalisations"]
 ResidualMixing = Literal["matrix", "identity"]
+Read = Literal["per_stream", "elementwise"]
 SinkhornGradient = Literal["unrolled", "implicit"]
 
 _BRANCH_INPUTS: Final[tuple[str, ...]] = ("x_in", "rms_norm", "layer_norm")
@@ -258,6 +277,7 @@ _STATE_DOMAINS: Final[tuple[str, ...]] = ("any", "replicated")
 _SINKHORN_VARIANTS: Final[tuple[str, ...]] = ("exp", "softmax", "sigmoid")
 _SINKHORN_COUNTS: Final[tuple[str, ...]] = ("rounds", "rounds_from_softmax", "normalisations")
 _RESIDUAL_MIXINGS: Final[tuple[str, ...]] = ("matrix", "identity")
+_READS: Final[tuple[str, ...]] = ("per_stream", "elementwise")
 _SINKHORN_GRADIENTS: Final[tuple[str, ...]] = ("unrolled", "implicit")
 _COMPUTE_DTYPES: Final[tuple[torch.dtype, ...]] = (
     torch.float64, torch.float32, torch.bfloat16, torch.float16,
@@ -331,6 +351,12 @@ class Conventions:
             properties check that ``H_res`` is exactly the identity where they would check a
             learned one.
         notes: free text shown in the report (e.g. what the adapter translates).
+        read: how the branch input is read from the streams: ``"per_stream"`` (the default,
+            ``x_in = h_preᵀ X`` with scalars ``h_pre [n]``) or ``"elementwise"`` (a weight per
+            stream and feature, ``x_in = Σ_s h_pre_s ⊙ X_s``, reported by
+            ``elementwise_weights``: Qwen4-exp's gated read, spec ``gated.general_law``). A
+            property that needs per-stream weights (reported or probed) is not applicable to
+            an element-wise read, with that reason; the ``gated`` family applies instead.
         sinkhorn_gradient: what the backward of Sinkhorn–Knopp computes: ``"unrolled"`` (the
             default: the gradient of the truncated forward, as autograd through the rounds)
             or ``"implicit"``: the gradient of the limit, by implicit differentiation at the
@@ -388,6 +414,7 @@ class Conventions:
     weights_scale_invariant: bool | None = None
     published: str | None = None
     untraceable: str | None = None
+    read: Read = "per_stream"
 
     def __post_init__(self) -> None:
         self._check_sizes()
@@ -400,6 +427,7 @@ class Conventions:
         _one_of("sinkhorn_variant", self.sinkhorn_variant, _SINKHORN_VARIANTS)
         _one_of("sinkhorn_iterations_count", self.sinkhorn_iterations_count, _SINKHORN_COUNTS)
         _one_of("residual_mixing", self.residual_mixing, _RESIDUAL_MIXINGS)
+        _one_of("read", self.read, _READS)
         _one_of("sinkhorn_gradient", self.sinkhorn_gradient, _SINKHORN_GRADIENTS)
         for name in ("compute_dtype", "output_dtype"):
             value = getattr(self, name)
@@ -594,6 +622,11 @@ def has_train_eval(impl: object) -> TypeGuard[SupportsTrainEval]:
     return callable(getattr(impl, "train", None)) and callable(getattr(impl, "eval", None))
 
 
+def has_elementwise_weights(impl: object) -> TypeGuard[SupportsElementwiseWeights]:
+    """``impl`` offers ``elementwise_weights(x)`` (capability ``elementwise_weights``)."""
+    return callable(getattr(impl, ELEMENTWISE_WEIGHTS, None))
+
+
 def has_logits(impl: object) -> TypeGuard[SupportsLogits]:
     """``impl`` offers ``logits(x)`` (capability ``logits``)."""
     return callable(getattr(impl, LOGITS, None))
@@ -664,7 +697,8 @@ def capabilities(impl: object) -> frozenset[str]:
               (PARAMETERS, has_parameters), (TRAIN_EVAL, has_train_eval), (LOGITS, has_logits),
               (STACK, has_stack),
               (PUBLISHED_PARAMETERS, has_published_parameters),
-              (LOAD_PUBLISHED, has_load_published))
+              (LOAD_PUBLISHED, has_load_published),
+              (ELEMENTWISE_WEIGHTS, has_elementwise_weights))
     return frozenset(name for name, offered in checks if offered(impl))
 
 

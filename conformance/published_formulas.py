@@ -54,12 +54,14 @@ import torch
 import torch.nn.functional as F
 
 from hcspec.conformance.sinkhorn_formulas import sinkhorn_variant
+from hcspec.formulas import gated as _gated
 from hcspec.spec.published import (
     DEEPSEEK_V4,
     HC_DYNAMIC,
     HC_STATIC,
     MHC_PAPER,
     PARAMETERIZATIONS,
+    QWEN4_EXP,
     SOURCES,
 )
 
@@ -111,18 +113,19 @@ class Layout:
         return float(value)
 
 
-LAYOUTS: dict[str, Layout] = {
+LAYOUTS: dict[str, Layout | _gated.GatedLayout] = {
     DEEPSEEK_V4: Layout(DEEPSEEK_V4, "mhc", SOURCES[DEEPSEEK_V4],
                         {"hc_eps": 1e-6, "norm_eps": 1e-6, "sinkhorn_iters": 20}),
     MHC_PAPER: Layout(MHC_PAPER, "mhc", SOURCES[MHC_PAPER],
                       {"norm_eps": 1e-6, "sinkhorn_iters": 20}),
     HC_STATIC: Layout(HC_STATIC, "hc-static", SOURCES[HC_STATIC]),
     HC_DYNAMIC: Layout(HC_DYNAMIC, "hc-dynamic", SOURCES[HC_DYNAMIC], {"norm_eps": 1e-5}),
+    QWEN4_EXP: _gated.LAYOUT,  # the gated read: hcspec.formulas.gated
 }
 assert tuple(LAYOUTS) == PARAMETERIZATIONS
 
 
-def layout(name: str) -> Layout:
+def layout(name: str) -> Layout | _gated.GatedLayout:
     """The :class:`Layout` called ``name``.
 
     Raises:
@@ -191,6 +194,8 @@ def check_parameters(name: str, params: Parameters, n: int, d: int) -> None:
         ValueError: an unknown layout, a missing tensor or a wrong shape (named).
         TypeError: a tensor entry that is not a tensor.
     """
+    if name == QWEN4_EXP:
+        return _gated.check_parameters(params, n, d)
     for key, shape in layout(name).shapes(n, d).items():
         if key not in params:
             raise ValueError(f"published {name}: missing tensor {key!r} {list(shape)}")
@@ -275,9 +280,14 @@ def weights(name: str, params: Parameters, x: torch.Tensor,
     layout ``name`` with ``params`` at ``x [B, T, n, d]`` (``formula``: DeepSeek-V4 only).
 
     Raises:
-        ValueError: an unknown layout. KeyError, TypeError: a missing or non-tensor entry.
+        ValueError: an unknown layout, or ``qwen4-exp`` (its read is element-wise: no per-stream
+            h_pre; :mod:`hcspec.formulas.gated`). KeyError, TypeError: a missing or
+            non-tensor entry.
     """
     lay = layout(name)
+    if lay.name == QWEN4_EXP:
+        raise ValueError(f"published {QWEN4_EXP} has no per-stream weights (an element-wise "
+                         "read): use hcspec.formulas.gated")
     if lay.name == DEEPSEEK_V4:
         pre, post, comb = deepseek_v4_parts(params, x, formula)
         return pre, post, comb.transpose(-1, -2) if formula.mix == "comb_t" else comb
@@ -294,8 +304,10 @@ def step(name: str, params: Parameters, x: torch.Tensor, branch: Branch,
     with its own branch). Differentiable w.r.t. ``x``, ``params`` and the branch.
 
     Raises:
-        as :func:`weights`.
+        as :func:`weights`; ``qwen4-exp`` is :func:`hcspec.formulas.gated.step`.
     """
+    if name == QWEN4_EXP:
+        return _gated.step(params, x, branch)
     h_pre, h_post, H_res = weights(name, params, x, formula)
     z = branch((h_pre.unsqueeze(-2) @ x).squeeze(-2))
     mixed = H_res @ x  # a fresh tensor: accumulating in place keeps autograd intact

@@ -164,6 +164,37 @@ PROBED_H_PRE = Requirement(
 """Probing identifies ``h_pre`` (the branch receives ``x_in`` unnormalised)."""
 
 
+PER_STREAM_READ = Requirement(
+    "read per_stream",
+    "needs per-stream scalar weights h_pre [n] (x_in = h_preᵀX), reported or probed; the impl "
+    "declares an element-wise read (conventions.read='elementwise', x_in = Σ_s h_pre_s ⊙ X_s: "
+    "spec gated.per_stream_only), checked by the gated family instead",
+    lambda s: s.conventions.read == "per_stream")
+"""The read is per-stream: ``h_pre`` is n scalars (not Qwen4-exp's element-wise gated read)."""
+
+ELEMENTWISE_READ = Requirement(
+    "read elementwise",
+    "applies to an element-wise read (conventions.read='elementwise', Qwen4-exp's gated read)",
+    lambda s: s.conventions.read == "elementwise",
+    lambda s: f"the declared read is {s.conventions.read!r}")
+"""The read is element-wise (the ``gated`` family)."""
+
+
+def reads_per_stream(requires: tuple[Requirement, ...]) -> bool:
+    """Whether a property with these requirements reads per-stream weights: it needs the
+    ``weights`` capability, probes the weights (:data:`PROBING`, :data:`WEIGHTS_OR_PROBING`,
+    :data:`PROBED_H_PRE`) or states a fact of the HC kinds only (a kind requirement without
+    ``mhc``); :func:`hcspec.conformance.properties.declaration.declare` then adds
+    :data:`PER_STREAM_READ` first."""
+    for requirement in requires:
+        if requirement.capability == WEIGHTS or requirement in (PROBING, WEIGHTS_OR_PROBING,
+                                                                PROBED_H_PRE):
+            return True
+        if requirement.kinds is not None and "mhc" not in requirement.kinds:
+            return True
+    return False
+
+
 def cuda_reason() -> str | None:
     """Why CUDA cannot be used here, or None when it can."""
     if not torch.cuda.is_available():

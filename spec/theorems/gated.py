@@ -20,7 +20,7 @@ Theorems: ``gated.general_law``, ``gated.stream_sum``, ``gated.per_stream_only``
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, cast
+from typing import Any
 
 import sympy
 
@@ -208,18 +208,23 @@ def _per_stream_only() -> list[Step]:
     ]
 
 
-class Sigma(sympy.Function):
-    """σ as an opaque sympy function whose derivative is σ(1 − σ) (proven for
-    1/(1 + e^{−x}) in ``gated.read_backward``); it evaluates numerically as 1/(1 + e^{−x}).
-    Differentiating through it keeps the expressions polynomial in σ(·), so the exact backward
-    check expands instead of simplifying nested exponentials."""
+def _sigma_slope(self: Any, argindex: int = 1) -> Any:
+    """dσ/dx = σ (1 − σ)."""
+    return self * (1 - self)
 
-    def fdiff(self, argindex: int = 1) -> sympy.Expr:
-        """dσ/dx = σ (1 − σ)."""
-        return self * (1 - self)
 
-    def _eval_evalf(self, prec: int) -> sympy.Expr:
-        return cast(sympy.Expr, sigmoid(self.args[0])._eval_evalf(prec))
+def _sigma_value(self: Any, prec: int) -> Any:
+    return sigmoid(self.args[0])._eval_evalf(prec)
+
+
+Sigma: Any = type("Sigma", (sympy.Function,), {
+    "fdiff": _sigma_slope, "_eval_evalf": _sigma_value,
+    "__doc__": "σ as an opaque sympy function whose derivative is σ(1 − σ) (proven for "
+               "1/(1 + e^{−x}) in ``gated.read_backward``); it evaluates numerically as "
+               "1/(1 + e^{−x}). Differentiating through it keeps the expressions polynomial in "
+               "σ(·), so the exact backward check expands instead of simplifying nested "
+               "exponentials."})
+"""The opaque σ (see its docstring)."""
 
 
 def _silu_slope(a: sympy.Expr, act: Any = sigmoid) -> sympy.Expr:

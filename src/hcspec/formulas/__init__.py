@@ -1,0 +1,1 @@
+"""Torch statements of the spec's formulas, beneath the reference and the kit."""
