@@ -60,6 +60,7 @@ class GatedFormula:
         gate_after_mean: False (published: x_in = mean_s(G_s ⊙ N_s)); True: the gate is applied
             after the mean, x_in = mean_s(G_s) ⊙ mean_s(N_s).
         norm_offset: the norm's scale is ``norm_offset + w`` (published 1: zero-initialised w).
+        gate_activation: ``"sigmoid"`` (published: G ∈ (0, 1)) or ``"tanh"`` (G ∈ (−1, 1)).
     """
 
     streams: Literal["mean", "sum"] = "mean"
@@ -70,6 +71,7 @@ class GatedFormula:
     inject_input: Literal["normalised", "raw"] = "normalised"
     gate_after_mean: bool = False
     norm_offset: float = 1.0
+    gate_activation: Literal["sigmoid", "tanh"] = "sigmoid"
 
 
 PUBLISHED_GATED: Final = GatedFormula()
@@ -153,7 +155,8 @@ def parts(params: Parameters, x: torch.Tensor, formula: GatedFormula = PUBLISHED
     flat = source.reshape(*x.shape[:-2], n * d)
     hidden = flat @ _tensor(params, DOWN, x).transpose(0, 1)
     hidden = F.silu(hidden / n if formula.gate_scale_n else hidden)
-    gate = torch.sigmoid(hidden @ _tensor(params, UP, x).transpose(0, 1)).reshape(x.shape)
+    activation = torch.sigmoid if formula.gate_activation == "sigmoid" else torch.tanh
+    gate = activation(hidden @ _tensor(params, UP, x).transpose(0, 1)).reshape(x.shape)
     if formula.gate_after_mean:
         x_in = gate.mean(dim=-2) * normed.mean(dim=-2)
     elif formula.streams == "mean":
@@ -168,13 +171,15 @@ def parts(params: Parameters, x: torch.Tensor, formula: GatedFormula = PUBLISHED
     return GatedParts(normed, gate, x_in, formula.post_multiplier * torch.sigmoid(logits))
 
 
-def elementwise_h_pre(params: Parameters, x: torch.Tensor) -> torch.Tensor:
-    """The published read as element-wise weights on the raw state: ``h_pre [B,T,n,d]`` with
-    ``x_in = Σ_s h_pre_s ⊙ X_s``, i.e. ``h_pre = G ⊙ (1 + w) / (n √(mean_k X_sk² + ε))``."""
+def elementwise_h_pre(params: Parameters, x: torch.Tensor,
+                      formula: GatedFormula = PUBLISHED_GATED) -> torch.Tensor:
+    """The read as element-wise weights on the raw state: ``h_pre [B,T,n,d]`` with
+    ``x_in = Σ_s h_pre_s ⊙ X_s``, i.e. ``h_pre = G ⊙ (1 + w) / (n √(mean_k X_sk² + ε))``
+    (exact for a ``formula`` with the mean over the streams and the gate before it)."""
     n, d = x.shape[-2:]
     eps = LAYOUT.setting(params, "norm_eps")
-    p = parts(params, x)
-    scale = (1.0 + _tensor(params, NORM, x)).reshape(n, d)
+    p = parts(params, x, formula)
+    scale = (formula.norm_offset + _tensor(params, NORM, x)).reshape(n, d)
     return p.gate * scale * torch.rsqrt(x.square().mean(dim=-1, keepdim=True) + eps) / n
 
 
