@@ -407,7 +407,7 @@ class _GatedIdentitySite(nn.Module):
 
     def forward(self, hyper_input: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor,
                                                           torch.Tensor]:
-        streams = hyper_input.unflatten(-1, (self.n, -1))
+        streams = hyper_input.reshape(*hyper_input.shape[:-1], self.n, -1)
         return streams[..., 0, :], hyper_input, torch.zeros_like(streams[..., 0])
 
 
@@ -451,11 +451,12 @@ class _Qwen4Exp(nn.Module):
     def forward(self, x: torch.Tensor, branch: Branch) -> torch.Tensor:
         """``x [B,T,n,d] -> [B,T,n,d]`` through the package's decoder layer."""
         out: torch.Tensor = self._decoder_layer(x.flatten(-2), None, hc_branch=branch)
-        return out.unflatten(-1, (self.n, self.d))
+        return out.reshape(*out.shape[:-1], self.n, self.d)
 
     def expand(self, h: torch.Tensor) -> torch.Tensor:
         """``h [B,T,d] -> [B,T,n,d]`` as the model does (``repeat(1, 1, hc_count)``)."""
-        return h.repeat(*([1] * (h.dim() - 1)), self.n).unflatten(-1, (self.n, self.d))
+        repeated = h.repeat(*([1] * (h.dim() - 1)), self.n)
+        return repeated.reshape(*repeated.shape[:-1], self.n, self.d)
 
     def reduce(self, x: torch.Tensor) -> torch.Tensor:
         """The model's ``hyper_connection_mixer``: ``x [B,T,n,d] -> [B,T,d]``."""
