@@ -194,7 +194,7 @@ def check_expand(ctx: Context, case: Case) -> None:
 
 
 LINEAR_HEAD = Requirement(
-    "reduce linear in the streams (not a learned head over an element-wise read)",
+    "reduce not a learned gated read",
     "a learned reduce of an element-wise read is a gated read of the streams (Qwen4-exp's "
     "hyper_connection_mixer, spec gated.per_stream_only), not a mix wᵀX",
     lambda s: not (s.conventions.reduce == "learned" and s.conventions.read == "elementwise"))

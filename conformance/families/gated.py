@@ -123,8 +123,8 @@ def check_law(ctx: Context, case: Case) -> None:
 
 @declare(
     "gated.read",
-    statement="the branch receives mean_s(G_s ⊙ N_s), G = σ(U silu(D vec(N)/n)), of the "
-              "published tensors (a mean, the gate on the normalised streams, before the mean)",
+    statement="the branch receives mean_s(G_s ⊙ N_s), G = σ(U silu(D vec(N)/n)) of the published "
+              "tensors",
     theorems=("published.qwen4_exp_step", "gated.constant_gate"),
     requires=(ELEMENTWISE_READ, PUBLISHED, capability(PUBLISHED_PARAMETERS)),
     tolerance=rules.LAW, cases=CASES, prerequisites=BASE)
@@ -149,8 +149,7 @@ def check_read(ctx: Context, case: Case) -> None:
 
 @declare(
     "gated.write",
-    statement="the write (X'(c) − X'(0))/c is h_post = 2σ(W vec(N)/n) of the published "
-              "tensors (2σ, the /n, the normalised streams)",
+    statement="the write (X'(c) − X'(0))/c is h_post = 2σ(W vec(N)/n) of the published tensors",
     theorems=("published.qwen4_exp_step",),
     requires=(ELEMENTWISE_READ, PUBLISHED, capability(PUBLISHED_PARAMETERS)),
     tolerance=rules.LAW, cases=CASES, prerequisites=BASE)
@@ -179,8 +178,8 @@ def check_write(ctx: Context, case: Case) -> None:
 
 @declare(
     "gated.ranges",
-    statement="the gate G = n ρ h_pre / (1 + w) from the reported read lies in (0, 1) and "
-              "h_post in (0, 2)",
+    statement="the gate G = n ρ h_pre / (1 + w) of the reported read lies in (0, 1), h_post in "
+              "(0, 2)",
     theorems=("gated.constant_gate",),
     requires=(ELEMENTWISE_READ, PUBLISHED, capability(PUBLISHED_PARAMETERS),
               capability(ELEMENTWISE_WEIGHTS)),
