@@ -46,6 +46,7 @@ from hcspec.conformance.protocol import (
     Branch,
     HyperConnectionImpl,
 )
+from hcspec.spec.published import QWEN4_EXP
 
 BASE = ("shape.output", "shape.branch_once")
 DECLARES = Requirement(
@@ -129,6 +130,12 @@ def step_oracle(ctx: Context, case: Case, params: Params, x: torch.Tensor, want:
     name = ctx.conventions.published
     assert name is not None
     compute = ctx.conventions.compute_dtype or ctx.dtype
+    if name == QWEN4_EXP:  # an element-wise read: no per-stream weights, the step itself
+        branch = ctx.inputs.branch(case, record=False)
+        with torch.no_grad():
+            stepped = pub.step(name, _as(params, compute), f64(x).to(compute),
+                               lambda a: branch(a.to(x.dtype)).to(compute))
+        return tolerances.scaled_error(stepped.to(ctx.tol_dtype), want, scale)
     with torch.no_grad():
         weights = pub.weights(name, _as(params, compute), f64(x).to(compute))
     spec = precision.spec_at_precision(ctx, *weights)
@@ -187,7 +194,8 @@ def _diagnosis(ctx: Context, case: Case, params: Params, x: torch.Tensor, got: t
     "published.step",
     statement="X' is the float64 published step of the target's own published_parameters()",
     theorems=("published.deepseek_v4_step", "published.mhc_paper_step",
-              "published.hc_static_step", "published.hc_dynamic_step"),
+              "published.hc_static_step", "published.hc_dynamic_step",
+              "published.qwen4_exp_step"),
     requires=REQUIRES, tolerance=rules.LAW, cases=CASES, examples=_examples,
     prerequisites=BASE)
 def check_step(ctx: Context, case: Case) -> None:
