@@ -49,6 +49,11 @@ that needs an absent capability is reported *not applicable* with the reason:
   is ``x_in = Σ_s h_pre_s ⊙ X_s`` and the write ``X' = H_res X + h_post zᵀ``
   (:class:`SupportsElementwiseWeights`; spec ``gated.general_law``). Such an impl has no
   per-stream ``weights``: the properties that need them are not applicable.
+* ``read_map(x) -> (x_in [B,T,d], h_post [B,T,n])`` — the branch input and the write at ``x``
+  as the impl computes them, for a read that is not per-stream (``conventions.read`` is
+  ``"elementwise"`` or ``"map"``) when element-wise weights are not at hand (e.g. a module that
+  returns its branch input and its write, as transformers' ``Qwen4ExpTextGatedResidual``)
+  (:class:`SupportsReadMap`). Differentiable w.r.t. ``x``.
 * ``logits(x) -> (H̃_pre [B,T,n], H̃_post [B,T,n], H̃_res [B,T,n,n])`` — mHC's pre-activation
   logits (mHC Eq. 7) in the row convention of ``weights`` (:class:`SupportsLogits`),
   differentiable w.r.t. ``x``. With it the kit applies the declared Sinkhorn variant and gates
@@ -96,11 +101,12 @@ TRAIN_EVAL: Final = "train_eval"
 LOGITS: Final = "logits"
 STACK: Final = "stack"
 ELEMENTWISE_WEIGHTS: Final = "elementwise_weights"
+READ_MAP: Final = "read_map"
 PUBLISHED_PARAMETERS: Final = "published_parameters"
 LOAD_PUBLISHED: Final = "load_published"
 CAPABILITIES: Final[tuple[str, ...]] = (WEIGHTS, EXPAND, REDUCE, PARAMETERS, TRAIN_EVAL, LOGITS,
                                         STACK, PUBLISHED_PARAMETERS, LOAD_PUBLISHED,
-                                        ELEMENTWISE_WEIGHTS)
+                                        ELEMENTWISE_WEIGHTS, READ_MAP)
 """Names of the optional capabilities, as reported by :func:`capabilities`."""
 
 
@@ -181,6 +187,15 @@ class SupportsElementwiseWeights(Protocol):
     def elementwise_weights(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """``x [B,T,n,d]`` -> ``(h_pre [B,T,n,d], h_post [B,T,n])``: ``x_in = Σ_s h_pre_s ⊙
         X_s``; differentiable w.r.t. ``x``."""
+        ...
+
+
+@runtime_checkable
+class SupportsReadMap(Protocol):
+    """Optional: the branch input and the write at ``x`` (a read that is not per-stream)."""
+
+    def read_map(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``x [B,T,n,d]`` -> ``(x_in [B,T,d], h_post [B,T,n])``."""
         ...
 
 
@@ -267,7 +282,7 @@ StateDomain = Literal["any", "replicated"]
 SinkhornVariant = Literal["exp", "softmax", "sigmoid"]
 SinkhornCount = Literal["rounds", "rounds_from_softmax", "normalisations"]
 ResidualMixing = Literal["matrix", "identity"]
-Read = Literal["per_stream", "elementwise"]
+Read = Literal["per_stream", "elementwise", "map"]
 SinkhornGradient = Literal["unrolled", "implicit"]
 
 _BRANCH_INPUTS: Final[tuple[str, ...]] = ("x_in", "rms_norm", "layer_norm")
@@ -277,7 +292,7 @@ _STATE_DOMAINS: Final[tuple[str, ...]] = ("any", "replicated")
 _SINKHORN_VARIANTS: Final[tuple[str, ...]] = ("exp", "softmax", "sigmoid")
 _SINKHORN_COUNTS: Final[tuple[str, ...]] = ("rounds", "rounds_from_softmax", "normalisations")
 _RESIDUAL_MIXINGS: Final[tuple[str, ...]] = ("matrix", "identity")
-_READS: Final[tuple[str, ...]] = ("per_stream", "elementwise")
+_READS: Final[tuple[str, ...]] = ("per_stream", "elementwise", "map")
 _SINKHORN_GRADIENTS: Final[tuple[str, ...]] = ("unrolled", "implicit")
 _COMPUTE_DTYPES: Final[tuple[torch.dtype, ...]] = (
     torch.float64, torch.float32, torch.bfloat16, torch.float16,
@@ -354,9 +369,10 @@ class Conventions:
         read: how the branch input is read from the streams: ``"per_stream"`` (the default,
             ``x_in = h_preᵀ X`` with scalars ``h_pre [n]``) or ``"elementwise"`` (a weight per
             stream and feature, ``x_in = Σ_s h_pre_s ⊙ X_s``, reported by
-            ``elementwise_weights``: Qwen4-exp's gated read, spec ``gated.general_law``). A
-            property that needs per-stream weights (reported or probed) is not applicable to
-            an element-wise read, with that reason; the ``gated`` family applies instead.
+            ``elementwise_weights``: Qwen4-exp's gated read, spec ``gated.general_law``), or
+            ``"map"`` (any other map ``x_in(X)``, reported by ``read_map``). A property that
+            needs per-stream weights (reported or probed) is not applicable to either, with
+            that reason; the ``gated`` family applies instead.
         sinkhorn_gradient: what the backward of Sinkhorn–Knopp computes: ``"unrolled"`` (the
             default: the gradient of the truncated forward, as autograd through the rounds)
             or ``"implicit"``: the gradient of the limit, by implicit differentiation at the
@@ -627,6 +643,11 @@ def has_elementwise_weights(impl: object) -> TypeGuard[SupportsElementwiseWeight
     return callable(getattr(impl, ELEMENTWISE_WEIGHTS, None))
 
 
+def has_read_map(impl: object) -> TypeGuard[SupportsReadMap]:
+    """``impl`` offers ``read_map(x)`` (capability ``read_map``)."""
+    return callable(getattr(impl, READ_MAP, None))
+
+
 def has_logits(impl: object) -> TypeGuard[SupportsLogits]:
     """``impl`` offers ``logits(x)`` (capability ``logits``)."""
     return callable(getattr(impl, LOGITS, None))
@@ -698,7 +719,8 @@ def capabilities(impl: object) -> frozenset[str]:
               (STACK, has_stack),
               (PUBLISHED_PARAMETERS, has_published_parameters),
               (LOAD_PUBLISHED, has_load_published),
-              (ELEMENTWISE_WEIGHTS, has_elementwise_weights))
+              (ELEMENTWISE_WEIGHTS, has_elementwise_weights),
+              (READ_MAP, has_read_map))
     return frozenset(name for name, offered in checks if offered(impl))
 
 

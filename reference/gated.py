@@ -9,7 +9,8 @@ Per token, streams ``X ∈ R^{n×d}`` (spec ``gated.*``, ``published.qwen4_exp_s
 
 The read is element-wise, so the module reports ``elementwise_weights(x) -> (h_pre
 [B,T,n,d], h_post [B,T,n])`` with ``x_in = Σ_s h_pre_s ⊙ X_s`` instead of per-stream
-``weights``; it declares ``read="elementwise"`` and ``residual_mixing="identity"``.
+``weights`` (and ``read_map(x) -> (x_in, h_post)``); it declares ``read="elementwise"`` and
+``residual_mixing="identity"``.
 ``reduce`` is the head's ``hyper_connection_mixer`` (the same read, its own tensors, no write);
 ``expand`` replicates the embedding on every stream (``repeat``).
 
@@ -125,6 +126,17 @@ class GatedHyperConnection(nn.Module):
         p = formula.parts(params, x)
         assert p.h_post is not None
         return formula.elementwise_h_pre(params, x), p.h_post
+
+    def read_map(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(x_in [B,T,d], h_post [B,T,n])``: the branch input and the write at ``x``.
+
+        Raises:
+            ValueError: ``x`` is not ``[..., n, d]``.
+        """
+        self._check(x)
+        p = formula.parts(self.published_parameters(), x)
+        assert p.h_post is not None
+        return p.x_in, p.h_post
 
     def expand(self, h: torch.Tensor) -> torch.Tensor:
         """``h [B,T,d] -> [B,T,n,d]``, ``h`` on every stream (the model's ``repeat``)."""

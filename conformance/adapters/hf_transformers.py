@@ -453,6 +453,12 @@ class _Qwen4Exp(nn.Module):
         out: torch.Tensor = self._decoder_layer(x.flatten(-2), None, hc_branch=branch)
         return out.reshape(*out.shape[:-1], self.n, self.d)
 
+    def read_map(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(x_in [B,T,d], h_post [B,T,n])``: the module's own ``mixed_input`` and
+        ``injection_weights`` at ``x [B,T,n,d]`` (the capability ``read_map``)."""
+        mixed, _, injection = self.connection(x.flatten(-2))
+        return mixed, injection
+
     def expand(self, h: torch.Tensor) -> torch.Tensor:
         """``h [B,T,d] -> [B,T,n,d]`` as the model does (``repeat(1, 1, hc_count)``)."""
         repeated = h.repeat(*([1] * (h.dim() - 1)), self.n)

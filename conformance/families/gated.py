@@ -4,8 +4,8 @@ Applies to a target that declares ``conventions.read = "elementwise"`` (spec ``g
 
 * ``gated.unmixed``: with ``F ≡ 0`` the state passes unchanged, ``X' = X`` (H_res = I exactly;
   spec ``gated.general_law``);
-* ``gated.law``: ``X' = X + h_post F(Σ_s h_pre_s ⊙ X_s)ᵀ`` with the reported
-  ``elementwise_weights`` (the branch receives that read);
+* ``gated.law``: ``X' = X + h_post F(x_in)ᵀ`` with the reported read: ``x_in = Σ_s h_pre_s ⊙
+  X_s`` of ``elementwise_weights``, else ``read_map``'s ``x_in`` (the branch receives it);
 * ``gated.read``: the branch input, read directly, is the gated read of the target's own
   published tensors, ``x_in = mean_s(G_s ⊙ N_s)``, ``G = σ(U silu(D vec(N)/n))``: catches a sum
   over the streams, a gate read from the raw streams, a gate applied after the mean, a dropped
@@ -31,10 +31,16 @@ from hcspec.conformance.properties.base import Context, f64
 from hcspec.conformance.properties.cases import Case, Cases
 from hcspec.conformance.properties.declaration import declare
 from hcspec.conformance.properties.errors import PropertyFailure
-from hcspec.conformance.properties.requirements import ELEMENTWISE_READ, Requirement, capability
+from hcspec.conformance.properties.requirements import (
+    ELEMENTWISE_READ,
+    READ_REPORTED,
+    Requirement,
+    capability,
+)
 from hcspec.conformance.protocol import (
     ELEMENTWISE_WEIGHTS,
     PUBLISHED_PARAMETERS,
+    READ_MAP,
     HyperConnectionImpl,
 )
 from hcspec.conformance.strategies import CountingBranch
@@ -97,26 +103,39 @@ def check_unmixed(ctx: Context, case: Case) -> None:
 
 @declare(
     "gated.law",
-    statement="X' = X + h_post F(Σ_s h_pre_s ⊙ X_s)ᵀ with the reported elementwise_weights",
+    statement="X' = X + h_post F(x_in)ᵀ with the reported read (elementwise_weights or read_map)",
     theorems=("gated.general_law",),
-    requires=(ELEMENTWISE_READ, capability(ELEMENTWISE_WEIGHTS)), tolerance=rules.LAW,
+    requires=(ELEMENTWISE_READ, READ_REPORTED), tolerance=rules.LAW,
     cases=CASES, prerequisites=BASE)
 def check_law(ctx: Context, case: Case) -> None:
-    """The output and the branch's input equal the law with ``elementwise_weights(x)``."""
+    """The output and the branch's input equal the law with the reported read:
+    ``Σ_s h_pre_s ⊙ X_s`` of ``elementwise_weights(x)`` when offered, else ``read_map(x)``."""
     impl = ctx.build.make(case)
     x = ctx.inputs.state(case)
+    elementwise = callable(getattr(impl, ELEMENTWISE_WEIGHTS, None))
     with torch.no_grad():
-        h_pre, h_post = (f64(w) for w in getattr(impl, ELEMENTWISE_WEIGHTS)(x))
+        if elementwise:
+            h_pre, h_post = (f64(w) for w in getattr(impl, ELEMENTWISE_WEIGHTS)(x))
+            what = "Σ_s h_pre_s ⊙ X_s of elementwise_weights(x)"
+        else:
+            x_in, h_post = (f64(w) for w in getattr(impl, READ_MAP)(x))
+            what = "x_in of read_map(x)"
         branch = ctx.inputs.branch(case)
         recording = CountingBranch(branch)
         out = ctx.observe.forward(impl, x, recording)
         seen = [f64(a) for a in recording.inputs]
-    if tuple(h_pre.shape) != tuple(x.shape) or tuple(h_post.shape) != tuple(x.shape[:-1]):
-        raise PropertyFailure(f"elementwise_weights(x): expected h_pre {list(x.shape)} and "
-                              f"h_post {list(x.shape[:-1])}, got {list(h_pre.shape)} and "
+    if tuple(h_post.shape) != tuple(x.shape[:-1]):
+        raise PropertyFailure(f"the reported h_post: expected {list(x.shape[:-1])}, got "
                               f"{list(h_post.shape)}")
-    x_in = (h_pre * f64(x)).sum(dim=-2)
-    ctx.record.expect("branch input vs Σ_s h_pre_s ⊙ X_s", tolerances.scaled_error(seen[0], x_in))
+    if elementwise:
+        if tuple(h_pre.shape) != tuple(x.shape):
+            raise PropertyFailure(f"elementwise_weights(x): expected h_pre {list(x.shape)}, "
+                                  f"got {list(h_pre.shape)}")
+        x_in = (h_pre * f64(x)).sum(dim=-2)
+    elif tuple(x_in.shape) != tuple(seen[0].shape):
+        raise PropertyFailure(f"read_map(x): expected x_in {list(seen[0].shape)}, got "
+                              f"{list(x_in.shape)}")
+    ctx.record.expect(f"branch input vs {what}", tolerances.scaled_error(seen[0], x_in))
     want = f64(x) + h_post.unsqueeze(-1) * f64(branch(x_in.to(x.dtype))).unsqueeze(-2)
     ctx.record.expect("X' vs X + h_post F(x_in)ᵀ", tolerances.scaled_error(out, want))
 

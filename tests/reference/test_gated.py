@@ -41,6 +41,9 @@ def test_step_is_x_plus_h_post_times_the_branch_of_the_gated_mean() -> None:
     assert h_pre.shape == x.shape and reported_post.shape == x.shape[:-1]
     assert torch.allclose((h_pre * x).sum(-2), x_in, atol=1e-13, rtol=0)
     assert torch.allclose(reported_post, h_post, atol=1e-13, rtol=0)
+    read, written = m.read_map(x)
+    assert torch.allclose(read, x_in, atol=1e-13, rtol=0)
+    assert torch.equal(written, reported_post)
 
 
 def test_at_init_the_norm_scale_is_one_and_n1_is_a_gated_prenorm() -> None:
