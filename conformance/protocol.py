@@ -44,6 +44,16 @@ that needs an absent capability is reported *not applicable* with the reason:
   optionally the layout's settings (``hc_eps``, ``norm_eps``, ``sinkhorn_iters``)
   (:mod:`hcspec.reference.published`). ``load_published(params)`` — optional too: set the
   impl's parameters from such a mapping through the package's own loading path.
+* ``elementwise_weights(x) -> (h_pre [B,T,n,d], h_post [B,T,n])`` — for an impl whose read is
+  element-wise (``conventions.read = "elementwise"``, Qwen4-exp's gated read): the branch input
+  is ``x_in = Σ_s h_pre_s ⊙ X_s`` and the write ``X' = H_res X + h_post zᵀ``
+  (:class:`SupportsElementwiseWeights`; spec ``gated.general_law``). Such an impl has no
+  per-stream ``weights``: the properties that need them are not applicable.
+* ``read_map(x) -> (x_in [B,T,d], h_post [B,T,n])`` — the branch input and the write at ``x``
+  as the impl computes them, for a read that is not per-stream (``conventions.read`` is
+  ``"elementwise"`` or ``"map"``) when element-wise weights are not at hand (e.g. a module that
+  returns its branch input and its write, as transformers' ``Qwen4ExpTextGatedResidual``)
+  (:class:`SupportsReadMap`). Differentiable w.r.t. ``x``.
 * ``logits(x) -> (H̃_pre [B,T,n], H̃_post [B,T,n], H̃_res [B,T,n,n])`` — mHC's pre-activation
   logits (mHC Eq. 7) in the row convention of ``weights`` (:class:`SupportsLogits`),
   differentiable w.r.t. ``x``. With it the kit applies the declared Sinkhorn variant and gates
@@ -106,11 +116,14 @@ PARAMETERS: Final = "parameters"
 TRAIN_EVAL: Final = "train_eval"
 LOGITS: Final = "logits"
 STACK: Final = "stack"
+ELEMENTWISE_WEIGHTS: Final = "elementwise_weights"
+READ_MAP: Final = "read_map"
 PUBLISHED_PARAMETERS: Final = "published_parameters"
 LOAD_PUBLISHED: Final = "load_published"
 THREADS: Final = "threads"
 CAPABILITIES: Final[tuple[str, ...]] = (WEIGHTS, EXPAND, REDUCE, PARAMETERS, TRAIN_EVAL, LOGITS,
-                                        STACK, PUBLISHED_PARAMETERS, LOAD_PUBLISHED, THREADS)
+                                        STACK, PUBLISHED_PARAMETERS, LOAD_PUBLISHED, THREADS,
+                                        ELEMENTWISE_WEIGHTS, READ_MAP)
 """Names of the optional capabilities, as reported by :func:`capabilities`."""
 
 
@@ -180,6 +193,26 @@ class SupportsTrainEval(Protocol):
 
     def eval(self) -> Any:
         """Set evaluation mode."""
+        ...
+
+
+@runtime_checkable
+class SupportsElementwiseWeights(Protocol):
+    """Optional: the element-wise read and the write at ``x`` (``conventions.read =
+    "elementwise"``)."""
+
+    def elementwise_weights(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``x [B,T,n,d]`` -> ``(h_pre [B,T,n,d], h_post [B,T,n])``: ``x_in = Σ_s h_pre_s ⊙
+        X_s``; differentiable w.r.t. ``x``."""
+        ...
+
+
+@runtime_checkable
+class SupportsReadMap(Protocol):
+    """Optional: the branch input and the write at ``x`` (a read that is not per-stream)."""
+
+    def read_map(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``x [B,T,n,d]`` -> ``(x_in [B,T,d], h_post [B,T,n])``."""
         ...
 
 
@@ -272,12 +305,14 @@ BranchInput = Literal["x_in", "rms_norm", "layer_norm"]
 ReduceScale = Literal["sum", "mean", "learned"]
 StateDomain = Literal["any", "replicated"]
 ResidualMixing = Literal["matrix", "identity"]
+Read = Literal["per_stream", "elementwise", "map"]
 SinkhornGradient = Literal["unrolled", "implicit"]
 
 _BRANCH_INPUTS: Final[tuple[str, ...]] = ("x_in", "rms_norm", "layer_norm")
 _REDUCE_SCALES: Final[tuple[str, ...]] = ("sum", "mean", "learned")
 _STATE_DOMAINS: Final[tuple[str, ...]] = ("any", "replicated")
 _RESIDUAL_MIXINGS: Final[tuple[str, ...]] = ("matrix", "identity")
+_READS: Final[tuple[str, ...]] = ("per_stream", "elementwise", "map")
 _SINKHORN_GRADIENTS: Final[tuple[str, ...]] = ("unrolled", "implicit")
 _COMPUTE_DTYPES: Final[tuple[torch.dtype, ...]] = (
     torch.float64, torch.float32, torch.bfloat16, torch.float16,
@@ -327,6 +362,13 @@ class Conventions:
             properties check that ``H_res`` is exactly the identity where they would check a
             learned one.
         notes: free text shown in the report (e.g. what the adapter translates).
+        read: how the branch input is read from the streams: ``"per_stream"`` (the default,
+            ``x_in = h_preᵀ X`` with scalars ``h_pre [n]``) or ``"elementwise"`` (a weight per
+            stream and feature, ``x_in = Σ_s h_pre_s ⊙ X_s``, reported by
+            ``elementwise_weights``: Qwen4-exp's gated read, spec ``gated.general_law``), or
+            ``"map"`` (any other map ``x_in(X)``, reported by ``read_map``). A property that
+            needs per-stream weights (reported or probed) is not applicable to either, with
+            that reason; the ``gated`` family applies instead.
         sinkhorn_gradient: what the backward of Sinkhorn–Knopp computes: ``"unrolled"`` (the
             default: the gradient of the truncated forward, as autograd through the rounds)
             or ``"implicit"``: the gradient of the limit, by implicit differentiation at the
@@ -411,6 +453,7 @@ class Conventions:
     untraceable: str | None = None
     no_backward: str | None = None
     formula: Formula = dataclasses.field(default_factory=Formula)
+    read: Read = "per_stream"
 
     def __post_init__(self, sinkhorn_iterations: int | None, sinkhorn_exact_axis: Axis | None,
                       sinkhorn_variant: Start | None, sinkhorn_additive_eps: float | None,
@@ -424,6 +467,7 @@ class Conventions:
         _one_of("reduce", self.reduce, _REDUCE_SCALES)
         _one_of("state_domain", self.state_domain, _STATE_DOMAINS)
         _one_of("residual_mixing", self.residual_mixing, _RESIDUAL_MIXINGS)
+        _one_of("read", self.read, _READS)
         _one_of("sinkhorn_gradient", self.sinkhorn_gradient, _SINKHORN_GRADIENTS)
         for name in ("compute_dtype", "output_dtype"):
             value = getattr(self, name)
@@ -682,6 +726,16 @@ def has_train_eval(impl: object) -> TypeGuard[SupportsTrainEval]:
     return callable(getattr(impl, "train", None)) and callable(getattr(impl, "eval", None))
 
 
+def has_elementwise_weights(impl: object) -> TypeGuard[SupportsElementwiseWeights]:
+    """``impl`` offers ``elementwise_weights(x)`` (capability ``elementwise_weights``)."""
+    return callable(getattr(impl, ELEMENTWISE_WEIGHTS, None))
+
+
+def has_read_map(impl: object) -> TypeGuard[SupportsReadMap]:
+    """``impl`` offers ``read_map(x)`` (capability ``read_map``)."""
+    return callable(getattr(impl, READ_MAP, None))
+
+
 def has_logits(impl: object) -> TypeGuard[SupportsLogits]:
     """``impl`` offers ``logits(x)`` (capability ``logits``)."""
     return callable(getattr(impl, LOGITS, None))
@@ -757,7 +811,9 @@ def capabilities(impl: object) -> frozenset[str]:
               (PARAMETERS, has_parameters), (TRAIN_EVAL, has_train_eval), (LOGITS, has_logits),
               (STACK, has_stack),
               (PUBLISHED_PARAMETERS, has_published_parameters),
-              (LOAD_PUBLISHED, has_load_published), (THREADS, has_threads))
+              (LOAD_PUBLISHED, has_load_published), (THREADS, has_threads),
+              (ELEMENTWISE_WEIGHTS, has_elementwise_weights),
+              (READ_MAP, has_read_map))
     return frozenset(name for name, offered in checks if offered(impl))
 
 

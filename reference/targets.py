@@ -20,6 +20,7 @@ import torch
 from hcspec.reference.connection import HyperConnection
 from hcspec.reference.deepseek_v4 import DeepSeekV4HyperConnection
 from hcspec.reference.dynamic import DynamicHyperConnection
+from hcspec.reference.gated import qwen4_exp as qwen4_exp
 from hcspec.reference.manifold import Implementation, ManifoldHyperConnection
 from hcspec.reference.static import StaticHyperConnection
 

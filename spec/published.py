@@ -20,15 +20,16 @@ from typing import Final, Literal
 
 from hcspec.spec.record import Formula, Gate, SinkhornSpec
 
-Parameterization = Literal["deepseek-v4", "mhc-paper", "hc-static", "hc-dynamic"]
+Parameterization = Literal["deepseek-v4", "mhc-paper", "hc-static", "hc-dynamic", "qwen4-exp"]
 
 DEEPSEEK_V4: Final = "deepseek-v4"
 MHC_PAPER: Final = "mhc-paper"
 HC_STATIC: Final = "hc-static"
 HC_DYNAMIC: Final = "hc-dynamic"
+QWEN4_EXP: Final = "qwen4-exp"
 
 PARAMETERIZATIONS: Final[tuple[Parameterization, ...]] = (
-    DEEPSEEK_V4, MHC_PAPER, HC_STATIC, HC_DYNAMIC)
+    DEEPSEEK_V4, MHC_PAPER, HC_STATIC, HC_DYNAMIC, QWEN4_EXP)
 """Every published parameterization, by name."""
 
 SOURCES: Final[dict[str, str]] = {
@@ -38,6 +39,9 @@ SOURCES: Final[dict[str, str]] = {
     MHC_PAPER: "mHC arXiv:2512.24880 §4.2, Eq. 5-9 (φ, b, α; t_max rounds of Sinkhorn-Knopp)",
     HC_STATIC: "HC arXiv:2409.19606 §2.2, Eq. 1-5 (B, A_m, A_r)",
     HC_DYNAMIC: "HC arXiv:2409.19606 §2.3, Eq. 10-13 (B, A_m, A_r; W_β, W_m, W_r; s_α, s_β)",
+    QWEN4_EXP: ("Qwen4-exp checkpoints (hc_norm.weight, input_mix_weight_down/up, "
+                "block_inject_weight per sublayer), as transformers 5.23.0 "
+                "Qwen4ExpTextGatedResidual computes them (hcspec.formulas.gated)"),
 }
 """Where each parameterization's formulas come from."""
 

@@ -390,3 +390,129 @@ Raises:
     ImportError: transformers is not installed. PackageChanged: the decoder layer composes
     otherwise.
 """)
+
+
+# --- Qwen4-exp: the gated read (element-wise), no mixing matrix -----------------------------------
+QWEN4_EXP_LOWRANK: Final = 4
+"""``hc_lowrank`` of the tiny Qwen4-exp config (320 in the model's; any r is the same step)."""
+
+
+class _GatedIdentitySite(nn.Module):
+    """The MLP site's ``Qwen4ExpTextGatedResidual`` replaced by one that, with a zero MLP,
+    leaves the streams exactly unchanged: ``(branch input, the streams, zero write)``."""
+
+    def __init__(self, n: int) -> None:
+        super().__init__()
+        self.n = n
+
+    def forward(self, hyper_input: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor,
+                                                          torch.Tensor]:
+        streams = hyper_input.reshape(*hyper_input.shape[:-1], self.n, -1)
+        return streams[..., 0, :], hyper_input, torch.zeros_like(streams[..., 0])
+
+
+class _Qwen4Exp(nn.Module):
+    """transformers' ``Qwen4ExpTextGatedResidual`` at the attention site of the package's own
+    ``Qwen4ExpTextDecoderLayer`` (the kit's branch as the attention, the MLP site the identity),
+    with the model's ``hyper_connection_mixer`` (the same class without the write) as
+    ``reduce``. The state ``[B,T,n,d]`` is the layer's ``[B,T,n·d]`` (streams contiguous)."""
+
+    kind = "hc-dynamic"
+    _decoder_layer: Any
+
+    def __init__(self, connection: nn.Module, mixer: nn.Module, n: int, d: int) -> None:
+        super().__init__()
+        self.connection, self.mixer, self.n, self.d = connection, mixer, n, d
+        self.conventions = Conventions(
+            compute_dtype=torch.float32, reduce="learned", residual_mixing="identity",
+            read="elementwise", published="qwen4-exp",
+            notes=(f"transformers {WRITTEN_FOR} Qwen4ExpTextGatedResidual composed by "
+                   "Qwen4ExpTextDecoderLayer: x_in = mean_s(G_s ⊙ N_s), G = σ(up(silu(down(N)"
+                   "/n))), h_post = 2σ(inject(N)/n), X' = X + h_post ⊗ F(x_in) (H_res = I); "
+                   "the group RMSNorm computes in float32; reduce = hyper_connection_mixer "
+                   "(the read without the write); hc_lowrank "
+                   f"{QWEN4_EXP_LOWRANK}"))
+        # built once, outside the module tree (it holds the connection, already registered):
+        # forward must not import (TorchDynamo cannot trace importlib)
+        object.__setattr__(self, "_decoder_layer", self._layer())
+
+    def _layer(self) -> Any:
+        cls = _modeling("qwen4_exp").Qwen4ExpTextDecoderLayer
+        layer = cls.__new__(cls)
+        nn.Module.__init__(layer)
+        layer.layer_type = "full_attention"
+        layer.ple = None
+        layer.attn_hyper_connection = self.connection
+        layer.mlp_hyper_connection = _GatedIdentitySite(self.n)
+        layer.self_attn = _Attention(1)
+        layer.mlp = _Zero()
+        return layer
+
+    def forward(self, x: torch.Tensor, branch: Branch) -> torch.Tensor:
+        """``x [B,T,n,d] -> [B,T,n,d]`` through the package's decoder layer."""
+        out: torch.Tensor = self._decoder_layer(x.flatten(-2), None, hc_branch=branch)
+        return out.reshape(*out.shape[:-1], self.n, self.d)
+
+    def read_map(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(x_in [B,T,d], h_post [B,T,n])``: the module's own ``mixed_input`` and
+        ``injection_weights`` at ``x [B,T,n,d]`` (the capability ``read_map``)."""
+        mixed, _, injection = self.connection(x.flatten(-2))
+        return mixed, injection
+
+    def expand(self, h: torch.Tensor) -> torch.Tensor:
+        """``h [B,T,d] -> [B,T,n,d]`` as the model does (``repeat(1, 1, hc_count)``)."""
+        repeated = h.repeat(*([1] * (h.dim() - 1)), self.n)
+        return repeated.reshape(*repeated.shape[:-1], self.n, self.d)
+
+    def reduce(self, x: torch.Tensor) -> torch.Tensor:
+        """The model's ``hyper_connection_mixer``: ``x [B,T,n,d] -> [B,T,d]``."""
+        out: torch.Tensor = self.mixer(x.flatten(-2))
+        return out
+
+    def published_parameters(self) -> dict[str, torch.Tensor | float]:
+        """The ``qwen4-exp`` tensors: the attention site's own parameters (Linear weights are
+        ``[out, in]``, as the layout) and its norm's ``eps``."""
+        c: Any = self.connection
+        return {"hc_norm.weight": c.hc_norm.weight,
+                "input_mix_weight_down": c.input_mix_weight_down.weight,
+                "input_mix_weight_up": c.input_mix_weight_up.weight,
+                "block_inject_weight": c.block_inject_weight.weight,
+                "norm_eps": float(c.hc_norm.eps)}
+
+    def load_published(self, params: Any) -> None:
+        """Set the attention site's tensors from a ``qwen4-exp`` mapping (``load_state_dict``
+        with the checkpoint's names, ``.weight`` added to the Linear ones)."""
+        names = {"hc_norm.weight": "hc_norm.weight",
+                 "input_mix_weight_down": "input_mix_weight_down.weight",
+                 "input_mix_weight_up": "input_mix_weight_up.weight",
+                 "block_inject_weight": "block_inject_weight.weight"}
+        state = {names[k]: v for k, v in params.items() if k in names}
+        self.connection.load_state_dict(state, strict=True)
+
+
+def make_qwen4_exp(n: int, d: int, *, layer_index: int = 0, dtype: torch.dtype = torch.float64,
+                   device: str = "cpu", seed: int = 0) -> Any:
+    """Factory for transformers 5.23.0's ``Qwen4ExpTextGatedResidual`` composed by its decoder
+    layer, with ``hyper_connection_mixer`` as ``reduce``; initialised by the model's own
+    ``_init_weights`` (norm weight 0, Linear normal) under ``seed``.
+
+    Raises:
+        ImportError: transformers is not installed. ValueError: ``n <= 1`` (the config
+        refuses it). PackageChanged: the decoder layer does not compose as in 5.23.0.
+    """
+    modeling = _modeling("qwen4_exp")
+    source = inspect.getsource(modeling.Qwen4ExpTextDecoderLayer.forward)
+    if "hyper_input + injection.flatten(-2)" not in source:
+        raise PackageChanged("transformers Qwen4ExpTextDecoderLayer.forward does not compose as "
+                             f"in transformers {WRITTEN_FOR}")
+    config_module = importlib.import_module(
+        modeling.__name__.replace(".modeling_", ".configuration_"))
+    config = config_module.Qwen4ExpTextConfig(
+        hidden_size=d, hc_count=n, hc_lowrank=QWEN4_EXP_LOWRANK, rms_norm_eps=RMS_NORM_EPS)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        connection = modeling.Qwen4ExpTextGatedResidual(config)
+        mixer = modeling.Qwen4ExpTextGatedResidual(config, use_combine=False)
+        _init_like_the_model(modeling, "Qwen4ExpPreTrainedModel", config,
+                             *connection.modules(), *mixer.modules())
+    return _Qwen4Exp(connection, mixer, n, d).to(dtype=dtype, device=device)

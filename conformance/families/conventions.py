@@ -16,6 +16,7 @@ from hcspec.conformance.properties.cases import Case, Cases
 from hcspec.conformance.properties.declaration import declare
 from hcspec.conformance.properties.mhc_weights import MHCWeights
 from hcspec.conformance.properties.requirements import (
+    PER_STREAM_READ,
     WEIGHTS_OR_PROBING,
     Requirement,
     Subject,
@@ -54,7 +55,7 @@ def check_declaration(ctx: Context, case: Case) -> None:
 @declare(
     "conventions.branch_input",
     statement="the branch receives the declared input (x_in = h_preᵀX, or its declared norm)",
-    theorems=("layout.paper_rows",), tolerance=rules.LAW,
+    theorems=("layout.paper_rows",), requires=(PER_STREAM_READ,), tolerance=rules.LAW,
     cases=Cases(d_more_than_n=True, extreme_scales=False),
     prerequisites=(*BASE, "shape.branch_once"))
 def check_branch_input(ctx: Context, case: Case) -> None:
@@ -192,11 +193,19 @@ def check_expand(ctx: Context, case: Case) -> None:
                           f64(want.to(ctx.precision.output)), want)))
 
 
+LINEAR_HEAD = Requirement(
+    "reduce not a learned gated read",
+    "a learned reduce of an element-wise read is a gated read of the streams (Qwen4-exp's "
+    "hyper_connection_mixer, spec gated.per_stream_only), not a mix wᵀX",
+    lambda s: not (s.conventions.reduce == "learned" and s.conventions.read == "elementwise"))
+"""The declared reduce is a sum, a mean or a per-stream mix ``wᵀX``."""
+
+
 @declare(
     "conventions.reduce_scale",
     statement="reduce(X) is the declared sum (1ᵀX) or mean, or a learned mix wᵀX, of the streams",
-    theorems=("init.static_prenorm",), requires=(capability(REDUCE),), tolerance=rules.LAW,
-    prerequisites=("shape.reduce",))
+    theorems=("init.static_prenorm",), requires=(capability(REDUCE), LINEAR_HEAD),
+    tolerance=rules.LAW, prerequisites=("shape.reduce",))
 def check_reduce(ctx: Context, case: Case) -> None:
     """``reduce(X)`` is ``1ᵀ X`` (declared ``sum``) or ``1ᵀ X / n`` (declared ``mean``). A
     declared ``learned`` head (input-dependent weights, DeepSeek-V4's HyperHead) has no closed

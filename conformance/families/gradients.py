@@ -35,6 +35,7 @@ from hcspec.conformance.properties.declaration import declare
 from hcspec.conformance.properties.finite_differences import expect_directional, fd_denominator
 from hcspec.conformance.properties.requirements import (
     DIFFERENTIABLE,
+    PER_STREAM_READ,
     PROBED_H_PRE,
     PROBING,
     any_state_domain,
@@ -398,7 +399,7 @@ def check_closed_form_probed(ctx: Context, case: Case) -> None:
 @declare(
     "gradients.mixing_trainable",
     statement="with F ≡ 0, ⟨G', H_res X⟩ has a non-zero gradient w.r.t. the parameters",
-    requires=(DIFFERENTIABLE, capability(PARAMETERS), any_state_domain(
+    requires=(DIFFERENTIABLE, PER_STREAM_READ, capability(PARAMETERS), any_state_domain(
         "on replicated states X = 1_n hᵀ a row-stochastic H_res gives H_res X = X whatever "
         "its parameters")),
     tolerance=rules.TRAINABLE, examples=_trainable_examples,

@@ -49,7 +49,7 @@ from hcspec.conformance.protocol import (
     HyperConnectionImpl,
 )
 from hcspec.formulas import published as pub
-from hcspec.spec.published import DEEPSEEK_V4_FORMULA
+from hcspec.spec.published import DEEPSEEK_V4_FORMULA, QWEN4_EXP
 from hcspec.spec.record import Count, Formula, Gate, Start
 
 BASE = ("shape.output", "shape.branch_once")
@@ -134,6 +134,12 @@ def step_oracle(ctx: Context, case: Case, params: Params, x: torch.Tensor, want:
     name = ctx.conventions.published
     assert name is not None
     compute = ctx.conventions.compute_dtype or ctx.dtype
+    if name == QWEN4_EXP:  # an element-wise read: no per-stream weights, the step itself
+        branch = ctx.inputs.branch(case, record=False)
+        with torch.no_grad():
+            stepped = pub.step(name, _as(params, compute), f64(x).to(compute),
+                               lambda a: branch(a.to(x.dtype)).to(compute))
+        return metrics.scaled_error(stepped.to(ctx.precision.output), want, scale)
     with torch.no_grad():
         weights = pub.weights(name, _as(params, compute), f64(x).to(compute))
     spec = precision.spec_at_precision(ctx, *weights)
@@ -284,7 +290,7 @@ def _search(ctx: Context, case: Case, params: Params, x: torch.Tensor, got: torc
     def error_of(formula: Formula) -> float:
         return divergence.output_error(got, oracle(ctx, case, params, x, formula), scale)
 
-    published = pub.layout("deepseek-v4").formula(params)
+    published = pub.mhc_layout("deepseek-v4").formula(params)
     return message(search(error_of, tol, published), published)
 
 
@@ -317,7 +323,8 @@ def _diagnosis(ctx: Context, case: Case, params: Params, x: torch.Tensor, got: t
     "published.step",
     statement="X' is the float64 published step of the target's own published_parameters()",
     theorems=("published.deepseek_v4_step", "published.mhc_paper_step",
-              "published.hc_static_step", "published.hc_dynamic_step"),
+              "published.hc_static_step", "published.hc_dynamic_step",
+              "published.qwen4_exp_step"),
     requires=REQUIRES, tolerance=rules.LAW, cases=CASES, examples=_examples,
     prerequisites=BASE)
 def check_step(ctx: Context, case: Case) -> None:

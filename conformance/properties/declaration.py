@@ -17,7 +17,13 @@ from hypothesis import strategies as st
 
 from hcspec.conformance import rules
 from hcspec.conformance.properties.cases import Case, Cases
-from hcspec.conformance.properties.requirements import Requirement, Subject, first_unmet
+from hcspec.conformance.properties.requirements import (
+    PER_STREAM_READ,
+    Requirement,
+    Subject,
+    first_unmet,
+    reads_per_stream,
+)
 from hcspec.conformance.protocol import KINDS
 from hcspec.conformance.seeding import seeded_global_rng
 
@@ -196,16 +202,22 @@ def declare(
 ) -> Callable[[CheckFn], CheckFn]:
     """Decorator: register the decorated ``check(ctx, case)`` as the property ``id`` (the
     fields of :class:`Property`; ``examples``/``strategy`` replace the standard ones) and
-    return the check unchanged.
+    return the check unchanged. A property that reads per-stream weights
+    (:func:`hcspec.conformance.properties.requirements.reads_per_stream`) also requires
+    :data:`~hcspec.conformance.properties.requirements.PER_STREAM_READ`, first.
 
     Raises:
         DeclarationError: as :func:`register`; a ``tolerance`` or ``secondary`` entry that is
             not a :class:`hcspec.conformance.rules.Rule`.
     """
+    needs = tuple(requires)
+    if reads_per_stream(needs) and PER_STREAM_READ not in needs:
+        needs = (PER_STREAM_READ, *needs)
+
     def decorate(check: CheckFn) -> CheckFn:
         register(Property(
             id=id, statement=statement, check=check, theorems=tuple(theorems),
-            requires=tuple(requires), tolerance=tolerance,
+            requires=needs, tolerance=tolerance,
             secondary=tuple(secondary), cases=cases or Cases(),
             custom_examples=examples, custom_strategy=strategy,
             prerequisites=tuple(prerequisites), explore=explore, shrink=shrink,

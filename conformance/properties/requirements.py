@@ -17,7 +17,14 @@ from dataclasses import dataclass
 import torch
 
 from hcspec.conformance.profiles import Profile
-from hcspec.conformance.protocol import CAPABILITIES, KINDS, WEIGHTS, Conventions
+from hcspec.conformance.protocol import (
+    CAPABILITIES,
+    ELEMENTWISE_WEIGHTS,
+    KINDS,
+    READ_MAP,
+    WEIGHTS,
+    Conventions,
+)
 
 
 @dataclass(frozen=True)
@@ -162,6 +169,46 @@ PROBED_H_PRE = Requirement(
     lambda s: s.conventions.branch_input == "x_in",
     lambda s: f"the declared branch input is {s.conventions.branch_input!r}")
 """Probing identifies ``h_pre`` (the branch receives ``x_in`` unnormalised)."""
+
+
+PER_STREAM_READ = Requirement(
+    "read per_stream",
+    "needs per-stream scalar weights h_pre [n] (x_in = h_preᵀX), reported or probed; the impl "
+    "declares a read that is not per-stream (conventions.read='elementwise', x_in = Σ_s h_pre_s "
+    "⊙ X_s, or 'map': spec gated.per_stream_only), checked by the gated family instead",
+    lambda s: s.conventions.read == "per_stream")
+"""The read is per-stream: ``h_pre`` is n scalars (not Qwen4-exp's element-wise gated read)."""
+
+ELEMENTWISE_READ = Requirement(
+    "read elementwise or map",
+    "applies to a read that is not per-stream (conventions.read='elementwise' or 'map', "
+    "Qwen4-exp's gated read)",
+    lambda s: s.conventions.read != "per_stream",
+    lambda s: f"the declared read is {s.conventions.read!r}")
+"""The read is not per-stream: element-wise or another map (the ``gated`` family)."""
+
+
+READ_REPORTED = Requirement(
+    "capability elementwise_weights or read_map",
+    "needs the read reported: elementwise_weights(x) or read_map(x), neither of which the "
+    "impl offers (see hcspec.conformance.protocol)",
+    lambda s: ELEMENTWISE_WEIGHTS in s.capabilities or READ_MAP in s.capabilities)
+"""The impl reports its read: element-wise weights or the read map (``gated.law``)."""
+
+
+def reads_per_stream(requires: tuple[Requirement, ...]) -> bool:
+    """Whether a property with these requirements reads per-stream weights: it needs the
+    ``weights`` capability, probes the weights (:data:`PROBING`, :data:`WEIGHTS_OR_PROBING`,
+    :data:`PROBED_H_PRE`) or states a fact of the HC kinds only (a kind requirement without
+    ``mhc``); :func:`hcspec.conformance.properties.declaration.declare` then adds
+    :data:`PER_STREAM_READ` first."""
+    for requirement in requires:
+        if requirement.capability == WEIGHTS or requirement in (PROBING, WEIGHTS_OR_PROBING,
+                                                                PROBED_H_PRE):
+            return True
+        if requirement.kinds is not None and "mhc" not in requirement.kinds:
+            return True
+    return False
 
 
 def cuda_reason() -> str | None:

@@ -16,6 +16,7 @@
 - :mod:`.lemmas`: ``lemma.*`` (facts other proofs cite)
 - :mod:`.remarks`: ``mhc.soft_start``, ``mhc.tensor_parallel_locality``,
   ``reduction.n1_expressiveness``, ``mhc.sinkhorn_seed_loop``
+- :mod:`.gated`: ``gated.*``, ``published.qwen4_exp_step`` (the general law; the gated read)
 - :mod:`.published`: ``published.*`` (each published parameterization's step is the closed form)
 """
 
@@ -25,6 +26,7 @@ from hcspec.spec.theorems import (  # noqa: F401  (imported for their registrati
     counts,
     doubly_stochastic,
     duality,
+    gated,
     init,
     kernel,
     lemmas,

@@ -27,6 +27,10 @@ REQUIRED_IDS = [
     "residual.gradient_norm_not_preserved",
     "unroll.gradient", "mhc.soft_start", "mhc.tensor_parallel_locality",
     "reduction.n1_expressiveness", "mhc.sinkhorn_seed_loop",
+    # the general law and Qwen4-exp's gated read (spec/theorems/gated.py)
+    "gated.general_law", "gated.stream_sum", "gated.per_stream_only", "gated.read_backward",
+    "gated.constant_gate", "gated.n1_gated_prenorm", "gated.init_scale",
+    "published.qwen4_exp_step",
 ]
 
 ALL_IDS = [theorem.id for theorem in all_theorems()]
@@ -48,7 +52,8 @@ def test_generality_is_recorded_and_symbolic_where_promised() -> None:
                        "mhc.sinkhorn_variants", "mhc.sinkhorn_seed_loop",
                        "dynamic.init_equals_static", "dynamic.weights_bounded",
                        "reduction.postnorm_dynamic", "reduction.postnorm_unreachable_static",
-                       "ds.permutation_vertices"):
+                       "ds.permutation_vertices", "gated.general_law", "gated.stream_sum",
+                       "gated.constant_gate", "gated.n1_gated_prenorm", "gated.init_scale"):
         assert by_id[theorem_id] == "all sizes", theorem_id
     for theorem_id in ("init.static_prenorm", "duality.sequential", "unroll.connection_weights",
                        "unroll.gradient", "duality.parallel"):

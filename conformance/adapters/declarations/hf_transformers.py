@@ -39,5 +39,9 @@ TARGETS: Final[tuple[BuiltinTarget, ...]] = (
     _target("hy-v4", "make_hy_v4",
             "HYV4HyperConnection (no mixing matrix: H_res = I) composed as HYV4DecoderLayer "
             "does, HyperHead reduction", WRITTEN_FOR, "hy_v4"),
+    _target("qwen4-exp", "make_qwen4_exp",
+            "Qwen4ExpTextGatedResidual (gated element-wise read, H_res = I) composed as "
+            "Qwen4ExpTextDecoderLayer does, hyper_connection_mixer reduction", WRITTEN_FOR,
+            "qwen4_exp"),
 )
 """The built-in transformers targets (discovered by :mod:`hcspec.conformance.targets`)."""

@@ -30,5 +30,7 @@ TARGETS: Final[tuple[BuiltinTarget, ...]] = (
     _target("hc-dynamic", "hc_dynamic", "dynamic HC (HC §2.3)"),
     _target("mhc", "mhc", f"mHC (mHC §4, Sinkhorn–Knopp, {SINKHORN_ROUNDS} rounds)"),
     _target("mhc-fast", "mhc_fast", "mHC, fast path (same math as reference:mhc)"),
+    BuiltinTarget("reference:qwen4-exp", f"{_FACTORIES}:qwen4_exp",
+                  "hcspec reference implementation: Qwen4-exp's gated read (H_res = I)"),
 )
 """The reference's built-in targets (discovered by :mod:`hcspec.conformance.targets`)."""

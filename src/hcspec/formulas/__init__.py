@@ -8,7 +8,9 @@ conformance kit both take them from.
   :class:`~hcspec.spec.record.Formula` (mHC Eq. 8–9: the gates and ``H_res``);
 * :mod:`hcspec.formulas.published`: the published parameterizations' steps (spec
   ``published.*``);
-* :mod:`hcspec.formulas.sharding`: how a state is cut across the ranks of a process group.
+* :mod:`hcspec.formulas.sharding`: how a state is cut across the ranks of a process group;
+* :mod:`hcspec.formulas.gated`: Qwen4-exp's gated read and write (spec ``gated.*``,
+  ``published.qwen4_exp_step``), with its own :class:`~hcspec.formulas.gated.GatedFormula`.
 
 The records these formulas compute with (:class:`~hcspec.spec.record.SinkhornSpec`,
 :class:`~hcspec.spec.record.Formula`) are the spec's, :mod:`hcspec.spec.record`.

@@ -55,6 +55,7 @@ from dataclasses import dataclass, field
 import torch
 import torch.nn.functional as F
 
+from hcspec.formulas import gated as _gated
 from hcspec.formulas import mhc
 from hcspec.spec.published import (
     DEEPSEEK_V4,
@@ -62,6 +63,7 @@ from hcspec.spec.published import (
     HC_STATIC,
     MHC_PAPER,
     PARAMETERIZATIONS,
+    QWEN4_EXP,
     SETTINGS,
     SOURCES,
 )
@@ -129,11 +131,14 @@ class Layout:
 
 
 _KINDS = {DEEPSEEK_V4: "mhc", MHC_PAPER: "mhc", HC_STATIC: "hc-static", HC_DYNAMIC: "hc-dynamic"}
-LAYOUTS: dict[str, Layout] = {name: Layout(name, _KINDS[name], SOURCES[name], SETTINGS[name])
-                              for name in PARAMETERIZATIONS}
+LAYOUTS: dict[str, Layout | _gated.GatedLayout] = {
+    **{name: Layout(name, kind, SOURCES[name], SETTINGS[name]) for name, kind in _KINDS.items()},
+    QWEN4_EXP: _gated.LAYOUT,  # the gated read: hcspec.formulas.gated
+}
+assert tuple(LAYOUTS) == PARAMETERIZATIONS
 
 
-def layout(name: str) -> Layout:
+def layout(name: str) -> Layout | _gated.GatedLayout:
     """The :class:`Layout` called ``name``.
 
     Raises:
@@ -143,6 +148,20 @@ def layout(name: str) -> Layout:
         raise ValueError(f"unknown published parameterization {name!r}; "
                          f"known: {', '.join(PARAMETERIZATIONS)}")
     return LAYOUTS[name]
+
+
+def mhc_layout(name: str) -> Layout:
+    """The per-stream :class:`Layout` called ``name`` (every layout but the gated
+    ``qwen4-exp``, whose layout is :class:`hcspec.formulas.gated.GatedLayout`).
+
+    Raises:
+        ValueError: an unknown name, or the gated layout.
+    """
+    found = layout(name)
+    if not isinstance(found, Layout):
+        raise ValueError(f"published {name} has no per-stream layout (an element-wise read): "
+                         "use hcspec.formulas.gated")
+    return found
 
 
 def _tensor(params: Parameters, name: str, x: torch.Tensor) -> torch.Tensor:
@@ -160,6 +179,8 @@ def check_parameters(name: str, params: Parameters, n: int, d: int) -> None:
         ValueError: an unknown layout, a missing tensor or a wrong shape (named).
         TypeError: a tensor entry that is not a tensor.
     """
+    if name == QWEN4_EXP:
+        return _gated.check_parameters(params, n, d)
     for key, shape in layout(name).shapes(n, d).items():
         if key not in params:
             raise ValueError(f"published {name}: missing tensor {key!r} {list(shape)}")
@@ -182,7 +203,7 @@ def deepseek_v4_logits(params: Parameters, x: torch.Tensor, formula: Formula | N
     """``(pre [B,T,n], post [B,T,n], comb [B,T,n,n])`` logits of the DeepSeek-V4 layout at
     ``x [B,T,n,d]`` (before the gates and Sinkhorn–Knopp: ``mixes · hc_scale + hc_base``),
     with ``formula``'s ``scales`` and ``norm`` (None: the published ones)."""
-    lay = layout(DEEPSEEK_V4)
+    lay = mhc_layout(DEEPSEEK_V4)
     f = lay.formula(params) if formula is None else formula
     n = x.shape[-2]
     fn, scale, base = (_tensor(params, k, x) for k in ("hc_fn", "hc_scale", "hc_base"))
@@ -236,9 +257,11 @@ def weights(name: str, params: Parameters, x: torch.Tensor,
     settings are then not read). The HC layouts have no formula (``formula`` is ignored).
 
     Raises:
-        ValueError: an unknown layout. KeyError, TypeError: a missing or non-tensor entry.
+        ValueError: an unknown layout, or ``qwen4-exp`` (its read is element-wise: no per-stream
+            h_pre; :mod:`hcspec.formulas.gated`). KeyError, TypeError: a missing or
+            non-tensor entry.
     """
-    lay = layout(name)
+    lay = mhc_layout(name)
     if lay.name == DEEPSEEK_V4:
         f = lay.formula(params) if formula is None else formula
         return mhc.weights(f, *deepseek_v4_logits(params, x, f))
@@ -256,8 +279,10 @@ def step(name: str, params: Parameters, x: torch.Tensor, branch: Branch,
     with its own branch). Differentiable w.r.t. ``x``, ``params`` and the branch.
 
     Raises:
-        as :func:`weights`.
+        as :func:`weights`; ``qwen4-exp`` is :func:`hcspec.formulas.gated.step`.
     """
+    if name == QWEN4_EXP:
+        return _gated.step(params, x, branch)
     h_pre, h_post, H_res = weights(name, params, x, formula)
     z = branch((h_pre.unsqueeze(-2) @ x).squeeze(-2))
     mixed = H_res @ x  # a fresh tensor: accumulating in place keeps autograd intact
