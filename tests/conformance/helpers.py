@@ -82,12 +82,14 @@ def make_dropout_on_output(n: int, d: int, **kwargs: object) -> DropoutOnOutput:
     return DropoutOnOutput(inner.h_pre, inner.h_post, inner.H_res, d)
 
 
-EXPECTED_NOT_APPLICABLE = ("applies to ", "no CUDA device", "this run is single-process")
+EXPECTED_NOT_APPLICABLE = ("applies to ", "no CUDA device", "this run is single-process",
+                           "needs the capability threads,")
 """The only reasons a correct implementation on this CPU machine may be not applicable: a kind
 mismatch (``applies to mhc; the target's kind is ...``), the absent GPU (the CUDA
-requirement's reason names the property, then ``no CUDA device (...)``) and, for the
-``parallel`` family, a run without ranks (those properties run under ``--world-size N`` in
-tests/conformance/parallel)."""
+requirement's reason names the property, then ``no CUDA device (...)``), for the
+``parallel`` family a run without ranks (those properties run under ``--world-size N`` in
+tests/conformance/parallel), and the native thread-count property
+(``determinism.thread_count``), which needs a kernel whose thread count the kit can set."""
 
 
 def is_expected_not_applicable(message: str) -> bool:
