@@ -57,7 +57,8 @@ SETTINGS: Final[dict[str, dict[str, float]]] = {
 def formula(name: str, settings: Mapping[str, object] | None = None) -> Formula | None:
     """The step record layout ``name`` states, at ``settings`` (missing ones: the defaults of
     :data:`SETTINGS`; entries that are not settings are ignored), or None for the HC layouts
-    (no Sinkhorn–Knopp, no gates).
+    (no Sinkhorn–Knopp, no gates) and for the gated ``qwen4-exp`` (an element-wise read, no
+    per-stream gates: its record is :class:`hcspec.formulas.gated.GatedFormula`).
 
     ``deepseek-v4``: ``h_pre = σ(·) + hc_eps``, ``h_post = 2σ(·)``, ``comb`` the
     ``softmax``-first variant counted from the softmax, ``columns`` of ``comb`` normalised
@@ -69,6 +70,8 @@ def formula(name: str, settings: Mapping[str, object] | None = None) -> Formula 
         ValueError: an unknown layout, or settings the record rejects (an eps outside
             [0, 1), ``sinkhorn_iters < 1``).
     """
+    if name == QWEN4_EXP:
+        return None
     if name not in SETTINGS:
         raise ValueError(f"unknown published parameterization {name!r}; "
                          f"known: {', '.join(PARAMETERIZATIONS)}")

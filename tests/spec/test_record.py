@@ -60,7 +60,8 @@ def test_the_published_records_follow_the_settings() -> None:
         published.formula("deepseek-v5")
     with pytest.raises(ValueError, match=r"sinkhorn\.iterations"):
         published.formula("deepseek-v4", {"sinkhorn_iters": 0})
-    assert set(published.SETTINGS) == set(published.PARAMETERIZATIONS)
+    assert published.formula("qwen4-exp") is None  # the gated read: GatedFormula
+    assert set(published.SETTINGS) | {published.QWEN4_EXP} == set(published.PARAMETERIZATIONS)
 
 
 def test_the_records_do_not_import_torch() -> None:
