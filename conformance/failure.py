@@ -66,7 +66,8 @@ class Failure:
             where the failure is usually more severe than at the shrunk case ('' when not
             shrunk or not numeric).
         reproduce: the one-line command that replays ``counterexample``.
-        traceback: the traceback (errors only).
+        traceback: the traceback of an error, or of the target's exception a failure was
+            raised from (:func:`target_traceback`); None for a plain comparison.
     """
 
     kind: str
@@ -188,7 +189,8 @@ def from_exception(exc: BaseException, *, failed: bool, counterexample: str | No
     """The :class:`Failure` for ``exc`` raised on the case ``counterexample`` (JSON).
 
     ``failed`` says the exception means "the property does not hold" (a ``PropertyFailure``);
-    otherwise it is an unexpected error and its traceback is kept. The structured attributes
+    otherwise it is an unexpected error and its traceback is kept. A failure keeps the
+    traceback of the target's exception it was raised from (:func:`target_traceback`). The structured attributes
     of the exception (``label``, ``error``, ``tolerance``, ``rule``, ``floor``, ``detail``,
     ``hint``) are used when present; the message is never parsed for them. ``hint`` is used
     when the exception brings none.
@@ -210,8 +212,34 @@ def from_exception(exc: BaseException, *, failed: bool, counterexample: str | No
         detail=str(detail) if detail else "",
         hint=str(own_hint) if own_hint else hint,
         counterexample=counterexample,
-        traceback=None if failed else "".join(tb.format_exception(exc)),
+        traceback=target_traceback(exc, failed=failed),
     )
+
+
+KIT_EXCEPTIONS: Final = frozenset({"PropertyFailure", "FactoryRejected", "NotApplicable",
+                                   "Inconclusive", "ConventionsError", "TimedOut"})
+"""The kit's own exception types: a failure they carry is the kit's verdict, not the
+target's exception; their cause, when there is one, is."""
+
+
+def target_traceback(exc: BaseException, *, failed: bool) -> str | None:
+    """The traceback worth showing for ``exc``: for an unexpected error, its own (with the
+    chain); for a failure (``failed``), that of the first exception in its chain
+    (``__cause__``) raised by anything but the kit (:data:`KIT_EXCEPTIONS`):
+    the target's own exception, e.g. a factory or forward that raised, which the kit turned
+    into a failure (``raise PropertyFailure(...) from exc``; only explicit causes are
+    followed, so an exception the kit handled itself is never shown). None when the chain
+    holds none (a comparison beyond its allowance)."""
+    if not failed:
+        return "".join(tb.format_exception(exc))
+    seen: set[int] = {id(exc)}
+    current: BaseException | None = exc.__cause__  # the failure itself is the kit's verdict
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if type(current).__name__ not in KIT_EXCEPTIONS:
+            return "".join(tb.format_exception(current, chain=False))
+        current = current.__cause__
+    return None
 
 
 def signature(exc: BaseException) -> tuple[str, str]:

@@ -37,7 +37,7 @@ PALETTE: Final = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17bec
                   "#8c564b", "#e377c2")
 """Curve colours of the plots, in order (repeated past eight curves)."""
 TEMPLATE: Final = "report.html.j2"
-CODE_FIELDS: Final = frozenset({"minimal counterexample", "reproduce"})
+CODE_FIELDS: Final = frozenset({"minimal counterexample", "reproduce", "traceback"})
 """Lines of a failure's explanation shown as code."""
 UNEXPECTED_OR_XFAIL: Final = frozenset(rp.UNEXPECTED | {rp.XFAIL})
 """Statuses explained in the failures section."""
@@ -201,13 +201,14 @@ def failure_lines(result: rp.PropertyResult) -> list[Line]:
     """What the failures section shows for ``result`` (failed, error, timeout, xpass, xfail):
     the expected-failure reason (xfail), then :func:`hcspec.conformance.failure.explain` of its
     failure (message, figures, hint, minimal counterexample, shrunk-from, reproduction
-    command) or, for a result without a failure (an xpass), its message and the worst
+    command, the traceback of an error or of the target's exception behind a failure) or, for a result without a failure (an xpass), its message and the worst
     comparison it measured."""
     lines: list[Line] = []
     if result.status == rp.XFAIL and result.expected_failure:
         lines.append(Line("expected failure", result.expected_failure, False))
     if result.failure is not None:
-        lines += [Line(key, text, key in CODE_FIELDS) for key, text in explain(result.failure)]
+        lines += [Line(key, text, key in CODE_FIELDS)
+                  for key, text in explain(result.failure, traceback=True)]
         return lines
     lines.append(Line("message", result.message or "(no message)", False))
     if result.worst:

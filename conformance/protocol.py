@@ -65,6 +65,7 @@ translates to this protocol; docs/conformance.md has a complete worked adapter.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal, Protocol, TypeGuard, cast, runtime_checkable
@@ -508,8 +509,11 @@ class Conventions:
         names = [f.name for f in dataclasses.fields(cls)]
         unknown = sorted(str(k) for k in declared if k not in names)
         if unknown:
+            guesses = [f"{close[0]!r} for {k!r}" for k in unknown
+                       if (close := difflib.get_close_matches(k, names, n=1, cutoff=0.6))]
+            meant = f" (did you mean {', '.join(guesses)}?)" if guesses else ""
             raise ConventionsError(
-                f"impl.conventions: unknown field(s) {unknown}; the fields are {names}")
+                f"impl.conventions: unknown field(s) {unknown}{meant}; the fields are {names}")
         values = dict(declared)
         for key in ("compute_dtype", "output_dtype"):
             dtype = values.get(key)
@@ -707,7 +711,8 @@ def check_required(impl: object) -> None:
     Raises:
         TypeError: ``impl`` lacks ``n``, ``d``, ``kind`` or a callable ``forward``, or ``n``/``d``
             are not positive ints; the message names what is missing.
-        ValueError: ``kind`` is not one of :data:`KINDS`.
+        UnknownKind: (a ``ValueError``) ``kind`` is not one of :data:`KINDS`; the message
+            names the closest kind (``'mHC'`` → ``'mhc'``).
     """
     missing = [name for name in ("n", "d", "kind") if not hasattr(impl, name)]
     if not callable(getattr(impl, "forward", None)):
@@ -723,4 +728,13 @@ def check_required(impl: object) -> None:
             raise TypeError(f"impl.{name}: expected a positive int, got {value!r}")
     kind = cast(Any, impl).kind
     if kind not in KINDS:
-        raise ValueError(f"impl.kind: expected one of {KINDS}, got {kind!r}")
+        text = str(kind).lower()
+        close = [k for k in KINDS if k == text] or difflib.get_close_matches(
+            text, list(KINDS), n=1, cutoff=0.5)
+        meant = f" (did you mean {close[0]!r}?)" if close else ""
+        raise UnknownKind(f"impl.kind: expected one of {KINDS}, got {kind!r}{meant}")
+
+
+class UnknownKind(ValueError):
+    """``impl.kind`` is not one of :data:`KINDS` (a declaration the kit cannot read: the run
+    stops with a usage error, as for :class:`ConventionsError`)."""

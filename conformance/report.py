@@ -48,6 +48,23 @@ JSON_SCHEMA_VERSION: Final = 2
 docstring); version 1 reports are read through :func:`migrate`."""
 
 
+TEST_ID_PREFIX: Final = "hcspec.conformance"
+"""The first part of every property's test id, under every route: pytest's node id
+(``hcspec.conformance::shape.output`` under ``--hc-target``), JUnit's classname and name
+(from ``hc-conformance run --junit`` and from pytest's ``--junitxml`` alike: classname
+``hcspec.conformance``, name ``shape.output``)."""
+
+
+def test_id(property_id: str) -> str:
+    """A property's test id, the same under pytest and the CLI:
+    ``hcspec.conformance::<property id>``.
+
+    >>> test_id("shape.output")
+    'hcspec.conformance::shape.output'
+    """
+    return f"{TEST_ID_PREFIX}::{property_id}"
+
+
 def kit_version() -> str:
     """The installed hcspec version, or the source tree's."""
     try:
@@ -178,7 +195,8 @@ class PropertyResult:
 
     @property
     def traceback(self) -> str | None:
-        """The traceback of an unexpected exception (status ``error``), else None."""
+        """The traceback of an unexpected exception (status ``error``) or of the target's
+        exception a failure was raised from, else None."""
         return self.failure.traceback if self.failure is not None else None
 
     @property

@@ -21,7 +21,7 @@ import time
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields
-from typing import Any, Final, TypeVar
+from typing import Any, Final, ParamSpec, TypeVar
 
 import torch
 from hypothesis import Verbosity, given, reject, settings
@@ -47,6 +47,8 @@ from hcspec.conformance.properties.requirements import DISTRIBUTED, Subject
 from hcspec.conformance.protocol import (
     KINDS,
     Conventions,
+    ConventionsError,
+    UnknownKind,
     Factory,
     capabilities,
     check_required,
@@ -54,7 +56,7 @@ from hcspec.conformance.protocol import (
 )
 from hcspec.conformance.report import kit_version
 from hcspec.conformance.strategies import Case, make_branch
-from hcspec.conformance.targets import Target, resolve
+from hcspec.conformance.targets import Target, TargetError, importable_folders, resolve
 from hcspec.conformance.timeouts import Terminated as Terminated  # re-exported: runner's API
 from hcspec.conformance.timeouts import (
     TimedOut,
@@ -63,6 +65,8 @@ from hcspec.conformance.timeouts import (
 )
 
 T = TypeVar("T")
+R = TypeVar("R")
+P = ParamSpec("P")
 
 
 def resolve_device(device: str) -> str:
@@ -93,6 +97,8 @@ class TargetInfo:
             failure's hint names them.
         global_state_changes: what the factory and the forward changed in torch's global
             state (restored by the kit; :mod:`hcspec.conformance.isolation`).
+        declaration_error: a declaration the kit cannot read (an unknown ``kind``, an unknown
+            or invalid conventions field): :func:`prepare` raises it as a usage error.
     """
 
     kind: str = "unknown"
@@ -103,6 +109,7 @@ class TargetInfo:
     warnings: list[str] = field(default_factory=list)
     causes: dict[str, str] = field(default_factory=dict)
     global_state_changes: list[str] = field(default_factory=list)
+    declaration_error: str | None = None
 
 
 StatusFn = Callable[[str], None]
@@ -165,6 +172,9 @@ def _inspect(info: TargetInfo, factory: Factory, device: str, seed: int,
         info.dtype = dtype
         try:
             check_required(impl)
+        except UnknownKind as exc:
+            info.declaration_error = str(exc)
+            return
         except (TypeError, ValueError) as exc:
             info.problems.append(str(exc))
             return
@@ -172,8 +182,9 @@ def _inspect(info: TargetInfo, factory: Factory, device: str, seed: int,
         info.capabilities = capabilities(impl)
         try:
             info.conventions = conventions_of(impl)
-        except TypeError as exc:
-            info.problems.append(str(exc))
+        except ConventionsError as exc:
+            info.declaration_error = str(exc)
+            return
         ignored = _ignored_dtype(impl, dtype, info.conventions.compute_dtype)
         if ignored:
             info.causes["dtype"] = ignored
@@ -443,7 +454,9 @@ def prepare(
     the header known by then (target, versions, profile, seed, device).
 
     Raises:
-        hcspec.conformance.targets.TargetError, ValueError: as :func:`check_implementation`.
+        hcspec.conformance.targets.TargetError, ValueError: as :func:`check_implementation`;
+            also a TargetError when the sample impl declares an unknown ``kind`` or conventions
+            the kit cannot read (:attr:`TargetInfo.declaration_error`; with a "did you mean").
     """
     if world_size is not None and (isinstance(world_size, bool) or not isinstance(
             world_size, int) or world_size < 1):
@@ -456,6 +469,8 @@ def prepare(
     if on_resolved is not None:
         on_resolved(early.report())
     early.info = inspect_target(resolved.factory, dev, seed, on_status=on_status, timeout=limit)
+    if early.info.declaration_error is not None:  # a typo in a declaration: a usage error
+        raise TargetError(f"TARGET {resolved.name!r}: {early.info.declaration_error}")
     return early
 
 
@@ -464,6 +479,19 @@ ProgressResult = Callable[[rp.PropertyResult], None]
 SetupDone = Callable[[rp.Report], None]
 
 
+def _current_folder_importable(run: Callable[P, R]) -> Callable[P, R]:
+    """``run`` with the current folder importable for the whole call, and ``sys.path`` put
+    back after it (:func:`hcspec.conformance.targets.importable_folders`)."""
+
+    @functools.wraps(run)
+    def wrapped(*args: P.args, **kwargs: P.kwargs) -> R:
+        with importable_folders():
+            return run(*args, **kwargs)
+
+    return wrapped
+
+
+@_current_folder_importable
 def check_implementation(
     target: str | Factory | None = None,
     *,
@@ -485,7 +513,9 @@ def check_implementation(
 ) -> rp.Report:
     """Run the conformance properties against ``target`` and return the structured report.
 
-    Every property (and the inspection of a sample impl) runs in a worker thread limited to
+    The current folder is importable for the whole call (a factory may import its project's
+    modules when it likes; ``sys.path`` is put back after). Every property (and the
+    inspection of a sample impl) runs in a worker thread limited to
     ``timeout`` seconds, and within :func:`hcspec.conformance.isolation.watch`: what the
     target changes in torch's global state is recorded (``global_state_changes``) and
     restored, so the caller's process is left as it was found.
@@ -529,7 +559,8 @@ def check_implementation(
         that did not finish.
 
     Raises:
-        hcspec.conformance.targets.TargetError: the target cannot be resolved or imported.
+        hcspec.conformance.targets.TargetError: the target cannot be resolved or imported, or
+            its sample impl declares an unknown ``kind`` or unreadable conventions.
         hcspec.conformance.properties.SelectionError: ``only``/``skip`` name no property.
         ValueError: unknown profile or device, or an expected failure with an unknown id;
             a ``case`` text or dict that is not a case.
