@@ -41,6 +41,7 @@ from hcspec.conformance.targets import BUILTIN, DEFAULT_TARGET, ENV_VAR
 
 if TYPE_CHECKING:
     from hcspec.conformance.parallel.launcher import Launch
+    from hcspec.conformance.replay import FailureSaver
     from hcspec.conformance.properties import Property
 
 EXIT_OK = 0
@@ -148,6 +149,14 @@ def build_parser() -> argparse.ArgumentParser:
                      help="no progress bar (on a terminal) or per-property status lines "
                           "(otherwise); the steps of the target's inspection are still "
                           "announced, so that a hang shows where it is")
+    run.add_argument("--save-failures", metavar="DIR",
+                     help="per failed property, write DIR/<id>/: case.json, tensors.pt (the "
+                          "case's inputs, the target's and the expected tensors of the failing "
+                          "comparison) and replay.py, a script that replays the case without "
+                          "the CLI and prints the entries that disagree")
+    run.add_argument("--pdb", action="store_true",
+                     help="on a failure, replay its case in this process and open the "
+                          "debugger (post-mortem) at the failing comparison")
     run.add_argument("-v", "--verbose", action="store_true",
                      help="also print, one by one, the properties that did not fail but carry a "
                           "message (blocked, not applicable, a pass with a note)")
@@ -454,6 +463,9 @@ def _run(args: argparse.Namespace) -> int:
             err.file.flush()
 
     def on_setup(header: rp.Report) -> None:
+        resolved_device.append(header.device)
+        if saver is not None:
+            saver.device = header.device
         # First, so that in a log holding both streams the status lines follow the header.
         # The bar pauses meanwhile: on a shared terminal the header would run into it.
         progress.stop()
@@ -464,11 +476,18 @@ def _run(args: argparse.Namespace) -> int:
     def on_start(prop: Property, index: int, total: int) -> None:
         progress.update(task, description=prop.id, completed=index, total=total)
 
+    saver = _failure_saver(args, target)
+    resolved_device: list[str] = []
+
     def on_result(result: rp.PropertyResult) -> None:
         progress.advance(task)
         if not show_progress and not args.no_progress:
             err.print(f"{result.id}: {result.status}", highlight=False)
             err.file.flush()
+        if result.status in (rp.FAILED, rp.ERROR) and (saver is not None or args.pdb):
+            progress.stop()
+            _take_home(args, saver, result, resolved_device, err)
+            progress.start()
 
     try:
         with progress:
@@ -488,10 +507,45 @@ def _run(args: argparse.Namespace) -> int:
     terminal.print_table(out, report)
     terminal.print_details(out, report, verbose=args.verbose)
     terminal.print_summary(out, report)
+    if saver is not None:
+        from hcspec.conformance.replay import saved_summary
+
+        for line in saved_summary(saver):
+            out.print(escape(line), highlight=False, soft_wrap=True)
     code = _exit_code(report)
     if not _write_reports(args, report, out, err) and code == EXIT_OK:
         code = EXIT_USAGE
     return code
+
+
+def _failure_saver(args: argparse.Namespace, target: str) -> FailureSaver | None:
+    """The ``--save-failures`` writer of this run, None without the option."""
+    if not getattr(args, "save_failures", None):
+        return None
+    from hcspec.conformance.replay import FailureSaver
+
+    return FailureSaver(Path(args.save_failures), target, args.profile, args.device,
+                        args.seed, args.timeout)
+
+
+def _take_home(args: argparse.Namespace, saver: FailureSaver | None,
+               result: rp.PropertyResult, device: list[str], err: Console) -> None:
+    """For one failed (or errored) property: save it (``--save-failures``) and, with
+    ``--pdb``, replay its case here and open the debugger at the failing comparison."""
+    if saver is not None:
+        err.print(f"... saving {result.id}'s failing case to {saver.directory}",
+                  highlight=False)
+        saver.save(result.id, result.failure)
+    if args.pdb and result.failure is not None and result.failure.counterexample:
+        from hcspec.conformance.replay import replay
+        from hcspec.conformance.runner import prepare
+        from hcspec.conformance.strategies import Case
+
+        setup = prepare(args.target or os.environ.get(ENV_VAR) or DEFAULT_TARGET,
+                        profile=args.profile, device=device[0] if device else args.device,
+                        seed=args.seed, timeout=args.timeout)
+        replay(setup, result.id, Case.from_json(result.failure.counterexample),
+               post_mortem=True)
 
 
 SOURCE_TREE_PACKAGES = ("examples", "tests", "tools", "benchmarks")

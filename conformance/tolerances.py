@@ -20,6 +20,8 @@ from typing import Final
 
 import torch
 
+from hcspec.conformance import capture
+
 _FLOAT_DTYPES: Final = (torch.float64, torch.float32, torch.float16, torch.bfloat16)
 
 
@@ -450,7 +452,8 @@ def identity(dtype: torch.dtype) -> float:
 
 def scaled_error(got: torch.Tensor, want: torch.Tensor, scale: float | None = None) -> float:
     """``max|got − want| / max(1, scale)`` in float64 (``scale`` defaults to ``max|want|``);
-    ``inf`` when either side is non-finite where the other is finite, or shapes differ.
+    ``inf`` when either side is non-finite where the other is finite, or shapes differ. While
+    a failing case is replayed (:mod:`hcspec.conformance.capture`) the two tensors are kept.
 
     Shapes: any, equal.
     """
@@ -464,7 +467,9 @@ def scaled_error(got: torch.Tensor, want: torch.Tensor, scale: float | None = No
         return math.inf
     if scale is None:
         scale = float(b.abs().max())
-    return float((a - b).abs().max()) / max(1.0, scale)
+    error = float((a - b).abs().max()) / max(1.0, scale)
+    capture.note_comparison(a, b, scale, error)  # kept only while a failure is replayed
+    return error
 
 
 # --- trainability of the mixing -------------------------------------------------------------------
