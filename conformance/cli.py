@@ -33,7 +33,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from hcspec.conformance import compare, expected, junit, terminal
+from hcspec.conformance import compare, expected, journal, junit, terminal
 from hcspec.conformance import report as rp
 from hcspec.conformance.profiles import DEFAULT_PROFILE, PROFILE_NAMES
 from hcspec.conformance.report import kit_version
@@ -146,9 +146,19 @@ def build_parser() -> argparse.ArgumentParser:
                           "ranks started here (gloo on cpu, NCCL on cuda, one GPU per rank); "
                           "under torchrun the launcher's ranks are used instead")
     run.add_argument("--no-progress", action="store_true",
-                     help="no progress bar (on a terminal) or per-property status lines "
-                          "(otherwise); the steps of the target's inspection are still "
-                          "announced, so that a hang shows where it is")
+                     help="no progress bar on a terminal (off a terminal, status lines are "
+                          "printed instead: see --no-status); the steps of the target's "
+                          "inspection are still announced, so that a hang shows where it is")
+    run.add_argument("--no-status", action="store_true",
+                     help="off a terminal, no per-property status lines on stderr (printed by "
+                          "default whenever stderr is not a terminal, --no-progress or not)")
+    run.add_argument("--journal", metavar="PATH",
+                     help="append every finished result at once to this journal (JSON lines, "
+                          "fsync-ed; default: beside the first report, r.json -> "
+                          "r.journal.jsonl; none without a report path)")
+    run.add_argument("--resume", action="store_true",
+                     help="continue the run recorded in the journal (same target, profile, "
+                          "seed, device): its finished results are kept, the rest run")
     run.add_argument("--save-failures", metavar="DIR",
                      help="per failed property, write DIR/<id>/: case.json, tensors.pt (the "
                           "case's inputs, the target's and the expected tensors of the failing "
@@ -444,6 +454,13 @@ def _run(args: argparse.Namespace) -> int:
         _write_setup_error(args, target, message, out, err, skip=set(unwritable))
         return _usage_error(err, f"{message} (nothing was run)")
     show_progress = not args.no_progress and err.is_terminal
+    journal_path = _journal_path(args)
+    try:
+        finished = _resumed(args, journal_path, target)
+        log = None if journal_path is None else journal.Journal.open(journal_path,
+                                                                    append=args.resume)
+    except (OSError, ValueError) as exc:
+        return _usage_error(err, str(exc))
     progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
                         MofNCompleteColumn(), TimeElapsedColumn(), console=err, transient=True,
                         disable=not show_progress)
@@ -463,6 +480,12 @@ def _run(args: argparse.Namespace) -> int:
             err.file.flush()
 
     def on_setup(header: rp.Report) -> None:
+        if log is not None:
+            log.header(header)
+            if args.resume:
+                log.resumed(len(finished))
+                header.warnings.append(f"resumed from the journal {journal_path}: "
+                                       f"{len(finished)} results of the earlier run kept")
         resolved_device.append(header.device)
         if saver is not None:
             saver.device = header.device
@@ -474,14 +497,18 @@ def _run(args: argparse.Namespace) -> int:
         progress.start()
 
     def on_start(prop: Property, index: int, total: int) -> None:
+        if log is not None:
+            log.running(prop.id)  # a run that dies now leaves which property was running
         progress.update(task, description=prop.id, completed=index, total=total)
 
     saver = _failure_saver(args, target)
     resolved_device: list[str] = []
 
     def on_result(result: rp.PropertyResult) -> None:
+        if log is not None:
+            log.result(result)  # durable before the run goes on
         progress.advance(task)
-        if not show_progress and not args.no_progress:
+        if not show_progress and not args.no_status:
             err.print(f"{result.id}: {result.status}", highlight=False)
             err.file.flush()
         if result.status in (rp.FAILED, rp.ERROR) and (saver is not None or args.pdb):
@@ -496,14 +523,19 @@ def _run(args: argparse.Namespace) -> int:
                 skip=args.skip, seed=args.seed, expected_failures=failures, case=case,
                 on_start=on_start, on_result=on_result, on_setup=on_setup,
                 timeout=args.timeout, on_resolved=on_resolved, on_status=on_status,
-                world_size=args.world_size,
+                world_size=args.world_size, finished=finished,
             )
     except (TargetError, catalogue.SelectionError, ValueError) as exc:
+        if log is not None:
+            log.close()
         message = source_tree_problem(target, exc) or str(exc)
         if isinstance(exc, TargetError) and not args.target and os.environ.get(ENV_VAR):
             message += f" (TARGET taken from ${ENV_VAR})"
         _write_setup_error(args, target, message, out, err)
         return _usage_error(err, message)
+    if log is not None:
+        log.end(report)
+        log.close()
     terminal.print_table(out, report)
     terminal.print_details(out, report, verbose=args.verbose)
     terminal.print_summary(out, report)
@@ -516,6 +548,44 @@ def _run(args: argparse.Namespace) -> int:
     if not _write_reports(args, report, out, err) and code == EXIT_OK:
         code = EXIT_USAGE
     return code
+
+
+def _journal_path(args: argparse.Namespace) -> Path | None:
+    """``--journal``, else the journal beside the first report path asked for
+    (:func:`hcspec.conformance.journal.beside`), else None (no journal)."""
+    if getattr(args, "journal", None):
+        return Path(args.journal)
+    for path in (args.json, args.junit, args.markdown, args.html):
+        if path:
+            return journal.beside(path)
+    return None
+
+
+def _resumed(args: argparse.Namespace, path: Path | None,
+             target: str) -> list[rp.PropertyResult]:
+    """The finished results of the journal a ``--resume`` run continues ([] without
+    ``--resume``).
+
+    Raises:
+        ValueError: no journal path, no such journal, or a journal of another run (target,
+            profile, seed or device differ: :func:`hcspec.conformance.journal.resume_problem`).
+    """
+    if not getattr(args, "resume", False):
+        return []
+    if path is None:
+        raise ValueError("--resume needs the journal: give --journal PATH or the report path "
+                         "the earlier run wrote (its journal is beside it)")
+    if not path.is_file():
+        raise ValueError(f"--resume: there is no journal {path}")
+    from hcspec.conformance.runner import resolve_device
+
+    state = journal.read(path)
+    here = {"target": target, "profile": args.profile, "seed": args.seed,
+            "device": resolve_device(args.device)}
+    problem = journal.resume_problem(state, here)
+    if problem is not None:
+        raise ValueError(f"--resume {path}: {problem}")
+    return state.results
 
 
 def _failure_saver(args: argparse.Namespace, target: str) -> FailureSaver | None:

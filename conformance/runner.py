@@ -136,8 +136,9 @@ def inspect_target(factory: Factory, device: str, seed: int, *,
             _in_worker(lambda: _inspect_seeded(info, factory, device, seed, status),
                        timeout, "building and inspecting a sample impl", changed)
         except TimedOut as exc:
+            stuck = f"; it was stuck at {exc.stack.where}" if exc.stack is not None else ""
             info.problems.append(f"{info.causes.get('running', 'the inspection')} did not "
-                                 f"finish within {exc.seconds:g} s (--timeout)")
+                                 f"finish within {exc.seconds:g} s (--timeout){stuck}")
             changed = []  # the abandoned thread is inside the kit's RNG fork: not the target's
     info.causes.pop("running", None)
     if changed:
@@ -510,6 +511,7 @@ def check_implementation(
     on_resolved: SetupDone | None = None,
     on_status: StatusFn | None = None,
     world_size: int | None = None,
+    finished: Sequence[rp.PropertyResult] = (),
 ) -> rp.Report:
     """Run the conformance properties against ``target`` and return the structured report.
 
@@ -550,6 +552,10 @@ def check_implementation(
             starts the ranks here, or joins the launcher's group when this process joined one
             (:mod:`hcspec.conformance.parallel.launcher`); the harness's deadline is
             ``timeout``. None: a single-process run, where they are not applicable.
+        finished: results of an earlier run of the same target (``--resume``, read from its
+            journal, :mod:`hcspec.conformance.journal`): taken as they are, in place of
+            running their properties again (``on_start``/``on_result`` are not called for
+            them); their statuses block dependants as their own would.
 
     Returns:
         The :class:`hcspec.conformance.report.Report`. ``KeyboardInterrupt`` (Ctrl-C) or
@@ -608,7 +614,12 @@ def check_implementation(
     if on_setup is not None:
         on_setup(report)
     statuses: dict[str, str] = {}
+    done = {r.id: r for r in finished}
     for index, prop in enumerate(selected):
+        if prop.id in done:  # resumed: finished by an earlier run of the same target
+            statuses[prop.id] = done[prop.id].status
+            report.results.append(done[prop.id])
+            continue
         if on_start is not None:
             on_start(prop, index, len(selected))
         try:
@@ -889,13 +900,19 @@ def _known_bug_class(prop: Property, ctx: Context, case: Case,
 
 
 def _timed_out(prop: Property, exc: TimedOut, case: Case | None) -> _Outcome:
-    """The outcome of a property that ran past its limit, naming the case that was running."""
+    """The outcome of a property that ran past its limit, naming the case that was running
+    and the line its thread was stuck at (its Python stack is the failure's traceback)."""
     running = (f"the case {case.to_json()} was running" if case is not None
                else "no case had started (the explicit examples were being prepared)")
+    stuck = f"; it was stuck at {exc.stack.where}" if exc.stack is not None else ""
     message = (f"{prop.id} did not finish within {exc.seconds:g} s (--timeout): {running} "
-               "when the limit passed; its thread was abandoned and the run went on")
+               f"when the limit passed{stuck}; its thread was abandoned and the run went on")
+    stack = (None if exc.stack is None else
+             "Python stack of the stuck thread when the limit passed (most recent call "
+             "last):\n" + exc.stack.text)
     failure = fl.Failure(kind=rp.TIMEOUT, exception="TimedOut", message=message,
                          counterexample=case.to_json() if case is not None else None,
                          hint="a forward or factory that never returns (a deadlock, a wait "
-                              "on a resource, an endless loop) for this configuration")
+                              "on a resource, an endless loop) for this configuration",
+                         traceback=stack)
     return _Outcome(rp.TIMEOUT, failing=case, failure=failure)

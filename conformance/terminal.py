@@ -100,7 +100,7 @@ def print_reasons(console: Console, report: rp.Report) -> None:
 def print_details(console: Console, report: rp.Report, verbose: bool = False) -> None:
     """Each failure (failed, error, timeout, xpass) explained
     (:func:`hcspec.conformance.failure.explain`: message, the failing case's error and
-    tolerance, hint, minimal counterexample, shrunk-from, reproduction, an error's traceback,
+    tolerance, hint, minimal counterexample, shrunk-from, reproduction, an error's traceback, a timeout's stuck stack,
     and with ``verbose`` the traceback of the target's exception behind a failure); blocked
     and not-applicable reasons when ``verbose``; then what the target changed in torch's
     global state (restored)."""
@@ -114,7 +114,8 @@ def print_details(console: Console, report: rp.Report, verbose: bool = False) ->
             continue
         # an error's traceback always; the traceback of the target's exception behind a
         # failure (a factory or forward that raised) under -v
-        for key, text in explain(r.failure, traceback=verbose or r.status == rp.ERROR):
+        for key, text in explain(r.failure, traceback=verbose or r.status in (rp.ERROR,
+                                                                               rp.TIMEOUT)):
             if key == "traceback":
                 console.print(escape(text), style="dim", soft_wrap=True)
             elif key == "message":
