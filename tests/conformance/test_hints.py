@@ -1,4 +1,4 @@
-"""Hints from the divergence (the kit names a cause): a Sinkhorn-family failure names the round
+"""Hints from the divergence: a Sinkhorn-family failure names the round
 count and eps that match the target's H_res; TorchDynamo's missing-module error and a
 deliberate ``torch.compiler.disable`` get a hint naming what to do."""
 

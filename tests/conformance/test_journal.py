@@ -1,4 +1,4 @@
-"""Nothing lost when the run dies (a run that dies): every finished result is in the
+"""Nothing lost when the run dies: every finished result is in the
 journal at once, a run killed by SIGKILL leaves its results and the property it was running,
 ``--resume`` completes it; status lines go to stderr off a terminal; a property past its
 time limit reports the stuck line and its thread's Python stack."""

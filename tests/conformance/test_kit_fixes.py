@@ -1,4 +1,4 @@
-"""Rough edges a new user hit (rough edges a new user hit): the current folder importable for the whole
+"""Rough edges a new user hit: the current folder importable for the whole
 run, the target's traceback in every report, file paths as targets and "did you mean" for
 module names, typos in declarations as usage errors, one test-id scheme for both routes."""
 

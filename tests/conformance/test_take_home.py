@@ -1,4 +1,4 @@
-"""A failure you can take home (a failure you can take home): ``--save-failures DIR`` writes the failing
+"""A failure you can take home: ``--save-failures DIR`` writes the failing
 case, its tensors and a script that replays it in a fresh process without the CLI, printing
 the entries that disagree; ``--pdb`` opens the debugger at the failing comparison."""
 
