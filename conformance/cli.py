@@ -41,8 +41,8 @@ from hcspec.conformance.targets import BUILTIN, DEFAULT_TARGET, ENV_VAR
 
 if TYPE_CHECKING:
     from hcspec.conformance.parallel.launcher import Launch
-    from hcspec.conformance.replay import FailureSaver
     from hcspec.conformance.properties import Property
+    from hcspec.conformance.replay import FailureSaver
 
 EXIT_OK = 0
 EXIT_FAILED = 1

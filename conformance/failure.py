@@ -190,7 +190,8 @@ def from_exception(exc: BaseException, *, failed: bool, counterexample: str | No
 
     ``failed`` says the exception means "the property does not hold" (a ``PropertyFailure``);
     otherwise it is an unexpected error and its traceback is kept. A failure keeps the
-    traceback of the target's exception it was raised from (:func:`target_traceback`). The structured attributes
+    traceback of the target's exception it was raised from (:func:`target_traceback`).
+    The structured attributes
     of the exception (``label``, ``error``, ``tolerance``, ``rule``, ``floor``, ``detail``,
     ``hint``) are used when present; the message is never parsed for them. ``hint`` is used
     when the exception brings none.

@@ -201,7 +201,8 @@ def failure_lines(result: rp.PropertyResult) -> list[Line]:
     """What the failures section shows for ``result`` (failed, error, timeout, xpass, xfail):
     the expected-failure reason (xfail), then :func:`hcspec.conformance.failure.explain` of its
     failure (message, figures, hint, minimal counterexample, shrunk-from, reproduction
-    command, the traceback of an error or of the target's exception behind a failure) or, for a result without a failure (an xpass), its message and the worst
+    command, the traceback of an error or of the target's exception behind a failure) or,
+    for a result without a failure (an xpass), its message and the worst
     comparison it measured."""
     lines: list[Line] = []
     if result.status == rp.XFAIL and result.expected_failure:

@@ -138,7 +138,7 @@ def format_entries(replayed: Replayed, limit: int = ENTRIES_SHOWN) -> str:
     lines.append(f"  {'index':<20} {'got':>24} {'expected':>24} {'|difference|':>13} "
                  f"{'allowance':>10}")
     for entry in every[:limit]:
-        lines.append(f"  {str(entry.index):<20} {entry.got:>24.17g} {entry.expected:>24.17g} "
+        lines.append(f"  {entry.index!s:<20} {entry.got:>24.17g} {entry.expected:>24.17g} "
                      f"{entry.difference:>13.3e} {entry.allowance:>10.3e}")
     if len(every) > limit:
         lines.append(f"  ... and {len(every) - limit} more")

@@ -64,6 +64,6 @@ def dump_on_fault(path: str | Path) -> IO[str]:
     Raises:
         OSError: ``path`` cannot be opened for writing.
     """
-    stream = Path(path).open("w", encoding="utf-8")
+    stream = Path(path).open("w", encoding="utf-8")  # noqa: SIM115 (kept open: returned)
     faulthandler.enable(stream, all_threads=True)
     return stream

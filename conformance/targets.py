@@ -175,8 +175,8 @@ def importable_folders(*folders: str | os.PathLike[str]) -> Iterator[None]:
     plugin run the target inside this block.
     """
     added: list[str] = []
-    for folder in (os.getcwd(), *map(os.fspath, folders)):
-        folder = os.path.abspath(folder)
+    for given in (os.getcwd(), *folders):
+        folder = os.path.abspath(os.fspath(given))
         if folder in sys.path or folder in added or (folder == os.getcwd() and "" in sys.path):
             continue
         sys.path.insert(0, folder)
@@ -191,7 +191,8 @@ def importable_folders(*folders: str | os.PathLike[str]) -> Iterator[None]:
 
 def _suggest(word: str, choices: Iterable[str]) -> str:
     """`` (did you mean 'X'?)`` for the closest of ``choices`` to ``word`` (a built-in name
-    ending in ``:word``, hcspec's reference first, else difflib's closest), '' when none is close."""
+    ending in ``:word``, hcspec's reference first, else difflib's closest), '' when none is
+    close."""
     names = sorted(choices, key=lambda name: not name.startswith("reference:"))
     close = [n for n in names if n.endswith(":" + word)] or difflib.get_close_matches(
         word, names, n=1, cutoff=0.6)

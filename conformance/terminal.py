@@ -100,7 +100,8 @@ def print_reasons(console: Console, report: rp.Report) -> None:
 def print_details(console: Console, report: rp.Report, verbose: bool = False) -> None:
     """Each failure (failed, error, timeout, xpass) explained
     (:func:`hcspec.conformance.failure.explain`: message, the failing case's error and
-    tolerance, hint, minimal counterexample, shrunk-from, reproduction, an error's traceback, a timeout's stuck stack,
+    tolerance, hint, minimal counterexample, shrunk-from, reproduction, an error's traceback,
+    a timeout's stuck stack,
     and with ``verbose`` the traceback of the target's exception behind a failure); blocked
     and not-applicable reasons when ``verbose``; then what the target changed in torch's
     global state (restored)."""

@@ -25,7 +25,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, cast
 
 import torch
 
@@ -34,7 +34,7 @@ from hcspec.conformance.properties.base import Context, f64
 from hcspec.conformance.properties.cases import Case
 from hcspec.conformance.properties.common import axis_sums
 from hcspec.conformance.properties.sinkhorn_variant import Variant, target_logits
-from hcspec.conformance.protocol import has_logits, has_weights
+from hcspec.conformance.protocol import HyperConnectionImpl, has_logits, has_weights
 
 SINKHORN_PROPERTIES: Final = frozenset({
     "constraints.h_res_other_axis", "constraints.stream_sum_preserved",
@@ -153,7 +153,8 @@ def diagnose(ctx: Context, case: Case) -> str | None:
         with torch.no_grad():
             H = f64(impl.weights(x)[2]).reshape(-1, case.n, case.n)
             if has_logits(impl):
-                logits = f64(target_logits(impl, x)[2]).reshape(-1, case.n, case.n)
+                logits = f64(target_logits(cast(HyperConnectionImpl, impl), x)[2]).reshape(
+                    -1, case.n, case.n)
                 return fit_text(fit(logits, H, declared), declared, ctx.dtype)
         if case.n < 2:
             return None

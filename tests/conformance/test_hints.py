@@ -4,7 +4,6 @@ deliberate ``torch.compiler.disable`` get a hint naming what to do."""
 
 from __future__ import annotations
 
-
 import pytest
 import torch
 
