@@ -536,8 +536,9 @@ def _run(args: argparse.Namespace) -> int:
     if log is not None:
         log.end(report)
         log.close()
+    terminal.print_failures(out, report, verbose=args.verbose)  # the failures first
     terminal.print_table(out, report)
-    terminal.print_details(out, report, verbose=args.verbose)
+    terminal.print_notes(out, report, verbose=args.verbose)
     terminal.print_summary(out, report)
     if saver is not None:
         from hcspec.conformance.replay import saved_summary

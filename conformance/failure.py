@@ -62,7 +62,7 @@ class Failure:
         shrunk_from: the explicit example it was shrunk from (JSON), None when not shrunk.
         shrink_runs: how many re-runs the shrinking took.
         shrunk_from_figures: the failing comparison's figures at ``shrunk_from`` (``error E >
-            tolerance T [rule R: floor F, error = E/F × floor]``, :func:`comparison_figures`),
+            allowance T [rule R: floor F, error = E/F × floor]``, :func:`comparison_figures`),
             where the failure is usually more severe than at the shrunk case ('' when not
             shrunk or not numeric).
         reproduce: the one-line command that replays ``counterexample``.
@@ -90,12 +90,12 @@ class Failure:
 
     @property
     def figures(self) -> str:
-        """``label: error E, tolerance T`` plus, when known, the rule and its floor
+        """``label: error E, allowance T`` plus, when known, the rule and its floor
         (``, rule R, floor F, error = E/F × floor``); '' when the failure is not a numeric
         comparison."""
         if self.error is None or self.tolerance is None:
             return ""
-        text = f"{self.label or 'error'}: error {self.error:.3g}, tolerance {self.tolerance:.3g}"
+        text = f"{self.label or 'error'}: error {self.error:.3g}, allowance {self.tolerance:.3g}"
         if self.rule:
             text += f", rule {self.rule}"
             if self.floor is not None and self.floor > 0:
@@ -146,7 +146,7 @@ def rule_text(rule: str | None, error: float, floor: float | None) -> str:
 
 
 def comparison_figures(exc: BaseException) -> str:
-    """``error E > tolerance T [rule R: floor F, error = E/F × floor]`` of a numeric failure
+    """``error E > allowance T [rule R: floor F, error = E/F × floor]`` of a numeric failure
     (its ``error``, ``tolerance``, ``rule`` and ``floor`` attributes, as
     :func:`rule_text`), '' when ``exc`` carries no error and tolerance: the figures the
     shrunk-from line shows for the explicit example (:attr:`Failure.shrunk_from_figures`)."""
@@ -156,7 +156,7 @@ def comparison_figures(exc: BaseException) -> str:
         return ""
     rule = getattr(exc, "rule", None)
     floor = _number(getattr(exc, "floor", None))
-    return (f"error {error:.3g} > tolerance {tolerance:.3g}"
+    return (f"error {error:.3g} > allowance {tolerance:.3g}"
             f"{rule_text(str(rule) if rule else None, error, floor)}")
 
 

@@ -482,6 +482,18 @@ class Conventions:
                     f"hidden_size_multiple={self.hidden_size_multiple}")
         return None
 
+    def declared_fields(self) -> list[str]:
+        """The names of the fields that differ from their defaults, in field order: what the
+        impl declared (a field declared at its default value cannot be told apart, and needs
+        no mention).
+
+        >>> Conventions(reduce="mean", sinkhorn_iterations=10).declared_fields()
+        ['reduce', 'sinkhorn_iterations']
+        """
+        default = Conventions()
+        return [f.name for f in dataclasses.fields(self)
+                if getattr(self, f.name) != getattr(default, f.name)]
+
     def describe(self) -> dict[str, str]:
         """Every field as text, for reports (``None`` iterations shows the assumed default)."""
         out: dict[str, str] = {}

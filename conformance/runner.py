@@ -427,6 +427,8 @@ class RunSetup:
             conventions=self._conventions(), versions=_versions(self.target),
             warnings=[*self.info.problems, *self.info.warnings], timeout=self.timeout,
             global_state_changes=list(self.info.global_state_changes),
+            declared_conventions=[name for name in self.info.conventions.declared_fields()
+                                  if name in self._conventions()],
         )
 
     def _conventions(self) -> dict[str, str]:

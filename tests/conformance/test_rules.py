@@ -88,7 +88,7 @@ def test_failure_message_shows_error_floor_allowance_and_rule() -> None:
     allowance = rules.EXACT_AXIS.apply(SERVING, n=4)
     assert exc.rule == "exact_axis" and exc.floor == pytest.approx(allowance.floor)
     text = str(exc)
-    assert f"> tolerance {allowance.allowance:.3g}" in text
+    assert f"> allowance {allowance.allowance:.3g}" in text
     assert f"[rule exact_axis: floor {allowance.floor:.3g}, error = " in text
     failure = from_exception(exc, failed=True)
     assert (failure.rule, failure.floor, failure.tolerance) == (
