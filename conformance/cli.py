@@ -125,6 +125,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--only", action="append", metavar="IDS",
                      help="property ids, families or globs (comma-separated, repeatable)")
     run.add_argument("--skip", action="append", metavar="IDS", help="as --only, to leave out")
+    run.add_argument("--max-examples", type=_positive, metavar="N", default=None,
+                     help="hypothesis examples per property after the explicit ones, for every "
+                          "property, in place of the profile's (recorded in the report)")
     run.add_argument("--seed", type=int, default=0,
                      help="added to every case's seed and each property's hypothesis seed")
     run.add_argument("--json", metavar="PATH", help="write the JSON report here")
@@ -176,7 +179,31 @@ def build_parser() -> argparse.ArgumentParser:
         description=_fill("Print the property catalogue: each property's id, statement, the "
                           "spec theorem it checks, the capability it needs and the kinds "
                           "(hc-static, hc-dynamic, mhc) it applies to."))
+    lister.add_argument("--json", action="store_true",
+                        help="print the rows as a JSON list (id, family, statement, theorems, "
+                             "requires, tolerance)")
+    lister.add_argument("--family", action="append", metavar="FAMILY",
+                        help="only this family's properties (repeatable)")
+    lister.add_argument("--theorem", action="append", metavar="THEOREM",
+                        help="only the properties checking this spec theorem id, or ids "
+                             "starting with it followed by a dot (repeatable)")
     lister.set_defaults(handler=cmd_list)
+    init = sub.add_parser(
+        "init", help="write a documented adapter skeleton for your module",
+        formatter_class=raw,
+        description=_fill("Write a documented adapter skeleton (the factory, the protocol's "
+                          "parts, the conventions to declare) for the module MODULE that holds "
+                          "your HC/mHC layer, to fill in and run with `hc-conformance run "
+                          "FILE:make`. --example writes the kit's complete worked adapter "
+                          "instead (shipped with the package)."))
+    init.add_argument("module", metavar="MODULE", nargs="?", default=None,
+                      help="the import name of the module with your layer (e.g. mylib.layers)")
+    init.add_argument("-o", "--output", metavar="FILE", default=None,
+                      help="where to write (default hc_adapter.py, or conformance_adapter.py "
+                           "with --example); an existing file is never overwritten")
+    init.add_argument("--example", action="store_true",
+                      help="write the worked example adapter (a complete, passing one)")
+    init.set_defaults(handler=cmd_init)
     targets = sub.add_parser(
         "targets", help="list the built-in targets and whether their packages are importable "
                         "here", formatter_class=raw,
@@ -245,7 +272,55 @@ def cmd_list(args: argparse.Namespace) -> int:
     if stale is not None:
         Console(stderr=True).print(f"(catalogue read from the sources: the snapshot is out of "
                                    f"date, {stale})", highlight=False, soft_wrap=True, style="dim")
+    families = getattr(args, "family", None) or []
+    theorems = getattr(args, "theorem", None) or []
+    known = sorted({row.id.partition(".")[0] for row in rows})
+    unknown = [f for f in families if f not in known]
+    if unknown:
+        return _usage_error(Console(stderr=True), f"--family: unknown {', '.join(unknown)}; "
+                                                  f"expected some of {', '.join(known)}")
+    rows = [row for row in rows
+            if (not families or row.id.partition(".")[0] in families)
+            and (not theorems or any(t == want or t.startswith(want + ".")
+                                     for t in row.theorems for want in theorems))]
+    if getattr(args, "json", False):
+        import json
+
+        sys.stdout.write(json.dumps([
+            {"id": row.id, "family": row.id.partition(".")[0], "statement": row.statement,
+             "theorems": list(row.theorems), "requires": list(row.requires),
+             "tolerance": row.tolerance} for row in rows], indent=2, ensure_ascii=False) + "\n")
+        return EXIT_OK
     terminal.print_catalogue(_console(), rows)
+    return EXIT_OK
+
+
+def cmd_init(args: argparse.Namespace) -> int:
+    """Write the adapter skeleton for ``MODULE`` (:func:`hcspec.conformance.scaffold.skeleton`)
+    or, with ``--example``, the worked example shipped with the package; never overwrite."""
+    from hcspec.conformance import scaffold
+
+    err = Console(stderr=True)
+    if args.example:
+        text = scaffold.worked_example()
+        path = Path(args.output or "conformance_adapter.py")
+    else:
+        if not args.module:
+            return _usage_error(err, "init: give MODULE (the import name of the module with "
+                                     "your layer), or --example")
+        path = Path(args.output or "hc_adapter.py")
+        try:
+            text = scaffold.skeleton(args.module, str(path))
+        except ValueError as exc:
+            return _usage_error(err, str(exc))
+    if path.exists():
+        return _usage_error(err, f"init: {path} exists; give another --output")
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        return _usage_error(err, f"init: cannot write {path}: {exc}")
+    Console().print(f"wrote {path}; run it: hc-conformance run {path}:make --profile quick",
+                    highlight=False, soft_wrap=True)
     return EXIT_OK
 
 
@@ -306,6 +381,21 @@ def cmd_report(args: argparse.Namespace) -> int:
     except OSError as exc:
         return _usage_error(err, f"cannot write {args.output}: {exc}")
     return EXIT_OK
+
+
+def _positive(text: str) -> int:
+    """``--max-examples``'s value: an int, 1 or more.
+
+    Raises:
+        argparse.ArgumentTypeError: anything else (a usage error, exit 2).
+    """
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number, 1 or more, got {text!r}")
+    return value
 
 
 def _seconds(text: str) -> float:
@@ -524,6 +614,7 @@ def _run(args: argparse.Namespace) -> int:
                 on_start=on_start, on_result=on_result, on_setup=on_setup,
                 timeout=args.timeout, on_resolved=on_resolved, on_status=on_status,
                 world_size=args.world_size, finished=finished,
+                max_examples=args.max_examples,
             )
     except (TargetError, catalogue.SelectionError, ValueError) as exc:
         if log is not None:

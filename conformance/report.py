@@ -313,6 +313,8 @@ class Report:
         warnings: run-level findings about the target as built (a sample impl that could not
             be built or whose conventions could not be read, a forward that is not
             deterministic in the mode the factory builds it), shown in the header.
+        max_examples: the hypothesis examples per property after the explicit ones (the
+            profile's, or ``--max-examples``); None in a report of an earlier kit.
         declared_conventions: the names of the conventions the target declared (those that
             differ from the defaults; ``conventions`` holds every field): the reports show
             these and fold the rest. None (a report of an earlier kit): unknown, all shown.
@@ -344,6 +346,7 @@ class Report:
     timeout: float | None = None
     global_state_changes: list[str] = field(default_factory=list)
     declared_conventions: list[str] | None = None
+    max_examples: int | None = None
 
     def conventions_split(self) -> tuple[dict[str, str], dict[str, str]]:
         """``(declared, at their defaults)``: :attr:`conventions` split by

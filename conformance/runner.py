@@ -13,6 +13,7 @@ report (``interrupted``). pytest (:mod:`hcspec.conformance.pytest_plugin`) and t
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import importlib.metadata
 import platform
@@ -427,6 +428,7 @@ class RunSetup:
             conventions=self._conventions(), versions=_versions(self.target),
             warnings=[*self.info.problems, *self.info.warnings], timeout=self.timeout,
             global_state_changes=list(self.info.global_state_changes),
+            max_examples=self.profile.max_examples,
             declared_conventions=[name for name in self.info.conventions.declared_fields()
                                   if name in self._conventions()],
         )
@@ -450,11 +452,15 @@ def prepare(
     target: str | Factory | None, *, profile: str = "ci", device: str = "auto", seed: int = 0,
     timeout: float | None = None, on_status: StatusFn | None = None,
     on_resolved: SetupDone | None = None, world_size: int | None = None,
+    max_examples: int | None = None,
 ) -> RunSetup:
     """Resolve the target, profile and device and inspect a sample impl
     (:func:`inspect_target`, within the time limit). ``on_resolved`` is called once the
     target is resolved, before any factory or forward runs, with a report holding the part of
     the header known by then (target, versions, profile, seed, device).
+
+    ``max_examples`` replaces the profile's hypothesis examples per property (None: the
+    profile's own); the report records the number used (``Report.max_examples``).
 
     Raises:
         hcspec.conformance.targets.TargetError, ValueError: as :func:`check_implementation`;
@@ -465,6 +471,11 @@ def prepare(
             world_size, int) or world_size < 1):
         raise ValueError(f"world_size must be an int >= 1, got {world_size!r}")
     chosen = get_profile(profile)
+    if max_examples is not None:  # --max-examples: every property's exploration budget
+        if isinstance(max_examples, bool) or not isinstance(max_examples, int) \
+                or max_examples < 1:
+            raise ValueError(f"max_examples must be an int >= 1, got {max_examples!r}")
+        chosen = dataclasses.replace(chosen, max_examples=max_examples)
     resolved = resolve(target)
     dev = resolve_device(device)
     limit = _timeout(chosen, timeout)
@@ -514,6 +525,7 @@ def check_implementation(
     on_status: StatusFn | None = None,
     world_size: int | None = None,
     finished: Sequence[rp.PropertyResult] = (),
+    max_examples: int | None = None,
 ) -> rp.Report:
     """Run the conformance properties against ``target`` and return the structured report.
 
@@ -554,6 +566,8 @@ def check_implementation(
             starts the ranks here, or joins the launcher's group when this process joined one
             (:mod:`hcspec.conformance.parallel.launcher`); the harness's deadline is
             ``timeout``. None: a single-process run, where they are not applicable.
+        max_examples: hypothesis examples per property after the explicit ones, in place of
+            the profile's (``--max-examples``; recorded in the report); None: the profile's.
         finished: results of an earlier run of the same target (``--resume``, read from its
             journal, :mod:`hcspec.conformance.journal`): taken as they are, in place of
             running their properties again (``on_start``/``on_result`` are not called for
@@ -595,7 +609,8 @@ def check_implementation(
 
     try:
         setup = prepare(target, profile=profile, device=device, seed=seed, timeout=timeout,
-                        on_status=status, on_resolved=resolved, world_size=world_size)
+                        on_status=status, on_resolved=resolved, world_size=world_size,
+                        max_examples=max_examples)
         if world_size is not None:
             status(f"running the multi-process properties on {world_size} ranks")
             hand_off(setup, selected)

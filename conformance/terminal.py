@@ -31,8 +31,10 @@ def print_preamble(console: Console, report: rp.Report) -> None:
         console.print(f"  {escape(report.description)}")
     versions = ", ".join(f"{k} {v}" for k, v in report.versions.items())
     limit = f"{report.timeout:g} s" if report.timeout else "none"
-    console.print(f"  profile {report.profile}, seed {report.seed}, device {report.device}, "
-                  f"timeout per property {limit}; {escape(versions)}")
+    examples = ("" if report.max_examples is None
+                else f" ({report.max_examples} hypothesis examples per property)")
+    console.print(f"  profile {report.profile}{examples}, seed {report.seed}, device "
+                  f"{report.device}, timeout per property {limit}; {escape(versions)}")
 
 
 def print_header(console: Console, report: rp.Report, *, preamble: bool = True) -> None:
