@@ -221,7 +221,9 @@ def build_parser() -> argparse.ArgumentParser:
                           "--html, also (or, without -o, instead) as one self-contained HTML "
                           "page with an error ÷ allowance bar per property and the depth "
                           "plot."))
-    render.add_argument("reports", nargs="+", metavar="REPORT.json")
+    render.add_argument("reports", nargs="+", metavar="REPORT.json",
+                        help="JSON reports, or journals (r.journal.jsonl: what a run that died "
+                             "had finished, and what it was running)")
     render.add_argument("--markdown", action="store_true",
                         help="render as Markdown (the default; with --html, only with -o "
                              "or --markdown)")
@@ -353,12 +355,14 @@ def cmd_targets(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    """Render JSON reports as one Markdown document (stdout or ``--output``) and, with
+    """Render JSON reports (or journals, :mod:`hcspec.conformance.journal`: the finished
+    results of a run that died) as one Markdown document (stdout or ``--output``) and, with
     ``--html``, as one HTML page (:mod:`hcspec.conformance.html_report`); with ``--html``,
     Markdown is written only when ``--output`` or ``--markdown`` asks for it."""
     err = Console(stderr=True)
     try:
-        reports = [rp.Report.read_json(path) for path in args.reports]
+        reports = [journal.read(path).report() if str(path).endswith(journal.SUFFIX)
+                   else rp.Report.read_json(path) for path in args.reports]
         preamble = (Path(args.preamble).read_text(encoding="utf-8")
                     if args.preamble else None)
     except (OSError, ValueError) as exc:

@@ -116,13 +116,13 @@ class State:
     def report(self) -> rp.Report:
         """A report of what the journal holds: the header, the finished results, and, when
         the run did not end, ``interrupted`` with ``running`` set (``interrupted_by``
-        ``journal``: the process died without a word)."""
+        ``the process died``: it ended without a word, read from the journal)."""
         data = dict(self.header or {"target": "?", "kit_version": rp.kit_version(),
                                     "profile": "?", "seed": 0, "device": "?"})
         data["results"] = [r.to_dict() for r in self.results]
         report = rp.Report.from_dict(data)
         if not self.ended:
-            report.interrupted, report.interrupted_by = True, "journal"
+            report.interrupted, report.interrupted_by = True, "the process died"
             report.running = self.running
         return report
 

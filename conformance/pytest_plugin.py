@@ -221,15 +221,23 @@ class _TargetRun:
         self.running: str | None = None
 
     def setup(self) -> RunSetup:
-        """The resolved and inspected target (built once, at the first property)."""
+        """The resolved and inspected target (built once, at the first property). A target
+        whose sample impl declares an unknown ``kind`` or conventions field ends the session
+        as a usage error (exit code 4), as at collection."""
         from hcspec.conformance.runner import prepare
         from hcspec.conformance.targets import importable_folders
 
+        from hcspec.conformance.targets import TargetError
+
         if self._setup is None:
             s = self.settings
-            with self._home.active(), importable_folders():
-                self._setup = prepare(s.target, profile=s.profile, device=s.device,
-                                      seed=s.seed, timeout=s.timeout)
+            try:
+                with self._home.active(), importable_folders():
+                    self._setup = prepare(s.target, profile=s.profile, device=s.device,
+                                          seed=s.seed, timeout=s.timeout)
+            except TargetError as exc:  # a typo in a declaration (kind, conventions)
+                pytest.exit(f"hcspec conformance kit, target {s.target!r}: {exc}",
+                            returncode=pytest.ExitCode.USAGE_ERROR)
         return self._setup
 
     def run(self, prop_id: str) -> PropertyResult:

@@ -50,6 +50,9 @@ def test_a_run_killed_by_sigkill_leaves_its_results_and_resume_completes_it(
     assert state.running == "state.deterministic_eval" and not state.ended
     partial = state.report()
     assert partial.interrupted and partial.running == "state.deterministic_eval"
+    assert cli.main(["report", str(tmp_path / "r.journal.jsonl"), "--html",
+                     str(tmp_path / "partial.html")]) == 0  # the journal renders as a report
+    assert "while running state.deterministic_eval" in (tmp_path / "partial.html").read_text()
     # --resume: only what had not finished runs (the hang, now under a limit)
     code, out, err = run_signalled([*argv, "--timeout", "2", "--resume"], cwd=str(ROOT),
                                    env=_env(), send=None)
@@ -100,6 +103,23 @@ def test_a_line_cut_short_by_the_kill_is_skipped(tmp_path: Path) -> None:
     state = journal.read(path)
     assert [r.id for r in state.results] == ["shape.output"]
     assert state.running == "law.probed" and state.lines_skipped == 1
+
+
+def test_a_journal_renders_as_a_partial_report(tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "r.journal.jsonl"
+    header = rp.Report(target="reference:mhc", kit_version="0", profile="ci", seed=0,
+                       device="cpu")
+    log = journal.Journal.open(path, append=False)
+    log.header(header)
+    log.running("shape.output")
+    log.result(rp.PropertyResult("shape.output", "shape", "s", None, rp.PASSED))
+    log.running("law.probed")
+    log.close()
+    assert cli.main(["report", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "**interrupted** (the process died) while running law.probed" in out
+    assert "| `shape.output` | passed |" in out
 
 
 def test_resume_refuses_another_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

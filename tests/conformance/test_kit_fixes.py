@@ -225,3 +225,18 @@ def test_junit_test_ids_are_the_pytest_node_ids(tmp_path: Path) -> None:
         cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=300, check=False)
     assert "hcspec.conformance::shape.output" in collected.stdout.splitlines(), \
         collected.stdout[-2000:] + collected.stderr[-2000:]
+
+
+@pytest.mark.slow
+def test_a_declaration_typo_is_a_usage_error_under_pytest_too(tmp_path: Path) -> None:
+    _project(tmp_path, {"typo_adapter.py": TYPO_ADAPTER})
+    plugin = ([] if any(ep.name == "hcspec" for ep in
+                        importlib.metadata.entry_points(group="pytest11"))
+              else ["-p", "hcspec.conformance.pytest_plugin"])
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *plugin,
+         "--hc-target", "typo_adapter:make_kind", "--hc-profile", "quick", "--hc-device",
+         "cpu"], cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=300,
+        check=False)
+    assert done.returncode == 4, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "got 'mHC' (did you mean 'mhc'?)" in done.stdout + done.stderr
