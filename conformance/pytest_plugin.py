@@ -225,9 +225,7 @@ class _TargetRun:
         whose sample impl declares an unknown ``kind`` or conventions field ends the session
         as a usage error (exit code 4), as at collection."""
         from hcspec.conformance.runner import prepare
-        from hcspec.conformance.targets import importable_folders
-
-        from hcspec.conformance.targets import TargetError
+        from hcspec.conformance.targets import TargetError, importable_folders
 
         if self._setup is None:
             s = self.settings
