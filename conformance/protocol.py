@@ -93,8 +93,9 @@ LOGITS: Final = "logits"
 STACK: Final = "stack"
 PUBLISHED_PARAMETERS: Final = "published_parameters"
 LOAD_PUBLISHED: Final = "load_published"
+CUSTOM_OPS: Final = "custom_ops"
 CAPABILITIES: Final[tuple[str, ...]] = (WEIGHTS, EXPAND, REDUCE, PARAMETERS, TRAIN_EVAL, LOGITS,
-                                        STACK, PUBLISHED_PARAMETERS, LOAD_PUBLISHED)
+                                        STACK, PUBLISHED_PARAMETERS, LOAD_PUBLISHED, CUSTOM_OPS)
 """Names of the optional capabilities, as reported by :func:`capabilities`."""
 
 
@@ -610,6 +611,14 @@ def has_train_eval(impl: object) -> TypeGuard[SupportsTrainEval]:
     return callable(getattr(impl, "train", None)) and callable(getattr(impl, "eval", None))
 
 
+def has_custom_ops(impl: object) -> bool:
+    """``impl`` offers ``custom_ops(x)`` (capability ``custom_ops``): the ``torch.library``
+    custom ops its forward calls on the state ``x [B,T,n,d]``, as a sequence of
+    ``(op, args, kwargs)`` sample calls (``op`` a ``torch._ops.OpOverload`` or the object
+    ``torch.library.custom_op`` returns)."""
+    return callable(getattr(impl, CUSTOM_OPS, None))
+
+
 def has_logits(impl: object) -> TypeGuard[SupportsLogits]:
     """``impl`` offers ``logits(x)`` (capability ``logits``)."""
     return callable(getattr(impl, LOGITS, None))
@@ -680,7 +689,7 @@ def capabilities(impl: object) -> frozenset[str]:
               (PARAMETERS, has_parameters), (TRAIN_EVAL, has_train_eval), (LOGITS, has_logits),
               (STACK, has_stack),
               (PUBLISHED_PARAMETERS, has_published_parameters),
-              (LOAD_PUBLISHED, has_load_published))
+              (LOAD_PUBLISHED, has_load_published), (CUSTOM_OPS, has_custom_ops))
     return frozenset(name for name, offered in checks if offered(impl))
 
 

@@ -1,0 +1,129 @@
+"""Custom-op family (optional): the checks PyTorch's custom-op tooling offers, for a target
+that registers ``torch.library`` custom ops and says which (capability ``custom_ops``:
+``impl.custom_ops(x)`` returns the ``(op, args, kwargs)`` calls its forward makes on the state
+``x``). Not applicable, with the reason, to a target that offers none.
+
+* ``customop.opcheck`` — ``torch.library.opcheck`` on every call: the schema matches what the
+  op does (no undeclared mutation or aliasing), the fake-tensor / meta kernel gives the real
+  output's shapes, dtypes and strides, the autograd registration is complete, and the op
+  traces through AOTAutograd (``aot_dispatch_dynamic``).
+* ``customop.export`` — ``torch.export.export`` of the step ``x ↦ forward(x, F)`` (a fixed
+  linear branch) captures the custom ops and the exported program gives eager's output.
+
+Not covered here (yet): ``vmap`` over a batch of parameter sets and double backward
+(``gradgradcheck``) where the target claims them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from hcspec.conformance import rules, tolerances
+from hcspec.conformance.properties.base import Context, PropertyFailure, f64
+from hcspec.conformance.properties.cases import Case, Cases, shift
+from hcspec.conformance.properties.declaration import declare
+from hcspec.conformance.properties.requirements import capability
+from hcspec.conformance.protocol import CUSTOM_OPS
+
+OPCHECK_UTILS = ("test_schema", "test_autograd_registration", "test_faketensor",
+                 "test_aot_dispatch_dynamic")
+"""The ``torch.library.opcheck`` tests run on each call."""
+
+
+def _examples(ctx: Context) -> list[Case]:
+    return shift(ctx, [Case(2, 3, 4, 8, layer_index=1, seed=1, perturb=0.3)])
+
+
+def _calls(ctx: Context, impl: Any, x: torch.Tensor) -> list[tuple[Any, tuple[Any, ...],
+                                                                    dict[str, Any]]]:
+    """``impl.custom_ops(x)`` checked for its form.
+
+    Raises:
+        PropertyFailure: not a non-empty sequence of ``(op, args, kwargs)``.
+    """
+    got = impl.custom_ops(x)
+    calls = list(got) if isinstance(got, (list, tuple)) else None
+    if not calls or not all(isinstance(c, (list, tuple)) and len(c) == 3
+                            and isinstance(c[1], (list, tuple)) and isinstance(c[2], dict)
+                            for c in calls):
+        raise PropertyFailure("custom_ops(x) must return a non-empty sequence of (op, args, "
+                              f"kwargs) calls, got {type(got).__name__}")
+    return [(op, tuple(args), dict(kwargs)) for op, args, kwargs in calls]
+
+
+def _name(op: Any) -> str:
+    return str(getattr(op, "_qualname", None) or getattr(op, "__name__", None) or op)
+
+
+@declare(
+    "customop.opcheck",
+    statement="torch.library.opcheck passes on each custom op that forward calls",
+    requires=(capability(CUSTOM_OPS),), tolerance=rules.EXACT, examples=_examples,
+    cases=Cases(d_more_than_n=True, extreme_scales=False),
+    prerequisites=("shape.output",), explore=False, shrink=False)
+def check_opcheck(ctx: Context, case: Case) -> None:
+    """``torch.library.opcheck(op, args, kwargs)`` with :data:`OPCHECK_UTILS` on every call
+    ``impl.custom_ops(x)`` names; the first test that fails is the failure, naming the op."""
+    impl = ctx.build.make(case)
+    x = ctx.inputs.state(case)
+    for op, args, kwargs in _calls(ctx, impl, x):
+        try:
+            torch.library.opcheck(op, args, kwargs, test_utils=OPCHECK_UTILS)
+        except Exception as exc:  # OpCheckError, or the op itself raising
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise PropertyFailure(
+                f"torch.library.opcheck failed for {_name(op)}: {first[:400]}",
+                hint="the op's registration does not match what it does: check its schema "
+                     "(mutated or aliased arguments), its fake kernel (register_fake: the "
+                     "real output's shape, dtype and strides) and its autograd formula "
+                     "(register_autograd)") from exc
+
+
+class _Step(torch.nn.Module):
+    """``x ↦ impl.forward(x, F)`` with a fixed linear branch ``F(z) = z Wᵀ``, for export."""
+
+    def __init__(self, impl: Any, weight: torch.Tensor) -> None:
+        super().__init__()
+        self.impl = impl
+        self.weight = torch.nn.Parameter(weight, requires_grad=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out: torch.Tensor = self.impl.forward(x, lambda z: z @ self.weight.T)
+        return out
+
+
+@declare(
+    "customop.export",
+    statement="torch.export captures forward with its custom ops; the exported program gives "
+              "eager's output",
+    requires=(capability(CUSTOM_OPS),), tolerance=rules.SELF_CONSISTENCY, examples=_examples,
+    cases=Cases(d_more_than_n=True, extreme_scales=False),
+    prerequisites=("shape.output",), explore=False, shrink=False)
+def check_export(ctx: Context, case: Case) -> None:
+    """``torch.export.export(step, (x,))`` succeeds, its graph calls every custom op that
+    ``custom_ops`` names, and the exported program's output equals eager's within the
+    self-consistency allowance."""
+    impl = ctx.build.make(case)
+    x = ctx.inputs.state(case)
+    names = {_name(op).split("::")[-1].split(".")[0] for op, _, _ in _calls(ctx, impl, x)}
+    generator = torch.Generator().manual_seed(case.seed)
+    weight = (torch.randn(case.d, case.d, generator=generator, dtype=torch.float64)
+              / case.d ** 0.5).to(dtype=x.dtype, device=x.device)
+    step = _Step(impl, weight)
+    with torch.no_grad():
+        eager = step(x.clone())
+        try:
+            exported = torch.export.export(step, (x.clone(),))
+        except Exception as exc:
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise PropertyFailure(f"torch.export.export(forward) failed: "
+                                  f"{type(exc).__name__}: {first[:400]}") from exc
+        out = exported.module()(x.clone())
+    graph = str(exported.graph)
+    missing = sorted(n for n in names if n not in graph)
+    ctx.record.require(not missing, f"the exported graph does not call the custom op(s) "
+                                    f"{', '.join(missing)} that custom_ops(x) names: forward "
+                                    "bypasses them, or export decomposed them")
+    ctx.record.expect("exported forward vs eager", tolerances.scaled_error(f64(out), f64(eager)))

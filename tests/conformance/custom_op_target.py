@@ -1,0 +1,112 @@
+"""Stand-ins for the custom-op family's tests: reference:mhc whose residual mixing
+``X' = H_res X + h_post F(h_preᵀX)ᵀ`` runs as a ``torch.library`` custom op, registered fully
+(``make``: fake kernel and autograd formula) or with a fake kernel of the wrong shape
+(``make_bad_fake``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from hcspec.conformance.targets import resolve
+
+
+def _mix(x: torch.Tensor, H_res: torch.Tensor, h_post: torch.Tensor,
+         f: torch.Tensor) -> torch.Tensor:
+    return torch.einsum("btij,btjd->btid", H_res, x) + h_post.unsqueeze(-1) * f.unsqueeze(-2)
+
+
+@torch.library.custom_op("hcspec_test::mix", mutates_args=())
+def mix(x: torch.Tensor, H_res: torch.Tensor, h_post: torch.Tensor,
+        f: torch.Tensor) -> torch.Tensor:
+    """The residual mixing as an opaque kernel."""
+    return _mix(x, H_res, h_post, f)
+
+
+@mix.register_fake
+def _(x: torch.Tensor, H_res: torch.Tensor, h_post: torch.Tensor,
+      f: torch.Tensor) -> torch.Tensor:
+    return torch.empty_like(x)
+
+
+def _setup(ctx: Any, inputs: tuple[Any, ...], output: Any) -> None:
+    ctx.save_for_backward(*inputs)
+
+
+def _backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    x, H_res, h_post, f = ctx.saved_tensors
+    return (torch.einsum("btij,btid->btjd", H_res, grad),
+            torch.einsum("btid,btjd->btij", grad, x),
+            (grad * f.unsqueeze(-2)).sum(-1),
+            (grad * h_post.unsqueeze(-1)).sum(-2))
+
+
+mix.register_autograd(_backward, setup_context=_setup)
+
+
+@torch.library.custom_op("hcspec_test::mix_bad_fake", mutates_args=())
+def mix_bad_fake(x: torch.Tensor, H_res: torch.Tensor, h_post: torch.Tensor,
+                 f: torch.Tensor) -> torch.Tensor:
+    """The same kernel, whose fake kernel gives the wrong shape."""
+    return _mix(x, H_res, h_post, f)
+
+
+@mix_bad_fake.register_fake
+def _(x: torch.Tensor, H_res: torch.Tensor, h_post: torch.Tensor,
+      f: torch.Tensor) -> torch.Tensor:
+    return torch.empty_like(f)  # [B, T, d], not [B, T, n, d]
+
+
+mix_bad_fake.register_autograd(_backward, setup_context=_setup)
+
+
+class CustomOpMHC:
+    """reference:mhc with its mixing through ``op``."""
+
+    def __init__(self, inner: Any, op: Any) -> None:
+        self.inner, self.op = inner, op
+        self.n, self.d, self.kind = inner.n, inner.d, inner.kind
+        self.conventions = inner.conventions
+
+    def weights(self, x: torch.Tensor) -> Any:
+        return self.inner.weights(x)
+
+    def parameters(self) -> Any:
+        return self.inner.parameters()
+
+    def forward(self, x: torch.Tensor, branch: Any) -> torch.Tensor:
+        h_pre, h_post, H_res = self.inner.weights(x)
+        f = branch(torch.einsum("bti,btid->btd", h_pre, x))
+        out: torch.Tensor = self.op(x, H_res, h_post, f)
+        return out
+
+    def custom_ops(self, x: torch.Tensor) -> list[tuple[Any, tuple[Any, ...], dict[str, Any]]]:
+        """The op forward calls, at the state ``x`` (a differentiable sample call)."""
+        h_pre, h_post, H_res = (t.detach() for t in self.inner.weights(x))
+        f = torch.einsum("bti,btid->btd", h_pre, x).detach()
+        args = tuple(t.clone().requires_grad_(True) for t in (x.detach(), H_res, h_post, f))
+        return [(self.op, args, {})]
+
+
+def make(n: int, d: int, **kwargs: Any) -> CustomOpMHC:
+    """reference:mhc, its mixing a fully registered custom op."""
+    return CustomOpMHC(resolve("reference:mhc").factory(n, d, **kwargs), mix)
+
+
+def make_bad_fake(n: int, d: int, **kwargs: Any) -> CustomOpMHC:
+    """reference:mhc, its mixing a custom op whose fake kernel has the wrong shape."""
+    return CustomOpMHC(resolve("reference:mhc").factory(n, d, **kwargs), mix_bad_fake)
+
+
+class Bypass(CustomOpMHC):
+    """Names the op in ``custom_ops`` but computes the mixing in plain torch."""
+
+    def forward(self, x: torch.Tensor, branch: Any) -> torch.Tensor:
+        h_pre, h_post, H_res = self.inner.weights(x)
+        return _mix(x, H_res, h_post, branch(torch.einsum("bti,btid->btd", h_pre, x)))
+
+
+def make_bypass(n: int, d: int, **kwargs: Any) -> Bypass:
+    """reference:mhc naming a custom op its forward never calls."""
+    return Bypass(resolve("reference:mhc").factory(n, d, **kwargs), mix)
