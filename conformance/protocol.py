@@ -360,6 +360,10 @@ class Conventions:
             or None (the default): traceable. Declared, ``compile.fullgraph`` is not
             applicable with this reason. Not for a graph break in PyTorch code, which is the
             bug that property reports.
+        double_backward: True when the backward is itself differentiable (second-order
+            gradients, e.g. for gradient penalties): ``customop.double_backward`` then checks
+            it with ``torch.autograd.gradgradcheck`` in float64. False (the default): not
+            claimed, that property is not applicable.
 
     Raises:
         ValueError: on construction, for a value outside the ones listed above.
@@ -390,6 +394,7 @@ class Conventions:
     weights_scale_invariant: bool | None = None
     published: str | None = None
     untraceable: str | None = None
+    double_backward: bool = False
 
     def __post_init__(self) -> None:
         self._check_sizes()
@@ -456,7 +461,7 @@ class Conventions:
         if isinstance(multiple, bool) or not isinstance(multiple, int) or multiple < 1:
             raise ValueError(
                 f"conventions.hidden_size_multiple: expected an int >= 1, got {multiple!r}")
-        for name in ("contiguous_input", "deterministic"):
+        for name in ("contiguous_input", "deterministic", "double_backward"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"conventions.{name}: expected a bool, got "
                                  f"{getattr(self, name)!r}")

@@ -10,8 +10,11 @@ that registers ``torch.library`` custom ops and says which (capability ``custom_
 * ``customop.export`` — ``torch.export.export`` of the step ``x ↦ forward(x, F)`` (a fixed
   linear branch) captures the custom ops and the exported program gives eager's output.
 
-Not covered here (yet): ``vmap`` over a batch of parameter sets and double backward
-(``gradgradcheck``) where the target claims them.
+* ``customop.double_backward`` — where the target declares ``double_backward=True``:
+  ``torch.autograd.gradgradcheck`` in float64 of the step ``x ↦ forward(x, F)`` (its custom
+  ops' backward formulas must themselves be differentiable).
+
+Not covered here (yet): ``vmap`` over a batch of parameter sets.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from hcspec.conformance import rules, tolerances
 from hcspec.conformance.properties.base import Context, PropertyFailure, f64
 from hcspec.conformance.properties.cases import Case, Cases, shift
 from hcspec.conformance.properties.declaration import declare
-from hcspec.conformance.properties.requirements import capability
+from hcspec.conformance.properties.requirements import Requirement, capability, float64
 from hcspec.conformance.protocol import CUSTOM_OPS
 
 OPCHECK_UTILS = ("test_schema", "test_autograd_registration", "test_faketensor",
@@ -127,3 +130,47 @@ def check_export(ctx: Context, case: Case) -> None:
                                     f"{', '.join(missing)} that custom_ops(x) names: forward "
                                     "bypasses them, or export decomposed them")
     ctx.record.expect("exported forward vs eager", tolerances.scaled_error(f64(out), f64(eager)))
+
+
+DOUBLE_BACKWARD = Requirement(
+    "declared double_backward",
+    "the target does not declare double_backward=True (a backward that is itself "
+    "differentiable)",
+    lambda s: s.conventions.double_backward)
+"""The target claims second-order gradients."""
+
+
+@declare(
+    "customop.double_backward",
+    statement="where declared, double backward through forward matches finite differences "
+              "(gradgradcheck)",
+    requires=(DOUBLE_BACKWARD, float64("gradgradcheck compares in float64")),
+    tolerance=rules.EXACT, examples=lambda ctx: shift(ctx, [Case(1, 2, 3, 4, seed=1,
+                                                                  perturb=0.3)]),
+    cases=Cases(d_more_than_n=True, extreme_scales=False),
+    prerequisites=("shape.output",), explore=False, shrink=False)
+def check_double_backward(ctx: Context, case: Case) -> None:
+    """``torch.autograd.gradgradcheck(x ↦ forward(x, F), x)`` in float64 with a fixed linear
+    branch (its own tolerances: ``atol`` 1e-5, ``rtol`` 1e-3, torch's defaults); a failure
+    or an error in the second backward is the failure."""
+    impl = ctx.build.make(case)
+    x = ctx.inputs.state(case).detach().clone().requires_grad_(True)
+    generator = torch.Generator().manual_seed(case.seed)
+    weight = (torch.randn(case.d, case.d, generator=generator, dtype=torch.float64)
+              / case.d ** 0.5).to(device=x.device)
+
+    def step(t: torch.Tensor) -> torch.Tensor:
+        out: torch.Tensor = impl.forward(t, lambda z: z @ weight.T)
+        return out
+
+    try:
+        ok = torch.autograd.gradgradcheck(step, (x,), raise_exception=True)
+    except Exception as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise PropertyFailure(
+            f"torch.autograd.gradgradcheck of forward failed: {type(exc).__name__}: "
+            f"{first[:400]}",
+            hint="the declared double backward does not hold: a backward formula "
+                 "(register_autograd, autograd.Function.backward) that detaches, or calls "
+                 "an op without a derivative of its own") from exc
+    ctx.record.require(ok, "torch.autograd.gradgradcheck of forward returned False")

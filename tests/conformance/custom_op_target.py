@@ -110,3 +110,44 @@ class Bypass(CustomOpMHC):
 def make_bypass(n: int, d: int, **kwargs: Any) -> Bypass:
     """reference:mhc naming a custom op its forward never calls."""
     return Bypass(resolve("reference:mhc").factory(n, d, **kwargs), mix)
+
+
+@torch.library.custom_op("hcspec_test::mix_once", mutates_args=())
+def mix_once(x: torch.Tensor, H_res: torch.Tensor, h_post: torch.Tensor,
+             f: torch.Tensor) -> torch.Tensor:
+    """The same kernel, whose backward is not differentiable (it detaches)."""
+    return _mix(x, H_res, h_post, f)
+
+
+@mix_once.register_fake
+def _(x: torch.Tensor, H_res: torch.Tensor, h_post: torch.Tensor,
+      f: torch.Tensor) -> torch.Tensor:
+    return torch.empty_like(x)
+
+
+def _backward_detached(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    return tuple(g.detach() for g in _backward(ctx, grad.detach()))
+
+
+mix_once.register_autograd(_backward_detached, setup_context=_setup)
+
+
+class DoubleBackward(CustomOpMHC):
+    """Declares ``double_backward=True``."""
+
+    def __init__(self, inner: Any, op: Any) -> None:
+        super().__init__(inner, op)
+        import dataclasses
+
+        from hcspec.conformance.protocol import conventions_of
+        self.conventions = dataclasses.replace(conventions_of(inner), double_backward=True)
+
+
+def make_double_backward(n: int, d: int, **kwargs: Any) -> DoubleBackward:
+    """The fully registered op (its backward is plain torch: differentiable), declared."""
+    return DoubleBackward(resolve("reference:mhc").factory(n, d, **kwargs), mix)
+
+
+def make_double_backward_detached(n: int, d: int, **kwargs: Any) -> DoubleBackward:
+    """Declares double backward, but its op's backward detaches."""
+    return DoubleBackward(resolve("reference:mhc").factory(n, d, **kwargs), mix_once)

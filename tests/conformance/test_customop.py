@@ -19,7 +19,11 @@ def _statuses(target: str) -> dict[str, rp.PropertyResult]:
 def test_a_fully_registered_custom_op_passes() -> None:
     results = _statuses("tests.conformance.custom_op_target:make")
     assert {k: r.status for k, r in results.items()} == {
-        "customop.opcheck": rp.PASSED, "customop.export": rp.PASSED}
+        "customop.opcheck": rp.PASSED, "customop.export": rp.PASSED,
+        "customop.double_backward": rp.NOT_APPLICABLE}
+    assert results["customop.double_backward"].message == (
+        "the target does not declare double_backward=True (a backward that is itself "
+        "differentiable)")
     assert results["customop.export"].achieved is not None
     assert results["customop.export"].achieved["error"] == 0.0
 
@@ -46,5 +50,21 @@ def test_a_forward_bypassing_its_op_fails_export() -> None:
 def test_without_custom_ops_the_family_is_not_applicable(target: str) -> None:
     results = _statuses(target)
     assert {r.status for r in results.values()} == {rp.NOT_APPLICABLE}
-    assert all(r.message == "needs the capability custom_ops, which the impl does not offer "
-                            "(see hcspec.conformance.protocol)" for r in results.values())
+    assert {k: r.message for k, r in results.items()} == {
+        "customop.opcheck": "needs the capability custom_ops, which the impl does not offer "
+                            "(see hcspec.conformance.protocol)",
+        "customop.export": "needs the capability custom_ops, which the impl does not offer "
+                           "(see hcspec.conformance.protocol)",
+        "customop.double_backward": "the target does not declare double_backward=True (a "
+                                    "backward that is itself differentiable)"}
+
+
+def test_a_declared_double_backward_is_checked() -> None:
+    good = _statuses("tests.conformance.custom_op_target:make_double_backward")
+    assert good["customop.double_backward"].status == rp.PASSED
+    bad = _statuses("tests.conformance.custom_op_target:make_double_backward_detached")
+    failed = bad["customop.double_backward"]
+    assert failed.status == rp.FAILED
+    assert failed.message.startswith("torch.autograd.gradgradcheck of forward failed: "
+                                     "GradcheckError: Jacobian mismatch")
+    assert bad["customop.opcheck"].status == rp.PASSED  # first order is fine

@@ -30,6 +30,9 @@ UNCOVERED: Final[dict[str, str]] = {
     "customop.opcheck": "every mutant is a plain torch module without custom ops (the property "
                         "is not applicable to it); tests/conformance/test_customop.py runs a "
                         "custom op whose fake kernel has the wrong shape" + _NOT_YET,
+    "customop.double_backward": "every mutant declares no double backward (the property is "
+                                "not applicable to it); tests/conformance/test_customop.py runs "
+                                "a declared one whose custom op's backward detaches" + _NOT_YET,
     "customop.export": "every mutant is a plain torch module without custom ops (the property "
                        "is not applicable to it); tests/conformance/test_customop.py runs a "
                        "target that names a custom op its forward bypasses" + _NOT_YET,
