@@ -364,6 +364,10 @@ class Conventions:
             gradients, e.g. for gradient penalties): ``customop.double_backward`` then checks
             it with ``torch.autograd.gradgradcheck`` in float64. False (the default): not
             claimed, that property is not applicable.
+        vmap: True when ``forward`` can be vmapped over a batch of parameter sets
+            (``torch.func.functional_call`` on an ``nn.Module`` impl; its custom ops have
+            ``register_vmap`` rules): ``customop.vmap`` then checks each set's slice against
+            its own forward. False (the default): not claimed, not applicable.
 
     Raises:
         ValueError: on construction, for a value outside the ones listed above.
@@ -395,6 +399,7 @@ class Conventions:
     published: str | None = None
     untraceable: str | None = None
     double_backward: bool = False
+    vmap: bool = False
 
     def __post_init__(self) -> None:
         self._check_sizes()
@@ -461,7 +466,7 @@ class Conventions:
         if isinstance(multiple, bool) or not isinstance(multiple, int) or multiple < 1:
             raise ValueError(
                 f"conventions.hidden_size_multiple: expected an int >= 1, got {multiple!r}")
-        for name in ("contiguous_input", "deterministic", "double_backward"):
+        for name in ("contiguous_input", "deterministic", "double_backward", "vmap"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"conventions.{name}: expected a bool, got "
                                  f"{getattr(self, name)!r}")

@@ -13,8 +13,9 @@ that registers ``torch.library`` custom ops and says which (capability ``custom_
 * ``customop.double_backward`` — where the target declares ``double_backward=True``:
   ``torch.autograd.gradgradcheck`` in float64 of the step ``x ↦ forward(x, F)`` (its custom
   ops' backward formulas must themselves be differentiable).
-
-Not covered here (yet): ``vmap`` over a batch of parameter sets.
+* ``customop.vmap`` — where the target declares ``vmap=True``: ``torch.vmap`` of
+  ``torch.func.functional_call(impl, params, (x, F))`` over a batch of parameter sets (the
+  impl's own, perturbed) gives, for each set, that set's own forward.
 """
 
 from __future__ import annotations
@@ -174,3 +175,58 @@ def check_double_backward(ctx: Context, case: Case) -> None:
                  "(register_autograd, autograd.Function.backward) that detaches, or calls "
                  "an op without a derivative of its own") from exc
     ctx.record.require(ok, "torch.autograd.gradgradcheck of forward returned False")
+
+
+VMAP = Requirement(
+    "declared vmap",
+    "the target does not declare vmap=True (forward vmapped over a batch of parameter sets)",
+    lambda s: s.conventions.vmap)
+"""The target claims its forward can be vmapped over parameter sets."""
+
+PARAMETER_SETS = 3
+"""How many parameter sets ``customop.vmap`` batches."""
+
+
+@declare(
+    "customop.vmap",
+    statement="where declared, torch.vmap over parameter sets gives each set's own forward",
+    requires=(VMAP, capability("parameters")), tolerance=rules.SELF_CONSISTENCY,
+    examples=_examples, cases=Cases(d_more_than_n=True, extreme_scales=False),
+    prerequisites=("shape.output",), explore=False, shrink=False)
+def check_vmap(ctx: Context, case: Case) -> None:
+    """The impl's named parameters, in :data:`PARAMETER_SETS` perturbed copies, stacked;
+    ``torch.vmap`` of ``functional_call(impl, params, (x, F))`` over them (a fixed linear
+    branch, ``x`` shared) equals, set by set, ``functional_call`` with that set alone."""
+    impl = ctx.build.make(case)
+    if not isinstance(impl, torch.nn.Module):
+        raise PropertyFailure("vmap=True is declared but the impl is not a torch.nn.Module "
+                              "(torch.func.functional_call needs one)")
+    x = ctx.inputs.state(case)
+    generator = torch.Generator().manual_seed(case.seed)
+    weight = (torch.randn(case.d, case.d, generator=generator, dtype=torch.float64)
+              / case.d ** 0.5).to(dtype=x.dtype, device=x.device)
+    params = {name: p.detach() for name, p in impl.named_parameters()}
+    sets = [{name: p + 0.1 * k * torch.randn(p.shape, generator=generator,
+                                             dtype=torch.float64).to(p.dtype).to(p.device)
+             for name, p in params.items()} for k in range(PARAMETER_SETS)]
+    stacked = {name: torch.stack([s[name] for s in sets]) for name in params}
+
+    def one(p: dict[str, torch.Tensor]) -> torch.Tensor:
+        out: torch.Tensor = torch.func.functional_call(
+            impl, p, (x, lambda z: z @ weight.T))
+        return out
+
+    with torch.no_grad():
+        try:
+            batched = torch.vmap(one)(stacked)
+        except Exception as exc:
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise PropertyFailure(
+                f"torch.vmap over {PARAMETER_SETS} parameter sets failed: "
+                f"{type(exc).__name__}: {first[:400]}",
+                hint="a custom op without a vmap rule (register_vmap), or forward code that "
+                     "vmap cannot batch (.item(), data-dependent Python control flow, "
+                     "in-place writes into an unbatched tensor)") from exc
+        single = torch.stack([one(s) for s in sets])
+    ctx.record.expect(f"vmap over {PARAMETER_SETS} parameter sets vs each set's forward",
+                      tolerances.scaled_error(f64(batched), f64(single)))

@@ -45,6 +45,21 @@ def _backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, ...]:
 mix.register_autograd(_backward, setup_context=_setup)
 
 
+def _vmap_rule(info: Any, in_dims: tuple[int | None, ...], x: torch.Tensor,
+               H_res: torch.Tensor, h_post: torch.Tensor,
+               f: torch.Tensor) -> tuple[torch.Tensor, int]:
+    """The vmapped dimension folded into the batch axis B (the op is per token)."""
+    size = info.batch_size
+    args = [t.movedim(d, 0) if d is not None else t.unsqueeze(0).expand(size, *t.shape)
+            for t, d in zip((x, H_res, h_post, f), in_dims, strict=True)]
+    folded = [a.reshape(size * a.shape[1], *a.shape[2:]) for a in args]
+    out = mix(*folded)
+    return out.reshape(size, -1, *out.shape[1:]), 0
+
+
+mix.register_vmap(_vmap_rule)
+
+
 @torch.library.custom_op("hcspec_test::mix_bad_fake", mutates_args=())
 def mix_bad_fake(x: torch.Tensor, H_res: torch.Tensor, h_post: torch.Tensor,
                  f: torch.Tensor) -> torch.Tensor:
@@ -151,3 +166,46 @@ def make_double_backward(n: int, d: int, **kwargs: Any) -> DoubleBackward:
 def make_double_backward_detached(n: int, d: int, **kwargs: Any) -> DoubleBackward:
     """Declares double backward, but its op's backward detaches."""
     return DoubleBackward(resolve("reference:mhc").factory(n, d, **kwargs), mix_once)
+
+
+class VmapMHC(torch.nn.Module):
+    """reference:mhc (an nn.Module) with its mixing through ``op``, declaring vmap=True."""
+
+    def __init__(self, inner: Any, op: Any) -> None:
+        super().__init__()
+        import dataclasses
+
+        from hcspec.conformance.protocol import conventions_of
+        self.inner, self.op = inner, op
+        self.n, self.d, self.kind = inner.n, inner.d, inner.kind
+        self.conventions = dataclasses.replace(conventions_of(inner), vmap=True)
+
+    def weights(self, x: torch.Tensor) -> Any:
+        return self.inner.weights(x)
+
+    def forward(self, x: torch.Tensor, branch: Any) -> torch.Tensor:
+        h_pre, h_post, H_res = self.inner.weights(x)
+        f = branch(torch.einsum("bti,btid->btd", h_pre, x))
+        out: torch.Tensor = self.op(x, H_res, h_post, f)
+        return out
+
+
+def make_vmap(n: int, d: int, **kwargs: Any) -> VmapMHC:
+    """The op with a vmap rule, declared vmap=True."""
+    return VmapMHC(resolve("reference:mhc").factory(n, d, **kwargs), mix)
+
+
+class ReadsAScalar(VmapMHC):
+    """Declares vmap=True, but branches in Python on a value of its weights (.item())."""
+
+    def forward(self, x: torch.Tensor, branch: Any) -> torch.Tensor:
+        h_pre, h_post, H_res = self.inner.weights(x)
+        scale = 1.0 if float(H_res.sum().item()) > 0 else -1.0
+        f = branch(torch.einsum("bti,btid->btd", h_pre, x))
+        out: torch.Tensor = self.op(x, H_res, scale * h_post, f)
+        return out
+
+
+def make_vmap_item(n: int, d: int, **kwargs: Any) -> ReadsAScalar:
+    """Declares vmap=True; forward calls .item() on a parameter-dependent value."""
+    return ReadsAScalar(resolve("reference:mhc").factory(n, d, **kwargs), mix)

@@ -20,7 +20,7 @@ def test_a_fully_registered_custom_op_passes() -> None:
     results = _statuses("tests.conformance.custom_op_target:make")
     assert {k: r.status for k, r in results.items()} == {
         "customop.opcheck": rp.PASSED, "customop.export": rp.PASSED,
-        "customop.double_backward": rp.NOT_APPLICABLE}
+        "customop.double_backward": rp.NOT_APPLICABLE, "customop.vmap": rp.NOT_APPLICABLE}
     assert results["customop.double_backward"].message == (
         "the target does not declare double_backward=True (a backward that is itself "
         "differentiable)")
@@ -56,7 +56,9 @@ def test_without_custom_ops_the_family_is_not_applicable(target: str) -> None:
         "customop.export": "needs the capability custom_ops, which the impl does not offer "
                            "(see hcspec.conformance.protocol)",
         "customop.double_backward": "the target does not declare double_backward=True (a "
-                                    "backward that is itself differentiable)"}
+                                    "backward that is itself differentiable)",
+        "customop.vmap": "the target does not declare vmap=True (forward vmapped over a batch "
+                         "of parameter sets)"}
 
 
 def test_a_declared_double_backward_is_checked() -> None:
@@ -68,3 +70,13 @@ def test_a_declared_double_backward_is_checked() -> None:
     assert failed.message.startswith("torch.autograd.gradgradcheck of forward failed: "
                                      "GradcheckError: Jacobian mismatch")
     assert bad["customop.opcheck"].status == rp.PASSED  # first order is fine
+
+
+def test_a_declared_vmap_is_checked() -> None:
+    good = _statuses("tests.conformance.custom_op_target:make_vmap")["customop.vmap"]
+    assert good.status == rp.PASSED and good.achieved is not None
+    assert good.achieved["error"] <= 1e-15
+    bad = _statuses("tests.conformance.custom_op_target:make_vmap_item")["customop.vmap"]
+    assert bad.status == rp.FAILED and bad.failure is not None
+    assert bad.message.startswith("torch.vmap over 3 parameter sets failed: RuntimeError")
+    assert ".item()" in bad.message and "register_vmap" in (bad.failure.hint or "")

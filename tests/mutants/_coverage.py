@@ -33,6 +33,9 @@ UNCOVERED: Final[dict[str, str]] = {
     "customop.double_backward": "every mutant declares no double backward (the property is "
                                 "not applicable to it); tests/conformance/test_customop.py runs "
                                 "a declared one whose custom op's backward detaches" + _NOT_YET,
+    "customop.vmap": "every mutant declares no vmap (the property is not applicable to it); "
+                     "tests/conformance/test_customop.py runs a declared one whose forward "
+                     "calls .item() on a parameter-dependent value" + _NOT_YET,
     "customop.export": "every mutant is a plain torch module without custom ops (the property "
                        "is not applicable to it); tests/conformance/test_customop.py runs a "
                        "target that names a custom op its forward bypasses" + _NOT_YET,
