@@ -61,6 +61,7 @@ def test_without_custom_ops_the_family_is_not_applicable(target: str) -> None:
                          "of parameter sets)"}
 
 
+@pytest.mark.slow
 def test_a_declared_double_backward_is_checked() -> None:
     good = _statuses("tests.conformance.custom_op_target:make_double_backward")
     assert good["customop.double_backward"].status == rp.PASSED

@@ -90,6 +90,7 @@ def test_the_current_folder_stays_importable_for_the_whole_run(
         report.results[0].message
 
 
+@pytest.mark.slow
 def test_the_console_script_imports_lazily_as_python_m_does(tmp_path: Path) -> None:
     """The ``hc-conformance`` script's ``sys.path[0]`` is its own folder, not the current one
     (a launcher script elsewhere stands in for it): the lazy import works there too."""
@@ -207,6 +208,7 @@ def test_typos_in_declarations_are_usage_errors(
     assert written["results"] == [] and expected in written["setup_error"]
 
 
+@pytest.mark.slow
 def test_junit_test_ids_are_the_pytest_node_ids(tmp_path: Path) -> None:
     """The CLI's JUnit names each case ``hcspec.conformance`` :: id, and pytest's node id of
     the same property is ``hcspec.conformance::<id>``: one scheme."""
