@@ -29,9 +29,9 @@ def _results(factory: object, only: list[str],
 
 def test_an_infinite_tolerance_is_inconclusive_not_a_pass() -> None:
     recorder = Recorder()
-    with pytest.raises(Inconclusive, match="tolerance is inf"):
+    with pytest.raises(Inconclusive, match="allowance is inf"):
         recorder.expect("colsum", 0.76, math.inf)
-    with pytest.raises(Inconclusive, match="tolerance is nan"):
+    with pytest.raises(Inconclusive, match="allowance is nan"):
         recorder.expect("colsum", 0.0, math.nan)
     assert recorder.worst.label == ""  # not recorded as the worst comparison
 
