@@ -50,7 +50,8 @@ from hcspec.conformance.protocol import Branch, Conventions, Factory, Kind, Weig
 
 __all__ = [
     "BridgedConnection", "Built", "FlatFunction", "Framework", "Sublayer", "bridged_target",
-    "check_sizes", "cross", "declare", "jax_framework", "mlx_framework", "torch_parameters",
+    "check_sizes", "cross", "declare", "jax_framework", "mlx_framework", "token_bucket",
+    "torch_parameters",
 ]
 
 
@@ -231,6 +232,30 @@ def _flat(fn: Callable[..., Any], names: Sequence[str], single: bool = False) ->
     return FlatFunction(fn, names, single)
 
 
+def token_bucket(tokens: int) -> int:
+    """The bucket of ``tokens``: the next power of two (at least 1). A bridged target that
+    buckets pads the token axis to it, so a framework that compiles per shape (XLA: seconds per
+    new ``(B, T)``, every executable kept) compiles ``log₂`` as many shapes.
+
+    >>> [token_bucket(t) for t in (1, 2, 3, 5, 8, 9)]
+    [1, 2, 4, 8, 8, 16]
+    """
+    return 1 if tokens <= 1 else 1 << (tokens - 1).bit_length()
+
+
+_SHAPES_SEEN: dict[str, set[tuple[int, ...]]] = {}
+"""The state shapes each framework (by name) was called with since its caches were last
+cleared (:attr:`BridgedConnection.max_cached_shapes`)."""
+
+
+def _pad_tokens(t: torch.Tensor, tokens: int) -> torch.Tensor:
+    """``t [B, T, ...]`` with zero tokens appended up to ``tokens`` (differentiable)."""
+    missing = tokens - t.shape[1]
+    if missing <= 0:
+        return t
+    return torch.cat([t, t.new_zeros(t.shape[0], missing, *t.shape[2:])], dim=1)
+
+
 class BridgedConnection:
     """A sublayer in another framework, presented as a kit impl
     (:mod:`hcspec.conformance.protocol`).
@@ -246,6 +271,13 @@ class BridgedConnection:
         framework: the :class:`Framework`.
         params: the parameters by name, torch leaf tensors (``requires_grad``).
         sublayer: the framework functions.
+        bucket_tokens: pad the token axis with zero tokens up to :func:`token_bucket` before
+            the framework sees it, and drop them after (the branch sees the real tokens only).
+            Sound only for a per-token step, which the kit checks (``independence.token``:
+            one token's output does not depend on another's).
+        max_cached_shapes: after this many distinct state shapes, call the framework's
+            ``clear_caches()`` (when it has one, e.g. ``jax.clear_caches``) and start counting
+            again; None: never.
 
     Raises:
         ValueError: (from the methods) ``x`` not ``[B, T, n, d]``; a branch output of another
@@ -253,8 +285,11 @@ class BridgedConnection:
     """
 
     def __init__(self, framework: Framework, sublayer: Sublayer, params: dict[str, torch.Tensor],
-                 n: int, d: int, kind: Kind, conventions: Conventions) -> None:
+                 n: int, d: int, kind: Kind, conventions: Conventions, *,
+                 bucket_tokens: bool = False, max_cached_shapes: int | None = None) -> None:
         self.framework = framework
+        self.bucket_tokens = bucket_tokens
+        self.max_cached_shapes = max_cached_shapes
         self.sublayer = sublayer
         self.params = params
         self.n, self.d = n, d
@@ -288,19 +323,40 @@ class BridgedConnection:
         """``train(False)``."""
         return self.train(False)
 
+    def _crossing(self, x: torch.Tensor) -> tuple[torch.Tensor, int]:
+        """``x`` as it crosses (padded to its token bucket when :attr:`bucket_tokens`), and
+        the real token count; counts the shape for :attr:`max_cached_shapes`."""
+        tokens = x.shape[1]
+        padded = _pad_tokens(x, token_bucket(tokens)) if self.bucket_tokens else x
+        if self.max_cached_shapes is not None:
+            seen = _SHAPES_SEEN.setdefault(self.framework.name, set())
+            seen.add(tuple(padded.shape))
+            if len(seen) > self.max_cached_shapes:
+                clear = getattr(self.framework, "clear_caches", None)
+                if callable(clear):
+                    clear()
+                seen.clear()
+                seen.add(tuple(padded.shape))
+        return padded, tokens
+
     def forward(self, x: torch.Tensor, branch: Branch) -> torch.Tensor:
         """``read`` in the framework, the torch ``branch`` once on ``x_in``, ``write`` in the
         framework; differentiable w.r.t. ``x``, the parameters and what the branch depends on.
+        With :attr:`bucket_tokens` the framework sees the padded state and the branch the real
+        tokens only.
 
         Raises:
             ValueError: see the class.
         """
         check_state(x, self.n, self.d)
         params = tuple(self.params.values())
-        x_in, *saved = cross(self.framework, self._read, *params, x)
+        padded, tokens = self._crossing(x)
+        x_in, *saved = cross(self.framework, self._read, *params, padded)
+        x_in = x_in[:, :tokens]
         z = check_branch_output(branch(x_in), x_in)
-        (out,) = cross(self.framework, self._write, *params, x, z, *saved)
-        return out
+        (out,) = cross(self.framework, self._write, *params, padded,
+                       _pad_tokens(z, padded.shape[1]), *saved)
+        return out[:, :tokens]
 
     def weights(self, x: torch.Tensor) -> Weights:
         """The sublayer's ``(h_pre, h_post, H_res)`` at ``x`` (row form), differentiable.
@@ -310,8 +366,10 @@ class BridgedConnection:
         """
         check_state(x, self.n, self.d)
         assert self._weights is not None  # the attribute is None otherwise
-        h_pre, h_post, h_res = cross(self.framework, self._weights, *self.params.values(), x)
-        return h_pre, h_post, h_res
+        padded, tokens = self._crossing(x)
+        h_pre, h_post, h_res = cross(self.framework, self._weights, *self.params.values(),
+                                     padded)
+        return h_pre[:, :tokens], h_post[:, :tokens], h_res[:, :tokens]
 
     def reduce(self, x: torch.Tensor) -> torch.Tensor:
         """The sublayer's reduction of ``x`` to ``[B, T, d]``, differentiable.
@@ -321,8 +379,9 @@ class BridgedConnection:
         """
         check_state(x, self.n, self.d)
         assert self._reduce is not None  # the attribute is None otherwise
-        (out,) = cross(self.framework, self._reduce, *self.params.values(), x)
-        return out
+        padded, tokens = self._crossing(x)
+        (out,) = cross(self.framework, self._reduce, *self.params.values(), padded)
+        return out[:, :tokens]
 
     def expand(self, h: torch.Tensor) -> torch.Tensor:
         """Replicate ``h [B, T, d]`` into the n streams ``[B, T, n, d]`` (in torch).
@@ -354,7 +413,9 @@ def torch_parameters(values: Mapping[str, np.ndarray], dtype: torch.dtype | None
 def bridged_target(framework: Callable[[], Framework],
                    build: Callable[[int, int, int, int], Built], *,
                    conventions: Conventions, compute_dtype: torch.dtype | None,
-                   parameter_dtype: torch.dtype | None = None, kind: Kind = "mhc") -> Factory:
+                   parameter_dtype: torch.dtype | None = None, kind: Kind = "mhc",
+                   bucket_tokens: bool = False,
+                   max_cached_shapes: int | None = None) -> Factory:
     """A kit target (factory) for a sublayer written in another framework.
 
     Args:
@@ -370,6 +431,11 @@ def bridged_target(framework: Callable[[], Framework],
         parameter_dtype: the dtype of the parameters whatever the factory's dtype (a package
             that keeps them in float32), or None: the factory's dtype.
         kind: the kit's kind.
+        bucket_tokens, max_cached_shapes: bound the framework's compilations
+            (:class:`BridgedConnection`): token counts padded to powers of two, and the
+            framework's caches cleared after so many distinct shapes. A framework that
+            compiles per shape (JAX on CPU: about 5 s forward and 15–20 s backward per new
+            ``(B, T)``, every executable kept) otherwise compiles every shape a run draws.
 
     Returns:
         ``make(n, d, *, layer_index=0, dtype=torch.float64, device="cpu", seed=0)`` building a
@@ -386,7 +452,12 @@ def bridged_target(framework: Callable[[], Framework],
         built = build(n, d, layer_index, seed)
         params = torch_parameters(built.parameters, parameter_dtype or dtype, device)
         declared = declare(conventions, compute_dtype, fw.name)
-        return BridgedConnection(fw, built.sublayer, params, n, d, kind, declared)
+        if bucket_tokens:
+            declared = replace(declared, notes=f"{declared.notes}; token counts padded with "
+                                               "zero tokens to powers of two")
+        return BridgedConnection(fw, built.sublayer, params, n, d, kind, declared,
+                                 bucket_tokens=bucket_tokens,
+                                 max_cached_shapes=max_cached_shapes)
 
     make.__doc__ = (f"Kit factory for a sublayer bridged from another framework, built by "
                     f"{getattr(build, '__qualname__', build)!s}.")
@@ -490,6 +561,12 @@ class _Jax:
             cotangents: Sequence[Any]) -> Sequence[Any]:
         _, pull = self.jax.vjp(lambda *a: tuple(fn(*a)), *primals)
         return list(pull(tuple(cotangents)))
+
+    def clear_caches(self) -> None:
+        """Drop every compiled executable (``jax.clear_caches``): a bridged target with
+        ``max_cached_shapes`` calls it, bounding the memory mappings each compiled shape
+        keeps (``vm.max_map_count``)."""
+        self.jax.clear_caches()
 
 
 def mlx_framework() -> Framework:

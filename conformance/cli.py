@@ -33,7 +33,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from hcspec.conformance import compare, expected, junit, terminal
+from hcspec.conformance import compare, expected, journal, junit, terminal
 from hcspec.conformance import report as rp
 from hcspec.conformance.profiles import DEFAULT_PROFILE, PROFILE_NAMES
 from hcspec.conformance.report import kit_version
@@ -42,6 +42,7 @@ from hcspec.conformance.targets import BUILTIN, DEFAULT_TARGET, ENV_VAR
 if TYPE_CHECKING:
     from hcspec.conformance.parallel.launcher import Launch
     from hcspec.conformance.properties import Property
+    from hcspec.conformance.replay import FailureSaver
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -124,6 +125,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--only", action="append", metavar="IDS",
                      help="property ids, families or globs (comma-separated, repeatable)")
     run.add_argument("--skip", action="append", metavar="IDS", help="as --only, to leave out")
+    run.add_argument("--max-examples", type=_positive, metavar="N", default=None,
+                     help="hypothesis examples per property after the explicit ones, for every "
+                          "property, in place of the profile's (recorded in the report)")
     run.add_argument("--seed", type=int, default=0,
                      help="added to every case's seed and each property's hypothesis seed")
     run.add_argument("--json", metavar="PATH", help="write the JSON report here")
@@ -145,9 +149,27 @@ def build_parser() -> argparse.ArgumentParser:
                           "ranks started here (gloo on cpu, NCCL on cuda, one GPU per rank); "
                           "under torchrun the launcher's ranks are used instead")
     run.add_argument("--no-progress", action="store_true",
-                     help="no progress bar (on a terminal) or per-property status lines "
-                          "(otherwise); the steps of the target's inspection are still "
-                          "announced, so that a hang shows where it is")
+                     help="no progress bar on a terminal (off a terminal, status lines are "
+                          "printed instead: see --no-status); the steps of the target's "
+                          "inspection are still announced, so that a hang shows where it is")
+    run.add_argument("--no-status", action="store_true",
+                     help="off a terminal, no per-property status lines on stderr (printed by "
+                          "default whenever stderr is not a terminal, --no-progress or not)")
+    run.add_argument("--journal", metavar="PATH",
+                     help="append every finished result at once to this journal (JSON lines, "
+                          "fsync-ed; default: beside the first report, r.json -> "
+                          "r.journal.jsonl; none without a report path)")
+    run.add_argument("--resume", action="store_true",
+                     help="continue the run recorded in the journal (same target, profile, "
+                          "seed, device): its finished results are kept, the rest run")
+    run.add_argument("--save-failures", metavar="DIR",
+                     help="per failed property, write DIR/<id>/: case.json, tensors.pt (the "
+                          "case's inputs, the target's and the expected tensors of the failing "
+                          "comparison) and replay.py, a script that replays the case without "
+                          "the CLI and prints the entries that disagree")
+    run.add_argument("--pdb", action="store_true",
+                     help="on a failure, replay its case in this process and open the "
+                          "debugger (post-mortem) at the failing comparison")
     run.add_argument("-v", "--verbose", action="store_true",
                      help="also print, one by one, the properties that did not fail but carry a "
                           "message (blocked, not applicable, a pass with a note)")
@@ -157,7 +179,31 @@ def build_parser() -> argparse.ArgumentParser:
         description=_fill("Print the property catalogue: each property's id, statement, the "
                           "spec theorem it checks, the capability it needs and the kinds "
                           "(hc-static, hc-dynamic, mhc) it applies to."))
+    lister.add_argument("--json", action="store_true",
+                        help="print the rows as a JSON list (id, family, statement, theorems, "
+                             "requires, tolerance)")
+    lister.add_argument("--family", action="append", metavar="FAMILY",
+                        help="only this family's properties (repeatable)")
+    lister.add_argument("--theorem", action="append", metavar="THEOREM",
+                        help="only the properties checking this spec theorem id, or ids "
+                             "starting with it followed by a dot (repeatable)")
     lister.set_defaults(handler=cmd_list)
+    init = sub.add_parser(
+        "init", help="write a documented adapter skeleton for your module",
+        formatter_class=raw,
+        description=_fill("Write a documented adapter skeleton (the factory, the protocol's "
+                          "parts, the conventions to declare) for the module MODULE that holds "
+                          "your HC/mHC layer, to fill in and run with `hc-conformance run "
+                          "FILE:make`. --example writes the kit's complete worked adapter "
+                          "instead (shipped with the package)."))
+    init.add_argument("module", metavar="MODULE", nargs="?", default=None,
+                      help="the import name of the module with your layer (e.g. mylib.layers)")
+    init.add_argument("-o", "--output", metavar="FILE", default=None,
+                      help="where to write (default hc_adapter.py, or conformance_adapter.py "
+                           "with --example); an existing file is never overwritten")
+    init.add_argument("--example", action="store_true",
+                      help="write the worked example adapter (a complete, passing one)")
+    init.set_defaults(handler=cmd_init)
     targets = sub.add_parser(
         "targets", help="list the built-in targets and whether their packages are importable "
                         "here", formatter_class=raw,
@@ -175,7 +221,9 @@ def build_parser() -> argparse.ArgumentParser:
                           "--html, also (or, without -o, instead) as one self-contained HTML "
                           "page with an error ÷ allowance bar per property and the depth "
                           "plot."))
-    render.add_argument("reports", nargs="+", metavar="REPORT.json")
+    render.add_argument("reports", nargs="+", metavar="REPORT.json",
+                        help="JSON reports, or journals (r.journal.jsonl: what a run that died "
+                             "had finished, and what it was running)")
     render.add_argument("--markdown", action="store_true",
                         help="render as Markdown (the default; with --html, only with -o "
                              "or --markdown)")
@@ -227,7 +275,55 @@ def cmd_list(args: argparse.Namespace) -> int:
         Console(stderr=True).print(f"(catalogue read from the sources and cached for the next "
                                    f"listing: {stale})", highlight=False, soft_wrap=True,
                                    style="dim")
+    families = getattr(args, "family", None) or []
+    theorems = getattr(args, "theorem", None) or []
+    known = sorted({row.id.partition(".")[0] for row in rows})
+    unknown = [f for f in families if f not in known]
+    if unknown:
+        return _usage_error(Console(stderr=True), f"--family: unknown {', '.join(unknown)}; "
+                                                  f"expected some of {', '.join(known)}")
+    rows = [row for row in rows
+            if (not families or row.id.partition(".")[0] in families)
+            and (not theorems or any(t == want or t.startswith(want + ".")
+                                     for t in row.theorems for want in theorems))]
+    if getattr(args, "json", False):
+        import json
+
+        sys.stdout.write(json.dumps([
+            {"id": row.id, "family": row.id.partition(".")[0], "statement": row.statement,
+             "theorems": list(row.theorems), "requires": list(row.requires),
+             "tolerance": row.tolerance} for row in rows], indent=2, ensure_ascii=False) + "\n")
+        return EXIT_OK
     terminal.print_catalogue(_console(), rows)
+    return EXIT_OK
+
+
+def cmd_init(args: argparse.Namespace) -> int:
+    """Write the adapter skeleton for ``MODULE`` (:func:`hcspec.conformance.scaffold.skeleton`)
+    or, with ``--example``, the worked example shipped with the package; never overwrite."""
+    from hcspec.conformance import scaffold
+
+    err = Console(stderr=True)
+    if args.example:
+        text = scaffold.worked_example()
+        path = Path(args.output or "conformance_adapter.py")
+    else:
+        if not args.module:
+            return _usage_error(err, "init: give MODULE (the import name of the module with "
+                                     "your layer), or --example")
+        path = Path(args.output or "hc_adapter.py")
+        try:
+            text = scaffold.skeleton(args.module, str(path))
+        except ValueError as exc:
+            return _usage_error(err, str(exc))
+    if path.exists():
+        return _usage_error(err, f"init: {path} exists; give another --output")
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        return _usage_error(err, f"init: cannot write {path}: {exc}")
+    Console().print(f"wrote {path}; run it: hc-conformance run {path}:make --profile quick",
+                    highlight=False, soft_wrap=True)
     return EXIT_OK
 
 
@@ -260,12 +356,14 @@ def cmd_targets(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    """Render JSON reports as one Markdown document (stdout or ``--output``) and, with
+    """Render JSON reports (or journals, :mod:`hcspec.conformance.journal`: the finished
+    results of a run that died) as one Markdown document (stdout or ``--output``) and, with
     ``--html``, as one HTML page (:mod:`hcspec.conformance.html_report`); with ``--html``,
     Markdown is written only when ``--output`` or ``--markdown`` asks for it."""
     err = Console(stderr=True)
     try:
-        reports = [rp.Report.read_json(path) for path in args.reports]
+        reports = [journal.read(path).report() if str(path).endswith(journal.SUFFIX)
+                   else rp.Report.read_json(path) for path in args.reports]
         preamble = (Path(args.preamble).read_text(encoding="utf-8")
                     if args.preamble else None)
     except (OSError, ValueError) as exc:
@@ -288,6 +386,21 @@ def cmd_report(args: argparse.Namespace) -> int:
     except OSError as exc:
         return _usage_error(err, f"cannot write {args.output}: {exc}")
     return EXIT_OK
+
+
+def _positive(text: str) -> int:
+    """``--max-examples``'s value: an int, 1 or more.
+
+    Raises:
+        argparse.ArgumentTypeError: anything else (a usage error, exit 2).
+    """
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number, 1 or more, got {text!r}")
+    return value
 
 
 def _seconds(text: str) -> float:
@@ -436,6 +549,13 @@ def _run(args: argparse.Namespace) -> int:
         _write_setup_error(args, target, message, out, err, skip=set(unwritable))
         return _usage_error(err, f"{message} (nothing was run)")
     show_progress = not args.no_progress and err.is_terminal
+    journal_path = _journal_path(args)
+    try:
+        finished = _resumed(args, journal_path, target)
+        log = None if journal_path is None else journal.Journal.open(journal_path,
+                                                                    append=args.resume)
+    except (OSError, ValueError) as exc:
+        return _usage_error(err, str(exc))
     progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
                         MofNCompleteColumn(), TimeElapsedColumn(), console=err, transient=True,
                         disable=not show_progress)
@@ -455,6 +575,15 @@ def _run(args: argparse.Namespace) -> int:
             err.file.flush()
 
     def on_setup(header: rp.Report) -> None:
+        if log is not None:
+            log.header(header)
+            if args.resume:
+                log.resumed(len(finished))
+                header.warnings.append(f"resumed from the journal {journal_path}: "
+                                       f"{len(finished)} results of the earlier run kept")
+        resolved_device.append(header.device)
+        if saver is not None:
+            saver.device = header.device
         # First, so that in a log holding both streams the status lines follow the header.
         # The bar pauses meanwhile: on a shared terminal the header would run into it.
         progress.stop()
@@ -463,13 +592,24 @@ def _run(args: argparse.Namespace) -> int:
         progress.start()
 
     def on_start(prop: Property, index: int, total: int) -> None:
+        if log is not None:
+            log.running(prop.id)  # a run that dies now leaves which property was running
         progress.update(task, description=prop.id, completed=index, total=total)
 
+    saver = _failure_saver(args, target)
+    resolved_device: list[str] = []
+
     def on_result(result: rp.PropertyResult) -> None:
+        if log is not None:
+            log.result(result)  # durable before the run goes on
         progress.advance(task)
-        if not show_progress and not args.no_progress:
+        if not show_progress and not args.no_status:
             err.print(f"{result.id}: {result.status}", highlight=False)
             err.file.flush()
+        if result.status in (rp.FAILED, rp.ERROR) and (saver is not None or args.pdb):
+            progress.stop()
+            _take_home(args, saver, result, resolved_device, err)
+            progress.start()
 
     try:
         with progress:
@@ -478,21 +618,101 @@ def _run(args: argparse.Namespace) -> int:
                 skip=args.skip, seed=args.seed, expected_failures=failures, case=case,
                 on_start=on_start, on_result=on_result, on_setup=on_setup,
                 timeout=args.timeout, on_resolved=on_resolved, on_status=on_status,
-                world_size=args.world_size,
+                world_size=args.world_size, finished=finished,
+                max_examples=args.max_examples,
             )
     except (TargetError, catalogue.SelectionError, ValueError) as exc:
+        if log is not None:
+            log.close()
         message = source_tree_problem(target, exc) or str(exc)
         if isinstance(exc, TargetError) and not args.target and os.environ.get(ENV_VAR):
             message += f" (TARGET taken from ${ENV_VAR})"
         _write_setup_error(args, target, message, out, err)
         return _usage_error(err, message)
+    if log is not None:
+        log.end(report)
+        log.close()
+    terminal.print_failures(out, report, verbose=args.verbose)  # the failures first
     terminal.print_table(out, report)
-    terminal.print_details(out, report, verbose=args.verbose)
+    terminal.print_notes(out, report, verbose=args.verbose)
     terminal.print_summary(out, report)
+    if saver is not None:
+        from hcspec.conformance.replay import saved_summary
+
+        for line in saved_summary(saver):
+            out.print(escape(line), highlight=False, soft_wrap=True)
     code = _exit_code(report)
     if not _write_reports(args, report, out, err) and code == EXIT_OK:
         code = EXIT_USAGE
     return code
+
+
+def _journal_path(args: argparse.Namespace) -> Path | None:
+    """``--journal``, else the journal beside the first report path asked for
+    (:func:`hcspec.conformance.journal.beside`), else None (no journal)."""
+    if getattr(args, "journal", None):
+        return Path(args.journal)
+    for path in (args.json, args.junit, args.markdown, args.html):
+        if path:
+            return journal.beside(path)
+    return None
+
+
+def _resumed(args: argparse.Namespace, path: Path | None,
+             target: str) -> list[rp.PropertyResult]:
+    """The finished results of the journal a ``--resume`` run continues ([] without
+    ``--resume``).
+
+    Raises:
+        ValueError: no journal path, no such journal, or a journal of another run (target,
+            profile, seed or device differ: :func:`hcspec.conformance.journal.resume_problem`).
+    """
+    if not getattr(args, "resume", False):
+        return []
+    if path is None:
+        raise ValueError("--resume needs the journal: give --journal PATH or the report path "
+                         "the earlier run wrote (its journal is beside it)")
+    if not path.is_file():
+        raise ValueError(f"--resume: there is no journal {path}")
+    from hcspec.conformance.runner import resolve_device
+
+    state = journal.read(path)
+    here = {"target": target, "profile": args.profile, "seed": args.seed,
+            "device": resolve_device(args.device)}
+    problem = journal.resume_problem(state, here)
+    if problem is not None:
+        raise ValueError(f"--resume {path}: {problem}")
+    return state.results
+
+
+def _failure_saver(args: argparse.Namespace, target: str) -> FailureSaver | None:
+    """The ``--save-failures`` writer of this run, None without the option."""
+    if not getattr(args, "save_failures", None):
+        return None
+    from hcspec.conformance.replay import FailureSaver
+
+    return FailureSaver(Path(args.save_failures), target, args.profile, args.device,
+                        args.seed, args.timeout)
+
+
+def _take_home(args: argparse.Namespace, saver: FailureSaver | None,
+               result: rp.PropertyResult, device: list[str], err: Console) -> None:
+    """For one failed (or errored) property: save it (``--save-failures``) and, with
+    ``--pdb``, replay its case here and open the debugger at the failing comparison."""
+    if saver is not None:
+        err.print(f"... saving {result.id}'s failing case to {saver.directory}",
+                  highlight=False)
+        saver.save(result.id, result.failure)
+    if args.pdb and result.failure is not None and result.failure.counterexample:
+        from hcspec.conformance.replay import replay
+        from hcspec.conformance.runner import prepare
+        from hcspec.conformance.strategies import Case
+
+        setup = prepare(args.target or os.environ.get(ENV_VAR) or DEFAULT_TARGET,
+                        profile=args.profile, device=device[0] if device else args.device,
+                        seed=args.seed, timeout=args.timeout)
+        replay(setup, result.id, Case.from_json(result.failure.counterexample),
+               post_mortem=True)
 
 
 SOURCE_TREE_PACKAGES = ("examples", "tests", "tools", "benchmarks")

@@ -62,11 +62,12 @@ class Failure:
         shrunk_from: the explicit example it was shrunk from (JSON), None when not shrunk.
         shrink_runs: how many re-runs the shrinking took.
         shrunk_from_figures: the failing comparison's figures at ``shrunk_from`` (``error E >
-            tolerance T [rule R: floor F, error = E/F × floor]``, :func:`comparison_figures`),
+            allowance T [rule R: floor F, error = E/F × floor]``, :func:`comparison_figures`),
             where the failure is usually more severe than at the shrunk case ('' when not
             shrunk or not numeric).
         reproduce: the one-line command that replays ``counterexample``.
-        traceback: the traceback (errors only).
+        traceback: the traceback of an error, or of the target's exception a failure was
+            raised from (:func:`target_traceback`); None for a plain comparison.
     """
 
     kind: str
@@ -89,12 +90,12 @@ class Failure:
 
     @property
     def figures(self) -> str:
-        """``label: error E, tolerance T`` plus, when known, the rule and its floor
+        """``label: error E, allowance T`` plus, when known, the rule and its floor
         (``, rule R, floor F, error = E/F × floor``); '' when the failure is not a numeric
         comparison."""
         if self.error is None or self.tolerance is None:
             return ""
-        text = f"{self.label or 'error'}: error {self.error:.3g}, tolerance {self.tolerance:.3g}"
+        text = f"{self.label or 'error'}: error {self.error:.3g}, allowance {self.tolerance:.3g}"
         if self.rule:
             text += f", rule {self.rule}"
             if self.floor is not None and self.floor > 0:
@@ -145,7 +146,7 @@ def rule_text(rule: str | None, error: float, floor: float | None) -> str:
 
 
 def comparison_figures(exc: BaseException) -> str:
-    """``error E > tolerance T [rule R: floor F, error = E/F × floor]`` of a numeric failure
+    """``error E > allowance T [rule R: floor F, error = E/F × floor]`` of a numeric failure
     (its ``error``, ``tolerance``, ``rule`` and ``floor`` attributes, as
     :func:`rule_text`), '' when ``exc`` carries no error and tolerance: the figures the
     shrunk-from line shows for the explicit example (:attr:`Failure.shrunk_from_figures`)."""
@@ -155,7 +156,7 @@ def comparison_figures(exc: BaseException) -> str:
         return ""
     rule = getattr(exc, "rule", None)
     floor = _number(getattr(exc, "floor", None))
-    return (f"error {error:.3g} > tolerance {tolerance:.3g}"
+    return (f"error {error:.3g} > allowance {tolerance:.3g}"
             f"{rule_text(str(rule) if rule else None, error, floor)}")
 
 
@@ -188,7 +189,9 @@ def from_exception(exc: BaseException, *, failed: bool, counterexample: str | No
     """The :class:`Failure` for ``exc`` raised on the case ``counterexample`` (JSON).
 
     ``failed`` says the exception means "the property does not hold" (a ``PropertyFailure``);
-    otherwise it is an unexpected error and its traceback is kept. The structured attributes
+    otherwise it is an unexpected error and its traceback is kept. A failure keeps the
+    traceback of the target's exception it was raised from (:func:`target_traceback`).
+    The structured attributes
     of the exception (``label``, ``error``, ``tolerance``, ``rule``, ``floor``, ``detail``,
     ``hint``) are used when present; the message is never parsed for them. ``hint`` is used
     when the exception brings none.
@@ -210,8 +213,34 @@ def from_exception(exc: BaseException, *, failed: bool, counterexample: str | No
         detail=str(detail) if detail else "",
         hint=str(own_hint) if own_hint else hint,
         counterexample=counterexample,
-        traceback=None if failed else "".join(tb.format_exception(exc)),
+        traceback=target_traceback(exc, failed=failed),
     )
+
+
+KIT_EXCEPTIONS: Final = frozenset({"PropertyFailure", "FactoryRejected", "NotApplicable",
+                                   "Inconclusive", "ConventionsError", "TimedOut"})
+"""The kit's own exception types: a failure they carry is the kit's verdict, not the
+target's exception; their cause, when there is one, is."""
+
+
+def target_traceback(exc: BaseException, *, failed: bool) -> str | None:
+    """The traceback worth showing for ``exc``: for an unexpected error, its own (with the
+    chain); for a failure (``failed``), that of the first exception in its chain
+    (``__cause__``) raised by anything but the kit (:data:`KIT_EXCEPTIONS`):
+    the target's own exception, e.g. a factory or forward that raised, which the kit turned
+    into a failure (``raise PropertyFailure(...) from exc``; only explicit causes are
+    followed, so an exception the kit handled itself is never shown). None when the chain
+    holds none (a comparison beyond its allowance)."""
+    if not failed:
+        return "".join(tb.format_exception(exc))
+    seen: set[int] = {id(exc)}
+    current: BaseException | None = exc.__cause__  # the failure itself is the kit's verdict
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if type(current).__name__ not in KIT_EXCEPTIONS:
+            return "".join(tb.format_exception(current, chain=False))
+        current = current.__cause__
+    return None
 
 
 def signature(exc: BaseException) -> tuple[str, str]:

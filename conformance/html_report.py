@@ -37,7 +37,7 @@ PALETTE: Final = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17bec
                   "#8c564b", "#e377c2")
 """Curve colours of the plots, in order (repeated past eight curves)."""
 TEMPLATE: Final = "report.html.j2"
-CODE_FIELDS: Final = frozenset({"minimal counterexample", "reproduce"})
+CODE_FIELDS: Final = frozenset({"minimal counterexample", "reproduce", "traceback"})
 """Lines of a failure's explanation shown as code."""
 UNEXPECTED_OR_XFAIL: Final = frozenset(rp.UNEXPECTED | {rp.XFAIL})
 """Statuses explained in the failures section."""
@@ -201,18 +201,21 @@ def failure_lines(result: rp.PropertyResult) -> list[Line]:
     """What the failures section shows for ``result`` (failed, error, timeout, xpass, xfail):
     the expected-failure reason (xfail), then :func:`hcspec.conformance.failure.explain` of its
     failure (message, figures, hint, minimal counterexample, shrunk-from, reproduction
-    command) or, for a result without a failure (an xpass), its message and the worst
+    command; the template folds the traceback of an error, of a timeout's stuck thread or of
+    the target's exception behind a failure under it) or,
+    for a result without a failure (an xpass), its message and the worst
     comparison it measured."""
     lines: list[Line] = []
     if result.status == rp.XFAIL and result.expected_failure:
         lines.append(Line("expected failure", result.expected_failure, False))
     if result.failure is not None:
-        lines += [Line(key, text, key in CODE_FIELDS) for key, text in explain(result.failure)]
+        lines += [Line(key, text, key in CODE_FIELDS)
+                  for key, text in explain(result.failure)]  # the traceback: folded apart
         return lines
     lines.append(Line("message", result.message or "(no message)", False))
     if result.worst:
         lines.append(Line("worst", f"{result.worst.get('label', 'error')}: error "
-                                   f"{result.worst.get('error')}, tolerance "
+                                   f"{result.worst.get('error')}, allowance "
                                    f"{result.worst.get('tolerance')}", False))
     return lines
 
@@ -247,7 +250,17 @@ def _row(result: rp.PropertyResult, prefix: str) -> Row:
 
 @dataclass(frozen=True)
 class Section:
-    """Everything the page shows for one report."""
+    """Everything the page shows for one report.
+
+    Attributes:
+        rows: the table's rows: every property but the not-applicable ones.
+        failures: the rows explained as cards at the top (failed, error, timeout, xpass,
+            xfail).
+        not_applicable: the folded not-applicable properties, ``(reason, ids)``, the most
+            common reason first.
+        declared, defaults: the conventions the target declared, and those at their defaults
+            (:meth:`hcspec.conformance.report.Report.conventions_split`).
+    """
 
     report: rp.Report
     prefix: str
@@ -255,6 +268,9 @@ class Section:
     families: list[tuple[str, dict[str, int | float | None], str]]
     failures: list[Row]
     plots: list[tuple[str, Plot]]
+    not_applicable: list[tuple[str, list[str]]]
+    declared: dict[str, str]
+    defaults: dict[str, str]
 
 
 def _section(report: rp.Report, prefix: str) -> Section:
@@ -267,8 +283,15 @@ def _section(report: rp.Report, prefix: str) -> Section:
             drawn = plot(quantity, curves)
             if drawn is not None:
                 plots.append((r.id, drawn))
-    return Section(report, prefix, rows, families,
-                   [row for row in rows if row.anchor is not None], plots)
+    folded: dict[str, list[str]] = {}
+    for r in report.results:
+        if r.status == rp.NOT_APPLICABLE:
+            folded.setdefault(r.skip_reason.partition(": ")[2] or r.message, []).append(r.id)
+    declared, defaults = report.conventions_split()
+    return Section(report, prefix, [row for row in rows
+                                    if row.result.status != rp.NOT_APPLICABLE], families,
+                   [row for row in rows if row.anchor is not None], plots,
+                   sorted(folded.items(), key=lambda item: -len(item[1])), declared, defaults)
 
 
 def _template() -> jinja2.Template:
@@ -300,7 +323,7 @@ def render_html(reports: Sequence[rp.Report], title: str | None = None) -> str:
                            else f"hc-conformance: {len(reports)} reports")
     return _template().render(
         title=page_title, sections=sections, statuses=rp.STATUSES,
-        unexpected=rp.UNEXPECTED, allowance=allowance_position(),
+        unexpected=rp.UNEXPECTED, allowance=allowance_position(), legend=rp.LEGEND,
         failure_lines=failure_lines, bar_low=BAR_DECADES[0], bar_high=BAR_DECADES[1],
         kit_version=rp.kit_version())
 

@@ -1,6 +1,8 @@
 """JUnit XML for a conformance report (``hc-conformance run --junit PATH``), written with
-junitparser: one test suite per run (named after the target), one test case per property
-(classname ``hcspec.conformance.<family>``).
+junitparser: one test suite per run (named after the target), one test case per property:
+classname ``hcspec.conformance``, name the property id (the test id
+``hcspec.conformance::<id>`` of :func:`hcspec.conformance.report.test_id`, which pytest's own
+``--junitxml`` writes the same way; the family is the id's first part).
 
 Mapping: passed and xfail pass (xfail keeps its reason in system-out); failed, timeout and
 xpass are failures; error is an error (with the traceback); blocked and not_applicable are
@@ -33,13 +35,13 @@ def to_junit(report: rp.Report) -> JUnitXml:
         suite.add_property("interrupted_by", report.interrupted_by or "SIGINT")
         suite.add_property("running", report.running or "")
     if report.setup_error is not None:  # nothing ran: one errored case says why
-        setup = TestCase("setup", classname="hcspec.conformance.setup")
+        setup = TestCase("setup", classname=rp.TEST_ID_PREFIX)
         error = Error(report.setup_error.splitlines()[0], type_="setup_error")
         error.text = report.setup_error
         setup.result = [error]
         suite.add_testcase(setup)
     for r in report.results:
-        case = TestCase(r.id, classname=f"hcspec.conformance.{r.family}", time=r.seconds)
+        case = TestCase(r.id, classname=rp.TEST_ID_PREFIX, time=r.seconds)
         detail = _detail(r)
         if r.status in (rp.FAILED, rp.XPASS, rp.TIMEOUT):
             failure = Failure(r.message, type_=r.status)
@@ -55,7 +57,7 @@ def to_junit(report: rp.Report) -> JUnitXml:
             case.system_out = r.message
         suite.add_testcase(case)
     for pid in report.not_run:
-        case = TestCase(pid, classname="hcspec.conformance.not_run")
+        case = TestCase(pid, classname=rp.TEST_ID_PREFIX)
         running = " (it was running)" if pid == report.running else ""
         case.result = [Skipped(f"not run: the run was interrupted by "
                                f"{report.interrupted_by or 'SIGINT'}{running}")]
@@ -67,9 +69,10 @@ def to_junit(report: rp.Report) -> JUnitXml:
 
 
 def _detail(r: rp.PropertyResult) -> str:
-    """The failure's explanation (:func:`explain_text`), or the message of a result without
-    a failure (an xpass)."""
-    return explain_text(r.failure) if r.failure is not None else r.message
+    """The failure's explanation (:func:`explain_text`, with the traceback of the target's
+    exception where there is one), or the message of a result without a failure (an
+    xpass)."""
+    return explain_text(r.failure, traceback=True) if r.failure is not None else r.message
 
 
 def write_junit(report: rp.Report, path: str | Path) -> None:

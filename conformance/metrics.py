@@ -16,10 +16,13 @@ import math
 
 import torch
 
+from hcspec.conformance import capture
+
 
 def scaled_error(got: torch.Tensor, want: torch.Tensor, scale: float | None = None) -> float:
     """``max|got − want| / max(1, scale)`` in float64 (``scale`` defaults to ``max|want|``);
-    ``inf`` when either side is non-finite where the other is finite, or shapes differ.
+    ``inf`` when either side is non-finite where the other is finite, or shapes differ. While
+    a failing case is replayed (:mod:`hcspec.conformance.capture`) the two tensors are kept.
 
     Shapes: any, equal. Both sides are copied to float64 on the CPU (any dtype, any device);
     an empty pair gives 0.
@@ -34,7 +37,9 @@ def scaled_error(got: torch.Tensor, want: torch.Tensor, scale: float | None = No
         return math.inf
     if scale is None:
         scale = float(b.abs().max())
-    return float((a - b).abs().max()) / max(1.0, scale)
+    error = float((a - b).abs().max()) / max(1.0, scale)
+    capture.note_comparison(a, b, scale, error)  # kept only while a failure is replayed
+    return error
 
 
 def projective_diameter(H: torch.Tensor) -> torch.Tensor:

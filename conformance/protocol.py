@@ -79,6 +79,7 @@ translates to this protocol; docs/conformance.md has a complete worked adapter.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import InitVar, dataclass
 from typing import Any, Final, Literal, Protocol, TypeGuard, cast, runtime_checkable
@@ -121,9 +122,10 @@ READ_MAP: Final = "read_map"
 PUBLISHED_PARAMETERS: Final = "published_parameters"
 LOAD_PUBLISHED: Final = "load_published"
 THREADS: Final = "threads"
+CUSTOM_OPS: Final = "custom_ops"
 CAPABILITIES: Final[tuple[str, ...]] = (WEIGHTS, EXPAND, REDUCE, PARAMETERS, TRAIN_EVAL, LOGITS,
                                         STACK, PUBLISHED_PARAMETERS, LOAD_PUBLISHED, THREADS,
-                                        ELEMENTWISE_WEIGHTS, READ_MAP)
+                                        ELEMENTWISE_WEIGHTS, READ_MAP, CUSTOM_OPS)
 """Names of the optional capabilities, as reported by :func:`capabilities`."""
 
 
@@ -400,6 +402,14 @@ class Conventions:
             ``"ggml inference ops have no backward"``), or None (the default): differentiable.
             Declared, every property that differentiates the impl is not applicable with this
             reason (requirement ``DIFFERENTIABLE``), and its outputs carry no autograd graph.
+        double_backward: True when the backward is itself differentiable (second-order
+            gradients, e.g. for gradient penalties): ``customop.double_backward`` then checks
+            it with ``torch.autograd.gradgradcheck`` in float64. False (the default): not
+            claimed, that property is not applicable.
+        vmap: True when ``forward`` can be vmapped over a batch of parameter sets
+            (``torch.func.functional_call`` on an ``nn.Module`` impl; its custom ops have
+            ``register_vmap`` rules): ``customop.vmap`` then checks each set's slice against
+            its own forward. False (the default): not claimed, not applicable.
         formula: the mHC step's degrees of freedom, one :class:`hcspec.spec.record.Formula`
             (the default: the mHC paper's, Eq. 8–9): the gates ``h_pre = σ(·) + eps`` and
             ``h_post = c·σ(·) + eps``, and the Sinkhorn–Knopp variant making ``H_res``
@@ -452,6 +462,8 @@ class Conventions:
     published: str | None = None
     untraceable: str | None = None
     no_backward: str | None = None
+    double_backward: bool = False
+    vmap: bool = False
     formula: Formula = dataclasses.field(default_factory=Formula)
     read: Read = "per_stream"
 
@@ -507,7 +519,7 @@ class Conventions:
         if isinstance(multiple, bool) or not isinstance(multiple, int) or multiple < 1:
             raise ValueError(
                 f"conventions.hidden_size_multiple: expected an int >= 1, got {multiple!r}")
-        for name in ("contiguous_input", "deterministic"):
+        for name in ("contiguous_input", "deterministic", "double_backward", "vmap"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"conventions.{name}: expected a bool, got "
                                  f"{getattr(self, name)!r}")
@@ -556,6 +568,18 @@ class Conventions:
                 out[name] = getattr(self, name)
         return out
 
+    def declared_fields(self) -> list[str]:
+        """The constructor keywords whose values differ from their defaults, in the order of
+        :meth:`declared`: what the impl declared (a declaration at its default value cannot be
+        told apart, and needs no mention).
+
+        >>> Conventions(reduce="mean", sinkhorn_iterations=10).declared_fields()
+        ['reduce', 'sinkhorn_iterations']
+        """
+        default = Conventions().declared()
+        return [name for name, value in self.declared().items()
+                if name not in default or value != default[name]]
+
     def describe(self) -> dict[str, str]:
         """Every declaration (:meth:`declared`) as text, for reports (``None`` iterations shows
         the assumed default)."""
@@ -584,8 +608,11 @@ class Conventions:
         names = list(_DECLARATIONS)
         unknown = sorted(str(k) for k in declared if k not in names)
         if unknown:
+            guesses = [f"{close[0]!r} for {k!r}" for k in unknown
+                       if (close := difflib.get_close_matches(k, names, n=1, cutoff=0.6))]
+            meant = f" (did you mean {', '.join(guesses)}?)" if guesses else ""
             raise ConventionsError(
-                f"impl.conventions: unknown field(s) {unknown}; the fields are {names}")
+                f"impl.conventions: unknown field(s) {unknown}{meant}; the fields are {names}")
         values = dict(declared)
         for key in ("compute_dtype", "output_dtype"):
             dtype = values.get(key)
@@ -736,6 +763,14 @@ def has_read_map(impl: object) -> TypeGuard[SupportsReadMap]:
     return callable(getattr(impl, READ_MAP, None))
 
 
+def has_custom_ops(impl: object) -> bool:
+    """``impl`` offers ``custom_ops(x)`` (capability ``custom_ops``): the ``torch.library``
+    custom ops its forward calls on the state ``x [B,T,n,d]``, as a sequence of
+    ``(op, args, kwargs)`` sample calls (``op`` a ``torch._ops.OpOverload`` or the object
+    ``torch.library.custom_op`` returns)."""
+    return callable(getattr(impl, CUSTOM_OPS, None))
+
+
 def has_logits(impl: object) -> TypeGuard[SupportsLogits]:
     """``impl`` offers ``logits(x)`` (capability ``logits``)."""
     return callable(getattr(impl, LOGITS, None))
@@ -813,7 +848,7 @@ def capabilities(impl: object) -> frozenset[str]:
               (PUBLISHED_PARAMETERS, has_published_parameters),
               (LOAD_PUBLISHED, has_load_published), (THREADS, has_threads),
               (ELEMENTWISE_WEIGHTS, has_elementwise_weights),
-              (READ_MAP, has_read_map))
+              (READ_MAP, has_read_map), (CUSTOM_OPS, has_custom_ops))
     return frozenset(name for name, offered in checks if offered(impl))
 
 
@@ -856,7 +891,8 @@ def check_required(impl: object) -> None:
     Raises:
         TypeError: ``impl`` lacks ``n``, ``d``, ``kind`` or a callable ``forward``, or ``n``/``d``
             are not positive ints; the message names what is missing.
-        ValueError: ``kind`` is not one of :data:`KINDS`.
+        UnknownKind: (a ``ValueError``) ``kind`` is not one of :data:`KINDS`; the message
+            names the closest kind (``'mHC'`` → ``'mhc'``).
     """
     missing = [name for name in ("n", "d", "kind") if not hasattr(impl, name)]
     if not callable(getattr(impl, "forward", None)):
@@ -872,4 +908,13 @@ def check_required(impl: object) -> None:
             raise TypeError(f"impl.{name}: expected a positive int, got {value!r}")
     kind = cast(Any, impl).kind
     if kind not in KINDS:
-        raise ValueError(f"impl.kind: expected one of {KINDS}, got {kind!r}")
+        text = str(kind).lower()
+        close = [k for k in KINDS if k == text] or difflib.get_close_matches(
+            text, list(KINDS), n=1, cutoff=0.5)
+        meant = f" (did you mean {close[0]!r}?)" if close else ""
+        raise UnknownKind(f"impl.kind: expected one of {KINDS}, got {kind!r}{meant}")
+
+
+class UnknownKind(ValueError):
+    """``impl.kind`` is not one of :data:`KINDS` (a declaration the kit cannot read: the run
+    stops with a usage error, as for :class:`ConventionsError`)."""

@@ -221,14 +221,21 @@ class _TargetRun:
         self.running: str | None = None
 
     def setup(self) -> RunSetup:
-        """The resolved and inspected target (built once, at the first property)."""
+        """The resolved and inspected target (built once, at the first property). A target
+        whose sample impl declares an unknown ``kind`` or conventions field ends the session
+        as a usage error (exit code 4), as at collection."""
         from hcspec.conformance.runner import prepare
+        from hcspec.conformance.targets import TargetError, importable_folders
 
         if self._setup is None:
             s = self.settings
-            with self._home.active():
-                self._setup = prepare(s.target, profile=s.profile, device=s.device,
-                                      seed=s.seed, timeout=s.timeout)
+            try:
+                with self._home.active(), importable_folders():
+                    self._setup = prepare(s.target, profile=s.profile, device=s.device,
+                                          seed=s.seed, timeout=s.timeout)
+            except TargetError as exc:  # a typo in a declaration (kind, conventions)
+                pytest.exit(f"hcspec conformance kit, target {s.target!r}: {exc}",
+                            returncode=pytest.ExitCode.USAGE_ERROR)
         return self._setup
 
     def run(self, prop_id: str) -> PropertyResult:
@@ -236,11 +243,14 @@ class _TargetRun:
         ``.hypothesis/`` in the current directory)."""
         from hcspec.conformance import properties
         from hcspec.conformance.runner import evaluate_property
+        from hcspec.conformance.targets import importable_folders
 
         prop = properties.BY_ID[prop_id]
         self.running = prop_id  # left set when a signal stops the property
         setup = self.setup()
-        with self._home.active():
+        # the current folder importable while the target runs (a factory importing its
+        # project's modules lazily), as under the CLI
+        with self._home.active(), importable_folders():
             result = evaluate_property(setup, prop, self.statuses, self.expected.get(prop_id))
         self.statuses[prop_id] = result.status
         self.running = None
@@ -318,9 +328,13 @@ class ConformanceItem(pytest.Item):
         _report(run.run(self.prop_id))
 
     def reportinfo(self) -> tuple[str, int | None, str]:
-        """``("hc-conformance", None, "hc-conformance PROPERTY_ID")``: where pytest reports
-        the item (no file or line: it is a property of the kit, not a test in a file)."""
-        return ("hc-conformance", None, f"hc-conformance {self.prop_id}")
+        """``("hcspec.conformance", None, "hcspec.conformance::PROPERTY_ID")``: where pytest
+        reports the item (no file or line: it is a property of the kit, not a test in a file);
+        the node id is the same test id (:func:`hcspec.conformance.report.test_id`) that the
+        CLI's JUnit report uses."""
+        from hcspec.conformance.report import TEST_ID_PREFIX, test_id
+
+        return (TEST_ID_PREFIX, None, test_id(self.prop_id))
 
 
 class ConformanceCollector(pytest.Collector):
@@ -377,7 +391,11 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         return
     _validate(_settings(config, None))
     _handle_sigterm(config)
-    collector = ConformanceCollector.from_parent(session, name="hc-conformance")
+    from hcspec.conformance.report import TEST_ID_PREFIX
+
+    # node ids hcspec.conformance::<id>, the test ids of the CLI's JUnit report too
+    collector = ConformanceCollector.from_parent(session, name=TEST_ID_PREFIX,
+                                                 nodeid=TEST_ID_PREFIX)
     report = config.hook.pytest_make_collect_report(collector=collector)
     config.hook.pytest_collectreport(report=report)  # counted in "collected N items"
     items.extend(x for x in report.result if isinstance(x, pytest.Item))

@@ -48,6 +48,23 @@ JSON_SCHEMA_VERSION: Final = 2
 docstring); version 1 reports are read through :func:`migrate`."""
 
 
+TEST_ID_PREFIX: Final = "hcspec.conformance"
+"""The first part of every property's test id, under every route: pytest's node id
+(``hcspec.conformance::shape.output`` under ``--hc-target``), JUnit's classname and name
+(from ``hc-conformance run --junit`` and from pytest's ``--junitxml`` alike: classname
+``hcspec.conformance``, name ``shape.output``)."""
+
+
+def test_id(property_id: str) -> str:
+    """A property's test id, the same under pytest and the CLI:
+    ``hcspec.conformance::<property id>``.
+
+    >>> test_id("shape.output")
+    'hcspec.conformance::shape.output'
+    """
+    return f"{TEST_ID_PREFIX}::{property_id}"
+
+
 def kit_version() -> str:
     """The installed hcspec version, or the source tree's."""
     try:
@@ -178,7 +195,8 @@ class PropertyResult:
 
     @property
     def traceback(self) -> str | None:
-        """The traceback of an unexpected exception (status ``error``), else None."""
+        """The traceback of an unexpected exception (status ``error``) or of the target's
+        exception a failure was raised from, else None."""
         return self.failure.traceback if self.failure is not None else None
 
     @property
@@ -295,6 +313,11 @@ class Report:
         warnings: run-level findings about the target as built (a sample impl that could not
             be built or whose conventions could not be read, a forward that is not
             deterministic in the mode the factory builds it), shown in the header.
+        max_examples: the hypothesis examples per property after the explicit ones (the
+            profile's, or ``--max-examples``); None in a report of an earlier kit.
+        declared_conventions: the names of the conventions the target declared (those that
+            differ from the defaults; ``conventions`` holds every field): the reports show
+            these and fold the rest. None (a report of an earlier kit): unknown, all shown.
         case: the one case replayed (``--case``), every field filled in, as JSON; None for
             a normal run. case_at_defaults: the names of its fields that hold their default
             value (``--case`` fills a field it does not give with the default).
@@ -322,6 +345,17 @@ class Report:
     interrupted_by: str | None = None
     timeout: float | None = None
     global_state_changes: list[str] = field(default_factory=list)
+    declared_conventions: list[str] | None = None
+    max_examples: int | None = None
+
+    def conventions_split(self) -> tuple[dict[str, str], dict[str, str]]:
+        """``(declared, at their defaults)``: :attr:`conventions` split by
+        :attr:`declared_conventions` (all declared when that is None)."""
+        if self.declared_conventions is None:
+            return dict(self.conventions), {}
+        chosen = set(self.declared_conventions)
+        return ({k: v for k, v in self.conventions.items() if k in chosen},
+                {k: v for k, v in self.conventions.items() if k not in chosen})
 
     @property
     def summary(self) -> dict[str, int]:
@@ -464,7 +498,7 @@ def _unfailed_lines(r: PropertyResult) -> list[str]:
     lines = [f"- message: {_md(r.message)}"]
     if r.worst:
         lines.append(f"- worst: {_md(r.worst['label'])}: error "
-                     f"{r.worst['error']:.3g}, tolerance {r.worst['tolerance']:.3g}")
+                     f"{r.worst['error']:.3g}, allowance {r.worst['tolerance']:.3g}")
     return lines
 
 
@@ -483,21 +517,42 @@ def floor_text(achieved: dict[str, Any]) -> str:
     return f" ({error / floor:.2g}× floor)"
 
 
+LEGEND: Final = (
+    ("error", "what the check measured, e.g. the largest difference from the expected "
+              "value relative to max(1, its magnitude)"),
+    ("floor", "what a correct implementation errs by there, in the run's precision (the "
+              "rounding unit, or the error of the spec's own closed form computed the same "
+              "way)"),
+    ("allowance", "the most error the property's rule allows, a multiple of the floor; a "
+                  "property fails when error > allowance. 'error = k × floor' on a failure "
+                  "says how far past a correct implementation's error it is"),
+)
+"""The three figures every report shows, one word each (the terminal, HTML and Markdown
+print this legend)."""
+
+
+def legend_text() -> str:
+    """:data:`LEGEND` as one paragraph (``error: …; floor: …; allowance: …``)."""
+    return "; ".join(f"{word}: {meaning}" for word, meaning in LEGEND) + "."
+
+
 UNBOUNDED_TOLERANCE: Final = 1e300
 """A tolerance at or above this (or not finite) bounds nothing: a reported figure (HC's
 growth over depth, whose "tolerance" is the largest float so the run keeps the largest)."""
 
 
 def achieved_text(achieved: dict[str, Any] | None) -> str:
-    """``E / T (E/F× floor)`` of a result's ``achieved``; ``E (reported, no bound)`` where
-    the tolerance bounds nothing (:data:`UNBOUNDED_TOLERANCE`), so no report shows a
-    tolerance that cannot fail next to "passed"; '' without ``achieved``."""
+    """``E / A`` (error / allowance) of a result's ``achieved``; ``E (reported, no bound)``
+    where the allowance bounds nothing (:data:`UNBOUNDED_TOLERANCE`), so no report shows an
+    allowance that cannot fail next to "passed"; '' without ``achieved``. The floor is left
+    to the failure's figures and the legend (:data:`LEGEND`): "4.2e+05× floor" on a pass
+    read as alarming."""
     if not achieved:
         return ""
     error, tolerance = achieved.get("error"), achieved.get("tolerance")
     if isinstance(tolerance, (int, float)) and not tolerance < UNBOUNDED_TOLERANCE:
         return f"{error:.2g} (reported, no bound)"
-    return f"{error:.2g} / {tolerance:.2g}{floor_text(achieved)}"
+    return f"{error:.2g} / {tolerance:.2g}"
 
 
 def _achieved_text(r: PropertyResult) -> str:
@@ -551,14 +606,19 @@ def to_markdown(report: Report, heading_level: int = 2) -> str:
         lines.append(f"- **interrupted** ({report.interrupted_by or 'SIGINT'}) while running "
                      f"{report.running or 'nothing'}; not run: "
                      f"{', '.join(report.not_run) or 'none'}")
+    declared, defaults = report.conventions_split()
     lines += ["", "Declared conventions:", "", "| field | value |", "| --- | --- |"]
-    lines += [f"| {_md(k)} | {_md(v)} |" for k, v in report.conventions.items()]
+    lines += [f"| {_md(k)} | {_md(v)} |" for k, v in declared.items()]
+    if defaults:
+        lines += ["", f"At their defaults ({len(defaults)}): "
+                  + "; ".join(f"{_md(k)}={_md(v)}" for k, v in defaults.items())]
     counts = ", ".join(f"{n} {s}" for s, n in report.summary.items() if n)
     families = ", ".join(f"{family} {family_score_text(entry)}"
                          for family, entry in report.family_scores().items())
     lines += ["", f"Summary: {counts or 'nothing ran'} — "
               f"{report.verdict}. Families (passed/checked): {families}.", ""]
-    lines += ["| property | status | examples | seconds | error / tolerance | note |",
+    lines += [f"_{legend_text()}_", ""]
+    lines += ["| property | status | examples | seconds | error / allowance | note |",
               "| --- | --- | ---: | ---: | ---: | --- |"]
     for r in report.results:
         status = f"**{r.status}**" if r.status in UNEXPECTED or r.status == XFAIL else r.status

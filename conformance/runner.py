@@ -13,6 +13,7 @@ report (``interrupted``). pytest (:mod:`hcspec.conformance.pytest_plugin`) and t
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import importlib.metadata
 import platform
@@ -21,7 +22,7 @@ import time
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields
-from typing import Any, Final, TypeVar
+from typing import Any, Final, ParamSpec, TypeVar
 
 import torch
 from hypothesis import Verbosity, given, reject, settings
@@ -47,14 +48,16 @@ from hcspec.conformance.properties.requirements import DISTRIBUTED, Subject
 from hcspec.conformance.protocol import (
     KINDS,
     Conventions,
+    ConventionsError,
     Factory,
+    UnknownKind,
     capabilities,
     check_required,
     conventions_of,
 )
 from hcspec.conformance.report import kit_version
 from hcspec.conformance.strategies import Case, make_branch
-from hcspec.conformance.targets import Target, resolve
+from hcspec.conformance.targets import Target, TargetError, importable_folders, resolve
 from hcspec.conformance.timeouts import Terminated as Terminated  # re-exported: runner's API
 from hcspec.conformance.timeouts import (
     TimedOut,
@@ -63,6 +66,8 @@ from hcspec.conformance.timeouts import (
 )
 
 T = TypeVar("T")
+R = TypeVar("R")
+P = ParamSpec("P")
 
 
 def resolve_device(device: str) -> str:
@@ -93,6 +98,8 @@ class TargetInfo:
             failure's hint names them.
         global_state_changes: what the factory and the forward changed in torch's global
             state (restored by the kit; :mod:`hcspec.conformance.isolation`).
+        declaration_error: a declaration the kit cannot read (an unknown ``kind``, an unknown
+            or invalid conventions field): :func:`prepare` raises it as a usage error.
     """
 
     kind: str = "unknown"
@@ -103,6 +110,7 @@ class TargetInfo:
     warnings: list[str] = field(default_factory=list)
     causes: dict[str, str] = field(default_factory=dict)
     global_state_changes: list[str] = field(default_factory=list)
+    declaration_error: str | None = None
 
 
 StatusFn = Callable[[str], None]
@@ -129,8 +137,9 @@ def inspect_target(factory: Factory, device: str, seed: int, *,
             _in_worker(lambda: _inspect_seeded(info, factory, device, seed, status),
                        timeout, "building and inspecting a sample impl", changed)
         except TimedOut as exc:
+            stuck = f"; it was stuck at {exc.stack.where}" if exc.stack is not None else ""
             info.problems.append(f"{info.causes.get('running', 'the inspection')} did not "
-                                 f"finish within {exc.seconds:g} s (--timeout)")
+                                 f"finish within {exc.seconds:g} s (--timeout){stuck}")
             changed = []  # the abandoned thread is inside the kit's RNG fork: not the target's
     info.causes.pop("running", None)
     if changed:
@@ -165,6 +174,9 @@ def _inspect(info: TargetInfo, factory: Factory, device: str, seed: int,
         info.dtype = dtype
         try:
             check_required(impl)
+        except UnknownKind as exc:
+            info.declaration_error = str(exc)
+            return
         except (TypeError, ValueError) as exc:
             info.problems.append(str(exc))
             return
@@ -172,8 +184,9 @@ def _inspect(info: TargetInfo, factory: Factory, device: str, seed: int,
         info.capabilities = capabilities(impl)
         try:
             info.conventions = conventions_of(impl)
-        except TypeError as exc:
-            info.problems.append(str(exc))
+        except ConventionsError as exc:
+            info.declaration_error = str(exc)
+            return
         ignored = _ignored_dtype(impl, dtype, info.conventions.compute_dtype)
         if ignored:
             info.causes["dtype"] = ignored
@@ -415,6 +428,9 @@ class RunSetup:
             conventions=self._conventions(), versions=_versions(self.target),
             warnings=[*self.info.problems, *self.info.warnings], timeout=self.timeout,
             global_state_changes=list(self.info.global_state_changes),
+            max_examples=self.profile.max_examples,
+            declared_conventions=[name for name in self.info.conventions.declared_fields()
+                                  if name in self._conventions()],
         )
 
     def _conventions(self) -> dict[str, str]:
@@ -436,19 +452,30 @@ def prepare(
     target: str | Factory | None, *, profile: str = "ci", device: str = "auto", seed: int = 0,
     timeout: float | None = None, on_status: StatusFn | None = None,
     on_resolved: SetupDone | None = None, world_size: int | None = None,
+    max_examples: int | None = None,
 ) -> RunSetup:
     """Resolve the target, profile and device and inspect a sample impl
     (:func:`inspect_target`, within the time limit). ``on_resolved`` is called once the
     target is resolved, before any factory or forward runs, with a report holding the part of
     the header known by then (target, versions, profile, seed, device).
 
+    ``max_examples`` replaces the profile's hypothesis examples per property (None: the
+    profile's own); the report records the number used (``Report.max_examples``).
+
     Raises:
-        hcspec.conformance.targets.TargetError, ValueError: as :func:`check_implementation`.
+        hcspec.conformance.targets.TargetError, ValueError: as :func:`check_implementation`;
+            also a TargetError when the sample impl declares an unknown ``kind`` or conventions
+            the kit cannot read (:attr:`TargetInfo.declaration_error`; with a "did you mean").
     """
     if world_size is not None and (isinstance(world_size, bool) or not isinstance(
             world_size, int) or world_size < 1):
         raise ValueError(f"world_size must be an int >= 1, got {world_size!r}")
     chosen = get_profile(profile)
+    if max_examples is not None:  # --max-examples: every property's exploration budget
+        if isinstance(max_examples, bool) or not isinstance(max_examples, int) \
+                or max_examples < 1:
+            raise ValueError(f"max_examples must be an int >= 1, got {max_examples!r}")
+        chosen = dataclasses.replace(chosen, max_examples=max_examples)
     resolved = resolve(target)
     dev = resolve_device(device)
     limit = _timeout(chosen, timeout)
@@ -456,6 +483,8 @@ def prepare(
     if on_resolved is not None:
         on_resolved(early.report())
     early.info = inspect_target(resolved.factory, dev, seed, on_status=on_status, timeout=limit)
+    if early.info.declaration_error is not None:  # a typo in a declaration: a usage error
+        raise TargetError(f"TARGET {resolved.name!r}: {early.info.declaration_error}")
     return early
 
 
@@ -464,6 +493,19 @@ ProgressResult = Callable[[rp.PropertyResult], None]
 SetupDone = Callable[[rp.Report], None]
 
 
+def _current_folder_importable(run: Callable[P, R]) -> Callable[P, R]:
+    """``run`` with the current folder importable for the whole call, and ``sys.path`` put
+    back after it (:func:`hcspec.conformance.targets.importable_folders`)."""
+
+    @functools.wraps(run)
+    def wrapped(*args: P.args, **kwargs: P.kwargs) -> R:
+        with importable_folders():
+            return run(*args, **kwargs)
+
+    return wrapped
+
+
+@_current_folder_importable
 def check_implementation(
     target: str | Factory | None = None,
     *,
@@ -482,10 +524,14 @@ def check_implementation(
     on_resolved: SetupDone | None = None,
     on_status: StatusFn | None = None,
     world_size: int | None = None,
+    finished: Sequence[rp.PropertyResult] = (),
+    max_examples: int | None = None,
 ) -> rp.Report:
     """Run the conformance properties against ``target`` and return the structured report.
 
-    Every property (and the inspection of a sample impl) runs in a worker thread limited to
+    The current folder is importable for the whole call (a factory may import its project's
+    modules when it likes; ``sys.path`` is put back after). Every property (and the
+    inspection of a sample impl) runs in a worker thread limited to
     ``timeout`` seconds, and within :func:`hcspec.conformance.isolation.watch`: what the
     target changes in torch's global state is recorded (``global_state_changes``) and
     restored, so the caller's process is left as it was found.
@@ -520,6 +566,12 @@ def check_implementation(
             starts the ranks here, or joins the launcher's group when this process joined one
             (:mod:`hcspec.conformance.parallel.launcher`); the harness's deadline is
             ``timeout``. None: a single-process run, where they are not applicable.
+        max_examples: hypothesis examples per property after the explicit ones, in place of
+            the profile's (``--max-examples``; recorded in the report); None: the profile's.
+        finished: results of an earlier run of the same target (``--resume``, read from its
+            journal, :mod:`hcspec.conformance.journal`): taken as they are, in place of
+            running their properties again (``on_start``/``on_result`` are not called for
+            them); their statuses block dependants as their own would.
 
     Returns:
         The :class:`hcspec.conformance.report.Report`. ``KeyboardInterrupt`` (Ctrl-C) or
@@ -529,7 +581,8 @@ def check_implementation(
         that did not finish.
 
     Raises:
-        hcspec.conformance.targets.TargetError: the target cannot be resolved or imported.
+        hcspec.conformance.targets.TargetError: the target cannot be resolved or imported, or
+            its sample impl declares an unknown ``kind`` or unreadable conventions.
         hcspec.conformance.properties.SelectionError: ``only``/``skip`` name no property.
         ValueError: unknown profile or device, or an expected failure with an unknown id;
             a ``case`` text or dict that is not a case.
@@ -556,7 +609,8 @@ def check_implementation(
 
     try:
         setup = prepare(target, profile=profile, device=device, seed=seed, timeout=timeout,
-                        on_status=status, on_resolved=resolved, world_size=world_size)
+                        on_status=status, on_resolved=resolved, world_size=world_size,
+                        max_examples=max_examples)
         if world_size is not None:
             status(f"running the multi-process properties on {world_size} ranks")
             hand_off(setup, selected)
@@ -577,7 +631,12 @@ def check_implementation(
     if on_setup is not None:
         on_setup(report)
     statuses: dict[str, str] = {}
+    done = {r.id: r for r in finished}
     for index, prop in enumerate(selected):
+        if prop.id in done:  # resumed: finished by an earlier run of the same target
+            statuses[prop.id] = done[prop.id].status
+            report.results.append(done[prop.id])
+            continue
         if on_start is not None:
             on_start(prop, index, len(selected))
         try:
@@ -858,13 +917,19 @@ def _known_bug_class(prop: Property, ctx: Context, case: Case,
 
 
 def _timed_out(prop: Property, exc: TimedOut, case: Case | None) -> _Outcome:
-    """The outcome of a property that ran past its limit, naming the case that was running."""
+    """The outcome of a property that ran past its limit, naming the case that was running
+    and the line its thread was stuck at (its Python stack is the failure's traceback)."""
     running = (f"the case {case.to_json()} was running" if case is not None
                else "no case had started (the explicit examples were being prepared)")
+    stuck = f"; it was stuck at {exc.stack.where}" if exc.stack is not None else ""
     message = (f"{prop.id} did not finish within {exc.seconds:g} s (--timeout): {running} "
-               "when the limit passed; its thread was abandoned and the run went on")
+               f"when the limit passed{stuck}; its thread was abandoned and the run went on")
+    stack = (None if exc.stack is None else
+             "Python stack of the stuck thread when the limit passed (most recent call "
+             "last):\n" + exc.stack.text)
     failure = fl.Failure(kind=rp.TIMEOUT, exception="TimedOut", message=message,
                          counterexample=case.to_json() if case is not None else None,
                          hint="a forward or factory that never returns (a deadlock, a wait "
-                              "on a resource, an endless loop) for this configuration")
+                              "on a resource, an endless loop) for this configuration",
+                         traceback=stack)
     return _Outcome(rp.TIMEOUT, failing=case, failure=failure)

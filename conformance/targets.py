@@ -12,7 +12,12 @@ TARGET forms:
   without importing an adapter, torch or a third-party package, so that ``--help`` and
   ``hc-conformance targets`` stay fast;
 * ``package.module:factory`` — any importable module (the current directory is importable)
-  and the name of a factory in it (dotted attribute paths such as ``module:Class.make`` work).
+  and the name of a factory in it (dotted attribute paths such as ``module:Class.make`` work);
+* ``path/to/file.py:factory`` — a Python file, loaded by path and registered in
+  ``sys.modules`` under its stem (its own folder is importable while it loads).
+
+A TARGET without ``:factory`` naming a file or module here gets a "did you mean"
+(``hc_adapter.py`` → ``hc_adapter:make``), an unknown built-in name the closest one.
 
 The environment variable :data:`ENV_VAR` (``HC_CONFORMANCE_TARGET``) supplies a TARGET where the
 CLI argument or the pytest option is not given.
@@ -20,16 +25,21 @@ CLI argument or the pytest option is not given.
 
 from __future__ import annotations
 
+import ast
+import contextlib
+import difflib
 import functools
 import importlib
 import importlib.metadata
+import importlib.util
 import os
 import pkgutil
 import re
 import sys
 import traceback
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, cast
 
 from hcspec.conformance import adapters
@@ -42,7 +52,8 @@ if TYPE_CHECKING:
 __all__ = [
     "BUILTIN", "DEFAULT_TARGET", "ENV_VAR", "BuiltinStatus", "BuiltinTarget", "Target",
     "TargetError", "adapter_modules", "builtin_status", "declaration_modules", "declared_targets",
-    "describe", "package_problem", "providers", "register_builtin", "resolve",
+    "describe", "importable_folders", "package_problem", "providers", "register_builtin",
+    "resolve",
 ]
 
 ENV_VAR: Final = "HC_CONFORMANCE_TARGET"
@@ -150,19 +161,124 @@ def _version(distribution: str) -> str | None:
         return None
 
 
+@contextlib.contextmanager
+def importable_folders(*folders: str | os.PathLike[str]) -> Iterator[None]:
+    """Within the block, the current folder (and each of ``folders``) is importable: put at
+    the front of ``sys.path`` where it is not there already, and taken out again after the
+    block (``sys.path`` is left as it was found, whatever the block did to the rest of it).
+
+    A factory imports its own project's modules when it likes, e.g. inside ``make``: the
+    folder must stay importable for the whole run, not only while the TARGET is imported,
+    so that the ``hc-conformance`` script (whose ``sys.path[0]`` is the script's folder) and
+    ``python -m hcspec.conformance`` (whose ``sys.path[0]`` is the current folder) behave the
+    same. The runner (:func:`hcspec.conformance.runner.check_implementation`) and the pytest
+    plugin run the target inside this block.
+    """
+    added: list[str] = []
+    for given in (os.getcwd(), *folders):
+        folder = os.path.abspath(os.fspath(given))
+        if folder in sys.path or folder in added or (folder == os.getcwd() and "" in sys.path):
+            continue
+        sys.path.insert(0, folder)
+        added.append(folder)
+    try:
+        yield
+    finally:
+        for folder in added:
+            with contextlib.suppress(ValueError):
+                sys.path.remove(folder)
+
+
+def _suggest(word: str, choices: Iterable[str]) -> str:
+    """`` (did you mean 'X'?)`` for the closest of ``choices`` to ``word`` (a built-in name
+    ending in ``:word``, hcspec's reference first, else difflib's closest), '' when none is
+    close."""
+    names = sorted(choices, key=lambda name: not name.startswith("reference:"))
+    close = [n for n in names if n.endswith(":" + word)] or difflib.get_close_matches(
+        word, names, n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _factory_names(file: Path) -> list[str]:
+    """The top-level functions and classes of the Python file ``file`` (read with :mod:`ast`,
+    never run), ``make`` first where it exists; [] when the file cannot be parsed."""
+    try:
+        tree = ast.parse(file.read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, ValueError):
+        return []
+    names = [node.name for node in tree.body
+             if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and not node.name.startswith("_")]
+    return sorted(names, key=lambda name: name != "make")
+
+
+def _did_you_mean_module(path: str) -> str | None:
+    """A one-line suggestion for a TARGET without ``:factory``: a Python file
+    (``hc_adapter.py``, ``src/hc_adapter.py``) or a module name (``hc_adapter``) of which a file
+    exists here, with its factory (``make`` when the file defines one); None otherwise."""
+    file = Path(path) if path.endswith(".py") else Path(*path.split(".")).with_suffix(".py")
+    if not file.is_file():
+        return None
+    names = _factory_names(file)
+    factory = names[0] if names else "FACTORY"
+    module = path.removesuffix(".py") if "/" not in path and os.sep not in path else None
+    forms = ([f"{module.replace('/', '.')}:{factory}"] if module else []) + [f"{file}:{factory}"]
+    return " or ".join(repr(form) for form in forms)
+
+
+_PATH_TARGET = re.compile(r"^(?P<file>.+\.py):(?P<attr>[A-Za-z_][\w.]*)$")
+"""``path/to/file.py:factory``: a TARGET naming a Python file."""
+
+
+def _load_file(file: Path, what: str, path: str) -> object:
+    """The module of the Python file ``file``, loaded by path and registered in
+    ``sys.modules`` (TorchDynamo and pickle look a function's module up there) under the
+    file's stem, or ``hc_target_<stem>`` when that name is taken by another module.
+
+    Raises:
+        TargetError: the file does not exist, or running it raised (with the traceback).
+    """
+    file = file.resolve()
+    if not file.is_file():
+        raise TargetError(f"{what} {path!r}: there is no file {str(file)!r}")
+    name = file.stem
+    taken = sys.modules.get(name)
+    if taken is not None:
+        if getattr(taken, "__file__", None) and Path(str(taken.__file__)).resolve() == file:
+            return taken
+        name = f"hc_target_{file.stem}"
+    spec = importlib.util.spec_from_file_location(name, file)
+    if spec is None or spec.loader is None:
+        raise TargetError(f"{what} {path!r}: {str(file)!r} cannot be loaded as a module")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        with importable_folders(file.parent):
+            spec.loader.exec_module(module)
+    except Exception as exc:  # the user's module failed: shown in full
+        sys.modules.pop(name, None)
+        raise TargetError(f"{what} {path!r}: running {str(file)!r} failed: "
+                          f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}") from exc
+    return module
+
+
 def _import_attribute(path: str, what: str) -> object:
+    by_file = _PATH_TARGET.match(path)
+    if by_file is not None:
+        obj: object = _load_file(Path(by_file["file"]), what, path)
+        module_name, attr_path = by_file["file"], by_file["attr"]
+        return _attribute(obj, path, what, module_name, attr_path)
     module_name, _, attr_path = path.partition(":")
     if not module_name or not attr_path:
+        suggestion = _did_you_mean_module(module_name or path)
+        if suggestion is not None:
+            raise TargetError(f"{what} {path!r} names no factory: did you mean {suggestion}?")
         raise TargetError(
-            f"{what} {path!r}: expected 'package.module:factory' or a built-in name "
-            f"({', '.join(sorted(BUILTIN))})"
+            f"{what} {path!r}: expected 'package.module:factory', 'path/to/file.py:factory' or "
+            f"a built-in name{_suggest(path, BUILTIN)} (hc-conformance targets lists them)"
         )
-    cwd = os.getcwd()
-    added = cwd not in sys.path and "" not in sys.path
-    if added:  # modules in the current directory are importable, as with `python -m`
-        sys.path.insert(0, cwd)
     try:
-        obj: object = importlib.import_module(module_name)
+        with importable_folders():  # modules in the current folder import, as with `python -m`
+            obj = importlib.import_module(module_name)
     except ModuleNotFoundError as exc:
         if not _names_the_module(exc, module_name):  # a dependency of the module is missing
             raise TargetError(
@@ -171,21 +287,31 @@ def _import_attribute(path: str, what: str) -> object:
         raise TargetError(
             f"{what} {path!r}: there is no module {exc.name!r} (searched the current "
             f"directory and sys.path); give package.module:factory of an importable module, "
-            f"or a built-in name (hc-conformance targets lists them)") from None
+            f"path/to/file.py:factory, or a built-in name (hc-conformance targets lists them)"
+        ) from None
     except Exception as exc:  # any import-time failure is the user's, shown in full
         raise TargetError(
             f"{what} {path!r}: importing {module_name!r} failed: "
             f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}"
         ) from exc
-    finally:
-        if added and cwd in sys.path:
-            sys.path.remove(cwd)
+    return _attribute(obj, path, what, module_name, attr_path)
+
+
+def _attribute(obj: object, path: str, what: str, module_name: str, attr_path: str) -> object:
+    """``obj.<attr_path>`` (a dotted path), checked to be callable.
+
+    Raises:
+        TargetError: an attribute is missing (with the closest name, difflib) or the result is
+            not callable.
+    """
     for part in attr_path.split("."):
         try:
             obj = getattr(obj, part)
         except AttributeError:
+            names = [n for n in dir(obj) if not n.startswith("_")]
             raise TargetError(
                 f"{what} {path!r}: module {module_name!r} has no attribute {attr_path!r}"
+                f"{_suggest(part, names)}"
             ) from None
     if not callable(obj):
         raise TargetError(f"{what} {path!r}: {attr_path!r} is not callable")
@@ -245,10 +371,11 @@ def resolve(target: str | Factory | None) -> Target:
     prefix = target.partition(":")[0]
     if any(name.startswith(prefix + ":") for name in BUILTIN) and "." not in prefix:
         known = ", ".join(sorted(n for n in BUILTIN if n.startswith(prefix + ":")))
-        raise TargetError(f"unknown built-in target {target!r}; known: {known}")
+        raise TargetError(f"unknown built-in target {target!r}{_suggest(target, BUILTIN)}; "
+                          f"known: {known}")
     factory = _import_attribute(target, "TARGET")
     top = prefix.split(".")[0]
-    version = _version(top)
+    version = None if _PATH_TARGET.match(target) or not top else _version(top)
     if version is not None:
         versions[top] = version
     return Target(target, factory, _first_doc_line(factory), versions)

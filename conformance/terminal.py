@@ -31,8 +31,10 @@ def print_preamble(console: Console, report: rp.Report) -> None:
         console.print(f"  {escape(report.description)}")
     versions = ", ".join(f"{k} {v}" for k, v in report.versions.items())
     limit = f"{report.timeout:g} s" if report.timeout else "none"
-    console.print(f"  profile {report.profile}, seed {report.seed}, device {report.device}, "
-                  f"timeout per property {limit}; {escape(versions)}")
+    examples = ("" if report.max_examples is None
+                else f" ({report.max_examples} hypothesis examples per property)")
+    console.print(f"  profile {report.profile}{examples}, seed {report.seed}, device "
+                  f"{report.device}, timeout per property {limit}; {escape(versions)}")
 
 
 def print_header(console: Console, report: rp.Report, *, preamble: bool = True) -> None:
@@ -43,8 +45,11 @@ def print_header(console: Console, report: rp.Report, *, preamble: bool = True) 
         print_preamble(console, report)
     console.print(f"  kind {escape(report.kind)}, working dtype {report.dtype}")
     console.print(f"  capabilities: {', '.join(report.capabilities) or 'none'}")
-    conventions = "; ".join(f"{k}={v}" for k, v in report.conventions.items() if v)
-    console.print(f"  conventions: {escape(conventions)}")
+    declared, defaults = report.conventions_split()
+    conventions = "; ".join(f"{k}={v}" for k, v in declared.items() if v) or "none"
+    folded = f" ({len(defaults)} more at their defaults: see the JSON or HTML report)" \
+        if defaults else ""
+    console.print(f"  conventions declared: {escape(conventions)}{folded}", soft_wrap=True)
     if report.case is not None:
         console.print(f"  [bold]case[/bold] (one case replayed, --case): {escape(report.case)}",
                       soft_wrap=True)
@@ -63,19 +68,25 @@ def _achieved(r: rp.PropertyResult) -> str:
 
 
 def print_table(console: Console, report: rp.Report) -> None:
-    """One row per property: id, status, examples, seconds, achieved error; then why the
-    rows that did not run are not applicable or blocked (:func:`print_reasons`)."""
+    """One row per property that applies: id, status, examples, seconds, error / allowance
+    (the not-applicable rows are folded: counted and grouped by reason below the table, with
+    the blocked ones, :func:`print_reasons`); then the legend of the figures
+    (:data:`hcspec.conformance.report.LEGEND`)."""
     table = Table(show_lines=False, header_style="bold")
     table.add_column("property", no_wrap=True)
     table.add_column("status", no_wrap=True)
     table.add_column("examples", justify="right")
     table.add_column("seconds", justify="right")
-    table.add_column("error / tolerance", justify="right", no_wrap=True)
+    table.add_column("error / allowance", justify="right", no_wrap=True)
     for r in report.results:
+        if r.status == rp.NOT_APPLICABLE:
+            continue
         table.add_row(r.id, f"[{STYLES[r.status]}]{r.status}[/]", str(r.examples),
                       f"{r.seconds:.2f}", _achieved(r))
     console.print(table)
     print_reasons(console, report)
+    if report.results:
+        console.print(f"[dim]{escape(rp.legend_text())}[/]", soft_wrap=True)
 
 
 REASONED: tuple[str, ...] = (rp.NOT_APPLICABLE, rp.BLOCKED)
@@ -91,33 +102,58 @@ def print_reasons(console: Console, report: rp.Report) -> None:
         if r.status in REASONED:
             reason = r.message.removeprefix("blocked: ") or "(no reason given)"
             groups.setdefault((r.status, reason), []).append(r.id)
+    folded = sum(1 for r in report.results if r.status == rp.NOT_APPLICABLE)
+    if folded:
+        console.print(f"[dim]{folded} not applicable (not in the table), by reason:[/]")
     for (status, reason), ids in sorted(groups.items(), key=lambda g: REASONED.index(g[0][0])):
         label = status.replace("_", " ")
         console.print(f"[{STYLES[status]}]{label}[/]: {escape(reason)}", soft_wrap=True)
         console.print(f"  {', '.join(ids)}", style="dim", soft_wrap=True)
 
 
-def print_details(console: Console, report: rp.Report, verbose: bool = False) -> None:
-    """Each failure (failed, error, timeout, xpass) explained
-    (:func:`hcspec.conformance.failure.explain`: message, the failing case's error and
-    tolerance, hint, minimal counterexample, shrunk-from, reproduction, traceback); blocked
-    and not-applicable reasons when ``verbose``; then what the target changed in torch's
-    global state (restored)."""
+def print_failures(console: Console, report: rp.Report, verbose: bool = False) -> None:
+    """The failures first, one card each (failed, error, timeout, xpass), before the table:
+    a rule, the property and its status, then its explanation
+    (:func:`hcspec.conformance.failure.explain`)."""
+    failing = [r for r in report.results if r.status in rp.UNEXPECTED]
+    if not failing:
+        return
+    console.print(f"\n[bold red]{len(failing)} failure{'s' if len(failing) > 1 else ''}[/]")
+    for r in failing:
+        console.rule(style="red")
+        _explain(console, r, verbose)
+    console.rule(style="red")
+
+
+def print_notes(console: Console, report: rp.Report, verbose: bool = False) -> None:
+    """After the table: with ``verbose`` the properties that did not fail but carry a
+    message (blocked, not applicable, a pass with a note), one by one; then what the target
+    changed in torch's global state (restored)."""
     for r in report.results:
-        if r.status not in rp.UNEXPECTED and not (verbose and r.message):
-            continue
-        console.print(f"\n[{STYLES[r.status]}]{r.status.upper()}[/] [bold]{r.id}[/bold] — "
-                      f"{escape(r.statement)}")
-        if r.failure is None:
-            console.print(f"  {escape(r.message)}", soft_wrap=True)
-            continue
-        for key, text in explain(r.failure, traceback=True):
-            if key == "traceback":
-                console.print(escape(text), style="dim", soft_wrap=True)
-            elif key == "message":
-                console.print(f"  {escape(text)}", soft_wrap=True)
-            else:
-                console.print(f"  {key}: {escape(text)}", soft_wrap=True)
+        if verbose and r.message and r.status not in rp.UNEXPECTED:
+            _explain(console, r, verbose)
+    _global_state(console, report)
+
+
+def _explain(console: Console, r: rp.PropertyResult, verbose: bool) -> None:
+    console.print(f"[{STYLES[r.status]}]{r.status.upper()}[/] [bold]{r.id}[/bold] — "
+                  f"{escape(r.statement)}")
+    if r.failure is None:
+        console.print(f"  {escape(r.message)}", soft_wrap=True)
+        return
+    # an error's traceback and a timeout's stack always; the traceback of the target's
+    # exception behind a failure (a factory or forward that raised) under -v
+    for key, text in explain(r.failure, traceback=verbose or r.status in (rp.ERROR,
+                                                                           rp.TIMEOUT)):
+        if key == "traceback":
+            console.print(escape(text), style="dim", soft_wrap=True)
+        elif key == "message":
+            console.print(f"  {escape(text)}", soft_wrap=True)
+        else:
+            console.print(f"  {key}: {escape(text)}", soft_wrap=True)
+
+
+def _global_state(console: Console, report: rp.Report) -> None:
     changed = [r for r in report.results if r.global_state_changes]
     if changed:
         console.print("\n[bold yellow]global state:[/] the target changed torch's global state "
@@ -125,6 +161,22 @@ def print_details(console: Console, report: rp.Report, verbose: bool = False) ->
         for r in changed:
             console.print(f"  {r.id}: {escape('; '.join(r.global_state_changes))}",
                           soft_wrap=True)
+
+
+def print_details(console: Console, report: rp.Report, verbose: bool = False) -> None:
+    """Each failure (failed, error, timeout, xpass) explained
+    (:func:`hcspec.conformance.failure.explain`: message, the failing case's error and
+    allowance, hint, minimal counterexample, shrunk-from, reproduction, an error's traceback,
+    a timeout's stuck stack, and with ``verbose`` the traceback of the target's exception
+    behind a failure); blocked and not-applicable reasons when ``verbose``; then what the
+    target changed in torch's global state (restored). The CLI prints the failures before
+    the table instead (:func:`print_failures`, :func:`print_notes`)."""
+    for r in report.results:
+        if r.status not in rp.UNEXPECTED and not (verbose and r.message):
+            continue
+        console.print()
+        _explain(console, r, verbose)
+    _global_state(console, report)
 
 
 def print_summary(console: Console, report: rp.Report) -> None:

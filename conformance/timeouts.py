@@ -32,6 +32,7 @@ import threading
 from collections.abc import Callable, Iterator, Mapping
 from typing import Final, TypeVar
 
+from hcspec.conformance import stacks
 from hcspec.conformance.profiles import PROFILES, get_profile
 
 T = TypeVar("T")
@@ -65,12 +66,15 @@ def default_timeout(profile: str) -> float:
 
 
 class TimedOut(Exception):
-    """The work ran past its limit; ``seconds`` is the limit, ``what`` names the work."""
+    """The work ran past its limit; ``seconds`` is the limit, ``what`` names the work,
+    ``stack`` the abandoned thread's Python stack when the limit passed
+    (:func:`hcspec.conformance.stacks.thread_stack`; None when it could not be read)."""
 
-    def __init__(self, what: str, seconds: float) -> None:
+    def __init__(self, what: str, seconds: float, stack: stacks.Stack | None = None) -> None:
         super().__init__(f"{what} did not finish within {seconds:g} s")
         self.what = what
         self.seconds = seconds
+        self.stack = stack
 
 
 class Terminated(KeyboardInterrupt):
@@ -138,7 +142,8 @@ def call_with_timeout(fn: Callable[[], T], seconds: float | None, what: str) -> 
         what ``fn`` returned.
 
     Raises:
-        TimedOut: the limit passed (the worker is abandoned, still running ``fn``).
+        TimedOut: the limit passed (the worker is abandoned, still running ``fn``); it
+            carries the worker's Python stack at that moment.
         BaseException: whatever ``fn`` raised, re-raised in the caller's thread.
     """
     done = threading.Event()
@@ -163,8 +168,8 @@ def call_with_timeout(fn: Callable[[], T], seconds: float | None, what: str) -> 
     if limit is None:
         while not done.wait(1.0):  # short waits: a signal interrupts the main thread here
             pass
-    elif not done.wait(limit):
-        raise TimedOut(what, limit)
+    elif not done.wait(limit):  # where it is stuck, read while it still is
+        raise TimedOut(what, limit, stacks.thread_stack(worker.thread.ident))
     _give_back(worker)
     if "error" in box:
         raise box["error"]  # type: ignore[misc]

@@ -59,7 +59,7 @@ class Adapter(nn.Module):
     def forward(self, x: torch.Tensor, branch: Branch) -> torch.Tensor:
         b, t, n, d = x.shape  # kit layout [B, T, n, d] -> theirs [B·n, T, d]
         folded = x.permute(0, 2, 1, 3).reshape(b * n, t, d)
-        out = self.inner(folded, branch)
+        out: torch.Tensor = self.inner(folded, branch)
         return out.view(b, n, t, d).permute(0, 2, 1, 3)
 
     def weights(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:

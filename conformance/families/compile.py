@@ -182,4 +182,37 @@ def graph_break(exc: BaseException) -> tuple[str, str | None]:
     frames = _user_frames(exc)
     if frames:
         reason += "; at " + " → ".join(frames[-3:])
+    known = known_dynamo_cause(exc)
+    if known is not None:
+        return reason, known
     return reason, (f"TorchDynamo: {hints[0][:300]}" if hints else None)
+
+
+_MISSING_MODULE = re.compile(r"No module named '(?P<name>[^']+)'")
+
+
+def known_dynamo_cause(exc: BaseException) -> str | None:
+    """The cause of two TorchDynamo failures its own hint does not name, else None:
+    ``InternalTorchDynamoError: ModuleNotFoundError: No module named 'm'`` (code loaded by
+    path, e.g. with ``importlib.util.spec_from_file_location``, but not registered in
+    ``sys.modules``: TorchDynamo looks a function's module up there), and a deliberate
+    ``torch.compiler.disable`` / ``torch._dynamo.disable`` in ``forward`` (Dynamo's advice is
+    to remove the call: when it is deliberate, declare ``untraceable``)."""
+    text = f"{type(exc).__name__}: {exc}"
+    cause = exc.__cause__ or exc.__context__
+    if cause is not None:
+        text += f"\n{type(cause).__name__}: {cause}"
+    missing = _MISSING_MODULE.search(text)
+    if missing is not None and ("ModuleNotFoundError" in text or "InternalTorchDynamo" in text):
+        name = missing["name"]
+        return (f"TorchDynamo looks up the module of every traced function in sys.modules, "
+                f"and {name!r} is not there: code loaded by path must be registered "
+                f"(sys.modules[{name!r}] = module before spec.loader.exec_module(module)), or "
+                f"name the target path/to/file.py:factory, which the kit registers")
+    if "compiler.disable" in text or "_dynamo.disable" in text or (
+            "disable" in text and "Skip calling" in text):
+        return ("forward calls a function under torch.compiler.disable: when that is "
+                "deliberate (e.g. a dispatcher to a native kernel), declare conventions "
+                "untraceable='why', and compile.fullgraph becomes not applicable with that "
+                "reason")
+    return None

@@ -30,7 +30,7 @@ from hcspec.conformance.properties.declaration import PACKAGE, REGISTRY
 FAMILIES: Final[tuple[str, ...]] = (
     "shape", "law", "independence", "conventions", "constraints", "gradients", "reduction",
     "dtype", "device", "state", "scale", "strides", "inference", "determinism", "exact", "compile",
-    "variant", "depth", "stack", "published", "gated", "parallel",
+    "customop", "variant", "depth", "stack", "published", "gated", "parallel",
 )
 """The families in run order; each names its module."""
 

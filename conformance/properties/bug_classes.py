@@ -14,7 +14,7 @@ from __future__ import annotations
 import torch
 
 from hcspec.conformance import metrics, rules
-from hcspec.conformance.properties import precision
+from hcspec.conformance.properties import precision, variant_fit
 from hcspec.conformance.properties.base import Context, f64
 from hcspec.conformance.properties.cases import Case
 from hcspec.conformance.properties.common import (
@@ -112,4 +112,6 @@ def known_bug_class(prop_id: str, ctx: Context, case: Case) -> str | None:
     re-running the case under the class's alternative explanation, or None."""
     if prop_id in TRANSPOSED_LAW:
         return law_pattern(ctx, case)
+    if prop_id in variant_fit.SINKHORN_PROPERTIES:  # other rounds or eps than declared
+        return variant_fit.diagnose(ctx, case)
     return None

@@ -25,17 +25,17 @@ class PropertyFailure(AssertionError):
             every case that fails the same check, whatever figures its label carries ('' until
             it is raised; :func:`hcspec.conformance.failure.origin`, the kit's one definition).
 
-    ``str(failure)`` is the full message: ``label: error E > tolerance T [rule R: floor F,
+    ``str(failure)`` is the full message: ``label: error E > allowance T [rule R: floor F,
     error = E/F × floor]; detail`` for a numeric check (the bracket when a rule gave the
     allowance), the label (the condition's message) otherwise.
 
     >>> f = PropertyFailure.numeric("X' vs law", 0.5, 1e-6, "max at token 0")
     >>> str(f)
-    "X' vs law: error 0.5 > tolerance 1e-06; max at token 0"
+    "X' vs law: error 0.5 > allowance 1e-06; max at token 0"
     >>> (f.label, f.error, f.tolerance)
     ("X' vs law", 0.5, 1e-06)
     >>> str(PropertyFailure.numeric("sums", 0.5, 0.01, rule="exact_axis", floor=0.0025))
-    'sums: error 0.5 > tolerance 0.01 [rule exact_axis: floor 0.0025, error = 200 × floor]'
+    'sums: error 0.5 > allowance 0.01 [rule exact_axis: floor 0.0025, error = 200 × floor]'
 
     """
 
@@ -64,7 +64,7 @@ class PropertyFailure(AssertionError):
         """The failure of ``error > tolerance`` (or a NaN error) for the check ``label``,
         naming the ``rule`` that gave the allowance and its ``floor`` when known."""
         extra = f"; {detail}" if detail else ""
-        return cls(f"{label}: error {error:.3g} > tolerance {tolerance:.3g}"
+        return cls(f"{label}: error {error:.3g} > allowance {tolerance:.3g}"
                    f"{rule_text(rule, error, floor)}{extra}",
                    label=label, error=error, tolerance=tolerance, detail=detail, hint=hint,
                    rule=rule, floor=floor)

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import torch
 
-from hcspec.conformance import salts, strategies
+from hcspec.conformance import capture, salts, strategies
 from hcspec.conformance.properties.cases import Case
 from hcspec.conformance.properties.errors import BranchMisuse
 from hcspec.conformance.salts import Salt
@@ -60,7 +60,9 @@ class Inputs:
         """The case's stream state ``[B, T, n, d]`` drawn with ``salt`` (replicated across
         the streams when the impl declares ``state_domain="replicated"``)."""
         x = strategies.stream_state(case, dtype or self.dtype, device or self.device, salt)
-        return x[..., :1, :].expand_as(x).contiguous() if self.replicated else x
+        x = x[..., :1, :].expand_as(x).contiguous() if self.replicated else x
+        capture.note_input("state", x)  # kept only while a failure is replayed
+        return x
 
     def tangent(self, t: torch.Tensor) -> torch.Tensor:
         """``t [..., n, d]`` projected orthogonally on the declared state domain: unchanged

@@ -128,7 +128,7 @@ class Recorder:
         if not math.isfinite(allowed):
             extra = f" ({detail})" if detail else ""
             raise Inconclusive(
-                f"{label}: the tolerance is {allowed:g} (rule {chosen.name}){extra}, so no "
+                f"{label}: the allowance is {allowed:g} (rule {chosen.name}){extra}, so no "
                 "error could fail it: this case cannot demonstrate the property")
         candidate = Worst(label, error, allowed, chosen.name, verdict.floor)
         if math.isnan(error) or candidate.ratio > self.worst.ratio or not self.worst.label:

@@ -368,7 +368,8 @@ def test_a_target_module_that_does_not_exist_is_one_line_with_a_hint(
     lines = [line for line in err.splitlines() if line.strip()]
     assert lines == [f"error: TARGET {target!r}: there is no module {module!r} (searched the "
                      "current directory and sys.path); give package.module:factory of an "
-                     "importable module, or a built-in name (hc-conformance targets lists "
+                     "importable module, path/to/file.py:factory, or a built-in name "
+                     "(hc-conformance targets lists "
                      "them)"], err
     assert "Traceback" not in out + err
 

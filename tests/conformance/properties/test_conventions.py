@@ -146,7 +146,7 @@ def test_mhc_weights_are_scale_invariant(target: str) -> None:
 
 def test_weights_from_the_unnormalised_state_fail_scale_invariance() -> None:
     with pytest.raises(PropertyFailure,
-                       match=r"at 4·X vs its prediction from X and 2·X .*: error .* > tolerance"):
+                       match=r"at 4·X vs its prediction from X and 2·X .*: error .* > allowance"):
         run("conventions.weights_scale_invariant", "mutant:weights_unnormalised_state",
             example=1)
 

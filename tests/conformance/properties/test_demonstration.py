@@ -30,9 +30,9 @@ def _results(factory: object, only: list[str],
 
 def test_an_infinite_tolerance_is_inconclusive_not_a_pass() -> None:
     recorder = Recorder(declared=(rules.SINKHORN_OTHER_AXIS, rules.DEPTH_BOUND))
-    with pytest.raises(Inconclusive, match="tolerance is inf"):
+    with pytest.raises(Inconclusive, match="allowance is inf"):
         recorder.expect("colsum", 0.76, n=4, convergence=math.inf)
-    with pytest.raises(Inconclusive, match="tolerance is nan"):
+    with pytest.raises(Inconclusive, match="allowance is nan"):
         recorder.expect("colsum", 0.0, rule=rules.DEPTH_BOUND, bound=math.nan)
     assert recorder.worst.label == ""  # not recorded as the worst comparison
 

@@ -1,0 +1,1 @@
+../../examples/conformance_adapter.py
