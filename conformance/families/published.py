@@ -35,7 +35,7 @@ from hcspec.conformance import rules, salts, strategies, tolerances
 from hcspec.conformance.properties import divergence, precision
 from hcspec.conformance.properties.base import Context, f64
 from hcspec.conformance.properties.building import floating_parameters
-from hcspec.conformance.properties.cases import Case, Cases, shift
+from hcspec.conformance.properties.cases import Case, Cases, shift, size_rows
 from hcspec.conformance.properties.common import branch64
 from hcspec.conformance.properties.declaration import declare
 from hcspec.conformance.properties.errors import Inconclusive, PropertyFailure
@@ -53,7 +53,7 @@ DECLARES = Requirement(
     "applies to a target that declares a published parameterization (conventions.published)",
     lambda s: s.conventions.published is not None)
 REQUIRES = (DECLARES, capability(PUBLISHED_PARAMETERS))
-CASES = Cases(perturbations=(0.3, 1.0), extreme_scales=False)
+CASES = Cases(perturbations=(0.3, 1.0), extreme_scales=False, oracle=True)
 """Parameters perturbed away from the init (at init hc_scale = 1 and symmetric logits hide a
 scale on the wrong block and the orientation)."""
 
@@ -63,7 +63,8 @@ Params = dict[str, object]
 def _examples(ctx: Context) -> list[Case]:
     return shift(ctx, [Case(2, 3, 4, 8, seed=0, perturb=0.5),
                        Case(1, 2, 2, 5, seed=1, perturb=1.0, layer_index=1),
-                       Case(2, 2, 3, 6, seed=2, perturb=0.3, layer_index=2)])
+                       Case(2, 2, 3, 6, seed=2, perturb=0.3, layer_index=2)]) + size_rows(
+        ctx, Case(2, 2, 4, 8, seed=3, perturb=0.5, layer_index=3))
 
 
 def read(ctx: Context, impl: HyperConnectionImpl) -> Params:
