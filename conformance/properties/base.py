@@ -73,7 +73,8 @@ class Context:
         self.seed = seed
         self.distributed = distributed
         self.record = Recorder(Precision.of(dtype, conventions.compute_dtype,
-                                            conventions.output_dtype))
+                                            conventions.output_dtype,
+                                            conventions.sinkhorn_denominator_eps))
         self.build = Builder(factory, dtype, device)
         self.inputs = Inputs(dtype, device, conventions.state_domain == "replicated")
         self.observe = Observer(conventions)
