@@ -191,8 +191,9 @@ def cases(
 ) -> st.SearchStrategy[Case]:
     """:class:`Case` examples (shapes as :func:`shapes` draws them). Shrinks towards the
     first listed branch, perturbation, scale and parameter scale, and towards small shapes,
-    seeds and layer indices. The same bounds give the same strategy object (strategies are immutable; building one parses its function's
-    source, a few milliseconds, and most properties of a run share their bounds)."""
+    seeds and layer indices. The same bounds give the same strategy object (strategies are
+    immutable; building one parses its function's source, a few milliseconds, and most
+    properties of a run share their bounds)."""
     return _cases(max_batch, max_tokens, min_n, max_n, max_d, d_more_than_n, min_batch,
                   tuple(branches), tuple(perturbations), tuple(scales), tuple(param_scales),
                   max_layer_index, None if n_values is None else tuple(n_values),
