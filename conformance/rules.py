@@ -335,7 +335,8 @@ EXACT_AXIS: Final = Rule(
     "bfloat16/float16 along the chain: 4 × ((n + 1)·eps(compute) + eps(output)), at least "
     "16·(n + 1)·eps(compute) + eps(output); plus 2δ for a declared denominator eps δ",
     "the last step divides by the sum (by sum + δ: off 1 by δ/(s + δ) ≤ 2δ for sums s ≥ ½): "
-    "(n + 1) roundings of the compute dtype, then one rounding of each entry to the output", ("n", "probed?"), _exact_axis)
+    "(n + 1) roundings of the compute dtype, then one rounding of each entry to the output",
+    ("n", "probed?"), _exact_axis)
 SINKHORN_OTHER_AXIS: Final = Rule(
     "sinkhorn_other_axis", "the Birkhoff–Hopf convergence bound expm1(tanh(Δ/4)^{2(T−1)}·Δ) "
     "for the declared rounds T at the measured projective diameter Δ, plus the exact axis's "
