@@ -358,6 +358,12 @@ class Conventions:
             or None (the default): traceable. Declared, ``compile.fullgraph`` is not
             applicable with this reason. Not for a graph break in PyTorch code, which is the
             bug that property reports.
+        bridged: the array framework the impl runs in behind
+            :mod:`hcspec.conformance.bridge` (``"jax"``, ``"mlx"``), or None (the default): the
+            impl is PyTorch code the kit calls directly. The bridge sets it; the properties
+            whose bug class the bridge itself rules out (it hands the framework a contiguous
+            copy of a ``[B, T, n, d]`` state, rejecting any other rank first, and only records
+            the train/eval mode) are then not applicable, with that reason, never a pass.
 
     Raises:
         ValueError: on construction, for a value outside the ones listed above.
@@ -388,6 +394,7 @@ class Conventions:
     weights_scale_invariant: bool | None = None
     published: str | None = None
     untraceable: str | None = None
+    bridged: str | None = None
 
     def __post_init__(self) -> None:
         self._check_sizes()
@@ -437,6 +444,10 @@ class Conventions:
         if reason is not None and (not isinstance(reason, str) or not reason.strip()):
             raise ValueError("conventions.untraceable: expected None or the reason (a non-empty "
                              f"str), got {reason!r}")
+        framework: object = self.bridged
+        if framework is not None and (not isinstance(framework, str) or not framework.strip()):
+            raise ValueError("conventions.bridged: expected None or the framework's name (a "
+                             f"non-empty str), got {framework!r}")
 
     def _check_sizes(self) -> None:
         rates: object = self.supported_expansion_rates

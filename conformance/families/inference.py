@@ -23,6 +23,7 @@ from hcspec.conformance import rules, salts, tolerances
 from hcspec.conformance.properties.base import Context, f64
 from hcspec.conformance.properties.cases import Case, Cases, resized
 from hcspec.conformance.properties.declaration import declare
+from hcspec.conformance.properties.requirements import not_bridged
 from hcspec.conformance.protocol import HyperConnectionImpl, has_train_eval
 
 BASE = ("shape.output", "shape.branch_once")
@@ -80,8 +81,10 @@ def _training(ctx: Context, case: Case, x: torch.Tensor) -> torch.Tensor:
     "inference.modes",
     statement="forward under no_grad, inference_mode, eval and train mode gives the training "
               "output",
-    theorems=("forward.shapes",), tolerance=rules.SELF_CONSISTENCY, prerequisites=BASE,
-    explore=False)
+    theorems=("forward.shapes",),
+    requires=(not_bridged("it only records train/eval, and torch's grad mode does not reach "
+                          "the framework: every path runs the same framework code"),),
+    tolerance=rules.SELF_CONSISTENCY, prerequisites=BASE, explore=False)
 def check_modes(ctx: Context, case: Case) -> None:
     """One impl, one state: every path of :func:`_paths` gives the training path's output."""
     x = ctx.inputs.state(case)
@@ -100,8 +103,8 @@ from one decode call (a stale cache, a KV-style slot written once) shows from th
 
 @declare(
     "inference.repeated_calls",
-    statement="later inference calls (same shape, new input; then three one-token decode "
-              "calls, new tokens each) are correct",
+    statement="later inference calls (same shape, new input; three one-token decode steps) "
+              "are correct",
     theorems=("forward.shapes",), tolerance=rules.SELF_CONSISTENCY, cases=Cases(min_tokens=2),
     prerequisites=BASE, explore=False)
 def check_repeated_calls(ctx: Context, case: Case) -> None:
