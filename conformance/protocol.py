@@ -194,6 +194,11 @@ class Stack(Protocol):
       input), offering ``weights(x)`` when it can.
     * ``parameters() -> Iterable[Tensor]`` — every trainable tensor of the ``layers``
       sublayers (the kit perturbs them in place, under ``no_grad``, on a fresh stack).
+    * ``load_published(checkpoint)`` — for a target declaring ``published="deepseek-v4"``:
+      load a DeepSeek-V4 checkpoint's hyper-connection tensors by their key names,
+      ``layers.{i}.hc_{attn|ffn}_{fn,scale,base}`` into sublayers ``2i`` (attention) and
+      ``2i + 1`` (FFN) (:func:`hcspec.spec.published.deepseek_v4_checkpoint_key`), with the
+      target's own loader (``published.stack_checkpoint``).
 
     The carry design is declared, never assumed (read by :func:`stack_pre_mix`): the optional
     attribute ``pre_mix_from`` (:data:`StackPreMix`) says which state the pre-mix ``h_pre`` of
