@@ -28,10 +28,12 @@ class Float16SumOfSquares(ManifoldHyperConnection):
         batch, tokens, n, d = x.shape
         x_flat = x.reshape(batch, tokens, n * d)
         if x.dtype == torch.float16:  # summed in float16, divided afterwards
-            mean_square = x_flat.square().sum(-1, keepdim=True) / (n * d)
-        else:
-            mean_square = x_flat.float().square().mean(-1, keepdim=True).to(x.dtype)
-        projected = torch.rsqrt(mean_square + self.norm_eps) * (x_flat @ self._phi())
+            mean_square = x_flat.square().sum(-1, keepdim=True).float() / (n * d)
+        else:  # float32 or finer (bfloat16: float32), as the reference
+            work = x_flat.float() if x.dtype == torch.bfloat16 else x_flat
+            mean_square = work.square().mean(-1, keepdim=True)
+        inv_rms = torch.rsqrt(mean_square + self.norm_eps).to(x.dtype)
+        projected = inv_rms * (x_flat @ self._phi())
         h_pre = torch.sigmoid(self.alpha_pre * projected[..., :n] + self.b_pre)
         h_post = 2.0 * torch.sigmoid(self.alpha_post * projected[..., n:2 * n] + self.b_post)
         res = self.alpha_res * projected[..., 2 * n:].reshape(batch, tokens, n, n) + self.b_res
