@@ -281,7 +281,8 @@ class Cases:
         if perturbations is None:
             perturbations = (0.0,) if self.at_init else strategies.PERTURBATIONS
         min_tokens = self.min_tokens
-        n_values, ragged = None, ()
+        n_values: tuple[int, ...] | None = None
+        ragged: tuple[int, ...] = ()
         if self.oracle:
             n_values, ragged = oracle_n_values(ctx, self.min_n) or None, p.ragged_d
         base = strategies.cases(
