@@ -92,7 +92,11 @@ def _to_framework(framework: Framework, t: torch.Tensor) -> Any:
     host = t.detach().to("cpu")
     if host.dtype == torch.bfloat16:  # NumPy has no bfloat16: float32 holds it exactly
         host = host.to(torch.float32)
-    return framework.asarray(host.contiguous().numpy(), str(t.dtype).removeprefix("torch."))
+    # always a copy (np.array copies): the framework never sees the caller's storage, its
+    # strides or a chance to write into it (the properties of those bug classes are then not
+    # applicable on a bridged target: Conventions.bridged)
+    return framework.asarray(np.array(host.numpy(), copy=True, order="C"),
+                             str(t.dtype).removeprefix("torch."))
 
 
 def _to_torch(framework: Framework, array: Any, device: torch.device,
@@ -486,12 +490,15 @@ UNTRACEABLE = ("forward calls into {name} through hcspec.conformance.bridge, whi
 
 def declare(conventions: Conventions, compute_dtype: torch.dtype | None,
             framework_name: str) -> Conventions:
-    """``conventions`` with ``compute_dtype``, the bridge's note added and ``untraceable``
-    declared (:data:`UNTRACEABLE`: ``compile.fullgraph`` is then not applicable)."""
+    """``conventions`` with ``compute_dtype``, the bridge's note added, ``untraceable``
+    declared (:data:`UNTRACEABLE`: ``compile.fullgraph`` is then not applicable) and
+    ``bridged`` set to the framework's name (the properties whose bug class the bridge rules
+    out are then not applicable: :func:`hcspec.conformance.properties.requirements.not_bridged`)."""
     note = BRIDGE_NOTE.format(name=framework_name)
     notes = f"{conventions.notes}; {note}" if conventions.notes else note
     return replace(conventions, compute_dtype=compute_dtype, notes=notes,
-                   untraceable=UNTRACEABLE.format(name=framework_name))
+                   untraceable=UNTRACEABLE.format(name=framework_name),
+                   bridged=framework_name)
 
 
 # --- frameworks -----------------------------------------------------------------------------

@@ -56,6 +56,15 @@ class Profile:
         trimmed_examples: families whose explicit examples are costly run only their first
             few (a smoke run).
         extra_examples: families add their costlier explicit examples (e.g. more compiles).
+        oracle_max_n: the largest expansion rate the families that compare with an oracle
+            (published, law, exact, gradients) draw, within the target's declared
+            ``supported_expansion_rates``: the spread of sizes is the profile's, not a
+            family's (a formula slip that shows only at n ≥ 5 hides below it).
+        ragged_d: hidden sizes those families draw besides ``1..max_d`` (not multiples of
+            common tile widths: a lane or tile bug shows only past a tile).
+        size_rows: ``(n, d)`` of the explicit examples those families add (each kept where
+            the target's declared sizes allow it), so that even a run of explicit examples
+            only (``quick``) reaches the large expansion rates.
     """
 
     name: str
@@ -71,6 +80,9 @@ class Profile:
     stack_depth: int
     trimmed_examples: bool = False
     extra_examples: bool = False
+    oracle_max_n: int = 8
+    ragged_d: tuple[int, ...] = (5, 13, 33)
+    size_rows: tuple[tuple[int, int], ...] = ((5, 13), (8, 33))
 
     def __post_init__(self) -> None:
         if self.compile_backend not in COMPILE_BACKENDS:
@@ -79,6 +91,10 @@ class Profile:
         if not self.timeout > 0 or self.stack_depth < 1 or self.max_examples < 1:
             raise ValueError(f"profile {self.name!r}: timeout must be > 0, stack_depth and "
                              f"max_examples >= 1")
+        if self.oracle_max_n < self.max_n or any(d < 1 for d in self.ragged_d) or any(
+                not 1 <= n <= self.oracle_max_n or d < 1 for n, d in self.size_rows):
+            raise ValueError(f"profile {self.name!r}: oracle_max_n must be >= max_n, ragged_d "
+                             "positive and size_rows (n, d) with 1 <= n <= oracle_max_n")
 
     def hypothesis_settings(self, seed_is_fixed: bool = False) -> settings:
         """hypothesis settings for this profile (no example database: runs are reproducible
@@ -104,13 +120,16 @@ PROFILES: Final[dict[str, Profile]] = {
                      stack_depth=16, trimmed_examples=True),
     "ci": Profile("ci", max_examples=20, derandomize=True, max_batch=3, max_tokens=4,
                   max_n=4, max_d=12, extreme=False, timeout=600.0, compile_backend="aot_eager",
-                  stack_depth=16),
+                  stack_depth=16, ragged_d=(5, 13, 33, 65)),
     "thorough": Profile("thorough", max_examples=100, derandomize=False, max_batch=4,
                         max_tokens=8, max_n=8, max_d=24, extreme=True, timeout=1800.0,
-                        compile_backend="inductor", stack_depth=32, extra_examples=True),
+                        compile_backend="inductor", stack_depth=32, extra_examples=True,
+                        ragged_d=(5, 13, 33, 65, 129, 257),
+                        size_rows=((5, 13), (6, 65), (7, 33), (8, 129))),
     "kernel": Profile("kernel", max_examples=1, derandomize=True, max_batch=2, max_tokens=3,
                       max_n=8, max_d=72, extreme=False, timeout=600.0,
-                      compile_backend="aot_eager", stack_depth=16),
+                      compile_backend="aot_eager", stack_depth=16, ragged_d=(65, 72, 129),
+                      size_rows=((5, 65), (8, 72))),
 }
 """Every profile by name, cheapest first (``kernel``, sized apart for Triton's interpreter,
 last). A new profile is one entry here (or :func:`register`)."""

@@ -246,6 +246,11 @@ class Stack(Protocol):
       input), offering ``weights(x)`` when it can.
     * ``parameters() -> Iterable[Tensor]`` — every trainable tensor of the ``layers``
       sublayers (the kit perturbs them in place, under ``no_grad``, on a fresh stack).
+    * ``load_published(checkpoint)`` — for a target declaring ``published="deepseek-v4"``:
+      load a DeepSeek-V4 checkpoint's hyper-connection tensors by their key names,
+      ``layers.{i}.hc_{attn|ffn}_{fn,scale,base}`` into sublayers ``2i`` (attention) and
+      ``2i + 1`` (FFN) (:func:`hcspec.spec.published.deepseek_v4_checkpoint_key`), with the
+      target's own loader (``published.stack_checkpoint``).
 
     The carry design is declared, never assumed (read by :func:`stack_pre_mix`): the optional
     attribute ``pre_mix_from`` (:data:`StackPreMix`) says which state the pre-mix ``h_pre`` of
@@ -410,6 +415,12 @@ class Conventions:
             (``torch.func.functional_call`` on an ``nn.Module`` impl; its custom ops have
             ``register_vmap`` rules): ``customop.vmap`` then checks each set's slice against
             its own forward. False (the default): not claimed, not applicable.
+        bridged: the array framework the impl runs in behind
+            :mod:`hcspec.conformance.bridge` (``"jax"``, ``"mlx"``), or None (the default): the
+            impl is PyTorch code the kit calls directly. The bridge sets it; the properties
+            whose bug class the bridge itself rules out (it hands the framework a contiguous
+            copy of a ``[B, T, n, d]`` state, rejecting any other rank first, and only records
+            the train/eval mode) are then not applicable, with that reason, never a pass.
         formula: the mHC step's degrees of freedom, one :class:`hcspec.spec.record.Formula`
             (the default: the mHC paper's, Eq. 8–9): the gates ``h_pre = σ(·) + eps`` and
             ``h_post = c·σ(·) + eps``, and the Sinkhorn–Knopp variant making ``H_res``
@@ -466,6 +477,7 @@ class Conventions:
     vmap: bool = False
     formula: Formula = dataclasses.field(default_factory=Formula)
     read: Read = "per_stream"
+    bridged: str | None = None
 
     def __post_init__(self, sinkhorn_iterations: int | None, sinkhorn_exact_axis: Axis | None,
                       sinkhorn_variant: Start | None, sinkhorn_additive_eps: float | None,
@@ -502,6 +514,10 @@ class Conventions:
             if reason is not None and (not isinstance(reason, str) or not reason.strip()):
                 raise ValueError(f"conventions.{name}: expected None or the reason (a "
                                  f"non-empty str), got {reason!r}")
+        framework: object = self.bridged
+        if framework is not None and (not isinstance(framework, str) or not framework.strip()):
+            raise ValueError("conventions.bridged: expected None or the framework's name (a "
+                             f"non-empty str), got {framework!r}")
 
     def _check_sizes(self) -> None:
         rates: object = self.supported_expansion_rates

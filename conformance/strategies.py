@@ -147,18 +147,26 @@ def make_branch(
 
 def shapes(
     max_batch: int = 3, max_tokens: int = 4, min_n: int = 1, max_n: int = 4, max_d: int = 12,
-    d_more_than_n: bool = False,
+    d_more_than_n: bool = False, n_values: Sequence[int] | None = None,
+    ragged_d: Sequence[int] = (),
 ) -> st.SearchStrategy[tuple[int, int, int, int]]:
     """``(B, T, n, d)`` with ``1 ≤ B ≤ max_batch``, ``1 ≤ T ≤ max_tokens``,
-    ``min_n ≤ n ≤ max_n`` and ``1 ≤ d ≤ max_d`` (``d > n`` when ``d_more_than_n``, as the
-    pseudo-inverse probe of H_res needs)."""
+    ``min_n ≤ n ≤ max_n`` (or ``n`` one of ``n_values`` when given) and ``1 ≤ d ≤ max_d`` or
+    ``d`` one of ``ragged_d`` (``d > n`` when ``d_more_than_n``, as the pseudo-inverse probe
+    of H_res needs: a ragged ``d ≤ n`` is then raised to ``n + 1``)."""
+    n_strategy = (st.integers(min_n, max_n) if n_values is None
+                  else st.sampled_from(tuple(n_values)))
+    ragged = tuple(sorted(set(ragged_d)))
 
     @st.composite
     def build(draw: Any) -> tuple[int, int, int, int]:
         b = draw(st.integers(1, max_batch))
         t = draw(st.integers(1, max_tokens))
-        n = draw(st.integers(min_n, max_n))
-        d = draw(st.integers(n + 1 if d_more_than_n else 1, max(max_d, n + 2)))
+        n = draw(n_strategy)
+        low = n + 1 if d_more_than_n else 1
+        d = draw(st.integers(low, max(max_d, n + 2)))
+        if ragged and draw(st.booleans()):
+            d = max(draw(st.sampled_from(ragged)), low)
         return (b, t, n, d)
 
     return build()
@@ -178,14 +186,18 @@ def cases(
     scales: Sequence[float] = NORMAL_SCALES,
     param_scales: Sequence[float] = (1.0,),
     max_layer_index: int = 7,
+    n_values: Sequence[int] | None = None,
+    ragged_d: Sequence[int] = (),
 ) -> st.SearchStrategy[Case]:
-    """:class:`Case` examples. Shrinks towards the first listed branch, perturbation, scale and
-    parameter scale, and towards small shapes, seeds and layer indices. The same bounds give
-    the same strategy object (strategies are immutable; building one parses its function's
-    source, a few milliseconds, and most properties of a run share their bounds)."""
+    """:class:`Case` examples (shapes as :func:`shapes` draws them). Shrinks towards the
+    first listed branch, perturbation, scale and parameter scale, and towards small shapes,
+    seeds and layer indices. The same bounds give the same strategy object (strategies are
+    immutable; building one parses its function's source, a few milliseconds, and most
+    properties of a run share their bounds)."""
     return _cases(max_batch, max_tokens, min_n, max_n, max_d, d_more_than_n, min_batch,
                   tuple(branches), tuple(perturbations), tuple(scales), tuple(param_scales),
-                  max_layer_index)
+                  max_layer_index, None if n_values is None else tuple(n_values),
+                  tuple(ragged_d))
 
 
 @functools.lru_cache(maxsize=256)
@@ -193,6 +205,7 @@ def _cases(
     max_batch: int, max_tokens: int, min_n: int, max_n: int, max_d: int, d_more_than_n: bool,
     min_batch: int, branches: tuple[str, ...], perturbations: tuple[float, ...],
     scales: tuple[float, ...], param_scales: tuple[float, ...], max_layer_index: int,
+    n_values: tuple[int, ...] | None = None, ragged_d: tuple[int, ...] = (),
 ) -> st.SearchStrategy[Case]:
     """:func:`cases` with hashable bounds, built once per bounds."""
     from hcspec.conformance.properties.cases import Case
@@ -200,7 +213,8 @@ def _cases(
     # The inner strategies are built once, not per draw: building a composite strategy parses
     # its function's source (hypothesis checks how ``draw`` is used), several milliseconds each
     # time. Drawing from the same strategies in the same order draws the same cases.
-    shape = shapes(max_batch, max_tokens, min_n, max_n, max_d, d_more_than_n)
+    shape = shapes(max_batch, max_tokens, min_n, max_n, max_d, d_more_than_n, n_values,
+                   ragged_d)
     layer, seed = st.integers(0, max_layer_index), st.integers(0, 2**16)
     scale, perturb = st.sampled_from(tuple(scales)), st.sampled_from(tuple(perturbations))
     param_scale, branch = st.sampled_from(tuple(param_scales)), st.sampled_from(tuple(branches))

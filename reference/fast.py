@@ -211,7 +211,9 @@ def _in_place() -> bool:
 
 
 class _Project(torch.autograd.Function):
-    """``x [N, n, d] -> (x_flat φ as [m, N], ‖x_flat‖² [N], conduit)`` with ``x_flat = vec(x)``.
+    """``x [N, n, d] -> (x_flat φ as [m, N], ‖x_flat‖² [N], conduit)`` with ``x_flat = vec(x)``
+    (``‖x_flat‖²`` in float32 for a float16/bfloat16 ``x``: the sum of n·d squares overflows
+    float16 from an RMS of √(65504 / (n·d)) on).
 
     The conduit (:func:`_conduit`) goes on to :class:`_Read`; the buffer that arrives as its
     gradient holds ``∂L/∂X`` so far (the terms of :class:`_Write` and :class:`_Read`), the
@@ -224,7 +226,7 @@ class _Project(torch.autograd.Function):
         flat = x.view(x.shape[0], -1)
         ctx.save_for_backward(x, phi)
         projected = torch.mm(phi.t(), flat.t())  # [m, N]: token axis last
-        square_sum = torch.linalg.vector_norm(flat, dim=1).square()
+        square_sum = torch.linalg.vector_norm(working_precision(flat), dim=1).square()
         return (projected, square_sum,
                 _pass_conduit(ctx, _conduit(x), ctx.needs_input_grad[0]))
 
@@ -244,7 +246,7 @@ class _Project(torch.autograd.Function):
                     g_projected.t(), phi.t())
             if g_square_sum is not None:
                 grad_flat = (grad_flat.addcmul_ if in_place else grad_flat.addcmul)(
-                    flat, (2.0 * g_square_sum).unsqueeze(1))
+                    flat, (2.0 * g_square_sum).to(flat.dtype).unsqueeze(1))
             grad_x = grad_flat.view(x.shape)
         if ctx.needs_input_grad[1] and g_projected is not None:
             grad_phi = torch.mm(g_projected, flat).t()

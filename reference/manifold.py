@@ -28,7 +28,7 @@ from torch.utils.checkpoint import checkpoint
 
 from hcspec.reference import _checks, fast, published
 from hcspec.reference.connection import Branch, HyperConnection, Weights
-from hcspec.reference.sinkhorn import DEFAULT_ITERATIONS, sinkhorn_knopp
+from hcspec.reference.sinkhorn import DEFAULT_ITERATIONS, sinkhorn_knopp, working_precision
 
 ALPHA_INIT = 0.01
 """Initial gating scalars α_pre, α_post, α_res (mHC App. A.1, Table 5)."""
@@ -231,7 +231,7 @@ class ManifoldHyperConnection(published.Published, HyperConnection):
 
     def _fast_gates_now(self, projected: torch.Tensor, square_sum: torch.Tensor) -> Weights:
         n = self.n
-        inv_rms = torch.rsqrt(square_sum / (n * self.d) + self.norm_eps)
+        inv_rms = torch.rsqrt(square_sum / (n * self.d) + self.norm_eps).to(projected.dtype)
         proj = projected * inv_rms
         h_pre = torch.sigmoid(self.alpha_pre * proj[:n] + self.b_pre.unsqueeze(1))
         h_post = 2.0 * torch.sigmoid(self.alpha_post * proj[n : 2 * n] + self.b_post.unsqueeze(1))
@@ -258,8 +258,11 @@ class ManifoldHyperConnection(published.Published, HyperConnection):
         # RMSNorm(x) φ = (x φ) / rms(x): project first and divide the n² + 2n results, as the
         # paper's kernels do (§4.3.1), so the normalised nd-vector is never materialised;
         # one matmul against [φ_pre | φ_post | φ_res] reads x once (Eq. 10 consolidates φ).
-        mean_square = torch.linalg.vector_norm(x_flat, dim=-1, keepdim=True).square() / (n * d)
-        inv_rms = torch.rsqrt(mean_square + self.norm_eps)
+        # the mean square in float32 for float16/bfloat16 inputs (working_precision): the sum
+        # of n·d squares overflows float16 from an RMS of √(65504 / (n·d)) on (5.6 at
+        # n·d = 2056); its inverse square root comes back in the input's dtype
+        norm = torch.linalg.vector_norm(working_precision(x_flat), dim=-1, keepdim=True)
+        inv_rms = torch.rsqrt(norm.square() / (n * d) + self.norm_eps).to(x_flat.dtype)
         projected = inv_rms * (x_flat @ self._phi())  # [B, T, 2n + n²]
         proj_pre, proj_post = projected[..., :n], projected[..., n : 2 * n]
         proj_res = projected[..., 2 * n :].reshape(batch, tokens, n, n)  # mat(): row-major

@@ -18,13 +18,14 @@ coefficients each sublayer used, so the conformance kit's ``stack.*`` family can
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import torch
 from torch import nn
 
 from hcspec.reference import _checks
 from hcspec.reference.connection import Branch, HyperConnection, Weights, read, write
+from hcspec.spec.published import DEEPSEEK_V4, deepseek_v4_checkpoint_key
 
 
 class HyperConnectionStack(nn.Module):
@@ -109,6 +110,35 @@ class HyperConnectionStack(nn.Module):
         module = self.sublayers[k]
         assert isinstance(module, HyperConnection)
         return module
+
+    def load_published(self, checkpoint: Mapping[str, object]) -> None:
+        """Load a DeepSeek-V4 checkpoint's hyper-connection tensors into the sublayers, by
+        the checkpoint's own key names (the conformance kit's stack-level ``load_published``):
+        sublayer ``k`` takes ``layers.{k // 2}.hc_{attn|ffn}_{fn,scale,base}`` (attention
+        site for even ``k``, FFN site for odd;
+        :func:`hcspec.spec.published.deepseek_v4_checkpoint_key`) through its own
+        ``load_published``. Other keys are ignored.
+
+        Raises:
+            TypeError: a sublayer without the DeepSeek-V4 layout (``load_published``).
+            KeyError: a key the sublayers need is missing (named).
+            ValueError: a tensor of the wrong shape (as the sublayer's loader).
+        """
+        for k in range(self.layers):
+            module = self.sublayer(k)
+            names = getattr(module, "NAMES", None)
+            loader = getattr(module, "load_published", None)
+            if (names is None or getattr(names, "layout", None) != DEEPSEEK_V4
+                    or not callable(loader)):
+                raise TypeError(f"sublayer {k} ({type(module).__name__}) has no DeepSeek-V4 "
+                                "layout to load a checkpoint into")
+            params: dict[str, object] = {}
+            for name in names.attributes:
+                key = deepseek_v4_checkpoint_key(k, name)
+                if key not in checkpoint:
+                    raise KeyError(f"checkpoint has no {key!r} (sublayer {k}'s {name})")
+                params[name] = checkpoint[key]
+            loader(params)
 
     def _run(self, x: torch.Tensor,
              branches: Sequence[Branch]) -> tuple[torch.Tensor, list[Weights]]:

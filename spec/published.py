@@ -114,3 +114,26 @@ def mhc_paper_formula(sinkhorn_iters: int = 20) -> Formula:
 
 DEEPSEEK_V4_FORMULA: Final = deepseek_v4_formula()
 """DeepSeek-V4's step at its published settings (``hc_eps = 1e-6``, 20 iterations)."""
+
+DEEPSEEK_V4_SITES: Final[tuple[str, ...]] = ("attn", "ffn")
+"""The two hyper-connected sites of a DeepSeek-V4 layer, in order: sublayer ``2i`` of a stack is
+layer ``i``'s attention site, sublayer ``2i + 1`` its FFN site."""
+
+
+def deepseek_v4_checkpoint_key(sublayer: int, name: str) -> str:
+    """The key of the DeepSeek-V4 layout tensor ``name`` (``"hc_fn"``, ``"hc_scale"`` or
+    ``"hc_base"``) of ``sublayer`` (counted from 0 over both sites of every layer) in a
+    DeepSeek-V4 checkpoint: ``layers.{i}.hc_{attn|ffn}_{fn|scale|base}`` with
+    ``i = sublayer // 2`` and the site :data:`DEEPSEEK_V4_SITES` ``[sublayer % 2]``.
+
+    >>> deepseek_v4_checkpoint_key(3, "hc_fn")
+    'layers.1.hc_ffn_fn'
+
+    Raises:
+        ValueError: ``sublayer < 0`` or ``name`` not one of the three layout tensors.
+    """
+    if sublayer < 0 or name not in ("hc_fn", "hc_scale", "hc_base"):
+        raise ValueError(f"expected a sublayer >= 0 and one of hc_fn, hc_scale, hc_base; got "
+                         f"{sublayer!r}, {name!r}")
+    site = DEEPSEEK_V4_SITES[sublayer % 2]
+    return f"layers.{sublayer // 2}.hc_{site}_{name.removeprefix('hc_')}"

@@ -11,6 +11,7 @@ applicable.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any
 
@@ -25,7 +26,7 @@ from hcspec.conformance.properties.base import (
     floating_parameters,
     seeded_global_rng,
 )
-from hcspec.conformance.properties.cases import Case, Cases, shift
+from hcspec.conformance.properties.cases import SCALE_HEADROOM, Case, Cases, shift
 from hcspec.conformance.properties.common import expected_output, forward_backward
 from hcspec.conformance.properties.declaration import declare
 from hcspec.conformance.properties.mhc_weights import MHCWeights
@@ -232,12 +233,37 @@ def check_low_precision(ctx: Context, case: Case) -> None:
                             + " | ".join(ctx.rejected[-2:]))
 
 
+LARGEST_SCALE = 1e6
+"""The state scale of the at-scale case that stresses the magnitudes: capped, per dtype, at
+:func:`largest_state_scale` (float16: 1e3; bfloat16: the cap itself, 1e6, the largest
+extreme scale the kit draws)."""
+
 AT_SCALE: tuple[Case, ...] = (
     Case(2, 9, 8, 257, layer_index=1, seed=0, perturb=0.3),
-    Case(1, 5, 8, 257, layer_index=2, seed=1, perturb=1.0),
+    Case(1, 5, 8, 257, layer_index=2, seed=1, perturb=1.0, scale=10.0),
+    Case(1, 4, 8, 257, layer_index=3, seed=2, perturb=0.3, scale=LARGEST_SCALE),
 )
 """The sizes of ``dtype.low_precision_at_scale``: n = 8 streams of d = 257 features, so the
-weights' reductions run over n·d = 2056 terms (the other dtype cases have n·d ≤ 48)."""
+weights' reductions run over n·d = 2056 terms (the other dtype cases have n·d ≤ 48), at state
+scales 1, 10 and the largest the dtype holds (:func:`largest_state_scale`): a float16 sum of
+the n·d squares overflows from an RMS of √(65504 / 2056) ≈ 5.6 on, so a reduction that sums
+squares in float16 shows at scale 10 and beyond and never at scale 1."""
+
+
+def largest_state_scale(dtype: torch.dtype, n: int, d: int, cap: float = LARGEST_SCALE) -> float:
+    """The largest power of ten ``s ≤ cap`` whose state a correct impl of ``dtype`` holds with
+    headroom: its output (entries up to :data:`SCALE_HEADROOM` · s) is finite in ``dtype``, and
+    the float32 sum of the n·d squares of such entries, what a correct kernel accumulates,
+    is finite in float32. float16 → 1e3 (1e3 · 64 = 64000 ≤ 65504); bfloat16 → ``cap``."""
+    top = min(torch.finfo(dtype).max / SCALE_HEADROOM,
+              math.sqrt(torch.finfo(torch.float32).max / (n * d)) / SCALE_HEADROOM, cap)
+    return float(10.0 ** math.floor(math.log10(top)))
+
+
+def _for_dtype(case: Case, dtype: torch.dtype) -> Case:
+    """``case`` with its state scale capped at the largest ``dtype`` holds."""
+    return dataclasses.replace(case, scale=min(case.scale,
+                                               largest_state_scale(dtype, case.n, case.d)))
 
 
 def _at_scale(ctx: Context) -> list[Case]:
@@ -316,13 +342,15 @@ def check_low_precision_at_scale(ctx: Context, case: Case) -> None:
     except FactoryRejected as exc:
         raise NotApplicable(f"the factory rejects float32: {exc}") from exc
     ran = []
+    given = case
     for dtype in LOW:
         try:
-            impl = ctx.build.make(case, dtype=dtype)
+            impl = ctx.build.make(given, dtype=dtype)
         except FactoryRejected:
             continue
         ran.append(dtype)
         ctx.build.align(impl32, impl)
+        case = _for_dtype(given, dtype)
         x = ctx.inputs.state(case, dtype=dtype)
         x32 = x.to(torch.float32)  # the same rounded values
         w = MHCWeights(ctx, impl32, x32, case)
@@ -349,7 +377,8 @@ def check_low_precision_at_scale(ctx: Context, case: Case) -> None:
             case, dtype=dtype, record=False)), want, scale)
         floor = max(spec_floor, _rounding_floor(ctx, impl32, x32, out32, case, dtype, scale))
         error = metrics.scaled_error(out, out32, scale)
-        ctx.record.expect(f"{dtype} forward vs float32 forward at n = {case.n}, d = {case.d}",
+        ctx.record.expect(f"{dtype} forward vs float32 forward at n = {case.n}, d = {case.d}, "
+                          f"state scale {case.scale:g}",
                           error, dtype=precision, floor=floor,
                           detail=f"compared in {precision}; measured floor {floor:.3g} (the closed "
                           f"form in {precision}: {spec_floor:.3g}; the float32 forward moved by "

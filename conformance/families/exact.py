@@ -41,7 +41,7 @@ import torch
 
 from hcspec.conformance import rules
 from hcspec.conformance.properties.base import Context, Inconclusive
-from hcspec.conformance.properties.cases import Case, shift
+from hcspec.conformance.properties.cases import Case, Cases, shift, size_rows
 from hcspec.conformance.properties.declaration import declare
 from hcspec.conformance.properties.errors import FactoryRejected
 from hcspec.conformance.properties.inputs import CheckedBranch
@@ -59,7 +59,15 @@ def _examples(ctx: Context) -> list[Case]:
     at_init.append(Case(1, 4, 3, 5, layer_index=5, seed=2))
     saturated = [Case(4, 8, n, 8, seed=10 + n, perturb=1.0, param_scale=SATURATED)
                  for n in (2, 3, 4)]
-    return shift(ctx, at_init if ctx.kind != "mhc" else saturated)
+    if ctx.kind != "mhc":
+        return shift(ctx, at_init) + size_rows(ctx, Case(1, 4, 4, 8, layer_index=6, seed=3))
+    return shift(ctx, saturated) + size_rows(
+        ctx, Case(4, 8, 4, 8, seed=20, perturb=1.0, param_scale=SATURATED))
+
+
+CASES = Cases(oracle=True)
+"""The domain of the explicit examples (no exploration): the profile's sizes
+(:func:`size_rows`) at init for HC, saturated for mHC."""
 
 
 def _precisions(ctx: Context) -> list[torch.dtype]:
@@ -231,7 +239,8 @@ def _differ(got: torch.Tensor, want: torch.Tensor) -> str:
     "exact.one_hot_copy",
     statement="a one-hot h_pre = e_k makes the branch input exactly stream k, in every precision",
     theorems=("init.static_prenorm",), requires=(capability(WEIGHTS), PROBED_H_PRE),
-    secondary=(rules.EXACT_UP_TO_EPS,), examples=_examples, prerequisites=BASE, explore=False)
+    secondary=(rules.EXACT_UP_TO_EPS,), examples=_examples, cases=CASES, prerequisites=BASE,
+    explore=False)
 def check_one_hot_copy(ctx: Context, case: Case) -> None:
     """At every token whose reported h_pre is exactly ``e_k``, the branch receives ``X_k``
     bit for bit (0 ulps; or its rounding along the declared compute and output dtypes,
@@ -276,7 +285,8 @@ def check_one_hot_copy(ctx: Context, case: Case) -> None:
     "exact.permutation_mixing",
     statement="a permutation H_res with F ≡ 0 permutes the streams exactly, in every precision",
     theorems=("ds.permutation_vertices",), requires=(capability(WEIGHTS),),
-    secondary=(rules.EXACT_UP_TO_EPS,), examples=_examples, prerequisites=BASE, explore=False)
+    secondary=(rules.EXACT_UP_TO_EPS,), examples=_examples, cases=CASES, prerequisites=BASE,
+    explore=False)
 def check_permutation_mixing(ctx: Context, case: Case) -> None:
     """At every token whose reported H_res is exactly a permutation matrix P, with F ≡ 0 the
     output is ``P X`` bit for bit (0 ulps; or its rounding along the declared compute and
@@ -327,7 +337,8 @@ def _power_of_two(h: torch.Tensor) -> torch.Tensor:
     "exact.cancelling_streams",
     statement="a branch output that cancels a stream exactly gives exactly zero on that stream",
     theorems=("init.static_prenorm",), requires=(capability(WEIGHTS), PROBED_H_PRE),
-    secondary=(rules.EXACT_UP_TO_EPS,), examples=_examples, prerequisites=BASE, explore=False)
+    secondary=(rules.EXACT_UP_TO_EPS,), examples=_examples, cases=CASES, prerequisites=BASE,
+    explore=False)
 def check_cancelling_streams(ctx: Context, case: Case) -> None:
     """At every token with h_pre exactly ``e_k``, H_res exactly a permutation that sends
     input stream k to output stream i, and ``h_post_i`` an exact power of two, the branch

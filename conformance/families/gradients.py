@@ -29,7 +29,7 @@ from hcspec.conformance.properties.base import (
     floating_parameters,
     np64,
 )
-from hcspec.conformance.properties.cases import Case, Cases, shift
+from hcspec.conformance.properties.cases import Case, Cases, shift, size_rows
 from hcspec.conformance.properties.common import branch64
 from hcspec.conformance.properties.declaration import declare
 from hcspec.conformance.properties.finite_differences import expect_directional, fd_denominator
@@ -54,7 +54,7 @@ DIRECTIONS = salts.FD_INPUT_DIRECTION.shape[0]
 """Random directions per case of the finite-difference checks."""
 FLOAT64 = float64("the gradient checks run in float64 (finite differences, the spec's closed "
                   "form at 1e-11)")
-SMOOTH = Cases(d_more_than_n=True, branches=SMOOTH_BRANCHES, extreme_scales=False)
+SMOOTH = Cases(d_more_than_n=True, branches=SMOOTH_BRANCHES, extreme_scales=False, oracle=True)
 """Smooth branches (finite differences), d > n, no extreme magnitudes."""
 
 
@@ -93,18 +93,19 @@ def _trainable(impl: HyperConnectionImpl) -> list[torch.Tensor]:
 
 
 def _examples(ctx: Context) -> list[Case]:
-    return (Cases(d_more_than_n=True).examples(ctx)
+    return (Cases(d_more_than_n=True, oracle=True).examples(ctx)
             + Cases(d_more_than_n=True, branch="linear").examples(ctx)[1:3])
 
 
 def _trainable_examples(ctx: Context) -> list[Case]:
     # n ≥ 2: at n = 1 mHC's H_res is [1] for any parameters (spec mhc.n1_residual)
-    return Cases(min_n=2).examples(ctx)
+    return Cases(min_n=2, oracle=True).examples(ctx)
 
 
 def _extreme_examples(ctx: Context) -> list[Case]:
     return shift(ctx, [Case(2, 3, 4, 8, seed=0, perturb=1.0, param_scale=1e4),
-                       Case(2, 2, 2, 5, seed=1, perturb=0.3, param_scale=1e2)])
+                       Case(2, 2, 2, 5, seed=1, perturb=0.3, param_scale=1e2)]) + size_rows(
+        ctx, Case(2, 2, 4, 8, seed=2, perturb=1.0, param_scale=1e4), d_more_than_n=True)
 
 
 @declare(
@@ -403,7 +404,8 @@ def check_closed_form_probed(ctx: Context, case: Case) -> None:
         "on replicated states X = 1_n hᵀ a row-stochastic H_res gives H_res X = X whatever "
         "its parameters")),
     tolerance=rules.TRAINABLE, examples=_trainable_examples,
-    cases=Cases(d_more_than_n=True, min_n=2, perturbations=(0.0, 0.1, 0.3), extreme_scales=False),
+    cases=Cases(d_more_than_n=True, min_n=2, perturbations=(0.0, 0.1, 0.3), extreme_scales=False,
+                oracle=True),
     prerequisites=BASE)
 def check_mixing_trainable(ctx: Context, case: Case) -> None:
     """With F ≡ 0 (``X' = H_res X``) and n ≥ 2, ``L = ⟨G', X'⟩`` has a non-zero gradient
@@ -433,7 +435,7 @@ def check_mixing_trainable(ctx: Context, case: Case) -> None:
     statement="gradients stay finite with the parameters scaled ×1e2–×1e4",
     requires=(DIFFERENTIABLE, capability(PARAMETERS)), examples=_extreme_examples,
     cases=Cases(d_more_than_n=True, branches=SMOOTH_BRANCHES, perturbations=(0.3, 1.0),
-                param_scales=(1e2, 1e4)),
+                param_scales=(1e2, 1e4), oracle=True),
     prerequisites=BASE)
 def check_finite_extreme(ctx: Context, case: Case) -> None:
     """With the parameters scaled ×1e2–×1e4, the gradients w.r.t. x and the parameters are

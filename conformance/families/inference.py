@@ -1,7 +1,7 @@
 """Inference family: the inference path computes what the training path computes — under
 ``torch.no_grad()``, under ``torch.inference_mode()``, in eval and in train mode — also on a
 later call with another input of the same shape (a cache keyed by shape) and with another
-sequence length (a decode step of one token after a prefill).
+sequence length (three successive decode steps of one new token each after a prefill).
 
 Serving engines add warm-up, caching and separate decode/prefill kernels that the training
 path never runs; the connection is a pure function of ``(x, parameters)`` (spec
@@ -14,6 +14,7 @@ exploration): a path taken or a cache hit depends on the calls, not on the value
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Callable, Iterator
 
 import torch
@@ -22,6 +23,7 @@ from hcspec.conformance import metrics, rules, salts
 from hcspec.conformance.properties.base import Context, f64
 from hcspec.conformance.properties.cases import Case, Cases, resized
 from hcspec.conformance.properties.declaration import declare
+from hcspec.conformance.properties.requirements import not_bridged
 from hcspec.conformance.protocol import HyperConnectionImpl, has_train_eval
 
 BASE = ("shape.output", "shape.branch_once")
@@ -79,8 +81,10 @@ def _training(ctx: Context, case: Case, x: torch.Tensor) -> torch.Tensor:
     "inference.modes",
     statement="forward under no_grad, inference_mode, eval and train mode gives the training "
               "output",
-    theorems=("forward.shapes",), tolerance=rules.SELF_CONSISTENCY, prerequisites=BASE,
-    explore=False)
+    theorems=("forward.shapes",),
+    requires=(not_bridged("it only records train/eval, and torch's grad mode does not reach "
+                          "the framework: every path runs the same framework code"),),
+    tolerance=rules.SELF_CONSISTENCY, prerequisites=BASE, explore=False)
 def check_modes(ctx: Context, case: Case) -> None:
     """One impl, one state: every path of :func:`_paths` gives the training path's output."""
     x = ctx.inputs.state(case)
@@ -92,20 +96,29 @@ def check_modes(ctx: Context, case: Case) -> None:
                           metrics.scaled_error(got, want))
 
 
+DECODE_STEPS = 3
+"""Successive one-token decode calls after the prefill, each with a new token: a buffer kept
+from one decode call (a stale cache, a KV-style slot written once) shows from the second on."""
+
+
 @declare(
     "inference.repeated_calls",
-    statement="a second inference call (same shape, new input; or one decode token) is correct",
+    statement="later inference calls (same shape, new input; three one-token decode steps) "
+              "are correct",
     theorems=("forward.shapes",), tolerance=rules.SELF_CONSISTENCY, cases=Cases(min_tokens=2),
     prerequisites=BASE, explore=False)
 def check_repeated_calls(ctx: Context, case: Case) -> None:
     """On each inference path, a fresh impl called on ``x₁`` (a prefill of T tokens), then on
-    another state ``x₂`` of the same shape, then on a one-token state ``x₃`` (a decode step),
-    gives for ``x₂`` and ``x₃`` the training path's outputs."""
+    another state ``x₂`` of the same shape, then on :data:`DECODE_STEPS` successive one-token
+    states (decode steps, each a new token), gives for ``x₂`` and for every decode step the
+    training path's output on the same input."""
     x1 = ctx.inputs.state(case)
     x2 = ctx.inputs.state(case, salt=salts.SECOND_STATE)
-    x3 = ctx.inputs.state(case, salt=salts.OTHER_TOKENS_STATE)[:, -1:].contiguous()
+    tokens = ctx.inputs.state(dataclasses.replace(case, tokens=DECODE_STEPS),
+                              salt=salts.OTHER_TOKENS_STATE)
+    steps = [tokens[:, k:k + 1].contiguous() for k in range(DECODE_STEPS)]
     want2 = _training(ctx, case, x2)
-    want3 = _training(ctx, resized(case, x3), x3)
+    wants = [_training(ctx, resized(case, step), step) for step in steps]
     for name, train, grad in _paths(ctx, ctx.build.make(case)):
         impl = ctx.build.make(case)
         _run(ctx, impl, x1, case, train, grad)
@@ -114,8 +127,10 @@ def check_repeated_calls(ctx: Context, case: Case) -> None:
                           "vs the training path", metrics.scaled_error(got2, want2),
                           hint="a result cached by shape (warm-up, graph capture) reused "
                                "for a new input?")
-        got3 = _run(ctx, impl, x3, resized(case, x3), train, grad)
-        ctx.record.expect(f"decode step under {name} (1 token after a prefill of "
-                          f"{case.tokens}) vs the training path",
-                          metrics.scaled_error(got3, want3),
-                          hint="a decode path that differs from the prefill path?")
+        for k, (step, want) in enumerate(zip(steps, wants, strict=True)):
+            got = _run(ctx, impl, step, resized(case, step), train, grad)
+            ctx.record.expect(f"decode step {k + 1} of {DECODE_STEPS} under {name} (1 new "
+                              f"token after a prefill of {case.tokens}) vs the training path",
+                              metrics.scaled_error(got, want),
+                              hint="a decode path that differs from the prefill path?" if k == 0
+                              else "a buffer kept from an earlier decode call (stale cache)?")

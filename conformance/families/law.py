@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from hcspec.conformance import metrics, probes, rules
 from hcspec.conformance.properties import precision
 from hcspec.conformance.properties.base import Context, NotApplicable, f64, floating_parameters
-from hcspec.conformance.properties.cases import Case, Cases, shift
+from hcspec.conformance.properties.cases import Case, Cases, shift, size_rows
 from hcspec.conformance.properties.common import branch64, expected_output
 from hcspec.conformance.properties.declaration import declare
 from hcspec.conformance.properties.requirements import (
@@ -35,7 +35,7 @@ LAW_BRANCHES = ("mlp", "linear", "identity", "constant")
     "law.reported",
     statement="X' = H_res X + h_post F(h_preᵀX)ᵀ per token with the impl's reported weights",
     theorems=("layout.paper_rows",), requires=(capability(WEIGHTS),), tolerance=rules.LAW,
-    cases=Cases(branches=LAW_BRANCHES), prerequisites=(*BASE, "shape.weights"))
+    cases=Cases(branches=LAW_BRANCHES, oracle=True), prerequisites=(*BASE, "shape.weights"))
 def check_reported(ctx: Context, case: Case) -> None:
     """Output equals the law evaluated with the impl's own ``weights(x)``; the branch received
     the declared input ``h_preᵀ X`` (or its declared norm)."""
@@ -61,7 +61,8 @@ def check_reported(ctx: Context, case: Case) -> None:
     "law.probed",
     statement="black-box probes (F ≡ 0, F ≡ c, F = id, X⁺) give weights under which the law holds",
     theorems=("layout.paper_rows",), requires=(PROBING,), tolerance=rules.LAW,
-    cases=Cases(d_more_than_n=True, branches=LAW_BRANCHES), prerequisites=BASE)
+    cases=Cases(d_more_than_n=True, branches=LAW_BRANCHES, oracle=True),
+    prerequisites=BASE)
 def check_probed(ctx: Context, case: Case) -> None:
     """Black-box: ``F ≡ 0`` gives a linear mix ``H_res X``, a constant branch writes
     ``h_post cᵀ``, the branch reads ``h_preᵀ X``, the identity branch is consistent with both,
@@ -103,7 +104,7 @@ def check_probed(ctx: Context, case: Case) -> None:
     "law.reported_matches_probed",
     statement="weights(x) equals the weights read through the branch",
     theorems=("layout.paper_rows",), requires=(capability(WEIGHTS), PROBING), tolerance=rules.LAW,
-    cases=Cases(d_more_than_n=True, branches=LAW_BRANCHES),
+    cases=Cases(d_more_than_n=True, branches=LAW_BRANCHES, oracle=True),
     prerequisites=(*BASE, "shape.weights"))
 def check_reported_matches_probed(ctx: Context, case: Case) -> None:
     """``weights(x)`` equals the weights read through the branch."""
@@ -222,12 +223,16 @@ def _permutation_examples(ctx: Context) -> list[Case]:
         Case(1, 3, 4, 8, layer_index=0, seed=0, perturb=0.0, branch="zero"),
         Case(2, 2, 3, 5, layer_index=1, seed=1, perturb=0.3, branch="zero"),
         Case(1, 2, 2, 3, layer_index=3, seed=2, perturb=1.0, scale=10.0, branch="zero"),
-    ])
+    ]) + size_rows(ctx, Case(1, 2, 4, 8, layer_index=2, seed=3, perturb=0.3, branch="zero"),
+                   min_n=2, d_more_than_n=True)
 
 
 def _permutation_strategy(ctx: Context) -> st.SearchStrategy[Case]:
-    return Cases(d_more_than_n=True, min_n=2, branches=("zero",),
-                 extreme_scales=False).strategy(ctx)
+    return PERMUTATION_CASES.strategy(ctx)
+
+
+PERMUTATION_CASES = Cases(d_more_than_n=True, min_n=2, branches=("zero",), oracle=True,
+                          extreme_scales=False)
 
 
 @declare(
@@ -237,6 +242,7 @@ def _permutation_strategy(ctx: Context) -> st.SearchStrategy[Case]:
     requires=(kinds("hc-static", "hc-dynamic"), capability(PARAMETERS), capability(WEIGHTS),
               any_state_domain("needs distinct streams (stream i constant i + 1)")),
     tolerance=rules.LAW, examples=_permutation_examples, strategy=_permutation_strategy,
+    cases=PERMUTATION_CASES,
     prerequisites=(*BASE, "shape.weights"), explore=False)
 def check_permutation_mixing(ctx: Context, case: Case) -> None:
     """Public bug report #1 (the width connection returned the streams from before mixing):
@@ -282,7 +288,7 @@ def check_permutation_mixing(ctx: Context, case: Case) -> None:
     statement="a token-mixing branch receives the whole [B,T,d] sequence and the law holds",
     theorems=("layout.paper_rows",), requires=(PROBING,), tolerance=rules.LAW,
     cases=Cases(d_more_than_n=True, branch="token_mixing", branches=("token_mixing",),
-                min_tokens=2),
+                min_tokens=2, oracle=True),
     prerequisites=(*BASE, "law.probed"))
 def check_token_mixing(ctx: Context, case: Case) -> None:
     """With a branch that mixes tokens (a causal running mean), the branch sees the whole

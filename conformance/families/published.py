@@ -30,6 +30,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 from collections.abc import Callable, Iterator, Mapping
+from typing import Any
 
 import torch
 
@@ -37,19 +38,26 @@ from hcspec.conformance import metrics, rules, salts, strategies
 from hcspec.conformance.properties import divergence, precision
 from hcspec.conformance.properties.base import Context, f64
 from hcspec.conformance.properties.building import floating_parameters
-from hcspec.conformance.properties.cases import Case, Cases, shift
+from hcspec.conformance.properties.cases import Case, Cases, shift, size_rows
 from hcspec.conformance.properties.common import branch64
 from hcspec.conformance.properties.declaration import declare
-from hcspec.conformance.properties.errors import Inconclusive, PropertyFailure
+from hcspec.conformance.properties.errors import Inconclusive, NotApplicable, PropertyFailure
 from hcspec.conformance.properties.requirements import DIFFERENTIABLE, Requirement, capability
 from hcspec.conformance.protocol import (
     LOAD_PUBLISHED,
     PUBLISHED_PARAMETERS,
+    STACK,
     Branch,
     HyperConnectionImpl,
+    has_stack,
 )
 from hcspec.formulas import published as pub
-from hcspec.spec.published import DEEPSEEK_V4_FORMULA, QWEN4_EXP
+from hcspec.spec.published import (
+    DEEPSEEK_V4,
+    DEEPSEEK_V4_FORMULA,
+    QWEN4_EXP,
+    deepseek_v4_checkpoint_key,
+)
 from hcspec.spec.record import Count, Formula, Gate, Start
 
 BASE = ("shape.output", "shape.branch_once")
@@ -58,7 +66,7 @@ DECLARES = Requirement(
     "applies to a target that declares a published parameterization (conventions.published)",
     lambda s: s.conventions.published is not None)
 REQUIRES = (DECLARES, capability(PUBLISHED_PARAMETERS))
-CASES = Cases(perturbations=(0.3, 1.0), extreme_scales=False)
+CASES = Cases(perturbations=(0.3, 1.0), extreme_scales=False, oracle=True)
 """Parameters perturbed away from the init (at init hc_scale = 1 and symmetric logits hide a
 scale on the wrong block and the orientation)."""
 
@@ -68,7 +76,8 @@ Params = dict[str, object]
 def _examples(ctx: Context) -> list[Case]:
     return shift(ctx, [Case(2, 3, 4, 8, seed=0, perturb=0.5),
                        Case(1, 2, 2, 5, seed=1, perturb=1.0, layer_index=1),
-                       Case(2, 2, 3, 6, seed=2, perturb=0.3, layer_index=2)])
+                       Case(2, 2, 3, 6, seed=2, perturb=0.3, layer_index=2)]) + size_rows(
+        ctx, Case(2, 2, 4, 8, seed=3, perturb=0.5, layer_index=3))
 
 
 def read(ctx: Context, impl: HyperConnectionImpl) -> Params:
@@ -485,3 +494,73 @@ def check_load_roundtrip(ctx: Context, case: Case) -> None:
         got = f64(ctx.observe.forward(other, x, ctx.inputs.branch(case)))
     ctx.record.expect("X' after load_published vs the source impl's X'",
                       metrics.scaled_error(got, want))
+
+
+STACK_SUBLAYERS = 4
+"""Sublayers of the checkpoint stack: two DeepSeek-V4 layers, each an attention and an FFN
+site (``layers.{0,1}.hc_{attn,ffn}_*``)."""
+DEEPSEEK_V4_DECLARED = Requirement(
+    "conventions.published = deepseek-v4",
+    "applies to a target that declares DeepSeek-V4's published layout (checkpoint key names "
+    "layers.{i}.hc_{attn,ffn}_*)",
+    lambda s: s.conventions.published == DEEPSEEK_V4)
+
+
+def checkpoint_of(sources: list[Params]) -> dict[str, torch.Tensor]:
+    """A DeepSeek-V4 checkpoint of the sublayers' layout tensors ``sources[k]`` under the
+    published key names (:func:`hcspec.spec.published.deepseek_v4_checkpoint_key`), each
+    tensor detached and copied."""
+    return {deepseek_v4_checkpoint_key(k, name): value.detach().clone()
+            for k, params in enumerate(sources) for name, value in params.items()
+            if isinstance(value, torch.Tensor)}
+
+
+@declare(
+    "published.stack_checkpoint",
+    statement="sublayers loaded from a DeepSeek-V4 checkpoint by the stack's loader chain the "
+              "published steps",
+    theorems=("published.deepseek_v4_step",),
+    requires=(DEEPSEEK_V4_DECLARED, capability(PUBLISHED_PARAMETERS), capability(STACK)),
+    tolerance=rules.LAW, cases=CASES, examples=_examples,
+    prerequisites=(*BASE, "published.step"), explore=False)
+def check_stack_checkpoint(ctx: Context, case: Case) -> None:
+    """A checkpoint of :data:`STACK_SUBLAYERS` sublayers under DeepSeek-V4's key names (the
+    tensors of impls built for layer indices ``layer_index + k``, seeds ``seed + k``, perturbed
+    as the case says: distinct per site) is loaded through the target's own stack loader
+    (``stack(L).load_published(checkpoint)``) into a stack built from another seed; its output
+    must equal the float64 published step applied site by site — sublayer ``k`` with the
+    tensors of ``layers.{k // 2}.hc_{attn|ffn}_*`` and the case's branch drawn with seed
+    ``seed + k`` — within the law's budget times the number of sublayers. A loader that mixes
+    up sites (attention ↔ FFN, one layer for another) computes another network.
+
+    Raises:
+        NotApplicable: the stack offers no ``load_published(checkpoint)``.
+    """
+    layers = STACK_SUBLAYERS
+    sources = [read(ctx, ctx.build.make(dataclasses.replace(
+        case, layer_index=case.layer_index + k, seed=case.seed + k))) for k in range(layers)]
+    target = ctx.build.make(dataclasses.replace(case, seed=case.seed + 7919), perturb=False)
+    if not has_stack(target):  # the capability was decided on the sample impl
+        raise PropertyFailure("the impl built for the case has no stack(layers)")
+    stack: Any = target.stack(layers)
+    loader = getattr(stack, LOAD_PUBLISHED, None)
+    if not callable(loader):
+        raise NotApplicable("the target's stack(L) offers no load_published(checkpoint) "
+                            "loading DeepSeek-V4's layers.{i}.hc_{attn,ffn}_* keys")
+    loader(checkpoint_of(sources))
+    x = ctx.inputs.state(case)
+    branches = [strategies.make_branch(case.branch, case.d, ctx.dtype, ctx.device,
+                                       seed=case.seed + k) for k in range(layers)]
+    with torch.no_grad():
+        got = f64(stack.forward(x.clone(), branches))
+    want = f64(x)
+    scale = float(want.abs().max())
+    for k, params in enumerate(sources):
+        site = dataclasses.replace(case, seed=case.seed + k)
+        want = oracle(ctx, site, params, want)
+        scale = max(scale, float(want.abs().max()))
+    ctx.record.expect(f"X_L of {layers} sublayers loaded from a DeepSeek-V4 checkpoint "
+                      "(layers.{i}.hc_{attn,ffn}_*) vs the published steps chained site by site",
+                      metrics.scaled_error(got, want, scale), factor=layers,
+                      hint="the loader maps a checkpoint key to the wrong sublayer (attention ↔ "
+                           "FFN, or another layer's)?")

@@ -13,7 +13,7 @@ from hcspec.conformance import metrics, probes, rules, salts, strategies
 from hcspec.conformance.properties.base import Context, FactoryRejected, PropertyFailure
 from hcspec.conformance.properties.cases import Case, Cases
 from hcspec.conformance.properties.declaration import declare
-from hcspec.conformance.properties.requirements import capability
+from hcspec.conformance.properties.requirements import capability, not_bridged
 from hcspec.conformance.protocol import (
     EXPAND,
     REDUCE,
@@ -166,6 +166,8 @@ def _regrouped(x: torch.Tensor, tokens_first: int) -> torch.Tensor:
     "shape.other_sequence_axes",
     statement="a state [B,n,d] or [B,H,W,n,d] is rejected, or handled exactly as [B,T,n,d]",
     theorems=("forward.shapes",), tolerance=rules.SELF_CONSISTENCY,
+    requires=(not_bridged("it rejects a state that is not [B, T, n, d] before the framework "
+                          "runs"),),
     cases=Cases(min_tokens=2, branches=("mlp", "linear", "constant")),
     prerequisites=("shape.output", "shape.branch_once"), shrink=False)
 def check_other_sequence_axes(ctx: Context, case: Case) -> None:

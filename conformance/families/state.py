@@ -14,7 +14,7 @@ from hcspec.conformance.properties.base import Context
 from hcspec.conformance.properties.building import all_parameters
 from hcspec.conformance.properties.cases import Case
 from hcspec.conformance.properties.declaration import declare
-from hcspec.conformance.properties.requirements import capability
+from hcspec.conformance.properties.requirements import capability, not_bridged
 from hcspec.conformance.protocol import (
     PARAMETERS,
     HyperConnectionImpl,
@@ -27,6 +27,8 @@ BASE = ("shape.output",)
 
 @declare(
     "state.input_unchanged", statement="forward and weights leave the input tensor unchanged",
+    requires=(not_bridged("it hands the framework a copy of the state, so the implementation "
+                          "cannot write into the caller's tensor"),),
     prerequisites=BASE)
 def check_input(ctx: Context, case: Case) -> None:
     """forward (and weights) leave x bit-for-bit unchanged."""

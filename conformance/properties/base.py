@@ -75,7 +75,8 @@ class Context:
         self.seed = seed
         self.distributed = distributed
         self.precision = Precision.of(dtype, conventions.compute_dtype,
-                                      conventions.output_dtype)
+                                      conventions.output_dtype,
+                                      conventions.formula.sinkhorn.denominator_eps)
         self.record = Recorder(self.precision)
         self.build = Builder(factory, dtype, device)
         self.inputs = Inputs(dtype, device, conventions.state_domain == "replicated")

@@ -150,6 +150,36 @@ def representable_scales(ctx: Context, scales: Sequence[float]) -> tuple[float, 
                  if s * SCALE_HEADROOM <= info.max and s >= SUBNORMAL_HEADROOM * info.tiny)
 
 
+SIZE_TEMPLATE = Case(2, 3, 4, 8, layer_index=5, seed=11, perturb=0.3)
+"""The case the profile's ``size_rows`` resize (perturbed off the init, where symmetric
+parameters hide an orientation)."""
+
+
+def oracle_n_values(ctx: Context, min_n: int = 1) -> tuple[int, ...]:
+    """The expansion rates an oracle-comparing property draws: ``min_n`` to the profile's
+    ``oracle_max_n``, those the target declares (``supported_expansion_rates``; all when it
+    declares none). Empty when the declaration excludes every one."""
+    rates = ctx.conventions.supported_expansion_rates
+    return tuple(n for n in range(min_n, max(ctx.profile.oracle_max_n, min_n) + 1)
+                 if rates is None or n in rates)
+
+
+def size_rows(ctx: Context, template: Case, *, min_n: int = 1,
+              d_more_than_n: bool = False) -> list[Case]:
+    """``template`` resized to each ``(n, d)`` of the profile's ``size_rows`` (``d`` raised
+    past ``n`` when ``d_more_than_n``), the rows of ``n < min_n`` and those the target's
+    declared sizes exclude (``Conventions.unsupported_size``) left out, the run seed added
+    (once per row; ``template.seed`` plus the row's position)."""
+    out = []
+    for i, (n, d) in enumerate(ctx.profile.size_rows):
+        d = max(d, n + 1) if d_more_than_n else d
+        if n < min_n or ctx.conventions.unsupported_size(n, d) is not None:
+            continue
+        out.append(dataclasses.replace(template, n=n, d=d, seed=template.seed + i + ctx.seed,
+                                       layer_index=template.layer_index + i))
+    return out
+
+
 @dataclass(frozen=True, kw_only=True)
 class Cases:
     """How a property's cases depart from the defaults (a property declares only what differs):
@@ -167,6 +197,13 @@ class Cases:
             or none at init).
         param_scales: the parameter scales hypothesis draws.
         extreme_scales: also draw extreme state magnitudes in the profiles that ask for them.
+        oracle: the property compares with an oracle (a closed form, the published formulas,
+            finite differences): it draws the profile's spread of sizes
+            (:attr:`hcspec.conformance.profiles.Profile.oracle_max_n`, ``ragged_d``) within the
+            target's declared sizes, and its standard examples add the profile's
+            ``size_rows`` (:func:`size_rows`).
+        narrower: why a property of an oracle-comparing family does not draw that spread
+            (``tests/conformance/test_sizes.py`` requires ``oracle`` or this reason).
     """
 
     d_more_than_n: bool = False
@@ -179,6 +216,8 @@ class Cases:
     perturbations: tuple[float, ...] | None = None
     param_scales: tuple[float, ...] = (1.0,)
     extreme_scales: bool = True
+    oracle: bool = False
+    narrower: str = ""
 
     def admits(self, case: Case) -> str | None:
         """Why ``case`` lies outside these bounds (the property's domain), or None when it lies
@@ -220,7 +259,14 @@ class Cases:
             out.append(dataclasses.replace(
                 row, branch=self.branch, perturb=0.0 if self.at_init else row.perturb,
                 batch=max(row.batch, self.min_batch), tokens=max(row.tokens, self.min_tokens)))
-        return shift(ctx, out)
+        out = shift(ctx, out)
+        if self.oracle:
+            out += size_rows(ctx, dataclasses.replace(
+                SIZE_TEMPLATE, branch=self.branch, perturb=0.0 if self.at_init else 0.3,
+                batch=max(SIZE_TEMPLATE.batch, self.min_batch),
+                tokens=max(SIZE_TEMPLATE.tokens, self.min_tokens)),
+                min_n=self.min_n, d_more_than_n=self.d_more_than_n)
+        return out
 
     def strategy(self, ctx: Context) -> st.SearchStrategy[Case]:
         """Cases bounded by the profile and by these bounds: perturbed unless ``at_init``
@@ -235,12 +281,16 @@ class Cases:
         if perturbations is None:
             perturbations = (0.0,) if self.at_init else strategies.PERTURBATIONS
         min_tokens = self.min_tokens
+        n_values: tuple[int, ...] | None = None
+        ragged: tuple[int, ...] = ()
+        if self.oracle:
+            n_values, ragged = oracle_n_values(ctx, self.min_n) or None, p.ragged_d
         base = strategies.cases(
             max_batch=max(p.max_batch, self.min_batch),
             max_tokens=max(p.max_tokens, min_tokens), min_n=self.min_n,
             max_n=max(p.max_n, self.min_n), max_d=p.max_d, d_more_than_n=self.d_more_than_n,
             min_batch=self.min_batch, branches=self.branches, perturbations=perturbations,
-            scales=scales, param_scales=self.param_scales,
+            scales=scales, param_scales=self.param_scales, n_values=n_values, ragged_d=ragged,
         )
         return base.map(lambda c: dataclasses.replace(
             c, tokens=max(c.tokens, min_tokens), seed=c.seed + ctx.seed))

@@ -284,6 +284,19 @@ DIFFERENTIABLE = Requirement(
 every property that differentiates the impl requires it."""
 
 
+def not_bridged(moot: str) -> Requirement:
+    """The impl is not bridged from another array framework (``Conventions.bridged`` is None):
+    ``moot`` says what :mod:`hcspec.conformance.bridge` does that makes the property's bug
+    class impossible, so a bridged target would pass it without its own code being checked
+    (the report then says so, with the framework's name)."""
+    return Requirement(
+        "not bridged (no conventions.bridged)",
+        f"the framework bridge makes this bug class impossible: {moot}; a pass would say "
+        "nothing about the implementation",
+        lambda s: s.conventions.bridged is None,
+        lambda s: f"bridged from {s.conventions.bridged}", separator="; ")
+
+
 SHARDING_CAPABILITY = "sharding"
 """The sharding capability's name (:mod:`hcspec.conformance.parallel.protocol`); a
 capability of the target's sharded factory, not of :data:`hcspec.conformance.protocol.CAPABILITIES`

@@ -62,18 +62,24 @@ class Precision:
             the coarsest of ``dtype`` and the declared ``compute_dtype``.
         output: the effective dtype (what every comparison is made in): the coarsest of
             ``dtype`` and the declared ``compute_dtype`` and ``output_dtype``.
+        sinkhorn_eps: the declared Sinkhorn–Knopp denominator eps δ (0: none): every
+            normalisation ``M / (M.sum(axis) + δ)`` leaves the sums ``s/(s + δ)``, so the
+            Sinkhorn–Knopp constraints allow the deviation it implies
+            (:func:`hcspec.conformance.rules.constraints.sinkhorn_eps_deviation`).
     """
 
     dtype: torch.dtype
     compute: torch.dtype
     output: torch.dtype
+    sinkhorn_eps: float = 0.0
 
     @classmethod
     def of(cls, dtype: torch.dtype, compute_dtype: torch.dtype | None,
-           output_dtype: torch.dtype | None) -> Precision:
-        """The chain of a run in ``dtype`` under the declared compute and output dtypes."""
+           output_dtype: torch.dtype | None, sinkhorn_eps: float = 0.0) -> Precision:
+        """The chain of a run in ``dtype`` under the declared compute and output dtypes (and
+        the declared Sinkhorn–Knopp denominator eps)."""
         return cls(dtype, effective_dtype(dtype, compute_dtype),
-                   effective_dtype(dtype, compute_dtype, output_dtype))
+                   effective_dtype(dtype, compute_dtype, output_dtype), float(sinkhorn_eps))
 
     @property
     def low(self) -> bool:

@@ -28,18 +28,48 @@ def exact_axis(dtype: torch.dtype, n: int, probed: bool) -> float:
     return 16.0 * (n + 1) * eps(dtype)
 
 
+SUM_FLOOR = 0.5
+"""The smallest axis sum a normalisation meets in the regime the constraints compare (the
+sums before the last normalisation are the other axis's, just normalised, within the
+convergence bound of 1): with denominator eps δ it leaves ``s/(s + δ)``, off 1 by
+``δ/(s + δ) ≤ δ / SUM_FLOOR``. Measured on the published DeepSeek-V4 formula (δ = 1e-6,
+n ≤ 8, parameters perturbed by 1 and scaled up to ×1e4): the exact axis misses by 1.0–1.1 δ,
+i.e. s ≥ 0.9."""
+
+
+def sinkhorn_eps_deviation(p: Precision, axis: str, convergence: float = 0.0) -> float:
+    """How far a declared denominator eps δ (``p.sinkhorn_eps``) moves Sinkhorn–Knopp's sums
+    off 1 (docs/conformance.md, "Declared eps"): the exact axis, normalised last, by
+    ``δ/(s + δ) ≤ 2δ`` (:data:`SUM_FLOOR`); the other axis by that of the normalisation
+    before (``2δ``) plus the last division's ``2δ`` carried through the other sums
+    (``× (1 + convergence)``, the convergence capped at 1): ``4δ (1 + min(c, 1))``. 0 without a
+    declared δ. An additive eps (``softmax + eps``) moves no sum: every normalisation divides
+    it out."""
+    delta = p.sinkhorn_eps
+    if delta <= 0.0:
+        return 0.0
+    per_normalisation = delta / SUM_FLOOR
+    if axis == "exact":
+        return per_normalisation
+    return 2.0 * per_normalisation * (1.0 + min(max(convergence, 0.0), 1.0))
+
+
 def exact_axis_allowance(p: Precision, n: int, probed: bool) -> Allowance:
     """:data:`EXACT_AXIS` for ``n`` streams: float32/float64 (or probed): ``16·(n + 1)·eps``
     (probed: the law's ``n``-fold); below float32, along the chain: the floor
     ``(n + 1)·eps(compute) + eps(output)`` (the last normalisation in the compute dtype, then
     every entry rounded to the output by up to eps/2 of itself: the sum by eps/2, counted
     twice) and :data:`FLOOR_MULTIPLE` times it — at most ``16·(n + 1)·eps(compute)`` from the
-    compute dtype's side, so an impl computing in bfloat16 itself keeps its own budget."""
+    compute dtype's side, so an impl computing in bfloat16 itself keeps its own budget.
+    A declared denominator eps adds :func:`sinkhorn_eps_deviation` (to the floor, half
+    of it: a correct impl misses by about δ)."""
+    deviation = sinkhorn_eps_deviation(p, "exact")
     if probed or not p.low:
-        return Allowance((n + 1) * eps(p.output), exact_axis(p.output, n, probed))
+        return Allowance((n + 1) * eps(p.output) + deviation / 2,
+                         exact_axis(p.output, n, probed) + deviation)
     floor = (n + 1) * eps(p.compute) + p.rounding
-    return Allowance(floor, max(FLOOR_MULTIPLE * floor,
-                                exact_axis(p.compute, n, False) + p.rounding))
+    return Allowance(floor + deviation / 2, max(FLOOR_MULTIPLE * floor,
+                     exact_axis(p.compute, n, False) + p.rounding) + deviation)
 
 
 def _exact_axis(p: Precision, g: Mapping[str, Any]) -> Allowance:
@@ -49,9 +79,10 @@ def _exact_axis(p: Precision, g: Mapping[str, Any]) -> Allowance:
 EXACT_AXIS: Final = Rule(
     "exact_axis", "16·(n + 1)·eps on Sinkhorn–Knopp's last axis (probed: the law's × n); "
     "bfloat16/float16 along the chain: 4 × ((n + 1)·eps(compute) + eps(output)), at least "
-    "16·(n + 1)·eps(compute) + eps(output)",
-    "the last step divides by the sum: (n + 1) roundings of the compute dtype, then one "
-    "rounding of each entry to the output", ("n", "probed?"), _exact_axis)
+    "16·(n + 1)·eps(compute) + eps(output); plus 2δ for a declared denominator eps δ",
+    "the last step divides by the sum (by sum + δ: off 1 by δ/(s + δ) ≤ 2δ for sums s ≥ ½): "
+    "(n + 1) roundings of the compute dtype, then one rounding of each entry to the output",
+    ("n", "probed?"), _exact_axis)
 
 
 # --- doubly stochastic: the other axis (Birkhoff–Hopf bound) -------------------------------------
@@ -87,8 +118,12 @@ def mixing_allowance(p: Precision, n: int) -> Allowance:
 def _other_axis(p: Precision, g: Mapping[str, Any]) -> Allowance:
     exact = exact_axis_allowance(p, int(g["n"]), bool(g.get("probed", False)))
     convergence = float(g["convergence"])
-    allowance = convergence + exact.allowance
-    floor = convergence + exact.floor  # a correct impl may be off by the truncation itself
+    # the declared eps: the other axis's deviation replaces the exact axis's
+    deviation = (sinkhorn_eps_deviation(p, "other", convergence)
+                 - sinkhorn_eps_deviation(p, "exact"))
+    allowance = convergence + exact.allowance + deviation
+    # a correct impl may be off by the truncation itself
+    floor = convergence + exact.floor + deviation / 2
     if g.get("norm"):  # ‖H_res‖₂ ≤ √(‖H_res‖₁‖H_res‖_∞): the gain beyond 1
         allowance = math.sqrt((1 + allowance) * (1 + exact.allowance)) - 1
     if g.get("mixing"):  # through the mixing: its own rounding on top
@@ -120,7 +155,8 @@ SINKHORN_OTHER_AXIS: Final = Rule(
     "for the declared rounds T at the measured projective diameter Δ, plus the exact axis's "
     "rounding allowance along the chain (stream sum: plus the mixing's rounding, the law's "
     "budget in float64/float32, 4 × (eps(output) + n·eps(compute)) below; non-expansiveness: "
-    "√((1 + other)(1 + exact)) − 1 plus the mixing's rounding)",
+    "√((1 + other)(1 + exact)) − 1 plus the mixing's rounding); plus 4δ(1 + min(bound, 1)) "
+    "for a declared denominator eps δ",
     "Franklin & Lorenz: each round contracts Hilbert's metric by tanh(Δ/4)²; rounding does not "
     "accumulate in a contraction", ("n", "convergence", "probed?", "mixing?", "norm?"), _other_axis)
 

@@ -159,7 +159,7 @@ def test_a_rule_is_declared_as_an_object_never_by_name() -> None:
 
 def test_the_run_precision_has_one_name() -> None:
     """Checks read the run's dtype chain as ``ctx.precision`` only: the former spellings
-    (``ctx.precision.output``, ``ctx.precision``) appear nowhere in the kit, its tools or its
+    (``ctx.tol_dtype``, ``ctx.record.precision``) appear nowhere in the kit, its tools or its
     tests, and a context has no ``tol_dtype``."""
     former = ("tol_dtype", "record.precision")
     offenders = sorted(
@@ -172,5 +172,5 @@ def test_the_run_precision_has_one_name() -> None:
     from tests.conformance.properties.support import context
 
     ctx = context("reference:mhc")
-    assert ctx.precision is ctx.precision and not hasattr(ctx, "tol_dtype")
+    assert ctx.precision is ctx.record.precision and not hasattr(ctx, "tol_dtype")
     assert ctx.precision.output == torch.float64

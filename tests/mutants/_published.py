@@ -21,18 +21,19 @@ Departure = Callable[[published.Formula], published.Formula]
 
 def make_divergent(departure: Departure | None, n: int, d: int, layer_index: int,
                    dtype: torch.dtype, device: str, seed: int,
-                   hc_eps: float = 1e-15,
+                   hc_eps: float = 1e-6,
                    cls: type[DeepSeekV4HyperConnection] = DeepSeekV4HyperConnection,
                    ) -> HyperConnectionImpl:
     """``cls`` (the reference :class:`DeepSeekV4HyperConnection`) computing the published
     record at ``hc_eps`` changed by ``departure`` (None: the published record), built under
     ``seed`` in float64 on the CPU, then moved to ``dtype``/``device``.
 
-    ``hc_eps`` is 1e-15 by default (a setting of the layout, read by the oracle): with the
-    published 1e-6 in the Sinkhorn–Knopp denominators, H_res misses unit sums by ~1e-6, which
-    the constraints family's float64 tolerances do not allow, so the mutant would be caught
-    first for a reason that is not its bug; without any eps, saturated logits (the extreme
-    cases) leave an all-zero column of the softmax and 0/0."""
+    ``hc_eps`` is DeepSeek-V4's published 1e-6 by default (a setting of the layout, read by
+    the oracle, and declared as the Sinkhorn–Knopp additive and denominator eps): the
+    constraints allow the deviation from unit sums that the declared eps implies
+    (:func:`hcspec.conformance.rules.sinkhorn_eps_deviation`), so each mutant is caught for
+    its own bug. (Before that allowance these mutants used 1e-15 to avoid the constraints'
+    false positive.)"""
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         module: Any = cls(n, d, layer_index, hc_eps=hc_eps, dtype=torch.float64)

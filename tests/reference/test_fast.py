@@ -8,6 +8,7 @@ any value and must save less for backward.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from typing import Any
 
@@ -325,3 +326,19 @@ def test_fresh_buffers_are_advised_as_huge_pages_and_keep_their_values(
     calls.clear()
     fast._fresh(torch.Size((4, 4)), big)
     assert calls == []
+
+
+@pytest.mark.parametrize("implementation", ["readable", "fast"])
+def test_float16_mean_square_does_not_overflow_at_n8_d257(implementation: str) -> None:
+    # n·d = 2056 squares at RMS 10 sum to ~2e5 > 65504: summed in float16 the RMS is inf and
+    # every projection 0 (the weights then ~ the biases alone); the reference sums in float32
+    torch.manual_seed(0)
+    m64 = ManifoldHyperConnection(8, 257, 0, dtype=torch.float64, implementation=implementation)
+    with torch.no_grad():
+        for p in m64.parameters():
+            p.add_(torch.randn_like(p))
+    m16 = copy.deepcopy(m64).to(torch.float16)
+    x = (10.0 * torch.randn(1, 3, 8, 257, dtype=torch.float64)).to(torch.float16)
+    for got, want in zip(m16.weights(x), m64.weights(x.double()), strict=True):
+        assert bool(torch.isfinite(got).all())
+        assert float((got.double() - want).abs().max()) < 0.02

@@ -117,6 +117,50 @@ def test_a_bridged_target_declares_itself_untraceable_so_fullgraph_is_not_applic
     assert declared.untraceable in (result.message or "")
 
 
+MOOT = ("strides.non_contiguous", "shape.other_sequence_axes", "state.input_unchanged",
+        "inference.modes")
+"""The properties whose bug class the bridge itself rules out."""
+
+
+def test_what_the_bridge_makes_moot_is_not_applicable_never_a_pass() -> None:
+    declared = conventions_of(standin_factory()(2, 3, seed=0))
+    assert declared.bridged == "numpy-standin"
+    report = check_implementation(standin_factory(), profile="quick", device="cpu",
+                                  only=list(MOOT))
+    results = {r.id: r for r in report.results}
+    for prop_id in MOOT:
+        result = results[prop_id]
+        assert result.status == "not_applicable", (prop_id, result.status)
+        assert "the framework bridge makes this bug class impossible" in (result.message or "")
+        assert "bridged from numpy-standin" in (result.message or "")
+    # the same properties apply, and pass, on a torch target
+    torch_report = check_implementation("reference:mhc", profile="quick", device="cpu",
+                                        only=list(MOOT))
+    assert {r.id: r.status for r in torch_report.results if r.id in MOOT} == dict.fromkeys(
+        MOOT, "passed")
+
+
+def test_the_framework_gets_a_copy_it_cannot_write_through() -> None:
+    # a framework function that writes into the array it is given: the caller's state must
+    # not change (why state.input_unchanged is moot on a bridged target)
+    def writing(params: Any, x: Any) -> Any:
+        out = npf.make_read()(params, x)
+        x[...] = 0.0
+        return out
+
+    def build(n: int, d: int, layer_index: int, seed: int) -> Built:
+        del layer_index
+        read = npf.VjpFunction(writing, npf.make_read().vjp)
+        return Built(npf.init(n, d, seed), Sublayer(read=read, write=npf.WRITE))
+
+    impl = bridged_target(npf.NumpyFramework, build, conventions=Conventions(),
+                          compute_dtype=None)(2, 3, seed=0)
+    x = torch.randn(1, 2, 2, 3, dtype=torch.float64)
+    before = x.clone()
+    impl.forward(x, lambda v: v)
+    assert torch.equal(x, before)
+
+
 def test_importing_the_bridge_imports_no_framework() -> None:
     code = ("import sys, hcspec.conformance.bridge, hcspec.conformance.targets; "
             "print(sorted(m for m in ('mlx', 'jax', 'mlx_lm') if m in sys.modules))")

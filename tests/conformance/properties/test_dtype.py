@@ -37,3 +37,17 @@ def test_a_low_precision_accumulator_fails_only_at_scale() -> None:
     run("dtype.low_precision", "mutant:low_precision_accumulation")  # the small cases pass
     with pytest.raises(PropertyFailure, match=r"bfloat16 forward vs float32 forward at n = 8"):
         run("dtype.low_precision_at_scale", "mutant:low_precision_accumulation")
+
+
+def test_at_scale_reaches_the_largest_state_scale_each_dtype_holds() -> None:
+    from hcspec.conformance.families import dtype as family
+
+    assert family.largest_state_scale(torch.float16, 8, 257) == 1e3
+    assert family.largest_state_scale(torch.bfloat16, 8, 257) == 1e6
+    # with headroom: 64 × the scale fits float16, and the float32 sum of the squares is finite
+    assert 64 * 1e3 <= torch.finfo(torch.float16).max < 64 * 1e4
+    scales = {c.scale for c in family.AT_SCALE}
+    assert scales == {1.0, 10.0, family.LARGEST_SCALE}
+    # a float16 sum of the n·d squares at RMS 10 overflows, which scale 1 never showed
+    x = torch.full((8 * 257,), 10.0, dtype=torch.float16)
+    assert torch.isinf(x.square().sum()) and torch.isfinite((x / 10).square().sum())

@@ -164,3 +164,21 @@ def test_below_float32_the_floor_passes_a_correct_target_and_names_a_slip(
         assert ctx.worst.error <= ctx.worst.tolerance
     with pytest.raises(PropertyFailure, match="orientation: X' = comb X"):
         run("published.step", "wrong", example=0)
+
+
+def test_a_checkpoint_loaded_across_a_stack_chains_the_published_steps() -> None:
+    ctx = run("published.stack_checkpoint", "hcspec.reference.targets:deepseek_v4")
+    assert "layers.{i}.hc_{attn,ffn}_*" in ctx.worst.label
+    with pytest.raises(PropertyFailure, match="loaded from a DeepSeek-V4 checkpoint") as failure:
+        run("published.stack_checkpoint", "mutant:published_checkpoint_sites_swapped")
+    assert "attention ↔ FFN" in str(failure.value.hint)
+
+
+def test_the_checkpoint_key_names_are_deepseek_v4s() -> None:
+    from hcspec.spec.published import deepseek_v4_checkpoint_key
+
+    assert [deepseek_v4_checkpoint_key(k, "hc_scale") for k in range(4)] == [
+        "layers.0.hc_attn_scale", "layers.0.hc_ffn_scale", "layers.1.hc_attn_scale",
+        "layers.1.hc_ffn_scale"]
+    with pytest.raises(ValueError):
+        deepseek_v4_checkpoint_key(0, "hc_other")
