@@ -154,10 +154,24 @@ def decompose_torch(module: Any, x: torch.Tensor) -> Decomposition:
                          comb=h_res.reshape(b, t, n, n), collapsed=layer_input.reshape(b, t, d))
 
 
+def state_class() -> Any:
+    """SGLang's ``MHCState``, or None where its module does not import here (it imports the
+    engine's whole ``srt.configs`` package, which imports torchvision: the PyPI torchvision
+    wheels are built against CUDA torch and do not load with the lane's CPU torch 2.13,
+    "operator torchvision::nms does not exist")."""
+    try:
+        return _import("sglang.srt.layers.layer_boundary.residual.mhc").MHCState
+    except Exception:  # any import-time failure of the engine's runtime: the fallback step
+        return None
+
+
 def mhc_state_of(module: Any) -> LayerStep:
     """One step through SGLang's ``MHCState``: ``read_attn_input`` (``hc_pre``), the branch in
-    place of the attention (no norm), ``apply_post`` (``hc_post``)."""
-    state_class = _import("sglang.srt.layers.layer_boundary.residual.mhc").MHCState
+    place of the attention (no norm), ``apply_post`` (``hc_post``). Where ``MHCState`` does not
+    import (:func:`state_class`), the same two calls without it: ``hc_pre`` then ``hc_post``
+    with its ``h_res`` / ``h_post`` (``MHCState.read_attn_input`` and ``apply_post`` are
+    those calls and nothing else when no norm is given)."""
+    cls = state_class()
     post_fn = kernels().hc_post
     n_of: dict[str, int] = {}
 
@@ -173,12 +187,17 @@ def mhc_state_of(module: Any) -> LayerStep:
     def step(x: torch.Tensor, branch: Callable[[torch.Tensor], torch.Tensor]) -> torch.Tensor:
         b, t, n, d = x.shape
         n_of["n"] = n
-        state = state_class(hc_mult=n, hc_attn_pre=attn_pre, hc_ffn_pre=attn_pre,
-                            hc_post=post)
-        layer_input, residual = state.read_attn_input(_flat(x), out_norm=None)
+        hidden = _flat(x)
+        if cls is not None:
+            state = cls(hc_mult=n, hc_attn_pre=attn_pre, hc_ffn_pre=attn_pre, hc_post=post)
+            layer_input, residual = state.read_attn_input(hidden, out_norm=None)
+        else:
+            layer_input, h_res, h_post, _ = attn_pre(hidden, None, None)
+            residual = hidden
         collapsed = layer_input.reshape(b, t, d).to(x.dtype)
-        z = check_branch_output(branch(collapsed), collapsed)
-        out = state.apply_post(z.reshape(b * t, d).to(STATE_DTYPE), residual)
+        z = check_branch_output(branch(collapsed), collapsed).reshape(b * t, d).to(STATE_DTYPE)
+        out = state.apply_post(z, residual) if cls is not None else post(z, residual, h_res,
+                                                                          h_post)
         return out.reshape(b, t, n, d)
     return step
 
@@ -196,8 +215,11 @@ def make(n: int, d: int, *, layer_index: int = 0, dtype: torch.dtype = torch.flo
     kernels()
     factory = v4_style_target(
         build_parameters, decompose_torch, comb="source_target",
-        conventions=conventions("MHCState with hc_pre / hc_post (torch route: "
-                                "_mhc_pre_torch, _mhc_post_torch)", triton=False),
+        conventions=conventions(
+            ("MHCState" if state_class() is not None else
+             "hc_pre then hc_post as MHCState calls them (MHCState does not import here: "
+             "torchvision)") + " with hc_pre / hc_post on their torch route (_mhc_pre_torch, "
+            "_mhc_post_torch)", triton=False),
         compose_dtype="float32", keep_float32=True, published=PUBLISHED,
         decoder_layer=mhc_state_of)
     return factory(n, d, layer_index=layer_index, dtype=dtype, device=device, seed=seed)

@@ -37,6 +37,8 @@ without the stack). One sublayer step is composed as vLLM's DeepSeek-V4 decoder 
 from __future__ import annotations
 
 import importlib
+import os
+import sys
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any, Final
@@ -184,6 +186,32 @@ def make_torch(n: int, d: int, *, layer_index: int = 0, dtype: torch.dtype = tor
 
 
 # --- vllm:mhc-triton -----------------------------------------------------------------------------
+def interpreter_context() -> None:
+    """Let vLLM keep Triton on a machine without a GPU, for ``TRITON_INTERPRET=1``.
+
+    ``vllm/triton_utils/importing.py`` (0.33.0, the block that sets ``HAS_TRITON``) replaces
+    ``triton`` by a placeholder, whose ``jit`` returns a stub, unless exactly one GPU driver is
+    active; its one exception is a launcher's process with ``CUDA_VISIBLE_DEVICES`` set and
+    empty ("a distributed environment"), where no driver may be active yet. That is the
+    smallest context the engine itself offers for the interpreter: with ``TRITON_INTERPRET=1``,
+    no CUDA device and ``CUDA_VISIBLE_DEVICES`` unset, this sets it to the empty string before
+    vLLM's Triton utilities are first imported (nothing else reads it on such a machine).
+
+    Raises:
+        ValueError: vLLM's Triton utilities were already imported with the placeholder.
+    """
+    interpret = os.environ.get("TRITON_INTERPRET", "0").strip().lower() in ("1", "true")
+    if not interpret or torch.cuda.is_available():
+        return
+    if "vllm.triton_utils" not in sys.modules:
+        os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
+        return
+    if not sys.modules["vllm.triton_utils"].HAS_TRITON:
+        raise ValueError("vLLM's Triton utilities were imported before the interpreter's "
+                         "context was set (triton is vLLM's placeholder in this process): "
+                         "run vllm:mhc-triton in a process of its own")
+
+
 def triton_mode() -> TritonMode:
     """Where the wheel's Triton mHC kernels run in this process (imports them)."""
     return kernel_mode(kernels("triton")._mhc_pre_mix_kernel)
@@ -259,6 +287,7 @@ def make_triton(n: int, d: int, *, layer_index: int = 0, dtype: torch.dtype = to
         ValueError: the kernels cannot take ``device`` tensors here (compiled for CUDA, or
             neither CUDA nor ``TRITON_INTERPRET=1``); bad sizes as the other factories.
     """
+    interpreter_context()
     triton_mode().require_device(device, "vLLM's Triton mHC kernels")
     return _triton_factory()(n, d, layer_index=layer_index, dtype=dtype, device=device,
                              seed=seed)

@@ -16,7 +16,7 @@ TARGETS: Final[tuple[BuiltinTarget, ...]] = (
         "sglang:mhc", "hcspec.conformance.adapters.sglang_mhc:make",
         "SGLang's MHCState residual (layer_boundary/residual/mhc.py) with hc_pre / hc_post on "
         "their torch route (TileLang switched off), DeepSeek-V4's settings; bfloat16 state",
-        requires="sglang.srt.layers.layer_boundary.residual.mhc", distribution="sglang",
+        requires="sglang.kernels.ops.layernorm.mhc", distribution="sglang",
         written_for=WRITTEN_FOR,
     ),
     BuiltinTarget(

@@ -29,7 +29,7 @@ TARGETS: Final[tuple[BuiltinTarget, ...]] = (
         "vllm:mhc-triton", "hcspec.conformance.adapters.vllm_wheel:make_triton",
         "vLLM's Triton mHC kernels (split-K pre gate, collapse, HC head) with its torch "
         "Sinkhorn (it has no Triton one) and post, DeepSeek-V4's settings; bfloat16 state",
-        requires="vllm.model_executor.kernels.mhc.triton", distribution="vllm",
+        requires="vllm", distribution="vllm",
         written_for=WRITTEN_FOR, detail="hcspec.conformance.adapters._triton:environment_note",
     ),
     BuiltinTarget(
