@@ -22,13 +22,16 @@ TARGETS ``sglang:mhc``, ``sglang:mhc-triton`` and ``sglang:mhc-triton-split``.
   ``_hc_mix_reduce_sinkhorn_kernel``, Triton), the collapse ``mhc_combine``
   (``_mhc_combine_kernel``, Triton), then the layer's torch post (``hc_post``'s
   ``_mhc_post_torch``, the same sum as ``deepseek_v4_mhc.post``'s ``post_torch_impl``).
-* ``sglang:mhc-triton-split``: the unfused route (gfx1250): ``hc_mix_stats`` (split-K
-  partial + ``_hc_mix_stats_reduce_kernel``) then ``_hc_split_sinkhorn_triton``
-  (``_hc_split_sinkhorn_triton_kernel``), ``mhc_combine``, the torch post.
+* ``sglang:mhc-triton-split``: the unfused route: the layer's torch projection
+  (``_mix_stats_impl`` off CUDA: ``F.linear(x, fn)·rsqrt(mean(x²) + eps)``, two lines the
+  adapter writes out), then the Triton port of the Sinkhorn ``_hc_split_sinkhorn_triton``
+  (``_hc_split_sinkhorn_triton_kernel``, the gfx1250 route), ``mhc_combine``, the torch post.
+  It runs the kit's canonical case (``n·d = 32``), which the fused route refuses.
 
 The Triton targets need ``TRITON_INTERPRET=1`` before the import on a CPU
 (:mod:`._triton`); the projection's split-K kernel needs ``n·d`` a multiple of its 64-wide
-block (an assertion), so those targets declare ``hidden_size_multiple=64``.
+block (an assertion) and the fused Sinkhorn kernel ``n`` a power of two (``tl.arange(0,
+HC)``): the factory refuses other sizes (the kit leaves those cases out).
 
 All targets: bfloat16 state (the model's), float32 parameters, mixes and coefficients; the
 branch input and ``X'`` bfloat16. ``H_res = combᵀ`` (``hc_post``: ``X'_j = post_j x + Σ_i
@@ -103,12 +106,12 @@ def conventions(path: str, *, triton: bool) -> Conventions:
         sinkhorn_iterations_count="rounds_from_softmax", sinkhorn_additive_eps=HC_EPS,
         sinkhorn_denominator_eps=HC_EPS, sinkhorn_exact_axis="rows", h_pre_eps=HC_EPS,
         contiguous_input=True, published="deepseek-v4",
-        hidden_size_multiple=64 if triton else 1,
         notes=(f"SGLang {WRITTEN_FOR} wheel, {path}: state cast to bfloat16, mixes and "
                "coefficients float32; pre = σ + 1e-6, post = 2σ, comb = softmax(-1) + 1e-6, a "
                "column normalisation, then 19 (row, column) rounds with 1e-6 in the "
                "denominators; H_res = combᵀ; reduce: the mean (hc_contract)"
-               + ("; n·d a multiple of 64 (the split-K projection asserts it)" if triton
+               + ("; the factory refuses n·d not a multiple of 64 (the split-K projection "
+                  "asserts it) and, for the fused kernel, n not a power of two" if triton
                   else "")))
 
 
@@ -234,15 +237,18 @@ def triton_mode() -> TritonMode:
 def coefficients(module: Any, hidden: torch.Tensor, n: int, route: str
                  ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """``(pre [N, n], post [N, n], comb [N, n, n])`` float32 from the Triton kernels:
-    ``route="fused"``: ``hc_mix_stats_sinkhorn``; ``"split"``: ``hc_mix_stats`` then
-    ``_hc_split_sinkhorn_triton``."""
+    ``route="fused"``: ``hc_mix_stats_sinkhorn``; ``"split"``: the torch projection of
+    ``_mix_stats_impl`` off CUDA, then ``_hc_split_sinkhorn_triton``."""
     k = kernels()
     if route == "fused":
         pre, post, comb = k.hc_mix_stats_sinkhorn(
             hidden, module.fn, module.scale, module.base, n, module.sinkhorn_iters,
             module.norm_eps, module.hc_eps)
         return pre, post, comb
-    mixes = k.hc_mix_stats(hidden, module.fn, module.norm_eps).unsqueeze(1)
+    # deepseek_v4_mhc._mix_stats_impl's projection off CUDA (its two torch lines)
+    flat = hidden.float()
+    rsqrt = torch.rsqrt(flat.square().mean(-1, keepdim=True) + module.norm_eps)
+    mixes = (torch.nn.functional.linear(flat, module.fn) * rsqrt).unsqueeze(1)
     pre, post, comb = k._hc_split_sinkhorn_triton(mixes, module.scale, module.base, n,
                                                   module.sinkhorn_iters, module.hc_eps)
     return pre.squeeze(1), post.squeeze(1), comb.squeeze(1)
@@ -289,6 +295,12 @@ def make_triton(n: int, d: int, *, layer_index: int = 0, dtype: torch.dtype = to
     """
     if route not in ("fused", "split"):
         raise ValueError(f"route: expected 'fused' or 'split', got {route!r}")
+    if route == "fused" and (n * d) % 64:
+        raise ValueError(f"n·d = {n * d}: SGLang's split-K projection (hc_mix_stats) asserts "
+                         "n·d is a multiple of its 64-wide block")
+    if route == "fused" and n & (n - 1):
+        raise ValueError(f"n = {n}: the fused Sinkhorn kernel (_hc_mix_reduce_sinkhorn_kernel) "
+                         "spans the streams with tl.arange(0, HC), which needs a power of two")
     _switched_to_torch()
     triton_mode().require_device(device, "SGLang's Triton mHC kernels")
     what = ("hc_mix_stats_sinkhorn (split-K projection, fused reduce + Sinkhorn)"

@@ -108,11 +108,20 @@ MUTANTS: dict[str, tuple[str, list[tuple[str, str]]]] = {
 }
 
 
+SURVIVES: dict[str, str] = {
+    "split-one-iteration-short": "19 instead of 20 Sinkhorn rounds moves comb below the kit's "
+                                 "allowance at the kernel profile's cases (measured: survives)",
+}
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("name", sorted(MUTANTS))
+@pytest.mark.parametrize("name", [
+    pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=SURVIVES[n])) if n in SURVIVES
+    else n for n in sorted(MUTANTS) if n.startswith("split")])
 def test_mutant_is_killed(name: str, tmp_path: pathlib.Path,
                           monkeypatch: pytest.MonkeyPatch) -> None:
-    """The kit (kernel profile, the Sinkhorn-facing properties) fails on each mutant."""
+    """The kit (kernel profile, the Sinkhorn-facing properties) fails on each mutant of the
+    Triton port; the unmutated kernel passes them (:func:`test_unmutated_passes`)."""
     function, replacements = MUTANTS[name]
     mutant = mutate(sys.modules[KERNELS], function, replacements, tmp_path)
     monkeypatch.setitem(sglang_mhc._LOADED, KERNELS, mutant)
@@ -124,3 +133,35 @@ def test_mutant_is_killed(name: str, tmp_path: pathlib.Path,
     report = check_implementation(factory, profile="kernel", device=DEVICE, only=KILLERS)
     assert failed(report), f"mutant {name} survived: " + ", ".join(
         f"{r.id}={r.status}" for r in report.results)
+
+
+@pytest.mark.slow
+def test_unmutated_passes() -> None:
+    """The properties that kill the mutants pass on the unmutated split route (so a kill is
+    the mutation's)."""
+    def factory(n: int, d: int, **kwargs: Any) -> Any:
+        return sglang_mhc.make_triton(n, d, route="split", **kwargs)
+
+    report = check_implementation(factory, profile="kernel", device=DEVICE, only=KILLERS)
+    assert not failed(report), [(r.id, r.status) for r in report.results]
+
+
+@pytest.mark.parametrize("name", sorted(n for n in MUTANTS if n.startswith("fused")))
+def test_fused_mutant_moves_the_coefficients(name: str, tmp_path: pathlib.Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fused kernel refuses the kit's canonical case (n·d = 32), so its mutants are checked
+    directly: at n = 4, d = 16 with saturating logits, each mutant's comb or pre leaves the
+    unmutated kernel's by more than float32 rounding, or turns non-finite."""
+    function, replacements = MUTANTS[name]
+    n, d = 4, 16
+    x = _x(n, d, 1.0)
+    impl = sglang_mhc.make_triton(n, d, device=DEVICE, seed=3)
+    with torch.no_grad():
+        impl.module.scale.mul_(400.0)
+    want = impl.weights(x)
+    mutant = mutate(sys.modules[KERNELS], function, replacements, tmp_path)
+    monkeypatch.setitem(sglang_mhc._LOADED, KERNELS, mutant)
+    got = impl.weights(x)
+    moved = max(((g.float() - w.float()).abs().nan_to_num(1.0).max().item()
+                 for g, w in zip(got, want, strict=True)))
+    assert moved > 1e-3 or not all(torch.isfinite(g).all() for g in got), moved

@@ -22,14 +22,15 @@ TARGETS: Final[tuple[BuiltinTarget, ...]] = (
     BuiltinTarget(
         "sglang:mhc-triton", "hcspec.conformance.adapters.sglang_mhc:make_triton",
         "SGLang's Triton mHC path of the DeepSeek-V4 layer: hc_mix_stats_sinkhorn (split-K "
-        "projection, fused Sinkhorn), mhc_combine, torch post; bfloat16 state",
+        "projection, fused Sinkhorn), mhc_combine, torch post; n·d a multiple of 64 and n a "
+        "power of two only (the kit's canonical n=4, d=8 is refused); bfloat16 state",
         requires="sglang.kernels.ops.layernorm.mhc", distribution="sglang",
         written_for=WRITTEN_FOR, detail=_TRITON_NOTE,
     ),
     BuiltinTarget(
         "sglang:mhc-triton-split", "hcspec.conformance.adapters.sglang_mhc:make_triton",
-        "SGLang's unfused Triton route: hc_mix_stats, _hc_split_sinkhorn_triton (the gfx1250 "
-        "port), mhc_combine, torch post; bfloat16 state",
+        "SGLang's unfused route: the layer's torch projection, the Triton Sinkhorn "
+        "_hc_split_sinkhorn_triton (the gfx1250 port), mhc_combine, torch post; bfloat16 state",
         requires="sglang.kernels.ops.layernorm.mhc", distribution="sglang",
         options={"route": "split"}, written_for=WRITTEN_FOR, detail=_TRITON_NOTE,
     ),
