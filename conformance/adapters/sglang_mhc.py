@@ -206,15 +206,23 @@ def mhc_state_of(module: Any) -> LayerStep:
 
 
 def make(n: int, d: int, *, layer_index: int = 0, dtype: torch.dtype = torch.float64,
-         device: str = "cpu", seed: int = 0) -> Any:
+         device: str = "cpu", seed: int = 0, tilelang: bool = False) -> Any:
     """Factory (kit target form) of ``sglang:mhc`` (turns :data:`TORCH_SWITCHES` on in this
-    process's environment).
+    process's environment) and, with ``tilelang=True``, ``sglang:mhc-tilelang`` (the engine's
+    default: ``hc_pre`` / ``hc_post`` on the TileLang kernels; a CUDA device only).
 
     Raises:
         ImportError: SGLang (or what its modules import) is not installed.
         ValueError: ``n``/``d`` not positive ints, ``layer_index < 0`` or ``seed < 0``.
     """
-    _switched_to_torch()
+    if tilelang:
+        if torch.device(device).type != "cuda":
+            raise ValueError("sglang:mhc-tilelang: TileLang kernels need a CUDA device (run it "
+                             "with --device cuda; tools/gpu_check.sh does)")
+        for key in TORCH_SWITCHES:
+            os.environ[key] = "1"
+    else:
+        _switched_to_torch()
     kernels()
     factory = v4_style_target(
         build_parameters, decompose_torch, comb="source_target",
@@ -222,7 +230,8 @@ def make(n: int, d: int, *, layer_index: int = 0, dtype: torch.dtype = torch.flo
             ("MHCState" if state_class() is not None else
              "hc_pre then hc_post as MHCState calls them (MHCState does not import here: "
              "torchvision)") + " with hc_pre / hc_post on their torch route (_mhc_pre_torch, "
-            "_mhc_post_torch)", triton=False),
+            "_mhc_post_torch)" if not tilelang else "MHCState with hc_pre / hc_post on the "
+            "TileLang kernels (mhc_pre, mhc_post)", triton=False),
         compose_dtype="float32", keep_float32=True, published=PUBLISHED,
         decoder_layer=mhc_state_of)
     return factory(n, d, layer_index=layer_index, dtype=dtype, device=device, seed=seed)

@@ -257,7 +257,7 @@ def decompose_triton(module: Any, x: torch.Tensor) -> Decomposition:
 def head_triton(module: Any, x: torch.Tensor) -> torch.Tensor:
     """The HC head ``hc_head_reduce_triton_kernel`` at ``x [B, T, n, d]`` (``[B, T, d]``,
     bfloat16), with the head's ``norm_eps`` and ``hc_eps`` as ``HCHeadOp`` passes them."""
-    b, t, n, d = x.shape
+    b, t, _, d = x.shape
     residual = flat_tokens(x)
     out = torch.empty(b * t, d, dtype=STATE_DTYPE, device=x.device)
     kernels("triton").hc_head_reduce_triton_kernel(
@@ -291,6 +291,54 @@ def make_triton(n: int, d: int, *, layer_index: int = 0, dtype: torch.dtype = to
     triton_mode().require_device(device, "vLLM's Triton mHC kernels")
     return _triton_factory()(n, d, layer_index=layer_index, dtype=dtype, device=device,
                              seed=seed)
+
+
+# --- vllm:mhc-tilelang (a GPU only) --------------------------------------------------------------
+def _pre_tilelang(module: Any, residual: torch.Tensor
+                  ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    out: tuple[torch.Tensor, torch.Tensor, torch.Tensor] = kernels("tilelang").mhc_pre_tilelang(
+        residual, module.fn, module.scale, module.base, **_pre_args(module))
+    return out
+
+
+def _post_tilelang(x: torch.Tensor, residual: torch.Tensor, post: torch.Tensor,
+                   comb: torch.Tensor) -> torch.Tensor:
+    out: torch.Tensor = kernels("tilelang").mhc_post_tilelang(x, residual, post, comb)
+    return out
+
+
+def decompose_tilelang(module: Any, x: torch.Tensor) -> Decomposition:
+    """``mhc_pre_tilelang`` at ``x`` (post, comb, branch input); ``pre`` from
+    ``mhc_pre_delayed_torch`` (the TileLang pre does not return it)."""
+    b, t, n, d = x.shape
+    residual = flat_tokens(x)
+    post, comb, layer_input = _pre_tilelang(module, residual)
+    pre = kernels("torch").mhc_pre_delayed_torch(residual, module.fn, module.scale,
+                                                 module.base, **_pre_args(module))[3]
+    return Decomposition(pre=pre.reshape(b, t, n), post=post.reshape(b, t, n),
+                         comb=comb.reshape(b, t, n, n), collapsed=layer_input.reshape(b, t, d))
+
+
+def make_tilelang(n: int, d: int, *, layer_index: int = 0, dtype: torch.dtype = torch.float64,
+                  device: str = "cuda", seed: int = 0) -> Any:
+    """Factory (kit target form) of ``vllm:mhc-tilelang``: ``mhc_pre_tilelang`` /
+    ``mhc_post_tilelang`` (what ``MHCPreOp.forward_cuda`` and ``MHCPostOp.forward_cuda`` call);
+    TileLang kernels, a CUDA device only (``tools/gpu_check.sh``).
+
+    Raises:
+        ImportError: vLLM or TileLang is not installed.
+        ValueError: ``device`` is not a CUDA device.
+    """
+    if torch.device(device).type != "cuda":
+        raise ValueError("vllm:mhc-tilelang: TileLang kernels need a CUDA device "
+                         "(run it with --device cuda; tools/gpu_check.sh does)")
+    factory = v4_style_target(
+        build_parameters, decompose_tilelang, comb="source_target",
+        conventions=conventions(f"{_PACKAGE}.tilelang (mhc_pre_tilelang, mhc_post_tilelang)",
+                                "TileLang kernels (CUDA)"),
+        compose_dtype="float32", keep_float32=True, published=PUBLISHED,
+        decoder_layer=_step(_pre_tilelang, _post_tilelang))
+    return factory(n, d, layer_index=layer_index, dtype=dtype, device=device, seed=seed)
 
 
 # --- vllm:mhc-cpu --------------------------------------------------------------------------------
@@ -357,4 +405,5 @@ def make_cpu(n: int, d: int, *, layer_index: int = 0, dtype: torch.dtype = torch
     return factory(n, d, layer_index=layer_index, dtype=dtype, device=device, seed=seed)
 
 
-__all__ = ["POST_MULT", "RMS_EPS", "cpu_unavailable", "make_cpu", "make_torch", "make_triton"]
+__all__ = ["POST_MULT", "RMS_EPS", "cpu_unavailable", "make_cpu", "make_tilelang", "make_torch",
+           "make_triton"]

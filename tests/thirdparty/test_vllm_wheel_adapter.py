@@ -12,7 +12,6 @@ import importlib.util
 import os
 import pathlib
 import sys
-from typing import Any
 
 import pytest
 import torch

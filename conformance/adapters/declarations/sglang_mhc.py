@@ -20,6 +20,12 @@ TARGETS: Final[tuple[BuiltinTarget, ...]] = (
         written_for=WRITTEN_FOR,
     ),
     BuiltinTarget(
+        "sglang:mhc-tilelang", "hcspec.conformance.adapters.sglang_mhc:make",
+        "SGLang's default mHC route: MHCState with hc_pre / hc_post on the TileLang kernels; a "
+        "CUDA device only", requires="tilelang", distribution="sglang",
+        options={"tilelang": True}, written_for=WRITTEN_FOR,
+    ),
+    BuiltinTarget(
         "sglang:mhc-triton", "hcspec.conformance.adapters.sglang_mhc:make_triton",
         "SGLang's Triton mHC path of the DeepSeek-V4 layer: hc_mix_stats_sinkhorn (split-K "
         "projection, fused Sinkhorn), mhc_combine, torch post; n·d a multiple of 64 and n a "

@@ -33,6 +33,12 @@ TARGETS: Final[tuple[BuiltinTarget, ...]] = (
         written_for=WRITTEN_FOR, detail="hcspec.conformance.adapters._triton:environment_note",
     ),
     BuiltinTarget(
+        "vllm:mhc-tilelang", "hcspec.conformance.adapters.vllm_wheel:make_tilelang",
+        "vLLM's TileLang mHC kernels (mhc_pre_tilelang, mhc_post_tilelang: MHCPreOp / "
+        "MHCPostOp.forward_cuda), DeepSeek-V4's settings; a CUDA device only",
+        requires="tilelang", distribution="vllm", written_for=WRITTEN_FOR,
+    ),
+    BuiltinTarget(
         "vllm:mhc-cpu", "hcspec.conformance.adapters.vllm_wheel:make_cpu",
         "vLLM's compiled CPU mHC ops (mhc_pre_cpu, mhc_post_cpu over vllm._C), DeepSeek-V4's "
         "settings; bfloat16 state",

@@ -4,7 +4,7 @@ both wrapped by SGLang in torch._dynamo.disable (the engine opts its mHC dispatc
 capture; its CUDA graphs capture the kernels instead). This script does not use the kit. Run in
 the SGLang lane's venv (.ci/lanes/sglang build), a few seconds:
 
-    SGLANG_OPT_USE_TILELANG_MHC_PRE=0 .ci-venv-sglang/bin/python docs/findings/repro/sglang_dispatch_not_traceable.py
+    .ci-venv-sglang/bin/python docs/findings/repro/sglang_dispatch_not_traceable.py
 """
 
 import os

@@ -7,7 +7,8 @@ without vllm._C, so the compiled CPU ops behind mhc_pre_cpu are absent. This scr
 the kit. Run in the vLLM lane's venv (a few seconds):
 
     TRITON_INTERPRET=1 .ci-venv-vllm/bin/python docs/findings/repro/vllm_triton_without_driver.py
-    TRITON_INTERPRET=1 CUDA_VISIBLE_DEVICES= .ci-venv-vllm/bin/python docs/findings/repro/vllm_triton_without_driver.py
+    TRITON_INTERPRET=1 CUDA_VISIBLE_DEVICES= .ci-venv-vllm/bin/python \
+        docs/findings/repro/vllm_triton_without_driver.py
 """
 
 import importlib
