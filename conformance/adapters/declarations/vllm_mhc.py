@@ -31,7 +31,7 @@ def unavailable() -> str | None:
 
 TARGETS: Final[tuple[BuiltinTarget, ...]] = (
     BuiltinTarget(
-        "vllm:mhc-torch", "hcspec.conformance.adapters.vllm_wheel:make_torch",
+        "vllm:mhc-torch", "hcspec.conformance.adapters.vllm_mhc:make_wheel_first",
         f"vLLM's torch mHC path ({REFERENCE_FILE} of the installed wheel, else of "
         f"${CHECKOUT_ENV}, loaded by path) "
         "composed as mhc_pre_torch / mhc_post_torch with DeepSeek-V4's arguments "
