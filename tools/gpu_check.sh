@@ -25,7 +25,7 @@
 #                (`sglang:mhc-triton`: the fused split-K + Sinkhorn, `sglang:mhc-triton-split`,
 #                `vllm:mhc-triton`), each `--profile kernel`. Not covered by any target yet:
 #                SGLang's AITER and DeepGEMM routes (hc_mix_stats_sinkhorn_deepgemm, the bf16x3
-#                projection), mhc_head.py, hy4_ihc.py, the CuTe split-K mix (gemm/hc_mix_splitk.py,
+#                projection), hy4_ihc.py, the CuTe split-K mix (gemm/hc_mix_splitk.py,
 #                sm_100), vLLM's AITER (aiter.py) and DeepSeek-V4.1's mega_mhc / CuTe DSL ops;
 #   5. mutants   `python -m tools.mutation hardcoded_cpu hardcoded_cuda --device cuda
 #                --profile quick`: the CUDA-only mutant must be killed by
@@ -111,7 +111,7 @@ fi
 for engine in sglang vllm; do
   if has triton && has "$engine"; then
     for target in $(python -c "from hcspec.conformance.targets import BUILTIN
-print(' '.join(n for n in BUILTIN if n.startswith('$engine:') and ('tilelang' in n or 'triton' in n)))"); do
+print(' '.join(n for n in BUILTIN if n.startswith('$engine:') and ('tilelang' in n or 'triton' in n or 'head' in n)))"); do
       step "engine_${target//:/_}" 90 hc-conformance run "$target" --device cuda --profile kernel \
         --no-progress --json "$OUT/${target//:/_}.json"
     done

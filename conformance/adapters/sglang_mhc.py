@@ -97,11 +97,12 @@ def kernels() -> ModuleType:
     return _import("sglang.kernels.ops.layernorm.mhc")
 
 
-def conventions(path: str, *, triton: bool) -> Conventions:
+def conventions(path: str, *, triton: bool, head: bool = False) -> Conventions:
     """What an SGLang target declares (DeepSeek-V4's config settings; see the module
     docstring)."""
     return Conventions(
-        compute_dtype=torch.float32, output_dtype=STATE_DTYPE, reduce="mean",
+        compute_dtype=torch.float32, output_dtype=STATE_DTYPE,
+        reduce="learned" if head else "mean",
         sinkhorn_iterations=SINKHORN_ITERS, sinkhorn_variant="softmax",
         sinkhorn_iterations_count="rounds_from_softmax", sinkhorn_additive_eps=HC_EPS,
         sinkhorn_denominator_eps=HC_EPS, sinkhorn_exact_axis="rows", h_pre_eps=HC_EPS,
@@ -109,7 +110,8 @@ def conventions(path: str, *, triton: bool) -> Conventions:
         notes=(f"SGLang {WRITTEN_FOR} wheel, {path}: state cast to bfloat16, mixes and "
                "coefficients float32; pre = σ + 1e-6, post = 2σ, comb = softmax(-1) + 1e-6, a "
                "column normalisation, then 19 (row, column) rounds with 1e-6 in the "
-               "denominators; H_res = combᵀ; reduce: the mean (hc_contract)"
+               "denominators; H_res = combᵀ; reduce: "
+               + ("the fused Triton HC head (fused_hc_head)" if head else "the mean (hc_contract)")
                + ("; the factory refuses n·d not a multiple of 64 (the split-K projection "
                   "asserts it) and, for the fused kernel, n not a power of two" if triton
                   else "")))
@@ -292,10 +294,24 @@ def _layer_triton(route: str) -> Callable[[Any], LayerStep]:
     return layer_of
 
 
+def head_triton(module: Any, x: torch.Tensor) -> torch.Tensor:
+    """SGLang's fused HC head (``kernels/ops/layernorm/mhc_head.py``, ``fused_hc_head``: the
+    DeepSeek-V4 LM-head mixer, Triton) at ``x [B, T, n, d]`` -> ``[B, T, d]`` bfloat16, with the
+    model's ``hc_head_fn`` / ``hc_head_scale`` / ``hc_head_base`` and ``norm_eps``, ``hc_eps``."""
+    b, t, n, d = x.shape
+    head = _import("sglang.kernels.ops.layernorm.mhc_head")
+    out: torch.Tensor = head.fused_hc_head(
+        x.to(STATE_DTYPE).reshape(b * t, n, d).contiguous(), module.head_fn, module.head_scale,
+        module.head_base, module.norm_eps, module.hc_eps)
+    return out.reshape(b, t, d)
+
+
 def make_triton(n: int, d: int, *, layer_index: int = 0, dtype: torch.dtype = torch.float64,
-                device: str = "cpu", seed: int = 0, route: str = "fused") -> Any:
-    """Factory (kit target form) of ``sglang:mhc-triton`` (``route="fused"``) and
-    ``sglang:mhc-triton-split`` (``route="split"``).
+                device: str = "cpu", seed: int = 0, route: str = "fused",
+                head: bool = False) -> Any:
+    """Factory (kit target form) of ``sglang:mhc-triton`` (``route="fused"``),
+    ``sglang:mhc-triton-split`` (``route="split"``) and ``sglang:mhc-head`` (the split route
+    with ``head=True``: ``reduce`` is the fused Triton HC head :func:`head_triton`).
 
     Raises:
         ImportError: SGLang or Triton is not installed.
@@ -316,7 +332,8 @@ def make_triton(n: int, d: int, *, layer_index: int = 0, dtype: torch.dtype = to
             if route == "fused" else "hc_mix_stats + _hc_split_sinkhorn_triton")
     factory: Factory = v4_style_target(
         build_parameters, _decompose_triton(route), comb="source_target",
-        conventions=conventions(f"{what}, mhc_combine (Triton), hc_post (torch)", triton=True),
+        conventions=conventions(f"{what}, mhc_combine (Triton), hc_post (torch)", triton=True,
+                                head=head),
         compose_dtype="float32", keep_float32=True, published=PUBLISHED,
-        decoder_layer=_layer_triton(route))
+        reduce=head_triton if head else None, decoder_layer=_layer_triton(route))
     return factory(n, d, layer_index=layer_index, dtype=dtype, device=device, seed=seed)

@@ -165,3 +165,28 @@ def test_fused_mutant_moves_the_coefficients(name: str, tmp_path: pathlib.Path,
     moved = max(((g.float() - w.float()).abs().nan_to_num(1.0).max().item()
                  for g, w in zip(got, want, strict=True)))
     assert moved > 1e-3 or not all(torch.isfinite(g).all() for g in got), moved
+
+
+@pytest.mark.parametrize("n", [
+    4, 2,
+    pytest.param(3, marks=pytest.mark.xfail(strict=True, reason=(
+        "SGLang's bug: fused_hc_head masks the stream axis with the padded power of two "
+        "(docs/findings/repro/sglang_hc_head_padded_mask.py)")))])
+def test_head_is_the_reference_head(n: int) -> None:
+    """``sglang:mhc-head``'s ``reduce`` (the fused Triton HC head) equals the torch formula of
+    ``mhc_head.py``'s docstring (``DeepseekV4Model.hc_head``) within bfloat16 rounding of the
+    output, at a state followed by other data in its storage (as a slice of a larger buffer)."""
+    d = 16
+    impl = sglang_mhc.make_triton(n, d, device=DEVICE, seed=4, route="split", head=True)
+    m = impl.module
+    with torch.no_grad():
+        m.head_base.fill_(2.0)
+    storage = torch.randn(2 * 3 * n * d + 4 * n * d, generator=torch.Generator().manual_seed(5))
+    x = storage[: 2 * 3 * n * d].view(2, 3, n, d)
+    got = impl.reduce(x).float()
+    flat = x.to(torch.bfloat16).reshape(6, n * d).float()
+    rsqrt = torch.rsqrt(flat.square().mean(-1, keepdim=True) + 1e-6)
+    pre = torch.sigmoid(torch.nn.functional.linear(flat, m.head_fn.detach()) * rsqrt
+                        * m.head_scale.detach() + m.head_base.detach()) + 1e-6
+    want = (pre.unsqueeze(-1) * flat.view(6, n, d)).sum(1).reshape(2, 3, d)
+    assert (got - want).abs().max().item() <= 2 ** -7 * want.abs().max().item() + 1e-3

@@ -40,5 +40,12 @@ TARGETS: Final[tuple[BuiltinTarget, ...]] = (
         requires="sglang.kernels.ops.layernorm.mhc", distribution="sglang",
         options={"route": "split"}, written_for=WRITTEN_FOR, detail=_TRITON_NOTE,
     ),
+    BuiltinTarget(
+        "sglang:mhc-head", "hcspec.conformance.adapters.sglang_mhc:make_triton",
+        "sglang:mhc-triton-split with SGLang's fused Triton HC head (mhc_head.py, "
+        "fused_hc_head) as reduce; bfloat16 state",
+        requires="sglang.kernels.ops.layernorm.mhc_head", distribution="sglang",
+        options={"route": "split", "head": True}, written_for=WRITTEN_FOR, detail=_TRITON_NOTE,
+    ),
 )
 """SGLang's built-in targets."""
