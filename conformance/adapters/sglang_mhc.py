@@ -265,6 +265,22 @@ def coefficients(module: Any, hidden: torch.Tensor, n: int, route: str
     return pre.squeeze(1), post.squeeze(1), comb.squeeze(1)
 
 
+def split_logits(module: Any, x: torch.Tensor
+                 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The split route's logits at ``x [B, T, n, d]``: what ``_hc_split_sinkhorn_triton_kernel``
+    takes the sigmoids and the softmax of (``mixes·scale + base`` of the torch projection the
+    route hands it), ``(pre [B,T,n], post [B,T,n], comb [B,T,n,n])``, comb as the kernel indexes
+    it (source, target)."""
+    b, t, n, d = x.shape
+    flat = _flat(x).float()
+    rsqrt = torch.rsqrt(flat.square().mean(-1, keepdim=True) + module.norm_eps)
+    mixes = torch.nn.functional.linear(flat, module.fn) * rsqrt
+    pre = mixes[:, :n] * module.scale[0] + module.base[:n]
+    post = mixes[:, n:2 * n] * module.scale[1] + module.base[n:2 * n]
+    comb = mixes[:, 2 * n:] * module.scale[2] + module.base[2 * n:]
+    return pre.reshape(b, t, n), post.reshape(b, t, n), comb.reshape(b, t, n, n)
+
+
 def _decompose_triton(route: str) -> Callable[[Any, torch.Tensor], Decomposition]:
     def decompose(module: Any, x: torch.Tensor) -> Decomposition:
         b, t, n, d = x.shape
@@ -335,5 +351,6 @@ def make_triton(n: int, d: int, *, layer_index: int = 0, dtype: torch.dtype = to
         conventions=conventions(f"{what}, mhc_combine (Triton), hc_post (torch)", triton=True,
                                 head=head),
         compose_dtype="float32", keep_float32=True, published=PUBLISHED,
-        reduce=head_triton if head else None, decoder_layer=_layer_triton(route))
+        reduce=head_triton if head else None, decoder_layer=_layer_triton(route),
+        logits=split_logits if route == "split" else None)
     return factory(n, d, layer_index=layer_index, dtype=dtype, device=device, seed=seed)
