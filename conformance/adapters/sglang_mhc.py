@@ -271,7 +271,7 @@ def split_logits(module: Any, x: torch.Tensor
     takes the sigmoids and the softmax of (``mixes·scale + base`` of the torch projection the
     route hands it), ``(pre [B,T,n], post [B,T,n], comb [B,T,n,n])``, comb as the kernel indexes
     it (source, target)."""
-    b, t, n, d = x.shape
+    b, t, n, _ = x.shape
     flat = _flat(x).float()
     rsqrt = torch.rsqrt(flat.square().mean(-1, keepdim=True) + module.norm_eps)
     mixes = torch.nn.functional.linear(flat, module.fn) * rsqrt
