@@ -17,6 +17,16 @@
 #                .ci/expected-failures/liger_kernel/mhc.txt (the interpreter's findings);
 #   4. triton-sinkhorn `hc-conformance run hyper_connections:mhc-triton --device cuda
 #                --profile kernel` (the package's Triton Sinkhorn kernel, compiled);
+#   4b. engines  where SGLang 0.5.23 / vLLM 0.33.0 are installed (their lanes' venvs, built
+#                on a CUDA torch): the engines' GPU-only mHC kernels, which CI's CPU lanes
+#                cannot run: `sglang:mhc-tilelang` (hc_pre / hc_post on TileLang: mhc_pre,
+#                mhc_post, mhc_fused_post_pre's pieces), `vllm:mhc-tilelang`
+#                (mhc_pre_tilelang, mhc_post_tilelang), and the Triton targets compiled
+#                (`sglang:mhc-triton`: the fused split-K + Sinkhorn, `sglang:mhc-triton-split`,
+#                `vllm:mhc-triton`), each `--profile kernel`. Not covered by any target yet:
+#                SGLang's AITER and DeepGEMM routes (hc_mix_stats_sinkhorn_deepgemm, the bf16x3
+#                projection), hy4_ihc.py, the CuTe split-K mix (gemm/hc_mix_splitk.py,
+#                sm_100), vLLM's AITER (aiter.py) and DeepSeek-V4.1's mega_mhc / CuTe DSL ops;
 #   5. mutants   `python -m tools.mutation hardcoded_cpu hardcoded_cuda --device cuda
 #                --profile quick`: the CUDA-only mutant must be killed by
 #                device.cuda_matches_cpu;
@@ -145,6 +155,17 @@ if has triton && has hyper_connections; then
 else
   note "triton_sinkhorn: skipped (triton or hyper-connections not installed)"
 fi
+for engine in sglang vllm; do
+  if has triton && has "$engine"; then
+    for target in $(python -c "from hcspec.conformance.targets import BUILTIN
+print(' '.join(n for n in BUILTIN if n.startswith('$engine:') and ('tilelang' in n or 'triton' in n or 'head' in n)))"); do
+      step "engine_${target//:/_}" 90 hc-conformance run "$target" --device cuda --profile kernel \
+        --no-progress --json "$OUT/${target//:/_}.json"
+    done
+  else
+    note "engines: $engine skipped (triton or $engine not installed)"
+  fi
+done
 step mutants 90 python -m tools.mutation hardcoded_cpu hardcoded_cuda --device cuda \
   --profile quick --json "$OUT/mutants.json"
 bench_targets=()

@@ -194,3 +194,20 @@ def make(n: int, d: int, *, layer_index: int = 0, dtype: torch.dtype = torch.flo
     with seeded(seed, device):
         module = VllmMhcParameters(n, d)
     return VllmMhcTorch(ref, module.to(device), n, d)
+
+
+def make_wheel_first(n: int, d: int, *, layer_index: int = 0,
+                     dtype: torch.dtype = torch.float64, device: str = "cpu",
+                     seed: int = 0) -> Any:
+    """Factory of ``vllm:mhc-torch``: the installed vLLM wheel's ``torch.py``
+    (:func:`hcspec.conformance.adapters.vllm_wheel.make_torch`) when vLLM is installed, else
+    this module's checkout route (:func:`make`).
+
+    Raises:
+        ImportError: neither the wheel nor ``$HC_VLLM_CHECKOUT`` provides the file.
+        ValueError: ``n``/``d`` not positive ints, ``layer_index < 0`` or ``seed < 0``.
+    """
+    from hcspec.conformance.adapters import vllm_wheel
+
+    return vllm_wheel.make_torch(n, d, layer_index=layer_index, dtype=dtype, device=device,
+                                 seed=seed)

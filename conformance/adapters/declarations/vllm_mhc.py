@@ -20,19 +20,25 @@ REFERENCE_FILE: Final = "vllm/model_executor/kernels/mhc/torch.py"
 
 
 def unavailable() -> str | None:
-    """Why the file cannot be found here, or None: the target's ``available`` check."""
+    """Why the file cannot be found here, or None: the target's ``available`` check (the
+    installed vLLM wheel's copy, else the checkout's)."""
+    import importlib.util
+
+    if importlib.util.find_spec("vllm") is not None:
+        return None
     return unavailable_reason(CHECKOUT_ENV, REFERENCE_FILE, "vLLM")
 
 
 TARGETS: Final[tuple[BuiltinTarget, ...]] = (
     BuiltinTarget(
-        "vllm:mhc-torch", "hcspec.conformance.adapters.vllm_mhc:make",
-        f"vLLM's torch mHC path ({REFERENCE_FILE} from ${CHECKOUT_ENV}, loaded by path) "
+        "vllm:mhc-torch", "hcspec.conformance.adapters.vllm_mhc:make_wheel_first",
+        f"vLLM's torch mHC path ({REFERENCE_FILE} of the installed wheel, else of "
+        f"${CHECKOUT_ENV}, loaded by path) "
         "composed as mhc_pre_torch / mhc_post_torch with DeepSeek-V4's arguments "
         "(post multiplier 2, 20 Sinkhorn rounds); bfloat16 state",
         requires=None, distribution="vllm", written_for=WRITTEN_FOR,
         available=f"{__name__}:unavailable",
     ),
 )
-"""The built-in vLLM target; listed as not usable until ``$HC_VLLM_CHECKOUT`` names a checkout
-with the file."""
+"""The built-in vLLM torch target; listed as not usable until vLLM is installed or
+``$HC_VLLM_CHECKOUT`` names a checkout with the file (the wheel wins when both are there)."""
