@@ -279,6 +279,24 @@ def _same(label: str, shown: Any, value: Any) -> None:
         raise ProofFailure(f"{label}: the displayed form is not the proven identity")
 
 
+def require_independent(label: str, lhs: Any, rhs: Any) -> None:
+    """The meta-check against steps true by construction: the two sides of a step must be
+    separate constructions, not one expression object used twice.
+
+    sympy shares the objects of equal atoms and singletons (numbers, ∅) and of cached results,
+    so two numbers, or two
+    equal results of one cached computation, may be one object without being one construction:
+    only compound expressions are compared.
+
+    Raises:
+        ProofFailure: naming ``label`` when ``lhs`` and ``rhs`` are the same compound object (a
+            step ``A = A`` that checks nothing).
+    """
+    if lhs is rhs and bool(getattr(lhs, "args", ())):
+        raise ProofFailure(f"{label}: true by construction: both sides are the same expression "
+                           "object")
+
+
 def require_equal(label: str, lhs: Any, rhs: Any, *, show: tuple[Any, Any] | None = None,
                   where: Mapping[Any, Any] | None = None) -> Step:
     """Prove ``lhs == rhs`` exactly (numeric gate, then exact residual) and return the step.
@@ -293,6 +311,7 @@ def require_equal(label: str, lhs: Any, rhs: Any, *, show: tuple[Any, Any] | Non
         ProofFailure: naming ``label`` when the identity does not hold, or the displayed form is
             not the proven one.
     """
+    require_independent(label, lhs, rhs)
     both_matrices = all(isinstance(side, (sympy.MatrixBase, sympy.MatrixExpr))
                         for side in (lhs, rhs))
     if both_matrices and sympy.Tuple(*lhs.shape) != sympy.Tuple(*rhs.shape):
@@ -356,9 +375,40 @@ def decide(relation: Any) -> bool:
     return False
 
 
+def _substituted(shown: Any, where: Mapping[Any, Any] | None) -> Any:
+    """The relation ``shown`` with its notation symbols replaced by their values ``where``."""
+    values = {key: sympy.ImmutableMatrix(value) if isinstance(value, sympy.MatrixBase)
+              else value for key, value in (where or {}).items()}
+    if isinstance(shown, sympy.core.relational.Relational):
+        return type(shown)(shown.lhs.xreplace(values), shown.rhs.xreplace(values),
+                           evaluate=False)
+    return shown.xreplace(values)
+
+
+def _require_decided(label: str, shown: Any, where: Mapping[Any, Any] | None) -> Step:
+    """Decide the displayed relation ``shown`` (notation replaced by ``where``) and return the
+    step; a relation whose two sides differ on the page but are one expression once the
+    notation is replaced (``N(x₀)₀ = a`` with ``N(x₀)₀`` standing for the very expression ``a``
+    shown on the other side) is true by naming alone and is rejected (the meta-check of
+    :func:`require_independent`)."""
+    shown = sympy.sympify(shown)
+    relation = _substituted(shown, where)
+    named = {key: value for key, value in (where or {}).items()
+             if getattr(value, "args", ())}
+    if isinstance(shown, sympy.Eq) and any(
+            (side in named and named[side] is other)
+            for side, other in ((shown.lhs, shown.rhs), (shown.rhs, shown.lhs))):
+        raise ProofFailure(f"{label}: true by construction: the displayed {shown} is decided "
+                           f"as {relation.lhs} = {relation.rhs}")
+    if not decide(relation):
+        raise ProofFailure(f"{label}: the displayed relation {shown} is not shown to hold")
+    return (label, record(shown))
+
+
 def require_true(label: str, condition: Any, shown: Any = None,
                  where: Mapping[Any, Any] | None = None) -> Step:
-    """Require ``condition`` (a sympy boolean or Python bool) to be exactly True and return the
+    """Require ``condition`` (a computed sympy boolean or Python bool, never a literal ``True``:
+    tests/spec/test_kernel_soundness.py reads every call) to be exactly True and return the
     step; the relation ``shown`` on the page (notation symbols replaced by ``where``) is decided
     again by :func:`decide`, so what the page displays is what was checked.
 
@@ -369,17 +419,19 @@ def require_true(label: str, condition: Any, shown: Any = None,
         raise ProofFailure(f"{label}: expected True, got {condition}")
     if shown is None:
         return (label, record(sympy.true))
-    values = {key: sympy.ImmutableMatrix(value) if isinstance(value, sympy.MatrixBase)
-              else value for key, value in (where or {}).items()}
-    shown = sympy.sympify(shown)
-    if isinstance(shown, sympy.core.relational.Relational):
-        relation = type(shown)(shown.lhs.xreplace(values), shown.rhs.xreplace(values),
-                               evaluate=False)
-    else:
-        relation = shown.xreplace(values)
-    if not decide(relation):
-        raise ProofFailure(f"{label}: the displayed relation {shown} is not shown to hold")
-    return (label, record(shown))
+    return _require_decided(label, shown, where)
+
+
+def require_relation(label: str, shown: Any, where: Mapping[Any, Any] | None = None) -> Step:
+    """Decide the displayed relation ``shown`` (:func:`decide`, after replacing the notation
+    symbols by ``where``) and return it as a checked step: the page shows the relation that was
+    decided, with no separate condition.
+
+    Raises:
+        ProofFailure: naming ``label`` when the relation is not shown to hold, or holds only
+            because the notation names one side by the other.
+    """
+    return _require_decided(label, shown, where)
 
 
 def require_nonnegative(label: str, entries: Iterable[Any]) -> None:
@@ -547,6 +599,7 @@ def require_link(label: str, lhs: Any, rhs: Any, *, using: Iterable[Given] = ())
         ProofFailure: naming ``label`` when the link does not hold.
     """
     facts = tuple(using)
+    require_independent(label, lhs, rhs)
     if not _link_holds(lhs, rhs, facts):
         raise ProofFailure(f"{label}: {lhs} = {rhs} does not hold exactly")
     return (label, record(sympy.Eq(lhs, rhs, evaluate=False)))

@@ -24,6 +24,7 @@ from hcspec.spec.checks import (
     instantiate,
     require_equal,
     require_nonnegative,
+    require_relation,
     require_true,
     require_zero,
     symbol_matrix,
@@ -277,9 +278,10 @@ def _permutation_vertices_every_n() -> list[Step]:
          chain(row, 1, using=[bijection])),
         ("and unit column sums (P ≥ 0: P is doubly stochastic)",
          chain(column, 1, using=[bijection])),
-        require_true("if P = λ A + (1 − λ) B with A, B doubly stochastic, 0 < λ < 1 (μ = 1 − λ), "
+        require_relation("if P = λ A + (1 − λ) B with A, B doubly stochastic, 0 < λ < 1 "
+                         "(μ = 1 − λ), "
                      "both terms of λ A_ij + μ B_ij are nonnegative, so where P_ij = 0 both "
-                     "vanish: A_ij = B_ij = 0", True,
+                     "vanish: A_ij = B_ij = 0",
                      sympy.And(sympy.Ge(lam * a_off, 0, evaluate=False),
                                sympy.Ge(mu * b_off, 0, evaluate=False))),
         ("so A = (a_i δ_σ(i)j), and its row sums a_i must be 1: A = P (B likewise)",
@@ -318,10 +320,10 @@ def _ds_permutation_vertices() -> list[Step]:
                                    f"with its zero pattern: {solutions}")
             if n == 3 and ds.permutation_matrices(3)[3] == P:
                 name = sympy.Symbol("A")
-                shown = require_true(
+                shown = require_relation(
                     "example, n = 3: a doubly stochastic A with A_ij = 0 wherever P_ij = 0 "
                     "(forced by λ A_ij + (1 − λ) B_ij = 0 with A, B ≥ 0) solves to A = P",
-                    True, sympy.Eq(name, P, evaluate=False),
+                    sympy.Eq(name, P, evaluate=False),
                     where={name: pinned.xreplace(solutions[0])})
     assert shown is not None
     checked = sum(len(ds.permutation_matrices(n)) for n in SIZES_N)
@@ -603,10 +605,10 @@ def _sinkhorn_rows_exact() -> list[Step]:
     steps: list[Step] = [
         ("every n: the factor 1/Σ_k A_ik does not depend on j, so row i of T_r(A) sums to 1",
          chain(summed, split, value)),
-        require_true("every n: a positive entry over a non-empty sum of positive entries is "
-                     "positive: T_r keeps A > 0", True,
+        require_relation("every n: a positive entry over a non-empty sum of positive entries is "
+                     "positive: T_r keeps A > 0",
                      sympy.StrictGreaterThan(rows_entry, 0, evaluate=False)),
-        require_true("and T_c keeps A > 0", True,
+        require_relation("and T_c keeps A > 0",
                      sympy.StrictGreaterThan(columns_entry, 0, evaluate=False)),
         prose("so, by induction on the rounds from M⁰ = exp(H̃) > 0, every iterate is positive"),
     ]
@@ -625,8 +627,8 @@ def _sinkhorn_rows_exact() -> list[Step]:
     if not abs(value) > sympy.Float("1e-3"):
         raise ProofFailure(f"expected a column-sum error after one round, got {value}")
     gap = sympy.Symbol(r"|(\mathbf{1}^T M^{(1)})_0 - 1|")
-    steps.append(require_true("one round on logits [[0, 1], [2, 0]]: the first column sum "
-                              f"misses 1 by {float(value):.4f}", True,
+    steps.append(require_relation("one round on logits [[0, 1], [2, 0]]: the first column sum "
+                              f"misses 1 by {float(value):.4f}",
                               sympy.StrictGreaterThan(gap, sympy.Float("1e-3"), evaluate=False),
                               where={gap: abs(value)}))
     return steps

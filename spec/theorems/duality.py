@@ -17,8 +17,8 @@ from hcspec.spec.checks import (
     chain,
     evaluate,
     require_equal,
+    require_relation,
     require_size,
-    require_true,
     symbol_matrix,
     symbol_vector,
 )
@@ -488,9 +488,9 @@ def literal_reading_fails() -> Step:
     if all(entry == 0 for entry in gap):
         raise ProofFailure("Eq. 55 read with e_i runs the pair in parallel")
     x_in, s_0 = sympy.Symbol("x_{in,2}"), sympy.Symbol("s_0")
-    return require_true("Eq. 55 read with e_i (1-based) instead: at n = 2 it is not Eq. 19, and "
-                        "layer 2 reads stream 1, which layer 1 wrote (x_{in,2} = s_0 + T_1(s_0))",
-                        True, sympy.Ne(x_in, s_0, evaluate=False),
+    return require_relation("Eq. 55 read with e_i (1-based) instead: at n = 2 it is not Eq. 19, "
+                            "and layer 2 reads stream 1, which layer 1 wrote (x_{in,2} = s_0 + "
+                            "T_1(s_0))", sympy.Ne(x_in, s_0, evaluate=False),
                         where={x_in: trace.inputs[1], s_0: s})
 
 

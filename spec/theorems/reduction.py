@@ -15,6 +15,7 @@ from hcspec.spec.checks import (
     chain,
     instantiate,
     require_equal,
+    require_relation,
     require_true,
     symbol_matrix,
     symbol_vector,
@@ -194,12 +195,17 @@ def _unreachable_every_size(eps: sympy.Expr) -> list[Step]:
                                f"(a² − (b/2)² = {gap})")
         at_one = sympy.Symbol(r"N(x_0)_0")
         at_two = sympy.Symbol(r"N(2 x_0)_0")
+        # by hand: x₀ and 2x₀ have mean 0, so both norms divide entry 0 (1, resp. 2) by
+        # sqrt(Σ_k x_k²/d + ε) with Σ_k x_k² = 2 (resp. 8) and d = e + 2
+        by_hand_one = 1 / sympy.sqrt(sympy.Integer(2) / (_E + 2) + eps)
+        by_hand_two = 2 / sympy.sqrt(sympy.Integer(8) / (_E + 2) + eps)
         steps += [
-            require_true(f"{name}, every d ≥ 2 (d = e + 2, e ≥ 0), ε ≥ 0: entry 0 of "
-                         "r x = Norm(x) at x₀ = e_0 − e_1 asks r = a", True,
-                         sympy.Eq(at_one, a, evaluate=False), where={at_one: a}),
-            require_true("and at 2x₀ asks 2r = b", True,
-                         sympy.Eq(at_two, b, evaluate=False), where={at_two: b}),
+            require_relation(f"{name}, every d ≥ 2 (d = e + 2, e ≥ 0), ε ≥ 0: entry 0 of "
+                             "r x = Norm(x) at x₀ = e_0 − e_1 asks r = N(x₀)₀, computed from "
+                             "the index-form Norm; by hand, 1/√(2/d + ε)",
+                             sympy.Eq(at_one, by_hand_one, evaluate=False), where={at_one: a}),
+            require_relation("and at 2x₀ asks 2r = N(2x₀)₀ = 2/√(8/d + ε)",
+                             sympy.Eq(at_two, by_hand_two, evaluate=False), where={at_two: b}),
             require_true("but a² − (b/2)² > 0 (Norm is scale invariant, r x is linear): no "
                          f"constant r exists for {name}", gap.is_positive is True,
                          sympy.StrictGreaterThan(gap, 0, evaluate=False))]
