@@ -231,14 +231,75 @@ def cite(label: str, lemma_id: str, fact: Any, rename: Mapping[Any, Any] | None 
     return (f"{label} (lemma `{lemma_id}`)", record(shown))
 
 
+def _factor_entry(factor: Any, entries: Mapping[Any, Any], row: Any, col: Any) -> Any:
+    """Entry ``(row, col)`` (1-based) of ``factor``, a matrix symbol of ``entries`` or its
+    transpose, in index form."""
+    from hcspec.spec.registry import ProofFailure
+
+    if isinstance(factor, sympy.Transpose):
+        return _factor_entry(factor.arg, entries, col, row)
+    if factor not in entries:
+        raise ProofFailure(f"the rewrite's factor {factor} has no index form (entries=)")
+    return entries[factor](row, col)
+
+
+def product_entry(factors: tuple[Any, ...], entries: Mapping[Any, Any]) -> tuple[Any, Any, Any]:
+    """The index form of one entry of the matrix product ``factors``: ``(entry, row, col)`` with
+    the free indices ``row``, ``col`` (1 for a dimension of size 1) and one finite sum
+    ``Σ_{r=1}^{m}`` per contracted dimension m (``entries``: each factor's entry as a function
+    of its 1-based row and column)."""
+    rows, cols = factors[0].shape[0], factors[-1].shape[1]
+    row = 1 if rows == 1 else sympy.Symbol("p_{row}", integer=True)
+    col = 1 if cols == 1 else sympy.Symbol("q_{col}", integer=True)
+
+    def first(c: Any) -> Any:
+        return _factor_entry(factors[0], entries, row, c)
+
+    current = first
+    for position, factor in enumerate(factors[1:]):
+        size = factor.shape[0]
+        index = sympy.Symbol(f"r_{{{position}}}", integer=True)
+
+        def step(c: Any, before: Any = current, factor: Any = factor, size: Any = size,
+                 index: Any = index) -> Any:
+            if size == 1:
+                return before(1) * _factor_entry(factor, entries, 1, c)
+            return sympy.Sum(before(index) * _factor_entry(factor, entries, index, c),
+                             (index, 1, size))
+
+        current = step
+    return current(col), row, col
+
+
 def lemma_rewrite(lemma_id: str, fact: Any, factors: tuple[Any, ...], rhs: Any,
-                  rename: Mapping[Any, Any] | None = None) -> Given:
+                  rename: Mapping[Any, Any] | None = None, *,
+                  entries: Mapping[Any, Any]) -> Given:
     """A fact of lemma ``lemma_id`` (its index form ``fact``, checked as in :func:`cite`) used as
-    the matrix rewrite ``factors → rhs`` (e.g. ``1ᵀ e_1 → 1`` for the fact ``Σ_r δ_rj = 1``);
-    the page names the lemma next to the link."""
-    cite(f"using {lemma_id}", lemma_id, fact, rename)
+    the matrix rewrite ``factors → rhs`` (e.g. ``1ᵀ e_j → 1`` for the fact ``Σ_r δ_rj = 1``);
+    the page names the lemma next to the link.
+
+    The rewrite must be an instance of the fact: ``entries`` gives each factor's entries in
+    index form (1-based, e.g. ``e_j: (r, c) ↦ δ_rj``); the product's entry, written as finite
+    sums (:func:`product_entry`), must be the fact's left side and ``rhs``'s entry its right
+    side (each a link the kernel checks, :func:`hcspec.spec.checks.require_link`'s rule), so a
+    lemma cited for a rewrite it does not state fails.
+
+    Raises:
+        ProofFailure: when the lemma does not display ``fact``, or the rewrite is not an instance
+            of it.
+    """
+    from hcspec.spec.checks import _link_holds
+    from hcspec.spec.registry import ProofFailure
+
+    _, shown = cite(f"using {lemma_id}", lemma_id, fact, rename)
+    entry, row, col = product_entry(tuple(factors), entries)
+    at = (0 if rhs.shape[0] == 1 else row - 1, 0 if rhs.shape[1] == 1 else col - 1)
     product = sympy.MatMul(*factors) if len(factors) > 1 else factors[0]
+    if not (isinstance(shown, sympy.Eq) and _link_holds(entry, shown.lhs)
+            and _link_holds(sympy.sympify(rhs[at]), shown.rhs)):
+        raise ProofFailure(f"the rewrite {product} = {rhs} is not an instance of lemma "
+                           f"{lemma_id}'s fact {shown}: its entry is {entry} = {rhs[at]}")
     text = f"{product} = {rhs} (lemma {lemma_id})"
     name = lemma_id.replace("_", r"\_")
-    shown = f"{sympy.latex(product)} = {sympy.latex(rhs)}\\ " + rf"(\text{{lemma {name}}})"
-    return Given(text, (), tuple(factors), rhs, shown)
+    shown_text = f"{sympy.latex(product)} = {sympy.latex(rhs)}\\ " + rf"(\text{{lemma {name}}})"
+    return Given(text, (), tuple(factors), rhs, shown_text)

@@ -96,7 +96,8 @@ def _soft_start() -> list[Step]:
     s = formulas.connection_symbols()
     residual_like = formulas.forward(s).xreplace({s.H_res: sympy.Identity(N), s.h_post: one})
     H_post = 2 * sigmoid(sympy.Integer(0))
-    ones = lemma_rewrite("lemma.unit_vectors", lemmas.ONES, (one.T, one), N * sympy.Identity(1))
+    ones = lemma_rewrite("lemma.unit_vectors", lemmas.ONES, (one.T, one), N * sympy.Identity(1),
+                         entries={one: lambda r, c: 1})
     require_equal("the off-diagonal entry of the n = 2 fixed point is the one whose limit is "
                   "taken", once[0, 1], off.subs(N, 2))
     return [
