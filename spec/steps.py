@@ -295,8 +295,8 @@ def lemma_rewrite(lemma_id: str, fact: Any, factors: tuple[Any, ...], rhs: Any,
     entry, row, col = product_entry(tuple(factors), entries)
     at = (0 if rhs.shape[0] == 1 else row - 1, 0 if rhs.shape[1] == 1 else col - 1)
     product = sympy.MatMul(*factors) if len(factors) > 1 else factors[0]
-    if not (isinstance(shown, sympy.Eq) and _link_holds(entry, shown.lhs)
-            and _link_holds(sympy.sympify(rhs[at]), shown.rhs)):
+    if not (isinstance(shown, sympy.Eq) and _link_holds(sympy.sympify(rhs[at]), shown.rhs)
+            and _link_holds(entry, shown.lhs)):
         raise ProofFailure(f"the rewrite {product} = {rhs} is not an instance of lemma "
                            f"{lemma_id}'s fact {shown}: its entry is {entry} = {rhs[at]}")
     text = f"{product} = {rhs} (lemma {lemma_id})"

@@ -13,10 +13,13 @@ from hcspec.spec.steps import PROSE, cite, prose
 from hcspec.spec.theorems import kernel, lemmas
 
 
-@pytest.mark.parametrize(("predicate", "case", "check"), kernel.FALSE_INPUTS,
-                         ids=[f"{p}: {c}" for p, c, _ in kernel.FALSE_INPUTS])
-def test_kernel_rejects_a_planted_false_input(predicate: str, case: str, check: object) -> None:
-    assert not kernel._accepts(check), f"{predicate} accepted {case}"  # type: ignore[arg-type]
+@pytest.mark.parametrize(("predicate", "case", "check", "fragment"), kernel.FALSE_INPUTS,
+                         ids=[f"{p}: {c}" for p, c, _, _ in kernel.FALSE_INPUTS])
+def test_kernel_rejects_a_planted_false_input_by_its_own_branch(
+        predicate: str, case: str, check: object, fragment: str) -> None:
+    why = kernel._verdict(check)  # type: ignore[arg-type]
+    assert why is not None, f"{predicate} accepted {case}"
+    assert fragment in why, f"{predicate}: {case} rejected by another branch: {why}"
 
 
 @pytest.mark.parametrize(("predicate", "case", "check"), kernel.TRUE_INPUTS,
