@@ -16,8 +16,8 @@ from hcspec.spec import doubly_stochastic as ds
 from hcspec.spec import sinkhorn_index as si
 from hcspec.spec.registry import ProofFailure, ProofResult, Step, Theorem, theorem
 from hcspec.spec.steps import Given, assume, cite, hypothesis, ledger, lemma_rewrite, prose
-from hcspec.spec.theorems import lemmas
 from hcspec.spec.sums import split_sums, swap_sum
+from hcspec.spec.theorems import lemmas
 
 _n = sympy.Symbol("n", integer=True, positive=True)
 _i, _j, _k = sympy.symbols("i j k", integer=True, nonnegative=True)

@@ -50,7 +50,7 @@ def test_a_display_no_check_produced_fails_the_proof() -> None:
 def test_checked_cited_and_prose_steps_are_displayable() -> None:
     a = sympy.Symbol("a")
     result = throwaway(lambda: [
-        checks.require_equal("a + a = 2a", a + a, 2 * a),
+        checks.require_equal("(a + 1)² expanded", (a + 1) ** 2, a**2 + 2 * a + 1),
         ("twice", checks.chain(r"\text{twice}", a + a, 2 * a)),
         cite("1ᵀ e_j = 1", "lemma.unit_vectors", lemmas.UNIT_SUM),
         prose("text only"),
