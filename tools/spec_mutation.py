@@ -383,7 +383,8 @@ KERNEL_CORPUS: tuple[Patch, ...] = (
        "            pass", "require_zero skips the gate at explicit sizes"),
     _k("require_zero_no_exact", "checks.py",
        "    if not exact_zero(residual):\n        shown = str(residual)",
-       "    if False:\n        shown = str(residual)", "require_zero trusts the numeric gate alone"),
+       "    if False:\n        shown = str(residual)",
+       "require_zero trusts the numeric gate alone"),
     _k("exact_final_true", "checks.py",
        "    return all(sympy.simplify(entry.rewrite(sympy.exp)) == 0 for entry in entries)",
        "    return True", "exact_zero answers True when no stage shows zero"),
@@ -416,15 +417,18 @@ KERNEL_CORPUS: tuple[Patch, ...] = (
     _k("same_shape", "checks.py", "        if shown.shape != value.shape:", "        if False:",
        "a compact display of another shape is not named as such"),
     _k("same_exact", "checks.py",
-       "    if not exact_zero(shown - value):\n        raise ProofFailure(f\"{label}: the displayed",
+       "    if not exact_zero(shown - value):\n"
+       "        raise ProofFailure(f\"{label}: the displayed",
        "    if False:\n        raise ProofFailure(f\"{label}: the displayed",
        "a compact display is accepted when not cheaply equal"),
     _k("equal_left_display", "checks.py",
        "        for shown, value in ((left, lhs), (right, rhs)):",
-       "        for shown, value in ((right, rhs),):", "the left side of a compact display unchecked"),
+       "        for shown, value in ((right, rhs),):",
+       "the left side of a compact display unchecked"),
     _k("equal_right_display", "checks.py",
        "        for shown, value in ((left, lhs), (right, rhs)):",
-       "        for shown, value in ((left, lhs),):", "the right side of a compact display unchecked"),
+       "        for shown, value in ((left, lhs),):",
+       "the right side of a compact display unchecked"),
     _k("equal_shapes", "checks.py",
        "    if both_matrices and sympy.Tuple(*lhs.shape) != sympy.Tuple(*rhs.shape):",
        "    if False:", "require_equal does not compare shapes"),
@@ -455,15 +459,18 @@ KERNEL_CORPUS: tuple[Patch, ...] = (
     _k("true_condition", "checks.py", "    if condition is not True and condition != sympy.true:",
        "    if False:", "require_true ignores its computed condition"),
     _k("decided_shown", "checks.py",
-       "    if not decide(relation):\n        raise ProofFailure(f\"{label}: the displayed relation",
+       "    if not decide(relation):\n"
+       "        raise ProofFailure(f\"{label}: the displayed relation",
        "    if False:\n        raise ProofFailure(f\"{label}: the displayed relation",
        "a displayed relation is not decided"),
     _k("nonnegative", "checks.py",
        "        if entry.is_nonnegative is not True and sympy.expand(entry).is_nonnegative is not "
        "True:", "        if False:", "require_nonnegative accepts any entry"),
     # checks.py: the chain and its rewrites
-    _k("rename_guard", "checks.py", "        if fresh in total.free_symbols:\n            return total",
-       "        if False:\n            return total", "renaming a bound index may capture a free one"),
+    _k("rename_guard", "checks.py",
+       "        if fresh in total.free_symbols:\n            return total",
+       "        if False:\n            return total",
+       "renaming a bound index may capture a free one"),
     _k("push_guard", "checks.py",
        "        if indices & rest.free_symbols:\n            return total",
        "        if False:\n            return total", "a factor moved into a sum may be captured"),
@@ -480,7 +487,8 @@ KERNEL_CORPUS: tuple[Patch, ...] = (
        "        return True\n", "a chain link the kernel cannot decide is accepted"),
     _k("require_link_off", "checks.py",
        "    if not _link_holds(lhs, rhs, facts):\n        raise ProofFailure(f\"{label}: {lhs}",
-       "    if False:\n        raise ProofFailure(f\"{label}: {lhs}", "require_link checks nothing"),
+       "    if False:\n        raise ProofFailure(f\"{label}: {lhs}",
+       "require_link checks nothing"),
     _k("chain_link_off", "checks.py",
        "        if not _link_holds(a, b, facts):\n            raise ProofFailure(f\"chain:",
        "        if False:\n            raise ProofFailure(f\"chain:", "chain checks no link"),
@@ -524,7 +532,8 @@ KERNEL_CORPUS: tuple[Patch, ...] = (
        "    shown = sympy.sympify(fact).xreplace(dict(rename or {}))\n    entry, row",
        "lemma_rewrite does not check the lemma displays its fact"),
     _k("rewrite_not_instance", "steps.py",
-       "    if not (isinstance(shown, sympy.Eq) and _link_holds(sympy.sympify(rhs[at]), shown.rhs)\n"
+       "    if not (isinstance(shown, sympy.Eq) and "
+       "_link_holds(sympy.sympify(rhs[at]), shown.rhs)\n"
        "            and _link_holds(entry, shown.lhs)):",
        "    if False:", "lemma_rewrite's rewrite need not be an instance of the cited fact"),
     # registry.py
@@ -558,7 +567,8 @@ KERNEL_CORPUS: tuple[Patch, ...] = (
        "require_doubly_stochastic skips its exact sum check"),
     # sinkhorn_index.py
     _k("index_positive", "sinkhorn_index.py",
-       "    if value.is_positive is not True:\n        raise ProofFailure(f\"{label}: {value} is not",
+       "    if value.is_positive is not True:\n"
+       "        raise ProofFailure(f\"{label}: {value} is not",
        "    if False:\n        raise ProofFailure(f\"{label}: {value} is not",
        "index-form positivity accepts a value of unknown sign"),
     _k("index_reduces", "sinkhorn_index.py",
