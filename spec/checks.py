@@ -329,13 +329,17 @@ def require_equal(label: str, lhs: Any, rhs: Any, *, show: tuple[Any, Any] | Non
 
 
 def _provably_nonzero(value: Any) -> bool:
-    """True when ``value`` is shown non-zero: a number that is not 0, or a polynomial whose
-    expanded form has a non-zero coefficient (a non-zero polynomial is not the zero function)."""
+    """True when ``value`` is shown non-zero: a number that is not 0, a polynomial with rational
+    coefficients whose expanded form has a non-zero one (a non-zero polynomial is not the zero
+    function; a coefficient such as sin²1 + cos²1 − 1 may be 0 without looking it), or else a
+    numeric witness: a point where it is not 0."""
     value = sympy.expand(sympy.sympify(value).doit())
     if value.is_number:
         return bool(value != 0 and abs(complex(value.evalf(30))) > 0)
     if not value.atoms(AppliedUndef) and value.is_polynomial(*value.free_symbols):
-        return not sympy.Poly(value, *sorted(value.free_symbols, key=str)).is_zero
+        poly = sympy.Poly(value, *sorted(value.free_symbols, key=str))
+        if poly.domain.is_ZZ or poly.domain.is_QQ:  # rational coefficients: 0 only if all are
+            return not poly.is_zero
     rng = random.Random(1)  # a witness: one point (arbitrary functions made concrete) where
     point = {symbol: _sample(symbol, rng) for symbol in value.free_symbols}  # it is not 0
     try:

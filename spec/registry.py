@@ -23,7 +23,7 @@ from typing import Any, cast
 import sympy
 
 from hcspec.spec.steps import Step as Step
-from hcspec.spec.steps import ledger, unchecked
+from hcspec.spec.steps import ledger, unchecked, unused_assumptions
 
 GENERALITIES: dict[str, str] = {
     "all sizes": "proven for symbolic sizes: every n, d (and L, t) the statement covers",
@@ -110,6 +110,10 @@ class Theorem:
         try:
             with ledger(self.assumptions) as checked:
                 steps = tuple(self.proof())
+                unused = unused_assumptions()
+            if unused:
+                raise ProofFailure(f"declares assumptions no step uses (remove them, or use "
+                                   f"them by name: assume/hypothesis/granted): {unused}")
             bad = unchecked(steps, checked)
             if bad:
                 raise ProofFailure(f"displays {len(bad)} unchecked step(s) (neither checked, "

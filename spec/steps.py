@@ -62,6 +62,27 @@ PROSE = sympy.Symbol("__prose__")
 _LEDGER: ContextVar[set[sympy.Basic] | None] = ContextVar("hcspec_spec_ledger", default=None)
 _ASSUMPTIONS: ContextVar[tuple[str, ...] | None] = ContextVar("hcspec_spec_assumptions",
                                                              default=None)
+_USED: ContextVar[set[str] | None] = ContextVar("hcspec_spec_used_assumptions", default=None)
+
+
+def _mark_used(text: str) -> bool:
+    """Record every declared assumption containing ``text`` as used by the proof being run;
+    whether one does (True outside a proof)."""
+    found, used = _ASSUMPTIONS.get(), _USED.get()
+    if found is None:
+        return True
+    hits = [a for a in found if _words(text) in _words(a)]
+    if used is not None:
+        used.update(hits)
+    return bool(hits)
+
+
+def unused_assumptions() -> list[str]:
+    """The declared assumptions of the proof being run that no :func:`assume`,
+    :func:`declared`, :func:`granted` or :func:`hypothesis` has used so far (empty outside a
+    proof)."""
+    found, used = _ASSUMPTIONS.get(), _USED.get()
+    return [a for a in found or () if used is not None and a not in used]
 
 
 def _key(expr: Any) -> sympy.Basic:
@@ -90,11 +111,13 @@ def ledger(assumptions: tuple[str, ...] = ()) -> Iterator[set[sympy.Basic]]:
     (nested proofs, e.g. a cited lemma, get their own)."""
     token = _LEDGER.set(set())
     declared = _ASSUMPTIONS.set(tuple(assumptions))
+    used = _USED.set(set())
     try:
         found = _LEDGER.get()
         assert found is not None
         yield found
     finally:
+        _USED.reset(used)
         _ASSUMPTIONS.reset(declared)
         _LEDGER.reset(token)
 
@@ -146,8 +169,7 @@ def assume(text: str, *, replace: Mapping[Any, Any] | None = None,
     """
     from hcspec.spec.registry import ProofFailure
 
-    declared = _ASSUMPTIONS.get()
-    if declared is not None and not any(_words(text) in _words(a) for a in declared):
+    if not _mark_used(text):
         raise ProofFailure(f"the proof uses '{text}', which is not a declared assumption")
     return Given(text, tuple((replace or {}).items()), tuple(factors), rhs)
 
@@ -155,8 +177,7 @@ def assume(text: str, *, replace: Mapping[Any, Any] | None = None,
 def declared(text: str) -> bool:
     """Whether the theorem being proven declares an assumption containing ``text`` (up to
     spacing); True outside a proof."""
-    found = _ASSUMPTIONS.get()
-    return found is None or any(_words(text) in _words(a) for a in found)
+    return _mark_used(text)
 
 
 def granted(text: str, weaker: Mapping[str, bool] | None = None,

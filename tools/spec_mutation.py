@@ -441,8 +441,9 @@ KERNEL_CORPUS: tuple[Patch, ...] = (
        "        return bool(value != 0 and abs(complex(value.evalf(30))) > 0)",
        "        return True", "every number counts as non-zero"),
     _k("nonzero_poly", "checks.py",
-       "        return not sympy.Poly(value, *sorted(value.free_symbols, key=str)).is_zero",
-       "        return True", "every polynomial counts as non-zero"),
+       "        if poly.domain.is_ZZ or poly.domain.is_QQ:",
+       "        if True:", "a polynomial with a coefficient that is 0 unsimplified counts as "
+       "non-zero"),
     _k("nonzero_witness", "checks.py", "    return abs(number) > 1e-6", "    return True",
        "the numeric witness for ≠ always finds one"),
     _k("decide_eq", "checks.py",
@@ -539,6 +540,8 @@ KERNEL_CORPUS: tuple[Patch, ...] = (
     # registry.py
     _k("registry_unchecked", "registry.py", "            if bad:\n", "            if False:\n",
        "the registry lets a proof display unchecked steps"),
+    _k("unused_assumption", "registry.py", "            if unused:\n", "            if False:\n",
+       "a theorem may declare an assumption no step uses"),
     _k("label_induction", "registry.py", "    if generality == \"induction\" and not (",
        "    if False and not (", "'induction' without a base case and step"),
     _k("label_all_sizes", "registry.py",

@@ -42,11 +42,12 @@ MU = sympy.Symbol("mu", nonnegative=True)
 
 Combine = Callable[[sympy.Matrix, sympy.Matrix], sympy.Matrix]
 
-DS_ASSUMPTIONS = (
-    "H, K ∈ R^{n×n} doubly stochastic (mHC Eq. 6): H 1 = 1, 1ᵀ H = 1ᵀ, K 1 = 1, 1ᵀ K = 1ᵀ, "
-    "H, K ≥ 0; entries are nonnegative symbols, the last row and column solved from the sum "
-    "constraints.",
-)
+DS_H = ("H ∈ R^{n×n} doubly stochastic (mHC Eq. 6): H 1 = 1, 1ᵀ H = 1ᵀ, H ≥ 0; entries are "
+        "nonnegative symbols, the last row and column solved from the sum constraints.")
+DS_K = "K ∈ R^{n×n} doubly stochastic too: K 1 = 1, 1ᵀ K = 1ᵀ, K ≥ 0 (entries likewise)."
+DS_ASSUMPTIONS = (DS_H, DS_K)
+"""H and K doubly stochastic, one line each, so a theorem about H alone declares only the first
+(an assumption no step uses fails prove)."""
 
 
 def closure_proof(label: str, combine: Combine, sizes: Sequence[int] = SIZES_N
@@ -65,13 +66,17 @@ def closure_proof(label: str, combine: Combine, sizes: Sequence[int] = SIZES_N
             ds.require_doubly_stochastic(f"{label}, n={n}", M, H, K, substitutions={MU: 1 - LAMBDA})
             if n == 2 or len(sizes) == 1:
                 sums = sympy.Matrix.hstack(ds.row_sums(M), ds.col_sums(M).T)
-                given = {**H.solution, **K.solution, MU: 1 - LAMBDA}
+                used = M.free_symbols
+                facts = [assume("H 1 = 1, 1ᵀ H = 1ᵀ", replace=H.solution)]
+                if not used.isdisjoint(K.matrix.free_symbols):
+                    facts.append(assume("K 1 = 1, 1ᵀ K = 1ᵀ", replace=K.solution))
+                if MU in used:
+                    facts.append(assume("μ = 1 − λ", replace={MU: 1 - LAMBDA}))
                 steps.append(prose(
                     f"{label}, n = {n}: every entry of M is a polynomial with nonnegative "
                     "coefficients in nonnegative symbols, so M ≥ 0 (checked exactly)"))
                 steps.append((f"{label}, n = {n}: [M 1 | (1ᵀ M)ᵀ] on the constraint set",
-                              chain(sums, sympy.ones(n, 2), using=[assume(
-                                  "H 1 = 1, 1ᵀ H = 1ᵀ, K 1 = 1, 1ᵀ K = 1ᵀ", replace=given)])))
+                              chain(sums, sympy.ones(n, 2), using=facts)))
         return steps
 
     return prove
@@ -149,7 +154,7 @@ def _both(*proofs: Callable[[], list[Step]]) -> Callable[[], list[Step]]:
 theorem(
     "ds.transpose_closure",
     "If H is doubly stochastic, so is Hᵀ.",
-    assumptions=DS_ASSUMPTIONS,
+    assumptions=(DS_H,),
     cases="symbolic n (rewriting with the constraints; entries from nonnegative Indexed "
           "symbols); examples with explicit entries at n in {1,2,3}",
     generality="all sizes",
@@ -396,7 +401,7 @@ def jensen_gap_every_n() -> list[Step]:
     "ds.nonexpansive",
     "‖H x‖₂ ≤ ‖x‖₂ for doubly stochastic H: ‖x‖² − ‖Hx‖² = Σ_i Σ_j H_ij (x_j − (Hx)_i)² ≥ 0 "
     "(Jensen per row, then the unit column sums).",
-    assumptions=(*DS_ASSUMPTIONS, "x ∈ R^n real; notation m_i = (Hx)_i = Σ_j H_ij x_j."),
+    assumptions=(DS_H, "x ∈ R^n real; notation m_i = (Hx)_i = Σ_j H_ij x_j."),
     cases="symbolic n (index form: finite sums Σ_{j<n}, split and swapped); examples: the "
           "pairwise sum of squares Σ_i Σ_{j<k} H_ij H_ik (x_j − x_k)² at explicit n in {1,2,3,4}",
     generality="all sizes",

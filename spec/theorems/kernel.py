@@ -66,6 +66,17 @@ def _unchecked_display() -> object:
                                          sympy.Eq(_a, _b, evaluate=False)))()
 
 
+def _unused_assumption() -> object:
+    """A throwaway theorem declaring "K 1 = 1" whose proof never uses it."""
+    theorem = Theorem("kernel.planted", "s", ("K 1 = 1.",), "c", "arXiv", lambda: [
+        checks.require_equal("(a + 1)² expanded", (_a + 1) ** 2, _a**2 + 2 * _a + 1)],
+        "instance")
+    result = theorem.prove()
+    if not result.ok:
+        raise ProofFailure(result.error or "failed")
+    return True
+
+
 def _undeclared_assumption() -> object:
     with ledger(("x ∈ R^n real.",)):
         return assume("H 1 = 1", replace={_a: 1})
@@ -185,6 +196,9 @@ FALSE_INPUTS: tuple[tuple[str, str, Callable[[], object], str], ...] = (
      lambda: checks.decide(sympy.Ne(sympy.Integer(2), sympy.Integer(2), evaluate=False)), ""),
     ("decide", "≠ between equal polynomials", lambda: checks.decide(
         sympy.Ne(_a * (_a + 1), _a ** 2 + _a, evaluate=False)), ""),
+    ("decide", "≠ between polynomials equal through an irrational coefficient",
+     lambda: checks.decide(sympy.Ne(_a * (sympy.sin(1) ** 2 + sympy.cos(1) ** 2), _a,
+                                    evaluate=False)), ""),
     ("decide", "≠ between equal non-polynomials (the numeric witness)", lambda: checks.decide(
         sympy.Ne(sympy.sin(_a) ** 2 + sympy.cos(_a) ** 2, 1, evaluate=False)), ""),
     ("decide", "≥ 0 for an expression of unknown sign",
@@ -251,6 +265,8 @@ FALSE_INPUTS: tuple[tuple[str, str, Callable[[], object], str], ...] = (
      _planted("induction", lambda: checks.require_equal("every n: (n + 1)² expanded",
                                                         (_n + 1) ** 2, _n**2 + 2 * _n + 1)),
      "labelled 'induction'"),
+    ("registry", "a declared assumption no step uses", _unused_assumption,
+     "no step uses"),
     ("assume", "an assumption the theorem does not declare", _undeclared_assumption,
      "not a declared assumption"),
     ("hypothesis", "a hypothesis's sympy assumption in a theorem that does not declare it",
