@@ -324,8 +324,9 @@ def require_equal(label: str, lhs: Any, rhs: Any, *, show: tuple[Any, Any] | Non
         for shown, value in ((left, lhs), (right, rhs)):
             _same(label, sympy.sympify(shown).xreplace(values), value)
     if left == right:  # never display A = A
-        return (f"{label} (the derivation gives this form directly)", record(left))
-    return (label, record(sympy.Eq(left, right, evaluate=False)))
+        return (f"{label} (the derivation gives this form directly)",
+                record(left, (lhs, rhs)))
+    return (label, record(sympy.Eq(left, right, evaluate=False), (lhs, rhs)))
 
 
 def _provably_nonzero(value: Any) -> bool:
@@ -406,7 +407,7 @@ def _require_decided(label: str, shown: Any, where: Mapping[Any, Any] | None) ->
                            f"as {relation.lhs} = {relation.rhs}")
     if not decide(relation):
         raise ProofFailure(f"{label}: the displayed relation {shown} is not shown to hold")
-    return (label, record(shown))
+    return (label, record(shown, (relation,)))
 
 
 def require_true(label: str, condition: Any, shown: Any = None,
@@ -654,7 +655,7 @@ def chain(*exprs: Any, using: Iterable[Given] = (), via: tuple[Any, ...] = ()) -
     shown = " = ".join(sides)
     if facts:
         shown += r" \quad (\text{using } " + r",\ ".join(g.shown() for g in facts) + ")"
-    return record(sympy.Symbol(shown))
+    return record(sympy.Symbol(shown), (*values, *via))
 
 
 def evaluate(expr: Any, mapping: Mapping[Any, Any]) -> Any:

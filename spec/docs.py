@@ -141,11 +141,20 @@ def _latex(expr: sympy.Basic) -> str:
 
 
 _GENERALLY = {
-    "all sizes": "for every size (symbolic n, d)",
+    "all sizes": "for every size",
     "induction": "for every number of layers, by induction",
     "explicit sizes": "exactly at the explicit sizes listed, and only there",
     "instance": "for the specific case named",
 }
+
+def _generally(generality: str, sizes: Sequence[str]) -> str:
+    """How general the derivation is, with the symbolic sizes its checked steps hold for (read
+    from the proof, :attr:`ProofResult.sizes`, not from its labels)."""
+    text = _GENERALLY[generality]
+    if generality in ("all sizes", "induction") and sizes:
+        text += f" (symbolic {', '.join(sizes)})"
+    return text
+
 
 MAX_DISPLAY = 400
 """The longest display (characters of LaTeX) a page shows; longer steps are abbreviated."""
@@ -208,7 +217,8 @@ def render_page(theorem: Theorem, result: ProofResult) -> str:
         "",
         "## Derivation",
         "",
-        f"Proven {_GENERALLY[theorem.generality]}. Every formula below was checked during the "
+        f"Proven {_generally(theorem.generality, result.sizes)}. Every formula below was checked "
+        "during the "
         "proof: an equation by an exact simplification of its residual (after a numeric gate "
         "at random points where the sizes are explicit) or by the named rewrites and facts it "
         "lists, a relation by deciding it from its sides, a lemma's fact by that lemma's own "

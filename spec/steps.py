@@ -94,15 +94,61 @@ def _key(expr: Any) -> sympy.Basic:
     return cast(sympy.Basic, sympy.sympify(expr))
 
 
-def record(expr: Any) -> Any:
-    """Record ``expr`` as checked in the open ledger (a no-op outside a proof) and return it.
+SIZE_NAMES = ("n", "d", "L", "m", "k", "p", "f", "t")
+"""The names a symbolic size goes by (a matrix dimension or a sum's bound), in display order."""
+
+_SIZES: ContextVar[dict[sympy.Basic, frozenset[str]] | None] = ContextVar("hcspec_spec_sizes",
+                                                                         default=None)
+
+
+def size_symbols(*exprs: Any) -> frozenset[str]:
+    """The symbolic sizes ``exprs`` are about: the symbols of :data:`SIZE_NAMES` that are a
+    dimension of a matrix expression, a bound of a finite sum or product, or a free integer
+    symbol (a count polynomial in n, d; a shape (d, 1)) in them."""
+    names: set[str] = set()
+    for expr in exprs:
+        if isinstance(expr, str) or not isinstance(expr, sympy.Basic):
+            continue
+        names |= {s.name for s in expr.free_symbols
+                  if isinstance(s, sympy.Symbol) and s.is_integer}
+        matrices = [m for m in expr.atoms(sympy.MatrixSymbol, sympy.Identity, sympy.ZeroMatrix,
+                                          sympy.OneMatrix)]
+        matrices += [expr] if isinstance(expr, sympy.MatrixExpr) else []
+        for matrix in matrices:
+            for dim in matrix.shape:
+                names |= {s.name for s in sympy.sympify(dim).free_symbols}
+        for total in expr.atoms(sympy.Sum, sympy.Product):
+            for index, *bounds in total.limits:
+                names |= {s.name for b in bounds for s in sympy.sympify(b).free_symbols
+                          if s != index}
+    return frozenset(names & set(SIZE_NAMES))
+
+
+def record(expr: Any, values: tuple[Any, ...] = ()) -> Any:
+    """Record ``expr`` as checked in the open ledger (a no-op outside a proof) and return it,
+    with the symbolic sizes (:func:`size_symbols`) of ``expr`` and of the ``values`` it was
+    checked on (a chain's sides, a compact display's proven pair).
 
     Only the kernel's checking functions call this, after the check has passed.
     """
-    ledger = _LEDGER.get()
+    ledger, sizes = _LEDGER.get(), _SIZES.get()
     if ledger is not None:
         ledger.add(_key(expr))
+    if sizes is not None:
+        key = _key(expr)
+        sizes[key] = sizes.get(key, frozenset()) | size_symbols(expr, *values)
     return expr
+
+
+def proven_sizes(steps: Any) -> tuple[str, ...]:
+    """The symbolic sizes the displayed checked ``steps`` of the proof being run hold for (read
+    from the ledger, in :data:`SIZE_NAMES` order; empty outside a proof)."""
+    sizes = _SIZES.get() or {}
+    found: set[str] = set()
+    for _, expr in steps:
+        if expr != PROSE:
+            found |= sizes.get(_key(expr), frozenset())
+    return tuple(name for name in SIZE_NAMES if name in found)
 
 
 @contextmanager
@@ -112,11 +158,13 @@ def ledger(assumptions: tuple[str, ...] = ()) -> Iterator[set[sympy.Basic]]:
     token = _LEDGER.set(set())
     declared = _ASSUMPTIONS.set(tuple(assumptions))
     used = _USED.set(set())
+    sizes = _SIZES.set({})
     try:
         found = _LEDGER.get()
         assert found is not None
         yield found
     finally:
+        _SIZES.reset(sizes)
         _USED.reset(used)
         _ASSUMPTIONS.reset(declared)
         _LEDGER.reset(token)

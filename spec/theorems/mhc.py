@@ -56,6 +56,13 @@ def _range_steps(scale: int, name: str) -> list[Step]:
         raise ProofFailure(f"{scale} − {name} is not provably positive")
     steps.append(require_true(f"hence {name} < {scale}", gap_form.is_positive,
                               sympy.StrictLessThan(gate, scale)))
+    entries = sympy.IndexedBase("t", **granted("any real pre-activation", real=True))
+    size = sympy.Symbol("n", integer=True, positive=True)
+    index = sympy.Symbol("i", integer=True, nonnegative=True)
+    steps.append(require_relation(
+        f"entrywise, so for every n: the n weights {scale}σ(t_i) sum to a positive number",
+        sympy.StrictGreaterThan(sympy.Sum(scale * sigmoid(entries[index]), (index, 0, size - 1)),
+                                0, evaluate=False)))
     attained = gate.subs(t, sympy.log(U))
     steps.append((f"every value in (0, {scale}) is attained: at t = log u (u > 0)",
                   chain(attained, scale * U / (1 + U))))
