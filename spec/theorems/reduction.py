@@ -193,8 +193,8 @@ def _unreachable_every_size(eps: sympy.Expr) -> list[Step]:
         if gap.is_positive is not True:
             raise ProofFailure(f"{name}: r = {a} and 2r = {b} are not provably contradictory "
                                f"(a² − (b/2)² = {gap})")
-        at_one = sympy.Symbol(r"N(x_0)_0")
-        at_two = sympy.Symbol(r"N(2 x_0)_0")
+        at_one = sympy.Symbol(r"N(x_{0})_{0}")
+        at_two = sympy.Symbol(r"N(2 x_{0})_{0}")
         # by hand: x₀ and 2x₀ have mean 0, so both norms divide entry 0 (1, resp. 2) by
         # sqrt(Σ_k x_k²/d + ε) with Σ_k x_k² = 2 (resp. 8) and d = e + 2
         by_hand_one = 1 / sympy.sqrt(sympy.Integer(2) / (_E + 2) + eps)
