@@ -105,15 +105,23 @@ def _prenorm_backward_any_d() -> list[Step]:
 )
 def _prenorm_forward() -> list[Step]:
     paper = network.from_paper(sympy.Matrix([[0, 1], [1, 1]]))
+    read_from = sympy.Symbol(r"[h_{pre} \mid h_{post} \mid H_{res}]_{\text{Eq. 15}}")
+    weights = sympy.Matrix.hstack(paper.h_pre, paper.h_post, paper.H_res)
+    unit = sympy.Matrix.hstack(UNIT.h_pre, UNIT.h_post, UNIT.H_res)
     steps: list[Step] = [require_equal(
         "HC_PreNorm = [[0, 1], [1, 1]] (Eq. 15) read in row form: h_pre = h_post = H_res = [1]",
-        sympy.Matrix.hstack(paper.h_pre, paper.h_post, paper.H_res),
-        sympy.Matrix.hstack(UNIT.h_pre, UNIT.h_post, UNIT.H_res)), *_prenorm_forward_any_d()]
+        weights, unit, show=(read_from, unit), where={read_from: weights}),
+        *_prenorm_forward_any_d()]
     for d in (1, 3):
         x, x_in, new_state = _unit_sublayer(d)
-        read = require_equal(f"x_in = x, d={d}", x_in, x)
+        read_name, write_name = sympy.Symbol(r"x_{in}"), sympy.Symbol(r"X'^{T}")
+        closed_name = sympy.Symbol(rf"x + f(N(x)),\ x = (x_{{0}}, \dots, x_{{{d - 1}}})^{{T}}")
+        read = require_equal(f"x_in = x, d={d}", x_in, x, show=(read_name, x),
+                             where={read_name: x_in})
         f_of_norm = generic_map("f", generic_map("N", x, d), d)
-        write = require_equal(f"X'ᵀ = x + f(N(x)), d={d}", new_state.T, x + f_of_norm)
+        write = require_equal(f"X'ᵀ = x + f(N(x)), d={d}", new_state.T, x + f_of_norm,
+                              show=(write_name, closed_name),
+                              where={write_name: new_state.T, closed_name: x + f_of_norm})
         if d == 3:
             steps += [(f"example: {read[0]}", read[1]), (f"example: {write[0]}", write[1])]
     return steps
