@@ -115,13 +115,13 @@ class Theorem:
                 steps = tuple(self.proof())
                 unused = unused_assumptions()
                 sizes = proven_sizes(steps)
-            if unused:
-                raise ProofFailure(f"declares assumptions no step uses (remove them, or use "
-                                   f"them by name: assume/hypothesis/granted): {unused}")
             bad = unchecked(steps, checked)
             if bad:
                 raise ProofFailure(f"displays {len(bad)} unchecked step(s) (neither checked, "
                                    f"cited nor prose): {bad}")
+            if unused:
+                raise ProofFailure(f"declares assumptions no step uses (remove them, or use "
+                                   f"them by name: assume/hypothesis/granted): {unused}")
             _require_generality(self.generality, steps, sizes)
         except ProofFailure as failure:
             return ProofResult(self.id, False, (), time.perf_counter() - start, str(failure))

@@ -37,7 +37,7 @@ def test_exact_zero_never_answers_true_for_a_non_zero_symbolic_matrix() -> None:
 
 
 def throwaway(proof: object) -> Theorem:
-    return Theorem("test.display", "s", ("H 1 = 1.",), "c", "arXiv", proof, "instance")  # type: ignore[arg-type]
+    return Theorem("test.display", "s", (), "c", "arXiv", proof, "instance")  # type: ignore[arg-type]
 
 
 def test_a_display_no_check_produced_fails_the_proof() -> None:
