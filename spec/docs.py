@@ -499,7 +499,43 @@ def render(theorems: Sequence[Theorem], results: Sequence[ProofResult],
     pages = {page_name(t.id): kept[t.id] if t.id in kept else render_page(t, by_id[t.id])
              for t in theorems}
     pages[INDEX] = render_index(theorems)
+    pages[SEED_CLAIMS] = render_seed_claims({t.id for t in theorems})
     return dict(sorted(pages.items()))
+
+
+SEED_CLAIMS = "seed-claims.md"
+"""The page listing the seed write-ups' claims (:mod:`hcspec.spec.seed_claims`)."""
+
+
+def render_seed_claims(known: set[str]) -> str:
+    """The seed claims page: every claim with its status and the theorems that settle it.
+
+    Raises:
+        ValueError: naming a theorem id a claim cites that is not registered, or an unknown
+            status.
+    """
+    from hcspec.spec.seed_claims import CLAIMS, STATUSES
+
+    unknown = sorted({i for c in CLAIMS for i in c.theorems} - known)
+    bad = sorted({c.status for c in CLAIMS} - set(STATUSES))
+    if unknown or bad:
+        raise ValueError(f"seed claims cite unknown theorems {unknown} or statuses {bad}")
+    counts = ", ".join(f"{sum(c.status == s for c in CLAIMS)} {s}" for s in STATUSES)
+    lines = [
+        GENERATED_NOTE, "", "# The seed write-ups' claims", "",
+        "Every checkable claim of the project's seed write-ups, with the theorem that settles it "
+        "(its page has the derivation), the spec's correction with its computation, or why it "
+        "is only stated. The seed documents are not in the repository: the claims follow the "
+        "enumeration of issue #38, named by what they state. "
+        f"{len(CLAIMS)} claims: {counts}.", "",
+        "| # | claim | status | theorems | note |", "| --- | --- | --- | --- | --- |",
+    ]
+    for number, claim in enumerate(CLAIMS, start=1):
+        links = ", ".join(f"[`{t}`]({page_name(t)})" for t in claim.theorems) or "—"
+        lines.append(f"| {number} | {claim.claim} | {claim.status} | {links} | "
+                     f"{claim.note or '—'} |")
+    lines += ["", "[All theorems](index.md)", ""]
+    return "\n".join(lines)
 
 
 def write(pages: Mapping[str, str], out_dir: Path,
