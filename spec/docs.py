@@ -530,10 +530,13 @@ def render_seed_claims(known: set[str]) -> str:
         f"{len(CLAIMS)} claims: {counts}.", "",
         "| # | claim | status | theorems | note |", "| --- | --- | --- | --- | --- |",
     ]
+    def cell(text: str) -> str:
+        return text.replace("|", r"\|")
+
     for number, claim in enumerate(CLAIMS, start=1):
         links = ", ".join(f"[`{t}`]({page_name(t)})" for t in claim.theorems) or "—"
-        lines.append(f"| {number} | {claim.claim} | {claim.status} | {links} | "
-                     f"{claim.note or '—'} |")
+        lines.append(f"| {number} | {cell(claim.claim)} | {claim.status} | {links} | "
+                     f"{cell(claim.note) or '—'} |")
     lines += ["", "[All theorems](index.md)", ""]
     return "\n".join(lines)
 

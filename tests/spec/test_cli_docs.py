@@ -257,3 +257,17 @@ def test_docs_reuse_unchanged_pages_without_proving(
     assert cli.main(["docs", "--check", "--out", str(out)]) == 1
     assert proven == ["ds.nonexpansive"]  # the edited page is re-proven and found stale
     assert "stale:" in capsys.readouterr().err
+
+
+def test_the_seed_claims_page_names_registered_theorems_and_known_statuses() -> None:
+    from hcspec.spec import docs
+    from hcspec.spec.registry import all_theorems
+    from hcspec.spec.seed_claims import CLAIMS
+
+    known = {t.id for t in all_theorems()}
+    page = docs.render_seed_claims(known)
+    assert page.count("\n| ") == len(CLAIMS) + 2  # header, separator, one row per claim
+    assert "|θ_norm|" not in page  # a cell never breaks the table
+    assert all(claim.note for claim in CLAIMS if claim.status != "proven")
+    with pytest.raises(ValueError, match="unknown theorems"):
+        docs.render_seed_claims(known - {"ds.nonexpansive"})
