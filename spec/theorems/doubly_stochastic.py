@@ -278,6 +278,7 @@ def _permutation_vertices_every_n() -> list[Step]:
     if reduce(pinned) != a[i]:
         raise ProofFailure(f"the row sum of the pinned A is {reduce(pinned)}, not a_i")
     bijection = assume("σ a bijection of {0, …, n−1}", replace=in_range)
+    row_sums = assume("A, B doubly stochastic", replace={a[i]: 1})  # row i of A sums to a_i
     return [
         ("every n: P_ij = δ_σ(i)j = δ_iτ(j) (τ = σ⁻¹) has unit row sums",
          chain(row, 1, using=[bijection])),
@@ -289,8 +290,12 @@ def _permutation_vertices_every_n() -> list[Step]:
                      "vanish: A_ij = B_ij = 0",
                      sympy.And(sympy.Ge(lam * a_off, 0, evaluate=False),
                                sympy.Ge(mu * b_off, 0, evaluate=False))),
-        ("so A = (a_i δ_σ(i)j), and its row sums a_i must be 1: A = P (B likewise)",
+        ("so A = (a_i δ_σ(i)j): row i of A sums to a_i",
          chain(pinned, a[i], using=[bijection])),
+        ("A is doubly stochastic, so that row sum a_i is 1: A_ij = a_i δ_σ(i)j = δ_σ(i)j = "
+         "P_ij, A = P (B likewise)",
+         chain(r"A_{ij}", a[i] * sympy.KroneckerDelta(sigma, j), sympy.KroneckerDelta(sigma, j),
+               using=[row_sums])),
     ]
 
 
