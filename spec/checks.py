@@ -25,6 +25,7 @@ from typing import Any
 
 import sympy
 from sympy.core.function import AppliedUndef
+from sympy.printing.latex import LatexPrinter
 
 from hcspec.spec.registry import ProofFailure, Step
 from hcspec.spec.steps import Given, record
@@ -86,6 +87,33 @@ def instantiate(expr: Any, mapping: Mapping[Any, Any]) -> sympy.Matrix:
     """Replace the MatrixSymbols of a matrix expression by explicit matrices and evaluate it."""
     replaced = expr.xreplace({key: sympy.ImmutableMatrix(value) for key, value in mapping.items()})
     return sympy.Matrix(replaced.doit())
+
+
+class _LatexPrinter(LatexPrinter):  # type: ignore[misc]
+    """sympy's LaTeX printer, except that a symbol whose name is already LaTeX (it contains a
+    backslash or a brace) is printed verbatim instead of being split at ``^`` and ``_``."""
+
+    def _print_Symbol(self, expr: sympy.Symbol, style: str = "plain") -> str:
+        if "\\" in expr.name or "{" in expr.name:
+            return str(expr.name)
+        return str(super()._print_Symbol(expr, style=style))
+
+    def _print_Sum(self, expr: sympy.Sum) -> str:
+        """A sum over several indices as nested sums, the outermost first (Σ_i Σ_j a_ij, not
+        one Σ with stacked ranges), so a swap of the order shows on the page."""
+        if len(expr.limits) == 1:
+            return str(super()._print_Sum(expr))
+        inner = sympy.Sum(expr.function, expr.limits[0])
+        outer = expr.limits[1:]
+        signs = "".join(rf"\sum_{{{self._print(index)}={self._print(low)}}}"
+                        rf"^{{{self._print(high)}}} " for index, low, high in reversed(outer))
+        return signs + self._print(inner)
+
+
+def page_latex(expr: Any) -> str:
+    """``expr`` as the derivation pages typeset it (:class:`_LatexPrinter`: LaTeX-named symbols
+    verbatim, a sum over several indices as nested sums)."""
+    return str(_LatexPrinter().doprint(expr))
 
 
 def _concrete(call: Any) -> Any:
@@ -647,7 +675,7 @@ def chain(*exprs: Any, using: Iterable[Given] = (), via: tuple[Any, ...] = ()) -
                                + (f" using {[g.text for g in facts]}" if facts else ""))
     sides: list[str] = []
     for expr in exprs:
-        text = expr if isinstance(expr, str) else sympy.latex(expr)
+        text = expr if isinstance(expr, str) else page_latex(expr)
         if not sides or text != sides[-1]:
             sides.append(text)
     if len(sides) < 2:

@@ -27,8 +27,8 @@ from functools import cache
 from pathlib import Path
 
 import sympy
-from sympy.printing.latex import LatexPrinter
 
+from hcspec.spec.checks import page_latex
 from hcspec.spec.examples import EXAMPLES
 from hcspec.spec.registry import GENERALITIES, ProofResult, Theorem
 from hcspec.spec.steps import PROSE
@@ -127,18 +127,8 @@ def page_name(theorem_id: str) -> str:
     return f"{theorem_id}.md"
 
 
-class _LatexPrinter(LatexPrinter):  # type: ignore[misc]
-    """sympy's LaTeX printer, except that a symbol whose name is already LaTeX (it contains a
-    backslash or a brace) is printed verbatim instead of being split at ``^`` and ``_``."""
-
-    def _print_Symbol(self, expr: sympy.Symbol, style: str = "plain") -> str:
-        if "\\" in expr.name or "{" in expr.name:
-            return str(expr.name)
-        return str(super()._print_Symbol(expr, style=style))
-
-
 def _latex(expr: sympy.Basic) -> str:
-    return str(_LatexPrinter().doprint(expr))
+    return page_latex(expr)
 
 
 _GENERALLY = {
