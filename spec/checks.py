@@ -107,7 +107,7 @@ class _LatexPrinter(LatexPrinter):  # type: ignore[misc]
         outer = expr.limits[1:]
         signs = "".join(rf"\sum_{{{self._print(index)}={self._print(low)}}}"
                         rf"^{{{self._print(high)}}} " for index, low, high in reversed(outer))
-        return signs + self._print(inner)
+        return signs + str(self._print(inner))
 
 
 def page_latex(expr: Any) -> str:
