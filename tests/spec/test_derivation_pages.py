@@ -16,7 +16,7 @@ from hcspec.spec.registry import GENERALITIES
 from tools import render_derivations
 
 PAGES = sorted((Path(__file__).resolve().parents[2] / "docs" / "derivations").glob("*.md"))
-THEOREM_PAGES = [page for page in PAGES if page.name != "index.md"]
+THEOREM_PAGES = [page for page in PAGES if page.name not in ("index.md", "seed-claims.md")]
 DISPLAY = re.compile(r"\$\$\n(.*?)\n\$\$", re.S)
 
 
@@ -30,6 +30,11 @@ def tautologies(page_text: str) -> list[str]:
     return found
 
 
+def unwrapped(block: str) -> str:
+    """A display without the aligned-lines markup a wide chain is typeset with."""
+    return "".join(lines(block)).replace("&", "")
+
+
 def test_the_checks_can_fail() -> None:
     assert tautologies("$$\nA = A\n$$") == ["A = A"]
     assert tautologies("$$\nA = B\n$$") == []
@@ -39,7 +44,7 @@ def test_the_checks_can_fail() -> None:
 def test_no_tautological_step_and_no_overlong_display(page: Path) -> None:
     text = page.read_text(encoding="utf-8")
     assert tautologies(text) == []
-    assert [len(b) for b in DISPLAY.findall(text) if len(b) > MAX_DISPLAY] == []
+    assert [len(b) for b in map(unwrapped, DISPLAY.findall(text)) if len(b) > MAX_DISPLAY] == []
 
 
 def overflowing(page_text: str) -> list[str]:
