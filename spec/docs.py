@@ -436,6 +436,8 @@ def render_index(theorems: Sequence[Theorem]) -> str:
               "Facts from the papers and the project's seed notes that are not (yet) theorems, "
               "or are proven only in part, and why:", ""]
     lines += [f"- **{claim}** {reason}" for claim, reason in NOT_PROVEN]
+    lines += ["", f"Every checkable claim of the seed write-ups, with the theorem that settles it "
+              f"or the spec's correction: [{SEED_CLAIMS}]({SEED_CLAIMS})."]
     lines += ["", "## Worked example", "", EXAMPLES["backward.closed_form"](), ""]
     return "\n".join(lines)
 
