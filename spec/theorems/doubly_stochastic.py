@@ -389,14 +389,28 @@ def jensen_gap_every_n() -> list[Step]:
         raise ProofFailure(f"the term {term} is not provably nonnegative")
     rows = assume("H 1 = 1", replace={_sum_over(j, H[i, j]): 1})
     mean = assume("m_i = (Hx)_i = Σ_j H_ij x_j", replace={_sum_over(j, H[i, j] * x[j]): m})
+    # step 3, all rows: m_i indexed by the row, the sums nested (outer i, inner j)
+    m_row = sympy.IndexedBase("m", real=True)
+    means = assume("m_i = (Hx)_i = Σ_j H_ij x_j",
+                   replace={_sum_over(j, H[i, j] * x[j]): m_row[i]})
+    total = _sum_over(i, _sum_over(j, H[i, j] * (x[j] - m_row[i]) ** 2))
+    split = _sum_over(i, _sum_over(j, H[i, j] * x[j] ** 2)
+                      - 2 * m_row[i] * _sum_over(j, H[i, j] * x[j])
+                      + m_row[i] ** 2 * _sum_over(j, H[i, j]))
+    per_row = _sum_over(i, _sum_over(j, H[i, j] * x[j] ** 2) - m_row[i] ** 2)
+    mid = _sum_over(i, _sum_over(j, H[i, j] * x[j] ** 2)) - _sum_over(i, m_row[i] ** 2)
+    end = _sum_over(j, x[j] ** 2) - _sum_over(i, m_row[i] ** 2)
     return [
         ("every n, one row i (Jensen gap): expand, then use Σ_j H_ij = 1 and the notation m_i",
          chain(row_gap, expanded, reduced, using=[rows, mean])),
         ("every n, all rows: swap the finite sums, then Σ_i H_ij = 1 (unit column sums)",
          chain(double, swapped, sympy.Sum(inner, outer), sympy.Sum(column, outer),
                using=[assume("1ᵀ H = 1ᵀ", replace={_sum_over(i, H[i, j]): 1})])),
-        prose("hence, summing step 1 over i and using step 2 (Σ_i Σ_j H_ij x_j² = ‖x‖², "
-              "Σ_i m_i² = ‖Hx‖²): ‖x‖² − ‖Hx‖² = Σ_i Σ_j H_ij (x_j − (Hx)_i)², for every n"),
+        ("every n: summing step 1 over i and using step 2, Σ_i Σ_j H_ij (x_j − m_i)² = "
+         "‖x‖² − ‖Hx‖² (Σ_j x_j² = ‖x‖², Σ_i m_i² = ‖Hx‖²)",
+         chain(total, mid, end, via=(split, per_row),
+               using=[rows, means, Given("Σ_i Σ_j H_ij x_j² = Σ_j x_j² (step 2)",
+                                         ((double, _sum_over(j, x[j] ** 2)),))])),
         require_true("each term H_ij (x_j − m_i)² is a nonnegative entry times a square",
                      term.is_nonnegative is True, sympy.GreaterThan(term, 0, evaluate=False)),
     ]
