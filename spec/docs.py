@@ -338,6 +338,16 @@ def display(label: str, expr: sympy.Basic) -> tuple[str, str]:
             r"\text{checked exactly; too long to display}")
 
 
+def _formula_lines(result: ProofResult) -> list[str]:
+    """The statement's formula, typeset from the expression of the step the proof marked
+    (:func:`hcspec.spec.steps.statement`): what the kernel checked, not a retyped formula."""
+    if result.formula is None:
+        return []
+    label, expr = result.steps[result.formula - 1]
+    _, text = display(label, expr)
+    return [f"In formulas (step {result.formula}, as proven):", "", "$$", text, "$$", ""]
+
+
 def render_page(theorem: Theorem, result: ProofResult) -> str:
     """The Markdown page of one proven theorem.
 
@@ -354,6 +364,7 @@ def render_page(theorem: Theorem, result: ProofResult) -> str:
         "",
         f"**Statement.** {theorem.statement}",
         "",
+        *_formula_lines(result),
         f"- **Generality:** {theorem.generality} — {GENERALITIES[theorem.generality]}",
         f"- **Proven for:** {theorem.cases}",
         f"- **Source:** {theorem.source}",

@@ -23,7 +23,13 @@ from typing import Any, cast
 import sympy
 
 from hcspec.spec.steps import Step as Step
-from hcspec.spec.steps import ledger, proven_sizes, unchecked, unused_assumptions
+from hcspec.spec.steps import (
+    ledger,
+    proven_sizes,
+    statement_formula,
+    unchecked,
+    unused_assumptions,
+)
 
 GENERALITIES: dict[str, str] = {
     "all sizes": "proven for symbolic sizes: every n, d (and L, t) the statement covers",
@@ -61,6 +67,8 @@ class ProofResult:
         error: why the proof failed (``None`` when ``ok``).
         sizes: the symbolic sizes (``n``, ``d``, ``L``, …) the displayed checked steps hold for,
             read from what the kernel checked (:func:`hcspec.spec.steps.proven_sizes`).
+        formula: the number of the step whose expression is the statement's formula
+            (:func:`hcspec.spec.steps.statement`), None when the proof marks none.
     """
 
     theorem_id: str
@@ -69,6 +77,7 @@ class ProofResult:
     seconds: float
     error: str | None = None
     sizes: tuple[str, ...] = ()
+    formula: int | None = None
 
 
 @dataclass(frozen=True)
@@ -115,6 +124,7 @@ class Theorem:
                 steps = tuple(self.proof())
                 unused = unused_assumptions()
                 sizes = proven_sizes(steps)
+                formula = statement_formula(steps)
             bad = unchecked(steps, checked)
             if bad:
                 raise ProofFailure(f"displays {len(bad)} unchecked step(s) (neither checked, "
@@ -129,7 +139,7 @@ class Theorem:
             error = traceback.format_exc()
             return ProofResult(self.id, False, (), time.perf_counter() - start, error)
         return ProofResult(self.id, True, tuple((label, _immutable(expr)) for label, expr in steps),
-                           time.perf_counter() - start, sizes=sizes)
+                           time.perf_counter() - start, sizes=sizes, formula=formula)
 
 
 def _require_generality(generality: str, steps: tuple[Step, ...],

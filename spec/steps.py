@@ -63,6 +63,18 @@ _LEDGER: ContextVar[set[sympy.Basic] | None] = ContextVar("hcspec_spec_ledger", 
 _ASSUMPTIONS: ContextVar[tuple[str, ...] | None] = ContextVar("hcspec_spec_assumptions",
                                                              default=None)
 _USED: ContextVar[set[str] | None] = ContextVar("hcspec_spec_used_assumptions", default=None)
+_STATEMENT: ContextVar[list[sympy.Basic] | None] = ContextVar("hcspec_spec_statement",
+                                                            default=None)
+
+
+def statement_formula(steps: Any) -> int | None:
+    """The number (1-based) of the displayed step :func:`statement` marked first in the proof
+    being run, None when none is (or the marked expression is not displayed)."""
+    marked = _STATEMENT.get() or []
+    for number, (_, expr) in enumerate(steps, start=1):
+        if marked and expr != PROSE and _key(expr) == marked[0]:
+            return number
+    return None
 
 
 def _mark_used(text: str) -> bool:
@@ -159,11 +171,13 @@ def ledger(assumptions: tuple[str, ...] = ()) -> Iterator[set[sympy.Basic]]:
     declared = _ASSUMPTIONS.set(tuple(assumptions))
     used = _USED.set(set())
     sizes = _SIZES.set({})
+    marked = _STATEMENT.set([])
     try:
         found = _LEDGER.get()
         assert found is not None
         yield found
     finally:
+        _STATEMENT.reset(marked)
         _SIZES.reset(sizes)
         _USED.reset(used)
         _ASSUMPTIONS.reset(declared)
@@ -258,6 +272,16 @@ def from_lemma(lemma_id: str, fact: Any, rename: Mapping[Any, Any] | None = None
     latex = f"{sympy.latex(shown.lhs)} = {sympy.latex(shown.rhs)}\\ " + rf"(\text{{lemma {name}}})"
     return Given(f"{shown.lhs} = {shown.rhs} (lemma {lemma_id})", ((shown.lhs, shown.rhs),),
                  latex=latex)
+
+
+def statement(step: Step) -> Step:
+    """Mark a checked step as the statement's formula: the theorem's page typesets the
+    statement's formula from this step's own expression (what the kernel checked), not from
+    text (:attr:`hcspec.spec.registry.ProofResult.formula`). The step is displayed as usual."""
+    marked = _STATEMENT.get()
+    if marked is not None:
+        marked.append(_key(step[1]))
+    return step
 
 
 def prose(text: str) -> Step:

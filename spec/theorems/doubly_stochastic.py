@@ -31,7 +31,7 @@ from hcspec.spec.checks import (
     symbol_vector,
 )
 from hcspec.spec.registry import ProofFailure, Step, theorem
-from hcspec.spec.steps import Given, assume, granted, hypothesis, prose
+from hcspec.spec.steps import Given, assume, granted, hypothesis, prose, statement
 from hcspec.spec.sums import split_sums, swap_sum
 from hcspec.spec.theorems.backprop import generic_map
 
@@ -406,11 +406,11 @@ def jensen_gap_every_n() -> list[Step]:
         ("every n, all rows: swap the finite sums, then Σ_i H_ij = 1 (unit column sums)",
          chain(double, swapped, sympy.Sum(inner, outer), sympy.Sum(column, outer),
                using=[assume("1ᵀ H = 1ᵀ", replace={_sum_over(i, H[i, j]): 1})])),
-        ("every n: summing step 1 over i and using step 2, Σ_i Σ_j H_ij (x_j − m_i)² = "
-         "‖x‖² − ‖Hx‖² (Σ_j x_j² = ‖x‖², Σ_i m_i² = ‖Hx‖²)",
+        statement(("every n: summing step 1 over i and using step 2, Σ_i Σ_j H_ij (x_j − m_i)² "
+                   "= ‖x‖² − ‖Hx‖² (Σ_j x_j² = ‖x‖², Σ_i m_i² = ‖Hx‖²)",
          chain(total, mid, end, via=(split, per_row),
                using=[rows, means, Given("Σ_i Σ_j H_ij x_j² = Σ_j x_j² (step 2)",
-                                         ((double, _sum_over(j, x[j] ** 2)),))])),
+                                         ((double, _sum_over(j, x[j] ** 2)),))]))),
         require_true("each term H_ij (x_j − m_i)² is a nonnegative entry times a square",
                      term.is_nonnegative is True, sympy.GreaterThan(term, 0, evaluate=False)),
     ]

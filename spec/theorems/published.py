@@ -15,7 +15,7 @@ import sympy
 from hcspec.spec import formulas, network, norms
 from hcspec.spec.checks import instantiate, require_equal, symbol_matrix, symbol_vector
 from hcspec.spec.registry import ProofFailure, Step, theorem
-from hcspec.spec.steps import granted
+from hcspec.spec.steps import granted, statement
 from hcspec.spec.theorems.init import dynamic_weights
 
 N = D = 2
@@ -40,8 +40,8 @@ def _equate(label: str, layout: sympy.Matrix, closed: sympy.Matrix, layout_tex: 
     """``layout = closed`` checked exactly, the page showing the two formulas it equates
     (``layout_tex``, ``closed_tex``: LaTeX names substituted back and compared by the kernel)."""
     left, right = sympy.Symbol(layout_tex), sympy.Symbol(closed_tex)
-    return require_equal(label, layout, closed, show=(left, right),
-                         where={left: layout, right: closed})
+    return statement(require_equal(label, layout, closed, show=(left, right),
+                                   where={left: layout, right: closed}))
 
 
 _CLOSED_TEX = r"H_{res} X + h_{post} F(X^{T} h_{pre})^{T}"
@@ -159,7 +159,8 @@ def _hc_static() -> list[Step]:
     paper = B.T * _branch(H.T * A_m).T + A_r.T * H
     return [_equate("Ĥ = H_res H + h_post F(Hᵀ h_pre)ᵀ with h_pre = A_m, h_post = Bᵀ, "
                     "H_res = A_rᵀ", paper, _closed_form(H, A_m, B.T, A_r.T),
-                    r"\hat{H} = B^{T} F(H^{T} A_{m})^{T} + A_{r}^{T} H", _CLOSED_TEX)]
+                    r"\hat{H} = B^{T} F(H^{T} A_{m})^{T} + A_{r}^{T} H",
+                    r"H_{res} H + h_{post} F(H^{T} h_{pre})^{T}")]
 
 
 @theorem(
