@@ -25,6 +25,7 @@ from typing import Any
 
 import sympy
 from sympy.core.function import AppliedUndef
+from sympy.printing.latex import LatexPrinter
 
 from hcspec.spec.registry import ProofFailure, Step
 from hcspec.spec.steps import Given, record
@@ -86,6 +87,33 @@ def instantiate(expr: Any, mapping: Mapping[Any, Any]) -> sympy.Matrix:
     """Replace the MatrixSymbols of a matrix expression by explicit matrices and evaluate it."""
     replaced = expr.xreplace({key: sympy.ImmutableMatrix(value) for key, value in mapping.items()})
     return sympy.Matrix(replaced.doit())
+
+
+class _LatexPrinter(LatexPrinter):  # type: ignore[misc]
+    """sympy's LaTeX printer, except that a symbol whose name is already LaTeX (it contains a
+    backslash or a brace) is printed verbatim instead of being split at ``^`` and ``_``."""
+
+    def _print_Symbol(self, expr: sympy.Symbol, style: str = "plain") -> str:
+        if "\\" in expr.name or "{" in expr.name:
+            return str(expr.name)
+        return str(super()._print_Symbol(expr, style=style))
+
+    def _print_Sum(self, expr: sympy.Sum) -> str:
+        """A sum over several indices as nested sums, the outermost first (Σ_i Σ_j a_ij, not
+        one Σ with stacked ranges), so a swap of the order shows on the page."""
+        if len(expr.limits) == 1:
+            return str(super()._print_Sum(expr))
+        inner = sympy.Sum(expr.function, expr.limits[0])
+        outer = expr.limits[1:]
+        signs = "".join(rf"\sum_{{{self._print(index)}={self._print(low)}}}"
+                        rf"^{{{self._print(high)}}} " for index, low, high in reversed(outer))
+        return signs + str(self._print(inner))
+
+
+def page_latex(expr: Any) -> str:
+    """``expr`` as the derivation pages typeset it (:class:`_LatexPrinter`: LaTeX-named symbols
+    verbatim, a sum over several indices as nested sums)."""
+    return str(_LatexPrinter().doprint(expr))
 
 
 def _concrete(call: Any) -> Any:
@@ -279,6 +307,24 @@ def _same(label: str, shown: Any, value: Any) -> None:
         raise ProofFailure(f"{label}: the displayed form is not the proven identity")
 
 
+def require_independent(label: str, lhs: Any, rhs: Any) -> None:
+    """The meta-check against steps true by construction: the two sides of a step must be
+    separate constructions, not one expression object used twice.
+
+    sympy shares the objects of equal atoms and singletons (numbers, ∅) and of cached results,
+    so two numbers, or two
+    equal results of one cached computation, may be one object without being one construction:
+    only compound expressions are compared.
+
+    Raises:
+        ProofFailure: naming ``label`` when ``lhs`` and ``rhs`` are the same compound object (a
+            step ``A = A`` that checks nothing).
+    """
+    if lhs is rhs and bool(getattr(lhs, "args", ())):
+        raise ProofFailure(f"{label}: true by construction: both sides are the same expression "
+                           "object")
+
+
 def require_equal(label: str, lhs: Any, rhs: Any, *, show: tuple[Any, Any] | None = None,
                   where: Mapping[Any, Any] | None = None) -> Step:
     """Prove ``lhs == rhs`` exactly (numeric gate, then exact residual) and return the step.
@@ -293,6 +339,7 @@ def require_equal(label: str, lhs: Any, rhs: Any, *, show: tuple[Any, Any] | Non
         ProofFailure: naming ``label`` when the identity does not hold, or the displayed form is
             not the proven one.
     """
+    require_independent(label, lhs, rhs)
     both_matrices = all(isinstance(side, (sympy.MatrixBase, sympy.MatrixExpr))
                         for side in (lhs, rhs))
     if both_matrices and sympy.Tuple(*lhs.shape) != sympy.Tuple(*rhs.shape):
@@ -305,18 +352,23 @@ def require_equal(label: str, lhs: Any, rhs: Any, *, show: tuple[Any, Any] | Non
         for shown, value in ((left, lhs), (right, rhs)):
             _same(label, sympy.sympify(shown).xreplace(values), value)
     if left == right:  # never display A = A
-        return (f"{label} (the derivation gives this form directly)", record(left))
-    return (label, record(sympy.Eq(left, right, evaluate=False)))
+        return (f"{label} (the derivation gives this form directly)",
+                record(left, (lhs, rhs)))
+    return (label, record(sympy.Eq(left, right, evaluate=False), (lhs, rhs)))
 
 
 def _provably_nonzero(value: Any) -> bool:
-    """True when ``value`` is shown non-zero: a number that is not 0, or a polynomial whose
-    expanded form has a non-zero coefficient (a non-zero polynomial is not the zero function)."""
+    """True when ``value`` is shown non-zero: a number that is not 0, a polynomial with rational
+    coefficients whose expanded form has a non-zero one (a non-zero polynomial is not the zero
+    function; a coefficient such as sin²1 + cos²1 − 1 may be 0 without looking it), or else a
+    numeric witness: a point where it is not 0."""
     value = sympy.expand(sympy.sympify(value).doit())
     if value.is_number:
         return bool(value != 0 and abs(complex(value.evalf(30))) > 0)
     if not value.atoms(AppliedUndef) and value.is_polynomial(*value.free_symbols):
-        return not sympy.Poly(value, *sorted(value.free_symbols, key=str)).is_zero
+        poly = sympy.Poly(value, *sorted(value.free_symbols, key=str))
+        if poly.domain.is_ZZ or poly.domain.is_QQ:  # rational coefficients: 0 only if all are
+            return not poly.is_zero
     rng = random.Random(1)  # a witness: one point (arbitrary functions made concrete) where
     point = {symbol: _sample(symbol, rng) for symbol in value.free_symbols}  # it is not 0
     try:
@@ -356,9 +408,40 @@ def decide(relation: Any) -> bool:
     return False
 
 
+def _substituted(shown: Any, where: Mapping[Any, Any] | None) -> Any:
+    """The relation ``shown`` with its notation symbols replaced by their values ``where``."""
+    values = {key: sympy.ImmutableMatrix(value) if isinstance(value, sympy.MatrixBase)
+              else value for key, value in (where or {}).items()}
+    if isinstance(shown, sympy.core.relational.Relational):
+        return type(shown)(shown.lhs.xreplace(values), shown.rhs.xreplace(values),
+                           evaluate=False)
+    return shown.xreplace(values)
+
+
+def _require_decided(label: str, shown: Any, where: Mapping[Any, Any] | None) -> Step:
+    """Decide the displayed relation ``shown`` (notation replaced by ``where``) and return the
+    step; a relation whose two sides differ on the page but are one expression once the
+    notation is replaced (``N(x₀)₀ = a`` with ``N(x₀)₀`` standing for the very expression ``a``
+    shown on the other side) is true by naming alone and is rejected (the meta-check of
+    :func:`require_independent`)."""
+    shown = sympy.sympify(shown)
+    relation = _substituted(shown, where)
+    named = {key: value for key, value in (where or {}).items()
+             if getattr(value, "args", ())}
+    if isinstance(shown, sympy.Eq) and any(
+            (side in named and named[side] is other)
+            for side, other in ((shown.lhs, shown.rhs), (shown.rhs, shown.lhs))):
+        raise ProofFailure(f"{label}: true by construction: the displayed {shown} is decided "
+                           f"as {relation.lhs} = {relation.rhs}")
+    if not decide(relation):
+        raise ProofFailure(f"{label}: the displayed relation {shown} is not shown to hold")
+    return (label, record(shown, (relation,)))
+
+
 def require_true(label: str, condition: Any, shown: Any = None,
                  where: Mapping[Any, Any] | None = None) -> Step:
-    """Require ``condition`` (a sympy boolean or Python bool) to be exactly True and return the
+    """Require ``condition`` (a computed sympy boolean or Python bool, never a literal ``True``:
+    tests/spec/test_kernel_soundness.py reads every call) to be exactly True and return the
     step; the relation ``shown`` on the page (notation symbols replaced by ``where``) is decided
     again by :func:`decide`, so what the page displays is what was checked.
 
@@ -369,17 +452,19 @@ def require_true(label: str, condition: Any, shown: Any = None,
         raise ProofFailure(f"{label}: expected True, got {condition}")
     if shown is None:
         return (label, record(sympy.true))
-    values = {key: sympy.ImmutableMatrix(value) if isinstance(value, sympy.MatrixBase)
-              else value for key, value in (where or {}).items()}
-    shown = sympy.sympify(shown)
-    if isinstance(shown, sympy.core.relational.Relational):
-        relation = type(shown)(shown.lhs.xreplace(values), shown.rhs.xreplace(values),
-                               evaluate=False)
-    else:
-        relation = shown.xreplace(values)
-    if not decide(relation):
-        raise ProofFailure(f"{label}: the displayed relation {shown} is not shown to hold")
-    return (label, record(shown))
+    return _require_decided(label, shown, where)
+
+
+def require_relation(label: str, shown: Any, where: Mapping[Any, Any] | None = None) -> Step:
+    """Decide the displayed relation ``shown`` (:func:`decide`, after replacing the notation
+    symbols by ``where``) and return it as a checked step: the page shows the relation that was
+    decided, with no separate condition.
+
+    Raises:
+        ProofFailure: naming ``label`` when the relation is not shown to hold, or holds only
+            because the notation names one side by the other.
+    """
+    return _require_decided(label, shown, where)
 
 
 def require_nonnegative(label: str, entries: Iterable[Any]) -> None:
@@ -547,6 +632,7 @@ def require_link(label: str, lhs: Any, rhs: Any, *, using: Iterable[Given] = ())
         ProofFailure: naming ``label`` when the link does not hold.
     """
     facts = tuple(using)
+    require_independent(label, lhs, rhs)
     if not _link_holds(lhs, rhs, facts):
         raise ProofFailure(f"{label}: {lhs} = {rhs} does not hold exactly")
     return (label, record(sympy.Eq(lhs, rhs, evaluate=False)))
@@ -589,7 +675,7 @@ def chain(*exprs: Any, using: Iterable[Given] = (), via: tuple[Any, ...] = ()) -
                                + (f" using {[g.text for g in facts]}" if facts else ""))
     sides: list[str] = []
     for expr in exprs:
-        text = expr if isinstance(expr, str) else sympy.latex(expr)
+        text = expr if isinstance(expr, str) else page_latex(expr)
         if not sides or text != sides[-1]:
             sides.append(text)
     if len(sides) < 2:
@@ -597,7 +683,7 @@ def chain(*exprs: Any, using: Iterable[Given] = (), via: tuple[Any, ...] = ()) -
     shown = " = ".join(sides)
     if facts:
         shown += r" \quad (\text{using } " + r",\ ".join(g.shown() for g in facts) + ")"
-    return record(sympy.Symbol(shown))
+    return record(sympy.Symbol(shown), (*values, *via))
 
 
 def evaluate(expr: Any, mapping: Mapping[Any, Any]) -> Any:

@@ -20,14 +20,15 @@ import ast
 import hashlib
 import importlib.util
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
 import sympy
-from sympy.printing.latex import LatexPrinter
 
+from hcspec.spec.checks import page_latex
 from hcspec.spec.examples import EXAMPLES
 from hcspec.spec.registry import GENERALITIES, ProofResult, Theorem
 from hcspec.spec.steps import PROSE
@@ -126,38 +127,198 @@ def page_name(theorem_id: str) -> str:
     return f"{theorem_id}.md"
 
 
-class _LatexPrinter(LatexPrinter):  # type: ignore[misc]
-    """sympy's LaTeX printer, except that a symbol whose name is already LaTeX (it contains a
-    backslash or a brace) is printed verbatim instead of being split at ``^`` and ``_``."""
-
-    def _print_Symbol(self, expr: sympy.Symbol, style: str = "plain") -> str:
-        if "\\" in expr.name or "{" in expr.name:
-            return str(expr.name)
-        return str(super()._print_Symbol(expr, style=style))
-
-
 def _latex(expr: sympy.Basic) -> str:
-    return str(_LatexPrinter().doprint(expr))
+    return page_latex(expr)
 
 
 _GENERALLY = {
-    "all sizes": "for every size (symbolic n, d)",
+    "all sizes": "for every size",
     "induction": "for every number of layers, by induction",
     "explicit sizes": "exactly at the explicit sizes listed, and only there",
     "instance": "for the specific case named",
 }
 
+def _generally(generality: str, sizes: Sequence[str]) -> str:
+    """How general the derivation is, with the symbolic sizes its checked steps hold for (read
+    from the proof, :attr:`ProofResult.sizes`, not from its labels)."""
+    text = _GENERALLY[generality]
+    if generality in ("all sizes", "induction") and sizes:
+        text += f" (symbolic {', '.join(sizes)})"
+    return text
+
+
 MAX_DISPLAY = 400
 """The longest display (characters of LaTeX) a page shows; longer steps are abbreviated."""
 
+LINE_BUDGET = 110
+"""The widest display line a page shows, in visible characters (:func:`visible_width`): about
+1000 px of typeset math at 9 px a character, so no line overflows a 1000 px page."""
+
+_INVISIBLE = ("left", "right", "textstyle", "displaystyle", "mathrm", "mathbf", "mathbb",
+              "operatorname", "text", "big", "Big", "limits")
+"""Commands that typeset nothing of their own (their argument is measured)."""
+
+
+def _group(tex: str, index: int) -> tuple[str, int]:
+    """The argument starting at ``tex[index]`` (a brace group or one character/command) and the
+    index after it."""
+    if index >= len(tex):
+        return "", index
+    if tex[index] == "{":
+        depth, end = 0, index
+        while end < len(tex):
+            depth += {"{": 1, "}": -1}.get(tex[end], 0)
+            if depth == 0:
+                return tex[index + 1:end], end + 1
+            end += 1
+        return tex[index + 1:], len(tex)
+    if tex[index] == "\\":
+        found = re.match(r"\\([a-zA-Z]+|.)", tex[index:])
+        assert found is not None
+        return found.group(0), index + len(found.group(0))
+    return tex[index], index + 1
+
+
+def visible_width(tex: str) -> float:
+    """About how many characters wide ``tex`` typesets (one display line): a command counts as
+    one character (``\\alpha``) or none (``\\left``, ``\\text``), braces none, a sub- or
+    superscript 0.6 of its width, a fraction its wider part, a matrix its widest row, a
+    ``\\sum`` with limits the wider of the sign and its limits."""
+    width, index = 0.0, 0
+    while index < len(tex):
+        char = tex[index]
+        if char == "\\":
+            name, index = _group(tex, index)
+            command = name[1:]
+            if command == "frac":
+                top, index = _group(tex, index)
+                bottom, index = _group(tex, index)
+                width += max(visible_width(top), visible_width(bottom))
+            elif command == "begin":
+                environment, index = _group(tex, index)
+                close = tex.find(r"\end{" + environment + "}", index)
+                body = tex[index:close if close >= 0 else len(tex)]
+                index = close + len(r"\end{}") + len(environment) if close >= 0 else len(tex)
+                width += max((visible_width(row) for row in body.split(r"\\")), default=0.0)
+            elif command in ("sum", "prod") and tex.startswith("_", index):
+                below, index = _group(tex, index + 1)
+                above = ""
+                if tex.startswith("^", index):
+                    above, index = _group(tex, index + 1)
+                width += max(1.5, 0.6 * visible_width(below), 0.6 * visible_width(above))
+            elif command in ("quad", "qquad"):
+                width += 2.0
+            elif command in _INVISIBLE or command in (",", ";", "!", " "):
+                width += 0.0 if command in _INVISIBLE else 0.3
+            elif command == "\\":
+                width += 0.0
+            else:
+                width += 1.0
+        elif char in "^_":
+            script, index = _group(tex, index + 1)
+            width += 0.6 * visible_width(script)
+        elif char in "{}&":
+            index += 1
+        else:
+            width += 1.0
+            index += 1
+    return width
+
+
+def _top_level_parts(tex: str) -> list[str]:
+    """``tex`` split at its top-level `` = `` (outside braces and \\left … \\right), with a
+    trailing ``\\quad (\\text{using …})`` as a part of its own."""
+    using = tex.find(r" \quad (\text{using ")
+    tail = [tex[using:].strip()] if using >= 0 else []
+    body = tex[:using] if using >= 0 else tex
+    parts, depth, start, index = [], 0, 0, 0
+    while index < len(body):
+        if body.startswith(r"\left", index) or body[index] == "{":
+            depth += 1
+        elif body.startswith(r"\right", index) or body[index] == "}":
+            depth -= 1
+        elif depth == 0 and body.startswith(" = ", index):
+            parts.append(body[start:index])
+            start = index + 3
+            index += 3
+            continue
+        index += 1
+    return [*parts, body[start:], *tail]
+
+
+def lines(tex: str) -> list[str]:
+    """The display lines of a page's formula (one, or the rows of an aligned block)."""
+    if tex.startswith(r"\begin{aligned}"):
+        return tex[len(r"\begin{aligned}"):-len(r"\end{aligned}")].split(r" \\ ")
+    return [tex]
+
+
+def _terms(tex: str) -> list[str]:
+    """``tex`` split before its top-level `` + `` and `` - `` (outside braces and \\left …
+    \\right), each term keeping its sign."""
+    terms, depth, start, index = [], 0, 0, 0
+    while index < len(tex):
+        if tex.startswith(r"\left", index) or tex[index] == "{":
+            depth += 1
+        elif tex.startswith(r"\right", index) or tex[index] == "}":
+            depth -= 1
+        elif depth == 0 and index > start and tex[index:index + 3] in (" + ", " - "):
+            terms.append(tex[start:index])
+            start = index + 1
+        index += 1
+    return [*terms, tex[start:]]
+
+
+def _broken(left: str, _: str, relation: str, side: str) -> list[str]:
+    """``left relation side`` as aligned rows within :data:`LINE_BUDGET`: ``side`` continued on
+    further rows (``&\\quad + …``) at its top-level ``+``/``−`` where it is too wide."""
+    head = f"{left}{relation}"
+    rows: list[str] = []
+    current = head
+    for term in _terms(side):
+        candidate = current + (" " if current not in (head,) else "") + term
+        if visible_width(candidate) > LINE_BUDGET and current not in (head, r"&\quad"):
+            rows.append(current)
+            current = r"&\quad " + term
+        else:
+            current = candidate if current != head else head + term
+    return [*rows, current]
+
+
+def _wrapped(tex: str) -> str | None:
+    """``tex`` as an aligned block of lines within :data:`LINE_BUDGET` (one side of its chain,
+    or the facts used, a line), or None when a side alone is too wide."""
+    parts = _top_level_parts(tex)
+    tail = [part for part in parts if part.startswith(r"\quad")]
+    sides = [part for part in parts if not part.startswith(r"\quad")]
+    if len(sides) < 2:
+        rows = _broken("", "", "&", sides[0])
+        block = r"\begin{aligned}" + r" \\ ".join(rows) + r"\end{aligned}"
+        return block if all(visible_width(row) <= LINE_BUDGET for row in lines(block)) else None
+    rows = [*_broken(sides[0], "", " &= ", sides[1])]
+    for side in sides[2:]:
+        rows += _broken("", "", "&= ", side)
+    rows += [f"&{part}" for part in tail]
+    block = r"\begin{aligned}" + r" \\ ".join(rows) + r"\end{aligned}"
+    return block if all(visible_width(row) <= LINE_BUDGET for row in lines(block)) else None
+
+
+def _fits(text: str) -> bool:
+    return len(text) <= MAX_DISPLAY and visible_width(text) <= LINE_BUDGET
+
 
 def display(label: str, expr: sympy.Basic) -> tuple[str, str]:
-    """The label and LaTeX of a step as a page shows it: an identity between explicit matrices
-    longer than :data:`MAX_DISPLAY` is shown by its entry (0, 0), and one still too long by its
-    shape only (the proof checked every entry either way)."""
+    """The label and LaTeX of a step as a page shows it: a display wider than
+    :data:`LINE_BUDGET` is broken into aligned lines at its ``=`` signs; an identity between
+    explicit matrices still too long (:data:`MAX_DISPLAY` characters of LaTeX, or a line over
+    the budget) is shown by its entry (0, 0), and one still too long by its shape only (the
+    proof checked every entry either way)."""
     text = _latex(expr)
-    if len(text) <= MAX_DISPLAY:
+    if _fits(text):
         return label, text
+    wrapped = _wrapped(text) if len(text) <= MAX_DISPLAY else None
+    if wrapped is not None:
+        return label, wrapped
     sides: tuple[sympy.Basic, ...] = expr.args if isinstance(expr, sympy.Eq) else (expr,)
     if all(isinstance(side, sympy.MatrixBase) for side in sides):
         rows, cols = sides[0].shape
@@ -165,12 +326,26 @@ def display(label: str, expr: sympy.Basic) -> tuple[str, str]:
         entry = (sympy.Eq(corners[0], corners[1], evaluate=False) if len(corners) == 2
                  else corners[0])
         short = _latex(entry)
-        if len(short) <= MAX_DISPLAY:
-            return f"{label} — entry (0, 0) of the {rows}×{cols} identity shown", short
+        if _fits(short) or (len(short) <= MAX_DISPLAY and _wrapped(short) is not None):
+            return (f"{label} — entry (0, 0) of the {rows}×{cols} identity shown",
+                    short if _fits(short) else str(_wrapped(short)))
         return (f"{label} — a {rows}×{cols} identity checked entry by entry (each entry too "
                 "long to display)", rf"\text{{{rows}×{cols} identity, every entry checked}}")
+    if len(text) <= MAX_DISPLAY and visible_width(text) > LINE_BUDGET:
+        return (f"{label} — checked exactly (the expression is too wide to display)",
+                r"\text{checked exactly; too wide to display}")
     return (f"{label} — checked exactly (the expression is too long to display)",
             r"\text{checked exactly; too long to display}")
+
+
+def _formula_lines(result: ProofResult) -> list[str]:
+    """The statement's formula, typeset from the expression of the step the proof marked
+    (:func:`hcspec.spec.steps.statement`): what the kernel checked, not a retyped formula."""
+    if result.formula is None:
+        return []
+    label, expr = result.steps[result.formula - 1]
+    _, text = display(label, expr)
+    return [f"In formulas (step {result.formula}, as proven):", "", "$$", text, "$$", ""]
 
 
 def render_page(theorem: Theorem, result: ProofResult) -> str:
@@ -189,6 +364,7 @@ def render_page(theorem: Theorem, result: ProofResult) -> str:
         "",
         f"**Statement.** {theorem.statement}",
         "",
+        *_formula_lines(result),
         f"- **Generality:** {theorem.generality} — {GENERALITIES[theorem.generality]}",
         f"- **Proven for:** {theorem.cases}",
         f"- **Source:** {theorem.source}",
@@ -208,7 +384,8 @@ def render_page(theorem: Theorem, result: ProofResult) -> str:
         "",
         "## Derivation",
         "",
-        f"Proven {_GENERALLY[theorem.generality]}. Every formula below was checked during the "
+        f"Proven {_generally(theorem.generality, result.sizes)}. Every formula below was checked "
+        "during the "
         "proof: an equation by an exact simplification of its residual (after a numeric gate "
         "at random points where the sizes are explicit) or by the named rewrites and facts it "
         "lists, a relation by deciding it from its sides, a lemma's fact by that lemma's own "
@@ -270,6 +447,8 @@ def render_index(theorems: Sequence[Theorem]) -> str:
               "Facts from the papers and the project's seed notes that are not (yet) theorems, "
               "or are proven only in part, and why:", ""]
     lines += [f"- **{claim}** {reason}" for claim, reason in NOT_PROVEN]
+    lines += ["", f"Every checkable claim of the seed write-ups, with the theorem that settles it "
+              f"or the spec's correction: [{SEED_CLAIMS}]({SEED_CLAIMS})."]
     lines += ["", "## Worked example", "", EXAMPLES["backward.closed_form"](), ""]
     return "\n".join(lines)
 
@@ -323,7 +502,46 @@ def render(theorems: Sequence[Theorem], results: Sequence[ProofResult],
     pages = {page_name(t.id): kept[t.id] if t.id in kept else render_page(t, by_id[t.id])
              for t in theorems}
     pages[INDEX] = render_index(theorems)
+    pages[SEED_CLAIMS] = render_seed_claims({t.id for t in theorems})
     return dict(sorted(pages.items()))
+
+
+SEED_CLAIMS = "seed-claims.md"
+"""The page listing the seed write-ups' claims (:mod:`hcspec.spec.seed_claims`)."""
+
+
+def render_seed_claims(known: set[str]) -> str:
+    """The seed claims page: every claim with its status and the theorems that settle it.
+
+    Raises:
+        ValueError: naming a theorem id a claim cites that is not registered, or an unknown
+            status.
+    """
+    from hcspec.spec.seed_claims import CLAIMS, STATUSES
+
+    unknown = sorted({i for c in CLAIMS for i in c.theorems} - known)
+    bad = sorted({c.status for c in CLAIMS} - set(STATUSES))
+    if unknown or bad:
+        raise ValueError(f"seed claims cite unknown theorems {unknown} or statuses {bad}")
+    counts = ", ".join(f"{sum(c.status == s for c in CLAIMS)} {s}" for s in STATUSES)
+    lines = [
+        GENERATED_NOTE, "", "# The seed write-ups' claims", "",
+        "Every checkable claim of the project's seed write-ups, with the theorem that settles it "
+        "(its page has the derivation), the spec's correction with its computation, or why it "
+        "is only stated. The seed documents are not in the repository: the claims follow the "
+        "enumeration of issue #38, named by what they state. "
+        f"{len(CLAIMS)} claims: {counts}.", "",
+        "| # | claim | status | theorems | note |", "| --- | --- | --- | --- | --- |",
+    ]
+    def cell(text: str) -> str:
+        return text.replace("|", r"\|")
+
+    for number, claim in enumerate(CLAIMS, start=1):
+        links = ", ".join(f"[`{t}`]({page_name(t)})" for t in claim.theorems) or "—"
+        lines.append(f"| {number} | {cell(claim.claim)} | {claim.status} | {links} | "
+                     f"{cell(claim.note) or '—'} |")
+    lines += ["", "[All theorems](index.md)", ""]
+    return "\n".join(lines)
 
 
 def write(pages: Mapping[str, str], out_dir: Path,

@@ -55,18 +55,18 @@ def connection_example() -> str:
         f"| x_in | Xᵀ h_pre | {_fmt(x_in)} |",
         f"| z | F(x_in) = tanh(x_in) | {_fmt(z)} |",
         f"| X' | H_res X + h_post zᵀ | {_rows(X_new)} |",
-        f"| G' | upstream ∂L/∂X' | {_rows(G)} |",
-        f"| g_z | G'ᵀ h_post | {_fmt(g_z)} |",
+        f"| G | upstream ∂L/∂X' | {_rows(G)} |",
+        f"| g_z | Gᵀ h_post | {_fmt(g_z)} |",
         f"| g_in | Jᵀ g_z, J = 1 − tanh²(x_in) | {_fmt(g_in)} |",
-        f"| ∂L/∂X | H_resᵀ G' + h_pre g_inᵀ | {_rows(grads.X)} |",
-        f"| ∂L/∂H_res | G' Xᵀ | {_rows(grads.H_res)} |",
+        f"| ∂L/∂X | H_resᵀ G + h_pre g_inᵀ | {_rows(grads.X)} |",
+        f"| ∂L/∂H_res | G Xᵀ | {_rows(grads.H_res)} |",
         f"| ∂L/∂h_pre | X g_in | {_fmt(grads.h_pre)} |",
-        f"| ∂L/∂h_post | G' z | {_fmt(grads.h_post)} |",
+        f"| ∂L/∂h_post | G z | {_fmt(grads.h_post)} |",
         "",
         "Stream sums (`ds.stream_sum_preserved`, `ds.gradient_stream_sum_preserved`):",
         f"1ᵀX = {_fmt(X.sum(axis=0))}, 1ᵀX' = {_fmt(X_new.sum(axis=0))} "
         f"= 1ᵀX + (1ᵀh_post) z = {_fmt(X.sum(axis=0) + h_post.sum() * z)}; "
-        f"the bypass gradient H_resᵀ G' = {_rows(bypass)} keeps 1ᵀG' = {_fmt(G.sum(axis=0))} "
+        f"the bypass gradient H_resᵀ G = {_rows(bypass)} keeps 1ᵀG = {_fmt(G.sum(axis=0))} "
         f"(its sum is {_fmt(bypass.sum(axis=0))}).",
     ]
     return "\n".join(lines)

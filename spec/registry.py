@@ -23,7 +23,13 @@ from typing import Any, cast
 import sympy
 
 from hcspec.spec.steps import Step as Step
-from hcspec.spec.steps import ledger, unchecked
+from hcspec.spec.steps import (
+    ledger,
+    proven_sizes,
+    statement_formula,
+    unchecked,
+    unused_assumptions,
+)
 
 GENERALITIES: dict[str, str] = {
     "all sizes": "proven for symbolic sizes: every n, d (and L, t) the statement covers",
@@ -59,6 +65,10 @@ class ProofResult:
         steps: the derivation, in order, as ``(label, expression)`` pairs.
         seconds: wall time of the proof.
         error: why the proof failed (``None`` when ``ok``).
+        sizes: the symbolic sizes (``n``, ``d``, ``L``, …) the displayed checked steps hold for,
+            read from what the kernel checked (:func:`hcspec.spec.steps.proven_sizes`).
+        formula: the number of the step whose expression is the statement's formula
+            (:func:`hcspec.spec.steps.statement`), None when the proof marks none.
     """
 
     theorem_id: str
@@ -66,6 +76,8 @@ class ProofResult:
     steps: tuple[Step, ...]
     seconds: float
     error: str | None = None
+    sizes: tuple[str, ...] = ()
+    formula: int | None = None
 
 
 @dataclass(frozen=True)
@@ -110,23 +122,31 @@ class Theorem:
         try:
             with ledger(self.assumptions) as checked:
                 steps = tuple(self.proof())
+                unused = unused_assumptions()
+                sizes = proven_sizes(steps)
+                formula = statement_formula(steps)
             bad = unchecked(steps, checked)
             if bad:
                 raise ProofFailure(f"displays {len(bad)} unchecked step(s) (neither checked, "
                                    f"cited nor prose): {bad}")
-            _require_generality(self.generality, steps)
+            if unused:
+                raise ProofFailure(f"declares assumptions no step uses (remove them, or use "
+                                   f"them by name: assume/hypothesis/granted): {unused}")
+            _require_generality(self.generality, steps, sizes)
         except ProofFailure as failure:
             return ProofResult(self.id, False, (), time.perf_counter() - start, str(failure))
         except Exception:  # an unexpected error is a failed proof, reported with its traceback
             error = traceback.format_exc()
             return ProofResult(self.id, False, (), time.perf_counter() - start, error)
         return ProofResult(self.id, True, tuple((label, _immutable(expr)) for label, expr in steps),
-                           time.perf_counter() - start)
+                           time.perf_counter() - start, sizes=sizes, formula=formula)
 
 
-def _require_generality(generality: str, steps: tuple[Step, ...]) -> None:
-    """The label must match the proof: "induction" needs a displayed base case and induction
-    step, "all sizes" and "induction" a checked step said to hold for every size.
+def _require_generality(generality: str, steps: tuple[Step, ...],
+                        sizes: tuple[str, ...]) -> None:
+    """The label must match the proof: "all sizes" and "induction" need a displayed checked step
+    about a symbolic size (``sizes``: read from what the kernel checked, never from the words
+    of a label); "induction" also a displayed base case and induction step.
 
     Raises:
         ProofFailure: naming the label and what the derivation lacks.
@@ -140,9 +160,9 @@ def _require_generality(generality: str, steps: tuple[Step, ...]) -> None:
                                           and any("step" in label for label in labels)):
         raise ProofFailure("labelled 'induction' but no base case and checked induction step "
                            "are displayed")
-    if generality in ("all sizes", "induction") and not any(
-            "every" in label or "symbolic" in label for label in labels):
-        raise ProofFailure(f"labelled {generality!r} but no checked step holds for every size")
+    if generality in ("all sizes", "induction") and not sizes:
+        raise ProofFailure(f"labelled {generality!r} but no displayed checked step is about a "
+                           "symbolic size (a matrix dimension or a sum's bound)")
 
 
 _REGISTRY: dict[str, Theorem] = {}

@@ -62,6 +62,39 @@ PROSE = sympy.Symbol("__prose__")
 _LEDGER: ContextVar[set[sympy.Basic] | None] = ContextVar("hcspec_spec_ledger", default=None)
 _ASSUMPTIONS: ContextVar[tuple[str, ...] | None] = ContextVar("hcspec_spec_assumptions",
                                                              default=None)
+_USED: ContextVar[set[str] | None] = ContextVar("hcspec_spec_used_assumptions", default=None)
+_STATEMENT: ContextVar[list[sympy.Basic] | None] = ContextVar("hcspec_spec_statement",
+                                                            default=None)
+
+
+def statement_formula(steps: Any) -> int | None:
+    """The number (1-based) of the displayed step :func:`statement` marked first in the proof
+    being run, None when none is (or the marked expression is not displayed)."""
+    marked = _STATEMENT.get() or []
+    for number, (_, expr) in enumerate(steps, start=1):
+        if marked and expr != PROSE and _key(expr) == marked[0]:
+            return number
+    return None
+
+
+def _mark_used(text: str) -> bool:
+    """Record every declared assumption containing ``text`` as used by the proof being run;
+    whether one does (True outside a proof)."""
+    found, used = _ASSUMPTIONS.get(), _USED.get()
+    if found is None:
+        return True
+    hits = [a for a in found if _words(text) in _words(a)]
+    if used is not None:
+        used.update(hits)
+    return bool(hits)
+
+
+def unused_assumptions() -> list[str]:
+    """The declared assumptions of the proof being run that no :func:`assume`,
+    :func:`declared`, :func:`granted` or :func:`hypothesis` has used so far (empty outside a
+    proof)."""
+    found, used = _ASSUMPTIONS.get(), _USED.get()
+    return [a for a in found or () if used is not None and a not in used]
 
 
 def _key(expr: Any) -> sympy.Basic:
@@ -73,15 +106,61 @@ def _key(expr: Any) -> sympy.Basic:
     return cast(sympy.Basic, sympy.sympify(expr))
 
 
-def record(expr: Any) -> Any:
-    """Record ``expr`` as checked in the open ledger (a no-op outside a proof) and return it.
+SIZE_NAMES = ("n", "d", "L", "m", "k", "p", "f", "t")
+"""The names a symbolic size goes by (a matrix dimension or a sum's bound), in display order."""
+
+_SIZES: ContextVar[dict[sympy.Basic, frozenset[str]] | None] = ContextVar("hcspec_spec_sizes",
+                                                                         default=None)
+
+
+def size_symbols(*exprs: Any) -> frozenset[str]:
+    """The symbolic sizes ``exprs`` are about: the symbols of :data:`SIZE_NAMES` that are a
+    dimension of a matrix expression, a bound of a finite sum or product, or a free integer
+    symbol (a count polynomial in n, d; a shape (d, 1)) in them."""
+    names: set[str] = set()
+    for expr in exprs:
+        if isinstance(expr, str) or not isinstance(expr, sympy.Basic):
+            continue
+        names |= {s.name for s in expr.free_symbols
+                  if isinstance(s, sympy.Symbol) and s.is_integer}
+        matrices = [m for m in expr.atoms(sympy.MatrixSymbol, sympy.Identity, sympy.ZeroMatrix,
+                                          sympy.OneMatrix)]
+        matrices += [expr] if isinstance(expr, sympy.MatrixExpr) else []
+        for matrix in matrices:
+            for dim in matrix.shape:
+                names |= {s.name for s in sympy.sympify(dim).free_symbols}
+        for total in expr.atoms(sympy.Sum, sympy.Product):
+            for index, *bounds in total.limits:
+                names |= {s.name for b in bounds for s in sympy.sympify(b).free_symbols
+                          if s != index}
+    return frozenset(names & set(SIZE_NAMES))
+
+
+def record(expr: Any, values: tuple[Any, ...] = ()) -> Any:
+    """Record ``expr`` as checked in the open ledger (a no-op outside a proof) and return it,
+    with the symbolic sizes (:func:`size_symbols`) of ``expr`` and of the ``values`` it was
+    checked on (a chain's sides, a compact display's proven pair).
 
     Only the kernel's checking functions call this, after the check has passed.
     """
-    ledger = _LEDGER.get()
+    ledger, sizes = _LEDGER.get(), _SIZES.get()
     if ledger is not None:
         ledger.add(_key(expr))
+    if sizes is not None:
+        key = _key(expr)
+        sizes[key] = sizes.get(key, frozenset()) | size_symbols(expr, *values)
     return expr
+
+
+def proven_sizes(steps: Any) -> tuple[str, ...]:
+    """The symbolic sizes the displayed checked ``steps`` of the proof being run hold for (read
+    from the ledger, in :data:`SIZE_NAMES` order; empty outside a proof)."""
+    sizes = _SIZES.get() or {}
+    found: set[str] = set()
+    for _, expr in steps:
+        if expr != PROSE:
+            found |= sizes.get(_key(expr), frozenset())
+    return tuple(name for name in SIZE_NAMES if name in found)
 
 
 @contextmanager
@@ -90,11 +169,17 @@ def ledger(assumptions: tuple[str, ...] = ()) -> Iterator[set[sympy.Basic]]:
     (nested proofs, e.g. a cited lemma, get their own)."""
     token = _LEDGER.set(set())
     declared = _ASSUMPTIONS.set(tuple(assumptions))
+    used = _USED.set(set())
+    sizes = _SIZES.set({})
+    marked = _STATEMENT.set([])
     try:
         found = _LEDGER.get()
         assert found is not None
         yield found
     finally:
+        _STATEMENT.reset(marked)
+        _SIZES.reset(sizes)
+        _USED.reset(used)
         _ASSUMPTIONS.reset(declared)
         _LEDGER.reset(token)
 
@@ -146,8 +231,7 @@ def assume(text: str, *, replace: Mapping[Any, Any] | None = None,
     """
     from hcspec.spec.registry import ProofFailure
 
-    declared = _ASSUMPTIONS.get()
-    if declared is not None and not any(_words(text) in _words(a) for a in declared):
+    if not _mark_used(text):
         raise ProofFailure(f"the proof uses '{text}', which is not a declared assumption")
     return Given(text, tuple((replace or {}).items()), tuple(factors), rhs)
 
@@ -155,8 +239,7 @@ def assume(text: str, *, replace: Mapping[Any, Any] | None = None,
 def declared(text: str) -> bool:
     """Whether the theorem being proven declares an assumption containing ``text`` (up to
     spacing); True outside a proof."""
-    found = _ASSUMPTIONS.get()
-    return found is None or any(_words(text) in _words(a) for a in found)
+    return _mark_used(text)
 
 
 def granted(text: str, weaker: Mapping[str, bool] | None = None,
@@ -189,6 +272,16 @@ def from_lemma(lemma_id: str, fact: Any, rename: Mapping[Any, Any] | None = None
     latex = f"{sympy.latex(shown.lhs)} = {sympy.latex(shown.rhs)}\\ " + rf"(\text{{lemma {name}}})"
     return Given(f"{shown.lhs} = {shown.rhs} (lemma {lemma_id})", ((shown.lhs, shown.rhs),),
                  latex=latex)
+
+
+def statement(step: Step) -> Step:
+    """Mark a checked step as the statement's formula: the theorem's page typesets the
+    statement's formula from this step's own expression (what the kernel checked), not from
+    text (:attr:`hcspec.spec.registry.ProofResult.formula`). The step is displayed as usual."""
+    marked = _STATEMENT.get()
+    if marked is not None:
+        marked.append(_key(step[1]))
+    return step
 
 
 def prose(text: str) -> Step:
@@ -231,14 +324,75 @@ def cite(label: str, lemma_id: str, fact: Any, rename: Mapping[Any, Any] | None 
     return (f"{label} (lemma `{lemma_id}`)", record(shown))
 
 
+def _factor_entry(factor: Any, entries: Mapping[Any, Any], row: Any, col: Any) -> Any:
+    """Entry ``(row, col)`` (1-based) of ``factor``, a matrix symbol of ``entries`` or its
+    transpose, in index form."""
+    from hcspec.spec.registry import ProofFailure
+
+    if isinstance(factor, sympy.Transpose):
+        return _factor_entry(factor.arg, entries, col, row)
+    if factor not in entries:
+        raise ProofFailure(f"the rewrite's factor {factor} has no index form (entries=)")
+    return entries[factor](row, col)
+
+
+def product_entry(factors: tuple[Any, ...], entries: Mapping[Any, Any]) -> tuple[Any, Any, Any]:
+    """The index form of one entry of the matrix product ``factors``: ``(entry, row, col)`` with
+    the free indices ``row``, ``col`` (1 for a dimension of size 1) and one finite sum
+    ``Σ_{r=1}^{m}`` per contracted dimension m (``entries``: each factor's entry as a function
+    of its 1-based row and column)."""
+    rows, cols = factors[0].shape[0], factors[-1].shape[1]
+    row = 1 if rows == 1 else sympy.Symbol("p_{row}", integer=True)
+    col = 1 if cols == 1 else sympy.Symbol("q_{col}", integer=True)
+
+    def first(c: Any) -> Any:
+        return _factor_entry(factors[0], entries, row, c)
+
+    current = first
+    for position, factor in enumerate(factors[1:]):
+        size = factor.shape[0]
+        index = sympy.Symbol(f"r_{{{position}}}", integer=True)
+
+        def step(c: Any, before: Any = current, factor: Any = factor, size: Any = size,
+                 index: Any = index) -> Any:
+            if size == 1:
+                return before(1) * _factor_entry(factor, entries, 1, c)
+            return sympy.Sum(before(index) * _factor_entry(factor, entries, index, c),
+                             (index, 1, size))
+
+        current = step
+    return current(col), row, col
+
+
 def lemma_rewrite(lemma_id: str, fact: Any, factors: tuple[Any, ...], rhs: Any,
-                  rename: Mapping[Any, Any] | None = None) -> Given:
+                  rename: Mapping[Any, Any] | None = None, *,
+                  entries: Mapping[Any, Any]) -> Given:
     """A fact of lemma ``lemma_id`` (its index form ``fact``, checked as in :func:`cite`) used as
-    the matrix rewrite ``factors → rhs`` (e.g. ``1ᵀ e_1 → 1`` for the fact ``Σ_r δ_rj = 1``);
-    the page names the lemma next to the link."""
-    cite(f"using {lemma_id}", lemma_id, fact, rename)
+    the matrix rewrite ``factors → rhs`` (e.g. ``1ᵀ e_j → 1`` for the fact ``Σ_r δ_rj = 1``);
+    the page names the lemma next to the link.
+
+    The rewrite must be an instance of the fact: ``entries`` gives each factor's entries in
+    index form (1-based, e.g. ``e_j: (r, c) ↦ δ_rj``); the product's entry, written as finite
+    sums (:func:`product_entry`), must be the fact's left side and ``rhs``'s entry its right
+    side (each a link the kernel checks, :func:`hcspec.spec.checks.require_link`'s rule), so a
+    lemma cited for a rewrite it does not state fails.
+
+    Raises:
+        ProofFailure: when the lemma does not display ``fact``, or the rewrite is not an instance
+            of it.
+    """
+    from hcspec.spec.checks import _link_holds
+    from hcspec.spec.registry import ProofFailure
+
+    _, shown = cite(f"using {lemma_id}", lemma_id, fact, rename)
+    entry, row, col = product_entry(tuple(factors), entries)
+    at = (0 if rhs.shape[0] == 1 else row - 1, 0 if rhs.shape[1] == 1 else col - 1)
     product = sympy.MatMul(*factors) if len(factors) > 1 else factors[0]
+    if not (isinstance(shown, sympy.Eq) and _link_holds(sympy.sympify(rhs[at]), shown.rhs)
+            and _link_holds(entry, shown.lhs)):
+        raise ProofFailure(f"the rewrite {product} = {rhs} is not an instance of lemma "
+                           f"{lemma_id}'s fact {shown}: its entry is {entry} = {rhs[at]}")
     text = f"{product} = {rhs} (lemma {lemma_id})"
     name = lemma_id.replace("_", r"\_")
-    shown = f"{sympy.latex(product)} = {sympy.latex(rhs)}\\ " + rf"(\text{{lemma {name}}})"
-    return Given(text, (), tuple(factors), rhs, shown)
+    shown_text = f"{sympy.latex(product)} = {sympy.latex(rhs)}\\ " + rf"(\text{{lemma {name}}})"
+    return Given(text, (), tuple(factors), rhs, shown_text)

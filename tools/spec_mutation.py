@@ -13,6 +13,7 @@ Run from the repository root::
     python -m tools.spec_mutation              # the whole corpus, two mutants at a time
     python -m tools.spec_mutation --only shc_flops mhc_params --jobs 1
     python -m tools.spec_mutation --json out.json
+    python -m tools.spec_mutation --kernel     # weaken each rejecting branch of the kernel
 
 Exit code 0 when every mutant is killed, 1 when one survives (or a patch no longer applies).
 """
@@ -246,8 +247,9 @@ CORPUS: tuple[Patch, ...] = (
           "            if False:\n",
           "the registry lets a proof display unchecked steps"),
     Patch("kernel_assume_unchecked", "steps.py",
-          "if declared is not None and not any(_words(text) in _words(a) for a in declared):",
-          "if False:", "a proof may use an assumption it does not declare"),
+          "    if not _mark_used(text):\n        raise ProofFailure(f\"the proof uses",
+          "    if False:\n        raise ProofFailure(f\"the proof uses",
+          "a proof may use an assumption it does not declare"),
     Patch("kernel_cite_unchecked", "steps.py",
           "if _key(fact) not in {_key(expr) for _, expr in result.steps if expr != PROSE}:",
           "if False:", "a citation may display a fact the lemma did not prove"),
@@ -352,6 +354,14 @@ CORPUS: tuple[Patch, ...] = (
           "the n = 2 parallel pattern at L = 4\",\n    generality=\"all sizes\",",
           "the n = 2 parallel pattern at L = 4\",\n    generality=\"induction\",",
           "n1_expressiveness labelled induction without performing one"),
+    Patch("published_dynamic_scale_swapped", "theorems/published.py",
+          "B_x = [s_b * sympy.tanh(dot(j, W_b, 0)) + B[0, j] for j in range(N)]",
+          "B_x = [s_a * sympy.tanh(dot(j, W_b, 0)) + B[0, j] for j in range(N)]",
+          "HC's dynamic layout read with s_α where B(H) has s_β"),
+    Patch("citation_earlier_streams_as_ones", "theorems/duality.py",
+          "earlier = lemma_rewrite(\"lemma.unit_vectors\", lemmas.EARLIER_STREAMS, (P.T, e),",
+          "earlier = lemma_rewrite(\"lemma.unit_vectors\", lemmas.ONES, (P.T, e),",
+          "P_iᵀ e_{i+1} = 0 justified by citing 1ᵀ1 = n"),
     Patch("label_flops_grid_shrunk", "theorems/counts.py",
           "(tuple(range(1, DEGREE_BOUND[v] + 3)) for v in",
           "(tuple(range(1, DEGREE_BOUND[v] + 1)) for v in",
@@ -359,11 +369,234 @@ CORPUS: tuple[Patch, ...] = (
 )
 """The planted errors (≥ 20), each a one-point patch of spec/."""
 
+
+def _k(name: str, path: str, old: str, new: str, bug: str) -> Patch:
+    return Patch(f"kernel_{name}", path, old, new, bug)
+
+
+KERNEL_CORPUS: tuple[Patch, ...] = (
+    # checks.py: the numeric gate and the exact zero test
+    _k("gate_off", "checks.py", "            if not abs(value) <= GATE_TOLERANCE:",
+       "            if False:", "numeric_gate never fails"),
+    _k("require_zero_no_gate", "checks.py", "    else:\n        numeric_gate(label, residual)\n",
+       "    else:\n        pass\n", "require_zero skips the numeric gate (explicit residuals)"),
+    _k("require_zero_no_shape_gate", "checks.py", "            numeric_gate(label, instance)",
+       "            pass", "require_zero skips the gate at explicit sizes"),
+    _k("require_zero_no_exact", "checks.py",
+       "    if not exact_zero(residual):\n        shown = str(residual)",
+       "    if False:\n        shown = str(residual)",
+       "require_zero trusts the numeric gate alone"),
+    _k("exact_final_true", "checks.py",
+       "    return all(sympy.simplify(entry.rewrite(sympy.exp)) == 0 for entry in entries)",
+       "    return True", "exact_zero answers True when no stage shows zero"),
+    _k("exact_expand_any", "checks.py",
+       "    entries = [sympy.expand(entry.doit()) for entry in _entries(residual)]\n"
+       "    if all(entry == 0 for entry in entries):",
+       "    entries = [sympy.expand(entry.doit()) for entry in _entries(residual)]\n"
+       "    if any(entry == 0 for entry in entries):", "expand stage: one zero entry suffices"),
+    _k("exact_cancel_any", "checks.py",
+       "    entries = [sympy.cancel(entry) for entry in entries]\n    if all(",
+       "    entries = [sympy.cancel(entry) for entry in entries]\n    if any(",
+       "cancel stage: one zero entry suffices"),
+    _k("exact_simplify_any", "checks.py",
+       "    entries = [sympy.simplify(entry) for entry in entries]\n    if all(",
+       "    entries = [sympy.simplify(entry) for entry in entries]\n    if any(",
+       "simplify stage: one zero entry suffices"),
+    _k("exact_exp_any", "checks.py",
+       "    return all(sympy.simplify(entry.rewrite(sympy.exp)) == 0 for entry in entries)",
+       "    return any(sympy.simplify(entry.rewrite(sympy.exp)) == 0 for entry in entries)",
+       "exp stage: one zero entry suffices"),
+    _k("exact_symbolic_true", "checks.py", "        return _matrix_terms_cancel(residual)",
+       "        return True", "a symbolic-size residual that does not simplify counts as zero"),
+    _k("terms_no_matrix", "checks.py", "        if not matrix:\n            return False",
+       "        if not matrix:\n            continue", "a term without a matrix factor is ignored"),
+    _k("terms_any_group", "checks.py",
+       "    return all(sympy.simplify(coefficient) == 0 for coefficient in groups.values())",
+       "    return any(sympy.simplify(coefficient) == 0 for coefficient in groups.values())",
+       "one cancelling product group makes the whole residual zero"),
+    # checks.py: displays, the meta-check, relations
+    _k("same_shape", "checks.py", "        if shown.shape != value.shape:", "        if False:",
+       "a compact display of another shape is not named as such"),
+    _k("same_exact", "checks.py",
+       "    if not exact_zero(shown - value):\n"
+       "        raise ProofFailure(f\"{label}: the displayed",
+       "    if False:\n        raise ProofFailure(f\"{label}: the displayed",
+       "a compact display is accepted when not cheaply equal"),
+    _k("equal_left_display", "checks.py",
+       "        for shown, value in ((left, lhs), (right, rhs)):",
+       "        for shown, value in ((right, rhs),):",
+       "the left side of a compact display unchecked"),
+    _k("equal_right_display", "checks.py",
+       "        for shown, value in ((left, lhs), (right, rhs)):",
+       "        for shown, value in ((left, lhs),):",
+       "the right side of a compact display unchecked"),
+    _k("equal_shapes", "checks.py",
+       "    if both_matrices and sympy.Tuple(*lhs.shape) != sympy.Tuple(*rhs.shape):",
+       "    if False:", "require_equal does not compare shapes"),
+    _k("independent_off", "checks.py",
+       "    if lhs is rhs and bool(getattr(lhs, \"args\", ())):", "    if False:",
+       "the meta-check lets one object stand on both sides"),
+    _k("named_off", "checks.py", "    if isinstance(shown, sympy.Eq) and any(",
+       "    if False and any(", "a relation decided through its own notation is accepted"),
+    _k("nonzero_number", "checks.py",
+       "        return bool(value != 0 and abs(complex(value.evalf(30))) > 0)",
+       "        return True", "every number counts as non-zero"),
+    _k("nonzero_poly", "checks.py",
+       "        if poly.domain.is_ZZ or poly.domain.is_QQ:",
+       "        if True:", "a polynomial with a coefficient that is 0 unsimplified counts as "
+       "non-zero"),
+    _k("nonzero_witness", "checks.py", "    return abs(number) > 1e-6", "    return True",
+       "the numeric witness for ≠ always finds one"),
+    _k("decide_eq", "checks.py",
+       "            return exact_zero(relation.lhs - relation.rhs)\n        except",
+       "            return True\n        except", "decide answers True for every ="),
+    _k("decide_boolean", "checks.py",
+       "        return bool(sympy.simplify(relation) == sympy.true)",
+       "        return bool(sympy.simplify(relation) != sympy.false)",
+       "an undecidable And / Or / Equivalent is accepted"),
+    _k("decide_default", "checks.py",
+       "        return bool(sympy.simplify(relation) == sympy.true)\n    return False\n",
+       "        return bool(sympy.simplify(relation) == sympy.true)\n    return True\n",
+       "decide accepts what is not a relation"),
+    _k("true_condition", "checks.py", "    if condition is not True and condition != sympy.true:",
+       "    if False:", "require_true ignores its computed condition"),
+    _k("decided_shown", "checks.py",
+       "    if not decide(relation):\n"
+       "        raise ProofFailure(f\"{label}: the displayed relation",
+       "    if False:\n        raise ProofFailure(f\"{label}: the displayed relation",
+       "a displayed relation is not decided"),
+    _k("nonnegative", "checks.py",
+       "        if entry.is_nonnegative is not True and sympy.expand(entry).is_nonnegative is not "
+       "True:", "        if False:", "require_nonnegative accepts any entry"),
+    # checks.py: the chain and its rewrites
+    _k("rename_guard", "checks.py",
+       "        if fresh in total.free_symbols:\n            return total",
+       "        if False:\n            return total",
+       "renaming a bound index may capture a free one"),
+    _k("push_guard", "checks.py",
+       "        if indices & rest.free_symbols:\n            return total",
+       "        if False:\n            return total", "a factor moved into a sum may be captured"),
+    _k("cheap_default", "checks.py",
+       "    return bool(value == 0 or getattr(value, \"is_ZeroMatrix\", False)",
+       "    return bool(True or value == 0 or getattr(value, \"is_ZeroMatrix\", False)",
+       "_cheap_zero answers True"),
+    _k("block_any", "checks.py", "            return bool(a.blockshape == b.blockshape and all(",
+       "            return bool(a.blockshape == b.blockshape and any(",
+       "block matrices equal when one block is"),
+    _k("block_shape", "checks.py", "            return bool(a.blockshape == b.blockshape and all(",
+       "            return bool(all(", "block matrices compared without their block shape"),
+    _k("link_default_true", "checks.py", "        return exact_zero(lefts[-1] - rights[-1])\n",
+       "        return True\n", "a chain link the kernel cannot decide is accepted"),
+    _k("require_link_off", "checks.py",
+       "    if not _link_holds(lhs, rhs, facts):\n        raise ProofFailure(f\"{label}: {lhs}",
+       "    if False:\n        raise ProofFailure(f\"{label}: {lhs}",
+       "require_link checks nothing"),
+    _k("chain_link_off", "checks.py",
+       "        if not _link_holds(a, b, facts):\n            raise ProofFailure(f\"chain:",
+       "        if False:\n            raise ProofFailure(f\"chain:", "chain checks no link"),
+    _k("chain_notation", "checks.py", "    if any(is_notation(expr) for expr in exprs[1:]):",
+       "    if False:", "notation allowed after the first side"),
+    _k("chain_one_value", "checks.py", "    if len(values) < 2:", "    if False:",
+       "a chain of notation and one value (nothing checked)"),
+    _k("chain_one_side", "checks.py", "    if len(sides) < 2:", "    if False:",
+       "a chain that displays A = A"),
+    # sums.py
+    _k("swap_single", "sums.py", "    if len(total.limits) != 2:", "    if False:",
+       "swap_sum takes any sum"),
+    _k("swap_dependent", "sums.py",
+       "raise ValueError(f\"the limits of {total} depend on each other\")", "pass",
+       "swap_sum swaps double sums with dependent limits"),
+    _k("split_drops_constants", "sums.py",
+       "terms = summand.args if summand.is_Add else (summand,)",
+       "terms = [t for t in (summand.args if summand.is_Add else (summand,))"
+       " if t.has(total.limits[0][0])]", "split_sums drops the terms free of the index"),
+    # steps.py
+    _k("unchecked_off", "steps.py", "        if _key(expr) not in checked:", "        if False:",
+       "unchecked() reports nothing"),
+    _k("assume_off", "steps.py",
+       "    if not _mark_used(text):\n        raise ProofFailure(f\"the proof uses",
+       "    if False:\n        raise ProofFailure(f\"the proof uses",
+       "a proof may use an assumption it does not declare"),
+    _k("granted_always", "steps.py",
+       "    return dict(assumptions) if declared(text) else dict(weaker or {})",
+       "    return dict(assumptions)", "a hypothesis's sympy assumption without its declaration"),
+    _k("declared_always", "steps.py", "    return _mark_used(text)",
+       "    _mark_used(text)\n    return True", "every assumption counts as declared"),
+    _k("cite_failed_lemma", "steps.py",
+       "    if not result.ok:\n        raise ProofFailure(f\"{label}: the cited lemma",
+       "    if False:\n        raise ProofFailure(f\"{label}: the cited lemma",
+       "a fact of a lemma whose proof failed may be cited"),
+    _k("cite_display", "steps.py",
+       "if _key(fact) not in {_key(expr) for _, expr in result.steps if expr != PROSE}:",
+       "if False:", "a citation may display a fact the lemma did not prove"),
+    _k("rewrite_cites_nothing", "steps.py",
+       "    _, shown = cite(f\"using {lemma_id}\", lemma_id, fact, rename)\n    entry, row",
+       "    shown = sympy.sympify(fact).xreplace(dict(rename or {}))\n    entry, row",
+       "lemma_rewrite does not check the lemma displays its fact"),
+    _k("rewrite_not_instance", "steps.py",
+       "    if not (isinstance(shown, sympy.Eq) and "
+       "_link_holds(sympy.sympify(rhs[at]), shown.rhs)\n"
+       "            and _link_holds(entry, shown.lhs)):",
+       "    if False:", "lemma_rewrite's rewrite need not be an instance of the cited fact"),
+    # registry.py
+    _k("registry_unchecked", "registry.py", "            if bad:\n", "            if False:\n",
+       "the registry lets a proof display unchecked steps"),
+    _k("unused_assumption", "registry.py", "            if unused:\n", "            if False:\n",
+       "a theorem may declare an assumption no step uses"),
+    _k("label_induction", "registry.py", "    if generality == \"induction\" and not (",
+       "    if False and not (", "'induction' without a base case and step"),
+    _k("label_all_sizes", "registry.py",
+       "    if generality in (\"all sizes\", \"induction\") and not sizes:",
+       "    if False and not sizes:", "'all sizes' without a checked step about a symbolic size"),
+    _k("sizes_from_words", "steps.py",
+       "        if expr != PROSE:\n            found |= sizes.get(_key(expr), frozenset())",
+       "        if expr != PROSE:\n            found |= {\"n\"}",
+       "any checked display counts as one about a symbolic size"),
+    _k("exception_ok", "registry.py",
+       "            error = traceback.format_exc()\n            return ProofResult(self.id, False,",
+       "            error = traceback.format_exc()\n            return ProofResult(self.id, True,",
+       "a proof that raises counts as proven"),
+    # doubly_stochastic.py
+    _k("ds_square", "doubly_stochastic.py",
+       "    if n != cols:\n        raise ValueError(f\"{label}: expected a square",
+       "    if False:\n        raise ValueError(f\"{label}: expected a square",
+       "require_doubly_stochastic takes a non-square matrix"),
+    _k("ds_gate", "doubly_stochastic.py", "    _gate(label, H, on, extra)\n", "    pass\n",
+       "require_doubly_stochastic skips its numeric gate"),
+    _k("ds_gate_sums", "doubly_stochastic.py",
+       "        if any(abs(complex(v)) > 1e-12 for v in sums) or any(",
+       "        if False and any(abs(complex(v)) > 1e-12 for v in sums) or any(",
+       "the doubly stochastic gate ignores the sums"),
+    _k("ds_nonnegative", "doubly_stochastic.py",
+       "        if sympy.expand(entry).is_nonnegative is not True:", "        if False:",
+       "require_doubly_stochastic skips nonnegativity"),
+    _k("ds_exact_sums", "doubly_stochastic.py",
+       "if any(sympy.expand(r) != 0 for r in residual):", "if False:",
+       "require_doubly_stochastic skips its exact sum check"),
+    # sinkhorn_index.py
+    _k("index_positive", "sinkhorn_index.py",
+       "    if value.is_positive is not True:\n"
+       "        raise ProofFailure(f\"{label}: {value} is not",
+       "    if False:\n        raise ProofFailure(f\"{label}: {value} is not",
+       "index-form positivity accepts a value of unknown sign"),
+    _k("index_reduces", "sinkhorn_index.py",
+       "    if sympy.simplify(value - expected) != 0:\n        raise ProofFailure(f\"{label}: got",
+       "    if False:\n        raise ProofFailure(f\"{label}: got",
+       "index-form reductions accept any value"),
+)
+"""One-point weakenings of the checking kernel (``--kernel``): each makes one rejecting
+branch accept; ``kernel.soundness`` plants an input that only that branch rejects, so prove
+must fail on every one."""
+
 _PROVE = """
 import sys, time
 from hcspec.spec.registry import all_theorems
 start = time.perf_counter()
-for theorem in all_theorems():
+only = sys.argv[1:]
+# the kernel's self-check first: a weakened kernel is caught in seconds (the verdict is the same)
+for theorem in sorted(all_theorems(), key=lambda t: not t.id.startswith("kernel.")):
+    if only and theorem.id not in only:
+        continue
     result = theorem.prove()
     if not result.ok:
         print(f"KILLED {theorem.id} {time.perf_counter() - start:.1f}")
@@ -398,9 +631,10 @@ def apply(patch: Patch, spec_copy: Path) -> None:
     target.write_text(text.replace(patch.old, patch.new), encoding="utf-8")
 
 
-def run_patch(patch: Patch, timeout: float, source: Path = SPEC) -> Outcome:
-    """Prove every theorem against ``source`` (spec/ or a snapshot of it) with ``patch``
-    applied, in a temporary copy."""
+def run_patch(patch: Patch, timeout: float, source: Path = SPEC,
+              only: Sequence[str] = ()) -> Outcome:
+    """Prove every theorem (or the ids ``only``) against ``source`` (spec/ or a snapshot of it)
+    with ``patch`` applied, in a temporary copy."""
     with tempfile.TemporaryDirectory(prefix="spec-mutant-") as tmp:
         copy = Path(tmp) / "hcspec" / "spec"
         shutil.copytree(source, copy, ignore=shutil.ignore_patterns("__pycache__"))
@@ -413,7 +647,7 @@ def run_patch(patch: Patch, timeout: float, source: Path = SPEC) -> Outcome:
         env = dict(os.environ, PYTHONPATH=tmp, OMP_NUM_THREADS="1")
         start = time.perf_counter()
         try:
-            done = subprocess.run([sys.executable, "-c", _PROVE], cwd=tmp, env=env,
+            done = subprocess.run([sys.executable, "-c", _PROVE, *only], cwd=tmp, env=env,
                                   capture_output=True, text=True, timeout=timeout, check=False)
         except subprocess.TimeoutExpired:
             return Outcome(patch.name, patch.bug, "error", "-", timeout, "timed out")
@@ -435,12 +669,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=900.0,
                         help="seconds per mutant before it counts as an error (default 900)")
     parser.add_argument("--json", type=Path, metavar="FILE", help="also write the outcomes here")
+    parser.add_argument("--kernel", action="store_true",
+                        help="weaken the checking kernel instead: each rejecting branch in turn")
     args = parser.parse_args(argv)
-    known = {patch.name: patch for patch in CORPUS}
+    corpus = KERNEL_CORPUS if args.kernel else CORPUS
+    known = {patch.name: patch for patch in corpus}
     unknown = [name for name in args.only or () if name not in known]
     if unknown:
         parser.error(f"unknown mutant(s) {unknown}; known: {sorted(known)}")
-    patches = [known[name] for name in args.only] if args.only else list(CORPUS)
+    patches = [known[name] for name in args.only] if args.only else list(corpus)
     with tempfile.TemporaryDirectory(prefix="spec-snapshot-") as snapshot:
         source = Path(snapshot) / "spec"  # one snapshot: edits made during the run do not leak in
         shutil.copytree(SPEC, source, ignore=shutil.ignore_patterns("__pycache__"))

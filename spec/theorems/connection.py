@@ -145,10 +145,10 @@ def _forward_shapes() -> list[Step]:
     terms = [
         ("x_in = Xᵀ h_pre", formulas.aggregate, (d, 1)),
         ("X' = H_res X + h_post zᵀ", formulas.forward, (n, d)),
-        ("g_z = G'ᵀ h_post", formulas.branch_cotangent, (d, 1)),
-        ("∂L/∂X = H_resᵀ G' + h_pre g_inᵀ", formulas.grad_X, s.X.shape),
-        ("∂L/∂H_res = G' Xᵀ", formulas.grad_H_res, s.H_res.shape),
-        ("∂L/∂h_post = G' z", formulas.grad_h_post, s.h_post.shape),
+        ("g_z = Gᵀ h_post", formulas.branch_cotangent, (d, 1)),
+        ("∂L/∂X = H_resᵀ G + h_pre g_inᵀ", formulas.grad_X, s.X.shape),
+        ("∂L/∂H_res = G Xᵀ", formulas.grad_H_res, s.H_res.shape),
+        ("∂L/∂h_post = G z", formulas.grad_h_post, s.h_post.shape),
         ("∂L/∂h_pre = X g_in", formulas.grad_h_pre, s.h_pre.shape),
     ]
     steps = [_shape_step("z = F(x_in)", s.z, (d, 1)), _shape_step("g_in = Jᵀ g_z", s.g_in, (d, 1))]
@@ -228,7 +228,7 @@ def _backward_case(claim: BackwardClaim, n: int, d: int) -> None:
 
 
 def _symbolic_backward(claim: BackwardClaim) -> list[Step]:
-    """Matrix calculus for symbolic n, d on L = tr(G'ᵀ X') with the branch linearised at the
+    """Matrix calculus for symbolic n, d on L = tr(Gᵀ X') with the branch linearised at the
     point: z = z₀ + J x_in (the gradient depends on the branch only through dz = J dx_in)."""
     s = formulas.connection_symbols()
     d = formulas.d
@@ -243,8 +243,8 @@ def _symbolic_backward(claim: BackwardClaim) -> list[Step]:
         raise ProofFailure(f"g_z: the claimed form is ill-shaped: {error}") from None
     require_equal("g_z = ∂L/∂z, symbolic n, d", loss_z.diff(s.z), g_z)
     steps: list[Step] = [
-        prose("the loss L = tr(G'ᵀ X') is the Frobenius inner product of the upstream gradient "
-              "G' with X'"),
+        prose("the loss L = tr(Gᵀ X') is the Frobenius inner product of the upstream gradient "
+              "G = ∂L/∂X' with X'"),
         prose("the branch enters only through its differential dz = J dx_in, so at the point "
               "z = z₀ + J x_in with z₀ = F(x_in) − J x_in fixed (J the branch Jacobian)"),
         ("gradient reaching the branch output: differentiate the trace in z",
@@ -265,10 +265,12 @@ def _symbolic_backward(claim: BackwardClaim) -> list[Step]:
                                f"{error}") from None
         derived = loss.diff(variable)
         require_equal(f"∂L/∂{variable}, symbolic n, d", derived, at_point)
-        steps.append((f"differentiate the trace in {variable} (matrix calculus, every n, d); with "
-                      "g_in = Jᵀ g_z this is the closed form",
-                      chain(name, derived, closed, using=[Given(
-                          "g_in = Jᵀ g_z", tuple(values.items()))])))
+        used = [Given(text, ((symbol, values[symbol]),)) for symbol, text in (
+            (s.g_in, "g_in = Jᵀ g_z"), (s.z, "z = z₀ + J x_in")) if closed.has(symbol)]
+        named = " and ".join(given.text for given in used)
+        steps.append((f"differentiate the trace in {variable} (matrix calculus, every n, d)"
+                      + (f"; with {named} this is the closed form" if used else ""),
+                      chain(name, derived, closed, using=used)))
     return steps
 
 
@@ -280,7 +282,7 @@ def backward_proof(
 ) -> Callable[[], list[Step]]:
     """A proof function for ``backward.closed_form`` checking ``claim``.
 
-    With ``symbolic`` (the registered proof): matrix calculus on L = tr(G'ᵀ X') for symbolic
+    With ``symbolic`` (the registered proof): matrix calculus on L = tr(Gᵀ X') for symbolic
     n, d, the branch linearised at the point (z = z₀ + J x_in). Then, at each explicit (n, d) of
     ``sizes``: symbol matrices X, G (n×d), h_pre, h_post (n), H_res (n×n), W (d×d), F = φ∘W with
     φ an undefined elementwise function, L = Σ G ∘ X'; each gradient obtained by differentiating
@@ -310,15 +312,19 @@ def _worked_backward_case() -> Step:
     pre_activation = (W * X.T * h_pre)[0, 0]
     g_z = (G.T * h_post)[0, 0]
     g_in = W[0, 0] * sympy.diff(phi(t), t).subs(t, pre_activation) * g_z
-    return ("example with explicit entries, n = 2, d = 1, F = φ(W x) (p = h_pre, q = h_post): "
-            "the first entry of ∂L/∂h_pre is X₀ g_in with g_in = W φ'(W x_in) g_z",
-            chain(r"\frac{\partial L}{\partial p_{0}}", derived[0], X[0, 0] * g_in))
+    name = sympy.Symbol(r"\frac{\partial L}{\partial p_{0}}")
+    closed = X[0, 0] * g_in
+    return require_equal("example with explicit entries, n = 2, d = 1, F = φ(W x) (p = h_pre, "
+                         "q = h_post): the first entry of ∂L/∂h_pre, differentiated entrywise, is "
+                         "X₀ g_in with g_in = W φ'(W x_in) g_z", derived[0], closed,
+                         show=(name, closed), where={name: derived[0]})
 
 
 theorem(
     "backward.closed_form",
-    "Differentiating L = Σ G' ∘ X' gives ∂L/∂X = H_resᵀ G' + h_pre g_inᵀ, ∂L/∂H_res = G' Xᵀ, "
-    "∂L/∂h_pre = X g_in, ∂L/∂h_post = G' z, with g_z = G'ᵀ h_post and g_in = Jᵀ g_z.",
+    "Differentiating L = Σ G ∘ X' (G = ∂L/∂X', the upstream gradient) gives "
+    "∂L/∂X = H_resᵀ G + h_pre g_inᵀ, ∂L/∂H_res = G Xᵀ, "
+    "∂L/∂h_pre = X g_in, ∂L/∂h_post = G z, with g_z = Gᵀ h_post and g_in = Jᵀ g_z.",
     assumptions=(),
     setting=(
         "F: R^d → R^d any differentiable branch with Jacobian J (a d×d MatrixSymbol) at x_in; the "

@@ -24,13 +24,14 @@ from hcspec.spec.checks import (
     instantiate,
     require_equal,
     require_nonnegative,
+    require_relation,
     require_true,
     require_zero,
     symbol_matrix,
     symbol_vector,
 )
 from hcspec.spec.registry import ProofFailure, Step, theorem
-from hcspec.spec.steps import Given, assume, granted, hypothesis, prose
+from hcspec.spec.steps import Given, assume, granted, hypothesis, prose, statement
 from hcspec.spec.sums import split_sums, swap_sum
 from hcspec.spec.theorems.backprop import generic_map
 
@@ -41,11 +42,12 @@ MU = sympy.Symbol("mu", nonnegative=True)
 
 Combine = Callable[[sympy.Matrix, sympy.Matrix], sympy.Matrix]
 
-DS_ASSUMPTIONS = (
-    "H, K ∈ R^{n×n} doubly stochastic (mHC Eq. 6): H 1 = 1, 1ᵀ H = 1ᵀ, K 1 = 1, 1ᵀ K = 1ᵀ, "
-    "H, K ≥ 0; entries are nonnegative symbols, the last row and column solved from the sum "
-    "constraints.",
-)
+DS_H = ("H ∈ R^{n×n} doubly stochastic (mHC Eq. 6): H 1 = 1, 1ᵀ H = 1ᵀ, H ≥ 0; entries are "
+        "nonnegative symbols, the last row and column solved from the sum constraints.")
+DS_K = "K ∈ R^{n×n} doubly stochastic too: K 1 = 1, 1ᵀ K = 1ᵀ, K ≥ 0 (entries likewise)."
+DS_ASSUMPTIONS = (DS_H, DS_K)
+"""H and K doubly stochastic, one line each, so a theorem about H alone declares only the first
+(an assumption no step uses fails prove)."""
 
 
 def closure_proof(label: str, combine: Combine, sizes: Sequence[int] = SIZES_N
@@ -64,13 +66,17 @@ def closure_proof(label: str, combine: Combine, sizes: Sequence[int] = SIZES_N
             ds.require_doubly_stochastic(f"{label}, n={n}", M, H, K, substitutions={MU: 1 - LAMBDA})
             if n == 2 or len(sizes) == 1:
                 sums = sympy.Matrix.hstack(ds.row_sums(M), ds.col_sums(M).T)
-                given = {**H.solution, **K.solution, MU: 1 - LAMBDA}
+                used = M.free_symbols
+                facts = [assume("H 1 = 1, 1ᵀ H = 1ᵀ", replace=H.solution)]
+                if not used.isdisjoint(K.matrix.free_symbols):
+                    facts.append(assume("K 1 = 1, 1ᵀ K = 1ᵀ", replace=K.solution))
+                if MU in used:
+                    facts.append(assume("μ = 1 − λ", replace={MU: 1 - LAMBDA}))
                 steps.append(prose(
                     f"{label}, n = {n}: every entry of M is a polynomial with nonnegative "
                     "coefficients in nonnegative symbols, so M ≥ 0 (checked exactly)"))
                 steps.append((f"{label}, n = {n}: [M 1 | (1ᵀ M)ᵀ] on the constraint set",
-                              chain(sums, sympy.ones(n, 2), using=[assume(
-                                  "H 1 = 1, 1ᵀ H = 1ᵀ, K 1 = 1, 1ᵀ K = 1ᵀ", replace=given)])))
+                              chain(sums, sympy.ones(n, 2), using=facts)))
         return steps
 
     return prove
@@ -148,7 +154,7 @@ def _both(*proofs: Callable[[], list[Step]]) -> Callable[[], list[Step]]:
 theorem(
     "ds.transpose_closure",
     "If H is doubly stochastic, so is Hᵀ.",
-    assumptions=DS_ASSUMPTIONS,
+    assumptions=(DS_H,),
     cases="symbolic n (rewriting with the constraints; entries from nonnegative Indexed "
           "symbols); examples with explicit entries at n in {1,2,3}",
     generality="all sizes",
@@ -272,18 +278,24 @@ def _permutation_vertices_every_n() -> list[Step]:
     if reduce(pinned) != a[i]:
         raise ProofFailure(f"the row sum of the pinned A is {reduce(pinned)}, not a_i")
     bijection = assume("σ a bijection of {0, …, n−1}", replace=in_range)
+    row_sums = assume("A, B doubly stochastic", replace={a[i]: 1})  # row i of A sums to a_i
     return [
         ("every n: P_ij = δ_σ(i)j = δ_iτ(j) (τ = σ⁻¹) has unit row sums",
          chain(row, 1, using=[bijection])),
         ("and unit column sums (P ≥ 0: P is doubly stochastic)",
          chain(column, 1, using=[bijection])),
-        require_true("if P = λ A + (1 − λ) B with A, B doubly stochastic, 0 < λ < 1 (μ = 1 − λ), "
+        require_relation("if P = λ A + (1 − λ) B with A, B doubly stochastic, 0 < λ < 1 "
+                         "(μ = 1 − λ), "
                      "both terms of λ A_ij + μ B_ij are nonnegative, so where P_ij = 0 both "
-                     "vanish: A_ij = B_ij = 0", True,
+                     "vanish: A_ij = B_ij = 0",
                      sympy.And(sympy.Ge(lam * a_off, 0, evaluate=False),
                                sympy.Ge(mu * b_off, 0, evaluate=False))),
-        ("so A = (a_i δ_σ(i)j), and its row sums a_i must be 1: A = P (B likewise)",
+        ("so A = (a_i δ_σ(i)j): row i of A sums to a_i",
          chain(pinned, a[i], using=[bijection])),
+        ("A is doubly stochastic, so that row sum a_i is 1: A_ij = a_i δ_σ(i)j = δ_σ(i)j = "
+         "P_ij, A = P (B likewise)",
+         chain(r"A_{ij}", a[i] * sympy.KroneckerDelta(sigma, j), sympy.KroneckerDelta(sigma, j),
+               using=[row_sums])),
     ]
 
 
@@ -318,10 +330,10 @@ def _ds_permutation_vertices() -> list[Step]:
                                    f"with its zero pattern: {solutions}")
             if n == 3 and ds.permutation_matrices(3)[3] == P:
                 name = sympy.Symbol("A")
-                shown = require_true(
+                shown = require_relation(
                     "example, n = 3: a doubly stochastic A with A_ij = 0 wherever P_ij = 0 "
                     "(forced by λ A_ij + (1 − λ) B_ij = 0 with A, B ≥ 0) solves to A = P",
-                    True, sympy.Eq(name, P, evaluate=False),
+                    sympy.Eq(name, P, evaluate=False),
                     where={name: pinned.xreplace(solutions[0])})
     assert shown is not None
     checked = sum(len(ds.permutation_matrices(n)) for n in SIZES_N)
@@ -377,14 +389,28 @@ def jensen_gap_every_n() -> list[Step]:
         raise ProofFailure(f"the term {term} is not provably nonnegative")
     rows = assume("H 1 = 1", replace={_sum_over(j, H[i, j]): 1})
     mean = assume("m_i = (Hx)_i = Σ_j H_ij x_j", replace={_sum_over(j, H[i, j] * x[j]): m})
+    # step 3, all rows: m_i indexed by the row, the sums nested (outer i, inner j)
+    m_row = sympy.IndexedBase("m", real=True)
+    means = assume("m_i = (Hx)_i = Σ_j H_ij x_j",
+                   replace={_sum_over(j, H[i, j] * x[j]): m_row[i]})
+    total = _sum_over(i, _sum_over(j, H[i, j] * (x[j] - m_row[i]) ** 2))
+    split = _sum_over(i, _sum_over(j, H[i, j] * x[j] ** 2)
+                      - 2 * m_row[i] * _sum_over(j, H[i, j] * x[j])
+                      + m_row[i] ** 2 * _sum_over(j, H[i, j]))
+    per_row = _sum_over(i, _sum_over(j, H[i, j] * x[j] ** 2) - m_row[i] ** 2)
+    mid = _sum_over(i, _sum_over(j, H[i, j] * x[j] ** 2)) - _sum_over(i, m_row[i] ** 2)
+    end = _sum_over(j, x[j] ** 2) - _sum_over(i, m_row[i] ** 2)
     return [
         ("every n, one row i (Jensen gap): expand, then use Σ_j H_ij = 1 and the notation m_i",
          chain(row_gap, expanded, reduced, using=[rows, mean])),
         ("every n, all rows: swap the finite sums, then Σ_i H_ij = 1 (unit column sums)",
          chain(double, swapped, sympy.Sum(inner, outer), sympy.Sum(column, outer),
                using=[assume("1ᵀ H = 1ᵀ", replace={_sum_over(i, H[i, j]): 1})])),
-        prose("hence, summing step 1 over i and using step 2 (Σ_i Σ_j H_ij x_j² = ‖x‖², "
-              "Σ_i m_i² = ‖Hx‖²): ‖x‖² − ‖Hx‖² = Σ_i Σ_j H_ij (x_j − (Hx)_i)², for every n"),
+        statement(("every n: summing step 1 over i and using step 2, Σ_i Σ_j H_ij (x_j − m_i)² "
+                   "= ‖x‖² − ‖Hx‖² (Σ_j x_j² = ‖x‖², Σ_i m_i² = ‖Hx‖²)",
+         chain(total, mid, end, via=(split, per_row),
+               using=[rows, means, Given("Σ_i Σ_j H_ij x_j² = Σ_j x_j² (step 2)",
+                                         ((double, _sum_over(j, x[j] ** 2)),))]))),
         require_true("each term H_ij (x_j − m_i)² is a nonnegative entry times a square",
                      term.is_nonnegative is True, sympy.GreaterThan(term, 0, evaluate=False)),
     ]
@@ -394,7 +420,7 @@ def jensen_gap_every_n() -> list[Step]:
     "ds.nonexpansive",
     "‖H x‖₂ ≤ ‖x‖₂ for doubly stochastic H: ‖x‖² − ‖Hx‖² = Σ_i Σ_j H_ij (x_j − (Hx)_i)² ≥ 0 "
     "(Jensen per row, then the unit column sums).",
-    assumptions=(*DS_ASSUMPTIONS, "x ∈ R^n real; notation m_i = (Hx)_i = Σ_j H_ij x_j."),
+    assumptions=(DS_H, "x ∈ R^n real; notation m_i = (Hx)_i = Σ_j H_ij x_j."),
     cases="symbolic n (index form: finite sums Σ_{j<n}, split and swapped); examples: the "
           "pairwise sum of squares Σ_i Σ_{j<k} H_ij H_ik (x_j − x_k)² at explicit n in {1,2,3,4}",
     generality="all sizes",
@@ -603,10 +629,10 @@ def _sinkhorn_rows_exact() -> list[Step]:
     steps: list[Step] = [
         ("every n: the factor 1/Σ_k A_ik does not depend on j, so row i of T_r(A) sums to 1",
          chain(summed, split, value)),
-        require_true("every n: a positive entry over a non-empty sum of positive entries is "
-                     "positive: T_r keeps A > 0", True,
+        require_relation("every n: a positive entry over a non-empty sum of positive entries is "
+                     "positive: T_r keeps A > 0",
                      sympy.StrictGreaterThan(rows_entry, 0, evaluate=False)),
-        require_true("and T_c keeps A > 0", True,
+        require_relation("and T_c keeps A > 0",
                      sympy.StrictGreaterThan(columns_entry, 0, evaluate=False)),
         prose("so, by induction on the rounds from M⁰ = exp(H̃) > 0, every iterate is positive"),
     ]
@@ -625,8 +651,8 @@ def _sinkhorn_rows_exact() -> list[Step]:
     if not abs(value) > sympy.Float("1e-3"):
         raise ProofFailure(f"expected a column-sum error after one round, got {value}")
     gap = sympy.Symbol(r"|(\mathbf{1}^T M^{(1)})_0 - 1|")
-    steps.append(require_true("one round on logits [[0, 1], [2, 0]]: the first column sum "
-                              f"misses 1 by {float(value):.4f}", True,
+    steps.append(require_relation("one round on logits [[0, 1], [2, 0]]: the first column sum "
+                              f"misses 1 by {float(value):.4f}",
                               sympy.StrictGreaterThan(gap, sympy.Float("1e-3"), evaluate=False),
                               where={gap: abs(value)}))
     return steps

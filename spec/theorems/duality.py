@@ -17,8 +17,8 @@ from hcspec.spec.checks import (
     chain,
     evaluate,
     require_equal,
+    require_relation,
     require_size,
-    require_true,
     symbol_matrix,
     symbol_vector,
 )
@@ -257,8 +257,10 @@ def replicated_induction(h_pre: sympy.MatrixSymbol) -> list[Step]:
     output = ds.rewrite(one.T * X, [one.T, one], n * sympy.Identity(1))
     require_equal("output: 1ᵀ X = n hᵀ (1ᵀ 1 = n), symbolic n, d", output, n * h.T)
     unit = lemma_rewrite("lemma.unit_vectors", lemmas.UNIT_SUM, (one.T, h_pre),
-                         sympy.Identity(1))
-    ones = lemma_rewrite("lemma.unit_vectors", lemmas.ONES, (one.T, one), n * sympy.Identity(1))
+                         sympy.Identity(1), entries={one: lambda r, c: 1, h_pre: lambda r, c:
+                                                     sympy.KroneckerDelta(r, lemmas.J)})
+    ones = lemma_rewrite("lemma.unit_vectors", lemmas.ONES, (one.T, one), n * sympy.Identity(1),
+                         entries={one: lambda r, c: 1})
     return [
         prose("base case: the network input is X₀ = 1 h₀ᵀ (replicated embedding)"),
         (f"induction step, every n and d: with X = 1 hᵀ and h_pre = {h_pre.name} the branch reads "
@@ -442,9 +444,15 @@ def parallel_induction() -> list[Step]:
             by_unit.function.xreplace(in_range)) != 1:
         raise ProofFailure(f"after layer n: 1ᵀX = {output}, Eq. 53 gives {eq53}")
     start = assume("1ᵀ X = s_gᵀ", factors=(one.T, X), rhs=s_g.T)
-    unit = lemma_rewrite("lemma.unit_vectors", lemmas.UNIT_SUM, (one.T, e), sympy.Identity(1))
+    # index forms (1-based): 1_r = 1, (e_{i+1})_r = δ_{r,i+1}, one column of P_i = Σ_{j≤i} e_j t_jᵀ
+    unit_entries = {one: lambda r, c: 1,
+                    e: lambda r, c: sympy.KroneckerDelta(r, lemmas.I + 1),
+                    P: lambda r, c: sympy.Sum(sympy.KroneckerDelta(r, lemmas.J)
+                                              * lemmas.T[lemmas.J], (lemmas.J, 1, lemmas.I))}
+    unit = lemma_rewrite("lemma.unit_vectors", lemmas.UNIT_SUM, (one.T, e), sympy.Identity(1),
+                         {lemmas.J: lemmas.I + 1}, entries=unit_entries)
     earlier = lemma_rewrite("lemma.unit_vectors", lemmas.EARLIER_STREAMS, (P.T, e),
-                            sympy.ZeroMatrix(d, 1))
+                            sympy.ZeroMatrix(d, 1), entries=unit_entries)
     by_unit_sum = from_lemma("lemma.unit_vectors", lemmas.UNIT_SUM, {lemmas.R: r, lemmas.J: j})
     steps += [
         ("induction base, every n and d: group g starts from any X with 1ᵀ X = s_gᵀ; layer 1 "
@@ -488,9 +496,9 @@ def literal_reading_fails() -> Step:
     if all(entry == 0 for entry in gap):
         raise ProofFailure("Eq. 55 read with e_i runs the pair in parallel")
     x_in, s_0 = sympy.Symbol("x_{in,2}"), sympy.Symbol("s_0")
-    return require_true("Eq. 55 read with e_i (1-based) instead: at n = 2 it is not Eq. 19, and "
-                        "layer 2 reads stream 1, which layer 1 wrote (x_{in,2} = s_0 + T_1(s_0))",
-                        True, sympy.Ne(x_in, s_0, evaluate=False),
+    return require_relation("Eq. 55 read with e_i (1-based) instead: at n = 2 it is not Eq. 19, "
+                            "and layer 2 reads stream 1, which layer 1 wrote (x_{in,2} = s_0 + "
+                            "T_1(s_0))", sympy.Ne(x_in, s_0, evaluate=False),
                         where={x_in: trace.inputs[1], s_0: s})
 
 

@@ -14,7 +14,14 @@ import sympy
 
 from hcspec.spec import doubly_stochastic as ds
 from hcspec.spec import sinkhorn_index as si
-from hcspec.spec.checks import chain, require_equal, require_true, symbol_matrix, symbol_vector
+from hcspec.spec.checks import (
+    chain,
+    require_equal,
+    require_relation,
+    require_true,
+    symbol_matrix,
+    symbol_vector,
+)
 from hcspec.spec.registry import ProofFailure, Step, theorem
 from hcspec.spec.steps import assume, granted, hypothesis, prose
 
@@ -49,6 +56,13 @@ def _range_steps(scale: int, name: str) -> list[Step]:
         raise ProofFailure(f"{scale} − {name} is not provably positive")
     steps.append(require_true(f"hence {name} < {scale}", gap_form.is_positive,
                               sympy.StrictLessThan(gate, scale)))
+    entries = sympy.IndexedBase("t", **granted("any real pre-activation", real=True))
+    size = sympy.Symbol("n", integer=True, positive=True)
+    index = sympy.Symbol("i", integer=True, nonnegative=True)
+    steps.append(require_relation(
+        f"entrywise, so for every n: the n weights {scale}σ(t_i) sum to a positive number",
+        sympy.StrictGreaterThan(sympy.Sum(scale * sigmoid(entries[index]), (index, 0, size - 1)),
+                                0, evaluate=False)))
     attained = gate.subs(t, sympy.log(U))
     steps.append((f"every value in (0, {scale}) is attained: at t = log u (u > 0)",
                   chain(attained, scale * U / (1 + U))))
@@ -134,10 +148,10 @@ def _variants_every_n(eps: sympy.Symbol, positive: dict[str, bool]) -> list[Step
          chain(sympy.Symbol(r"(T_r(A) \mathbf{1})_i"), paper_sum, paper_split, paper_value)),
         ("every n: the variant's row step leaves r_i/(r_i + ε), r_i = Σ_k A_ik, exactly "
          "ε/(r_i + ε) > 0 below 1", chain(variant_sum, variant_value, 1 - gap)),
-        require_true("every n: the variant's row step keeps A > 0", True,
+        require_relation("every n: the variant's row step keeps A > 0",
                      sympy.StrictGreaterThan(rows_entry, 0, evaluate=False)),
-        require_true("and so does its column step, so by induction every iterate is positive",
-                     True, sympy.StrictGreaterThan(columns_entry, 0, evaluate=False)),
+        require_relation("and so does its column step, so by induction every iterate is positive",
+                         sympy.StrictGreaterThan(columns_entry, 0, evaluate=False)),
         ("every n: the variant's round (column step, then row step) with ε set to 0 is the "
          "paper's round",
          chain(r"T_r^{\varepsilon}(T_c^{\varepsilon}(A))_{ij} \big|_{\varepsilon = 0}",
@@ -282,9 +296,9 @@ def _permutation_isometry_every_n() -> list[Step]:
             sympy.Symbol("(Px)_i"), read, value, using=[bijection])),
         prose("by ds.nonexpansive's identity for the doubly stochastic P, ‖x‖² − ‖Px‖² = "
               "Σ_i Σ_j P_ij (x_j − (Px)_i)²; each term is 0:"),
-        require_true("for j = σ(i) the square vanishes", True, sympy.Eq(diagonal, 0),
+        require_relation("for j = σ(i) the square vanishes", sympy.Eq(diagonal, 0),
                      where={diagonal: term.subs(j, sigma)}),
-        require_true("for j ≠ σ(i) the Kronecker δ vanishes (shown at j = σ(i) + 1)", True,
+        require_relation("for j ≠ σ(i) the Kronecker δ vanishes (shown at j = σ(i) + 1)",
                      sympy.Eq(off, 0),
                      where={off: term.subs(j, sigma + 1)}),
     ]

@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import sympy
 
-from hcspec.spec import formulas
+from hcspec.spec import formulas, network, norms
 from hcspec.spec.checks import instantiate, require_equal, symbol_matrix, symbol_vector
 from hcspec.spec.published import DEEPSEEK_V4_FORMULA
 from hcspec.spec.record import Gate
 from hcspec.spec.registry import ProofFailure, Step, theorem
-from hcspec.spec.steps import granted
+from hcspec.spec.steps import granted, statement
+from hcspec.spec.theorems.init import dynamic_weights
 
 N = D = 2
 
@@ -37,6 +38,19 @@ def _closed_form(X: sympy.Matrix, h_pre: sympy.Matrix, h_post: sympy.Matrix,
     x_in = instantiate(formulas.aggregate(s), {s.X: X, s.h_pre: h_pre})
     return instantiate(formulas.forward(s), {s.X: X, s.h_post: h_post, s.H_res: H_res,
                                              s.z: _branch(x_in)})
+
+
+def _equate(label: str, layout: sympy.Matrix, closed: sympy.Matrix, layout_tex: str,
+            closed_tex: str) -> Step:
+    """``layout = closed`` checked exactly, the page showing the two formulas it equates
+    (``layout_tex``, ``closed_tex``: LaTeX names substituted back and compared by the kernel)."""
+    left, right = sympy.Symbol(layout_tex), sympy.Symbol(closed_tex)
+    return statement(require_equal(label, layout, closed, show=(left, right),
+                                   where={left: layout, right: closed}))
+
+
+_CLOSED_TEX = r"H_{res} X + h_{post} F(X^{T} h_{pre})^{T}"
+"""The spec's closed form as the published pages display it."""
 
 
 def _sigmoid(x: sympy.Expr) -> sympy.Expr:
@@ -103,8 +117,10 @@ def _deepseek_v4() -> list[Step]:
     return [
         require_equal("the branch input Σ_i pre_i X_i is Xᵀ h_pre with h_pre = pre",
                       collapsed, X.T * pre),
-        require_equal("the step is H_res X + h_post F(Xᵀ h_pre)ᵀ with H_res = combᵀ, "
-                      "h_post = post", step, _closed_form(X, pre, post, comb.T)),
+        _equate("the step is H_res X + h_post F(Xᵀ h_pre)ᵀ with H_res = combᵀ, h_post = post",
+                step, _closed_form(X, pre, post, comb.T),
+                r"X'_{jk} = post_{j} F(\textstyle\sum_i pre_{i} X_{i})_{k} + "
+                r"\textstyle\sum_i comb_{ij} X_{ik}", _CLOSED_TEX),
         require_equal("after the last step, H_res = combᵀ has unit row sums",
                       last.T * sympy.ones(N, 1), sympy.ones(N, 1)),
     ]
@@ -137,8 +153,9 @@ def _mhc_paper() -> list[Step]:
     _require_positive_sums("the row step's sums", cols.T)
     rows = sympy.Matrix(N, N, lambda i, j: cols[i, j] / sum(cols[i, c] for c in range(N)))
     return [
-        require_equal("Eq. 3 is H_res X + h_post F(Xᵀ h_pre)ᵀ with h_pre = H_preᵀ, "
-                      "h_post = H_postᵀ", paper, _closed_form(X, H_pre.T, H_post.T, H_res)),
+        _equate("Eq. 3 is H_res X + h_post F(Xᵀ h_pre)ᵀ with h_pre = H_preᵀ, h_post = H_postᵀ",
+                paper, _closed_form(X, H_pre.T, H_post.T, H_res),
+                r"H_{res} x_{l} + H_{post}^{T} F(H_{pre} x_{l})", _CLOSED_TEX),
         require_equal("a column-then-row round gives unit row sums",
                       rows * sympy.ones(N, 1), sympy.ones(N, 1)),
     ]
@@ -160,8 +177,10 @@ def _hc_static() -> list[Step]:
     H = symbol_matrix("X", N, D)
     B, A_m, A_r = symbol_matrix("b", 1, N), symbol_matrix("a", N, 1), symbol_matrix("r", N, N)
     paper = B.T * _branch(H.T * A_m).T + A_r.T * H
-    return [require_equal("Ĥ = H_res H + h_post F(Hᵀ h_pre)ᵀ with h_pre = A_m, h_post = Bᵀ, "
-                          "H_res = A_rᵀ", paper, _closed_form(H, A_m, B.T, A_r.T))]
+    return [_equate("Ĥ = H_res H + h_post F(Hᵀ h_pre)ᵀ with h_pre = A_m, h_post = Bᵀ, "
+                    "H_res = A_rᵀ", paper, _closed_form(H, A_m, B.T, A_r.T),
+                    r"\hat{H} = B^{T} F(H^{T} A_{m})^{T} + A_{r}^{T} H",
+                    r"H_{res} H + h_{post} F(H^{T} h_{pre})^{T}")]
 
 
 @theorem(
@@ -172,28 +191,46 @@ def _hc_static() -> list[Step]:
     "A_r[i, j].",
     assumptions=(),
     setting=(
-        "H̄ = norm(H) ∈ R^{n×d} (any matrix here); W_β, W_m ∈ R^{d×1}, "
-                 "W_r ∈ R^{d×n}; s_α, s_β ∈ R",
+        "H̄ = the per-stream LayerNorm of H (no affine, ε > 0); W_β, W_m ∈ R^{d×1}, "
+        "W_r ∈ R^{d×n}; s_α, s_β ∈ R",
     ),
-    cases="n = 2, d = 2: symbolic state, normalised state, weights, an arbitrary branch",
+    cases="n = 2, d = 2: symbolic state and weights, an arbitrary branch",
     generality="explicit sizes",
     source="HC arXiv:2409.19606 §2.3, Eq. 10-13",
 )
 def _hc_dynamic() -> list[Step]:
-    H, Hbar = symbol_matrix("X", N, D), symbol_matrix("y", N, D)
+    H = symbol_matrix("X", N, D)
     B, A_m, A_r = symbol_matrix("b", 1, N), symbol_matrix("a", N, 1), symbol_matrix("r", N, N)
     W_b, W_m, W_r = symbol_matrix("w", D, 1), symbol_matrix("u", D, 1), symbol_matrix("v", D, N)
     s_a, s_b = sympy.symbols("s_alpha s_beta", real=True)
-    B_x = s_b * (Hbar * W_b).applyfunc(sympy.tanh).T + B
-    A_m_x = s_a * (Hbar * W_m).applyfunc(sympy.tanh) + A_m
-    A_r_x = s_a * (Hbar * W_r).applyfunc(sympy.tanh) + A_r
-    paper = B_x.T * _branch(H.T * A_m_x).T + A_r_x.T * H
-    entries = sympy.Matrix(N, N, lambda j, i: s_a * sympy.tanh(
-        sum(Hbar[i, k] * W_r[k, j] for k in range(D))) + A_r[i, j])
+    eps = sympy.Symbol("epsilon", positive=True)
+    # the checkpoint layout, entry by entry in the paper's indexing (Eq. 10-13): H̄ is the
+    # per-stream norm, B(H)_j = s_β tanh(H̄_j · W_β) + B_j, A_m(H)_i = s_α tanh(H̄_i · W_m) +
+    # A_m,i, A_r(H)_ij = s_α tanh(H̄_i · W_r[:, j]) + A_r,ij; Ĥ_ik = B(H)_i F(x_in)_k +
+    # Σ_j A_r(H)_ji H_jk with x_in = Σ_i A_m(H)_i H_i
+    Hbar = [norms.layer_norm(H[i, :].T, eps) for i in range(N)]
+
+    def dot(i: int, W: sympy.Matrix, col: int) -> sympy.Expr:
+        return sum((Hbar[i][k] * W[k, col] for k in range(D)), sympy.Integer(0))
+
+    B_x = [s_b * sympy.tanh(dot(j, W_b, 0)) + B[0, j] for j in range(N)]
+    A_m_x = [s_a * sympy.tanh(dot(i, W_m, 0)) + A_m[i, 0] for i in range(N)]
+    A_r_x = [[s_a * sympy.tanh(dot(i, W_r, j)) + A_r[i, j] for j in range(N)] for i in range(N)]
+    z = _branch(sympy.Matrix([sum(A_m_x[i] * H[i, k] for i in range(N)) for k in range(D)]))
+    layout = sympy.Matrix(N, D, lambda i, k: B_x[i] * z[k]
+                          + sum(A_r_x[j][i] * H[j, k] for j in range(N)))
+    # the spec's side: its own dynamic weights (dynamic.* theorems) in the closed form
+    weights = dynamic_weights(H, network.ConnectionWeights(A_m, B.T, A_r.T), W_b, W_m, W_r,
+                              s_a, s_b, eps)
+    closed = _closed_form(H, weights.h_pre, weights.h_post, weights.H_res)
     return [
-        require_equal("Ĥ = H_res H + h_post F(Hᵀ h_pre)ᵀ with h_pre = A_m(H), "
-                      "h_post = B(H)ᵀ, H_res = A_r(H)ᵀ", paper,
-                      _closed_form(H, A_m_x, B_x.T, A_r_x.T)),
-        require_equal("H_res[j, i] = s_α tanh(H̄_i · W_r[:, j]) + A_r[i, j]",
-                      A_r_x.T, entries),
+        _equate("Ĥ = H_res H + h_post F(Hᵀ h_pre)ᵀ with h_pre = A_m(H), h_post = B(H)ᵀ, "
+                "H_res = A_r(H)ᵀ: the layout's step, entry by entry, against the spec's dynamic "
+                "weights", layout, closed,
+                r"\hat{H}_{ik} = B(H)_{i} F(\textstyle\sum_j A_{m}(H)_{j} H_{j})_{k} + "
+                r"\textstyle\sum_j A_{r}(H)_{ji} H_{jk}",
+                r"H_{res}(H) H + h_{post}(H) F(H^{T} h_{pre}(H))^{T}"),
+        _equate("H_res[j, i] = s_α tanh(H̄_i · W_r[:, j]) + A_r[i, j]",
+                weights.H_res, sympy.Matrix(N, N, lambda j, i: A_r_x[i][j]),
+                r"H_{res}(H)", r"s_{\alpha} \tanh(\bar{H}_{i} \cdot W_{r}[:, j]) + A_{r}[i, j]"),
     ]

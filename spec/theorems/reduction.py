@@ -15,6 +15,7 @@ from hcspec.spec.checks import (
     chain,
     instantiate,
     require_equal,
+    require_relation,
     require_true,
     symbol_matrix,
     symbol_vector,
@@ -104,15 +105,23 @@ def _prenorm_backward_any_d() -> list[Step]:
 )
 def _prenorm_forward() -> list[Step]:
     paper = network.from_paper(sympy.Matrix([[0, 1], [1, 1]]))
+    read_from = sympy.Symbol(r"[h_{pre} \mid h_{post} \mid H_{res}]_{\text{Eq. 15}}")
+    weights = sympy.Matrix.hstack(paper.h_pre, paper.h_post, paper.H_res)
+    unit = sympy.Matrix.hstack(UNIT.h_pre, UNIT.h_post, UNIT.H_res)
     steps: list[Step] = [require_equal(
         "HC_PreNorm = [[0, 1], [1, 1]] (Eq. 15) read in row form: h_pre = h_post = H_res = [1]",
-        sympy.Matrix.hstack(paper.h_pre, paper.h_post, paper.H_res),
-        sympy.Matrix.hstack(UNIT.h_pre, UNIT.h_post, UNIT.H_res)), *_prenorm_forward_any_d()]
+        weights, unit, show=(read_from, unit), where={read_from: weights}),
+        *_prenorm_forward_any_d()]
     for d in (1, 3):
         x, x_in, new_state = _unit_sublayer(d)
-        read = require_equal(f"x_in = x, d={d}", x_in, x)
+        read_name, write_name = sympy.Symbol(r"x_{in}"), sympy.Symbol(r"X'^{T}")
+        closed_name = sympy.Symbol(rf"x + f(N(x)),\ x = (x_{{0}}, \dots, x_{{{d - 1}}})^{{T}}")
+        read = require_equal(f"x_in = x, d={d}", x_in, x, show=(read_name, x),
+                             where={read_name: x_in})
         f_of_norm = generic_map("f", generic_map("N", x, d), d)
-        write = require_equal(f"X'ᵀ = x + f(N(x)), d={d}", new_state.T, x + f_of_norm)
+        write = require_equal(f"X'ᵀ = x + f(N(x)), d={d}", new_state.T, x + f_of_norm,
+                              show=(write_name, closed_name),
+                              where={write_name: new_state.T, closed_name: x + f_of_norm})
         if d == 3:
             steps += [(f"example: {read[0]}", read[1]), (f"example: {write[0]}", write[1])]
     return steps
@@ -192,14 +201,19 @@ def _unreachable_every_size(eps: sympy.Expr) -> list[Step]:
         if gap.is_positive is not True:
             raise ProofFailure(f"{name}: r = {a} and 2r = {b} are not provably contradictory "
                                f"(a² − (b/2)² = {gap})")
-        at_one = sympy.Symbol(r"N(x_0)_0")
-        at_two = sympy.Symbol(r"N(2 x_0)_0")
+        at_one = sympy.Symbol(r"N(x_{0})_{0}")
+        at_two = sympy.Symbol(r"N(2 x_{0})_{0}")
+        # by hand: x₀ and 2x₀ have mean 0, so both norms divide entry 0 (1, resp. 2) by
+        # sqrt(Σ_k x_k²/d + ε) with Σ_k x_k² = 2 (resp. 8) and d = e + 2
+        by_hand_one = 1 / sympy.sqrt(sympy.Integer(2) / (_E + 2) + eps)
+        by_hand_two = 2 / sympy.sqrt(sympy.Integer(8) / (_E + 2) + eps)
         steps += [
-            require_true(f"{name}, every d ≥ 2 (d = e + 2, e ≥ 0), ε ≥ 0: entry 0 of "
-                         "r x = Norm(x) at x₀ = e_0 − e_1 asks r = a", True,
-                         sympy.Eq(at_one, a, evaluate=False), where={at_one: a}),
-            require_true("and at 2x₀ asks 2r = b", True,
-                         sympy.Eq(at_two, b, evaluate=False), where={at_two: b}),
+            require_relation(f"{name}, every d ≥ 2 (d = e + 2, e ≥ 0), ε ≥ 0: entry 0 of "
+                             "r x = Norm(x) at x₀ = e_0 − e_1 asks r = N(x₀)₀, computed from "
+                             "the index-form Norm; by hand, 1/√(2/d + ε)",
+                             sympy.Eq(at_one, by_hand_one, evaluate=False), where={at_one: a}),
+            require_relation("and at 2x₀ asks 2r = N(2x₀)₀ = 2/√(8/d + ε)",
+                             sympy.Eq(at_two, by_hand_two, evaluate=False), where={at_two: b}),
             require_true("but a² − (b/2)² > 0 (Norm is scale invariant, r x is linear): no "
                          f"constant r exists for {name}", gap.is_positive is True,
                          sympy.StrictGreaterThan(gap, 0, evaluate=False))]

@@ -17,7 +17,7 @@ import sympy
 from hcspec.spec import doubly_stochastic as ds
 from hcspec.spec import formulas, network
 from hcspec.spec import sinkhorn_index as si
-from hcspec.spec.checks import chain, require_equal, require_true, symbol_matrix
+from hcspec.spec.checks import chain, require_equal, require_relation, require_true, symbol_matrix
 from hcspec.spec.registry import ProofFailure, Step, theorem
 from hcspec.spec.steps import Given, granted, hypothesis, lemma_rewrite, prose
 from hcspec.spec.theorems import lemmas
@@ -96,9 +96,10 @@ def _soft_start() -> list[Step]:
     s = formulas.connection_symbols()
     residual_like = formulas.forward(s).xreplace({s.H_res: sympy.Identity(N), s.h_post: one})
     H_post = 2 * sigmoid(sympy.Integer(0))
-    ones = lemma_rewrite("lemma.unit_vectors", lemmas.ONES, (one.T, one), N * sympy.Identity(1))
+    ones = lemma_rewrite("lemma.unit_vectors", lemmas.ONES, (one.T, one), N * sympy.Identity(1),
+                         entries={one: lambda r, c: 1})
     require_equal("the off-diagonal entry of the n = 2 fixed point is the one whose limit is "
-                  "taken", fixed[0, 1], off.subs(N, 2))
+                  "taken", once[0, 1], off.subs(N, 2))
     return [
         ("α = 0: H̃ = b, so the weights do not depend on the state; for small α each moves by "
          "α σ'(b) (x'φ)_i to first order (the first-order Taylor term)",
@@ -323,8 +324,8 @@ def _seed_loop_every_n(eps: sympy.Symbol, tau: sympy.Symbol,
         ("every n: the seed loop's last step T_c^ε leaves column j of any positive iterate B "
          "summing to c_j/(c_j + ε), c_j = Σ_k B_kj: below 1 for ε > 0",
          chain(column_total, column_value)),
-        require_true("every n: its steps keep the iterate positive (from exp(H̃/τ) > 0, by "
-                     "induction)", True, sympy.StrictGreaterThan(kept, 0, evaluate=False)),
+        require_relation("every n: its steps keep the iterate positive (from exp(H̃/τ) > 0, by "
+                     "induction)", sympy.StrictGreaterThan(kept, 0, evaluate=False)),
         ("every n, ε = 0: entry (i, j) of a seed round on M is entry (j, i) of a paper round "
          "on Mᵀ (rows first on M is columns first on Mᵀ)",
          chain(r"T_c(T_r(M))_{ij}", seed_round(si.I, si.J), paper_round(si.J, si.I))),
@@ -385,8 +386,9 @@ def _sinkhorn_seed_loop() -> list[Step]:
                        f"{column_error:.3g} for the seed loop's columns, {row_error:.3g} for its "
                        f"rows and {paper_rows:.3g} for the paper's rows"))
     seed_gap = sympy.Symbol(r"\max_j |(\mathbf{1}^T M)_j - 1|")
-    steps.append(require_true("so the seed loop's columns end within 1e-7 of 1 but not exactly",
-                              True, sympy.And(sympy.StrictLessThan(seed_gap, sympy.Float(1e-7)),
+    steps.append(require_relation(
+        "so the seed loop's columns end within 1e-7 of 1 but not exactly",
+        sympy.And(sympy.StrictLessThan(seed_gap, sympy.Float(1e-7)),
                                               sympy.StrictGreaterThan(seed_gap, 0)),
                               where={seed_gap: sympy.Float(column_error)}))
     return steps

@@ -45,3 +45,14 @@ def test_a_hypothesis_holds_only_where_it_is_declared() -> None:
     assert isinstance(eps, sympy.Symbol)
     assert eps.is_real is True and eps.is_positive is None
     assert seen["entries"] == {}
+
+
+@pytest.mark.parametrize("theorem_id", ["ds.transpose_closure", "ds.nonexpansive"])
+def test_an_assumption_no_step_uses_fails_the_proof(theorem_id: str) -> None:
+    # the fourth edition's audit: both declared a second matrix K that no step uses
+    from hcspec.spec.theorems.doubly_stochastic import DS_K
+
+    theorem = get(theorem_id)
+    assert theorem.prove().ok
+    result = replace(theorem, assumptions=(*theorem.assumptions, DS_K)).prove()
+    assert not result.ok and "no step uses" in (result.error or ""), result.error

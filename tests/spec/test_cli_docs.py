@@ -257,3 +257,31 @@ def test_docs_reuse_unchanged_pages_without_proving(
     assert cli.main(["docs", "--check", "--out", str(out)]) == 1
     assert proven == ["ds.nonexpansive"]  # the edited page is re-proven and found stale
     assert "stale:" in capsys.readouterr().err
+
+
+def test_the_seed_claims_page_names_registered_theorems_and_known_statuses() -> None:
+    from hcspec.spec import docs
+    from hcspec.spec.registry import all_theorems
+    from hcspec.spec.seed_claims import CLAIMS
+
+    known = {t.id for t in all_theorems()}
+    page = docs.render_seed_claims(known)
+    assert page.count("\n| ") == len(CLAIMS) + 2  # header, separator, one row per claim
+    assert "|θ_norm|" not in page  # a cell never breaks the table
+    assert all(claim.note for claim in CLAIMS if claim.status != "proven")
+    with pytest.raises(ValueError, match="unknown theorems"):
+        docs.render_seed_claims(known - {"ds.nonexpansive"})
+
+
+def test_the_statement_formula_is_typeset_from_the_marked_proven_step() -> None:
+    from hcspec.spec import docs
+    from hcspec.spec.registry import get
+
+    theorem = get("published.hc_static_step")
+    result = theorem.prove()
+    assert result.ok and result.formula == 1
+    page = docs.render_page(theorem, result)
+    _, shown = docs.display(*result.steps[0])
+    head = page[:page.index("## Derivation")]
+    assert "In formulas (step 1, as proven):" in head and shown in head
+    assert get("published.hc_dynamic_step").prove().formula == 1  # the step, not its entry

@@ -15,7 +15,7 @@ from hcspec.spec.theorems.doubly_stochastic import closure_proof
 
 
 def throwaway(theorem_id: str, proof: object) -> Theorem:
-    return Theorem(theorem_id, "deliberately wrong", ("none",), "test", "test", proof)  # type: ignore[arg-type]
+    return Theorem(theorem_id, "deliberately wrong", (), "test", "test", proof)  # type: ignore[arg-type]
 
 
 def test_backward_with_H_res_in_place_of_its_transpose_is_not_proven() -> None:
