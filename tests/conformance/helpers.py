@@ -83,13 +83,16 @@ def make_dropout_on_output(n: int, d: int, **kwargs: object) -> DropoutOnOutput:
 
 
 EXPECTED_NOT_APPLICABLE = ("applies to ", "no CUDA device", "this run is single-process",
-                           "needs the capability threads,")
+                           "needs the capability threads,", "needs the capability custom_ops,",
+                           "does not declare double_backward=True", "does not declare vmap=True")
 """The only reasons a correct implementation on this CPU machine may be not applicable: a kind
 mismatch (``applies to mhc; the target's kind is ...``), the absent GPU (the CUDA
 requirement's reason names the property, then ``no CUDA device (...)``), for the
 ``parallel`` family a run without ranks (those properties run under ``--world-size N`` in
-tests/conformance/parallel), and the native thread-count property
-(``determinism.thread_count``), which needs a kernel whose thread count the kit can set."""
+tests/conformance/parallel), the native thread-count property
+(``determinism.thread_count``), which needs a kernel whose thread count the kit can set, and
+the custom-op family (``customop.*``), which needs ``torch.library`` custom ops to check or a
+declared claim (``double_backward``, ``vmap``) that a target need not make."""
 
 
 def is_expected_not_applicable(message: str) -> bool:

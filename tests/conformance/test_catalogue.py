@@ -202,7 +202,7 @@ def test_list_shows_every_requirement_and_tolerance() -> None:
     from hcspec.conformance.listing import live_rows
     from hcspec.conformance.terminal import print_catalogue
 
-    console = Console(record=True, width=400)
+    console = Console(record=True, width=1000)  # wide enough that no requirement cell wraps
     print_catalogue(console, live_rows())
     text = console.export_text()
     for p in CATALOGUE:
