@@ -477,8 +477,8 @@ def _run_launched(args: argparse.Namespace, launch: Launch) -> int:
     (:mod:`hcspec.conformance.parallel.launcher`), write nothing, and exit with rank 0's
     code, after rank 0 when it is not 0 (:func:`~hcspec.conformance.parallel.launcher.
     outlast_rank_zero`)."""
+    from hcspec.conformance.inspection import resolve_device
     from hcspec.conformance.parallel import launcher
-    from hcspec.conformance.runner import resolve_device
 
     err = Console(stderr=True)
     if args.world_size is not None and args.world_size != launch.world_size:
@@ -529,7 +529,7 @@ def _run_guarded(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     from hcspec.conformance import properties as catalogue
-    from hcspec.conformance.runner import check_implementation
+    from hcspec.conformance.session import Listener, Options, check_implementation
     from hcspec.conformance.strategies import Case
     from hcspec.conformance.targets import TargetError
 
@@ -561,66 +561,67 @@ def _run(args: argparse.Namespace) -> int:
                         disable=not show_progress)
     task = progress.add_task("resolving target", total=None)
 
-    def on_resolved(header: rp.Report) -> None:
-        progress.stop()
-        terminal.print_preamble(out, header)
-        out.file.flush()
-        progress.start()
-
-    def on_status(text: str) -> None:
-        # Said before it is done: a factory or forward that hangs leaves this line last.
-        progress.update(task, description=text)
-        if not show_progress:  # also under --no-progress: a hang must show where it is
-            err.print(f"... {text}", highlight=False, soft_wrap=True)
-            err.file.flush()
-
-    def on_setup(header: rp.Report) -> None:
-        if log is not None:
-            log.header(header)
-            if args.resume:
-                log.resumed(len(finished))
-                header.warnings.append(f"resumed from the journal {journal_path}: "
-                                       f"{len(finished)} results of the earlier run kept")
-        resolved_device.append(header.device)
-        if saver is not None:
-            saver.device = header.device
-        # First, so that in a log holding both streams the status lines follow the header.
-        # The bar pauses meanwhile: on a shared terminal the header would run into it.
-        progress.stop()
-        terminal.print_header(out, header, preamble=False)
-        out.file.flush()
-        progress.start()
-
-    def on_start(prop: Property, index: int, total: int) -> None:
-        if log is not None:
-            log.running(prop.id)  # a run that dies now leaves which property was running
-        progress.update(task, description=prop.id, completed=index, total=total)
-
     saver = _failure_saver(args, target)
     resolved_device: list[str] = []
 
-    def on_result(result: rp.PropertyResult) -> None:
-        if log is not None:
-            log.result(result)  # durable before the run goes on
-        progress.advance(task)
-        if not show_progress and not args.no_status:
-            err.print(f"{result.id}: {result.status}", highlight=False)
-            err.file.flush()
-        if result.status in (rp.FAILED, rp.ERROR) and (saver is not None or args.pdb):
+    class RunListener(Listener):
+        """The terminal, the journal and --save-failures, told of the run."""
+
+        def on_resolved(self, header: rp.Report) -> None:
             progress.stop()
-            _take_home(args, saver, result, resolved_device, err)
+            terminal.print_preamble(out, header)
+            out.file.flush()
             progress.start()
+
+        def on_status(self, text: str) -> None:
+            # Said before it is done: a factory or forward that hangs leaves this line last.
+            progress.update(task, description=text)
+            if not show_progress:  # also under --no-progress: a hang must show where it is
+                err.print(f"... {text}", highlight=False, soft_wrap=True)
+                err.file.flush()
+
+        def on_setup(self, header: rp.Report) -> None:
+            if log is not None:
+                log.header(header)
+                if args.resume:
+                    log.resumed(len(finished))
+                    header.warnings.append(f"resumed from the journal {journal_path}: "
+                                           f"{len(finished)} results of the earlier run kept")
+            resolved_device.append(header.device)
+            if saver is not None:
+                saver.device = header.device
+            # First, so that in a log holding both streams the status lines follow the header.
+            # The bar pauses meanwhile: on a shared terminal the header would run into it.
+            progress.stop()
+            terminal.print_header(out, header, preamble=False)
+            out.file.flush()
+            progress.start()
+
+        def on_start(self, prop: Property, index: int, total: int) -> None:
+            if log is not None:
+                log.running(prop.id)  # a run that dies now leaves which property was running
+            progress.update(task, description=prop.id, completed=index, total=total)
+
+        def on_result(self, result: rp.PropertyResult) -> None:
+            if log is not None:
+                log.result(result)  # durable before the run goes on
+            progress.advance(task)
+            if not show_progress and not args.no_status:
+                err.print(f"{result.id}: {result.status}", highlight=False)
+                err.file.flush()
+            if result.status in (rp.FAILED, rp.ERROR) and (saver is not None or args.pdb):
+                progress.stop()
+                _take_home(args, saver, result, resolved_device, err)
+                progress.start()
 
     try:
         with progress:
-            report = check_implementation(
-                target, profile=args.profile, device=args.device, only=args.only,
-                skip=args.skip, seed=args.seed, expected_failures=failures, case=case,
-                on_start=on_start, on_result=on_result, on_setup=on_setup,
-                timeout=args.timeout, on_resolved=on_resolved, on_status=on_status,
-                world_size=args.world_size, finished=finished,
-                max_examples=args.max_examples,
-            )
+            options = Options(
+                profile=args.profile, device=args.device, only=args.only, skip=args.skip,
+                seed=args.seed, expected_failures=failures or {}, case=case,
+                timeout=args.timeout, world_size=args.world_size, finished=finished,
+                max_examples=args.max_examples)
+            report = check_implementation(target, options, RunListener())
     except (TargetError, catalogue.SelectionError, ValueError) as exc:
         if log is not None:
             log.close()
@@ -674,7 +675,7 @@ def _resumed(args: argparse.Namespace, path: Path | None,
                          "the earlier run wrote (its journal is beside it)")
     if not path.is_file():
         raise ValueError(f"--resume: there is no journal {path}")
-    from hcspec.conformance.runner import resolve_device
+    from hcspec.conformance.inspection import resolve_device
 
     state = journal.read(path)
     here = {"target": target, "profile": args.profile, "seed": args.seed,
@@ -704,8 +705,8 @@ def _take_home(args: argparse.Namespace, saver: FailureSaver | None,
                   highlight=False)
         saver.save(result.id, result.failure)
     if args.pdb and result.failure is not None and result.failure.counterexample:
+        from hcspec.conformance.inspection import prepare
         from hcspec.conformance.replay import replay
-        from hcspec.conformance.runner import prepare
         from hcspec.conformance.strategies import Case
 
         setup = prepare(args.target or os.environ.get(ENV_VAR) or DEFAULT_TARGET,

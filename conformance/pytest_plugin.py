@@ -69,8 +69,8 @@ from hcspec.conformance.profiles import DEFAULT_PROFILE, PROFILE_NAMES
 
 if TYPE_CHECKING:
     from hcspec.conformance.hypothesis_home import SessionHome
+    from hcspec.conformance.inspection import RunSetup
     from hcspec.conformance.report import PropertyResult
-    from hcspec.conformance.runner import RunSetup
 
 ENV_VAR = "HC_CONFORMANCE_TARGET"  # = hcspec.conformance.targets.ENV_VAR, kept import-free here
 MARKER = "hc_conformance"
@@ -224,7 +224,7 @@ class _TargetRun:
         """The resolved and inspected target (built once, at the first property). A target
         whose sample impl declares an unknown ``kind`` or conventions field ends the session
         as a usage error (exit code 4), as at collection."""
-        from hcspec.conformance.runner import prepare
+        from hcspec.conformance.inspection import prepare
         from hcspec.conformance.targets import TargetError, importable_folders
 
         if self._setup is None:
@@ -242,7 +242,7 @@ class _TargetRun:
         """Run one property (hypothesis' files go to the session's private home, not to
         ``.hypothesis/`` in the current directory)."""
         from hcspec.conformance import properties
-        from hcspec.conformance.runner import evaluate_property
+        from hcspec.conformance.execution import evaluate_property
         from hcspec.conformance.targets import importable_folders
 
         prop = properties.BY_ID[prop_id]
@@ -264,9 +264,9 @@ def _validate(settings: _Settings) -> None:
     Raises:
         pytest.UsageError: any of them is wrong (one message, pytest exit code 4).
     """
+    from hcspec.conformance.inspection import resolve_device
     from hcspec.conformance.profiles import get_profile
     from hcspec.conformance.properties import BY_ID
-    from hcspec.conformance.runner import resolve_device
     from hcspec.conformance.targets import resolve
 
     try:
