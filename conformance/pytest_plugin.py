@@ -59,24 +59,25 @@ import contextlib
 import os
 import signal
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from hcspec.conformance.profiles import DEFAULT_PROFILE, PROFILE_NAMES
+from hcspec.conformance.pytest_run import Settings as _Settings
+from hcspec.conformance.pytest_run import TargetRun as _TargetRun
+from hcspec.conformance.pytest_run import validate as _validate
 
 if TYPE_CHECKING:
     from hcspec.conformance.hypothesis_home import SessionHome
     from hcspec.conformance.report import PropertyResult
-    from hcspec.conformance.runner import RunSetup
 
 ENV_VAR = "HC_CONFORMANCE_TARGET"  # = hcspec.conformance.targets.ENV_VAR, kept import-free here
 MARKER = "hc_conformance"
 _RUNS_KEY = pytest.StashKey[dict["_Settings", "_TargetRun"]]()
 _SIGTERM_KEY = pytest.StashKey[Any]()
-_HOME_KEY = pytest.StashKey["SessionHome"]()
+_HOME_KEY: pytest.StashKey[SessionHome] = pytest.StashKey()
 _SIGNAL_KEY = pytest.StashKey[str]()
 _DEFAULTS: dict[str, Any] = {"profile": "ci", "device": "auto", "seed": 0, "timeout": None,
                              "expected_failures": None}
@@ -143,18 +144,6 @@ def _selected_target(config: pytest.Config) -> str | None:
     return str(option) if option else (os.environ.get(ENV_VAR) or None)
 
 
-@dataclass(frozen=True)
-class _Settings:
-    """The effective settings of one target's run (after the precedence rule)."""
-
-    target: str
-    profile: str
-    device: str
-    seed: int
-    timeout: float | None
-    expected_failures: tuple[tuple[str, str], ...]
-
-
 def _settings(config: pytest.Config, helper: Mapping[str, Any] | None) -> _Settings:
     """Apply the precedence rule: command line, else the helper's argument, else the default
     (the target: ``--hc-target``, the helper's, ``$HC_CONFORMANCE_TARGET``).
@@ -206,80 +195,6 @@ def _conflicts(config: pytest.Config, helper: Mapping[str, Any], where: str) -> 
             lines.append(f"hcspec: {option} {given} overrides conformance_tests({name}="
                          f"{pinned!r}) in {where} (the command line wins)")
     return lines
-
-
-class _TargetRun:
-    """One target's run within a pytest session: the settings, the setup (built at the first
-    property) and the statuses so far (for prerequisite blocking)."""
-
-    def __init__(self, settings: _Settings, home: SessionHome) -> None:
-        self.settings = settings
-        self.expected = dict(settings.expected_failures)
-        self.statuses: dict[str, str] = {}
-        self._setup: RunSetup | None = None
-        self._home = home
-        self.running: str | None = None
-
-    def setup(self) -> RunSetup:
-        """The resolved and inspected target (built once, at the first property). A target
-        whose sample impl declares an unknown ``kind`` or conventions field ends the session
-        as a usage error (exit code 4), as at collection."""
-        from hcspec.conformance.runner import prepare
-        from hcspec.conformance.targets import TargetError, importable_folders
-
-        if self._setup is None:
-            s = self.settings
-            try:
-                with self._home.active(), importable_folders():
-                    self._setup = prepare(s.target, profile=s.profile, device=s.device,
-                                          seed=s.seed, timeout=s.timeout)
-            except TargetError as exc:  # a typo in a declaration (kind, conventions)
-                pytest.exit(f"hcspec conformance kit, target {s.target!r}: {exc}",
-                            returncode=pytest.ExitCode.USAGE_ERROR)
-        return self._setup
-
-    def run(self, prop_id: str) -> PropertyResult:
-        """Run one property (hypothesis' files go to the session's private home, not to
-        ``.hypothesis/`` in the current directory)."""
-        from hcspec.conformance import properties
-        from hcspec.conformance.runner import evaluate_property
-        from hcspec.conformance.targets import importable_folders
-
-        prop = properties.BY_ID[prop_id]
-        self.running = prop_id  # left set when a signal stops the property
-        setup = self.setup()
-        # the current folder importable while the target runs (a factory importing its
-        # project's modules lazily), as under the CLI
-        with self._home.active(), importable_folders():
-            result = evaluate_property(setup, prop, self.statuses, self.expected.get(prop_id))
-        self.statuses[prop_id] = result.status
-        self.running = None
-        return result
-
-
-def _validate(settings: _Settings) -> None:
-    """Resolve the target and check profile, device and expected-failure ids, without
-    running anything of the target.
-
-    Raises:
-        pytest.UsageError: any of them is wrong (one message, pytest exit code 4).
-    """
-    from hcspec.conformance.profiles import get_profile
-    from hcspec.conformance.properties import BY_ID
-    from hcspec.conformance.runner import resolve_device
-    from hcspec.conformance.targets import resolve
-
-    try:
-        get_profile(settings.profile)
-        resolve_device(settings.device)
-        unknown = sorted({pid for pid, _ in settings.expected_failures} - set(BY_ID))
-        if unknown:
-            raise ValueError(f"expected failures name unknown property ids: "
-                             f"{', '.join(unknown)}")
-        resolve(settings.target)
-    except (ValueError, OSError) as exc:  # TargetError is a ValueError
-        raise pytest.UsageError(
-            f"hcspec conformance kit, target {settings.target!r}: {exc}") from exc
 
 
 def _target_run(config: pytest.Config, settings: _Settings) -> _TargetRun:

@@ -39,6 +39,7 @@ from hcspec.conformance.properties.base import (
     FactoryRejected,
     Inconclusive,
     NotApplicable,
+    Property,
     PropertyFailure,
 )
 from hcspec.conformance.strategies import Case
@@ -145,19 +146,21 @@ def format_entries(replayed: Replayed, limit: int = ENTRIES_SHOWN) -> str:
     return "\n".join(lines)
 
 
-def context_for(setup: Any) -> Context:
-    """A fresh :class:`Context` for one property of the run ``setup``
-    (:class:`hcspec.conformance.runner.RunSetup`), as the runner builds it."""
+def context_for(setup: Any, prop: Property) -> Context:
+    """A fresh :class:`Context` for ``prop`` in the run ``setup``
+    (:class:`hcspec.conformance.inspection.RunSetup`), as the session builds it (with what
+    its family's setup hook prepared, if anything)."""
     info = setup.info
     return Context(factory=setup.target.factory, target_name=setup.target.name,
                    kind=info.kind, conventions=info.conventions,
                    capabilities=info.capabilities, dtype=info.dtype, device=setup.device,
-                   profile=setup.profile, seed=setup.seed, distributed=setup.distributed)
+                   profile=setup.profile, seed=setup.seed,
+                   prepared=setup.prepared_for(prop))
 
 
 def replay(setup: Any, property_id: str, case: Case, *, post_mortem: bool = False) -> Replayed:
     """Run ``property_id`` on ``case`` once against the run ``setup``
-    (:func:`hcspec.conformance.runner.prepare`) in the calling thread, keeping what it
+    (:func:`hcspec.conformance.inspection.prepare`) in the calling thread, keeping what it
     compared. With ``post_mortem``, a failure or error opens the debugger
     (:func:`pdb.post_mortem`) at the frame that raised it: the failing comparison
     (``Recorder.expect``; ``up`` reaches the check, its tensors in its locals).
@@ -166,7 +169,7 @@ def replay(setup: Any, property_id: str, case: Case, *, post_mortem: bool = Fals
         KeyError: an unknown property id. ``KeyboardInterrupt`` propagates.
     """
     prop = BY_ID[property_id]
-    ctx = context_for(setup)
+    ctx = context_for(setup, prop)
     with capture.capturing() as captured:
         try:
             prop.run(ctx, case)
@@ -207,7 +210,7 @@ os.chdir(SAVED["cwd"])  # the folder the run started in: the target's modules im
 sys.path.insert(0, SAVED["cwd"])
 
 from hcspec.conformance import replay  # noqa: E402
-from hcspec.conformance.runner import prepare  # noqa: E402
+from hcspec.conformance.inspection import prepare  # noqa: E402
 from hcspec.conformance.strategies import Case  # noqa: E402
 
 setup = prepare(SAVED["target"], profile=SAVED["profile"], device=SAVED["device"],
@@ -256,7 +259,7 @@ class FailureSaver:
         :attr:`problems`) when there is no case, the replay times out or does not fail.
         Never raises except ``KeyboardInterrupt``."""
         from hcspec.conformance import isolation
-        from hcspec.conformance.runner import prepare
+        from hcspec.conformance.inspection import prepare
         from hcspec.conformance.timeouts import call_with_timeout
 
         if failure is None or failure.counterexample is None:

@@ -81,7 +81,7 @@ class Terminated(KeyboardInterrupt):
     """SIGTERM turned into an exception (by the CLI and the pytest plugin), handled like
     Ctrl-C: the run stops and the partial report is returned with ``interrupted_by``
     ``SIGTERM``. Defined here, torch-free, so a handler can be installed before torch is
-    imported (also available as ``hcspec.conformance.runner.Terminated``)."""
+    imported (also available as ``hcspec.conformance.session.Terminated``)."""
 
 
 def interrupt_name(exc: BaseException) -> str:

@@ -43,7 +43,7 @@ from rich.table import Table
 
 from hcspec.conformance import properties as catalogue
 from hcspec.conformance import report as rp
-from hcspec.conformance.runner import check_implementation
+from hcspec.conformance.session import check_implementation
 
 DEFAULT_PACKAGE = "tests.mutants"
 KILL_GOAL_SECONDS = 10.0

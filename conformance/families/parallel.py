@@ -4,10 +4,11 @@ the same target run unsharded in one process.
 Each property is declared with :func:`~hcspec.conformance.properties.declaration.declare` like
 every other; what sets the family apart is its requirement
 :data:`~hcspec.conformance.properties.requirements.DISTRIBUTED`: the runner hands such
-properties to the multi-process harness (:mod:`hcspec.conformance.parallel.harness`), which
-runs the ranks once (spawned by ``--world-size N``, or the launcher's under torchrun) and gives
-every check the results as ``ctx.distributed``. A single-process run reports the family not
-applicable, with that reason.
+properties declare the family's setup hook
+(:func:`hcspec.conformance.parallel.harness.setup_run`), which the session calls once per run:
+it runs the ranks once (spawned by ``--world-size N``, or the launcher's under torchrun) and
+gives every check the results as ``ctx.prepared`` (read through :func:`_run`). A
+single-process run reports the family not applicable, with that reason.
 
 Cases: each case of the run (:func:`hcspec.conformance.parallel.cases.make_cases`: for each
 declared split, three tiny shapes whose T and d divide by the world size) is one explicit
@@ -30,6 +31,7 @@ from typing import Any, Final
 import torch
 
 from hcspec.conformance import metrics, rules
+from hcspec.conformance.parallel import harness
 from hcspec.conformance.parallel.cases import ParallelCase
 from hcspec.conformance.parallel.protocol import split_axis
 from hcspec.conformance.parallel.worker import upper_ranks
@@ -50,7 +52,21 @@ SHARDED: Final = (DISTRIBUTED, SHARDING)
 
 def _examples(ctx: Context) -> Sequence[Case]:
     """The run's cases (none outside a multi-process run)."""
-    return [] if ctx.distributed is None else ctx.distributed.examples()
+    run = harness.of(ctx.prepared)
+    return [] if run is None else run.examples()
+
+
+def _run(ctx: Context) -> harness.DistributedRun:
+    """The multi-process run the family's setup hook prepared.
+
+    Raises:
+        hcspec.conformance.parallel.harness.RanksFailed: there is none (a check reached
+            outside a multi-process run).
+    """
+    run = harness.of(ctx.prepared)
+    if run is None:
+        raise harness.RanksFailed("no multi-process run was prepared for this property")
+    return run
 
 
 def _case(ctx: Context, case: Case) -> ParallelCase:
@@ -60,15 +76,22 @@ def _case(ctx: Context, case: Case) -> ParallelCase:
         hcspec.conformance.parallel.harness.RanksFailed: the ranks (or the unsharded run)
             failed: an error of the property, naming the rank, the case and the step.
     """
-    run = ctx.distributed
+    run = _run(ctx)
     mine: ParallelCase = run.case_of(case)
     run.records(mine)
     return mine
 
 
 def _record(ctx: Context, case: ParallelCase, rank: int) -> dict[str, Any]:
-    record: dict[str, Any] = ctx.distributed.outcome.ranks[rank][case.index]
+    record: dict[str, Any] = _outcome(ctx).ranks[rank][case.index]
     return record
+
+
+def _outcome(ctx: Context) -> harness.RankOutcome:
+    outcome = _run(ctx).outcome
+    if outcome is None:
+        raise harness.RanksFailed("the ranks did not run")
+    return outcome
 
 
 def _where(case: ParallelCase) -> str:
@@ -106,7 +129,7 @@ def _chunks(full: torch.Tensor, case: ParallelCase, world: int) -> list[torch.Te
 def _per_rank(ctx: Context, case: ParallelCase, key: str,
               want: torch.Tensor) -> dict[int, float]:
     errors = {}
-    world = ctx.distributed.world_size
+    world = _run(ctx).world_size
     for rank, chunk in enumerate(_chunks(want, case, world)):
         got = _record(ctx, case, rank).get(key)
         errors[rank] = math.inf if got is None else metrics.scaled_error(
@@ -129,15 +152,15 @@ def _gathered(ctx: Context, case: ParallelCase, key: str,
     statement="every rank starts from the unsharded impl's parameters for the same seed (or "
               "their declared part)",
     requires=(*SHARDED, NAMED_PARAMETERS, RANKS_START), tolerance=rules.EXACT,
-    examples=_examples, explore=False, shrink=False)
+    examples=_examples, setup=harness.setup_run, explore=False, shrink=False)
 def check_replicated_init(ctx: Context, case: Case) -> None:
     """Every rank's parameters, as built, are those of the unsharded impl built from the same
     seed: replicated ones equal, sharded ones equal to their declared part (bitwise)."""
     pc = _case(ctx, case)
-    full = ctx.distributed.unsharded[pc.index].params_init
+    full = _run(ctx).unsharded[pc.index].params_init
     errors: dict[int, float] = {}
     details: dict[int, str] = {}
-    for rank in range(ctx.distributed.world_size):
+    for rank in range(_run(ctx).world_size):
         init = _record(ctx, pc, rank)["init"]
         missing = sorted(set(full) - set(init))
         unknown = sorted(set(init) - set(full))
@@ -172,11 +195,12 @@ _FORWARD_HINT: Final[dict[str, str]] = {
     "parallel.forward",
     statement="the sharded forward, gathered in rank order, equals the unsharded forward",
     requires=(*SHARDED, RANKS_START), tolerance=rules.SELF_CONSISTENCY, examples=_examples,
+    setup=harness.setup_run,
     explore=False, shrink=False)
 def check_forward(ctx: Context, case: Case) -> None:
     """The ranks' outputs, gathered in rank order, equal the unsharded forward."""
     pc = _case(ctx, case)
-    want = ctx.distributed.unsharded[pc.index].output
+    want = _run(ctx).unsharded[pc.index].output
     _expect(ctx, f"{_where(pc)}: gathered forward vs unsharded",
             _per_rank(ctx, pc, "output", want), _FORWARD_HINT[pc.split])
 
@@ -199,13 +223,14 @@ def _order(got: torch.Tensor, want: torch.Tensor, case: ParallelCase, world: int
     "parallel.branch_gathered",
     statement="each rank calls the branch once, on x_in gathered over the group in rank order",
     requires=(*SHARDED, RANKS_START), tolerance=rules.SELF_CONSISTENCY, examples=_examples,
+    setup=harness.setup_run,
     explore=False, shrink=False)
 def check_branch_gathered(ctx: Context, case: Case) -> None:
     """On every rank the branch is called once, on ``x_in`` gathered over the group in rank
     order (the whole sequence under ``tokens``, the whole hidden vector under ``hidden``)."""
     pc = _case(ctx, case)
-    world = ctx.distributed.world_size
-    want = ctx.distributed.unsharded[pc.index].branch_input
+    world = _run(ctx).world_size
+    want = _run(ctx).unsharded[pc.index].branch_input
     allowed = ctx.record.allowance().allowance
     errors: dict[int, float] = {}
     detail = ""
@@ -231,11 +256,12 @@ def check_branch_gathered(ctx: Context, case: Case) -> None:
     "parallel.input_gradients",
     statement="the sharded ∂L/∂X, gathered, equals the unsharded input gradient",
     requires=(*SHARDED, RANKS_START), tolerance=rules.SELF_CONSISTENCY, examples=_examples,
+    setup=harness.setup_run,
     explore=False, shrink=False)
 def check_input_gradients(ctx: Context, case: Case) -> None:
     """The ranks' ``∂L/∂X`` chunks, gathered, equal the unsharded input gradient."""
     pc = _case(ctx, case)
-    want = ctx.distributed.unsharded[pc.index].input_grad
+    want = _run(ctx).unsharded[pc.index].input_grad
     if want is None:
         raise PropertyFailure(f"case {pc.index}: the unsharded forward gave the input no "
                               "gradient")
@@ -248,17 +274,17 @@ def check_input_gradients(ctx: Context, case: Case) -> None:
     statement="after the declared reduction every rank's parameter gradients are the "
               "unsharded ones",
     requires=(*SHARDED, NAMED_PARAMETERS, RANKS_START), tolerance=rules.SELF_CONSISTENCY,
-    examples=_examples, explore=False, shrink=False)
+    examples=_examples, setup=harness.setup_run, explore=False, shrink=False)
 def check_parameter_gradients(ctx: Context, case: Case) -> None:
     """After the declared reduction, every rank's parameter gradients equal the unsharded
     ones (replicated: the whole gradient; sharded: its declared part)."""
     pc = _case(ctx, case)
-    unsharded = ctx.distributed.unsharded[pc.index]
+    unsharded = _run(ctx).unsharded[pc.index]
     for name, full in sorted(unsharded.param_grads.items()):
         want_full = torch.zeros_like(unsharded.params_init[name]) if full is None else full
         errors: dict[int, float] = {}
         owner = ""
-        for rank in range(ctx.distributed.world_size):
+        for rank in range(_run(ctx).world_size):
             record = _record(ctx, pc, rank)
             info = record["init"][name]
             owner = info["gradient"]
@@ -276,11 +302,11 @@ def check_parameter_gradients(ctx: Context, case: Case) -> None:
     "parallel.world_size",
     statement="the gathered forward does not depend on the world size (half the ranks vs all)",
     requires=(*SHARDED, TWO_RANKS, RANKS_START), tolerance=rules.SELF_CONSISTENCY,
-    examples=_examples, explore=False, shrink=False)
+    examples=_examples, setup=harness.setup_run, explore=False, shrink=False)
 def check_world_size(ctx: Context, case: Case) -> None:
     """The gathered forward on half the ranks equals the gathered forward on all of them."""
     pc = _case(ctx, case)
-    world = ctx.distributed.world_size
+    world = _run(ctx).world_size
     half = list(range(max(1, world // 2)))
     full = _gathered(ctx, pc, "output", range(world))
     part = _gathered(ctx, pc, "half_output", half)
@@ -295,14 +321,14 @@ def check_world_size(ctx: Context, case: Case) -> None:
     statement="on a group not starting at rank 0, the sharded forward and ∂L/∂X are the "
               "unsharded ones",
     requires=(*SHARDED, TWO_RANKS, RANKS_START), tolerance=rules.SELF_CONSISTENCY,
-    examples=_examples, explore=False, shrink=False)
+    examples=_examples, setup=harness.setup_run, explore=False, shrink=False)
 def check_subgroups(ctx: Context, case: Case) -> None:
     """On the upper ranks alone (a group that does not start at rank 0: ranks 2–3 of 4,
     rank 1 of 2), each rank's chunk of the forward and of ``∂L/∂X``, by its rank in that
     group, equals the unsharded one: an impl that picks its chunk by the global rank or
     world size is right on ranks ``[0, k)`` and wrong here."""
     pc = _case(ctx, case)
-    upper = upper_ranks(ctx.distributed.world_size)
+    upper = upper_ranks(_run(ctx).world_size)
     where = _where(pc)
     for rank in upper:
         error = _record(ctx, pc, rank).get("subgroup_error")
@@ -311,7 +337,7 @@ def check_subgroups(ctx: Context, case: Case) -> None:
                 f"{where}, rank {rank}: on the group of ranks {upper} the sharded impl raised "
                 f"{error} (its chunk picked by the global rank or world size instead of "
                 "dist.get_rank(group) / dist.get_world_size(group)?)")
-    unsharded = ctx.distributed.unsharded[pc.index]
+    unsharded = _run(ctx).unsharded[pc.index]
     for key, want, what in (("subgroup_output", unsharded.output, "forward"),
                             ("subgroup_input_grad", unsharded.input_grad, "∂L/∂X")):
         if want is None:

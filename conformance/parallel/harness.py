@@ -33,6 +33,7 @@ from hcspec.conformance import report as rp
 from hcspec.conformance.parallel import cases as cs
 from hcspec.conformance.parallel import launcher, worker
 from hcspec.conformance.parallel.protocol import SPLITS, ShardingError, sharding_splits
+from hcspec.conformance.properties.declaration import Prepared, SetupRequest
 from hcspec.conformance.properties.requirements import SHARDING_CAPABILITY, Distributed
 from hcspec.conformance.protocol import check_required
 from hcspec.conformance.strategies import Case
@@ -259,7 +260,7 @@ class DistributedRun:
 
     Built by :func:`prepare` (the facts, before any rank starts), filled by :func:`execute`
     (the cases, the unsharded results, the ranks' records). The checks read it as
-    ``ctx.distributed``.
+    ``ctx.prepared`` (:func:`setup_run`, the family's setup hook).
 
     Attributes:
         facts: what applicability is decided on (:class:`Distributed`).
@@ -405,6 +406,27 @@ def execute(run: DistributedRun, timeout: float | None) -> None:
         f"splits {', '.join(run.facts.splits)} in {run.outcome.seconds:.2f} s")
 
 
+def setup_run(request: SetupRequest) -> DistributedRun | None:
+    """The parallel family's setup hook (``declare(..., setup=setup_run)``,
+    :data:`hcspec.conformance.properties.declaration.FamilySetup`): in a run with ranks
+    (``request.world_size``), the facts of the target's sharding (:func:`prepare`), and the
+    ranks run once (:func:`execute`, within ``request.timeout``) when one of the family's
+    selected properties applies; None in a single-process run. ``KeyboardInterrupt`` stops
+    the ranks and propagates."""
+    if request.world_size is None:
+        return None
+    run = prepare(request.target.sharding_factory, device=request.device, dtype=request.dtype,
+                  seed=request.seed, world_size=request.world_size, joined=launcher.joined())
+    if request.applies(run):
+        execute(run, request.timeout)
+    return run
+
+
+def of(prepared: Prepared | None) -> DistributedRun | None:
+    """``prepared`` (a check's ``ctx.prepared``) as this harness's run, None when it is none."""
+    return prepared if isinstance(prepared, DistributedRun) else None
+
+
 def _declare_reductions(conventions: dict[str, str], cases: Sequence[cs.ParallelCase],
                         outcome: RankOutcome) -> None:
     """Put the declared parameter map, per split, in the header (as rank 0 declared it)."""
@@ -418,38 +440,3 @@ def _declare_reductions(conventions: dict[str, str], cases: Sequence[cs.Parallel
                               f"{who}", set()).add(name)
     for i, (how, names) in enumerate(sorted(groups.items())):
         conventions[f"parallel.parameters[{i}]"] = f"{how}: {', '.join(sorted(names))}"
-
-
-def check_parallel(target: str | Callable[..., Any] | None = None, *, world_size: int = 2,
-                   only: Sequence[str] | None = None, **options: Any) -> rp.Report:
-    """:func:`hcspec.conformance.runner.check_implementation` on ``world_size`` ranks, by
-    default only the ``parallel`` family (``only``); ``options`` as ``check_implementation``
-    takes them (``device``, ``seed``, ``skip``, ``timeout``, ``profile``, ...).
-
-    Raises:
-        As ``check_implementation``; ValueError: ``world_size`` < 1.
-    """
-    from hcspec.conformance.runner import check_implementation
-
-    return check_implementation(target, world_size=world_size,
-                                only=list(only) if only else ["parallel"], **options)
-
-
-def assert_parallel_conforms(target: str | Callable[..., Any] | None = None, *,
-                             world_size: int = 2, **options: Any) -> rp.Report:
-    """:func:`check_parallel`, for pytest: returns the report when nothing failed
-    unexpectedly, else raises ``AssertionError`` with every failure (property, message).
-
-    Raises:
-        AssertionError: a property failed or errored, or the setup failed.
-        As :func:`check_parallel` for bad arguments.
-    """
-    report = check_parallel(target, world_size=world_size, **options)
-    if report.ok:
-        return report
-    lines = [f"{report.target} on {world_size} ranks: the parallel family failed"]
-    if report.setup_error:
-        lines.append(f"setup: {report.setup_error}")
-    lines += [f"{r.id} {r.status}: {r.message}" for r in report.results
-              if r.status in rp.UNEXPECTED]
-    raise AssertionError("\n".join(lines))

@@ -21,6 +21,7 @@ from hcspec.conformance.properties.building import Builder, floating_parameters
 from hcspec.conformance.properties.declaration import (
     CheckFn,
     ExamplesFn,
+    Prepared,
     Property,
     StrategyFn,
 )
@@ -48,9 +49,10 @@ class Context:
     ``profile``, ``seed`` (added to every case's seed by the strategies), ``precision`` (the
     run's dtype chain, :class:`hcspec.conformance.rules.Precision`: ``dtype``, the ``compute``
     dtype and the effective ``output`` dtype every comparison is made in; the one name for
-    it, which the recorder applies the rules to), ``distributed``
-    (a multi-process run's results, :class:`hcspec.conformance.parallel.harness.DistributedRun`,
-    handed over by the runner; None in a single-process run).
+    it, which the recorder applies the rules to), ``prepared`` (what the property's family
+    setup hook prepared for the run, :class:`hcspec.conformance.properties.declaration.Prepared`,
+    e.g. the parallel family's multi-process run; None when it declared none or there was
+    nothing to prepare).
 
     Parts:
         record: the expectations and the worst error (:class:`Recorder`).
@@ -63,7 +65,7 @@ class Context:
     def __init__(self, *, factory: Callable[..., Any], target_name: str, kind: str,
                  conventions: Conventions, capabilities: frozenset[str], dtype: torch.dtype,
                  device: str, profile: Profile, seed: int = 0,
-                 distributed: Any = None) -> None:
+                 prepared: Prepared | None = None) -> None:
         self.factory = factory
         self.target_name = target_name
         self.kind = kind
@@ -73,7 +75,7 @@ class Context:
         self.device = device
         self.profile = profile
         self.seed = seed
-        self.distributed = distributed
+        self.prepared = prepared
         self.precision = Precision.of(dtype, conventions.compute_dtype,
                                       conventions.output_dtype,
                                       conventions.formula.sinkhorn.denominator_eps)
@@ -86,7 +88,7 @@ class Context:
     def subject(self) -> Subject:
         """The facts requirements are decided on."""
         return Subject(self.kind, self.capabilities, self.dtype, self.conventions, self.device,
-                       self.profile, getattr(self.distributed, "facts", None))
+                       self.profile, None if self.prepared is None else self.prepared.facts)
 
     @property
     def replicated(self) -> bool:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from hypothesis import strategies as st
 
@@ -19,6 +19,7 @@ from hcspec.conformance import rules
 from hcspec.conformance.properties.cases import Case, Cases
 from hcspec.conformance.properties.requirements import (
     PER_STREAM_READ,
+    Distributed,
     Requirement,
     Subject,
     first_unmet,
@@ -28,11 +29,59 @@ from hcspec.conformance.protocol import KINDS
 from hcspec.conformance.seeding import seeded_global_rng
 
 if TYPE_CHECKING:
+    import torch
+
     from hcspec.conformance.properties.base import Context
+    from hcspec.conformance.report import Report
+    from hcspec.conformance.targets import Target
 
 ExamplesFn = Callable[["Context"], Sequence[Case]]
 StrategyFn = Callable[["Context"], st.SearchStrategy[Case]]
 CheckFn = Callable[["Context", Case], None]
+
+
+
+class Prepared(Protocol):
+    """What a family's setup hook (:data:`FamilySetup`) prepared for the run: the checks of the
+    properties that declared the hook read it as ``ctx.prepared``."""
+
+    @property
+    def facts(self) -> Distributed | None:
+        """The facts of the run that applicability is decided on
+        (:attr:`hcspec.conformance.properties.requirements.Subject.distributed`), or None."""
+        ...
+
+    def annotate(self, report: Report) -> None:
+        """Add what the setup learned to the report's header (conventions, capabilities)."""
+        ...
+
+
+@dataclass(frozen=True)
+class SetupRequest:
+    """What the session gives a family's setup hook, once per run, before any property runs.
+
+    Attributes:
+        target: the resolved target. device, dtype, seed: the run's (dtype: the inspected
+            working dtype). world_size: the ranks of a multi-process run, None: one process.
+        timeout: the per-property limit in seconds (None: none), the setup's deadline too.
+        applies: whether one of the selected properties that declared the hook applies,
+            given what the hook prepared (its facts); a hook does its costly part only then.
+    """
+
+    target: Target
+    device: str
+    dtype: torch.dtype
+    seed: int
+    world_size: int | None
+    timeout: float | None
+    applies: Callable[[Prepared], bool]
+
+
+FamilySetup = Callable[[SetupRequest], "Prepared | None"]
+"""A per-family setup hook (``declare(..., setup=hook)``): called once per run by the session
+when a selected property declared it, before any property runs; returns what the checks read
+as ``ctx.prepared`` (None: nothing to prepare for this run). ``KeyboardInterrupt`` propagates
+and stops the run."""
 
 PACKAGE = "hcspec.conformance.families"
 """The package of the family modules: ``<PACKAGE>.<family>`` declares the ids ``<family>.*``."""
@@ -64,6 +113,8 @@ class Property:
         shrink: False to report a failing explicit example as is instead of shrinking it
             (the shape family, whose messages tell the axes apart by the canonical case's
             distinct sizes, and ``compile.fullgraph``, whose every re-run compiles anew).
+        setup: the family's setup hook (:data:`FamilySetup`), run once per run before any
+            property; None: the property needs none.
     """
 
     id: str
@@ -79,6 +130,7 @@ class Property:
     prerequisites: tuple[str, ...] = ()
     explore: bool = True
     shrink: bool = True
+    setup: FamilySetup | None = None
 
     def __post_init__(self) -> None:
         for rule in self.rules:
@@ -199,6 +251,7 @@ def declare(
     secondary: Sequence[rules.Rule] = (), cases: Cases | None = None,
     examples: ExamplesFn | None = None, strategy: StrategyFn | None = None,
     prerequisites: Sequence[str] = (), explore: bool = True, shrink: bool = True,
+    setup: FamilySetup | None = None,
 ) -> Callable[[CheckFn], CheckFn]:
     """Decorator: register the decorated ``check(ctx, case)`` as the property ``id`` (the
     fields of :class:`Property`; ``examples``/``strategy`` replace the standard ones) and
@@ -220,7 +273,7 @@ def declare(
             requires=needs, tolerance=tolerance,
             secondary=tuple(secondary), cases=cases or Cases(),
             custom_examples=examples, custom_strategy=strategy,
-            prerequisites=tuple(prerequisites), explore=explore, shrink=shrink,
+            prerequisites=tuple(prerequisites), explore=explore, shrink=shrink, setup=setup,
         ), check.__module__)
         return check
 

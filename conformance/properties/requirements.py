@@ -307,7 +307,7 @@ DISTRIBUTED = Requirement(
     "runs across torch.distributed ranks, and this run is single-process: give --world-size N "
     "(N ranks started here) or launch the kit with torchrun",
     lambda s: s.distributed is not None)
-"""The run has ranks: the runner hands the property to the multi-process harness."""
+"""The run has ranks (what the parallel family's setup hook prepared says so)."""
 
 SHARDING = Requirement(
     f"capability {SHARDING_CAPABILITY}",

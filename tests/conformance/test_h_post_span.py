@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from hcspec.conformance import report as rp
-from hcspec.conformance.runner import check_implementation
+from hcspec.conformance.session import check_implementation
 from tests.conformance import fixed_logit_mhc
 
 SPAN = "constraints.h_post_span"

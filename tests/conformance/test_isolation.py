@@ -11,7 +11,7 @@ import torch
 from hcspec.conformance import isolation
 from hcspec.conformance import report as rp
 from hcspec.conformance.adapters.reference import make_hc_static
-from hcspec.conformance.runner import check_implementation
+from hcspec.conformance.session import check_implementation
 
 
 def test_the_docstring_example_runs() -> None:

@@ -18,7 +18,7 @@ import torch
 
 from hcspec.conformance import cli, journal
 from hcspec.conformance import report as rp
-from hcspec.conformance.runner import check_implementation
+from hcspec.conformance.session import check_implementation
 from hcspec.conformance.targets import resolve
 from tests.conformance.signalled import run_signalled
 

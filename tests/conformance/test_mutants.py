@@ -22,7 +22,7 @@ import torch
 
 from hcspec.conformance import report as rp
 from hcspec.conformance.properties import BY_ID
-from hcspec.conformance.runner import check_implementation
+from hcspec.conformance.session import check_implementation
 from hcspec.conformance.strategies import Case
 from tools import mutation
 

@@ -12,7 +12,7 @@ import pytest
 
 from hcspec.conformance import cli, profiles, pytest_plugin, timeouts
 from hcspec.conformance import report as rp
-from hcspec.conformance.runner import check_implementation
+from hcspec.conformance.session import check_implementation
 
 CONFORMANCE = Path(__file__).resolve().parents[2] / "conformance"
 

@@ -12,7 +12,7 @@ import pytest
 
 from hcspec.conformance import cli
 from hcspec.conformance import report as rp
-from hcspec.conformance.runner import check_implementation
+from hcspec.conformance.session import check_implementation
 
 FAILING = ["run", "tests.mutants.h_post_sigma:make", "--only", "constraints.h_post_span,device",
            "--profile", "quick", "--device", "cpu", "--no-progress", "--no-status"]

@@ -18,7 +18,7 @@ from hcspec.conformance.properties import BY_ID, CATALOGUE
 from hcspec.conformance.properties.declaration import DeclarationError, Property
 from hcspec.conformance.properties.errors import Inconclusive, PropertyFailure
 from hcspec.conformance.properties.recording import Recorder
-from hcspec.conformance.runner import check_implementation
+from hcspec.conformance.session import check_implementation
 
 ROOT = Path(__file__).resolve().parents[2]
 BF16 = rules.eps(torch.bfloat16)

@@ -14,7 +14,7 @@ from hcspec.conformance.profiles import get_profile
 from hcspec.conformance.properties import BY_ID, PropertyFailure
 from hcspec.conformance.properties.base import Context, Property
 from hcspec.conformance.protocol import Conventions
-from hcspec.conformance.runner import check_implementation
+from hcspec.conformance.session import check_implementation
 from hcspec.conformance.strategies import Case
 from tests.conformance.helpers import make_linear
 

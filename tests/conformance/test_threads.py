@@ -7,11 +7,12 @@ from collections.abc import Iterator
 import pytest
 import torch
 
-from hcspec.conformance import runner
+from hcspec.conformance import threads
 from hcspec.conformance.adapters.reference import make_hc_static
-from hcspec.conformance.runner import KIT_THREADS, check_implementation
+from hcspec.conformance.session import check_implementation
+from hcspec.conformance.threads import KIT_THREADS
 
-pytestmark = pytest.mark.skipif(not runner._threads_settable(),
+pytestmark = pytest.mark.skipif(not threads._threads_settable(),
                                 reason="torch's parallel backend is not OpenMP: the kit leaves "
                                        "the thread count alone")
 
@@ -56,7 +57,7 @@ def test_a_target_that_sets_the_thread_count_is_named_and_undone(two_threads: in
 
 def test_the_block_restores_when_it_raises(two_threads: int) -> None:
     changed: list[str] = []
-    with pytest.raises(RuntimeError), runner.intra_op_threads(1, two_threads, changed):
+    with pytest.raises(RuntimeError), threads.intra_op_threads(1, two_threads, changed):
         assert torch.get_num_threads() == 1
         raise RuntimeError("boom")
     assert torch.get_num_threads() == two_threads

@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 import torch
 
+from hcspec.conformance import execution
 from hcspec.conformance import report as rp
-from hcspec.conformance import runner
 from hcspec.conformance.adapters.reference import make_hc_static
-from hcspec.conformance.runner import check_implementation
+from hcspec.conformance.session import check_implementation
 from hcspec.conformance.timeouts import TimedOut, call_with_timeout
 from tests.mutants import h_res_transposed
 
@@ -75,7 +75,7 @@ def test_a_target_that_hangs_while_its_failure_is_diagnosed_does_not_hang_the_ru
     by what is left of the property's limit, the failure is reported without the hint."""
     release = threading.Event()
     property_ran = threading.Event()
-    real_run_property = runner.run_property
+    real_run_property = execution.run_property
 
     def run_property(prop: Any, *args: Any, **kwargs: Any) -> Any:
         try:
@@ -96,7 +96,7 @@ def test_a_target_that_hangs_while_its_failure_is_diagnosed_does_not_hang_the_ru
         impl.forward = forward
         return impl
 
-    monkeypatch.setattr(runner, "run_property", run_property)
+    monkeypatch.setattr(execution, "run_property", run_property)
     start = time.perf_counter()
     try:
         report = check_implementation(make, profile="quick", device="cpu", timeout=15,

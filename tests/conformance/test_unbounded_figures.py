@@ -10,7 +10,7 @@ from rich.console import Console
 
 from hcspec.conformance import report as rp
 from hcspec.conformance import terminal
-from hcspec.conformance.runner import check_implementation
+from hcspec.conformance.session import check_implementation
 
 
 def test_achieved_text_of_an_unbounded_figure() -> None:

@@ -4,7 +4,7 @@ training mode) is named once in the report header, and the run goes on."""
 from __future__ import annotations
 
 from hcspec.conformance import report as rp
-from hcspec.conformance.runner import check_implementation
+from hcspec.conformance.session import check_implementation
 from hcspec.reference import targets
 from tests.thirdparty.standins import make_state_dropout
 

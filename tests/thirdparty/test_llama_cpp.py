@@ -86,7 +86,7 @@ def test_threads_keep_the_parameters_and_the_output() -> None:
 
 @pytest.mark.slow
 def test_a_ci_subset_runs_every_kind_of_verdict() -> None:
-    from hcspec.conformance.runner import check_implementation
+    from hcspec.conformance.session import check_implementation
 
     report = check_implementation(
         "llama_cpp:deepseek-v4", profile="ci",

@@ -9,8 +9,9 @@ import functools
 import torch
 
 from hcspec.conformance import report as rp
+from hcspec.conformance.inspection import inspect_target
 from hcspec.conformance.properties.base import Context
-from hcspec.conformance.runner import check_implementation, inspect_target
+from hcspec.conformance.session import check_implementation
 from hcspec.conformance.strategies import Case
 from tests.thirdparty.standins import make_replicated
 

@@ -12,7 +12,7 @@ from hcspec.conformance import report as rp
 from hcspec.conformance import rules
 from hcspec.conformance.properties.base import PropertyFailure
 from hcspec.conformance.properties.bug_classes import known_bug_class
-from hcspec.conformance.runner import check_implementation
+from hcspec.conformance.session import check_implementation
 from hcspec.conformance.strategies import Case
 from tests.conformance.properties import support
 

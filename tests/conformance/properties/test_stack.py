@@ -15,7 +15,7 @@ from hcspec.conformance.adapters._stacking import SequentialStack, sequential_st
 from hcspec.conformance.families.stack import LAYERS, build_stack, run_weights
 from hcspec.conformance.properties import BY_ID, NotApplicable, PropertyFailure
 from hcspec.conformance.protocol import STACK, capabilities
-from hcspec.conformance.runner import check_implementation
+from hcspec.conformance.session import check_implementation
 from hcspec.reference import ManifoldHyperConnection, targets
 from hcspec.reference.stack import HyperConnectionStack
 from tests.conformance.properties.support import context, run, unmet
