@@ -34,10 +34,23 @@ Capabilities: ``weights`` (the ``pre``/``post``/``comb`` ggml computes, row form
 ``published_parameters``/``load_published``, ``threads`` (ggml's CPU thread count), and
 ``parameters``. Not offered: ``reduce`` (DeepSeek-V4's head has its own tensors).
 
-``llama_cpp:qwen4-exp`` (``ggml_dsv4_hc_pre_gated`` + ``ggml_dsv4_hc_post`` with a NULL
-``comb``; :func:`hcspec.conformance.native.ggml.pre_gated` is bound) is one more factory
-here — a ``build`` with those two sublayer functions passed to
-:func:`~hcspec.conformance.native.framework.native_target` — once the kit has the gated law.
+TARGET ``llama_cpp:qwen4-exp`` (:func:`make_qwen4_exp`): one Qwen4-exp hyper-connection as
+``src/models/qwen4exp.cpp`` composes it for a layer (fused, the default): ``build_hc_mix``
+(lines 270–324: ``ggml_rms_norm`` over each stream times the folded gamma, ``ggml_mul_mat``
+down, ``ggml_scale`` 1/hc, ``ggml_silu``, ``ggml_mul_mat`` up, the fused
+``ggml_dsv4_hc_pre_gated(xn, gate, 1/hc)`` at line 296, ``ggml_mul_mat`` inject) and
+``build_hc_combine`` (lines 326–349: ``2σ(inject/hc)``, the fused ``ggml_dsv4_hc_post`` with
+a NULL ``comb``, line 341: the identity). Declared: ``read="elementwise"`` with ``read_map``
+(the branch input and ``h_post`` ggml computes; ggml has no per-element ``h_pre`` to report),
+``residual_mixing="identity"``, kind ``hc-dynamic``, the published ``qwen4-exp`` layout
+(``published_parameters``/``load_published``: transformers' tensor names; the adapter folds
+the norm's gamma to ``1 + w`` as llama.cpp's converter does, conversion/qwen.py lines
+401–402), float32, forward only, any ``n >= 2`` (neither ``ggml_dsv4_hc_pre_gated`` nor
+``ggml_dsv4_hc_post`` asserts a count, ggml.c lines 6517–6600; qwen4exp.cpp line 52 refuses a
+count <= 1 as transformers' config does), ``norm_eps = 1e-6``. Parameters drawn from ``seed``
+(NumPy): ``hc_norm.weight ~ N(0, 0.1²)`` (non-zero, so the gamma is exercised), the three
+projections ``~ N(0, 0.02²)``, low rank :data:`GATED_RANK`. Capabilities: ``read_map``,
+``published_parameters``/``load_published``, ``threads``, ``parameters``.
 """
 
 from __future__ import annotations
@@ -60,8 +73,9 @@ from hcspec.conformance.native.framework import (
 )
 from hcspec.conformance.protocol import Conventions, Weights
 
-__all__ = ["NO_BACKWARD", "SETTINGS", "WRITTEN_FOR", "LlamaCppV4Connection", "conventions",
-           "make_deepseek_v4"]
+__all__ = ["GATED_RANK", "NO_BACKWARD", "SETTINGS", "WRITTEN_FOR", "LlamaCppQwen4ExpConnection",
+           "LlamaCppV4Connection", "conventions", "gated_conventions", "make_deepseek_v4",
+           "make_qwen4_exp"]
 
 SETTINGS: Final = ggml.Settings(hc_eps=1e-6, norm_eps=1e-6, sinkhorn_iters=20)
 """DeepSeek-V4's hyper-connection settings (its config: hc_eps, rms_norm_eps, hc_sinkhorn_iters)."""
@@ -165,3 +179,113 @@ def make_deepseek_v4(n: int, d: int, *, layer_index: int = 0,
     """
     return _MAKE(n, d, layer_index=layer_index, dtype=dtype, device=device, seed=seed,
                  threads=threads)
+
+
+# --- llama_cpp:qwen4-exp -----------------------------------------------------------------------
+GATED_RANK: Final = 4
+"""The low rank r of the drawn Qwen4-exp projections (any r is the same step)."""
+
+GATED_NORM_EPS: Final = 1e-6
+"""Qwen4-exp's ``rms_norm_eps`` (the group RMSNorm of the hyper-connection)."""
+
+NORM_STD: Final = 0.1
+"""Standard deviation of the drawn ``hc_norm.weight`` (the gamma is ``1 + w``)."""
+
+
+def gated_conventions() -> Conventions:
+    """What the ``llama_cpp:qwen4-exp`` target declares (see the module docstring)."""
+    return Conventions(
+        compute_dtype=torch.float32, output_dtype=torch.float32, read="elementwise",
+        residual_mixing="identity", published="qwen4-exp",
+        notes=(f"llama.cpp ggml (llama-cpp-python {WRITTEN_FOR}) CPU backend through ctypes "
+               "in a worker process: Qwen4-exp's hyper-connection as src/models/qwen4exp.cpp "
+               "composes it (build_hc_mix with the fused ggml_dsv4_hc_pre_gated, "
+               "build_hc_combine with ggml_dsv4_hc_post and a NULL comb: H_res = I); the norm "
+               "gamma folded to 1 + w as the converter does; float32 in and out; no size "
+               "asserted by the ops (n >= 2 as the model's loader)"))
+
+
+def _gated_build(n: int, d: int, layer_index: int, seed: int, threads: int) -> Built:
+    del layer_index  # no layer-dependent initialisation
+    if n < 2:
+        raise ValueError(f"llama_cpp:qwen4-exp: n = {n}, but qwen4exp.cpp refuses a "
+                         "hyper-connection count <= 1")
+    rng = np.random.default_rng(seed)
+    nd, r = n * d, GATED_RANK
+
+    def normal(std: float, *shape: int) -> np.ndarray:
+        return (rng.standard_normal(shape) * std).astype(np.float32)
+
+    params = dict(zip(ggml.GATED_NAMES, (normal(NORM_STD, nd), normal(FN_STD, r, nd),
+                                         normal(FN_STD, nd, r), normal(FN_STD, n, nd))))
+    s = _gated_settings(threads)
+    sublayer = Sublayer(read=functools.partial(ggml.gated_read, s),
+                        write=functools.partial(ggml.gated_write, s))
+    return Built(params, sublayer)
+
+
+def _gated_settings(threads: int) -> ggml.Settings:
+    backend = ggml.Backend(os.environ.get(BACKEND_ENV) or "CPU", threads)
+    return ggml.Settings(hc_eps=0.0, norm_eps=GATED_NORM_EPS, sinkhorn_iters=0,
+                         backend=backend)
+
+
+def _gated_extras(threads: int) -> Mapping[str, Callable[..., Any]]:
+    return {"read_map": functools.partial(ggml.gated_read, _gated_settings(threads))}
+
+
+class LlamaCppQwen4ExpConnection(ThreadedNativeConnection):
+    """The proxy of one ggml Qwen4-exp hyper-connection (:class:`ThreadedNativeConnection`)
+    with ``read_map(x)``, ``published_parameters()`` and ``load_published(params)``.
+
+    Shapes: ``x [B,T,n,d]``; outputs float32 (declared), no autograd graph.
+    """
+
+    def read_map(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(x_in [B,T,d], h_post [B,T,n])`` as ggml computes them at ``x`` (the graph of
+        the forward's read).
+
+        Raises:
+            NativeFault: the worker died.
+        """
+        x_in, h_post = self.call_extra("read_map", x)
+        return x_in, h_post
+
+    def published_parameters(self) -> dict[str, object]:
+        """The ``qwen4-exp`` tensors (the parameters themselves, transformers' names, the
+        norm's ``w`` unfolded) and ``norm_eps``."""
+        return {**self.params, "norm_eps": GATED_NORM_EPS}
+
+    def load_published(self, params: Mapping[str, object]) -> None:
+        """Set the parameters from ``qwen4-exp`` tensors of this target's shapes (cast to
+        float32).
+
+        Raises:
+            KeyError: a tensor is missing. ValueError: a tensor of another shape.
+        """
+        with torch.no_grad():
+            for key, target in self.params.items():
+                source = params[key]
+                if not isinstance(source, torch.Tensor) or source.shape != target.shape:
+                    raise ValueError(f"load_published: {key} must be a tensor of shape "
+                                     f"{tuple(target.shape)}")
+                target.copy_(source.to(dtype=target.dtype, device=target.device))
+
+
+_MAKE_GATED = native_target("ggml", _gated_build, conventions=gated_conventions(),
+                            no_backward=NO_BACKWARD, kind="hc-dynamic",
+                            cls=LlamaCppQwen4ExpConnection, extras=_gated_extras)
+
+
+def make_qwen4_exp(n: int, d: int, *, layer_index: int = 0,
+                   dtype: torch.dtype = torch.float64, device: str = "cpu", seed: int = 0,
+                   threads: int = 1) -> NativeConnection:
+    """Factory (kit target form) for one Qwen4-exp hyper-connection computed by ggml (see the
+    module docstring); ``threads`` is ggml's CPU thread count.
+
+    Raises:
+        ValueError: ``n < 2`` (as llama.cpp's loader), ``d`` not a positive int,
+            ``layer_index < 0`` or ``seed < 0``.
+    """
+    return _MAKE_GATED(n, d, layer_index=layer_index, dtype=dtype, device=device, seed=seed,
+                       threads=threads)
