@@ -113,3 +113,82 @@ def test_a_planted_bug_fails_a_named_property(tmp_path: object) -> None:
     status, failed = ggml_mutants.run_kit(library, "quick", tmp_path / "r.json")
     assert status == 1
     assert "published.step" in failed and "law.reported" in failed
+
+
+# --- llama_cpp:qwen4-exp ---------------------------------------------------------------------
+def _published(impl: object) -> dict[str, object]:
+    params: dict[str, object] = getattr(impl, "published_parameters")()
+    return {k: (v.detach().double() if isinstance(v, torch.Tensor) else v)
+            for k, v in params.items()}
+
+
+@pytest.mark.parametrize("n", [2, 3, 5, 8])
+def test_the_ggml_gated_step_is_the_published_qwen4_exp_step_at_any_n(n: int) -> None:
+    """No count is asserted by ggml_dsv4_hc_pre_gated or ggml_dsv4_hc_post (NULL comb): the
+    step runs at n = 2, 3, 5, 8 and equals the float64 published step (the drawn norm weight
+    is non-zero, so the converter's 1 + w fold is exercised)."""
+    from hcspec.conformance.adapters import llama_cpp
+    from hcspec.formulas import gated
+
+    impl = llama_cpp.make_qwen4_exp(n, 16, seed=n)
+    assert isinstance(impl, llama_cpp.LlamaCppQwen4ExpConnection)
+    params = _published(impl)
+    assert float(torch.as_tensor(params["hc_norm.weight"]).abs().max()) > 0.05
+    x = torch.randn(2, 3, n, 16, dtype=torch.float64, generator=torch.Generator().manual_seed(n))
+    w = torch.randn(16, 16, dtype=torch.float64, generator=torch.Generator().manual_seed(9))
+    calls: list[torch.Tensor] = []
+
+    def branch(h: torch.Tensor) -> torch.Tensor:
+        calls.append(h)
+        return torch.tanh(h @ w.to(h.dtype))
+
+    out = impl.forward(x, branch)
+    assert len(calls) == 1 and out.dtype == torch.float32 and not out.requires_grad
+    want = gated.step(params, x, branch)
+    assert (out.double() - want).abs().max() < 2e-6
+    x_in, h_post = impl.read_map(x)
+    parts = gated.parts(params, x)
+    assert parts.h_post is not None
+    assert (x_in.double() - parts.x_in).abs().max() < 1e-6
+    assert (h_post.double() - parts.h_post).abs().max() < 1e-6
+
+
+def test_the_gated_write_is_the_identity_residual_plus_h_post_z() -> None:
+    """``ggml_dsv4_hc_post`` with a NULL comb: X' = X + h_post zᵀ exactly in float32 (one
+    product and one sum per entry)."""
+    from hcspec.conformance.native import ggml
+
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((1, 5, 3, 8)).astype(np.float32)
+    z = rng.standard_normal((1, 5, 8)).astype(np.float32)
+    post = rng.standard_normal((1, 5, 3)).astype(np.float32)
+    got = ggml.gated_write(ggml.Settings(), {}, x, z, post)
+    want = x + post[..., None] * z[..., None, :]
+    assert np.array_equal(got, want)
+
+
+def test_the_gated_target_refuses_one_stream_and_declares_its_read() -> None:
+    from hcspec.conformance.adapters import llama_cpp
+
+    with pytest.raises(ValueError, match="count <= 1"):
+        llama_cpp.make_qwen4_exp(1, 8)
+    impl = llama_cpp.make_qwen4_exp(2, 8)
+    c = impl.conventions
+    assert (c.read, c.residual_mixing, c.published, impl.kind) == (
+        "elementwise", "identity", "qwen4-exp", "hc-dynamic")
+    assert c.no_backward and c.supported_expansion_rates is None
+    assert impl.weights is None  # no per-stream weights to report
+
+
+@pytest.mark.slow
+def test_the_gated_ci_run_passes_the_gated_and_published_families() -> None:
+    from hcspec.conformance.runner import check_implementation
+
+    report = check_implementation("llama_cpp:qwen4-exp", profile="ci")
+    status = {r.id: r.status for r in report.results}
+    assert not [k for k, v in status.items() if v not in ("passed", "not_applicable")]
+    for name in ("published.step", "published.load_roundtrip", "gated.law", "gated.read",
+                 "gated.write", "gated.unmixed", "determinism.thread_count"):
+        assert status[name] == "passed", name
+    assert status["gradients.fd_input"] == "not_applicable"
+    assert status["law.reported"] == "not_applicable"  # no per-stream weights
