@@ -216,8 +216,9 @@ def _gated_build(n: int, d: int, layer_index: int, seed: int, threads: int) -> B
     def normal(std: float, *shape: int) -> np.ndarray:
         return (rng.standard_normal(shape) * std).astype(np.float32)
 
-    params = dict(zip(ggml.GATED_NAMES, (normal(NORM_STD, nd), normal(FN_STD, r, nd),
-                                         normal(FN_STD, nd, r), normal(FN_STD, n, nd))))
+    drawn = (normal(NORM_STD, nd), normal(FN_STD, r, nd), normal(FN_STD, nd, r),
+             normal(FN_STD, n, nd))
+    params = dict(zip(ggml.GATED_NAMES, drawn, strict=True))
     s = _gated_settings(threads)
     sublayer = Sublayer(read=functools.partial(ggml.gated_read, s),
                         write=functools.partial(ggml.gated_write, s))

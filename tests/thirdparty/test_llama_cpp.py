@@ -117,7 +117,10 @@ def test_a_planted_bug_fails_a_named_property(tmp_path: object) -> None:
 
 # --- llama_cpp:qwen4-exp ---------------------------------------------------------------------
 def _published(impl: object) -> dict[str, object]:
-    params: dict[str, object] = getattr(impl, "published_parameters")()
+    from hcspec.conformance.adapters import llama_cpp
+
+    assert isinstance(impl, llama_cpp.LlamaCppQwen4ExpConnection)
+    params = impl.published_parameters()
     return {k: (v.detach().double() if isinstance(v, torch.Tensor) else v)
             for k, v in params.items()}
 
