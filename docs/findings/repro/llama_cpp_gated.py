@@ -81,7 +81,7 @@ def compute(threads, outputs_of, inputs):
     backend = cpu.ggml_backend_cpu_init()
     cpu.ggml_backend_cpu_set_n_threads(backend, threads)
     buffer = base.ggml_backend_alloc_ctx_tensors(ctx, backend)
-    for t, a in zip(tensors, inputs):
+    for t, a in zip(tensors, inputs, strict=True):
         a = np.ascontiguousarray(a, dtype=np.float32)
         base.ggml_backend_tensor_set(t, a.ctypes.data, 0, a.nbytes)
     assert base.ggml_backend_graph_compute(backend, graph) == 0
