@@ -46,7 +46,7 @@ a NULL ``comb``, line 341: the identity). Declared: ``read="elementwise"`` with 
 (``published_parameters``/``load_published``: transformers' tensor names; the adapter folds
 the norm's gamma to ``1 + w`` as llama.cpp's converter does, conversion/qwen.py lines
 401–402), float32, forward only, any ``n >= 2`` (neither ``ggml_dsv4_hc_pre_gated`` nor
-``ggml_dsv4_hc_post`` asserts a count, ggml.c lines 6517–6615; qwen4exp.cpp line 52 refuses a
+``ggml_dsv4_hc_post`` asserts a count, ggml.c lines 6519–6618; qwen4exp.cpp line 52 refuses a
 count <= 1 as transformers' config does), ``norm_eps = 1e-6``. Parameters drawn from ``seed``
 (NumPy): ``hc_norm.weight ~ N(0, 0.1²)`` (non-zero, so the gamma is exercised), the three
 projections ``~ N(0, 0.02²)``, low rank :data:`GATED_RANK`. Capabilities: ``read_map``,
