@@ -63,14 +63,17 @@ from typing import Any, Final
 import numpy as np
 import torch
 
+from hcspec.conformance.adapters._capture import check_branch_output, check_state
 from hcspec.conformance.adapters.declarations.llama_cpp import WRITTEN_FOR
-from hcspec.conformance.bridge import Built, Sublayer
+from hcspec.conformance.bridge import Built, FlatFunction, Sublayer, cross
 from hcspec.conformance.native import ggml
 from hcspec.conformance.native.framework import (
     NativeConnection,
+    NativeFramework,
     ThreadedNativeConnection,
     native_target,
 )
+from hcspec.conformance.native.worker import shared_worker
 from hcspec.conformance.protocol import Conventions, Weights
 
 __all__ = ["GATED_RANK", "NO_BACKWARD", "SETTINGS", "WRITTEN_FOR", "LlamaCppQwen4ExpConnection",
@@ -235,12 +238,109 @@ def _gated_extras(threads: int) -> Mapping[str, Callable[..., Any]]:
     return {"read_map": functools.partial(ggml.gated_read, _gated_settings(threads))}
 
 
+def _gated_call(fn: Callable[..., Any], threads: int, *inputs: torch.Tensor
+                ) -> tuple[torch.Tensor, ...]:
+    """``fn(settings, ...)`` (a gated sublayer function) in the shared worker on ``inputs``
+    (the parameters first, in :data:`ggml.GATED_NAMES` order, then the arrays)."""
+    framework = NativeFramework("ggml", shared_worker(), NO_BACKWARD)
+    flat = FlatFunction(functools.partial(fn, _gated_settings(threads)), ggml.GATED_NAMES,
+                        fn is ggml.gated_write)
+    with torch.no_grad():
+        return cross(framework, flat, *inputs)
+
+
+@torch.library.custom_op("hcspec_ggml::qwen4exp_read", mutates_args=())
+def qwen4exp_read(x: torch.Tensor, norm: torch.Tensor, down: torch.Tensor, up: torch.Tensor,
+                  inject: torch.Tensor, threads: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Custom op: ggml's Qwen4-exp read (:func:`ggml.gated_read`, ``build_hc_mix`` and the
+    write weights) on ``x [B,T,n,d]`` with the published tensors (``hc_norm.weight``,
+    ``input_mix_weight_down``, ``input_mix_weight_up``, ``block_inject_weight``): ``(x_in
+    [B,T,d], h_post [B,T,n])``, float32, on ``x``'s device; ``threads`` CPU threads. No
+    autograd formula (ggml has no backward).
+
+    Raises:
+        NativeFault: the worker died.
+    """
+    x_in, h_post = _gated_call(ggml.gated_read, threads, norm, down, up, inject, x)
+    return x_in, h_post
+
+
+@qwen4exp_read.register_fake
+def _qwen4exp_read_fake(x: torch.Tensor, norm: torch.Tensor, down: torch.Tensor,
+                        up: torch.Tensor, inject: torch.Tensor, threads: int
+                        ) -> tuple[torch.Tensor, torch.Tensor]:
+    b, t, n, d = x.shape
+    return (x.new_empty((b, t, d), dtype=torch.float32),
+            x.new_empty((b, t, n), dtype=torch.float32))
+
+
+@torch.library.custom_op("hcspec_ggml::qwen4exp_write", mutates_args=())
+def qwen4exp_write(x: torch.Tensor, z: torch.Tensor, post: torch.Tensor,
+                   threads: int) -> torch.Tensor:
+    """Custom op: ggml's Qwen4-exp write (:func:`ggml.gated_write`: ``ggml_dsv4_hc_post`` with a
+    NULL comb): ``X' = X + post zᵀ`` for ``x [B,T,n,d]``, ``z [B,T,d]``, ``post [B,T,n]``;
+    ``[B,T,n,d]`` float32 on ``x``'s device. No autograd formula.
+
+    Raises:
+        NativeFault: the worker died.
+    """
+    (out,) = _gated_call(ggml.gated_write, threads, *_no_params(x), x, z, post)
+    return out
+
+
+@qwen4exp_write.register_fake
+def _qwen4exp_write_fake(x: torch.Tensor, z: torch.Tensor, post: torch.Tensor,
+                         threads: int) -> torch.Tensor:
+    return x.new_empty(x.shape, dtype=torch.float32)
+
+
+def _no_params(x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """Placeholders for the parameters :func:`ggml.gated_write` ignores (one element each)."""
+    return tuple(x.new_zeros(1, dtype=torch.float32) for _ in ggml.GATED_NAMES)
+
+
 class LlamaCppQwen4ExpConnection(ThreadedNativeConnection):
     """The proxy of one ggml Qwen4-exp hyper-connection (:class:`ThreadedNativeConnection`)
-    with ``read_map(x)``, ``published_parameters()`` and ``load_published(params)``.
+    with ``read_map(x)``, ``custom_ops(x)``, ``published_parameters()`` and
+    ``load_published(params)``. Its forward calls two ``torch.library`` custom ops,
+    :func:`qwen4exp_read` and :func:`qwen4exp_write` (each with a fake kernel giving its
+    shapes), with the kit's branch between them, so ``torch.export`` captures the step.
 
     Shapes: ``x [B,T,n,d]``; outputs float32 (declared), no autograd graph.
     """
+
+    def forward(self, x: torch.Tensor, branch: Callable[[torch.Tensor], torch.Tensor]
+                ) -> torch.Tensor:
+        """The read op, the kit's ``branch`` once on ``x_in`` cast to ``x``'s dtype, the write
+        op; float32 ``[B,T,n,d]``, no autograd graph.
+
+        Raises:
+            ValueError: ``x`` not ``[B,T,n,d]``; a branch output of another shape.
+            NativeFault: the worker died.
+        """
+        check_state(x, self.n, self.d)
+        with torch.no_grad():
+            params = (p.detach() for p in self.params.values())
+            x_in, h_post = qwen4exp_read(x, *params, self.thread_count)
+            x_in = x_in.to(x.dtype)
+            z = check_branch_output(branch(x_in), x_in)
+            out: torch.Tensor = qwen4exp_write(x, z, h_post, self.thread_count)
+        return out
+
+    def custom_ops(self, x: torch.Tensor) -> list[tuple[Any, tuple[Any, ...], dict[str, Any]]]:
+        """The custom-op calls forward makes at ``x`` (capability ``custom_ops``), the branch
+        being the identity: ``[(read op, (x, *params, threads), {}), (write op, (x, x_in,
+        h_post, threads), {})]``. The tensors are detached: the ops have no autograd formula
+        (ggml inference ops have no backward), so opcheck checks their schema, fake kernels and
+        AOT dispatch of the forward."""
+        x = x.detach()
+        params = tuple(p.detach() for p in self.params.values())
+        with torch.no_grad():
+            x_in, h_post = qwen4exp_read(x, *params, self.thread_count)
+        return [(torch.ops.hcspec_ggml.qwen4exp_read.default, (x, *params, self.thread_count),
+                 {}),
+                (torch.ops.hcspec_ggml.qwen4exp_write.default,
+                 (x, x_in.to(x.dtype), h_post, self.thread_count), {})]
 
     def read_map(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """``(x_in [B,T,d], h_post [B,T,n])`` as ggml computes them at ``x`` (the graph of

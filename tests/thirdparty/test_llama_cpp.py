@@ -195,3 +195,31 @@ def test_the_gated_ci_run_passes_the_gated_and_published_families() -> None:
         assert status[name] == "passed", name
     assert status["gradients.fd_input"] == "not_applicable"
     assert status["law.reported"] == "not_applicable"  # no per-stream weights
+    assert status["customop.opcheck"] == status["customop.export"] == "passed"
+    assert status["customop.vmap"] == status["customop.double_backward"] == "not_applicable"
+
+
+def test_the_gated_forward_is_two_custom_ops_that_opcheck_and_export() -> None:
+    """The forward calls hcspec_ggml::qwen4exp_read and ::qwen4exp_write (fake kernels for
+    the shapes): opcheck passes on both calls custom_ops(x) names, and torch.export captures
+    both, its program giving eager's output."""
+    from hcspec.conformance.adapters import llama_cpp
+
+    impl = llama_cpp.make_qwen4_exp(3, 8, seed=2, threads=2)
+    assert isinstance(impl, llama_cpp.LlamaCppQwen4ExpConnection) and impl.thread_count == 2
+    x = torch.randn(1, 4, 3, 8, dtype=torch.float64, generator=torch.Generator().manual_seed(3))
+    calls = impl.custom_ops(x)
+    assert [str(op) for op, _, _ in calls] == ["hcspec_ggml.qwen4exp_read.default",
+                                               "hcspec_ggml.qwen4exp_write.default"]
+    for op, args, kwargs in calls:
+        torch.library.opcheck(op, args, kwargs)  # raises on a failed test
+
+    class Step(torch.nn.Module):
+        def forward(self, t: torch.Tensor) -> torch.Tensor:
+            return impl.forward(t, torch.tanh)
+
+    with torch.no_grad():  # as customop.export: else the forward's no_grad is a submodule
+        exported = torch.export.export(Step(), (x,))
+        graph = str(exported.graph)
+        assert "qwen4exp_read" in graph and "qwen4exp_write" in graph
+        assert torch.equal(exported.module()(x), Step()(x))
