@@ -32,7 +32,8 @@ build (``CUDA0``: tools/gpu_check.sh); the thread count applies to the CPU backe
 
 Capabilities: ``weights`` (the ``pre``/``post``/``comb`` ggml computes, row form), ``logits``,
 ``published_parameters``/``load_published``, ``threads`` (ggml's CPU thread count), and
-``parameters``. Not offered: ``reduce`` (DeepSeek-V4's head has its own tensors).
+``parameters``. Not offered: ``reduce`` (DeepSeek-V4's head has its own tensors) and
+``custom_ops`` (its forward crosses through the bridge, not through registered ops).
 
 TARGET ``llama_cpp:qwen4-exp`` (:func:`make_qwen4_exp`): one Qwen4-exp hyper-connection as
 ``src/models/qwen4exp.cpp`` composes it for a layer (fused, the default): ``build_hc_mix``
@@ -50,6 +51,9 @@ the norm's gamma to ``1 + w`` as llama.cpp's converter does, conversion/qwen.py 
 count <= 1 as transformers' config does), ``norm_eps = 1e-6``. Parameters drawn from ``seed``
 (NumPy): ``hc_norm.weight ~ N(0, 0.1²)`` (non-zero, so the gamma is exercised), the three
 projections ``~ N(0, 0.02²)``, low rank :data:`GATED_RANK`. Capabilities: ``read_map``,
+``custom_ops`` (its forward is two ``torch.library`` custom ops, :func:`qwen4exp_read` and
+:func:`qwen4exp_write`, with fake kernels, the branch between them: ``customop.opcheck`` and
+``customop.export`` run; ``vmap`` and ``double_backward`` are not declared),
 ``published_parameters``/``load_published``, ``threads``, ``parameters``.
 """
 

@@ -91,13 +91,14 @@ def test_a_ci_subset_runs_every_kind_of_verdict() -> None:
     report = check_implementation(
         "llama_cpp:deepseek-v4", profile="ci",
         only=["published.step", "exact.one_hot_copy", "determinism.thread_count",
-              "gradients.closed_form", "reduction.mhc_n1_residual"])
+              "gradients.closed_form", "reduction.mhc_n1_residual", "customop.opcheck"])
     status = {r.id: r.status for r in report.results}
     assert status["published.step"] == "passed"
     assert status["exact.one_hot_copy"] == "passed"  # the n = 2, 3 cases skipped, n = 4 ran
     assert status["determinism.thread_count"] == "passed"
     assert status["gradients.closed_form"] == "not_applicable"
     assert status["reduction.mhc_n1_residual"] == "not_applicable"  # n = 1 only: declared
+    assert status["customop.opcheck"] == "not_applicable"  # no custom ops offered
 
 
 @pytest.mark.slow
