@@ -142,6 +142,7 @@ class NativeConnection(BridgedConnection):
                  rebuild: Callable[[int], NativeConnection],
                  extras: Mapping[str, Callable[..., Any]] | None = None) -> None:
         super().__init__(framework, sublayer, params, n, d, kind, conventions)
+        self.thread_count = 1  # set by native_target's factory: build's thread count
         self._rebuild = rebuild
         self._extras = {key: FlatFunction(fn, list(params), False)
                         for key, fn in (extras or {}).items()}
@@ -252,8 +253,10 @@ def native_target(
 
         built = build(n, d, layer_index, seed, threads)
         params = torch_parameters(built.parameters, parameter_dtype, device)
-        return cls(framework, built.sublayer, params, n, d, kind, declared, rebuild,
-                   None if extras is None else extras(threads))
+        connection = cls(framework, built.sublayer, params, n, d, kind, declared, rebuild,
+                         None if extras is None else extras(threads))
+        connection.thread_count = threads
+        return connection
 
     make.__doc__ = f"Kit factory for the native target {name} (run in a worker process)."
     return make

@@ -77,6 +77,7 @@ _SIGNATURES: Final[dict[str, tuple[object, list[object]]]] = {
     "ggml_view_1d": (_P, [_P, _P, _I64, _SZ]),
     "ggml_view_2d": (_P, [_P, _P, _I64, _I64, _SZ, _SZ]),
     "ggml_reshape_2d": (_P, [_P, _P, _I64, _I64]),
+    "ggml_reshape_3d": (_P, [_P, _P, _I64, _I64, _I64]),
     "ggml_nbytes": (_SZ, [_P]),
     # primitive ops
     "ggml_rms_norm": (_P, [_P, _P, _F]),
@@ -84,6 +85,7 @@ _SIGNATURES: Final[dict[str, tuple[object, list[object]]]] = {
     "ggml_mul": (_P, [_P, _P, _P]),
     "ggml_add": (_P, [_P, _P, _P]),
     "ggml_sigmoid": (_P, [_P, _P]),
+    "ggml_silu": (_P, [_P, _P]),
     "ggml_scale": (_P, [_P, _P, _F]),
     "ggml_scale_bias": (_P, [_P, _P, _F, _F]),
     # the fused DeepSeek-V4 hyper-connection ops
@@ -473,10 +475,8 @@ def step_graph(x: FloatArray, hc_fn: FloatArray, hc_scale: FloatArray, hc_base: 
 
 def pre_gated(x: FloatArray, gate: FloatArray, scale: float, s: Settings) -> FloatArray:
     """``ggml_dsv4_hc_pre_gated(x, gate, scale)``: ``scale · Σ_h x[t, h]·σ(gate[t, h])``
-    element-wise (Qwen4-exp, qwen4exp.cpp). Shapes ``x, gate [N, n, d]`` → ``[N, d]``.
-
-    The ``llama_cpp:qwen4-exp`` target is one adapter function on top of this and
-    ``ggml_dsv4_hc_post`` with a NULL comb, once the kit has the gated law."""
+    element-wise (Qwen4-exp, qwen4exp.cpp line 299). Shapes ``x, gate [N, n, d]`` → ``[N, d]``.
+    The step of ``llama_cpp:qwen4-exp`` is :func:`gated_read` and :func:`gated_write`."""
     tokens, _, d = x.shape
     with Graph(load(), s.backend) as g:
         out = int(g.lib.base.ggml_dsv4_hc_pre_gated(g.ctx, g.tensor(x), g.tensor(gate), scale))
@@ -541,3 +541,90 @@ def sublayer_logits(s: Settings, params: Params, x: npt.NDArray[np.generic]
     pre, post, comb = logits(_tokens(x), *_tensors(params), s)
     return [pre.reshape(b, t, n), post.reshape(b, t, n),
             np.ascontiguousarray(comb.reshape(b, t, n, n).swapaxes(-1, -2))]
+
+
+# --- Qwen4-exp's gated step, as src/models/qwen4exp.cpp composes it --------------------------
+GATED_SOURCE: Final = "src/models/qwen4exp.cpp"
+"""The file of llama.cpp 0c1e5709 the gated composition follows (``build_hc_mix`` lines
+270–324, ``build_hc_combine`` lines 326–349)."""
+
+GATED_NAMES: Final = ("hc_norm.weight", "input_mix_weight_down", "input_mix_weight_up",
+                      "block_inject_weight")
+"""The published ``qwen4-exp`` tensors (transformers' names) the gated functions take."""
+
+
+def _gated_tensors(params: Params, n: int, d: int
+                   ) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
+    """The GGUF's tensors from the published ones: the norm's gamma folded to ``1 + w``
+    (llama.cpp's converter, conversion/qwen.py lines 401–402, for every ``norm.weight``) in
+    ggml's ``[n_embd, hc]`` (NumPy ``[n, d]``); ``down [r, n·d]``, ``up [n·d, r]``,
+    ``inject [n, n·d]`` as they are (ggml's shapes are these reversed)."""
+    def f32(key: str) -> FloatArray:
+        return np.ascontiguousarray(params[key], dtype=np.float32)
+
+    gamma = (np.float32(1.0) + f32(GATED_NAMES[0])).reshape(n, d)
+    return gamma, f32(GATED_NAMES[1]), f32(GATED_NAMES[2]), f32(GATED_NAMES[3])
+
+
+def _gated_mix(g: Graph, x: FloatArray, params: Params, s: Settings
+               ) -> tuple[int, int, int]:
+    """``build_hc_mix`` (qwen4exp.cpp lines 270–324) with the fused read (the default,
+    ``cparams.fused_dsv4_hc_pre``, src/llama-context.cpp line 240): ``x [N, n, d]`` as ggml
+    ``[d, n, N]``; returns the tensors ``(x, mixed [d, N], inject logits [n, N])``."""
+    lib, ctx = g.lib.base, g.ctx
+    tokens, n, d = x.shape
+    gamma, down, up, inject = (g.tensor(a) for a in _gated_tensors(params, n, d))
+    tx = g.tensor(x)
+    # line 284: xn = ggml_mul(ggml_rms_norm(x, eps), w_norm): the RMS over one stream (ne0)
+    xn = lib.ggml_mul(ctx, lib.ggml_rms_norm(ctx, tx, s.norm_eps), gamma)
+    # line 285: xn = ggml_reshape_2d(xn, hc_dim, nt)
+    xn = lib.ggml_reshape_2d(ctx, xn, n * d, tokens)
+    # lines 288–290: gate = up · silu(scale(down · xn, 1/hc)) (build_lora_mm is ggml_mul_mat)
+    lo = lib.ggml_silu(ctx, lib.ggml_scale(ctx, lib.ggml_mul_mat(ctx, down, xn), 1.0 / n))
+    gate = lib.ggml_mul_mat(ctx, up, lo)
+    # lines 296–298: mixed = ggml_dsv4_hc_pre_gated(xn, gate, 1/hc), both as [n_embd, hc, nt]
+    mixed = lib.ggml_dsv4_hc_pre_gated(ctx, lib.ggml_reshape_3d(ctx, xn, d, n, tokens),
+                                       lib.ggml_reshape_3d(ctx, gate, d, n, tokens), 1.0 / n)
+    # line 319: inject = build_lora_mm(w_inject, xn)
+    logits = lib.ggml_mul_mat(ctx, inject, xn)
+    return tx, int(mixed), int(logits)
+
+
+def _combine_weights(g: Graph, logits: int, n: int) -> int:
+    """``build_hc_combine`` lines 335–336: ``w = 2 σ(inject / hc)`` ``[hc, nt]``."""
+    lib, ctx = g.lib.base, g.ctx
+    return int(lib.ggml_scale(ctx, lib.ggml_sigmoid(ctx, lib.ggml_scale(ctx, logits, 1.0 / n)),
+                              2.0))
+
+
+def gated_read(s: Settings, params: Params, x: npt.NDArray[np.generic]) -> list[FloatArray]:
+    """The read of one Qwen4-exp hyper-connection (``build_hc_mix``, qwen4exp.cpp lines
+    270–324, and the weights of ``build_hc_combine``, lines 335–336) on a state ``x [B,T,n,d]``
+    with the published ``qwen4-exp`` tensors ``params`` (:data:`GATED_NAMES`): ``[x_in [B,T,d],
+    h_post [B,T,n]]`` float32. Any ``n >= 1`` (no op asserts a count)."""
+    b, t, n, d = x.shape
+    with Graph(load(), s.backend) as g:
+        _, mixed, logits = _gated_mix(g, _tokens(x), params, s)
+        w = _combine_weights(g, logits, n)
+        x_in, h_post = g.compute([(mixed, (b * t, d)), (w, (b * t, n))])
+    return [x_in.reshape(b, t, d), h_post.reshape(b, t, n)]
+
+
+def gated_write(s: Settings, params: Params, x: npt.NDArray[np.generic],
+                z: npt.NDArray[np.generic], post: npt.NDArray[np.generic]) -> FloatArray:
+    """``build_hc_combine``'s fused write (qwen4exp.cpp line 341,
+    ``cparams.fused_dsv4_hc_post``): ``ggml_dsv4_hc_post(z, residual = x, post, NULL)``, the
+    NULL comb being the identity: ``X'[t, s] = x[t, s] + post[t, s]·z[t]``.
+
+    Shapes: ``x [B,T,n,d]``, ``z [B,T,d]``, ``post [B,T,n]``; returns ``[B,T,n,d]`` float32.
+    """
+    del params
+    b, t, n, d = x.shape
+    f32 = np.float32
+    with Graph(load(), s.backend) as g:
+        tz = g.tensor(np.ascontiguousarray(z, dtype=f32).reshape(b * t, d))
+        tx = g.tensor(_tokens(x))
+        tp = g.tensor(np.ascontiguousarray(post, dtype=f32).reshape(b * t, n))
+        out = int(g.lib.base.ggml_dsv4_hc_post(g.ctx, tz, tx, tp, None))
+        (result,) = g.compute([(out, (b * t, n, d))])
+    return result.reshape(b, t, n, d)

@@ -21,7 +21,15 @@ TARGETS: Final[tuple[BuiltinTarget, ...]] = (
         available="hcspec.conformance.native.build:unavailable",
         detail="hcspec.conformance.native.build:describe",
     ),
+    BuiltinTarget(
+        "llama_cpp:qwen4-exp", "hcspec.conformance.adapters.llama_cpp:make_qwen4_exp",
+        "llama.cpp's ggml (C, CPU backend, through ctypes in a worker process): Qwen4-exp's "
+        "gated hyper-connection as src/models/qwen4exp.cpp composes it (ggml_dsv4_hc_pre_gated, "
+        "ggml_dsv4_hc_post with a NULL comb; rms_norm, mul_mat, silu, sigmoid for the gate and "
+        "the inject); any n >= 2, float32, forward only", requires=None,
+        distribution="llama-cpp-python", written_for=WRITTEN_FOR,
+        available="hcspec.conformance.native.build:unavailable",
+        detail="hcspec.conformance.native.build:describe",
+    ),
 )
-"""The built-in targets of llama.cpp. ``llama_cpp:qwen4-exp`` (``ggml_dsv4_hc_pre_gated`` and
-``ggml_dsv4_hc_post`` without ``comb``) is one more entry here and one factory in the adapter
-once the kit has the gated law (element-wise ``h_pre``)."""
+"""The built-in targets of llama.cpp."""
