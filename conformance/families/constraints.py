@@ -307,10 +307,13 @@ def check_h_post_span(ctx: Context, case: Case) -> None:
       with no conclusive case is reported not applicable, "not demonstrated", never passed.
     """
     multiplier = ctx.conventions.formula.h_post.multiplier
-    sigma = " — H_post = σ, missing the factor 2" if multiplier == 1 else ""
+    softmax = ctx.conventions.formula.h_post.activation == "softmax"
+    act = "softmax" if softmax else "σ"
+    # a declared softmax gate gets no σ-vs-2σ hint: its bug classes are not σ's
+    sigma = " — H_post = σ, missing the factor 2" if multiplier == 1 and not softmax else ""
     ctx.record.require(
         multiplier == 2.0,
-        f"declared h_post_multiplier={multiplier:g}: H_post = {multiplier:g}·σ(·) differs from "
+        f"declared h_post_multiplier={multiplier:g}: H_post = {multiplier:g}·{act}(·) differs from "
         f"the paper's 2σ (mHC Eq. 8){sigma} (a declared deviation still fails; list it in an "
         "expected-failures file to accept it)",
         hint="known bug class: H_post saturates at 1 (σ instead of 2σ)" if sigma else None)
@@ -351,7 +354,8 @@ def check_h_post_span(ctx: Context, case: Case) -> None:
                     f"H_post saturates at 1, not 2: max H_post = {top + eps:.6g}, min = "
                     f"{bottom + eps:.3g} over {where}; the perturbed parameters drove the post "
                     "logits to both saturations and the upper one is σ's bound 1",
-                    hint="known bug class: H_post saturates at 1 (σ instead of 2σ, mHC Eq. 8)")
+                    hint=None if softmax else
+                    "known bug class: H_post saturates at 1 (σ instead of 2σ, mHC Eq. 8)")
     raise Inconclusive(
         f"H_post stayed in [{bottom + eps:.4g}, {top + eps:.4g}] over {where}: never above 1 "
         "(which shows 2σ) nor saturated at both 0 and 1 (which shows σ)")
