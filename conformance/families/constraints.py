@@ -19,7 +19,7 @@ import torch
 from hypothesis import strategies as st
 
 from hcspec.conformance import metrics, rules, salts, strategies
-from hcspec.conformance.properties.base import Context, Inconclusive, f64
+from hcspec.conformance.properties.base import Context, Inconclusive, NotApplicable, f64
 from hcspec.conformance.properties.bug_classes import sums_pattern
 from hcspec.conformance.properties.building import all_parameters
 from hcspec.conformance.properties.cases import Case, Cases, shift
@@ -28,6 +28,7 @@ from hcspec.conformance.properties.declaration import declare
 from hcspec.conformance.properties.mhc_weights import MHCWeights
 from hcspec.conformance.properties.requirements import WEIGHTS_OR_PROBING, capability, kinds
 from hcspec.conformance.protocol import PARAMETERS, HyperConnectionImpl
+from hcspec.spec.record import birkhoff_permutations
 
 BASE = ("shape.output", "shape.branch_once")
 PERTURBATIONS = (0.0, 0.03, 0.1, 0.3, 1.0)
@@ -47,6 +48,29 @@ def _axis_names(ctx: Context) -> tuple[str, str]:
     return by_exact_axis(ctx.conventions.formula.sinkhorn.exact_axis, "row", "column")
 
 
+def summed_terms(ctx: Context, n: int) -> int:
+    """The summation length of a declared exact construction (``birkhoff``: its K
+    permutations, :func:`hcspec.conformance.rules.summation_allowance`); 0 otherwise."""
+    f = ctx.conventions.formula
+    return len(birkhoff_permutations(f, n)) if f.construction == "birkhoff" else 0
+
+
+def not_orthostochastic(ctx: Context) -> None:
+    """An orthostochastic ``H_res`` sums to 1 only within its factor's orthogonality defect
+    ``‖QQᵀ − I‖₂`` (spec ``constructions.orthostochastic_inexact``), which ``H_res`` alone does
+    not show: the sum checks are not applicable (``variant.h_res`` compares it with the
+    declared Newton–Schulz count at the target's logits).
+
+    Raises:
+        NotApplicable: the declared construction is ``orthostochastic``.
+    """
+    if ctx.conventions.formula.construction == "orthostochastic":
+        raise NotApplicable(
+            "H_res is declared orthostochastic: its sums miss 1 by up to ‖QQᵀ − I‖₂ of the "
+            "Newton–Schulz factor Q (constructions.orthostochastic_inexact), which H_res alone "
+            "does not show; variant.h_res checks the declared construction at the logits")
+
+
 def other_axis_convergence(ctx: Context, w: MHCWeights) -> tuple[torch.Tensor, list[str]]:
     """The convergence part of the bound on ``|sum − 1|`` along the axis Sinkhorn–Knopp did
     not normalise last, per token (``[B, T]`` float64), and what it is, per token
@@ -61,6 +85,13 @@ def other_axis_convergence(ctx: Context, w: MHCWeights) -> tuple[torch.Tensor, l
     if ctx.conventions.residual_mixing == "identity":
         zero = torch.zeros(w.H_res.shape[:-2], dtype=torch.float64)
         return zero, ["declared residual_mixing='identity': H_res = I exactly"] * zero.numel()
+    if ctx.conventions.formula.construction == "birkhoff":
+        zero = torch.zeros(w.H_res.shape[:-2], dtype=torch.float64)
+        K = summed_terms(ctx, w.H_res.shape[-1])
+        return zero, [f"declared birkhoff: Σ of {K} weighted permutations is doubly stochastic "
+                      "exactly (constructions.birkhoff_exact), only its summation rounds"
+                      ] * zero.numel()
+    not_orthostochastic(ctx)
     iterations = ctx.conventions.formula.sinkhorn.effective_iterations
     conv = rules.sinkhorn_convergence(w.H_res, iterations)
     delta = metrics.projective_diameter(w.H_res).flatten().tolist()
@@ -75,14 +106,18 @@ def other_axis_bound(ctx: Context, w: MHCWeights, n: int, *, mixing: bool = Fals
     from :func:`other_axis_convergence`), for choosing the token a check compares."""
     conv, why = other_axis_convergence(ctx, w)
     allowed = rules.other_axis_allowances(ctx.precision, conv, n, w.probed,
-                                          mixing=mixing, norm=norm)
+                                          mixing=mixing, norm=norm,
+                                          terms=summed_terms(ctx, n))
     return allowed, conv, why
 
 
 def _other_axis_given(conv: torch.Tensor, w: MHCWeights, n: int, worst: int,
-                      **flags: bool) -> dict[str, Any]:
-    """The inputs of :data:`hcspec.conformance.rules.SINKHORN_OTHER_AXIS` at token ``worst``."""
-    return {"n": n, "probed": w.probed, "convergence": float(conv.flatten()[worst]), **flags}
+                      terms: int = 0, **flags: bool) -> dict[str, Any]:
+    """The inputs of :data:`hcspec.conformance.rules.SINKHORN_OTHER_AXIS` at token ``worst``
+    (``terms``: :func:`summed_terms`, given only when nonzero)."""
+    extra: dict[str, Any] = {"terms": terms} if terms else {}
+    return {"n": n, "probed": w.probed, "convergence": float(conv.flatten()[worst]), **flags,
+            **extra}
 
 
 def vacuous_ceiling(n: int) -> float:
@@ -164,12 +199,15 @@ def check_nonnegative(ctx: Context, case: Case) -> None:
     cases=MHC_CASES, prerequisites=BASE)
 def check_exact_axis(ctx: Context, case: Case) -> None:
     """The sums along the axis Sinkhorn–Knopp normalises last are 1 to dtype precision."""
+    not_orthostochastic(ctx)
     w = MHCWeights(ctx, ctx.build.make(case), ctx.inputs.state(case), case)
     exact, _ = _sums(ctx, w.H_res)
     name, _ = _axis_names(ctx)
-    tol = ctx.record.allowance(n=case.n, probed=w.probed).allowance
+    terms = summed_terms(ctx, case.n)
+    extra: dict[str, Any] = {"terms": terms} if terms else {}
+    tol = ctx.record.allowance(n=case.n, probed=w.probed, **extra).allowance
     ctx.record.expect(f"max |H_res {name} sum − 1| ({w.source}, exact axis)",
-                      float((exact - 1).abs().max()), n=case.n, probed=w.probed,
+                      float((exact - 1).abs().max()), n=case.n, probed=w.probed, **extra,
                       hint=sums_pattern(w.H_res, ctx.conventions.formula.sinkhorn.exact_axis, tol))
 
 
@@ -195,11 +233,12 @@ def check_other_axis(ctx: Context, case: Case) -> None:
     bound, conv, why = other_axis_bound(ctx, w, case.n)
     worst = _worst_demonstrable(err, bound, f"H_res {name} sums", why, vacuous_ceiling(case.n))
     e = float(err.flatten()[worst])
-    exact = ctx.record.allowance(n=case.n, probed=w.probed, convergence=0.0).allowance
+    exact = ctx.record.allowance(n=case.n, probed=w.probed, convergence=0.0,
+                                 terms=summed_terms(ctx, case.n)).allowance
     ctx.record.expect(f"max |H_res {name} sum − 1| ({w.source})", e, detail=why[worst],
                       hint=sums_pattern(w.H_res, ctx.conventions.formula.sinkhorn.exact_axis,
                                         exact),
-                      **_other_axis_given(conv, w, case.n, worst))
+                      **_other_axis_given(conv, w, case.n, worst, summed_terms(ctx, case.n)))
 
 
 @declare(
@@ -377,21 +416,24 @@ def check_stream_sum(ctx: Context, case: Case) -> None:
     drift = (out.sum(dim=-2) - X.sum(dim=-2)).abs()  # [B, T, d]
     mass = X.abs().sum(dim=-2).clamp_min(1.0)  # Σ_j |X_jk| bounds |(1ᵀH − 1ᵀ) X_k| / col error
     rel = (drift / mass).amax(dim=-1)  # [B, T]
-    if ctx.conventions.formula.sinkhorn.exact_axis == "columns":  # then 1ᵀ H = 1ᵀ is the exact axis
+    if ctx.conventions.formula.construction == "sinkhorn" and (
+            ctx.conventions.formula.sinkhorn.exact_axis == "columns"):  # 1ᵀ H = 1ᵀ is exact
         conv = torch.zeros_like(rel)
         why = ["the column sums are the exact axis"] * conv.numel()
     else:
         conv, why = other_axis_convergence(ctx, w)
     tol = rules.other_axis_allowances(ctx.precision, conv, case.n, w.probed,
-                                      mixing=True)
+                                      mixing=True, terms=summed_terms(ctx, case.n))
     worst = _worst_demonstrable(rel, tol, "the stream sum with F ≡ 0", why,
                                 vacuous_ceiling(case.n))
-    exact = ctx.record.allowance(n=case.n, probed=w.probed, convergence=0.0, mixing=True)
+    exact = ctx.record.allowance(n=case.n, probed=w.probed, convergence=0.0, mixing=True,
+                                 terms=summed_terms(ctx, case.n))
     ctx.record.expect("max |1ᵀX' − 1ᵀX| / Σ|X| with F ≡ 0", float(rel.flatten()[worst]),
                       detail=f"bounded by the column error of H_res ({why[worst]})",
                       hint=sums_pattern(w.H_res, ctx.conventions.formula.sinkhorn.exact_axis,
                                         exact.allowance),
-                      **_other_axis_given(conv, w, case.n, worst, mixing=True))
+                      **_other_axis_given(conv, w, case.n, worst, summed_terms(ctx, case.n),
+                                         mixing=True))
 
 
 @declare(
@@ -414,12 +456,14 @@ def check_nonexpansive(ctx: Context, case: Case) -> None:
     allowed, conv, why = other_axis_bound(ctx, w, case.n, mixing=True, norm=True)
     worst = _worst_demonstrable((gain - 1).clamp_min(0.0), allowed,
                                 "the stream mixing's norm gain", why, gain_ceiling(case.n))
-    exact = ctx.record.allowance(n=case.n, probed=w.probed, convergence=0.0, mixing=True)
+    exact = ctx.record.allowance(n=case.n, probed=w.probed, convergence=0.0, mixing=True,
+                                 terms=summed_terms(ctx, case.n))
     ctx.record.expect("max ‖X'_k‖/‖X_k‖ − 1 with F ≡ 0", max(0.0, float(gain.flatten()[worst]) - 1),
                       detail=why[worst],
                       hint=sums_pattern(w.H_res, ctx.conventions.formula.sinkhorn.exact_axis,
                                         exact.allowance),
-                      **_other_axis_given(conv, w, case.n, worst, mixing=True, norm=True))
+                      **_other_axis_given(conv, w, case.n, worst, summed_terms(ctx, case.n),
+                                         mixing=True, norm=True))
 
 
 @declare(
