@@ -33,6 +33,10 @@ from hcspec.spec.record import Formula, birkhoff_permutations
 
 ALPHA_INIT = 0.01
 """Initial gating scalars (mHC App. A.1, as the reference mHC)."""
+SUPPORTED = (1, 2, 3, 4, 5, 6)
+"""The expansion rates the built-in target declares: at n = 7, 8 ``φ_res`` has ``n·d·n!``
+entries (83 M at n = 8, d = 257: 0.66 GB in float64), beyond the kit's per-property time on a
+CPU; the module itself accepts n ≤ 8 (a target that declares n = 8 runs it there)."""
 IDENTITY_WEIGHT = 0.7
 """The softmax weight of the identity permutation at init (see :class:`LiteHyperConnection`)."""
 
@@ -67,6 +71,7 @@ class LiteHyperConnection(HyperConnection):
     kind: ClassVar[str] = "mhc"
     conventions: ClassVar[Mapping[str, object]] = MappingProxyType({
         **HyperConnection.conventions, "h_res_construction": "birkhoff",
+        "supported_expansion_rates": SUPPORTED,
         "notes": "hcspec reference mHC-lite: H_res = Σ_k softmax(a)_k P_k over all n! "
                  "permutations (arXiv 2601.05732)"})
     """The declaration: mHC's gates, ``H_res`` by the ``birkhoff`` construction."""
