@@ -6,7 +6,8 @@ Bug class: constructions (issue #40). ``H_res`` stays doubly stochastic exactly 
 ``constructions.birkhoff_exact`` holds for any set), so every constraint passes; at n = 3 it is
 0.98 off the declared construction at the same logits, and two vertices of the Birkhoff
 polytope can never be reached.
-Caught by: variant.h_res (the declared construction applied to the target's own logits).
+Caught by: variant.h_res (the declared construction applied to the target's own logits) and
+constraints.h_res_vertices (two of the six permutations cannot be steered to).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import torch
 from hcspec.reference.targets import mhc_lite
 
 BUG_CLASS = "constructions: mHC-lite with a duplicated permutation set (issue #40)"
-CAUGHT_BY = ("variant.h_res",)
+CAUGHT_BY = ("variant.h_res", "constraints.h_res_vertices")
 
 
 def duplicated(n: int) -> tuple[tuple[int, ...], ...]:
