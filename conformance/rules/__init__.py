@@ -59,12 +59,12 @@ from hcspec.conformance.rules.constraints import (
     SUM_FLOOR,
     exact_axis,
     exact_axis_allowance,
-    summation_allowance,
     mixing_allowance,
     other_axis_allowances,
     sinkhorn_convergence,
     sinkhorn_eps_deviation,
     sinkhorn_other_axis_bound,
+    summation_allowance,
 )
 from hcspec.conformance.rules.forward import (
     DEVICE,
@@ -133,7 +133,6 @@ __all__ = [
     "eps",
     "exact_axis",
     "exact_axis_allowance",
-    "summation_allowance",
     "fd_directional",
     "gradient_float32",
     "law",
@@ -150,6 +149,7 @@ __all__ = [
     "sinkhorn_convergence",
     "sinkhorn_eps_deviation",
     "sinkhorn_other_axis_bound",
+    "summation_allowance",
     "with_table",
 ]
 
