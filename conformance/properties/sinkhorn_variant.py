@@ -64,8 +64,19 @@ def declared(ctx: Context) -> Formula:
 
 
 def describe(f: Formula) -> str:
-    """``H_res`` of ``f`` in words, e.g. ``exp-first, 20 rounds (rows exact), no eps``."""
+    """``H_res`` of ``f`` in words, e.g. ``exp-first, 20 rounds (rows exact), no eps``; another
+    construction: ``birkhoff (mHC-lite) over all n! permutations``, ``orthostochastic, 10
+    Newton–Schulz steps``."""
     sk = f.sinkhorn
+    if f.construction == "birkhoff":
+        perms = ("all n! permutations" if f.permutations is None else
+                 f"{len(f.permutations)} declared permutations")
+        return f"birkhoff (mHC-lite) over {perms}" + (
+            ", transposed (Hᵀ)" if f.transposed else "")
+    if f.construction == "orthostochastic":
+        return f"orthostochastic, {f.newton_schulz_iterations} Newton–Schulz steps" + (
+            ", applied to H̃ᵀ" if f.logits_transposed else "") + (
+            ", transposed (Hᵀ)" if f.transposed else "")
     eps = ("no eps" if sk.additive_eps == 0 and sk.denominator_eps == 0 else
            f"eps {sk.additive_eps:g} added, {sk.denominator_eps:g} in the denominators")
     text = (f"{_FIRST[sk.start]}, {sk.effective_iterations} {_COUNTED[sk.count]} "
