@@ -92,8 +92,9 @@ def orthostochastic(logits: torch.Tensor, iterations: int) -> torch.Tensor:
     X = logits / torch.linalg.matrix_norm(logits).clamp_min(torch.finfo(logits.dtype).tiny)[
         ..., None, None]
     for _ in range(iterations):
-        X = 1.5 * X - 0.5 * X @ X.transpose(-1, -2) @ X
-    return X * X
+        X = 1.5 * X - 0.5 * (X @ X.transpose(-1, -2) @ X)
+    H: torch.Tensor = X * X
+    return H
 
 
 def weights(formula: Formula, pre: torch.Tensor, post: torch.Tensor,
