@@ -191,3 +191,4 @@ def test_a_softmax_h_post_passes_declared_softmax_and_fails_declared_2sigma() ->
     with pytest.raises(PropertyFailure) as failure:
         run("variant.gates", "mutant:h_post_softmax_declared_sigmoid", SPREAD)
     assert "2·σ(H̃_post)" in str(failure.value)
+
