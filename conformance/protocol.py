@@ -90,11 +90,15 @@ from hcspec.spec.kinds import KINDS as KINDS  # the one vocabulary of kinds, def
 from hcspec.spec.kinds import Kind as Kind
 from hcspec.spec.published import PARAMETERIZATIONS
 from hcspec.spec.record import (
+    ACTIVATIONS,
     AXES,
+    CONSTRUCTIONS,
     COUNTS,
     DEFAULT_ITERATIONS,
     STARTS,
+    Activation,
     Axis,
+    Construction,
     Count,
     Formula,
     Gate,
@@ -440,7 +444,12 @@ class Conventions:
     ``"rounds_from_softmax"``, the softmax is the first normalisation of the first round;
     ``"normalisations"``), ``h_pre_eps`` (``h_pre.eps``, DeepSeek-V4's ``σ(·) + eps``),
     ``h_post_eps`` (``h_post.eps``) and ``h_post_multiplier`` (``h_post.multiplier``, the
-    paper's 2). None (the default) leaves the field as ``formula`` has it.
+    paper's 2), ``h_res_construction`` (``construction``: ``"sinkhorn"``, ``"birkhoff"``
+    — mHC-lite —, ``"orthostochastic"``), ``birkhoff_permutations`` (``permutations``: the
+    set of permutations mHC-lite combines, all n! when left out), ``h_pre_activation`` and
+    ``h_post_activation`` (the gates' ``activation``: ``"sigmoid"``, or ``"softmax"`` over the
+    streams; ``2σ`` is ``sigmoid`` with ``h_post_multiplier=2``). None (the default) leaves the
+    field as ``formula`` has it.
 
     Raises:
         ValueError: on construction, for a value outside the ones listed above (the message
@@ -478,12 +487,20 @@ class Conventions:
     formula: Formula = dataclasses.field(default_factory=Formula)
     read: Read = "per_stream"
     bridged: str | None = None
+    h_res_construction: InitVar[Construction | None] = None
+    birkhoff_permutations: InitVar[tuple[tuple[int, ...], ...] | None] = None
+    h_pre_activation: InitVar[Activation | None] = None
+    h_post_activation: InitVar[Activation | None] = None
 
     def __post_init__(self, sinkhorn_iterations: int | None, sinkhorn_exact_axis: Axis | None,
                       sinkhorn_variant: Start | None, sinkhorn_additive_eps: float | None,
                       sinkhorn_denominator_eps: float | None,
                       sinkhorn_iterations_count: Count | None, h_pre_eps: float | None,
-                      h_post_eps: float | None, h_post_multiplier: float | None) -> None:
+                      h_post_eps: float | None, h_post_multiplier: float | None,
+                      h_res_construction: Construction | None,
+                      birkhoff_permutations: tuple[tuple[int, ...], ...] | None,
+                      h_pre_activation: Activation | None,
+                      h_post_activation: Activation | None) -> None:
         self._check_sizes()
         if self.published is not None:
             _one_of("published", self.published, PARAMETERIZATIONS)
@@ -507,6 +524,9 @@ class Conventions:
             self.formula, sinkhorn_iterations, sinkhorn_exact_axis, sinkhorn_variant,
             sinkhorn_additive_eps, sinkhorn_denominator_eps, sinkhorn_iterations_count,
             h_pre_eps, h_post_eps, h_post_multiplier))
+        object.__setattr__(self, "formula", _with_construction(
+            self.formula, h_res_construction, birkhoff_permutations, h_pre_activation,
+            h_post_activation))
         if not self.norm_eps >= 0.0:
             raise ValueError(f"conventions.norm_eps: expected >= 0, got {self.norm_eps!r}")
         for name in ("untraceable", "no_backward"):
@@ -573,9 +593,12 @@ class Conventions:
             "sinkhorn_variant": sk.start, "sinkhorn_additive_eps": sk.additive_eps,
             "sinkhorn_denominator_eps": sk.denominator_eps,
             "sinkhorn_iterations_count": sk.count, "h_pre_eps": f.h_pre.eps,
-            "h_post_eps": f.h_post.eps, "h_post_multiplier": f.h_post.multiplier}
-        flat = Formula(h_pre=Gate(eps=f.h_pre.eps), sinkhorn=sk,
-                       h_post=Gate(f.h_post.multiplier, f.h_post.eps))
+            "h_post_eps": f.h_post.eps, "h_post_multiplier": f.h_post.multiplier,
+            "h_res_construction": f.construction, "birkhoff_permutations": f.permutations,
+            "h_pre_activation": f.h_pre.activation, "h_post_activation": f.h_post.activation}
+        flat = Formula(h_pre=Gate(eps=f.h_pre.eps, activation=f.h_pre.activation), sinkhorn=sk,
+                       h_post=Gate(f.h_post.multiplier, f.h_post.eps, f.h_post.activation),
+                       construction=f.construction, permutations=f.permutations)
         out: dict[str, object] = {}
         for name in _DECLARATIONS:
             if name in from_formula:
@@ -598,9 +621,19 @@ class Conventions:
 
     def describe(self) -> dict[str, str]:
         """Every declaration (:meth:`declared`) as text, for reports (``None`` iterations shows
-        the assumed default)."""
+        the assumed default; a construction other than ``sinkhorn`` shows no Sinkhorn–Knopp
+        field at all, and ``birkhoff_permutations`` only for ``birkhoff``)."""
         out: dict[str, str] = {}
+        construction = self.formula.construction
         for name, value in self.declared().items():
+            if construction != "sinkhorn" and name.startswith("sinkhorn_") and (
+                    name != "sinkhorn_gradient"):
+                continue
+            if name == "birkhoff_permutations":
+                if construction == "birkhoff":
+                    out[name] = ("all n! (not declared)" if value is None else
+                                 f"{len(cast(tuple[object, ...], value))} declared")
+                continue
             if name == "sinkhorn_iterations" and value is None:
                 out[name] = f"{DEFAULT_ITERATIONS} (not declared; mHC paper default assumed)"
             elif name in ("compute_dtype", "output_dtype") and value is None:
@@ -732,6 +765,48 @@ def _with_keywords(f: Formula, sinkhorn_iterations: int | None,
     if (sinkhorn, h_pre, h_post) == (sk, f.h_pre, f.h_post):
         return f
     return dataclasses.replace(f, sinkhorn=sinkhorn, h_pre=h_pre, h_post=h_post)
+
+
+def _with_construction(f: Formula, construction: Construction | None,
+                       permutations: tuple[tuple[int, ...], ...] | None,
+                       h_pre_activation: Activation | None,
+                       h_post_activation: Activation | None) -> Formula:
+    """``f`` with the flat keywords ``h_res_construction`` (``construction``),
+    ``birkhoff_permutations`` (``permutations``; lists are read as tuples),
+    ``h_pre_activation`` and ``h_post_activation`` (the gates' ``activation``) set where given.
+
+    Raises:
+        ValueError: a value the record rejects (the message names the keyword).
+    """
+    if construction is None and permutations is None and h_pre_activation is None and (
+            h_post_activation is None):
+        return f
+    for name, given, allowed in (("h_res_construction", construction, CONSTRUCTIONS),
+                                 ("h_pre_activation", h_pre_activation, ACTIVATIONS),
+                                 ("h_post_activation", h_post_activation, ACTIVATIONS)):
+        if given is not None:
+            _one_of(name, given, allowed)
+    perms = f.permutations
+    if permutations is not None:
+        try:
+            perms = tuple(tuple(int(i) for i in p) for p in permutations)
+        except TypeError as exc:
+            raise ValueError(f"conventions.birkhoff_permutations: expected a sequence of "
+                             f"permutations, got {permutations!r}") from exc
+    h_pre = Gate(f.h_pre.multiplier, f.h_pre.eps, _given_str(h_pre_activation,
+                                                              f.h_pre.activation))
+    h_post = Gate(f.h_post.multiplier, f.h_post.eps, _given_str(h_post_activation,
+                                                                f.h_post.activation))
+    try:
+        return dataclasses.replace(
+            f, construction=construction or f.construction, permutations=perms,
+            h_pre=h_pre, h_post=h_post)
+    except ValueError as exc:
+        raise ValueError(f"conventions: {exc}") from exc
+
+
+def _given_str(value: Activation | None, otherwise: Activation) -> Activation:
+    return otherwise if value is None else value
 
 
 def _given(value: float | None, otherwise: float) -> float:

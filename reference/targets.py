@@ -21,6 +21,7 @@ from hcspec.reference.connection import HyperConnection
 from hcspec.reference.deepseek_v4 import DeepSeekV4HyperConnection
 from hcspec.reference.dynamic import DynamicHyperConnection
 from hcspec.reference.gated import qwen4_exp as qwen4_exp
+from hcspec.reference.lite import LiteHyperConnection
 from hcspec.reference.manifold import Implementation, ManifoldHyperConnection
 from hcspec.reference.static import StaticHyperConnection
 
@@ -126,6 +127,24 @@ def deepseek_v4(n: int, d: int, *, layer_index: int = 0, dtype: torch.dtype = to
     module = _seeded(lambda: DeepSeekV4HyperConnection(n, d, layer_index, dtype=torch.float64),
                      seed, dtype, device)
     assert isinstance(module, DeepSeekV4HyperConnection)
+    return module
+
+
+def mhc_lite(n: int, d: int, *, layer_index: int = 0, dtype: torch.dtype = torch.float64,
+             device: torch.device | str = "cpu", seed: int = 0,
+             permutations: tuple[tuple[int, ...], ...] | None = None) -> LiteHyperConnection:
+    """A fresh :class:`~hcspec.reference.lite.LiteHyperConnection` (mHC-lite: ``H_res`` a
+    softmax-weighted sum of all n! permutation matrices, or of ``permutations``; φ from
+    ``seed``, drawn in float64 and cast).
+
+    Raises:
+        ValueError: as the constructor (n > 8 included).
+    """
+    module = _seeded(lambda: LiteHyperConnection(n, d, layer_index, permutations=permutations,
+                                                 dtype=torch.float64), seed, dtype, device)
+    assert isinstance(module, LiteHyperConnection)
+    _stackable(module, mhc_lite, n, d, layer_index, dtype, device, seed,
+               permutations=permutations)
     return module
 
 

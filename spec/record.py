@@ -36,8 +36,14 @@ Count = Literal["rounds", "rounds_from_softmax", "normalisations"]
 ``normalisations`` (single normalisations)."""
 Axis = Literal["rows", "columns"]
 """An axis of a matrix: ``rows`` (each row sums to 1 after its normalisation) or ``columns``."""
-Activation = Literal["sigmoid"]
-"""A gate's activation (mHC Eq. 8: σ)."""
+Activation = Literal["sigmoid", "softmax"]
+"""A gate's activation: ``sigmoid`` (mHC Eq. 8: σ; with multiplier 2 the paper's ``2σ``) or
+``softmax`` over the n streams (the gate then sums to its multiplier)."""
+Construction = Literal["sinkhorn", "birkhoff", "orthostochastic"]
+"""How ``H_res`` is made from its logits: ``sinkhorn`` (mHC Eq. 9, :class:`SinkhornSpec`),
+``birkhoff`` (mHC-lite, arXiv 2601.05732: ``Σ_k softmax(a)_k P_k`` over a set of permutation
+matrices, exactly doubly stochastic) or ``orthostochastic`` (an orthogonal factor ``Q`` of the
+logits by Newton–Schulz iterations, then ``Q ∘ Q``)."""
 Norm = Literal["input", "projection"]
 """Where DeepSeek-V4's RMS norm sits: on ``vec(X)`` before the projection (``input``,
 published) or on the projection's output (``projection``)."""
@@ -47,6 +53,9 @@ COUNTS: Final[tuple[Count, ...]] = get_args(Count)
 AXES: Final[tuple[Axis, ...]] = get_args(Axis)
 NORMS: Final[tuple[Norm, ...]] = get_args(Norm)
 ACTIVATIONS: Final[tuple[Activation, ...]] = get_args(Activation)
+CONSTRUCTIONS: Final[tuple[Construction, ...]] = get_args(Construction)
+DEFAULT_NEWTON_SCHULZ: Final = 10
+"""The Newton–Schulz iterations assumed for ``orthostochastic`` when none is declared."""
 
 DEFAULT_ITERATIONS: Final = 20
 """The mHC paper's ``t_max`` (§4.2, Eq. 9): the count assumed when none is declared."""
@@ -159,6 +168,13 @@ class Formula:
         scales: which ``hc_scale`` entry the (pre, post, comb) logit blocks use (DeepSeek-V4's
             logits map; published ``(0, 1, 2)``), a permutation of ``(0, 1, 2)``.
         norm: where DeepSeek-V4's RMS norm sits (:data:`Norm`; published ``"input"``).
+        construction: how ``H_res`` is made (:data:`Construction`); :attr:`sinkhorn` is read
+            only for ``"sinkhorn"``.
+        permutations: ``birkhoff`` only: the permutation set, each a tuple ``p`` with
+            ``P[i, p[i]] = 1``, all of one length n; ``None`` means all n! in lexicographic
+            order (:func:`birkhoff_permutations`). The logits are ``[..., len(set)]``.
+        newton_schulz_iterations: ``orthostochastic`` only: the iterations
+            ``X ← 1.5 X − 0.5 X Xᵀ X`` from ``X₀ = H̃/‖H̃‖_F``, an int ≥ 1.
 
     Raises:
         ValueError: a value outside the ones above (the message names the field).
@@ -172,9 +188,17 @@ class Formula:
     logits_transposed: bool = False
     scales: tuple[int, int, int] = (0, 1, 2)
     norm: Norm = "input"
+    construction: Construction = "sinkhorn"
+    permutations: tuple[tuple[int, ...], ...] | None = None
+    newton_schulz_iterations: int = DEFAULT_NEWTON_SCHULZ
 
     def __post_init__(self) -> None:
         _one_of("formula.kind", self.kind, ("mhc",))
+        _one_of("formula.construction", self.construction, CONSTRUCTIONS)
+        _permutations(self.construction, self.permutations)
+        t = self.newton_schulz_iterations
+        if isinstance(t, bool) or not isinstance(t, int) or t < 1:
+            raise ValueError(f"formula.newton_schulz_iterations: expected an int >= 1, got {t!r}")
         for name, cls in (("h_pre", Gate), ("h_post", Gate), ("sinkhorn", SinkhornSpec)):
             if not isinstance(getattr(self, name), cls):
                 raise ValueError(f"formula.{name}: expected a {cls.__name__}, got "
@@ -186,6 +210,38 @@ class Formula:
             raise ValueError(f"formula.scales: expected a permutation of (0, 1, 2), got "
                              f"{self.scales!r}")
         _one_of("formula.norm", self.norm, NORMS)
+
+
+def _permutations(construction: str,
+                  perms: tuple[tuple[int, ...], ...] | None) -> None:
+    if perms is None:
+        return
+    if construction != "birkhoff":
+        raise ValueError("formula.permutations: only a 'birkhoff' construction has a "
+                         f"permutation set (construction={construction!r})")
+    if not isinstance(perms, tuple) or not perms:
+        raise ValueError(f"formula.permutations: expected a non-empty tuple, got {perms!r}")
+    n = len(perms[0]) if isinstance(perms[0], tuple) else -1
+    for p in perms:
+        if not isinstance(p, tuple) or len(p) != n or sorted(p) != list(range(n)):
+            raise ValueError(f"formula.permutations: {p!r} is not a permutation of "
+                             f"range({n}) (every member has one length n)")
+
+
+def birkhoff_permutations(formula: Formula, n: int) -> tuple[tuple[int, ...], ...]:
+    """The permutation set of a ``birkhoff`` formula at ``n`` streams: its declared one, or
+    all ``n!`` in lexicographic order (``itertools.permutations(range(n))``).
+
+    Raises:
+        ValueError: the declared set's length is not ``n``.
+    """
+    import itertools
+    if formula.permutations is None:
+        return tuple(itertools.permutations(range(n)))
+    if len(formula.permutations[0]) != n:
+        raise ValueError(f"formula.permutations: declared for n={len(formula.permutations[0])}"
+                         f", used at n={n}")
+    return formula.permutations
 
 
 StepFormula: TypeAlias = Formula

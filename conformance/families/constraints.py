@@ -12,6 +12,7 @@ Sinkhorn–Knopp by scaling the weight-generating parameters (capability ``param
 
 from __future__ import annotations
 
+import itertools
 import math
 from typing import Any
 
@@ -19,7 +20,7 @@ import torch
 from hypothesis import strategies as st
 
 from hcspec.conformance import metrics, rules, salts, strategies
-from hcspec.conformance.properties.base import Context, Inconclusive, f64
+from hcspec.conformance.properties.base import Context, Inconclusive, NotApplicable, f64
 from hcspec.conformance.properties.bug_classes import sums_pattern
 from hcspec.conformance.properties.building import all_parameters
 from hcspec.conformance.properties.cases import Case, Cases, shift
@@ -27,7 +28,8 @@ from hcspec.conformance.properties.common import axis_sums, by_exact_axis
 from hcspec.conformance.properties.declaration import declare
 from hcspec.conformance.properties.mhc_weights import MHCWeights
 from hcspec.conformance.properties.requirements import WEIGHTS_OR_PROBING, capability, kinds
-from hcspec.conformance.protocol import PARAMETERS, HyperConnectionImpl
+from hcspec.conformance.protocol import PARAMETERS, WEIGHTS, HyperConnectionImpl
+from hcspec.spec.record import birkhoff_permutations
 
 BASE = ("shape.output", "shape.branch_once")
 PERTURBATIONS = (0.0, 0.03, 0.1, 0.3, 1.0)
@@ -47,6 +49,29 @@ def _axis_names(ctx: Context) -> tuple[str, str]:
     return by_exact_axis(ctx.conventions.formula.sinkhorn.exact_axis, "row", "column")
 
 
+def summed_terms(ctx: Context, n: int) -> int:
+    """The summation length of a declared exact construction (``birkhoff``: its K
+    permutations, :func:`hcspec.conformance.rules.summation_allowance`); 0 otherwise."""
+    f = ctx.conventions.formula
+    return len(birkhoff_permutations(f, n)) if f.construction == "birkhoff" else 0
+
+
+def not_orthostochastic(ctx: Context) -> None:
+    """An orthostochastic ``H_res`` sums to 1 only within its factor's orthogonality defect
+    ``‖QQᵀ − I‖₂`` (spec ``constructions.orthostochastic_inexact``), which ``H_res`` alone does
+    not show: the sum checks are not applicable (``variant.h_res`` compares it with the
+    declared Newton–Schulz count at the target's logits).
+
+    Raises:
+        NotApplicable: the declared construction is ``orthostochastic``.
+    """
+    if ctx.conventions.formula.construction == "orthostochastic":
+        raise NotApplicable(
+            "H_res is declared orthostochastic: its sums miss 1 by up to ‖QQᵀ − I‖₂ of the "
+            "Newton–Schulz factor Q (constructions.orthostochastic_inexact), which H_res alone "
+            "does not show; variant.h_res checks the declared construction at the logits")
+
+
 def other_axis_convergence(ctx: Context, w: MHCWeights) -> tuple[torch.Tensor, list[str]]:
     """The convergence part of the bound on ``|sum − 1|`` along the axis Sinkhorn–Knopp did
     not normalise last, per token (``[B, T]`` float64), and what it is, per token
@@ -61,6 +86,13 @@ def other_axis_convergence(ctx: Context, w: MHCWeights) -> tuple[torch.Tensor, l
     if ctx.conventions.residual_mixing == "identity":
         zero = torch.zeros(w.H_res.shape[:-2], dtype=torch.float64)
         return zero, ["declared residual_mixing='identity': H_res = I exactly"] * zero.numel()
+    if ctx.conventions.formula.construction == "birkhoff":
+        zero = torch.zeros(w.H_res.shape[:-2], dtype=torch.float64)
+        K = summed_terms(ctx, w.H_res.shape[-1])
+        return zero, [f"declared birkhoff: Σ of {K} weighted permutations is doubly stochastic "
+                      "exactly (constructions.birkhoff_exact), only its summation rounds"
+                      ] * zero.numel()
+    not_orthostochastic(ctx)
     iterations = ctx.conventions.formula.sinkhorn.effective_iterations
     conv = rules.sinkhorn_convergence(w.H_res, iterations)
     delta = metrics.projective_diameter(w.H_res).flatten().tolist()
@@ -75,14 +107,18 @@ def other_axis_bound(ctx: Context, w: MHCWeights, n: int, *, mixing: bool = Fals
     from :func:`other_axis_convergence`), for choosing the token a check compares."""
     conv, why = other_axis_convergence(ctx, w)
     allowed = rules.other_axis_allowances(ctx.precision, conv, n, w.probed,
-                                          mixing=mixing, norm=norm)
+                                          mixing=mixing, norm=norm,
+                                          terms=summed_terms(ctx, n))
     return allowed, conv, why
 
 
 def _other_axis_given(conv: torch.Tensor, w: MHCWeights, n: int, worst: int,
-                      **flags: bool) -> dict[str, Any]:
-    """The inputs of :data:`hcspec.conformance.rules.SINKHORN_OTHER_AXIS` at token ``worst``."""
-    return {"n": n, "probed": w.probed, "convergence": float(conv.flatten()[worst]), **flags}
+                      terms: int = 0, **flags: bool) -> dict[str, Any]:
+    """The inputs of :data:`hcspec.conformance.rules.SINKHORN_OTHER_AXIS` at token ``worst``
+    (``terms``: :func:`summed_terms`, given only when nonzero)."""
+    extra: dict[str, Any] = {"terms": terms} if terms else {}
+    return {"n": n, "probed": w.probed, "convergence": float(conv.flatten()[worst]), **flags,
+            **extra}
 
 
 def vacuous_ceiling(n: int) -> float:
@@ -164,12 +200,15 @@ def check_nonnegative(ctx: Context, case: Case) -> None:
     cases=MHC_CASES, prerequisites=BASE)
 def check_exact_axis(ctx: Context, case: Case) -> None:
     """The sums along the axis Sinkhorn–Knopp normalises last are 1 to dtype precision."""
+    not_orthostochastic(ctx)
     w = MHCWeights(ctx, ctx.build.make(case), ctx.inputs.state(case), case)
     exact, _ = _sums(ctx, w.H_res)
     name, _ = _axis_names(ctx)
-    tol = ctx.record.allowance(n=case.n, probed=w.probed).allowance
+    terms = summed_terms(ctx, case.n)
+    extra: dict[str, Any] = {"terms": terms} if terms else {}
+    tol = ctx.record.allowance(n=case.n, probed=w.probed, **extra).allowance
     ctx.record.expect(f"max |H_res {name} sum − 1| ({w.source}, exact axis)",
-                      float((exact - 1).abs().max()), n=case.n, probed=w.probed,
+                      float((exact - 1).abs().max()), n=case.n, probed=w.probed, **extra,
                       hint=sums_pattern(w.H_res, ctx.conventions.formula.sinkhorn.exact_axis, tol))
 
 
@@ -195,11 +234,12 @@ def check_other_axis(ctx: Context, case: Case) -> None:
     bound, conv, why = other_axis_bound(ctx, w, case.n)
     worst = _worst_demonstrable(err, bound, f"H_res {name} sums", why, vacuous_ceiling(case.n))
     e = float(err.flatten()[worst])
-    exact = ctx.record.allowance(n=case.n, probed=w.probed, convergence=0.0).allowance
+    exact = ctx.record.allowance(n=case.n, probed=w.probed, convergence=0.0,
+                                 terms=summed_terms(ctx, case.n)).allowance
     ctx.record.expect(f"max |H_res {name} sum − 1| ({w.source})", e, detail=why[worst],
                       hint=sums_pattern(w.H_res, ctx.conventions.formula.sinkhorn.exact_axis,
                                         exact),
-                      **_other_axis_given(conv, w, case.n, worst))
+                      **_other_axis_given(conv, w, case.n, worst, summed_terms(ctx, case.n)))
 
 
 @declare(
@@ -307,10 +347,13 @@ def check_h_post_span(ctx: Context, case: Case) -> None:
       with no conclusive case is reported not applicable, "not demonstrated", never passed.
     """
     multiplier = ctx.conventions.formula.h_post.multiplier
-    sigma = " — H_post = σ, missing the factor 2" if multiplier == 1 else ""
+    softmax = ctx.conventions.formula.h_post.activation == "softmax"
+    act = "softmax" if softmax else "σ"
+    # a declared softmax gate gets no σ-vs-2σ hint: its bug classes are not σ's
+    sigma = " — H_post = σ, missing the factor 2" if multiplier == 1 and not softmax else ""
     ctx.record.require(
         multiplier == 2.0,
-        f"declared h_post_multiplier={multiplier:g}: H_post = {multiplier:g}·σ(·) differs from "
+        f"declared h_post_multiplier={multiplier:g}: H_post = {multiplier:g}·{act}(·) differs from "
         f"the paper's 2σ (mHC Eq. 8){sigma} (a declared deviation still fails; list it in an "
         "expected-failures file to accept it)",
         hint="known bug class: H_post saturates at 1 (σ instead of 2σ)" if sigma else None)
@@ -351,7 +394,8 @@ def check_h_post_span(ctx: Context, case: Case) -> None:
                     f"H_post saturates at 1, not 2: max H_post = {top + eps:.6g}, min = "
                     f"{bottom + eps:.3g} over {where}; the perturbed parameters drove the post "
                     "logits to both saturations and the upper one is σ's bound 1",
-                    hint="known bug class: H_post saturates at 1 (σ instead of 2σ, mHC Eq. 8)")
+                    hint=None if softmax else
+                    "known bug class: H_post saturates at 1 (σ instead of 2σ, mHC Eq. 8)")
     raise Inconclusive(
         f"H_post stayed in [{bottom + eps:.4g}, {top + eps:.4g}] over {where}: never above 1 "
         "(which shows 2σ) nor saturated at both 0 and 1 (which shows σ)")
@@ -373,21 +417,24 @@ def check_stream_sum(ctx: Context, case: Case) -> None:
     drift = (out.sum(dim=-2) - X.sum(dim=-2)).abs()  # [B, T, d]
     mass = X.abs().sum(dim=-2).clamp_min(1.0)  # Σ_j |X_jk| bounds |(1ᵀH − 1ᵀ) X_k| / col error
     rel = (drift / mass).amax(dim=-1)  # [B, T]
-    if ctx.conventions.formula.sinkhorn.exact_axis == "columns":  # then 1ᵀ H = 1ᵀ is the exact axis
+    if ctx.conventions.formula.construction == "sinkhorn" and (
+            ctx.conventions.formula.sinkhorn.exact_axis == "columns"):  # 1ᵀ H = 1ᵀ is exact
         conv = torch.zeros_like(rel)
         why = ["the column sums are the exact axis"] * conv.numel()
     else:
         conv, why = other_axis_convergence(ctx, w)
     tol = rules.other_axis_allowances(ctx.precision, conv, case.n, w.probed,
-                                      mixing=True)
+                                      mixing=True, terms=summed_terms(ctx, case.n))
     worst = _worst_demonstrable(rel, tol, "the stream sum with F ≡ 0", why,
                                 vacuous_ceiling(case.n))
-    exact = ctx.record.allowance(n=case.n, probed=w.probed, convergence=0.0, mixing=True)
+    exact = ctx.record.allowance(n=case.n, probed=w.probed, convergence=0.0, mixing=True,
+                                 terms=summed_terms(ctx, case.n))
     ctx.record.expect("max |1ᵀX' − 1ᵀX| / Σ|X| with F ≡ 0", float(rel.flatten()[worst]),
                       detail=f"bounded by the column error of H_res ({why[worst]})",
                       hint=sums_pattern(w.H_res, ctx.conventions.formula.sinkhorn.exact_axis,
                                         exact.allowance),
-                      **_other_axis_given(conv, w, case.n, worst, mixing=True))
+                      **_other_axis_given(conv, w, case.n, worst, summed_terms(ctx, case.n),
+                                         mixing=True))
 
 
 @declare(
@@ -410,12 +457,14 @@ def check_nonexpansive(ctx: Context, case: Case) -> None:
     allowed, conv, why = other_axis_bound(ctx, w, case.n, mixing=True, norm=True)
     worst = _worst_demonstrable((gain - 1).clamp_min(0.0), allowed,
                                 "the stream mixing's norm gain", why, gain_ceiling(case.n))
-    exact = ctx.record.allowance(n=case.n, probed=w.probed, convergence=0.0, mixing=True)
+    exact = ctx.record.allowance(n=case.n, probed=w.probed, convergence=0.0, mixing=True,
+                                 terms=summed_terms(ctx, case.n))
     ctx.record.expect("max ‖X'_k‖/‖X_k‖ − 1 with F ≡ 0", max(0.0, float(gain.flatten()[worst]) - 1),
                       detail=why[worst],
                       hint=sums_pattern(w.H_res, ctx.conventions.formula.sinkhorn.exact_axis,
                                         exact.allowance),
-                      **_other_axis_given(conv, w, case.n, worst, mixing=True, norm=True))
+                      **_other_axis_given(conv, w, case.n, worst, summed_terms(ctx, case.n),
+                                         mixing=True, norm=True))
 
 
 @declare(
@@ -453,3 +502,121 @@ def check_extreme(ctx: Context, case: Case) -> None:
                 f"(parameters ×{case.param_scale:g})",
                 hint="known bug class: a stream was dropped (an underflowing Sinkhorn–Knopp: "
                      "normalise in the log domain)")
+
+
+VERTEX_SHARE = 0.9
+"""The steering targets ``0.9·P + 0.1·H̄₀`` (``H̄₀`` the token mean of the target's H_res at
+init, a point of its own range): next to each vertex P of the Birkhoff polytope, positive where
+H̄₀ is (a Sinkhorn–Knopp projection reaches it exactly), and, for mHC-lite, a softmax
+combination with finite logits exactly when P is in its set."""
+VERTEX_GAP = 0.05
+"""A target missed by more than this after steering, while others were reached, is out of the
+construction's range: a combination without P has ``Σ_i H[i, P(i)] ≤ n − 2`` (two rows at
+least disagree), the target ``0.9·n + 0.1``."""
+
+
+VERTEX_STEPS = 40
+"""Damped Gauss–Newton steps per target (each at most :data:`VERTEX_STEP` in every
+parameter: an undamped least-norm step saturates a softmax or σ, whose gradient then
+vanishes)."""
+VERTEX_STEP = 1.0
+
+
+def steer_damped(ctx: Context, impl: HyperConnectionImpl, x: torch.Tensor,
+                 target: torch.Tensor, tol: float) -> float:
+    """Move the impl's trainable parameters by damped Gauss–Newton steps (least-norm, each
+    clipped to :data:`VERTEX_STEP` per entry) until its reported H_res at ``x`` is ``target
+    [n, n]`` at every token within ``tol``; returns the remaining max deviation (``inf`` when
+    no parameter reaches H_res)."""
+    params = [p for p in all_parameters(impl) if isinstance(p, torch.Tensor)
+              and p.is_floating_point() and p.requires_grad]
+    want = target.to(device=x.device, dtype=x.dtype)
+    deviation = math.inf
+    for _ in range(VERTEX_STEPS):
+        with torch.enable_grad():
+            residual = (ctx.observe.weights(impl, x)[2] - want).flatten()
+            deviation = float(residual.detach().abs().max())
+            if deviation <= tol or not params:
+                break
+            rows = []
+            for r in residual:
+                grads = torch.autograd.grad(r, params, retain_graph=True, allow_unused=True)
+                rows.append(torch.cat([(torch.zeros_like(p) if g is None else g).flatten()
+                                       for p, g in zip(params, grads, strict=True)]))
+        jacobian = f64(torch.stack(rows))
+        if not bool(jacobian.abs().max() > 0):
+            break
+        step = torch.linalg.pinv(jacobian) @ f64(residual)
+        step = step * min(1.0, VERTEX_STEP / max(float(step.abs().max()), 1e-300))
+        with torch.no_grad():
+            offset = 0
+            for p in params:
+                size = p.numel()
+                p.sub_(step[offset:offset + size].view_as(p).to(dtype=p.dtype, device=p.device))
+                offset += size
+    return deviation
+
+
+def _vertex_examples(ctx: Context) -> list[Case]:
+    return shift(ctx, [Case(1, 2, 3, 7, seed=0, perturb=0.0, branch="zero"),
+                       Case(1, 2, 2, 5, seed=1, perturb=0.0, branch="zero")])
+
+
+@declare(
+    "constraints.h_res_vertices",
+    statement="a declared birkhoff H_res (mHC-lite) can be steered next to every permutation",
+    theorems=("constructions.birkhoff_exact",),
+    requires=(kinds("mhc"), capability(PARAMETERS), capability(WEIGHTS)),
+    tolerance=rules.LAW, examples=_vertex_examples,
+    cases=Cases(d_more_than_n=True, min_n=2, branch="zero"),
+    prerequisites=BASE, explore=False)
+def check_h_res_vertices(ctx: Context, case: Case) -> None:
+    """For each permutation P of ``n`` streams the kit steers the parameters (Gauss–Newton,
+    damped: :func:`steer_damped`) until the reported H_res is ``0.9·P + 0.1·H̄₀`` at every
+    token. A construction that spans the polytope reaches every such target; mHC-lite whose
+    permutation set misses one (a duplicated set: spec ``constructions.birkhoff_exact`` keeps
+    it doubly stochastic, so no sum check sees it) cannot: the case fails when some targets
+    are reached and another stays more than :data:`VERTEX_GAP` away. No target reached: not
+    applicable (the parameters cannot steer H_res). A declared orthostochastic construction
+    does not span the polytope (not every doubly stochastic matrix is orthostochastic for
+    n ≥ 3): not applicable; Sinkhorn–Knopp: not applicable, its steering converges too slowly
+    for a verdict (see the message)."""
+    from hcspec.conformance.families.law import steer_tolerance
+
+    construction = ctx.conventions.formula.construction
+    if construction == "orthostochastic":
+        raise NotApplicable("H_res is declared orthostochastic, which does not span the "
+                            "Birkhoff polytope: its vertices are not all targets")
+    if construction == "sinkhorn":
+        raise NotApplicable(
+            "H_res is declared Sinkhorn–Knopp: its steering through the parameters converges "
+            "too slowly for a verdict (the reference mHC at n = 3 left 2 of 6 targets 0.06–0.08 "
+            f"away after {VERTEX_STEPS} damped steps); this applies to a declared birkhoff "
+            "construction (mHC-lite), whose permutation set is the bug's place")
+    if case.n < 2:
+        raise Inconclusive("with n = 1 the only permutation is [1]")
+    x = ctx.inputs.state(case)
+    n = case.n
+    tol = 10.0 * n * steer_tolerance(ctx)
+    left: dict[tuple[int, ...], float] = {}
+    with torch.no_grad():  # the mean H_res at init: in the construction's own range
+        start = f64(ctx.observe.weights(ctx.build.make(case), x)[2]).reshape(-1, n, n).mean(0)
+    for p in itertools.permutations(range(n)):
+        P = torch.zeros(n, n, dtype=torch.float64)
+        P[torch.arange(n), torch.tensor(p)] = 1.0
+        target = VERTEX_SHARE * P + (1.0 - VERTEX_SHARE) * start
+        left[p] = steer_damped(ctx, ctx.build.make(case), x, target, tol)
+    reached = [p for p, v in left.items() if v <= tol]
+    missed = {p: v for p, v in left.items() if v > VERTEX_GAP}
+    if not reached:
+        raise NotApplicable(f"no permutation target could be steered to (closest "
+                            f"{min(left.values()):.3g} away): the parameters do not steer H_res")
+    ctx.record.require(
+        not missed,
+        f"H_res reaches {len(reached)} of the {len(left)} targets 0.9·P + 0.1·H̄₀ but not "
+        + ", ".join(f"P = {p} ({v:.3g} away)" for p, v in missed.items())
+        + f" (declared construction {construction!r}: it should span the Birkhoff polytope)",
+        hint="known bug class: a permutation set that misses permutations (duplicated "
+             "entries) — doubly stochastic exactly, but not every vertex is reachable")
+    ctx.record.expect(f"max deviation from 0.9·P + 0.1·H̄₀ after steering, over the {len(left)} "
+                      "permutations", max(left.values()), factor=10.0 * n)

@@ -47,6 +47,7 @@ from hcspec.spec.record import (
     Formula,
     SinkhornSpec,
     Start,
+    birkhoff_permutations,
 )
 
 _FIRST = {"exp": "exp-first", "softmax": "softmax-first", "sigmoid": "sigmoid-first"}
@@ -63,8 +64,19 @@ def declared(ctx: Context) -> Formula:
 
 
 def describe(f: Formula) -> str:
-    """``H_res`` of ``f`` in words, e.g. ``exp-first, 20 rounds (rows exact), no eps``."""
+    """``H_res`` of ``f`` in words, e.g. ``exp-first, 20 rounds (rows exact), no eps``; another
+    construction: ``birkhoff (mHC-lite) over all n! permutations``, ``orthostochastic, 10
+    Newton–Schulz steps``."""
     sk = f.sinkhorn
+    if f.construction == "birkhoff":
+        perms = ("all n! permutations" if f.permutations is None else
+                 f"{len(f.permutations)} declared permutations")
+        return f"birkhoff (mHC-lite) over {perms}" + (
+            ", transposed (Hᵀ)" if f.transposed else "")
+    if f.construction == "orthostochastic":
+        return f"orthostochastic, {f.newton_schulz_iterations} Newton–Schulz steps" + (
+            ", applied to H̃ᵀ" if f.logits_transposed else "") + (
+            ", transposed (Hᵀ)" if f.transposed else "")
     eps = ("no eps" if sk.additive_eps == 0 and sk.denominator_eps == 0 else
            f"eps {sk.additive_eps:g} added, {sk.denominator_eps:g} in the denominators")
     text = (f"{_FIRST[sk.start]}, {sk.effective_iterations} {_COUNTED[sk.count]} "
@@ -227,8 +239,10 @@ def diagnose(H: torch.Tensor, logits: torch.Tensor, declared: Formula, tol: floa
     return text
 
 
-def target_logits(impl: HyperConnectionImpl, x: torch.Tensor) -> Weights:
-    """``impl.logits(x)``, checked for shapes ``[B,T,n]``, ``[B,T,n]``, ``[B,T,n,n]``.
+def target_logits(impl: HyperConnectionImpl, x: torch.Tensor,
+                  formula: Formula | None = None) -> Weights:
+    """``impl.logits(x)``, checked for shapes ``[B,T,n]``, ``[B,T,n]``, ``[B,T,n,n]`` (for a
+    ``formula`` with a ``birkhoff`` construction ``H̃_res [B,T,K]``, K its permutations).
 
     Raises:
         PropertyFailure: no ``logits`` or a result of another form.
@@ -238,12 +252,16 @@ def target_logits(impl: HyperConnectionImpl, x: torch.Tensor) -> Weights:
                               "offered it")
     got: object = impl.logits(x)
     batch, tokens, n, _ = x.shape
-    shapes = ((batch, tokens, n), (batch, tokens, n), (batch, tokens, n, n))
+    res_shape: tuple[int, ...] = (n, n)
+    if formula is not None and formula.construction == "birkhoff":
+        res_shape = (len(birkhoff_permutations(formula, n)),)
+    shapes = ((batch, tokens, n), (batch, tokens, n), (batch, tokens, *res_shape))
     if not (isinstance(got, (tuple, list)) and len(got) == 3 and all(
             isinstance(t, torch.Tensor) and tuple(t.shape) == s
             for t, s in zip(got, shapes, strict=True))):
         raise PropertyFailure("logits(x) must return (H̃_pre [B,T,n], H̃_post [B,T,n], "
-                              "H̃_res [B,T,n,n]) tensors")
+                              "H̃_res [B,T,n,n]) tensors (a declared birkhoff construction: "
+                              "H̃_res [B,T,K], one logit per permutation)")
     return (got[0], got[1], got[2])
 
 

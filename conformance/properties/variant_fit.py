@@ -163,9 +163,12 @@ def diagnose(ctx: Context, case: Case) -> str | None:
     """Re-run ``case``: with ``logits`` the fitted rounds and eps (:func:`fit`,
     :func:`fit_text`); without them, the most rounds that could leave the observed other-axis
     error (:func:`rounds_bound`) when fewer than declared. Needs ``weights`` (the reported
-    H_res); None when nothing specific is found; never raises."""
+    H_res); None when nothing specific is found, or the declared construction is not
+    Sinkhorn–Knopp; never raises."""
     try:
         declared = declared_formula(ctx.conventions)
+        if declared.construction != "sinkhorn":  # no rounds or eps to fit: no assumed Sinkhorn
+            return None
         impl = ctx.build.make(case)
         if not has_weights(impl):
             return None

@@ -64,6 +64,7 @@ from hcspec.conformance.rules.constraints import (
     sinkhorn_convergence,
     sinkhorn_eps_deviation,
     sinkhorn_other_axis_bound,
+    summation_allowance,
 )
 from hcspec.conformance.rules.forward import (
     DEVICE,
@@ -148,6 +149,7 @@ __all__ = [
     "sinkhorn_convergence",
     "sinkhorn_eps_deviation",
     "sinkhorn_other_axis_bound",
+    "summation_allowance",
     "with_table",
 ]
 

@@ -54,6 +54,26 @@ def sinkhorn_eps_deviation(p: Precision, axis: str, convergence: float = 0.0) ->
     return 2.0 * per_normalisation * (1.0 + min(max(convergence, 0.0), 1.0))
 
 
+def summation_allowance(p: Precision, n: int, terms: int) -> Allowance:
+    """The sums of an exact construction that adds ``terms`` weighted matrices (mHC-lite:
+    ``K`` permutations, spec ``constructions.birkhoff_exact``), whose unit sums only the
+    rounding can move. Every row sum adds all ``K`` weights once (each permutation puts its
+    weight once in every row and column), after a softmax that divides by a ``K``-term sum,
+    then the row's ``n`` entries: recursive summation's worst case (Higham, Thm 4.4:
+    ``(m − 1)·u·Σ|x|`` for ``m`` terms, ``u = eps/2``, ``Σ a_k = 1``) gives
+    ``(2(K − 1) + n)·u ≤ (K + n)·eps`` in the compute dtype, plus the output's rounding: the
+    allowance, never below :func:`exact_axis_allowance`'s. The floor (what a correct impl
+    shows) is the random-walk size ``√K·eps + (n + 1)·eps``: rounding errors of both signs
+    add in quadrature (measured: a float32 sum of 8! = 40320 weighted permutations misses by
+    5–40 eps pairwise, by 566 eps = 6.75e-5 summed in blocks; the allowance is 40328 eps =
+    4.8e-3)."""
+    base = exact_axis_allowance(p, n, False)
+    e = eps(p.compute if p.low else p.output)
+    rounding = p.rounding if p.low else 0.0
+    floor = math.sqrt(terms) * e + (n + 1) * e + rounding
+    return Allowance(max(base.floor, floor), max(base.allowance, (terms + n) * e + rounding))
+
+
 def exact_axis_allowance(p: Precision, n: int, probed: bool) -> Allowance:
     """:data:`EXACT_AXIS` for ``n`` streams: float32/float64 (or probed): ``16·(n + 1)·eps``
     (probed: the law's ``n``-fold); below float32, along the chain: the floor
@@ -73,6 +93,9 @@ def exact_axis_allowance(p: Precision, n: int, probed: bool) -> Allowance:
 
 
 def _exact_axis(p: Precision, g: Mapping[str, Any]) -> Allowance:
+    terms = int(g.get("terms", 0))
+    if terms and not g.get("probed", False):
+        return summation_allowance(p, int(g["n"]), terms)
     return exact_axis_allowance(p, int(g["n"]), bool(g.get("probed", False)))
 
 
@@ -81,8 +104,10 @@ EXACT_AXIS: Final = Rule(
     "bfloat16/float16 along the chain: 4 × ((n + 1)·eps(compute) + eps(output)), at least "
     "16·(n + 1)·eps(compute) + eps(output); plus 2δ for a declared denominator eps δ",
     "the last step divides by the sum (by sum + δ: off 1 by δ/(s + δ) ≤ 2δ for sums s ≥ ½): "
-    "(n + 1) roundings of the compute dtype, then one rounding of each entry to the output",
-    ("n", "probed?"), _exact_axis)
+    "(n + 1) roundings of the compute dtype, then one rounding of each entry to the output; "
+    "an exact construction of `terms` summed matrices (mHC-lite's K permutations): the "
+    "worst case of recursive summation (K + n)·eps, floor √K·eps + (n + 1)·eps",
+    ("n", "probed?", "terms?"), _exact_axis)
 
 
 # --- doubly stochastic: the other axis (Birkhoff–Hopf bound) -------------------------------------
@@ -116,7 +141,7 @@ def mixing_allowance(p: Precision, n: int) -> Allowance:
 
 
 def _other_axis(p: Precision, g: Mapping[str, Any]) -> Allowance:
-    exact = exact_axis_allowance(p, int(g["n"]), bool(g.get("probed", False)))
+    exact = _exact_axis(p, g)
     convergence = float(g["convergence"])
     # the declared eps: the other axis's deviation replaces the exact axis's
     deviation = (sinkhorn_eps_deviation(p, "other", convergence)
@@ -141,11 +166,13 @@ def sinkhorn_convergence(H: torch.Tensor, iterations: int) -> torch.Tensor:
 
 
 def other_axis_allowances(p: Precision, convergence: torch.Tensor, n: int, probed: bool,
-                          mixing: bool = False, norm: bool = False) -> torch.Tensor:
+                          mixing: bool = False, norm: bool = False,
+                          terms: int = 0) -> torch.Tensor:
     """:data:`SINKHORN_OTHER_AXIS` per token (``convergence [...]`` float64, e.g.
-    :func:`sinkhorn_convergence`; for choosing the worst token a check then compares)."""
+    :func:`sinkhorn_convergence`; for choosing the worst token a check then compares);
+    ``terms``: an exact construction's summation length (:func:`summation_allowance`)."""
     flat = [_other_axis(p, {"n": n, "probed": probed, "convergence": float(c),
-                            "mixing": mixing, "norm": norm}).allowance
+                            "mixing": mixing, "norm": norm, "terms": terms}).allowance
             for c in convergence.flatten().tolist()]
     return torch.tensor(flat, dtype=torch.float64).reshape(convergence.shape)
 
@@ -156,9 +183,11 @@ SINKHORN_OTHER_AXIS: Final = Rule(
     "rounding allowance along the chain (stream sum: plus the mixing's rounding, the law's "
     "budget in float64/float32, 4 × (eps(output) + n·eps(compute)) below; non-expansiveness: "
     "√((1 + other)(1 + exact)) − 1 plus the mixing's rounding); plus 4δ(1 + min(bound, 1)) "
-    "for a declared denominator eps δ",
+    "for a declared denominator eps δ; a declared exact construction (mHC-lite): convergence 0 "
+    "and the exact axis's summation allowance for its `terms`",
     "Franklin & Lorenz: each round contracts Hilbert's metric by tanh(Δ/4)²; rounding does not "
-    "accumulate in a contraction", ("n", "convergence", "probed?", "mixing?", "norm?"), _other_axis)
+    "accumulate in a contraction", ("n", "convergence", "probed?", "mixing?", "norm?", "terms?"),
+    _other_axis)
 
 # --- the Sinkhorn–Knopp gradient, bounds derived from the declaration ---------------------------
 def _fixed_point(p: Precision, g: Mapping[str, Any]) -> Allowance:

@@ -17,12 +17,14 @@
 - :mod:`.remarks`: ``mhc.soft_start``, ``mhc.tensor_parallel_locality``,
   ``reduction.n1_expressiveness``, ``mhc.sinkhorn_seed_loop``
 - :mod:`.gated`: ``gated.*``, ``published.qwen4_exp_step`` (the general law; the gated read)
+- :mod:`.constructions`: ``constructions.*`` (mHC-lite, orthostochastic H_res)
 - :mod:`.published`: ``published.*`` (each published parameterization's step is the closed form)
 """
 
 from hcspec.spec.theorems import (  # noqa: F401  (imported for their registration side effect)
     backprop,
     connection,
+    constructions,
     counts,
     doubly_stochastic,
     duality,

@@ -85,3 +85,27 @@ def test_the_report_shows_the_flat_declarations_and_a_departure_elsewhere() -> N
     assert plain["h_post_multiplier"] == "1.0" and "formula" not in plain
     oriented = Conventions(formula=Formula(transposed=True)).describe()
     assert "transposed=True" in oriented["formula"]
+
+
+def test_construction_keywords_and_header() -> None:
+    from hcspec.conformance.protocol import Conventions, ConventionsError
+    c = Conventions.from_mapping({"h_res_construction": "birkhoff",
+                                  "birkhoff_permutations": [[0, 1, 2], [2, 0, 1]],
+                                  "h_post_activation": "softmax"})
+    assert c.formula.construction == "birkhoff"
+    assert c.formula.permutations == ((0, 1, 2), (2, 0, 1))
+    assert c.formula.h_post.activation == "softmax" and c.formula.h_post.multiplier == 2.0
+    assert c.declared_fields() == ["h_res_construction", "birkhoff_permutations",
+                                   "h_post_activation"]
+    text = c.describe()
+    assert not any(k.startswith("sinkhorn_") and k != "sinkhorn_gradient" for k in text)
+    assert text["birkhoff_permutations"] == "2 declared"
+    assert "not declared; mHC paper default" in Conventions().describe()["sinkhorn_iterations"]
+    assert "sinkhorn_iterations" not in Conventions(
+        h_res_construction="orthostochastic").describe()
+    with pytest.raises(ConventionsError, match="h_res_construction"):
+        Conventions.from_mapping({"h_res_construction": "qr"})
+    with pytest.raises(ConventionsError, match="only a 'birkhoff'"):
+        Conventions.from_mapping({"birkhoff_permutations": [[0, 1]]})
+    with pytest.raises(ConventionsError, match="h_pre_activation"):
+        Conventions.from_mapping({"h_pre_activation": "tanh"})

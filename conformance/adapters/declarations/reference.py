@@ -1,5 +1,5 @@
 """Declarations of hcspec's reference targets (``reference:hc-static``, ``reference:hc-dynamic``,
-``reference:mhc``, ``reference:mhc-fast``); the factories are those of
+``reference:mhc``, ``reference:mhc-fast``, ``reference:mhc-lite``); the factories are those of
 :mod:`hcspec.reference.targets` (see :mod:`hcspec.conformance.adapters.reference`)."""
 
 from __future__ import annotations
@@ -30,6 +30,9 @@ TARGETS: Final[tuple[BuiltinTarget, ...]] = (
     _target("hc-dynamic", "hc_dynamic", "dynamic HC (HC §2.3)"),
     _target("mhc", "mhc", f"mHC (mHC §4, Sinkhorn–Knopp, {SINKHORN_ROUNDS} rounds)"),
     _target("mhc-fast", "mhc_fast", "mHC, fast path (same math as reference:mhc)"),
+    BuiltinTarget("reference:mhc-lite", f"{_FACTORIES}:mhc_lite",
+                  "hcspec reference implementation: mHC-lite (H_res = Σ softmax(a)_k P_k over "
+                  "all n! permutations, arXiv 2601.05732)"),
     BuiltinTarget("reference:qwen4-exp", f"{_FACTORIES}:qwen4_exp",
                   "hcspec reference implementation: Qwen4-exp's gated read (H_res = I)"),
 )

@@ -9,10 +9,12 @@ float64) and is differentiable. Imports torch and the spec's record only.
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from hcspec.formulas.sinkhorn import sinkhorn_variant
-from hcspec.spec.record import Formula, Gate
+from hcspec.spec.record import Formula, Gate, birkhoff_permutations
 
 Weights = tuple[torch.Tensor, torch.Tensor, torch.Tensor]
 """``(h_pre [..., n], h_post [..., n], H_res [..., n, n])``."""
@@ -21,8 +23,9 @@ Weights = tuple[torch.Tensor, torch.Tensor, torch.Tensor]
 def gate(g: Gate, logits: torch.Tensor) -> torch.Tensor:
     """``g.multiplier · σ(logits) + g.eps`` (mHC Eq. 8), element-wise, in the dtype and device
     of ``logits``; a multiplier of 1 and an eps of 0 are not applied (so the paper's ``σ`` is
-    ``torch.sigmoid`` bit for bit)."""
-    h = torch.sigmoid(logits)
+    ``torch.sigmoid`` bit for bit). A ``softmax`` gate takes the softmax over the last axis
+    (the n streams) instead of σ; ``logits [..., n]``."""
+    h = torch.softmax(logits, dim=-1) if g.activation == "softmax" else torch.sigmoid(logits)
     if g.multiplier != 1.0:
         h = g.multiplier * h
     return h + g.eps if g.eps else h
@@ -36,9 +39,62 @@ def h_res(formula: Formula, logits: torch.Tensor) -> torch.Tensor:
     Raises:
         TypeError, ValueError: as :func:`hcspec.formulas.sinkhorn.sinkhorn_variant`.
     """
-    source = logits.transpose(-1, -2) if formula.logits_transposed else logits
-    H = sinkhorn_variant(source, formula.sinkhorn)
+    if formula.construction == "birkhoff":
+        H = birkhoff(formula, logits)
+    else:
+        source = logits.transpose(-1, -2) if formula.logits_transposed else logits
+        H = (orthostochastic(source, formula.newton_schulz_iterations)
+             if formula.construction == "orthostochastic"
+             else sinkhorn_variant(source, formula.sinkhorn))
     return H.transpose(-1, -2) if formula.transposed else H
+
+
+_FACTORIALS = {math.factorial(k): k for k in range(1, 9)}
+
+
+def permutation_matrices(perms: tuple[tuple[int, ...], ...], dtype: torch.dtype,
+                         device: torch.device | None = None) -> torch.Tensor:
+    """``[K, n, n]``: ``P_k[i, perms[k][i]] = 1``, zeros elsewhere, in ``dtype`` on ``device``."""
+    K, n = len(perms), len(perms[0])
+    index = torch.tensor(perms, dtype=torch.long, device=device)
+    P = torch.zeros(K, n, n, dtype=dtype, device=device)
+    P.scatter_(2, index.unsqueeze(-1), 1.0)
+    return P
+
+
+def birkhoff(formula: Formula, logits: torch.Tensor) -> torch.Tensor:
+    """mHC-lite's ``H_res = Σ_k softmax(logits)_k P_k`` (arXiv 2601.05732) over the formula's
+    permutation set (all n! when none is declared; n is then read from ``K = n!``, n ≤ 8):
+    ``logits [..., K]`` -> ``[..., n, n]``, in the dtype and device of ``logits``.
+
+    Raises:
+        ValueError: ``K`` is not the declared set's size, or not a factorial ≤ 8!.
+    """
+    K = logits.shape[-1]
+    if formula.permutations is not None:
+        perms = formula.permutations
+    elif K in _FACTORIALS:
+        perms = birkhoff_permutations(formula, _FACTORIALS[K])
+    else:
+        raise ValueError(f"birkhoff: {K} logits is not n! for any n <= 8")
+    if len(perms) != K:
+        raise ValueError(f"birkhoff: {K} logits for {len(perms)} permutations")
+    P = permutation_matrices(perms, logits.dtype, logits.device)
+    return torch.einsum("...k,kij->...ij", torch.softmax(logits, dim=-1), P)
+
+
+def orthostochastic(logits: torch.Tensor, iterations: int) -> torch.Tensor:
+    """The orthostochastic ``H_res = Q ∘ Q``: ``Q`` the orthogonal polar factor of ``logits
+    [..., n, n]`` by ``iterations`` Newton–Schulz steps ``X ← 1.5 X − 0.5 X Xᵀ X`` from
+    ``X₀ = logits/‖logits‖_F`` (every singular value in (0, 1], where the cubic converges).
+    Rows and columns of ``Q ∘ Q`` sum to 1 within ``‖QQᵀ − I‖`` (spec
+    ``constructions.orthostochastic_inexact``). ``[..., n, n]``, dtype and device of ``logits``."""
+    X = logits / torch.linalg.matrix_norm(logits).clamp_min(torch.finfo(logits.dtype).tiny)[
+        ..., None, None]
+    for _ in range(iterations):
+        X = 1.5 * X - 0.5 * (X @ X.transpose(-1, -2) @ X)
+    H: torch.Tensor = X * X
+    return H
 
 
 def weights(formula: Formula, pre: torch.Tensor, post: torch.Tensor,

@@ -7,7 +7,7 @@ import torch
 
 from hcspec.conformance.families.constraints import gain_ceiling
 from hcspec.conformance.properties import PropertyFailure
-from hcspec.conformance.properties.base import Inconclusive
+from hcspec.conformance.properties.base import Inconclusive, NotApplicable
 from hcspec.conformance.protocol import Conventions
 from hcspec.conformance.strategies import Case
 from tests.conformance.properties.support import run, unmet
@@ -60,3 +60,57 @@ def test_the_gain_ceiling_is_the_largest_gain_of_a_row_stochastic_matrix() -> No
             torch.softmax(torch.randn(n, n, dtype=torch.float64) * 9, -1), ord=2))
             for _ in range(200))
         assert worst - 1 <= gain_ceiling(n) + 1e-12
+
+
+MHC_LITE = ("constraints.h_res_exact_axis", "constraints.h_res_other_axis",
+            "constraints.stream_sum_preserved", "constraints.nonexpansive")
+
+
+@pytest.mark.parametrize("pid", MHC_LITE)
+def test_mhc_lite_passes_its_exact_sums(pid: str) -> None:
+    run(pid, "reference:mhc-lite", Case(2, 3, 3, 7, seed=0, perturb=1.0))
+
+
+def test_the_summation_allowance_grows_with_the_terms() -> None:
+    from hcspec.conformance import rules
+    from hcspec.conformance.rules.base import Precision
+    p = Precision.of(torch.float32, None, None)
+    e = torch.finfo(torch.float32).eps
+    lite = rules.EXACT_AXIS.apply(p, n=8, terms=40320)
+    assert lite.allowance == pytest.approx((40320 + 8) * e)
+    assert lite.floor == pytest.approx((40320 ** 0.5 + 9) * e)
+    assert lite.allowance > 6.75e-5  # the blocked float32 sum of 8! permutations passes
+    assert rules.EXACT_AXIS.apply(p, n=8).allowance < 6.75e-5  # the Sinkhorn rule would not
+    assert rules.EXACT_AXIS.apply(p, n=3, terms=6).allowance == rules.EXACT_AXIS.apply(
+        p, n=3).allowance  # few terms: never below the exact axis's own budget
+
+
+def test_h_res_vertices_reaches_every_permutation_of_mhc_lite_only() -> None:
+    run("constraints.h_res_vertices", "reference:mhc-lite")
+    with pytest.raises(PropertyFailure) as failure:
+        run("constraints.h_res_vertices", "mutant:birkhoff_duplicated_permutations")
+    assert "but not P = " in str(failure.value)
+    with pytest.raises(NotApplicable):
+        run("constraints.h_res_vertices", "reference:mhc")
+
+
+def test_a_declared_softmax_h_post_gets_no_sigma_hint() -> None:
+    target = "tests.mutants.h_post_softmax_declared_sigmoid:make_declared"
+    run("constraints.h_post_span", target)
+
+
+def test_orthostochastic_sums_within_the_orthogonality_defect() -> None:
+    from hcspec.formulas.mhc import orthostochastic
+    L = torch.randn(64, 5, 5, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    for steps in (1, 3, 30):
+        H = orthostochastic(L, steps)
+        X = torch.sqrt(H)  # |Q|: QQᵀ needs the signs, so recompute Q itself
+        Q = L / torch.linalg.matrix_norm(L)[..., None, None]
+        for _ in range(steps):
+            Q = 1.5 * Q - 0.5 * Q @ Q.transpose(-1, -2) @ Q
+        assert torch.allclose(X, Q.abs())
+        defect = torch.linalg.matrix_norm(Q @ Q.transpose(-1, -2) - torch.eye(5), ord=2)
+        rows = (H.sum(-1) - 1).abs().amax(-1)
+        cols = (H.sum(-2) - 1).abs().amax(-1)
+        assert bool((rows <= defect + 1e-12).all()) and bool((cols <= defect + 1e-12).all())
+    assert float(rows.max()) < 1e-9  # 30 steps converge

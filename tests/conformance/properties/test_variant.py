@@ -170,3 +170,25 @@ def test_reference_logits_are_affine_in_the_normalised_state(target: str) -> Non
 def test_a_tanh_inside_the_logits_is_not_affine() -> None:
     with pytest.raises(PropertyFailure, match="affine prediction: error"):
         run("variant.logits_affine", "mutant:logits_tanh_projection")
+
+
+MHC_LITE_CASE = Case(2, 3, 3, 7, seed=0, perturb=1.0)
+
+
+def test_mhc_lite_is_its_declared_construction() -> None:
+    for pid in ("variant.h_res", "variant.gates"):
+        run(pid, "reference:mhc-lite", MHC_LITE_CASE)
+
+
+def test_mhc_lite_with_a_duplicated_permutation_set_fails_h_res() -> None:
+    with pytest.raises(PropertyFailure) as failure:
+        run("variant.h_res", "mutant:birkhoff_duplicated_permutations", MHC_LITE_CASE)
+    assert "birkhoff" in str(failure.value)
+
+
+def test_a_softmax_h_post_passes_declared_softmax_and_fails_declared_2sigma() -> None:
+    run("variant.gates", "tests.mutants.h_post_softmax_declared_sigmoid:make_declared", SPREAD)
+    with pytest.raises(PropertyFailure) as failure:
+        run("variant.gates", "mutant:h_post_softmax_declared_sigmoid", SPREAD)
+    assert "2·σ(H̃_post)" in str(failure.value)
+
