@@ -47,5 +47,13 @@ TARGETS: Final[tuple[BuiltinTarget, ...]] = (
         requires="sglang.kernels.ops.layernorm.mhc_head", distribution="sglang",
         options={"route": "split", "head": True}, written_for=WRITTEN_FOR, detail=_TRITON_NOTE,
     ),
+    BuiltinTarget(
+        "sglang:gated", "hcspec.conformance.adapters.sglang_gated:make",
+        "SGLang's Qwen4-exp GatedResidual (srt/layers/hyperconnection.py, grouped RMSNorm, "
+        "hc_per_branch_norm) called as GatedResidualState does (mix, branch, combine) on its "
+        "torch.compile'd torch routes; hyper_connection_mixer as reduce",
+        requires="sglang.srt.layers.hyperconnection", distribution="sglang",
+        written_for=WRITTEN_FOR,
+    ),
 )
 """SGLang's built-in targets."""
