@@ -34,10 +34,9 @@ from types import ModuleType
 from typing import Any, Final
 
 import torch
-from torch import nn
 
 from hcspec.conformance.adapters._capture import PackageChanged
-from hcspec.conformance.protocol import Branch, Conventions
+from hcspec.conformance.adapters._engine_gated import EngineGated
 
 WRITTEN_FOR: Final = "0.5.23"
 """The SGLang release this adapter was read against."""
@@ -83,85 +82,8 @@ def _eager(module: Any) -> None:
         object.__setattr__(module, name, original)
 
 
-class SGLangGated(nn.Module):
-    """SGLang's ``GatedResidual`` (attention site) and ``hyper_connection_mixer`` as a kit impl.
-    The state ``[B,T,n,d]`` is the engine's ``[..., n·d]`` (streams contiguous); the engine's
-    rows are tokens, so ``[B,T]`` is flattened to rows and back."""
-
-    kind = "hc-dynamic"
-
-    def __init__(self, connection: nn.Module, mixer: nn.Module, n: int, d: int,
-                 compiled: bool) -> None:
-        super().__init__()
-        self.connection, self.mixer, self.n, self.d = connection, mixer, n, d
-        self.conventions = Conventions(
-            compute_dtype=torch.float32, reduce="learned", residual_mixing="identity",
-            read="elementwise", published="qwen4-exp", contiguous_input=True,
-            notes=(f"SGLang {WRITTEN_FOR} wheel, srt/layers/hyperconnection.py GatedResidual "
-                   "(hc_per_branch_norm=True, as Qwen4-exp's layer builds it) called as "
-                   "GatedResidualState does: mix -> branch -> combine; x_in = mean_s(G_s ⊙ N_s), "
-                   "G = σ(up(silu(down(N)/n))), h_post = 2σ(inject(N)/n), X' = X + h_post ⊗ "
-                   "F(x_in) (H_res = I); the grouped RMSNorm in float32; reduce = "
-                   "hyper_connection_mixer.mix(x)[0]; "
-                   + ("torch.compile'd torch routes" if compiled else "eager torch routes")
-                   + f"; hc_lowrank {LOWRANK}"))
-
-    def _rows(self, x: torch.Tensor) -> torch.Tensor:
-        return x.reshape(-1, self.n * self.d)
-
-    def forward(self, x: torch.Tensor, branch: Branch) -> torch.Tensor:
-        """``x [B,T,n,d] -> [B,T,n,d]``: ``attn_mix``, the branch, ``attn_combine``."""
-        lead = x.shape[:-2]
-        mixed, residuals = self.connection.mix(self._rows(x))
-        out = branch(mixed.reshape(*lead, self.d))
-        written: torch.Tensor = self.connection.combine(out.reshape(-1, self.d), residuals)
-        return written.reshape(*lead, self.n, self.d)
-
-    def read_map(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """``(x_in [B,T,d], h_post [B,T,n])``: the engine's mix output, and its combine's
-        injection weights read by combining a block output of ones into zero streams (the
-        combine's ``R + h_post ⊗ out`` with ``R = 0``, ``out = 1``)."""
-        lead = x.shape[:-2]
-        mixed, (_, normed, partials) = self.connection.mix(self._rows(x))
-        ones = torch.ones(normed.shape[0], self.d, dtype=mixed.dtype, device=x.device)
-        injected = self.connection.combine(ones, (torch.zeros_like(normed), normed, partials))
-        h_post = injected.reshape(*lead, self.n, self.d)[..., 0]
-        return mixed.reshape(*lead, self.d), h_post
-
-    def expand(self, h: torch.Tensor) -> torch.Tensor:
-        """``h [B,T,d] -> [B,T,n,d]``: the layer's ``_widen_streams`` (``n`` copies)."""
-        wide = torch.cat([h for _ in range(self.n)], dim=-1)
-        return wide.reshape(*h.shape[:-1], self.n, self.d)
-
-    def reduce(self, x: torch.Tensor) -> torch.Tensor:
-        """The model's terminal read ``hyper_connection_mixer.mix(x)[0]``: ``[B,T,n,d] ->
-        [B,T,d]``."""
-        out: torch.Tensor = self.mixer.mix(self._rows(x))[0]
-        return out.reshape(*x.shape[:-2], self.d)
-
-    def published_parameters(self) -> dict[str, torch.Tensor | float]:
-        """The ``qwen4-exp`` tensors of the attention site (Linear weights ``[out, in]``, as the
-        layout) and the norm's ``variance_epsilon``."""
-        c: Any = self.connection
-        return {"hc_norm.weight": c.hc_norm.weight,
-                "input_mix_weight_down": c.input_mix_weight_down.weight,
-                "input_mix_weight_up": c.input_mix_weight_up.weight,
-                "block_inject_weight": c.block_inject_weight.weight,
-                "norm_eps": float(c.hc_norm.variance_epsilon)}
-
-    def load_published(self, params: Any) -> None:
-        """Set the attention site's tensors from a ``qwen4-exp`` mapping (the checkpoint's names,
-        ``.weight`` added to the Linear ones, as the engine's weight loader does)."""
-        names = {"hc_norm.weight": "hc_norm.weight",
-                 "input_mix_weight_down": "input_mix_weight_down.weight",
-                 "input_mix_weight_up": "input_mix_weight_up.weight",
-                 "block_inject_weight": "block_inject_weight.weight"}
-        state = {names[k]: v for k, v in params.items() if k in names}
-        self.connection.load_state_dict(state, strict=True)
-
-
 def make(n: int, d: int, *, layer_index: int = 0, dtype: torch.dtype = torch.float64,
-         device: str = "cpu", seed: int = 0, compiled: bool = True) -> SGLangGated:
+         device: str = "cpu", seed: int = 0, compiled: bool = True) -> EngineGated:
     """Factory for SGLang 0.5.23's ``GatedResidual`` as Qwen4-exp builds it, with a second one
     (``use_combine=False``) as ``reduce``; parameters in ``dtype`` drawn by the modules' own
     initialisation (norm weight 0, ``nn.Linear``'s default) under ``seed``. ``compiled=False``
@@ -182,4 +104,12 @@ def make(n: int, d: int, *, layer_index: int = 0, dtype: torch.dtype = torch.flo
     if not compiled:
         _eager(connection)
         _eager(mixer)
-    return SGLangGated(connection, mixer, n, d, compiled).to(dtype=dtype, device=device)
+    notes = (f"SGLang {WRITTEN_FOR} wheel, srt/layers/hyperconnection.py GatedResidual "
+             "(hc_per_branch_norm=True, as Qwen4-exp's layer builds it) called as "
+             "GatedResidualState does: mix -> branch -> combine; x_in = mean_s(G_s ⊙ N_s), "
+             "G = σ(up(silu(down(N)/n))), h_post = 2σ(inject(N)/n), X' = X + h_post ⊗ F(x_in) "
+             "(H_res = I); the grouped RMSNorm in float32; reduce = "
+             "hyper_connection_mixer.mix(x)[0]; "
+             + ("torch.compile'd torch routes" if compiled else "eager torch routes")
+             + f"; hc_lowrank {LOWRANK}")
+    return EngineGated(connection, mixer, n, d, notes).to(dtype=dtype, device=device)
