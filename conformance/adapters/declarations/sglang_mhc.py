@@ -55,5 +55,12 @@ TARGETS: Final[tuple[BuiltinTarget, ...]] = (
         requires="sglang.srt.layers.hyperconnection", distribution="sglang",
         written_for=WRITTEN_FOR,
     ),
+    BuiltinTarget(
+        "sglang:ihc", "hcspec.conformance.adapters.sglang_ihc:make",
+        "SGLang's HY-V4 iHC Triton kernels (hy4_ihc.py: fused_hy4_ihc_pre, fused_hy4_ihc_post "
+        "as HYV4HCLayer calls them; no mixing matrix), fused_hy4_ihc_head as reduce; float32 "
+        "parameters", requires="sglang.kernels.ops.layernorm.hy4_ihc", distribution="sglang",
+        written_for=WRITTEN_FOR, detail=_TRITON_NOTE,
+    ),
 )
 """SGLang's built-in targets."""
