@@ -30,6 +30,8 @@ class EngineGated(nn.Module):
     """
 
     kind = "hc-dynamic"
+    connection: Any
+    mixer: Any
 
     def __init__(self, connection: nn.Module, mixer: nn.Module, n: int, d: int,
                  notes: str) -> None:

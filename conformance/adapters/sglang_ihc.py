@@ -108,18 +108,10 @@ class SGLangIHC(nn.Module):
                    "eps, post = 2σ + eps from hc_fn·vec(X)·rsqrt(mean vec(X)² + ε); reduce = "
                    "fused_hy4_ihc_head; parameters float32"))
 
-    def _apply(self, fn: Any, recurse: bool = True) -> Any:
-        """Moves like a module but keeps the parameters float32 (the layer's dtype)."""
-        out = super()._apply(fn, recurse)
-        for p in self.parameters():
-            if p.dtype != torch.float32:
-                p.data = p.data.float()
-        return out
-
     def _pre(self, rows: torch.Tensor, fn: torch.Tensor, scale: torch.Tensor,
              base: torch.Tensor, magnitude: float) -> tuple[torch.Tensor, torch.Tensor]:
         out: tuple[torch.Tensor, torch.Tensor] = kernels().fused_hy4_ihc_pre(
-            rows, fn, scale, base, magnitude, NORM_EPS, HC_EPS)
+            rows, fn.float(), scale.float(), base.float(), magnitude, NORM_EPS, HC_EPS)
         return out
 
     def forward(self, x: torch.Tensor, branch: Branch) -> torch.Tensor:
@@ -152,15 +144,16 @@ class SGLangIHC(nn.Module):
     def reduce(self, x: torch.Tensor) -> torch.Tensor:
         """``fused_hy4_ihc_head``: ``[B,T,n,d] -> [B,T,d]``."""
         out: torch.Tensor = kernels().fused_hy4_ihc_head(
-            x.reshape(-1, self.n, self.d), self.hc_head_fn, self.hc_head_scale,
-            self.hc_head_base, NORM_EPS, HC_EPS)
+            x.reshape(-1, self.n, self.d), self.hc_head_fn.float(), self.hc_head_scale.float(),
+            self.hc_head_base.float(), NORM_EPS, HC_EPS)
         return out.reshape(*x.shape[:-2], self.d)
 
 
 def make(n: int, d: int, *, layer_index: int = 0, dtype: torch.dtype = torch.float64,
          device: str = "cpu", seed: int = 0) -> SGLangIHC:
-    """Factory for SGLang 0.5.23's HY-V4 iHC kernels (parameters float32 drawn under ``seed``;
-    ``dtype`` is the state's, which the kit passes: the module keeps float32 parameters).
+    """Factory for SGLang 0.5.23's HY-V4 iHC kernels (parameters float32, the layer's, drawn
+    under ``seed``; ``dtype`` is the state's, which the kit passes; the kernels are handed the
+    parameters as float32, which they assert, whatever the module was cast to).
 
     Raises:
         ImportError: SGLang or Triton is not installed. PackageChanged: the module changed.
