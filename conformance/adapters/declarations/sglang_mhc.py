@@ -47,20 +47,5 @@ TARGETS: Final[tuple[BuiltinTarget, ...]] = (
         requires="sglang.kernels.ops.layernorm.mhc_head", distribution="sglang",
         options={"route": "split", "head": True}, written_for=WRITTEN_FOR, detail=_TRITON_NOTE,
     ),
-    BuiltinTarget(
-        "sglang:gated", "hcspec.conformance.adapters.sglang_gated:make",
-        "SGLang's Qwen4-exp GatedResidual (srt/layers/hyperconnection.py, grouped RMSNorm, "
-        "hc_per_branch_norm) called as GatedResidualState does (mix, branch, combine) on its "
-        "torch.compile'd torch routes; hyper_connection_mixer as reduce",
-        requires="sglang.srt.layers.hyperconnection", distribution="sglang",
-        written_for=WRITTEN_FOR,
-    ),
-    BuiltinTarget(
-        "sglang:ihc", "hcspec.conformance.adapters.sglang_ihc:make",
-        "SGLang's HY-V4 iHC Triton kernels (hy4_ihc.py: fused_hy4_ihc_pre, fused_hy4_ihc_post "
-        "as HYV4HCLayer calls them; no mixing matrix), fused_hy4_ihc_head as reduce; float32 "
-        "parameters", requires="sglang.kernels.ops.layernorm.hy4_ihc", distribution="sglang",
-        written_for=WRITTEN_FOR, detail=_TRITON_NOTE,
-    ),
 )
 """SGLang's built-in targets."""

@@ -46,13 +46,5 @@ TARGETS: Final[tuple[BuiltinTarget, ...]] = (
         written_for=WRITTEN_FOR,
         available="hcspec.conformance.adapters.declarations.vllm_wheel:cpu_unavailable",
     ),
-    BuiltinTarget(
-        "vllm:qwen4-exp", "hcspec.conformance.adapters.vllm_gated:make",
-        "vLLM's Qwen4-exp GatedResidual (models/qwen4_exp/common/hyperconnection.py, the torch "
-        "one, grouped RMSNorm, hc_per_branch_norm): mix, branch, combine; "
-        "hyper_connection_mixer as reduce",
-        requires="vllm.models.qwen4_exp.common.hyperconnection", distribution="vllm",
-        written_for=WRITTEN_FOR,
-    ),
 )
 """The vLLM wheel's Triton and CPU targets."""
