@@ -23,10 +23,13 @@
 #                mhc_post, mhc_fused_post_pre's pieces), `vllm:mhc-tilelang`
 #                (mhc_pre_tilelang, mhc_post_tilelang), and the Triton targets compiled
 #                (`sglang:mhc-triton`: the fused split-K + Sinkhorn, `sglang:mhc-triton-split`,
-#                `vllm:mhc-triton`), each `--profile kernel`. Not covered by any target yet:
-#                SGLang's AITER and DeepGEMM routes (hc_mix_stats_sinkhorn_deepgemm, the bf16x3
-#                projection), hy4_ihc.py, the CuTe split-K mix (gemm/hc_mix_splitk.py,
-#                sm_100), vLLM's AITER (aiter.py) and DeepSeek-V4.1's mega_mhc / CuTe DSL ops;
+#                `vllm:mhc-triton`, `sglang:ihc`: HY-V4's hy4_ihc.py kernels, or its `hpc` ops
+#                where hpc is installed), each `--profile kernel`. Not covered by any target
+#                yet: SGLang's AITER and DeepGEMM routes (hc_mix_stats_sinkhorn_deepgemm, the
+#                bf16x3 projection), the CuTe split-K mix (gemm/hc_mix_splitk.py, sm_100),
+#                Qwen4-exp's CUDA routes (SGLang: fused_hc_mix, the JIT combine,
+#                hc_combine_decode; vLLM: qwen4_exp/{nvidia,amd}/hyperconnection.py),
+#                vLLM's AITER (aiter.py) and DeepSeek-V4.1's mega_mhc / CuTe DSL ops;
 #   5. mutants   `python -m tools.mutation hardcoded_cpu hardcoded_cuda --device cuda
 #                --profile quick`: the CUDA-only mutant must be killed by
 #                device.cuda_matches_cpu;
@@ -158,7 +161,7 @@ fi
 for engine in sglang vllm; do
   if has triton && has "$engine"; then
     for target in $(python -c "from hcspec.conformance.targets import BUILTIN
-print(' '.join(n for n in BUILTIN if n.startswith('$engine:') and ('tilelang' in n or 'triton' in n or 'head' in n)))"); do
+print(' '.join(n for n in BUILTIN if n.startswith('$engine:') and ('tilelang' in n or 'triton' in n or 'head' in n or 'ihc' in n)))"); do
       step "engine_${target//:/_}" 90 hc-conformance run "$target" --device cuda --profile kernel \
         --no-progress --json "$OUT/${target//:/_}.json"
     done
