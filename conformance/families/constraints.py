@@ -581,7 +581,7 @@ def check_h_res_vertices(ctx: Context, case: Case) -> None:
     does not span the polytope (not every doubly stochastic matrix is orthostochastic for
     n ≥ 3): not applicable; Sinkhorn–Knopp: not applicable, its steering converges too slowly
     for a verdict (see the message)."""
-    from hcspec.conformance.families.law import steer_tolerance
+    from hcspec.conformance.properties import precision
 
     construction = ctx.conventions.formula.construction
     if construction == "orthostochastic":
@@ -597,7 +597,10 @@ def check_h_res_vertices(ctx: Context, case: Case) -> None:
         raise Inconclusive("with n = 1 the only permutation is [1]")
     x = ctx.inputs.state(case)
     n = case.n
-    tol = 10.0 * n * steer_tolerance(ctx)
+    # the law's budget for a target with entries 0 and 1 (exact in every float format, so a
+    # zero closed-form error), as law.permutation_mixing steers to, ten-fold per stream
+    steer = ctx.record.allowance(rules.LAW, oracle=precision.oracle(ctx, lambda: 0.0))
+    tol = 10.0 * n * steer.allowance
     left: dict[tuple[int, ...], float] = {}
     with torch.no_grad():  # the mean H_res at init: in the construction's own range
         start = f64(ctx.observe.weights(ctx.build.make(case), x)[2]).reshape(-1, n, n).mean(0)

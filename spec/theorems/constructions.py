@@ -130,6 +130,7 @@ theorem(
     "For any square Q (an inexact orthogonal factor, e.g. after finitely many Newton–Schulz "
     "iterations), the rows of Q∘Q miss 1 by the diagonal of QQᵀ − I and the columns by that of "
     "QᵀQ − I, so |row sum − 1| ≤ ‖QQᵀ − I‖₂ and |column sum − 1| ≤ ‖QᵀQ − I‖₂ = ‖QQᵀ − I‖₂.",
+    setting=("Q ∈ R^{n×n}, any square matrix (no orthogonality assumed).",),
     cases="the two diagonal identities exactly at n ∈ {1, 2, 3, 4}; the norm bounds by "
           "|E_ii| = |e_iᵀ E e_i| ≤ ‖E‖₂ and the equal spectra of QQᵀ and QᵀQ",
     generality="explicit sizes",
