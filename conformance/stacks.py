@@ -36,6 +36,16 @@ class Stack:
     where: str
 
 
+def shown_path(filename: str) -> str:
+    """``filename`` relative to the working folder when it lies under it (the same text in
+    every checkout of a project), else unchanged."""
+    try:
+        path, here = Path(filename).resolve(), Path.cwd().resolve()
+    except OSError:
+        return filename
+    return str(path.relative_to(here)) if path.is_relative_to(here) else filename
+
+
 def thread_stack(ident: int | None) -> Stack | None:
     """The Python stack of the live thread ``ident`` now, None when there is no such thread
     (it finished meanwhile) or ``ident`` is None."""
@@ -49,7 +59,7 @@ def thread_stack(ident: int | None) -> Stack | None:
     if not summary:
         return None
     last = summary[-1]
-    where = f"{last.filename}:{last.lineno} in {last.name}"
+    where = f"{shown_path(last.filename)}:{last.lineno} in {last.name}"
     if last.line:
         where += f": {last.line.strip()}"
     return Stack("".join(traceback.format_list(summary)), where)

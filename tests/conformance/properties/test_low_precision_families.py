@@ -130,7 +130,10 @@ def test_a_correct_bf16_state_v4_stays_below_half_of_every_sum_allowance(seed: i
     allowance (no false positive, and room to spare)."""
     report = check_implementation(f"{STANDINS}:make_bf16_state_v4", profile="ci", device="cpu",
                                   only=SUMS, seed=seed)
-    checked = [r for r in report.results if r.family in ("constraints", "scale")]
+    # constraints.h_res_vertices steers a declared birkhoff construction only (not applicable
+    # to Sinkhorn–Knopp, with its reason): every other sum check runs and passes
+    checked = [r for r in report.results if r.family in ("constraints", "scale")
+               and r.id != "constraints.h_res_vertices"]
     assert checked and all(r.status == rp.PASSED for r in checked), [
         (r.id, r.status, r.message) for r in checked if r.status != rp.PASSED]
     for r in checked:
