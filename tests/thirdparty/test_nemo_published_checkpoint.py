@@ -120,12 +120,14 @@ def test_the_loaded_module_computes_the_published_step(
                                   only=["published"], case=case)
     statuses = {r.id: r.status for r in report.results if r.id.startswith("published.")}
     assert set(statuses) == {"published.step", "published.gradients",
-                             "published.load_roundtrip"}, statuses
+                             "published.load_roundtrip", "published.stack_checkpoint"}, statuses
     bad = [(r.id, r.status, r.message) for r in report.results if r.status != "passed"]
     assert statuses["published.step"] == statuses["published.gradients"] == "passed", bad
     # every impl of this factory holds the checkpoint (no other seed to load over): the
     # round trip has nothing to show; NeMo's own loading is what the fixture checked
     assert statuses["published.load_roundtrip"] == "not_applicable", bad
+    # one loaded layer, no stack(L): the checkpoint-stack property has nothing to load into
+    assert statuses["published.stack_checkpoint"] == "not_applicable", bad
 
 
 def test_the_loaded_step_is_the_oracles_of_the_file(
