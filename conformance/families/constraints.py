@@ -24,7 +24,7 @@ from hcspec.conformance.properties.base import Context, Inconclusive, NotApplica
 from hcspec.conformance.properties.bug_classes import sums_pattern
 from hcspec.conformance.properties.building import all_parameters
 from hcspec.conformance.properties.cases import Case, Cases, shift
-from hcspec.conformance.properties.common import axis_sums, by_exact_axis
+from hcspec.conformance.properties.common import axis_sums, by_exact_axis, subtract_flat_step
 from hcspec.conformance.properties.declaration import declare
 from hcspec.conformance.properties.mhc_weights import MHCWeights
 from hcspec.conformance.properties.requirements import WEIGHTS_OR_PROBING, capability, kinds
@@ -548,12 +548,7 @@ def steer_damped(ctx: Context, impl: HyperConnectionImpl, x: torch.Tensor,
             break
         step = torch.linalg.pinv(jacobian) @ f64(residual)
         step = step * min(1.0, VERTEX_STEP / max(float(step.abs().max()), 1e-300))
-        with torch.no_grad():
-            offset = 0
-            for p in params:
-                size = p.numel()
-                p.sub_(step[offset:offset + size].view_as(p).to(dtype=p.dtype, device=p.device))
-                offset += size
+        subtract_flat_step(params, step)
     return deviation
 
 

@@ -16,7 +16,7 @@ from hcspec.conformance import metrics, probes, rules
 from hcspec.conformance.properties import precision
 from hcspec.conformance.properties.base import Context, NotApplicable, f64, floating_parameters
 from hcspec.conformance.properties.cases import Case, Cases, shift, size_rows
-from hcspec.conformance.properties.common import branch64, expected_output
+from hcspec.conformance.properties.common import branch64, expected_output, subtract_flat_step
 from hcspec.conformance.properties.declaration import declare
 from hcspec.conformance.properties.requirements import (
     PROBING,
@@ -208,12 +208,7 @@ def steer_h_res(ctx: Context, impl: HyperConnectionImpl, x: torch.Tensor,
             raise NotApplicable("weights(x)'s H_res does not depend on the exposed parameters, "
                                 "so it cannot be steered")
         step = torch.linalg.pinv(jacobian) @ f64(residual)
-        with torch.no_grad():
-            offset = 0
-            for p in params:
-                size = p.numel()
-                p.sub_(step[offset:offset + size].view_as(p).to(dtype=p.dtype, device=p.device))
-                offset += size
+        subtract_flat_step(params, step)
     return deviation
 
 

@@ -74,3 +74,16 @@ def forward_backward(forward: Callable[[torch.Tensor], torch.Tensor], x: torch.T
 def law_tol(ctx: Context) -> float:
     """:func:`hcspec.conformance.rules.law` for the run's effective dtype."""
     return rules.law(ctx.precision.output)
+
+
+def subtract_flat_step(params: Sequence[torch.Tensor], step: torch.Tensor) -> None:
+    """``p -= step[slice of p]`` for each of ``params`` in order, without autograd: ``step``
+    is one flat vector over all of them (``[Σ p.numel()]``, any dtype/device; each slice is
+    cast to its parameter's). The update of a least-norm Gauss–Newton step of the steering
+    properties."""
+    with torch.no_grad():
+        offset = 0
+        for p in params:
+            size = p.numel()
+            p.sub_(step[offset:offset + size].view_as(p).to(dtype=p.dtype, device=p.device))
+            offset += size
