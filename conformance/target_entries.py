@@ -1,0 +1,228 @@
+"""One entry per target: the expected-failures files generated from the targets' declarations.
+
+A built-in target's declaration (:class:`hcspec.conformance.adapters._builtin.BuiltinTarget`, in
+its module of :mod:`hcspec.conformance.adapters.declarations`) carries everything known about
+it besides its adapter: the version it was written for, how CI installs and runs it
+(:class:`~hcspec.conformance.adapters._builtin.Lane`) and its findings
+(:class:`~hcspec.conformance.adapters._builtin.Finding`, one per root cause, scoped by property
+globs, dtypes and profiles). The files ``.ci/expected-failures/PREFIX/NAME.txt`` that the CI
+lanes pass to ``hc-conformance run --expected-failures`` are rendered from them
+(:func:`render`): one ``PROPERTY: classification: reason, reproducer`` line per property a
+finding scopes under the lane's profile, in the format of :mod:`hcspec.conformance.expected`,
+which users keep writing by hand for their own targets.
+
+The files stay committed, generated, and checked: ``python -m hcspec.conformance.expected
+--write`` (or ``python -m hcspec.conformance.target_entries --write``) rewrites them, ``--check``
+(the default) exits 1 naming every file that differs from its declaration, and the test suite
+and ``.ci/thirdparty`` run the check. Committed rather than made at run time because the lanes
+(``.ci/lanes/*``) and users read them as plain files without importing hcspec's declarations
+in the lane's environment, a review shows the expected failures a change adds or removes, and
+they change only when a declaration does (nothing in them depends on the kit's sources).
+
+Nothing here imports torch, an adapter or a third-party package.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import textwrap
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+from hcspec.conformance.adapters._builtin import BuiltinTarget, Finding, Lane
+
+__all__ = ["FOLDER", "Entry", "entries", "expected_failures", "main", "render", "rendered",
+           "scoped", "stale", "write"]
+
+FOLDER: Final = Path(".ci", "expected-failures")
+"""The expected-failures files' folder, relative to the repository root."""
+
+COMMAND: Final = "python -m hcspec.conformance.expected --write"
+"""The command that rewrites the generated files."""
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A built-in target with the declarations module that declares it.
+
+    Attributes:
+        target: the declaration.
+        module: the declarations module's name.
+    """
+
+    target: BuiltinTarget
+    module: str
+
+    @property
+    def path(self) -> Path:
+        """The expected-failures file, relative to the repository root
+        (``.ci/expected-failures/PREFIX/NAME.txt``)."""
+        prefix, _, name = self.target.name.partition(":")
+        return FOLDER / prefix / f"{name}.txt"
+
+
+def entries() -> list[Entry]:
+    """Every built-in target that declares a CI lane, with its declarations module, in the
+    order of the modules and their ``TARGETS`` (imports the declarations only)."""
+    from hcspec.conformance.targets import declaration_modules, declared_targets
+
+    return [Entry(target, module) for module in declaration_modules()
+            for target in declared_targets(module) if target.lane is not None]
+
+
+def scoped(target: BuiltinTarget, profile: str | None = None) -> list[Finding]:
+    """The findings of ``target`` that apply under ``profile`` (default: its lane's; a target
+    without a lane, or whose lane does not run it, has its findings for every profile): those
+    with no profiles, or with ``profile`` among them."""
+    if profile is None and target.lane is not None:
+        profile = target.lane.profile
+    return [f for f in target.findings
+            if not f.profiles or profile is None or profile in f.profiles]
+
+
+def _line(pid: str, finding: Finding) -> str:
+    note = finding.notes.get(pid)
+    reason = f"{finding.reason}; {note}" if note else finding.reason
+    dtypes = f" (in {', '.join(finding.dtypes)})" if finding.dtypes else ""
+    evidence = finding.reproducer or finding.page
+    return f"{pid}: {finding.classification}: {reason}{dtypes}, {evidence} [{finding.key}]"
+
+
+def expected_failures(target: BuiltinTarget, profile: str | None = None) -> dict[str, str]:
+    """``{property id or glob: reason}`` for ``target`` under ``profile`` (as :func:`scoped`),
+    in the form :func:`hcspec.conformance.expected.expand` takes (the pytest helper's
+    ``expected_failures=``).
+
+    Raises:
+        ValueError: two findings of the target scope the same id or glob.
+    """
+    out: dict[str, str] = {}
+    for finding in scoped(target, profile):
+        for pid in finding.properties:
+            if pid in out:
+                raise ValueError(f"{target.name}: {pid} is scoped by two findings (the second "
+                                 f"is {finding.key!r}); one root cause, one finding")
+            out[pid] = _line(pid, finding).partition(": ")[2]
+    return out
+
+
+def _comment(text: str) -> Iterator[str]:
+    for line in textwrap.wrap(text, width=98, break_on_hyphens=False, break_long_words=False):
+        yield f"# {line}"
+
+
+def _header(entry: Entry, lane: Lane) -> Iterator[str]:
+    target = entry.target
+    yield from _comment(f"Generated by `{COMMAND}` from the declaration of TARGET "
+                        f"{target.name} ({entry.module}): edit its findings there, not this file.")
+    version = f" {target.written_for}" if target.written_for else ""
+    yield from _comment(f"{target.distribution}{version}; lane {lane.script}: {lane.install}")
+    if lane.profile is None:
+        yield "# Not run by the lane: listed only."
+    else:
+        yield f"# Known findings under the {lane.profile} profile."
+    if lane.note:
+        yield from _comment(lane.note)
+    pages = sorted({f.page for f in target.findings})
+    if pages:
+        yield f"# Classifications and reproducers: {', '.join(pages)}"
+
+
+def render(entry: Entry) -> str:
+    """The expected-failures file of ``entry``: a header of comments (generated from what,
+    the package and its version, the lane, the profile, the lane's note, the findings pages),
+    then one ``PROPERTY: classification: reason, reproducer [key]`` line per property (or
+    glob) of each finding that applies under the lane's profile, or ``# none: ...``.
+
+    Raises:
+        ValueError: the target has no lane, or two findings scope the same id or glob.
+    """
+    lane = entry.target.lane
+    if lane is None:
+        raise ValueError(f"{entry.target.name}: declares no CI lane, so it has no file")
+    lines = list(_header(entry, lane))
+    body = [f"{pid}: {reason}" for pid, reason in
+            expected_failures(entry.target, lane.profile).items()]
+    lines += body or ["# none: every applicable property passes"]
+    return "\n".join(lines) + "\n"
+
+
+def rendered() -> dict[Path, str]:
+    """Every generated file (relative path -> text).
+
+    Raises:
+        ValueError: as :func:`render`, or two targets map to one file.
+    """
+    out: dict[Path, str] = {}
+    for entry in entries():
+        if entry.path in out:
+            raise ValueError(f"two targets write {entry.path}")
+        out[entry.path] = render(entry)
+    return out
+
+
+def stale(root: Path) -> list[str]:
+    """What differs between the files under ``root`` and the declarations: one line per
+    missing, different or extra (no target declares it) ``.txt`` file, sorted; [] when every
+    file is current."""
+    want = rendered()
+    problems = []
+    for path, text in want.items():
+        file = root / path
+        if not file.is_file():
+            problems.append(f"{path}: missing")
+        elif file.read_text(encoding="utf-8") != text:
+            problems.append(f"{path}: differs from its declaration")
+    problems += [f"{path.relative_to(root)}: no built-in target with a lane declares it"
+                 for path in sorted((root / FOLDER).glob("*/*.txt"))
+                 if path.relative_to(root) not in want]
+    return sorted(problems)
+
+
+def write(root: Path) -> list[Path]:
+    """Rewrite every generated file under ``root`` and delete the ``.txt`` files no target
+    declares; returns the paths written or deleted (relative), sorted."""
+    want = rendered()
+    changed: list[Path] = []
+    for path, text in want.items():
+        file = root / path
+        if not file.is_file() or file.read_text(encoding="utf-8") != text:
+            file.parent.mkdir(parents=True, exist_ok=True)
+            file.write_text(text, encoding="utf-8")
+            changed.append(path)
+    for file in sorted((root / FOLDER).glob("*/*.txt")):
+        if file.relative_to(root) not in want:
+            file.unlink()
+            changed.append(file.relative_to(root))
+    return sorted(changed)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``--check`` (default): exit 1 listing the stale files; ``--write``: rewrite them.
+    ``--root`` is the repository root (default: the current folder)."""
+    parser = argparse.ArgumentParser(
+        prog="python -m hcspec.conformance.expected",
+        description="Generate .ci/expected-failures/*/*.txt from the targets' declarations.")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--write", action="store_true", help="rewrite the files")
+    mode.add_argument("--check", action="store_true", help="fail when a file is stale (default)")
+    parser.add_argument("--root", type=Path, default=Path("."), help="the repository root")
+    args = parser.parse_args(argv)
+    if args.write:
+        for path in write(args.root):
+            print(f"wrote {path}")
+        return 0
+    problems = stale(args.root)
+    for problem in problems:
+        print(problem, file=sys.stderr)
+    if problems:
+        print(f"the expected-failures files are stale: run `{COMMAND}`", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
