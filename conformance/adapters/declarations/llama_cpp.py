@@ -6,10 +6,17 @@ from __future__ import annotations
 
 from typing import Final
 
-from hcspec.conformance.adapters._builtin import BuiltinTarget
+from hcspec.conformance.adapters._builtin import BuiltinTarget, Lane
 
 WRITTEN_FOR: Final = "0.3.36"
 """The llama-cpp-python sdist (llama.cpp 0c1e5709) whose ggml the adapter was written against."""
+
+LANE: Final = Lane(
+    ".ci/lanes/llama_cpp", "python -m hcspec.conformance.native.build --jobs 2",
+    note=f"ggml's CPU backend built from the llama-cpp-python {WRITTEN_FOR} sdist (cmake, g++), "
+         "cached by the sdist's hash. The gradient properties are not applicable: ggml's "
+         "inference ops have no backward.")
+"""CI's llama.cpp lane: no pip install, a native build."""
 
 TARGETS: Final[tuple[BuiltinTarget, ...]] = (
     BuiltinTarget(
@@ -19,7 +26,7 @@ TARGETS: Final[tuple[BuiltinTarget, ...]] = (
         "rms_norm, mul_mat, sigmoid, scale_bias for the mixes); n = 4 only, float32, forward "
         "only", requires=None, distribution="llama-cpp-python", written_for=WRITTEN_FOR,
         available="hcspec.conformance.native.build:unavailable",
-        detail="hcspec.conformance.native.build:describe",
+        detail="hcspec.conformance.native.build:describe", lane=LANE,
     ),
     BuiltinTarget(
         "llama_cpp:qwen4-exp", "hcspec.conformance.adapters.llama_cpp:make_qwen4_exp",
@@ -29,7 +36,7 @@ TARGETS: Final[tuple[BuiltinTarget, ...]] = (
         "the inject); any n >= 2, float32, forward only", requires=None,
         distribution="llama-cpp-python", written_for=WRITTEN_FOR,
         available="hcspec.conformance.native.build:unavailable",
-        detail="hcspec.conformance.native.build:describe",
+        detail="hcspec.conformance.native.build:describe", lane=LANE,
     ),
 )
 """The built-in targets of llama.cpp."""
