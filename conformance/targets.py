@@ -10,7 +10,8 @@ TARGET forms:
   :mod:`hcspec.conformance.adapters.declarations` with its ``TARGETS`` tuple of
   :class:`BuiltinTarget`; this module discovers them at import (:func:`declaration_modules`)
   without importing an adapter, torch or a third-party package, so that ``--help`` and
-  ``hc-conformance targets`` stay fast;
+  ``hc-conformance targets`` stay fast; other packages add theirs through the entry-point group
+  ``hcspec.targets`` (:mod:`hcspec.conformance.target_plugins`, :func:`discover_plugins`);
 * ``package.module:factory`` — any importable module (the current directory is importable)
   and the name of a factory in it (dotted attribute paths such as ``module:Class.make`` work);
 * ``path/to/file.py:factory`` — a Python file, loaded by path and registered in
@@ -37,6 +38,7 @@ import pkgutil
 import re
 import sys
 import traceback
+import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,10 +52,10 @@ if TYPE_CHECKING:
     from hcspec.conformance.protocol import Factory
 
 __all__ = [
-    "BUILTIN", "DEFAULT_TARGET", "ENV_VAR", "BuiltinStatus", "BuiltinTarget", "Target",
-    "TargetError", "adapter_modules", "builtin_status", "declaration_modules", "declared_targets",
-    "describe", "importable_folders", "package_problem", "providers", "register_builtin",
-    "resolve",
+    "BUILTIN", "DEFAULT_TARGET", "ENV_VAR", "PLUGIN_TARGETS", "BuiltinStatus", "BuiltinTarget",
+    "Target", "TargetError", "adapter_modules", "builtin_status", "declaration_modules",
+    "declared_targets", "describe", "discover_plugins", "importable_folders", "package_problem",
+    "providers", "register_builtin", "resolve",
 ]
 
 ENV_VAR: Final = "HC_CONFORMANCE_TARGET"
@@ -119,10 +121,33 @@ def declared_targets(module_name: str) -> tuple[BuiltinTarget, ...]:
     return declared
 
 
+PLUGIN_TARGETS: Final[dict[str, str]] = {}
+"""The targets other packages declare through the ``hcspec.targets`` entry points
+(:mod:`hcspec.conformance.target_plugins`): target name -> ``dist:entry point``; they are in
+:data:`BUILTIN` too."""
+
+
+def discover_plugins() -> list[str]:
+    """Register the targets that the ``hcspec.targets`` entry points declare and are not
+    registered yet (called at import; call again after installing a package in-process).
+    Returns the problems (a bad entry point, a name already taken), each also issued as a
+    :class:`RuntimeWarning`; never raises for another package's entry point."""
+    from hcspec.conformance import target_plugins
+
+    declared = target_plugins.load(frozenset(BUILTIN))
+    for source, target in declared.targets:
+        register_builtin(target)
+        PLUGIN_TARGETS[target.name] = source
+    for problem in declared.problems:
+        warnings.warn(f"hcspec: {problem}", RuntimeWarning, stacklevel=2)
+    return list(declared.problems)
+
+
 def _discover() -> None:
     for module_name in declaration_modules():
         for target in declared_targets(module_name):
             register_builtin(target)
+    discover_plugins()
 
 
 _discover()

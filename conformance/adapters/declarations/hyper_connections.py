@@ -51,10 +51,10 @@ _DROPOUT_MHC: Final = replace(_DROPOUT_HC, properties=(
 
 _PLAIN_SINKHORN: Final = Finding(
     "plain-sinkhorn-large-logits", "bug",
-    "the default plain-domain Sinkhorn–Knopp fails at large logit gaps in float32 "
+    "the default plain-domain Sinkhorn–Knopp fails at large logit gaps "
     "(log_domain_sinkhorn=True does not)",
     ("constraints.extreme_logits", "gradients.finite_extreme"), _PAGE,
-    f"{_REPRO}/hc_plain_sinkhorn_large_logits.py",
+    f"{_REPRO}/hc_plain_sinkhorn_large_logits.py", dtypes=("float32",),
     notes={"constraints.extreme_logits": "it underflows: an H_res column becomes exactly 0 "
                                          "(a stream dropped)",
            "gradients.finite_extreme": "NaN gradients"})
