@@ -134,13 +134,20 @@ def discover_plugins() -> list[str]:
     :class:`RuntimeWarning`; never raises for another package's entry point."""
     from hcspec.conformance import target_plugins
 
-    declared = target_plugins.load(frozenset(BUILTIN))
+    declared = target_plugins.load(frozenset(n for n in BUILTIN if n not in PLUGIN_TARGETS))
+    problems = list(declared.problems)
     for source, target in declared.targets:
+        if PLUGIN_TARGETS.get(target.name) == source:
+            continue  # registered by an earlier call
+        if target.name in BUILTIN:
+            problems.append(f"entry point {source}: the target name {target.name!r} is already "
+                            f"taken by the entry point {PLUGIN_TARGETS[target.name]}")
+            continue
         register_builtin(target)
         PLUGIN_TARGETS[target.name] = source
-    for problem in declared.problems:
+    for problem in problems:
         warnings.warn(f"hcspec: {problem}", RuntimeWarning, stacklevel=2)
-    return list(declared.problems)
+    return problems
 
 
 def _discover() -> None:
