@@ -10,6 +10,7 @@ import textwrap
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -162,7 +163,7 @@ def test_two_findings_on_one_property_is_an_error() -> None:
     one = Finding("a", "bug", "one cause", ("law.reported",), "docs/findings/README.md")
     target = BuiltinTarget("x:y", "m:f", "d", lane=Lane(".ci/thirdparty", "pip install x"),
                            findings=(one, replace(one, key="b")))
-    with pytest.raises(ValueError, match="law.reported is scoped by two findings"):
+    with pytest.raises(ValueError, match=r"law\.reported is scoped by two findings"):
         target_entries.expected_failures(target)
 
 
@@ -174,7 +175,7 @@ def test_two_findings_on_one_property_is_an_error() -> None:
     ({"dtypes": ("float8",)}, "unknown dtypes"),
     ({"notes": {"law.probed": "x"}}, "notes for properties it does not scope"),
 ])
-def test_a_bad_finding_is_refused(change: dict[str, object], message: str) -> None:
+def test_a_bad_finding_is_refused(change: dict[str, Any], message: str) -> None:
     good = Finding("k", "bug", "r", ("law.reported",), "p")
     with pytest.raises(ValueError, match=message):
         replace(good, **change)
