@@ -54,21 +54,22 @@ IDENTITY_MIXING: Final = Finding(
     "no parameters", ("gradients.mixing_trainable",), _PAGE)
 
 
-def _lane(release: str) -> Lane:
+def _lane(release: str, note: str = "") -> Lane:
     venv = "".join(release.split(".")[:2])
     return Lane(".ci/thirdparty", f"pip install transformers=={release}",
-                note=f"In .venv-tf{venv}, the venv of the release the adapter was written for.")
+                note=f"In .venv-tf{venv}, the venv of the release the adapter was written for."
+                     f"{' ' + note if note else ''}")
 
 
 def _target(name: str, factory: str, what: str, written_for: str, model: str,
-            findings: tuple[Finding, ...] = ()) -> BuiltinTarget:
+            findings: tuple[Finding, ...] = (), note: str = "") -> BuiltinTarget:
     # requires the model's module, so a release without the model lists the target as not
     # importable (GLM-5-Next and HY-V4 are not in 5.8.0)
     return BuiltinTarget(f"transformers:{name}", f"{_ADAPTER}:{factory}",
                          f"transformers: {what}",
                          requires=f"{_MODELS}.{model}.modeling_{model}",
                          distribution="transformers", written_for=written_for,
-                         lane=_lane(written_for), findings=findings)
+                         lane=_lane(written_for, note), findings=findings)
 
 
 TARGETS: Final[tuple[BuiltinTarget, ...]] = (
@@ -90,6 +91,7 @@ TARGETS: Final[tuple[BuiltinTarget, ...]] = (
     _target("qwen4-exp", "make_qwen4_exp",
             "Qwen4ExpTextGatedResidual (gated element-wise read, H_res = I) composed as "
             "Qwen4ExpTextDecoderLayer does, hyper_connection_mixer reduction", WRITTEN_FOR,
-            "qwen4_exp"),
+            "qwen4_exp", note="The per-stream properties are not applicable to its element-wise "
+                              "gated read."),
 )
 """The built-in transformers targets (discovered by :mod:`hcspec.conformance.targets`)."""

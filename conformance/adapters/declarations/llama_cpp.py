@@ -4,6 +4,7 @@ fused hyper-connection ops, native code built from the llama-cpp-python sdist
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Final
 
 from hcspec.conformance.adapters._builtin import BuiltinTarget, Lane
@@ -26,7 +27,9 @@ TARGETS: Final[tuple[BuiltinTarget, ...]] = (
         "rms_norm, mul_mat, sigmoid, scale_bias for the mixes); n = 4 only, float32, forward "
         "only", requires=None, distribution="llama-cpp-python", written_for=WRITTEN_FOR,
         available="hcspec.conformance.native.build:unavailable",
-        detail="hcspec.conformance.native.build:describe", lane=LANE,
+        detail="hcspec.conformance.native.build:describe",
+        lane=replace(LANE, note=f"{LANE.note} n != 4 is a declared limit, so those cases are "
+                                "skipped."),
     ),
     BuiltinTarget(
         "llama_cpp:qwen4-exp", "hcspec.conformance.adapters.llama_cpp:make_qwen4_exp",
@@ -36,7 +39,11 @@ TARGETS: Final[tuple[BuiltinTarget, ...]] = (
         "the inject); any n >= 2, float32, forward only", requires=None,
         distribution="llama-cpp-python", written_for=WRITTEN_FOR,
         available="hcspec.conformance.native.build:unavailable",
-        detail="hcspec.conformance.native.build:describe", lane=LANE,
+        detail="hcspec.conformance.native.build:describe",
+        lane=replace(LANE, note=f"{LANE.note} The per-stream properties are not applicable "
+                                "(the read is element-wise), nor gated.ranges (ggml reports no "
+                                "per-element h_pre, only the read map), nor customop.vmap and "
+                                "customop.double_backward (not declared)."),
     ),
 )
 """The built-in targets of llama.cpp."""
