@@ -73,10 +73,28 @@ def entries() -> list[Entry]:
             for target in declared_targets(module) if target.lane is not None]
 
 
+def _check_profiles(target: BuiltinTarget) -> None:
+    """Raises ValueError when the lane or a finding names a profile that is not registered."""
+    from hcspec.conformance.profiles import PROFILE_NAMES
+
+    named = [(f"finding {f.key!r}", p) for f in target.findings for p in f.profiles]
+    if target.lane is not None and target.lane.profile is not None:
+        named.append(("its lane", target.lane.profile))
+    for where, name in named:
+        if name not in PROFILE_NAMES:
+            raise ValueError(f"{target.name}: {where} names the profile {name!r}, which is not "
+                             f"one of {', '.join(PROFILE_NAMES)}")
+
+
 def scoped(target: BuiltinTarget, profile: str | None = None) -> list[Finding]:
     """The findings of ``target`` that apply under ``profile`` (default: its lane's; a target
     without a lane, or whose lane does not run it, has its findings for every profile): those
-    with no profiles, or with ``profile`` among them."""
+    with no profiles, or with ``profile`` among them.
+
+    Raises:
+        ValueError: the lane or a finding names a profile that is not registered.
+    """
+    _check_profiles(target)
     if profile is None and target.lane is not None:
         profile = target.lane.profile
     return [f for f in target.findings
@@ -97,7 +115,8 @@ def expected_failures(target: BuiltinTarget, profile: str | None = None) -> dict
     ``expected_failures=``).
 
     Raises:
-        ValueError: two findings of the target scope the same id or glob.
+        ValueError: two findings of the target scope the same id or glob, or as
+            :func:`scoped`.
     """
     out: dict[str, str] = {}
     for finding in scoped(target, profile):

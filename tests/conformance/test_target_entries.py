@@ -167,6 +167,18 @@ def test_two_findings_on_one_property_is_an_error() -> None:
         target_entries.expected_failures(target)
 
 
+def test_an_unknown_profile_is_an_error() -> None:
+    one = Finding("a", "bug", "one cause", ("law.reported",), "docs/findings/README.md",
+                  profiles=("nightly",))
+    target = BuiltinTarget("x:y", "m:f", "d", lane=Lane(".ci/thirdparty", "pip install x"),
+                           findings=(one,))
+    with pytest.raises(ValueError, match="finding 'a' names the profile 'nightly'"):
+        target_entries.scoped(target)
+    laned = replace(target, findings=(), lane=Lane(".ci/thirdparty", "x", profile="weekly"))
+    with pytest.raises(ValueError, match="its lane names the profile 'weekly'"):
+        target_entries.expected_failures(laned)
+
+
 @pytest.mark.parametrize(("change", "message"), [
     ({"classification": "theirs"}, "classification must be one of"),
     ({"properties": ()}, "scopes no property"),
