@@ -260,8 +260,11 @@ def test_an_entry_point_target_is_listed_and_runs(plugin_dir: Path,
         "limitation: a finding of a plug-in target")
     assert targets.discover_plugins() == []  # a second call registers nothing twice
     assert cli.main(["targets"]) == 0
-    listed = [line for line in capsys.readouterr().out.splitlines() if "fakehc:mhc" in line]
+    out = capsys.readouterr().out
+    listed = [line for line in out.splitlines() if "fakehc:mhc" in line]
     assert len(listed) == 1 and "fake-hc-targets" in listed[0], listed
+    flat = " ".join(out.replace("│", " ").split())  # the cells' words, however wrapped
+    assert "[1 known finding]" in flat and "entry point fake-hc-targets:fake" in flat
     report = check_implementation("fakehc:mhc", Options(profile="quick", device="cpu",
                                                         only=("shape.output",)))
     statuses = {r.id: r.status for r in report.results}
