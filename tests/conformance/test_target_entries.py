@@ -64,6 +64,17 @@ def test_one_root_cause_is_one_entry() -> None:
     assert mhc.target.findings[0].key == dropout.target.findings[0].key
 
 
+def test_the_findings_index_has_one_row_per_root_cause() -> None:
+    text = (ROOT / "docs/findings/index.md").read_text(encoding="utf-8")
+    rows = [line for line in text.splitlines() if line.startswith("| `")]
+    dropout = [row for row in rows if row.startswith("| `dropout-on-residual` | bug |")]
+    assert len(dropout) == 1
+    assert "`hyper_connections:hc-dropout`, `hyper_connections:mhc-dropout`" in dropout[0]
+    assert dropout[0].count("`, `") >= 25  # the union of the 19 and 20 properties, and targets
+    keys = {(e.target.distribution, f.key) for e in _with_lane() for f in e.target.findings}
+    assert len(rows) == len(keys) == 25
+
+
 def test_a_finding_is_scoped_by_profile() -> None:
     ihc = next(t for t in sglang_ihc.TARGETS if t.name == "sglang:ihc")
     assert ihc.lane is not None and ihc.lane.profile == "kernel"
@@ -136,6 +147,9 @@ def test_kernel_lanes_match_the_scripts() -> None:
 def test_stale_and_write(tmp_path: Path) -> None:
     shutil.copytree(ROOT / ".ci/expected-failures", tmp_path / ".ci/expected-failures")
     folder = tmp_path / ".ci/expected-failures"
+    assert target_entries.stale(tmp_path) == ["docs/findings/index.md: missing"]
+    (tmp_path / "docs/findings").mkdir(parents=True)
+    shutil.copy(ROOT / "docs/findings/index.md", tmp_path / "docs/findings/index.md")
     assert target_entries.stale(tmp_path) == []
     edited = folder / "x_transformers/hc.txt"
     edited.write_text("\n".join(edited.read_text(encoding="utf-8").splitlines()[:-1]) + "\n",
