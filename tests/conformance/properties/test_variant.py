@@ -35,6 +35,7 @@ def test_reference_passes(target: str) -> None:
     ("sinkhorn_logits_transposed", "the declared variant applied to H̃ᵀ"),
     ("sinkhorn_softmax_eps_undeclared", "the softmax-first variant, not the declared exp-first"),
     ("sinkhorn_iterations_mislabelled", "not the declared 10 rounds"),
+    ("sinkhorn_one_round_short", "matches 19 rounds, not the declared 20 rounds"),
 ])
 def test_a_mislabelled_variant_fails_naming_what_it_matches(mutant: str, named: str) -> None:
     with pytest.raises(PropertyFailure) as failure:
