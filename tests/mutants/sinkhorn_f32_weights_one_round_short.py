@@ -9,8 +9,8 @@ inside the Birkhoff–Hopf bound for 20 rounds, and the output moves by less tha
 budget, so only a comparison of the float32 comb with the declared 20 rounds at the target's
 own logits sees it: at the kit's perturbed cases (logit spread ≈ 5 at n = 4) 19 rounds move
 H_res by ~1e-3 against the float32 law's 3e-5. Judged in bfloat16 (the weights rounded to the
-state's dtype, 8 × 2⁻⁸ = 0.031) no logits could show it at n ≤ 5: the largest move of one round
-there is 0.008 (docs/conformance.md, "Declared Sinkhorn variant").
+state's dtype, 8 × 2⁻⁸ = 0.031) it survives: one bfloat16 ulp at the kit's cases, and at most
+0.008 at n = 4 over the logits a local search tried (docs/conformance.md, the variant family).
 Caught by: variant.h_res (the message names "19 rounds_from_softmax, not the declared 20").
 """
 
