@@ -6,9 +6,9 @@ Bug class: Sinkhorn (one round fewer than declared). Rows stay exact (the last s
 column error of 19 rounds lies inside the Birkhoff–Hopf bound for 20, so no constraint sees it;
 at identical logits the declared 20 rounds give another matrix: in float64 at the kit's
 perturbed cases (perturb 1.0, n = 4) H_res moves by 2.5e-6 against the law's 2.2e-11, and by
-1e-3 to 4e-3 where Sinkhorn–Knopp converges slowly (logit spread ≳ 3). Judged in bfloat16
-(8 × 2⁻⁸ = 0.031) the move is one ulp or less: docs/conformance.md, "Declared Sinkhorn
-variant", says why no case can show it there for n ≤ 5.
+1e-3 to 4e-3 where Sinkhorn–Knopp converges slowly (logit spread ≳ 3; 2.6e-3 at variant.SLOW).
+Judged in bfloat16 (8 × 2⁻⁸ = 0.031) it would show only at the most spread logits (0.17 at
+parameters ×4, n = 4); docs/conformance.md, the variant family, has the figures.
 Caught by: variant.h_res (the message names "19 rounds, not the declared 20").
 """
 
