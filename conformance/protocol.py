@@ -360,6 +360,14 @@ class Conventions:
             float32 and returns float32 for a bfloat16 input declares ``torch.float32``;
             ``None`` means "the input's dtype". Tolerances use the coarsest of it,
             ``compute_dtype`` and the input's.
+        weights_dtype: the dtype of ``weights`` when it is finer than ``output_dtype``: an
+            engine that keeps its mixing coefficients in float32 (they never pass through the
+            state's bfloat16) while it returns a bfloat16 state declares ``torch.float32``
+            and reports them unrounded. The properties that compare reported weights with
+            the declared formula at the target's own logits (``variant.h_res``,
+            ``variant.gates``) then judge them in the coarsest of it, ``compute_dtype`` and the
+            input's; every other comparison keeps ``output_dtype``'s. ``None``: the weights
+            are returned in ``output_dtype`` (else the input's).
         state_domain: the stream states ``forward`` accepts: ``"any"`` ``[B,T,n,d]`` state (the
             default), or only ``"replicated"`` ones, ``X = 1_n hᵀ`` per token — for an
             implementation that expands a ``[B,T,d]`` hidden state into its n streams inside
@@ -491,6 +499,7 @@ class Conventions:
     birkhoff_permutations: InitVar[tuple[tuple[int, ...], ...] | None] = None
     h_pre_activation: InitVar[Activation | None] = None
     h_post_activation: InitVar[Activation | None] = None
+    weights_dtype: torch.dtype | None = None
 
     def __post_init__(self, sinkhorn_iterations: int | None, sinkhorn_exact_axis: Axis | None,
                       sinkhorn_variant: Start | None, sinkhorn_additive_eps: float | None,
@@ -510,7 +519,7 @@ class Conventions:
         _one_of("residual_mixing", self.residual_mixing, _RESIDUAL_MIXINGS)
         _one_of("read", self.read, _READS)
         _one_of("sinkhorn_gradient", self.sinkhorn_gradient, _SINKHORN_GRADIENTS)
-        for name in ("compute_dtype", "output_dtype"):
+        for name in ("compute_dtype", "output_dtype", "weights_dtype"):
             value = getattr(self, name)
             if value is not None and value not in _COMPUTE_DTYPES:
                 raise ValueError(
@@ -638,6 +647,8 @@ class Conventions:
                 out[name] = f"{DEFAULT_ITERATIONS} (not declared; mHC paper default assumed)"
             elif name in ("compute_dtype", "output_dtype") and value is None:
                 out[name] = "input dtype"
+            elif name == "weights_dtype" and value is None:
+                out[name] = "output dtype"
             else:
                 out[name] = str(value)
         return out
@@ -646,8 +657,8 @@ class Conventions:
     def from_mapping(cls, declared: Mapping[str, object]) -> Conventions:
         """Conventions from a plain mapping with the field names and constructor keywords
         above (a third party can declare ``conventions = {"sinkhorn_exact_axis": "columns"}``
-        without importing the kit). ``compute_dtype`` and ``output_dtype`` may be a
-        ``torch.dtype`` or its name (``"float32"``).
+        without importing the kit). ``compute_dtype``, ``output_dtype`` and ``weights_dtype``
+        may be a ``torch.dtype`` or its name (``"float32"``).
 
         Raises:
             ConventionsError: a key that is not a field or keyword (a typo must not be
@@ -663,7 +674,7 @@ class Conventions:
             raise ConventionsError(
                 f"impl.conventions: unknown field(s) {unknown}{meant}; the fields are {names}")
         values = dict(declared)
-        for key in ("compute_dtype", "output_dtype"):
+        for key in ("compute_dtype", "output_dtype", "weights_dtype"):
             dtype = values.get(key)
             if isinstance(dtype, str):
                 resolved = getattr(torch, dtype.removeprefix("torch."), None)

@@ -344,8 +344,9 @@ class V4StyleConnection(WrapsModule):
         return out.to(self._output_dtype(x))
 
     def weights(self, x: torch.Tensor) -> Weights:
-        """The module's ``(pre, post, H_res)`` at ``x`` in the kit's row form, in the output
-        dtype; differentiable w.r.t. ``x`` and the parameters.
+        """The module's ``(pre, post, H_res)`` at ``x`` in the kit's row form, in the declared
+        ``weights_dtype`` (the engine's own coefficients, unrounded), else the output dtype;
+        differentiable w.r.t. ``x`` and the parameters.
 
         Raises:
             ValueError: see the class; also a decomposition without ``pre``.
@@ -357,7 +358,7 @@ class V4StyleConnection(WrapsModule):
                 raise ValueError("decompose gives no pre and the factory has no read_pre")
             parts = parts._replace(pre=self._read_pre(self.module, x))
             assert parts.pre is not None
-        dtype = self._output_dtype(x)
+        dtype = self.conventions.weights_dtype or self._output_dtype(x)
         if parts.comb is None:
             eye = torch.eye(self.n, dtype=dtype, device=x.device)
             h_res = eye.expand(*x.shape[:2], self.n, self.n)

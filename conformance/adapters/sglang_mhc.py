@@ -102,6 +102,7 @@ def conventions(path: str, *, triton: bool, head: bool = False) -> Conventions:
     docstring)."""
     return Conventions(
         compute_dtype=torch.float32, output_dtype=STATE_DTYPE,
+        weights_dtype=torch.float32 if triton else None,
         reduce="learned" if head else "mean",
         sinkhorn_iterations=SINKHORN_ITERS, sinkhorn_variant="softmax",
         sinkhorn_iterations_count="rounds_from_softmax", sinkhorn_additive_eps=HC_EPS,

@@ -108,14 +108,15 @@ def check_branch_once(ctx: Context, case: Case) -> None:
     prerequisites=("shape.output",), shrink=False)
 def check_weights(ctx: Context, case: Case) -> None:
     """``weights(x)`` returns finite ``h_pre [B,T,n]``, ``h_post [B,T,n]``, ``H_res [B,T,n,n]``
-    on x's device, in x's dtype or the declared ``output_dtype``."""
+    on x's device, in x's dtype or the declared ``output_dtype`` (``weights_dtype`` when
+    declared)."""
     impl = ctx.build.make(case)
     x = ctx.inputs.state(case)
-    dtype = ctx.observe.output_dtype(x.dtype)
+    dtype = ctx.observe.weights_dtype(x.dtype)
     for name, w in zip(("h_pre", "h_post", "H_res"), ctx.observe.weights(impl, x), strict=True):
         ctx.record.require(w.dtype == dtype and w.device == x.device,
                     f"weights(x): {name} is {_describe(w)}, expected "
-                    f"{ctx.observe.describe_output_dtype(x.dtype)} on {x.device}")
+                    f"{ctx.observe.describe_weights_dtype(x.dtype)} on {x.device}")
         bad = int((~torch.isfinite(w)).sum())
         ctx.record.require(bad == 0, f"weights(x): {name} has {bad} non-finite entries, expected "
                            "finite weights")

@@ -51,6 +51,7 @@ from hcspec.conformance.protocol import (
     WEIGHTS,
     HyperConnectionImpl,
 )
+from hcspec.conformance.rules import Precision
 from hcspec.formulas import mhc
 from hcspec.spec.record import Formula, Gate
 
@@ -59,10 +60,21 @@ REQUIRES = (kinds("mhc"), capability(LOGITS), WEIGHTS_OR_PROBING)
 CASES = Cases(d_more_than_n=True, min_n=2, perturbations=(0.3, 1.0), extreme_scales=False)
 """Perturbed parameters (logits spread enough that iteration counts and orders differ),
 d > n (the weights may be probed)."""
+SLOW = Case(1, 2, 4, 8, seed=3, perturb=1.0, param_scale=3.0)
+"""A case where Sinkhorn–Knopp converges slowly, so one round more or fewer than declared
+shows: the parameters scaled ×3 after the perturbation spread the logits (the x-dependent part
+×9), and a matrix whose entries span e^±10 and more needs many rounds to balance its sums
+(the Birkhoff–Hopf contraction ``tanh(Δ/4)`` of a projective diameter Δ of tens is within
+1e-4 of 1). Measured at this case, 19 rounds for 20 move H_res by 2.6e-3 on the reference mHC
+(float64 law: 2.2e-11) and by 9.6e-4 in DeepSeek-V4's softmax-first form with float32 weights
+(float32 law: 3.1e-5, 31×); at a perturbed case of n = 2 without the scaling, 9e-5
+(tests.mutants.sinkhorn_one_round_short, sinkhorn_f32_weights_one_round_short)."""
+
+
 def _examples(ctx: Context) -> list[Case]:
     return shift(ctx, [Case(2, 3, 4, 8, seed=0, perturb=1.0),
                        Case(2, 2, 3, 7, seed=1, perturb=1.0, layer_index=2),
-                       Case(1, 3, 2, 5, seed=2, perturb=0.3)])
+                       Case(1, 3, 2, 5, seed=2, perturb=0.3), SLOW])
 
 
 def _probed_factor(w: MHCWeights, n: int) -> int:
@@ -70,13 +82,20 @@ def _probed_factor(w: MHCWeights, n: int) -> int:
     return max(1, n) if w.probed else 1
 
 
+def judged(ctx: Context, w: MHCWeights) -> Precision:
+    """The precision ``w`` is judged in: ``ctx.weights_precision`` (a declared
+    ``weights_dtype``) for reported weights, the run's for probed ones (read back through the
+    ``output_dtype`` forward)."""
+    return ctx.precision if w.probed else ctx.weights_precision
+
+
 def _in_precision(ctx: Context, fn: Callable[[torch.Tensor], torch.Tensor],
-                  logits: torch.Tensor) -> torch.Tensor:
+                  logits: torch.Tensor, judged_in: Precision) -> torch.Tensor:
     """``fn`` of ``logits`` computed in the run's compute dtype (the declared one, else the
-    working dtype) and rounded to its effective dtype, as float64: what a correct target of
-    the run's precision reports."""
+    working dtype) and rounded to the effective dtype of ``judged_in``, as float64: what a
+    correct target of that precision reports."""
     compute = ctx.conventions.compute_dtype or ctx.dtype
-    return f64(fn(logits.to(compute)).to(ctx.precision.output))
+    return f64(fn(logits.to(compute)).to(judged_in.output))
 
 
 def _variant_tols(ctx: Context, w: MHCWeights, x: torch.Tensor, case: Case,
@@ -90,7 +109,7 @@ def _variant_tols(ctx: Context, w: MHCWeights, x: torch.Tensor, case: Case,
     closed form with them
     (:class:`~hcspec.conformance.properties.precision.SpecAtPrecision`) reads back."""
     factor = float(_probed_factor(w, case.n))
-    if not precision.low_precision(ctx):
+    if not judged(ctx, w).low:
         return [{"factor": factor, "oracle": None} for _ in range(3)]
     errors = [metrics.scaled_error(got, ref) for got, ref in zip(at_precision, want,
                                                                     strict=True)]
@@ -121,17 +140,19 @@ def check_h_res(ctx: Context, case: Case) -> None:
     want = mhc.h_res(f, logits)
     given: dict[str, Any] = {"factor": float(_probed_factor(w, case.n)),
                                       "oracle": None}
-    if precision.low_precision(ctx):
+    at = judged(ctx, w)
+    if at.low:
         gates = _declared_gates(f)
         given = _variant_tols(ctx, w, x, case, (gates[0](pre), gates[1](post), want), (
-            _in_precision(ctx, gates[0], pre), _in_precision(ctx, gates[1], post),
-            _in_precision(ctx, _h_res_of(f), logits)))[2]
-    tol = ctx.record.allowance(**given).allowance
-    err = metrics.scaled_error(w.H_res, want)
-    detail = diagnose(w.H_res, logits, f, tol) if not err <= tol and (
-        f.construction == "sinkhorn") else ""
-    ctx.record.expect(f"H_res ({w.source}) vs the declared variant ({describe(f)}) "
-                      "at the target's logits", err, detail=detail, **given)
+            _in_precision(ctx, gates[0], pre, at), _in_precision(ctx, gates[1], post, at),
+            _in_precision(ctx, _h_res_of(f), logits, at)))[2]
+    with ctx.record.judged_in(at):
+        tol = ctx.record.allowance(**given).allowance
+        err = metrics.scaled_error(w.H_res, want)
+        detail = diagnose(w.H_res, logits, f, tol) if not err <= tol and (
+            f.construction == "sinkhorn") else ""
+        ctx.record.expect(f"H_res ({w.source}) vs the declared variant ({describe(f)}) "
+                          "at the target's logits", err, detail=detail, **given)
 
 
 OfLogits = Callable[[torch.Tensor], torch.Tensor]
@@ -174,11 +195,22 @@ def check_gates(ctx: Context, case: Case) -> None:
     gate_pre, gate_post = _declared_gates(f)
     want_pre = gate_pre(pre)
     want_post = gate_post(post)
-    if precision.low_precision(ctx):
+    at = judged(ctx, w)
+    if at.low:
         given_pre, given, _ = _variant_tols(
             ctx, w, x, case, (want_pre, want_post, mhc.h_res(f, res)),
-            (_in_precision(ctx, gate_pre, pre), _in_precision(ctx, gate_post, post),
-             _in_precision(ctx, _h_res_of(f), res)))
+            (_in_precision(ctx, gate_pre, pre, at), _in_precision(ctx, gate_post, post, at),
+             _in_precision(ctx, _h_res_of(f), res, at)))
+    with ctx.record.judged_in(at):
+        _expect_gates(ctx, w, f, pre, post, want_pre, want_post, given_pre, given)
+
+
+def _expect_gates(ctx: Context, w: MHCWeights, f: Formula, pre: torch.Tensor,
+                  post: torch.Tensor, want_pre: torch.Tensor, want_post: torch.Tensor,
+                  given_pre: dict[str, Any], given: dict[str, Any]) -> None:
+    """:func:`check_gates`' comparisons of ``h_pre`` and ``h_post`` with the declared gates
+    ``want_pre``, ``want_post`` of the target's logits ``pre``, ``post`` (the law rule's
+    inputs ``given_pre``, ``given``), naming the multiplier ``h_post`` matches."""
     if w.h_pre is not None:
         ctx.record.expect(f"h_pre ({w.source}) vs {_words(f.h_pre, 'H̃_pre', False)}",
                           metrics.scaled_error(w.h_pre, want_pre), **given_pre)

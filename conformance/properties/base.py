@@ -49,7 +49,9 @@ class Context:
     ``profile``, ``seed`` (added to every case's seed by the strategies), ``precision`` (the
     run's dtype chain, :class:`hcspec.conformance.rules.Precision`: ``dtype``, the ``compute``
     dtype and the effective ``output`` dtype every comparison is made in; the one name for
-    it, which the recorder applies the rules to), ``prepared`` (what the property's family
+    it, which the recorder applies the rules to), ``weights_precision`` (the same chain with a
+    declared ``weights_dtype`` in place of ``output_dtype``: what reported weights are judged
+    in where a check says so, else ``precision``), ``prepared`` (what the property's family
     setup hook prepared for the run, :class:`hcspec.conformance.properties.declaration.Prepared`,
     e.g. the parallel family's multi-process run; None when it declared none or there was
     nothing to prepare).
@@ -79,6 +81,10 @@ class Context:
         self.precision = Precision.of(dtype, conventions.compute_dtype,
                                       conventions.output_dtype,
                                       conventions.formula.sinkhorn.denominator_eps)
+        self.weights_precision = Precision.of(
+            dtype, conventions.compute_dtype,
+            conventions.weights_dtype or conventions.output_dtype,
+            conventions.formula.sinkhorn.denominator_eps)
         self.record = Recorder(self.precision)
         self.build = Builder(factory, dtype, device)
         self.inputs = Inputs(dtype, device, conventions.state_domain == "replicated")

@@ -32,10 +32,22 @@ class Observer:
     conventions: Conventions
 
     def output_dtype(self, dtype: torch.dtype) -> torch.dtype:
-        """The dtype ``forward`` (and ``weights``) must return for an input of ``dtype``: the
-        declared :attr:`~hcspec.conformance.protocol.Conventions.output_dtype`, else
-        ``dtype``."""
+        """The dtype ``forward`` (and ``weights``, unless :meth:`weights_dtype` is declared)
+        must return for an input of ``dtype``: the declared
+        :attr:`~hcspec.conformance.protocol.Conventions.output_dtype`, else ``dtype``."""
         return self.conventions.output_dtype or dtype
+
+    def weights_dtype(self, dtype: torch.dtype) -> torch.dtype:
+        """The dtype ``weights`` must return for an input of ``dtype``: the declared
+        :attr:`~hcspec.conformance.protocol.Conventions.weights_dtype`, else
+        :meth:`output_dtype`."""
+        return self.conventions.weights_dtype or self.output_dtype(dtype)
+
+    def describe_weights_dtype(self, dtype: torch.dtype) -> str:
+        """``"torch.float32 (declared weights_dtype)"``, else :meth:`describe_output_dtype`."""
+        if self.conventions.weights_dtype is None:
+            return self.describe_output_dtype(dtype)
+        return f"{self.conventions.weights_dtype} (declared weights_dtype)"
 
     def describe_output_dtype(self, dtype: torch.dtype) -> str:
         """``"torch.float64 (the input's)"`` or ``"torch.bfloat16 (declared output_dtype)"``."""

@@ -6,7 +6,8 @@ allowance."""
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -78,6 +79,18 @@ class Recorder:
         the case named ``label``, one value per step (step 0 first). A curve recorded again
         under the same quantity and label replaces the earlier one. Never fails."""
         self.series.setdefault(quantity, {})[label] = [float(v) for v in values]
+
+    @contextmanager
+    def judged_in(self, precision: Precision) -> Iterator[None]:
+        """Within the block, :meth:`allowance` and :meth:`expect` apply the rules in
+        ``precision`` instead of the run's (a check of reported weights under a declared
+        ``weights_dtype``, ``Context.weights_precision``); restored on leaving."""
+        saved = self.precision
+        self.precision = precision
+        try:
+            yield
+        finally:
+            self.precision = saved
 
     def allowance(self, rule: Rule | None = None, **given: Any) -> rules.Allowance:
         """The allowance ``rule`` (default: the declared primary rule) gives in the run's

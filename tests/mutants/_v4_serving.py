@@ -13,11 +13,15 @@ and the output, the branch input and the reported weights are rounded to bfloat1
 no ``logits``: only the constraint family sees the Sinkhorn–Knopp step.
 
 ``rounds`` is how many rounds the module runs; the declaration always says 20, so
-``rounds=2`` is the bug of :mod:`tests.mutants.sinkhorn_bf16_state_two_rounds`.
+``rounds=2`` is the bug of :mod:`tests.mutants.sinkhorn_bf16_state_two_rounds`. With
+``float32_weights`` (:class:`ServingV4F32`) the module reports its weights unrounded in float32,
+declaring ``weights_dtype=float32``, and offers ``logits`` (as SGLang's Triton targets do):
+``rounds=19`` is :mod:`tests.mutants.sinkhorn_f32_weights_one_round_short`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import torch
@@ -87,11 +91,37 @@ class ServingV4(nn.Module):
         return out.to(STATE)
 
 
+class ServingV4F32(ServingV4):
+    """:class:`ServingV4` reporting ``weights`` in float32 (declared ``weights_dtype``) and
+    offering ``logits(x)``: ``(H̃_pre [B,T,n], H̃_post [B,T,n], H̃_res [B,T,n,n])`` float32,
+    what σ, 2σ and the softmax-first Sinkhorn–Knopp take."""
+
+    def __init__(self, n: int, d: int, rounds: int = DECLARED_ROUNDS) -> None:
+        super().__init__(n, d, rounds)
+        self.conventions = dataclasses.replace(CONVENTIONS, weights_dtype=torch.float32)
+
+    def logits(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        n = self.n
+        v = x.to(STATE).flatten(-2).to(torch.float32)
+        v = v * torch.rsqrt(v.pow(2).mean(-1, keepdim=True) + EPS)
+        mix = v @ self.phi.T + 0.0
+        a = self.alpha
+        return (a[0] * mix[..., :n] + self.bias[:n],
+                a[1] * mix[..., n:2 * n] + self.bias[n:2 * n],
+                (a[2] * mix[..., 2 * n:] + self.bias[2 * n:]).unflatten(-1, (n, n)))
+
+    def weights(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        return self._weights32(x.to(STATE))
+
+
 def make(n: int, d: int, *, layer_index: int = 0, dtype: torch.dtype = torch.float64,
-         device: str = "cpu", seed: int = 0, rounds: int = DECLARED_ROUNDS) -> ServingV4:
+         device: str = "cpu", seed: int = 0, rounds: int = DECLARED_ROUNDS,
+         float32_weights: bool = False) -> ServingV4:
     """The kit's factory: parameters drawn under ``seed`` in float32 whatever ``dtype`` (the
-    declared ``compute_dtype``), on ``device``."""
+    declared ``compute_dtype``), on ``device``; :class:`ServingV4F32` when
+    ``float32_weights``."""
+    cls = ServingV4F32 if float32_weights else ServingV4
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        module = ServingV4(n, d, rounds)
+        module = cls(n, d, rounds)
     return module.to(device=device)

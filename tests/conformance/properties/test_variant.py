@@ -35,11 +35,40 @@ def test_reference_passes(target: str) -> None:
     ("sinkhorn_logits_transposed", "the declared variant applied to H̃ᵀ"),
     ("sinkhorn_softmax_eps_undeclared", "the softmax-first variant, not the declared exp-first"),
     ("sinkhorn_iterations_mislabelled", "not the declared 10 rounds"),
+    ("sinkhorn_one_round_short", "matches 19 rounds, not the declared 20 rounds"),
+    ("sinkhorn_f32_weights_one_round_short",
+     "matches 19 rounds_from_softmax, not the declared 20"),
 ])
 def test_a_mislabelled_variant_fails_naming_what_it_matches(mutant: str, named: str) -> None:
     with pytest.raises(PropertyFailure) as failure:
         run("variant.h_res", f"mutant:{mutant}", SPREAD)
     assert named in str(failure.value)
+
+
+SERVING = "tests.mutants.sinkhorn_f32_weights_one_round_short"
+
+
+def test_a_declared_weights_dtype_judges_reported_weights_in_it() -> None:
+    """A bfloat16-state target reporting float32 weights under ``weights_dtype=float32`` has
+    its H_res judged in float32 (the law's 256·eps = 3e-5, not bfloat16's 0.031), where its
+    20 declared rounds pass and 19 fail (the mutant, above); shape.weights takes float32
+    weights from it, and refuses them from the same target without the declaration."""
+    ctx = run("variant.h_res", f"{SERVING}:make_declared", SPREAD)
+    assert ctx.record.worst.tolerance == pytest.approx(2 ** -15), ctx.record.worst
+    assert ctx.record.worst.error < 1e-6, ctx.record.worst
+    run("shape.weights", f"{SERVING}:make_declared")
+    with pytest.raises(PropertyFailure, match="declared output_dtype"):
+        run("shape.weights", f"{__name__}:undeclared_float32_weights")
+
+
+def undeclared_float32_weights(n: int, d: int, **kwargs: object) -> object:
+    """The serving-style target reporting float32 weights without declaring
+    ``weights_dtype`` (a factory of the test above)."""
+    from tests.mutants.sinkhorn_f32_weights_one_round_short import make_declared
+
+    impl = make_declared(n, d, **kwargs)  # type: ignore[arg-type]
+    impl.conventions = dataclasses.replace(impl.conventions, weights_dtype=None)
+    return impl
 
 
 def test_the_diagnosis_names_the_iteration_count_and_the_transpose() -> None:
