@@ -26,7 +26,7 @@ from hcspec.conformance.properties.building import all_parameters
 from hcspec.conformance.properties.cases import Case, Cases, shift
 from hcspec.conformance.properties.common import axis_sums, by_exact_axis, subtract_flat_step
 from hcspec.conformance.properties.declaration import declare
-from hcspec.conformance.properties.mhc_weights import MHCWeights
+from hcspec.conformance.properties.mhc_weights import MHCWeights, orthostochastic_defect
 from hcspec.conformance.properties.requirements import WEIGHTS_OR_PROBING, capability, kinds
 from hcspec.conformance.protocol import PARAMETERS, WEIGHTS, HyperConnectionImpl
 from hcspec.spec.record import birkhoff_permutations
@@ -56,22 +56,6 @@ def summed_terms(ctx: Context, n: int) -> int:
     return len(birkhoff_permutations(f, n)) if f.construction == "birkhoff" else 0
 
 
-def not_orthostochastic(ctx: Context) -> None:
-    """An orthostochastic ``H_res`` sums to 1 only within its factor's orthogonality defect
-    ``‖QQᵀ − I‖₂`` (spec ``constructions.orthostochastic_inexact``), which ``H_res`` alone does
-    not show: the sum checks are not applicable (``variant.h_res`` compares it with the
-    declared Newton–Schulz count at the target's logits).
-
-    Raises:
-        NotApplicable: the declared construction is ``orthostochastic``.
-    """
-    if ctx.conventions.formula.construction == "orthostochastic":
-        raise NotApplicable(
-            "H_res is declared orthostochastic: its sums miss 1 by up to ‖QQᵀ − I‖₂ of the "
-            "Newton–Schulz factor Q (constructions.orthostochastic_inexact), which H_res alone "
-            "does not show; variant.h_res checks the declared construction at the logits")
-
-
 def other_axis_convergence(ctx: Context, w: MHCWeights) -> tuple[torch.Tensor, list[str]]:
     """The convergence part of the bound on ``|sum − 1|`` along the axis Sinkhorn–Knopp did
     not normalise last, per token (``[B, T]`` float64), and what it is, per token
@@ -92,7 +76,8 @@ def other_axis_convergence(ctx: Context, w: MHCWeights) -> tuple[torch.Tensor, l
         return zero, [f"declared birkhoff: Σ of {K} weighted permutations is doubly stochastic "
                       "exactly (constructions.birkhoff_exact), only its summation rounds"
                       ] * zero.numel()
-    not_orthostochastic(ctx)
+    if ctx.conventions.formula.construction == "orthostochastic":
+        return orthostochastic_defect(ctx, w)
     iterations = ctx.conventions.formula.sinkhorn.effective_iterations
     conv = rules.sinkhorn_convergence(w.H_res, iterations)
     delta = metrics.projective_diameter(w.H_res).flatten().tolist()
@@ -108,8 +93,14 @@ def other_axis_bound(ctx: Context, w: MHCWeights, n: int, *, mixing: bool = Fals
     conv, why = other_axis_convergence(ctx, w)
     allowed = rules.other_axis_allowances(ctx.precision, conv, n, w.probed,
                                           mixing=mixing, norm=norm,
-                                          terms=summed_terms(ctx, n))
+                                          terms=summed_terms(ctx, n), both=both_axes(ctx))
     return allowed, conv, why
+
+
+def both_axes(ctx: Context) -> bool:
+    """Whether the convergence term bounds both axes' sums (an orthostochastic ``H_res``: the
+    Newton–Schulz defect moves rows and columns alike), the rule's ``both`` input."""
+    return ctx.conventions.formula.construction == "orthostochastic"
 
 
 def _other_axis_given(conv: torch.Tensor, w: MHCWeights, n: int, worst: int,
@@ -199,9 +190,14 @@ def check_nonnegative(ctx: Context, case: Case) -> None:
     theorems=("mhc.sinkhorn_rows_exact",), requires=MHC_REQUIRES, tolerance=rules.EXACT_AXIS,
     cases=MHC_CASES, prerequisites=BASE)
 def check_exact_axis(ctx: Context, case: Case) -> None:
-    """The sums along the axis Sinkhorn–Knopp normalises last are 1 to dtype precision."""
-    not_orthostochastic(ctx)
+    """The sums along the axis Sinkhorn–Knopp normalises last are 1 to dtype precision. A
+    declared orthostochastic ``H_res`` has no exact axis: its rows (and columns, the other
+    axis) are compared per token with the Newton–Schulz defect (:func:`orthostochastic_defect`,
+    the rule's ``defect`` input) on top of the rounding."""
     w = MHCWeights(ctx, ctx.build.make(case), ctx.inputs.state(case), case)
+    if ctx.conventions.formula.construction == "orthostochastic":
+        _check_orthostochastic_rows(ctx, case, w)
+        return
     exact, _ = _sums(ctx, w.H_res)
     name, _ = _axis_names(ctx)
     terms = summed_terms(ctx, case.n)
@@ -210,6 +206,21 @@ def check_exact_axis(ctx: Context, case: Case) -> None:
     ctx.record.expect(f"max |H_res {name} sum − 1| ({w.source}, exact axis)",
                       float((exact - 1).abs().max()), n=case.n, probed=w.probed, **extra,
                       hint=sums_pattern(w.H_res, ctx.conventions.formula.sinkhorn.exact_axis, tol))
+
+
+def _check_orthostochastic_rows(ctx: Context, case: Case, w: MHCWeights) -> None:
+    """:func:`check_exact_axis` for a declared orthostochastic ``H_res``: the worst token of
+    ``|row sum − 1| / (defect + rounding)`` among those whose bound can fail."""
+    exact, _ = _sums(ctx, w.H_res)
+    name, _ = _axis_names(ctx)
+    err = (exact - 1).abs().amax(dim=-1)
+    defect, why = orthostochastic_defect(ctx, w)
+    rounding = ctx.record.allowance(n=case.n, probed=w.probed).allowance
+    worst = _worst_demonstrable(err, defect + rounding, f"H_res {name} sums", why,
+                                vacuous_ceiling(case.n))
+    ctx.record.expect(f"max |H_res {name} sum − 1| ({w.source}, orthostochastic)",
+                      float(err.flatten()[worst]), n=case.n, probed=w.probed,
+                      defect=float(defect.flatten()[worst]), detail=why[worst])
 
 
 @declare(
@@ -464,7 +475,7 @@ def check_nonexpansive(ctx: Context, case: Case) -> None:
                       hint=sums_pattern(w.H_res, ctx.conventions.formula.sinkhorn.exact_axis,
                                         exact.allowance),
                       **_other_axis_given(conv, w, case.n, worst, summed_terms(ctx, case.n),
-                                         mixing=True, norm=True))
+                                         mixing=True, norm=True, both=both_axes(ctx)))
 
 
 @declare(
@@ -476,8 +487,9 @@ def check_nonexpansive(ctx: Context, case: Case) -> None:
     cases=Cases(param_scales=(1e2, 1e4), perturbations=(0.0, 0.3, 1.0)))  # the domain
 def check_extreme(ctx: Context, case: Case) -> None:
     """With the parameters scaled ×1e2…×1e4 (logits far beyond exp's range), the output and
-    the weights stay finite, H_res ≥ 0 with its exact axis summing to 1 and no all-zero row or
-    column (no stream silently dropped)."""
+    the weights stay finite, H_res ≥ 0 with its exact axis summing to 1 (orthostochastic: to
+    1 within the Newton–Schulz defect, :func:`_check_orthostochastic_rows`) and no all-zero
+    row or column (no stream silently dropped)."""
     impl = ctx.build.make(case)
     x = ctx.inputs.state(case)
     for name in ("zero", case.branch):
@@ -492,16 +504,20 @@ def check_extreme(ctx: Context, case: Case) -> None:
     ctx.record.expect("most negative H_res entry", max(0.0, -float(w.H_res.min())),
                       rule=rules.RANGE_SLACK, probed=w.probed)
     exact, other = _sums(ctx, w.H_res)
-    tol = ctx.record.allowance(n=case.n, probed=w.probed).allowance
-    ctx.record.expect("max |exact-axis sum − 1|", float((exact - 1).abs().max()),
-                      n=case.n, probed=w.probed,
-                      hint=sums_pattern(w.H_res, ctx.conventions.formula.sinkhorn.exact_axis, tol))
     smallest = float(other.min())
     ctx.record.require(smallest > slack,
                 f"an H_res {_axis_names(ctx)[1]} sums to {smallest:.3g}: a stream is dropped "
                 f"(parameters ×{case.param_scale:g})",
                 hint="known bug class: a stream was dropped (an underflowing Sinkhorn–Knopp: "
                      "normalise in the log domain)")
+    if ctx.conventions.formula.construction == "orthostochastic":
+        _check_orthostochastic_rows(ctx, case, w)
+    else:
+        tol = ctx.record.allowance(n=case.n, probed=w.probed).allowance
+        ctx.record.expect("max |exact-axis sum − 1|", float((exact - 1).abs().max()),
+                          n=case.n, probed=w.probed,
+                          hint=sums_pattern(w.H_res, ctx.conventions.formula.sinkhorn.exact_axis,
+                                            tol))
 
 
 VERTEX_SHARE = 0.9

@@ -96,7 +96,11 @@ def _exact_axis(p: Precision, g: Mapping[str, Any]) -> Allowance:
     terms = int(g.get("terms", 0))
     if terms and not g.get("probed", False):
         return summation_allowance(p, int(g["n"]), terms)
-    return exact_axis_allowance(p, int(g["n"]), bool(g.get("probed", False)))
+    rounding = exact_axis_allowance(p, int(g["n"]), bool(g.get("probed", False)))
+    # an orthostochastic H_res: every sum misses 1 by up to the Newton–Schulz defect (a
+    # theorem's bound, attained when a singular vector is a coordinate vector), then rounds
+    defect = float(g.get("defect", 0.0))
+    return Allowance(rounding.floor + defect, rounding.allowance + defect)
 
 
 EXACT_AXIS: Final = Rule(
@@ -106,8 +110,11 @@ EXACT_AXIS: Final = Rule(
     "the last step divides by the sum (by sum + δ: off 1 by δ/(s + δ) ≤ 2δ for sums s ≥ ½): "
     "(n + 1) roundings of the compute dtype, then one rounding of each entry to the output; "
     "an exact construction of `terms` summed matrices (mHC-lite's K permutations): the "
-    "worst case of recursive summation (K + n)·eps, floor √K·eps + (n + 1)·eps",
-    ("n", "probed?", "terms?"), _exact_axis)
+    "worst case of recursive summation (K + n)·eps, floor √K·eps + (n + 1)·eps; an "
+    "orthostochastic H_res (no exact axis): plus its Newton–Schulz `defect` ‖QQᵀ − I‖₂ "
+    "(constructions.orthostochastic_inexact) at the target's logits, with the rounding the "
+    "iterations amplify",
+    ("n", "probed?", "terms?", "defect?"), _exact_axis)
 
 
 # --- doubly stochastic: the other axis (Birkhoff–Hopf bound) -------------------------------------
@@ -150,7 +157,9 @@ def _other_axis(p: Precision, g: Mapping[str, Any]) -> Allowance:
     # a correct impl may be off by the truncation itself
     floor = convergence + exact.floor + deviation / 2
     if g.get("norm"):  # ‖H_res‖₂ ≤ √(‖H_res‖₁‖H_res‖_∞): the gain beyond 1
-        allowance = math.sqrt((1 + allowance) * (1 + exact.allowance)) - 1
+        # both: an orthostochastic H_res misses 1 on both axes by its defect (`convergence`)
+        first = exact.allowance + (convergence if g.get("both") else 0.0)
+        allowance = math.sqrt((1 + allowance) * (1 + first)) - 1
     if g.get("mixing"):  # through the mixing: its own rounding on top
         mixing = mixing_allowance(p, int(g["n"]))
         return Allowance(floor + mixing.floor, allowance + mixing.allowance)
@@ -167,12 +176,14 @@ def sinkhorn_convergence(H: torch.Tensor, iterations: int) -> torch.Tensor:
 
 def other_axis_allowances(p: Precision, convergence: torch.Tensor, n: int, probed: bool,
                           mixing: bool = False, norm: bool = False,
-                          terms: int = 0) -> torch.Tensor:
+                          terms: int = 0, both: bool = False) -> torch.Tensor:
     """:data:`SINKHORN_OTHER_AXIS` per token (``convergence [...]`` float64, e.g.
     :func:`sinkhorn_convergence`; for choosing the worst token a check then compares);
-    ``terms``: an exact construction's summation length (:func:`summation_allowance`)."""
+    ``terms``: an exact construction's summation length (:func:`summation_allowance`);
+    ``both``: the convergence term applies to both axes (an orthostochastic ``H_res``)."""
     flat = [_other_axis(p, {"n": n, "probed": probed, "convergence": float(c),
-                            "mixing": mixing, "norm": norm, "terms": terms}).allowance
+                            "mixing": mixing, "norm": norm, "terms": terms,
+                            "both": both}).allowance
             for c in convergence.flatten().tolist()]
     return torch.tensor(flat, dtype=torch.float64).reshape(convergence.shape)
 
@@ -184,9 +195,11 @@ SINKHORN_OTHER_AXIS: Final = Rule(
     "budget in float64/float32, 4 × (eps(output) + n·eps(compute)) below; non-expansiveness: "
     "√((1 + other)(1 + exact)) − 1 plus the mixing's rounding); plus 4δ(1 + min(bound, 1)) "
     "for a declared denominator eps δ; a declared exact construction (mHC-lite): convergence 0 "
-    "and the exact axis's summation allowance for its `terms`",
+    "and the exact axis's summation allowance for its `terms`; a declared orthostochastic "
+    "H_res: the convergence is its Newton–Schulz defect ‖QQᵀ − I‖₂ (+ amplified rounding), on "
+    "`both` axes for the norm",
     "Franklin & Lorenz: each round contracts Hilbert's metric by tanh(Δ/4)²; rounding does not "
-    "accumulate in a contraction", ("n", "convergence", "probed?", "mixing?", "norm?", "terms?"),
+    "accumulate in a contraction", ("n", "convergence", "probed?", "mixing?", "norm?", "terms?", "both?"),
     _other_axis)
 
 # --- the Sinkhorn–Knopp gradient, bounds derived from the declaration ---------------------------
