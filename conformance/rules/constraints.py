@@ -199,8 +199,8 @@ SINKHORN_OTHER_AXIS: Final = Rule(
     "H_res: the convergence is its Newton–Schulz defect ‖QQᵀ − I‖₂ (+ amplified rounding), on "
     "`both` axes for the norm",
     "Franklin & Lorenz: each round contracts Hilbert's metric by tanh(Δ/4)²; rounding does not "
-    "accumulate in a contraction", ("n", "convergence", "probed?", "mixing?", "norm?", "terms?", "both?"),
-    _other_axis)
+    "accumulate in a contraction",
+    ("n", "convergence", "probed?", "mixing?", "norm?", "terms?", "both?"), _other_axis)
 
 # --- the Sinkhorn–Knopp gradient, bounds derived from the declaration ---------------------------
 def _fixed_point(p: Precision, g: Mapping[str, Any]) -> Allowance:

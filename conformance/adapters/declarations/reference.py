@@ -1,5 +1,6 @@
 """Declarations of hcspec's reference targets (``reference:hc-static``, ``reference:hc-dynamic``,
-``reference:mhc``, ``reference:mhc-fast``, ``reference:mhc-lite``, ``reference:mhc-ortho``); the factories are those of
+``reference:mhc``, ``reference:mhc-fast``, ``reference:mhc-lite``, ``reference:mhc-ortho``);
+the factories are those of
 :mod:`hcspec.reference.targets` (see :mod:`hcspec.conformance.adapters.reference`)."""
 
 from __future__ import annotations
