@@ -114,3 +114,34 @@ def test_orthostochastic_sums_within_the_orthogonality_defect() -> None:
         cols = (H.sum(-2) - 1).abs().amax(-1)
         assert bool((rows <= defect + 1e-12).all()) and bool((cols <= defect + 1e-12).all())
     assert float(rows.max()) < 1e-9  # 30 steps converge
+
+
+ORTHO_CASE = Case(2, 3, 4, 7, seed=0, perturb=1.0)
+
+
+@pytest.mark.parametrize("pid", (*MHC_LITE, "constraints.extreme_logits"))
+def test_mhc_ortho_passes_within_its_newton_schulz_defect(pid: str) -> None:
+    run(pid, "reference:mhc-ortho", ORTHO_CASE)
+
+
+@pytest.mark.parametrize("mutant", ("ortho_one_step_dropped", "ortho_abs_not_squared"))
+def test_an_orthostochastic_h_res_off_its_declared_defect_fails(mutant: str) -> None:
+    with pytest.raises(PropertyFailure, match="orthostochastic"):
+        run("constraints.h_res_exact_axis", f"mutant:{mutant}", ORTHO_CASE)
+
+
+def test_the_newton_schulz_defect_bounds_the_sums_and_is_attained() -> None:
+    from hcspec.conformance.metrics import newton_schulz_defect
+    from hcspec.formulas.mhc import orthostochastic
+    gen = torch.Generator().manual_seed(0)
+    L = torch.eye(4, dtype=torch.float64) + torch.randn(500, 4, 4, generator=gen,
+                                                        dtype=torch.float64)
+    H = orthostochastic(L, 5)
+    err = torch.maximum((H.sum(-1) - 1).abs().amax(-1), (H.sum(-2) - 1).abs().amax(-1))
+    defect, amplification = newton_schulz_defect(L, 5)
+    assert bool((err <= defect + 1e-13).all())
+    assert float((err / defect).max()) > 0.9  # the bound is tight, not a loose envelope
+    assert float(defect.median()) > 0.1  # 5 steps from random logits: far from converged
+    assert bool((amplification >= 2.0 - 1e-12).all())
+    q = torch.linalg.qr(torch.randn(4, 4, dtype=torch.float64, generator=gen)).Q
+    assert float(newton_schulz_defect(q, 10)[0]) < 1e-14  # an orthogonal start stays one
