@@ -33,10 +33,11 @@ from hcspec.spec.record import Formula, birkhoff_permutations
 
 ALPHA_INIT = 0.01
 """Initial gating scalars (mHC App. A.1, as the reference mHC)."""
-SUPPORTED = (1, 2, 3, 4, 5, 6)
-"""The expansion rates the built-in target declares: at n = 7, 8 ``φ_res`` has ``n·d·n!``
-entries (83 M at n = 8, d = 257: 0.66 GB in float64), beyond the kit's per-property time on a
-CPU; the module itself accepts n ≤ 8 (a target that declares n = 8 runs it there)."""
+SUPPORTED = (1, 2, 3, 4, 5, 6, 7, 8)
+"""The expansion rates the built-in target declares: all the module accepts. At n = 8,
+``φ_res`` has ``n·d·n!`` entries (83 M at d = 257: 0.66 GB in float64, the construction's own
+size), and ``H_res`` gathers the 8! = 40320 weights by index
+(:func:`hcspec.formulas.mhc.birkhoff`), never a ``[K, n, n]`` stack."""
 IDENTITY_WEIGHT = 0.7
 """The softmax weight of the identity permutation at init (see :class:`LiteHyperConnection`)."""
 

@@ -23,6 +23,8 @@ Every record validates itself on construction and raises ``ValueError`` naming t
 
 from __future__ import annotations
 
+import functools
+import itertools
 import math
 from dataclasses import dataclass, field
 from typing import Final, Literal, TypeAlias, get_args
@@ -228,6 +230,11 @@ def _permutations(construction: str,
                              f"range({n}) (every member has one length n)")
 
 
+@functools.lru_cache(maxsize=8)
+def _all_permutations(n: int) -> tuple[tuple[int, ...], ...]:
+    return tuple(itertools.permutations(range(n)))
+
+
 def birkhoff_permutations(formula: Formula, n: int) -> tuple[tuple[int, ...], ...]:
     """The permutation set of a ``birkhoff`` formula at ``n`` streams: its declared one, or
     all ``n!`` in lexicographic order (``itertools.permutations(range(n))``).
@@ -235,9 +242,8 @@ def birkhoff_permutations(formula: Formula, n: int) -> tuple[tuple[int, ...], ..
     Raises:
         ValueError: the declared set's length is not ``n``.
     """
-    import itertools
     if formula.permutations is None:
-        return tuple(itertools.permutations(range(n)))
+        return _all_permutations(n)
     if len(formula.permutations[0]) != n:
         raise ValueError(f"formula.permutations: declared for n={len(formula.permutations[0])}"
                          f", used at n={n}")
