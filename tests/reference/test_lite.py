@@ -52,17 +52,19 @@ def test_init_near_identity_and_sizes() -> None:
         mhc_lite(2, 2, permutations=((0, 0),))
 
 
-def test_float32_at_n8_sums_to_one_within_a_few_eps() -> None:
-    """8! = 40320 weights gathered by index per entry: the float32 sums miss 1 by a few eps
-    (a dense einsum over a [K, n, n] stack missed by 6.75e-5 = 566 eps)."""
+def test_float32_at_n8_sums_to_one_within_the_summation_floor() -> None:
+    """8! = 40320 weights gathered by index per entry: the float32 sums miss 1 by at most the
+    random-walk floor √K·eps + (n + 1)·eps = 210 eps of ``rules.summation_allowance``
+    (measured 7–35 eps; the kit allows (K + n)·eps)."""
     m = mhc_lite(8, 3, dtype=torch.float32, seed=3)
     with torch.no_grad():
         for p in m.parameters():
             p.add_(torch.randn_like(p))
         H = m.weights(torch.randn(2, 3, 8, 3))[2]
     e = torch.finfo(torch.float32).eps
-    assert float((H.sum(-1) - 1).abs().max()) <= 64 * e
-    assert float((H.sum(-2) - 1).abs().max()) <= 64 * e
+    floor = (40320 ** 0.5 + 9) * e
+    assert float((H.sum(-1) - 1).abs().max()) <= floor
+    assert float((H.sum(-2) - 1).abs().max()) <= floor
 
 
 def test_the_gathered_sum_is_the_dense_one() -> None:
