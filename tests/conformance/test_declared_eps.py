@@ -32,8 +32,8 @@ def test_the_published_deepseek_v4_with_its_real_eps_passes_every_constraint() -
     assert probe.hc_eps == 1e-6 and probe.conventions["sinkhorn_denominator_eps"] == 1e-6
     report = check_implementation(deepseek_v4, profile="ci", only=list(EPS_PROPERTIES))
     ran = {r.id: r for r in report.results}
-    # constraints.h_res_vertices steers a declared birkhoff construction only: not applicable
-    # to Sinkhorn–Knopp, with its reason
+    # constraints.h_res_vertices steers a Sinkhorn–Knopp H_res through logits(x), which the
+    # published DeepSeek-V4 reference does not offer: not applicable, with its reason
     assert ran["constraints.h_res_vertices"].status == rp.NOT_APPLICABLE
     constraint_ids = [i for i in ran if i.startswith("constraints.")
                       and i != "constraints.h_res_vertices"]

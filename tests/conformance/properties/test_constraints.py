@@ -85,13 +85,47 @@ def test_the_summation_allowance_grows_with_the_terms() -> None:
         p, n=3).allowance  # few terms: never below the exact axis's own budget
 
 
-def test_h_res_vertices_reaches_every_permutation_of_mhc_lite_only() -> None:
+def test_h_res_vertices_reaches_every_permutation_of_mhc_lite() -> None:
     run("constraints.h_res_vertices", "reference:mhc-lite")
     with pytest.raises(PropertyFailure) as failure:
         run("constraints.h_res_vertices", "mutant:birkhoff_duplicated_permutations")
     assert "but not P = " in str(failure.value)
-    with pytest.raises(NotApplicable):
-        run("constraints.h_res_vertices", "reference:mhc")
+    with pytest.raises(NotApplicable, match="orthostochastic"):
+        run("constraints.h_res_vertices", "reference:mhc-ortho")
+
+
+@pytest.mark.parametrize("target", ["reference:mhc", "reference:mhc-fast"])
+def test_h_res_vertices_steers_sinkhorn_logits_to_every_permutation(target: str) -> None:
+    run("constraints.h_res_vertices", target)
+
+
+def test_sinkhorn_of_saturated_logits_cannot_reach_a_vertex() -> None:
+    with pytest.raises(PropertyFailure) as failure:
+        run("constraints.h_res_vertices", "mutant:sinkhorn_logits_saturated")
+    assert "vs the declared formula there" in str(failure.value)
+
+
+def test_a_sinkhorn_target_without_logits_is_not_applicable() -> None:
+    with pytest.raises(NotApplicable, match="no logits"):
+        run("constraints.h_res_vertices", "hcspec.reference.targets:deepseek_v4")
+
+
+@pytest.mark.parametrize("n", [2, 3, 8])
+def test_sinkhorn_at_c_times_p_is_at_its_fixed_point(n: int) -> None:
+    """exp(c·P) has equal row and column sums: every round count gives (e^c P + J − P) /
+    (e^c + n − 1), β(c) = (n − 1)/(e^c + n − 1) from P (the bound the steering compares)."""
+    import math
+
+    from hcspec.conformance.families.constraints import VERTEX_LOGIT
+    from hcspec.formulas.mhc import h_res
+    from hcspec.spec.record import Formula, SinkhornSpec
+    c = VERTEX_LOGIT
+    P = torch.eye(n, dtype=torch.float64)[torch.randperm(n)]
+    want = (math.exp(c) * P + 1 - P) / (math.exp(c) + n - 1)
+    for rounds in (1, 3, 20):
+        got = h_res(Formula(sinkhorn=SinkhornSpec(iterations=rounds)), c * P)
+        assert float((got - want).abs().max()) < 1e-15
+        assert float((got - P).abs().max()) == pytest.approx((n - 1) / (math.exp(c) + n - 1))
 
 
 def test_a_declared_softmax_h_post_gets_no_sigma_hint() -> None:
