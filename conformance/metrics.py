@@ -59,7 +59,8 @@ def projective_diameter(H: torch.Tensor) -> torch.Tensor:
     return torch.where(bad, torch.full_like(delta, math.inf), delta)
 
 
-def birkhoff_hopf_convergence(H: torch.Tensor, iterations: int) -> torch.Tensor:
+def birkhoff_hopf_convergence(H: torch.Tensor, iterations: int,
+                              earlier: int = 0) -> torch.Tensor:
     """Upper bound on ``|sum − 1|`` along the axis Sinkhorn–Knopp did *not* normalise last,
     in exact arithmetic: ``expm1(tanh(Δ/4)^{2(T−1)}·Δ)`` for ``T = iterations`` rounds at the
     measured projective diameter ``Δ`` (:func:`projective_diameter`). The rule
@@ -85,17 +86,22 @@ def birkhoff_hopf_convergence(H: torch.Tensor, iterations: int) -> torch.Tensor:
     bound ≈ 4e-4, measured ≈ 3e-4) and becomes vacuous for large logit spreads (std 3: ~1e5),
     where the kit checks robustness instead (finite, non-negative, no all-zero row or column).
 
+    ``earlier``: the bound that many normalisations before the last one (``earlier = 1``: on
+    the sums the last normalisation divided by, the exact axis's before its division, one
+    contraction fewer: ``expm1(tanh(Δ/4)^{max(2T − 3, 0)}·Δ)``).
+
     Shapes: ``H [..., n, n]`` -> ``[...]`` float64 (``inf`` where Δ is infinite).
 
     Raises:
-        ValueError: ``iterations < 1``.
+        ValueError: ``iterations < 1`` or ``earlier < 0``.
     """
-    if iterations < 1:
-        raise ValueError(f"iterations: expected >= 1, got {iterations}")
+    if iterations < 1 or earlier < 0:
+        raise ValueError(f"iterations, earlier: expected >= 1, >= 0, got {iterations}, "
+                         f"{earlier}")
     delta = projective_diameter(H)
     kappa = torch.tanh(delta / 4)
     drift = torch.where(
-        torch.isfinite(delta), kappa.pow(2 * (iterations - 1)) * delta, delta
+        torch.isfinite(delta), kappa.pow(max(2 * (iterations - 1) - earlier, 0)) * delta, delta
     )
     return torch.expm1(drift)
 

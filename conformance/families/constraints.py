@@ -28,7 +28,12 @@ from hcspec.conformance.properties.building import all_parameters
 from hcspec.conformance.properties.cases import Case, Cases, shift
 from hcspec.conformance.properties.common import axis_sums, by_exact_axis, subtract_flat_step
 from hcspec.conformance.properties.declaration import declare
-from hcspec.conformance.properties.mhc_weights import MHCWeights, orthostochastic_defect
+from hcspec.conformance.properties.mhc_weights import (
+    MHCWeights,
+    eps_exact_axis,
+    orthostochastic_defect,
+    worst_eps_token,
+)
 from hcspec.conformance.properties.requirements import WEIGHTS_OR_PROBING, capability, kinds
 from hcspec.conformance.protocol import PARAMETERS, WEIGHTS, HyperConnectionImpl
 from hcspec.spec.record import birkhoff_permutations
@@ -202,6 +207,15 @@ def check_exact_axis(ctx: Context, case: Case) -> None:
         return
     exact, _ = _sums(ctx, w.H_res)
     name, _ = _axis_names(ctx)
+    declared_eps = eps_exact_axis(ctx, w, exact)
+    if declared_eps is not None:  # compared with 1 − δ at the token nearest its allowance
+        error, previous = declared_eps
+        worst = worst_eps_token(ctx, w, case.n, error, previous)
+        delta = rules.sinkhorn_eps_center(ctx.precision)
+        ctx.record.expect(f"max |H_res {name} sum − (1 − δ)| ({w.source}, exact axis, declared "
+                          f"δ = {delta:g})", float(error.flatten()[worst]), n=case.n,
+                          probed=w.probed, previous=float(previous.flatten()[worst]))
+        return
     terms = summed_terms(ctx, case.n)
     extra: dict[str, Any] = {"terms": terms} if terms else {}
     tol = ctx.record.allowance(n=case.n, probed=w.probed, **extra).allowance
@@ -514,6 +528,12 @@ def check_extreme(ctx: Context, case: Case) -> None:
                      "normalise in the log domain)")
     if ctx.conventions.formula.construction == "orthostochastic":
         _check_orthostochastic_rows(ctx, case, w)
+    elif (declared_eps := eps_exact_axis(ctx, w, exact)) is not None:
+        error, previous = declared_eps
+        worst = worst_eps_token(ctx, w, case.n, error, previous)
+        ctx.record.expect("max |exact-axis sum − (1 − δ)| (declared δ)",
+                          float(error.flatten()[worst]), n=case.n, probed=w.probed,
+                          previous=float(previous.flatten()[worst]))
     else:
         tol = ctx.record.allowance(n=case.n, probed=w.probed).allowance
         ctx.record.expect("max |exact-axis sum − 1|", float((exact - 1).abs().max()),

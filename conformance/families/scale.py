@@ -30,7 +30,12 @@ from hcspec.conformance.properties.common import (
     expected_output,
 )
 from hcspec.conformance.properties.declaration import declare
-from hcspec.conformance.properties.mhc_weights import MHCWeights, orthostochastic_defect
+from hcspec.conformance.properties.mhc_weights import (
+    MHCWeights,
+    eps_exact_axis,
+    orthostochastic_defect,
+    worst_eps_token,
+)
 from hcspec.conformance.properties.requirements import WEIGHTS_OR_PROBING, kinds
 from hcspec.conformance.protocol import HyperConnectionImpl
 
@@ -167,9 +172,17 @@ def check_constraints(ctx: Context, case: Case) -> None:
                           float(rows.flatten()[first]), rule=rules.EXACT_AXIS, n=case.n,
                           probed=w.probed, defect=float(conv.flatten()[first]))
     else:
-        ctx.record.expect(f"max |H_res {exact_name} sum − 1| {where}",
-                          float((exact - 1).abs().max()), rule=rules.EXACT_AXIS, n=case.n,
-                          probed=w.probed)
+        declared_eps = eps_exact_axis(ctx, w, exact)
+        if declared_eps is not None:  # compared with the declared fixed point's 1 − δ
+            error, previous = declared_eps
+            worst = worst_eps_token(ctx, w, case.n, error, previous)
+            ctx.record.expect(f"max |H_res {exact_name} sum − (1 − δ)| {where}",
+                              float(error.flatten()[worst]), rule=rules.EXACT_AXIS, n=case.n,
+                              probed=w.probed, previous=float(previous.flatten()[worst]))
+        else:
+            ctx.record.expect(f"max |H_res {exact_name} sum − 1| {where}",
+                              float((exact - 1).abs().max()), rule=rules.EXACT_AXIS,
+                              n=case.n, probed=w.probed)
         conv = rules.sinkhorn_convergence(
             w.H_res, ctx.conventions.formula.sinkhorn.effective_iterations)
     bound = rules.other_axis_allowances(ctx.precision, conv, case.n, w.probed)

@@ -74,3 +74,29 @@ def orthostochastic_defect(ctx: Context, w: MHCWeights) -> tuple[torch.Tensor, l
            for d, a in zip(defect.flatten().tolist(), amplification.flatten().tolist(),
                            strict=True)]
     return bound, why
+
+
+def eps_exact_axis(ctx: Context, w: MHCWeights, sums: torch.Tensor
+                   ) -> tuple[torch.Tensor, torch.Tensor] | None:
+    """For a declared Sinkhorn–Knopp denominator eps δ: ``(error [B, T], previous [B, T])``
+    of the exact axis, the error ``max |sum − (1 − δ)|`` per token (the declared formula's
+    fixed point, :func:`hcspec.conformance.rules.sinkhorn_eps_center`; ``sums [B, T, n]``)
+    and the Birkhoff–Hopf bound one normalisation earlier (the rule's ``previous`` input,
+    ``inf`` where Δ is infinite); None without a declared δ (the sums are compared with 1)."""
+    f = ctx.conventions.formula
+    delta = rules.sinkhorn_eps_center(ctx.precision)
+    if delta <= 0.0 or f.construction != "sinkhorn":
+        return None
+    error = (sums - (1.0 - delta)).abs().amax(dim=-1)
+    previous = metrics.birkhoff_hopf_convergence(w.H_res, f.sinkhorn.effective_iterations,
+                                                 earlier=1)
+    return error, previous.reshape(error.shape)
+
+
+def worst_eps_token(ctx: Context, w: MHCWeights, n: int, error: torch.Tensor,
+                    previous: torch.Tensor) -> int:
+    """The flattened token index with the largest ``error`` ÷ its exact-axis allowance at its
+    ``previous`` bound (:func:`eps_exact_axis`)."""
+    allowed = torch.tensor([rules.exact_axis_allowance(ctx.precision, n, w.probed, c).allowance
+                            for c in previous.flatten().tolist()], dtype=torch.float64)
+    return int(torch.argmax(error.flatten() / allowed))
