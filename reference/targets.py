@@ -25,6 +25,7 @@ from hcspec.reference.lite import LiteHyperConnection
 from hcspec.reference.manifold import Implementation, ManifoldHyperConnection
 from hcspec.reference.ortho import OrthoHyperConnection
 from hcspec.reference.static import StaticHyperConnection
+from hcspec.spec.record import DEFAULT_NEWTON_SCHULZ
 
 
 def _seeded(build: Callable[[], HyperConnection], seed: int,
@@ -160,9 +161,9 @@ def mhc_ortho(n: int, d: int, *, layer_index: int = 0, dtype: torch.dtype = torc
     Raises:
         ValueError: as the constructor.
     """
-    count = {} if iterations is None else {"iterations": iterations}
-    module = _seeded(lambda: OrthoHyperConnection(n, d, layer_index, dtype=torch.float64,
-                                                  **count), seed, dtype, device)
+    count = DEFAULT_NEWTON_SCHULZ if iterations is None else iterations
+    module = _seeded(lambda: OrthoHyperConnection(n, d, layer_index, iterations=count,
+                                                  dtype=torch.float64), seed, dtype, device)
     assert isinstance(module, OrthoHyperConnection)
     _stackable(module, mhc_ortho, n, d, layer_index, dtype, device, seed, iterations=iterations)
     return module

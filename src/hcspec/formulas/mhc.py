@@ -102,7 +102,7 @@ def birkhoff(formula: Formula, logits: torch.Tensor) -> torch.Tensor:
     H = a.new_zeros(*a.shape[:-1], n * n)
     for row in targets:
         H = H.index_add(-1, row, a)
-    return H.unflatten(-1, (n, n))
+    return H.reshape(*H.shape[:-1], n, n)
 
 
 def orthostochastic(logits: torch.Tensor, iterations: int) -> torch.Tensor:
