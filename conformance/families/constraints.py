@@ -608,8 +608,7 @@ def _vertex_examples(ctx: Context) -> list[Case]:
 
 @declare(
     "constraints.h_res_vertices",
-    statement="H_res can be steered next to every permutation (mHC-lite through its "
-              "coefficients; Sinkhorn–Knopp through its logits, to its fixed point at c·P)",
+    statement="H_res can be steered next to every permutation (Sinkhorn: logits c·P)",
     theorems=("constructions.birkhoff_exact", "mhc.sinkhorn_variants"),
     requires=(kinds("mhc"), capability(PARAMETERS), capability(WEIGHTS)),
     tolerance=rules.LAW, examples=_vertex_examples,
