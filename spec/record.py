@@ -23,7 +23,6 @@ Every record validates itself on construction and raises ``ValueError`` naming t
 
 from __future__ import annotations
 
-import functools
 import itertools
 import math
 from dataclasses import dataclass, field
@@ -230,9 +229,15 @@ def _permutations(construction: str,
                              f"range({n}) (every member has one length n)")
 
 
-@functools.lru_cache(maxsize=8)
+_ALL_PERMUTATIONS: dict[int, tuple[tuple[int, ...], ...]] = {}
+"""All n! permutations by n, made once (a plain dict: torch.compile traces a cache-wrapped
+function with a warning)."""
+
+
 def _all_permutations(n: int) -> tuple[tuple[int, ...], ...]:
-    return tuple(itertools.permutations(range(n)))
+    if n not in _ALL_PERMUTATIONS:
+        _ALL_PERMUTATIONS[n] = tuple(itertools.permutations(range(n)))
+    return _ALL_PERMUTATIONS[n]
 
 
 def birkhoff_permutations(formula: Formula, n: int) -> tuple[tuple[int, ...], ...]:

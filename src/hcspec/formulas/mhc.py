@@ -9,7 +9,6 @@ float64) and is differentiable. Imports torch and the spec's record only.
 
 from __future__ import annotations
 
-import functools
 import math
 
 import torch
@@ -63,14 +62,18 @@ def permutation_matrices(perms: tuple[tuple[int, ...], ...], dtype: torch.dtype,
     return P
 
 
-@functools.lru_cache(maxsize=16)
+_TARGETS: dict[tuple[tuple[int, ...], ...], torch.Tensor] = {}
+
+
 def _targets(perms: tuple[tuple[int, ...], ...]) -> torch.Tensor:
     """``[n, K]`` int64 on the CPU: entry ``(i, k)`` is ``i·n + perms[k][i]``, the flat index
-    of the one entry of row ``i`` that ``P_k`` sets (cached: 8! = 40320 tuples take ~50 ms to
-    convert)."""
-    n = len(perms[0])
-    index = torch.tensor(perms, dtype=torch.long).T  # [n, K]: perms[k][i]
-    return index + n * torch.arange(n, dtype=torch.long)[:, None]
+    of the one entry of row ``i`` that ``P_k`` sets (kept in a plain dict, not a cache
+    wrapper, which torch.compile warns about: 8! = 40320 tuples take ~50 ms to convert)."""
+    if perms not in _TARGETS:
+        n = len(perms[0])
+        index = torch.tensor(perms, dtype=torch.long).T  # [n, K]: perms[k][i]
+        _TARGETS[perms] = index + n * torch.arange(n, dtype=torch.long)[:, None]
+    return _TARGETS[perms]
 
 
 def birkhoff(formula: Formula, logits: torch.Tensor) -> torch.Tensor:
