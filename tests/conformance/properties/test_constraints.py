@@ -179,3 +179,14 @@ def test_the_newton_schulz_defect_bounds_the_sums_and_is_attained() -> None:
     assert bool((amplification >= 2.0 - 1e-12).all())
     q = torch.linalg.qr(torch.randn(4, 4, dtype=torch.float64, generator=gen)).Q
     assert float(newton_schulz_defect(q, 10)[0]) < 1e-14  # an orthogonal start stays one
+
+
+def test_the_sinkhorn_vertices_are_all_permutations_up_to_n5_then_a_sample() -> None:
+    import math
+
+    from hcspec.conformance.families.constraints import VERTEX_SAMPLE, vertex_sample
+    assert len(vertex_sample(5, 0)) == math.factorial(5)
+    big = vertex_sample(8, 3)
+    assert len(big) == len(set(big)) == VERTEX_SAMPLE
+    assert (0, 1, 2, 3, 4, 5, 6, 7) in big and (7, 6, 5, 4, 3, 2, 1, 0) in big
+    assert all(sorted(p) == list(range(8)) for p in big)
