@@ -59,7 +59,8 @@ def projective_diameter(H: torch.Tensor) -> torch.Tensor:
     return torch.where(bad, torch.full_like(delta, math.inf), delta)
 
 
-def birkhoff_hopf_convergence(H: torch.Tensor, iterations: int) -> torch.Tensor:
+def birkhoff_hopf_convergence(H: torch.Tensor, iterations: int,
+                              earlier: int = 0) -> torch.Tensor:
     """Upper bound on ``|sum − 1|`` along the axis Sinkhorn–Knopp did *not* normalise last,
     in exact arithmetic: ``expm1(tanh(Δ/4)^{2(T−1)}·Δ)`` for ``T = iterations`` rounds at the
     measured projective diameter ``Δ`` (:func:`projective_diameter`). The rule
@@ -85,16 +86,67 @@ def birkhoff_hopf_convergence(H: torch.Tensor, iterations: int) -> torch.Tensor:
     bound ≈ 4e-4, measured ≈ 3e-4) and becomes vacuous for large logit spreads (std 3: ~1e5),
     where the kit checks robustness instead (finite, non-negative, no all-zero row or column).
 
+    ``earlier``: the bound that many normalisations before the last one (``earlier = 1``: on
+    the sums the last normalisation divided by, the exact axis's before its division, one
+    contraction fewer: ``expm1(tanh(Δ/4)^{max(2T − 3, 0)}·Δ)``).
+
     Shapes: ``H [..., n, n]`` -> ``[...]`` float64 (``inf`` where Δ is infinite).
+
+    Raises:
+        ValueError: ``iterations < 1`` or ``earlier < 0``.
+    """
+    if iterations < 1 or earlier < 0:
+        raise ValueError(f"iterations, earlier: expected >= 1, >= 0, got {iterations}, "
+                         f"{earlier}")
+    delta = projective_diameter(H)
+    kappa = torch.tanh(delta / 4)
+    drift = torch.where(
+        torch.isfinite(delta), kappa.pow(max(2 * (iterations - 1) - earlier, 0)) * delta, delta
+    )
+    return torch.expm1(drift)
+
+
+def newton_schulz_defect(logits: torch.Tensor, iterations: int
+                         ) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(defect, amplification)`` per token of the orthostochastic ``H_res = X_T ∘ X_T``,
+    ``X_T`` after ``T = iterations`` Newton–Schulz steps ``X ← 1.5 X − 0.5 X Xᵀ X`` from
+    ``X₀ = L/‖L‖_F`` (:func:`hcspec.formulas.mhc.orthostochastic`) at ``logits = L``.
+
+    Exact arithmetic: every step maps ``X = U diag(s) Vᵀ`` to ``U diag(f(s)) Vᵀ`` with the
+    scalar cubic ``f(s) = 1.5 s − 0.5 s³``, so the singular values of ``X_T`` are ``f^T`` of
+    those of ``X₀`` (``svdvals(L)/‖L‖_F ∈ [0, 1]``), and ``‖X_T X_Tᵀ − I‖₂ = max_i |s_i² − 1|``:
+    the ``defect``, which bounds every ``|row sum − 1|`` and ``|column sum − 1|`` of ``H_res``
+    (spec ``constructions.orthostochastic_inexact``; ``f(1 − e) = 1 − 1.5e² + 0.5e³``, so the
+    defect roughly squares each step once ``s`` is near 1, and ``s`` grows ×1.5 per step while
+    small: an ill-conditioned ``L`` leaves it near 1, a vacuous bound).
+
+    Rounding: each step's two ``n``-term matrix products move every singular value by at most
+    about ``(n + 1)·eps`` (Weyl: by the norm of the product's error, ``‖X‖₂ ≤ 1``), and a move
+    made at step ``j`` reaches ``s_T`` multiplied by ``Π_{l>j} |f'(s_l)|`` (``f'(s) = 1.5(1 −
+    s²)``, 0 at convergence: rounding does not accumulate once converged, and at most ×1.5
+    per step before). So the defect moves by at most ``amplification·(n + 1)·eps`` of the
+    compute dtype, ``amplification = max_i 2 s_{i,T} Σ_{j ≤ T} Π_{j < l ≤ T} |f'(s_{i,l−1})|``
+    (2 for a converged factor; the constraint rules multiply it by ``(n + 1)·eps``).
+
+    Shapes: ``logits [..., n, n]`` -> two ``[...]`` float64 tensors on the CPU. A zero or
+    non-finite ``L`` gives ``inf`` for both.
 
     Raises:
         ValueError: ``iterations < 1``.
     """
     if iterations < 1:
         raise ValueError(f"iterations: expected >= 1, got {iterations}")
-    delta = projective_diameter(H)
-    kappa = torch.tanh(delta / 4)
-    drift = torch.where(
-        torch.isfinite(delta), kappa.pow(2 * (iterations - 1)) * delta, delta
-    )
-    return torch.expm1(drift)
+    L = logits.detach().to("cpu", torch.float64)
+    norm = torch.linalg.matrix_norm(L)
+    bad = ~(torch.isfinite(L).all(dim=-1).all(dim=-1) & (norm > 0))
+    s = torch.linalg.svdvals(torch.where(bad[..., None, None], torch.eye(L.shape[-1],
+                                         dtype=L.dtype), L))
+    s = s / torch.where(bad, 1.0, norm)[..., None]
+    carried = torch.zeros_like(s)
+    for _ in range(iterations):
+        carried = carried * (1.5 * (1.0 - s * s)).abs() + 1.0
+        s = 1.5 * s - 0.5 * s * s * s
+    defect = (s * s - 1.0).abs().amax(dim=-1)
+    amplification = (2.0 * s * carried).amax(dim=-1)
+    inf = torch.full_like(defect, math.inf)
+    return torch.where(bad, inf, defect), torch.where(bad, inf, amplification)

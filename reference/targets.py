@@ -23,7 +23,9 @@ from hcspec.reference.dynamic import DynamicHyperConnection
 from hcspec.reference.gated import qwen4_exp as qwen4_exp
 from hcspec.reference.lite import LiteHyperConnection
 from hcspec.reference.manifold import Implementation, ManifoldHyperConnection
+from hcspec.reference.ortho import OrthoHyperConnection
 from hcspec.reference.static import StaticHyperConnection
+from hcspec.spec.record import DEFAULT_NEWTON_SCHULZ
 
 
 def _seeded(build: Callable[[], HyperConnection], seed: int,
@@ -145,6 +147,25 @@ def mhc_lite(n: int, d: int, *, layer_index: int = 0, dtype: torch.dtype = torch
     assert isinstance(module, LiteHyperConnection)
     _stackable(module, mhc_lite, n, d, layer_index, dtype, device, seed,
                permutations=permutations)
+    return module
+
+
+def mhc_ortho(n: int, d: int, *, layer_index: int = 0, dtype: torch.dtype = torch.float64,
+              device: torch.device | str = "cpu", seed: int = 0,
+              iterations: int | None = None) -> OrthoHyperConnection:
+    """A fresh :class:`~hcspec.reference.ortho.OrthoHyperConnection` (mHC with an
+    orthostochastic ``H_res``: the squared entries of a Newton–Schulz orthogonal factor; φ from
+    ``seed``, drawn in float64 and cast). ``iterations``: the Newton–Schulz count run (None: the
+    declared 10; another count is what the kit's mutant runs).
+
+    Raises:
+        ValueError: as the constructor.
+    """
+    count = DEFAULT_NEWTON_SCHULZ if iterations is None else iterations
+    module = _seeded(lambda: OrthoHyperConnection(n, d, layer_index, iterations=count,
+                                                  dtype=torch.float64), seed, dtype, device)
+    assert isinstance(module, OrthoHyperConnection)
+    _stackable(module, mhc_ortho, n, d, layer_index, dtype, device, seed, iterations=iterations)
     return module
 
 

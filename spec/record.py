@@ -23,6 +23,7 @@ Every record validates itself on construction and raises ``ValueError`` naming t
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass, field
 from typing import Final, Literal, TypeAlias, get_args
@@ -228,6 +229,17 @@ def _permutations(construction: str,
                              f"range({n}) (every member has one length n)")
 
 
+_ALL_PERMUTATIONS: dict[int, tuple[tuple[int, ...], ...]] = {}
+"""All n! permutations by n, made once (a plain dict: torch.compile traces a cache-wrapped
+function with a warning)."""
+
+
+def _all_permutations(n: int) -> tuple[tuple[int, ...], ...]:
+    if n not in _ALL_PERMUTATIONS:
+        _ALL_PERMUTATIONS[n] = tuple(itertools.permutations(range(n)))
+    return _ALL_PERMUTATIONS[n]
+
+
 def birkhoff_permutations(formula: Formula, n: int) -> tuple[tuple[int, ...], ...]:
     """The permutation set of a ``birkhoff`` formula at ``n`` streams: its declared one, or
     all ``n!`` in lexicographic order (``itertools.permutations(range(n))``).
@@ -235,9 +247,8 @@ def birkhoff_permutations(formula: Formula, n: int) -> tuple[tuple[int, ...], ..
     Raises:
         ValueError: the declared set's length is not ``n``.
     """
-    import itertools
     if formula.permutations is None:
-        return tuple(itertools.permutations(range(n)))
+        return _all_permutations(n)
     if len(formula.permutations[0]) != n:
         raise ValueError(f"formula.permutations: declared for n={len(formula.permutations[0])}"
                          f", used at n={n}")

@@ -29,29 +29,41 @@ def exact_axis(dtype: torch.dtype, n: int, probed: bool) -> float:
 
 
 SUM_FLOOR = 0.5
-"""The smallest axis sum a normalisation meets in the regime the constraints compare (the
-sums before the last normalisation are the other axis's, just normalised, within the
-convergence bound of 1): with denominator eps δ it leaves ``s/(s + δ)``, off 1 by
-``δ/(s + δ) ≤ δ / SUM_FLOOR``. Measured on the published DeepSeek-V4 formula (δ = 1e-6,
-n ≤ 8, parameters perturbed by 1 and scaled up to ×1e4): the exact axis misses by 1.0–1.1 δ,
-i.e. s ≥ 0.9."""
+"""The smallest sum a normalisation divides by in the regime the constraints compare where
+no convergence bound is given (the other axis, vacuous bounds): ``s ≥ ½``, so a denominator
+eps δ leaves ``s/(s + δ)`` within ``δ/SUM_FLOOR = 2δ`` of 1."""
 
 
-def sinkhorn_eps_deviation(p: Precision, axis: str, convergence: float = 0.0) -> float:
+def sinkhorn_eps_center(p: Precision) -> float:
+    """How far below 1 the declared formula's fixed point puts the sums along the exact axis:
+    ``δ`` for a declared denominator eps δ (``p.sinkhorn_eps``), else 0. At the fixed point of
+    ``M ← M/(M 1 + δ)`` alternating with ``M ← M/(1ᵀM + δ)`` both axes share one sum σ, and
+    ``σ = σ/(σ + δ)`` gives ``σ = 1 − δ`` (docs/conformance.md, "Declared eps"): the exact
+    axis is compared with ``1 − δ``, not 1."""
+    return max(p.sinkhorn_eps, 0.0)
+
+
+def sinkhorn_eps_deviation(p: Precision, axis: str, convergence: float = 1.0) -> float:
     """How far a declared denominator eps δ (``p.sinkhorn_eps``) moves Sinkhorn–Knopp's sums
-    off 1 (docs/conformance.md, "Declared eps"): the exact axis, normalised last, by
-    ``δ/(s + δ) ≤ 2δ`` (:data:`SUM_FLOOR`); the other axis by that of the normalisation
-    before (``2δ``) plus the last division's ``2δ`` carried through the other sums
-    (``× (1 + convergence)``, the convergence capped at 1): ``4δ (1 + min(c, 1))``. 0 without a
-    declared δ. An additive eps (``softmax + eps``) moves no sum: every normalisation divides
-    it out."""
+    from where the checks compare them (docs/conformance.md, "Declared eps"), 0 without one.
+
+    ``"exact"`` (compared with ``1 − δ``, :func:`sinkhorn_eps_center`): the last division
+    leaves ``s/(s + δ)``, whose distance from ``1 − δ`` is ``δ·|s − (1 − δ)|/(s + δ)``; the
+    sums ``s`` it divided by are the other axis's one normalisation earlier, within
+    ``convergence`` ``c`` of 1 (the Birkhoff–Hopf bound one contraction earlier,
+    ``metrics.birkhoff_hopf_convergence(..., earlier=1)``; ``s ≥ 1/(1 + c)``), so
+    ``δ·c·(1 + c)`` with ``c`` capped at 1 (:data:`SUM_FLOOR`): at most ``2δ``, 0 at a
+    converged token. ``"other"`` (compared with 1): the deviation of its own normalisation
+    one step earlier (``2δ``) plus the last division's ``2δ`` carried through the other sums:
+    ``4δ (1 + min(c, 1))``. An additive eps (``softmax + eps``) moves no sum: every
+    normalisation divides it out."""
     delta = p.sinkhorn_eps
     if delta <= 0.0:
         return 0.0
-    per_normalisation = delta / SUM_FLOOR
+    c = min(max(convergence, 0.0), 1.0)
     if axis == "exact":
-        return per_normalisation
-    return 2.0 * per_normalisation * (1.0 + min(max(convergence, 0.0), 1.0))
+        return delta * c * (1.0 + c)
+    return 2.0 * (delta / SUM_FLOOR) * (1.0 + c)
 
 
 def summation_allowance(p: Precision, n: int, terms: int) -> Allowance:
@@ -74,16 +86,18 @@ def summation_allowance(p: Precision, n: int, terms: int) -> Allowance:
     return Allowance(max(base.floor, floor), max(base.allowance, (terms + n) * e + rounding))
 
 
-def exact_axis_allowance(p: Precision, n: int, probed: bool) -> Allowance:
+def exact_axis_allowance(p: Precision, n: int, probed: bool,
+                         convergence: float = 1.0) -> Allowance:
     """:data:`EXACT_AXIS` for ``n`` streams: float32/float64 (or probed): ``16·(n + 1)·eps``
     (probed: the law's ``n``-fold); below float32, along the chain: the floor
     ``(n + 1)·eps(compute) + eps(output)`` (the last normalisation in the compute dtype, then
     every entry rounded to the output by up to eps/2 of itself: the sum by eps/2, counted
     twice) and :data:`FLOOR_MULTIPLE` times it — at most ``16·(n + 1)·eps(compute)`` from the
     compute dtype's side, so an impl computing in bfloat16 itself keeps its own budget.
-    A declared denominator eps adds :func:`sinkhorn_eps_deviation` (to the floor, half
-    of it: a correct impl misses by about δ)."""
-    deviation = sinkhorn_eps_deviation(p, "exact")
+    A declared denominator eps adds :func:`sinkhorn_eps_deviation` at ``convergence`` (the
+    Birkhoff–Hopf bound on the sums the last normalisation divided by; the sums themselves are
+    compared with ``1 − δ``); to the floor, half of it."""
+    deviation = sinkhorn_eps_deviation(p, "exact", convergence)
     if probed or not p.low:
         return Allowance((n + 1) * eps(p.output) + deviation / 2,
                          exact_axis(p.output, n, probed) + deviation)
@@ -96,18 +110,29 @@ def _exact_axis(p: Precision, g: Mapping[str, Any]) -> Allowance:
     terms = int(g.get("terms", 0))
     if terms and not g.get("probed", False):
         return summation_allowance(p, int(g["n"]), terms)
-    return exact_axis_allowance(p, int(g["n"]), bool(g.get("probed", False)))
+    rounding = exact_axis_allowance(p, int(g["n"]), bool(g.get("probed", False)),
+                                    float(g.get("previous", 1.0)))
+    # an orthostochastic H_res: every sum misses 1 by up to the Newton–Schulz defect (a
+    # theorem's bound, attained when a singular vector is a coordinate vector), then rounds
+    defect = float(g.get("defect", 0.0))
+    return Allowance(rounding.floor + defect, rounding.allowance + defect)
 
 
 EXACT_AXIS: Final = Rule(
     "exact_axis", "16·(n + 1)·eps on Sinkhorn–Knopp's last axis (probed: the law's × n); "
     "bfloat16/float16 along the chain: 4 × ((n + 1)·eps(compute) + eps(output)), at least "
-    "16·(n + 1)·eps(compute) + eps(output); plus 2δ for a declared denominator eps δ",
-    "the last step divides by the sum (by sum + δ: off 1 by δ/(s + δ) ≤ 2δ for sums s ≥ ½): "
+    "16·(n + 1)·eps(compute) + eps(output); a declared denominator eps δ: the sums compared "
+    "with 1 − δ (the declared formula's fixed point), plus δ·c(1 + c) for the Birkhoff–Hopf "
+    "bound c ≤ 1 one normalisation earlier (`previous`; not given: 1, so 2δ)",
+    "the last step divides by the sum (by s + δ: s/(s + δ) is δ|s − (1 − δ)|/(s + δ) from "
+    "1 − δ, and s ≥ 1/(1 + c)): "
     "(n + 1) roundings of the compute dtype, then one rounding of each entry to the output; "
     "an exact construction of `terms` summed matrices (mHC-lite's K permutations): the "
-    "worst case of recursive summation (K + n)·eps, floor √K·eps + (n + 1)·eps",
-    ("n", "probed?", "terms?"), _exact_axis)
+    "worst case of recursive summation (K + n)·eps, floor √K·eps + (n + 1)·eps; an "
+    "orthostochastic H_res (no exact axis): plus its Newton–Schulz `defect` ‖QQᵀ − I‖₂ "
+    "(constructions.orthostochastic_inexact) at the target's logits, with the rounding the "
+    "iterations amplify",
+    ("n", "probed?", "terms?", "defect?", "previous?"), _exact_axis)
 
 
 # --- doubly stochastic: the other axis (Birkhoff–Hopf bound) -------------------------------------
@@ -145,12 +170,14 @@ def _other_axis(p: Precision, g: Mapping[str, Any]) -> Allowance:
     convergence = float(g["convergence"])
     # the declared eps: the other axis's deviation replaces the exact axis's
     deviation = (sinkhorn_eps_deviation(p, "other", convergence)
-                 - sinkhorn_eps_deviation(p, "exact"))
+                 - sinkhorn_eps_deviation(p, "exact", 1.0))
     allowance = convergence + exact.allowance + deviation
     # a correct impl may be off by the truncation itself
     floor = convergence + exact.floor + deviation / 2
     if g.get("norm"):  # ‖H_res‖₂ ≤ √(‖H_res‖₁‖H_res‖_∞): the gain beyond 1
-        allowance = math.sqrt((1 + allowance) * (1 + exact.allowance)) - 1
+        # both: an orthostochastic H_res misses 1 on both axes by its defect (`convergence`)
+        first = exact.allowance + (convergence if g.get("both") else 0.0)
+        allowance = math.sqrt((1 + allowance) * (1 + first)) - 1
     if g.get("mixing"):  # through the mixing: its own rounding on top
         mixing = mixing_allowance(p, int(g["n"]))
         return Allowance(floor + mixing.floor, allowance + mixing.allowance)
@@ -167,12 +194,14 @@ def sinkhorn_convergence(H: torch.Tensor, iterations: int) -> torch.Tensor:
 
 def other_axis_allowances(p: Precision, convergence: torch.Tensor, n: int, probed: bool,
                           mixing: bool = False, norm: bool = False,
-                          terms: int = 0) -> torch.Tensor:
+                          terms: int = 0, both: bool = False) -> torch.Tensor:
     """:data:`SINKHORN_OTHER_AXIS` per token (``convergence [...]`` float64, e.g.
     :func:`sinkhorn_convergence`; for choosing the worst token a check then compares);
-    ``terms``: an exact construction's summation length (:func:`summation_allowance`)."""
+    ``terms``: an exact construction's summation length (:func:`summation_allowance`);
+    ``both``: the convergence term applies to both axes (an orthostochastic ``H_res``)."""
     flat = [_other_axis(p, {"n": n, "probed": probed, "convergence": float(c),
-                            "mixing": mixing, "norm": norm, "terms": terms}).allowance
+                            "mixing": mixing, "norm": norm, "terms": terms,
+                            "both": both}).allowance
             for c in convergence.flatten().tolist()]
     return torch.tensor(flat, dtype=torch.float64).reshape(convergence.shape)
 
@@ -184,10 +213,12 @@ SINKHORN_OTHER_AXIS: Final = Rule(
     "budget in float64/float32, 4 × (eps(output) + n·eps(compute)) below; non-expansiveness: "
     "√((1 + other)(1 + exact)) − 1 plus the mixing's rounding); plus 4δ(1 + min(bound, 1)) "
     "for a declared denominator eps δ; a declared exact construction (mHC-lite): convergence 0 "
-    "and the exact axis's summation allowance for its `terms`",
+    "and the exact axis's summation allowance for its `terms`; a declared orthostochastic "
+    "H_res: the convergence is its Newton–Schulz defect ‖QQᵀ − I‖₂ (+ amplified rounding), on "
+    "`both` axes for the norm",
     "Franklin & Lorenz: each round contracts Hilbert's metric by tanh(Δ/4)²; rounding does not "
-    "accumulate in a contraction", ("n", "convergence", "probed?", "mixing?", "norm?", "terms?"),
-    _other_axis)
+    "accumulate in a contraction",
+    ("n", "convergence", "probed?", "mixing?", "norm?", "terms?", "both?"), _other_axis)
 
 # --- the Sinkhorn–Knopp gradient, bounds derived from the declaration ---------------------------
 def _fixed_point(p: Precision, g: Mapping[str, Any]) -> Allowance:

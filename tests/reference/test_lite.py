@@ -50,3 +50,28 @@ def test_init_near_identity_and_sizes() -> None:
         mhc_lite(9, 2)
     with pytest.raises(ValueError, match="not a permutation"):
         mhc_lite(2, 2, permutations=((0, 0),))
+
+
+def test_float32_at_n8_sums_to_one_within_the_summation_floor() -> None:
+    """8! = 40320 weights gathered by index per entry: the float32 sums miss 1 by at most the
+    random-walk floor √K·eps + (n + 1)·eps = 210 eps of ``rules.summation_allowance``
+    (measured 7–35 eps; the kit allows (K + n)·eps)."""
+    m = mhc_lite(8, 3, dtype=torch.float32, seed=3)
+    with torch.no_grad():
+        for p in m.parameters():
+            p.add_(torch.randn_like(p))
+        H = m.weights(torch.randn(2, 3, 8, 3))[2]
+    e = torch.finfo(torch.float32).eps
+    floor = (40320 ** 0.5 + 9) * e
+    assert float((H.sum(-1) - 1).abs().max()) <= floor
+    assert float((H.sum(-2) - 1).abs().max()) <= floor
+
+
+def test_the_gathered_sum_is_the_dense_one() -> None:
+    from hcspec.formulas.mhc import permutation_matrices
+    perms = tuple(itertools.permutations(range(5)))
+    logits = torch.randn(3, 4, len(perms), dtype=torch.float64)
+    P = permutation_matrices(perms, torch.float64)
+    dense = torch.einsum("...k,kij->...ij", torch.softmax(logits, -1), P)
+    got = birkhoff(Formula(construction="birkhoff"), logits)
+    assert float((got - dense).abs().max()) <= 1e-15

@@ -1,5 +1,6 @@
 """Declarations of hcspec's reference targets (``reference:hc-static``, ``reference:hc-dynamic``,
-``reference:mhc``, ``reference:mhc-fast``, ``reference:mhc-lite``); the factories are those of
+``reference:mhc``, ``reference:mhc-fast``, ``reference:mhc-lite``, ``reference:mhc-ortho``);
+the factories are those of
 :mod:`hcspec.reference.targets` (see :mod:`hcspec.conformance.adapters.reference`)."""
 
 from __future__ import annotations
@@ -33,6 +34,9 @@ TARGETS: Final[tuple[BuiltinTarget, ...]] = (
     BuiltinTarget("reference:mhc-lite", f"{_FACTORIES}:mhc_lite",
                   "hcspec reference implementation: mHC-lite (H_res = Σ softmax(a)_k P_k over "
                   "all n! permutations, arXiv 2601.05732)"),
+    BuiltinTarget("reference:mhc-ortho", f"{_FACTORIES}:mhc_ortho",
+                  "hcspec reference implementation: mHC with an orthostochastic H_res (Q∘Q, Q "
+                  "by 10 Newton–Schulz iterations)"),
     BuiltinTarget("reference:qwen4-exp", f"{_FACTORIES}:qwen4_exp",
                   "hcspec reference implementation: Qwen4-exp's gated read (H_res = I)"),
 )

@@ -51,6 +51,7 @@ from hcspec.reference import (
     ManifoldHyperConnection,
     StaticHyperConnection,
 )
+from hcspec.reference.lite import LiteHyperConnection
 from tests.mutants._v4_serving import make as make_bf16_state_v4  # noqa: F401  (a TARGET)
 from tests.mutants.assumes_contiguous_strides import contiguous_read
 from tests.mutants.cache_keyed_by_shape import ShapeCache
@@ -114,6 +115,17 @@ class RoundedMHC(Rounded, ManifoldHyperConnection):
         return super().logits(x.to(next(self.parameters()).dtype))
 
 
+class RoundedLite(Rounded, LiteHyperConnection):
+    """The reference mHC-lite with the rounding of :class:`Rounded` (float32 inside and out:
+    the float32 mHC-lite of issue #40, whose sum of 8! weighted permutations is checked
+    against the summation floor that grows with K)."""
+
+    def logits(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The reference's logits ``(H̃_pre, H̃_post, H̃_res [B,T,K])`` in the parameters'
+        dtype."""
+        return super().logits(x.to(next(self.parameters()).dtype))
+
+
 class RoundedStaticHC(Rounded, StaticHyperConnection):
     """The reference static HC with the rounding of :class:`Rounded`."""
 
@@ -151,6 +163,19 @@ make_bf16_detached = partial(_rounded, output=torch.bfloat16, detached=True)
 make_float16_output = partial(_rounded, output=torch.float16)
 make_float32_output = partial(_rounded, output=torch.float32)
 make_float64_output = partial(_rounded, output=torch.float64)
+
+
+def make_float32_lite(n: int, d: int, *, layer_index: int = 0,
+                      dtype: torch.dtype = torch.float64, device: str = "cpu",
+                      seed: int = 0) -> Any:
+    """mHC-lite in float32 (parameters, arithmetic and results), n ≤ 8: declares
+    ``h_res_construction="birkhoff"`` and ``compute_dtype = output_dtype = float32``."""
+    module = _built(RoundedLite, n, d, layer_index, seed, torch.float32, device)
+    module.output = torch.float32
+    module.conventions = Conventions(  # type: ignore[arg-type]
+        h_res_construction="birkhoff", supported_expansion_rates=(1, 2, 3, 4, 5, 6, 7, 8),
+        compute_dtype=torch.float32, output_dtype=torch.float32)
+    return module
 
 
 # --- the new families' bugs with a bfloat16 output (the mutants' bugs, rounded as TileKernels) ---

@@ -85,13 +85,47 @@ def test_the_summation_allowance_grows_with_the_terms() -> None:
         p, n=3).allowance  # few terms: never below the exact axis's own budget
 
 
-def test_h_res_vertices_reaches_every_permutation_of_mhc_lite_only() -> None:
+def test_h_res_vertices_reaches_every_permutation_of_mhc_lite() -> None:
     run("constraints.h_res_vertices", "reference:mhc-lite")
     with pytest.raises(PropertyFailure) as failure:
         run("constraints.h_res_vertices", "mutant:birkhoff_duplicated_permutations")
     assert "but not P = " in str(failure.value)
-    with pytest.raises(NotApplicable):
-        run("constraints.h_res_vertices", "reference:mhc")
+    with pytest.raises(NotApplicable, match="orthostochastic"):
+        run("constraints.h_res_vertices", "reference:mhc-ortho")
+
+
+@pytest.mark.parametrize("target", ["reference:mhc", "reference:mhc-fast"])
+def test_h_res_vertices_steers_sinkhorn_logits_to_every_permutation(target: str) -> None:
+    run("constraints.h_res_vertices", target)
+
+
+def test_sinkhorn_of_saturated_logits_cannot_reach_a_vertex() -> None:
+    with pytest.raises(PropertyFailure) as failure:
+        run("constraints.h_res_vertices", "mutant:sinkhorn_logits_saturated")
+    assert "vs the declared formula there" in str(failure.value)
+
+
+def test_a_sinkhorn_target_without_logits_is_not_applicable() -> None:
+    with pytest.raises(NotApplicable, match="no logits"):
+        run("constraints.h_res_vertices", "hcspec.reference.targets:deepseek_v4")
+
+
+@pytest.mark.parametrize("n", [2, 3, 8])
+def test_sinkhorn_at_c_times_p_is_at_its_fixed_point(n: int) -> None:
+    """exp(c·P) has equal row and column sums: every round count gives (e^c P + J − P) /
+    (e^c + n − 1), β(c) = (n − 1)/(e^c + n − 1) from P (the bound the steering compares)."""
+    import math
+
+    from hcspec.conformance.families.constraints import VERTEX_LOGIT
+    from hcspec.formulas.mhc import h_res
+    from hcspec.spec.record import Formula, SinkhornSpec
+    c = VERTEX_LOGIT
+    P = torch.eye(n, dtype=torch.float64)[torch.randperm(n)]
+    want = (math.exp(c) * P + 1 - P) / (math.exp(c) + n - 1)
+    for rounds in (1, 3, 20):
+        got = h_res(Formula(sinkhorn=SinkhornSpec(iterations=rounds)), c * P)
+        assert float((got - want).abs().max()) < 1e-15
+        assert float((got - P).abs().max()) == pytest.approx((n - 1) / (math.exp(c) + n - 1))
 
 
 def test_a_declared_softmax_h_post_gets_no_sigma_hint() -> None:
@@ -114,3 +148,45 @@ def test_orthostochastic_sums_within_the_orthogonality_defect() -> None:
         cols = (H.sum(-2) - 1).abs().amax(-1)
         assert bool((rows <= defect + 1e-12).all()) and bool((cols <= defect + 1e-12).all())
     assert float(rows.max()) < 1e-9  # 30 steps converge
+
+
+ORTHO_CASE = Case(2, 3, 4, 7, seed=0, perturb=1.0)
+
+
+@pytest.mark.parametrize("pid", (*MHC_LITE, "constraints.extreme_logits"))
+def test_mhc_ortho_passes_within_its_newton_schulz_defect(pid: str) -> None:
+    run(pid, "reference:mhc-ortho", ORTHO_CASE)
+
+
+@pytest.mark.parametrize("mutant", ("ortho_one_step_dropped", "ortho_abs_not_squared"))
+def test_an_orthostochastic_h_res_off_its_declared_defect_fails(mutant: str) -> None:
+    with pytest.raises(PropertyFailure, match="orthostochastic"):
+        run("constraints.h_res_exact_axis", f"mutant:{mutant}", ORTHO_CASE)
+
+
+def test_the_newton_schulz_defect_bounds_the_sums_and_is_attained() -> None:
+    from hcspec.conformance.metrics import newton_schulz_defect
+    from hcspec.formulas.mhc import orthostochastic
+    gen = torch.Generator().manual_seed(0)
+    L = torch.eye(4, dtype=torch.float64) + torch.randn(500, 4, 4, generator=gen,
+                                                        dtype=torch.float64)
+    H = orthostochastic(L, 5)
+    err = torch.maximum((H.sum(-1) - 1).abs().amax(-1), (H.sum(-2) - 1).abs().amax(-1))
+    defect, amplification = newton_schulz_defect(L, 5)
+    assert bool((err <= defect + 1e-13).all())
+    assert float((err / defect).max()) > 0.9  # the bound is tight, not a loose envelope
+    assert float(defect.median()) > 0.1  # 5 steps from random logits: far from converged
+    assert bool((amplification >= 2.0 - 1e-12).all())
+    q = torch.linalg.qr(torch.randn(4, 4, dtype=torch.float64, generator=gen)).Q
+    assert float(newton_schulz_defect(q, 10)[0]) < 1e-14  # an orthogonal start stays one
+
+
+def test_the_sinkhorn_vertices_are_all_permutations_up_to_n5_then_a_sample() -> None:
+    import math
+
+    from hcspec.conformance.families.constraints import VERTEX_SAMPLE, vertex_sample
+    assert len(vertex_sample(5, 0)) == math.factorial(5)
+    big = vertex_sample(8, 3)
+    assert len(big) == len(set(big)) == VERTEX_SAMPLE
+    assert (0, 1, 2, 3, 4, 5, 6, 7) in big and (7, 6, 5, 4, 3, 2, 1, 0) in big
+    assert all(sorted(p) == list(range(8)) for p in big)
