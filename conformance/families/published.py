@@ -13,7 +13,10 @@ float64 (the oracle, the case's branch in float64) and compares:
   (:func:`search`, with the kit's divergence search over step records,
   :func:`hcspec.conformance.properties.divergence.nearest`): orientation, σ vs 2σ, the
   Sinkhorn start, eps placement, the rounds, a scale on the wrong block, the norm after the
-  projection.
+  projection. Where the layout has additive-eps gates (DeepSeek-V4, the mHC paper) and the
+  target reports its weights and offers ``load_published``, the step also compares ``h_pre``
+  and ``h_post`` at saturated gate logits (:func:`saturated`) relative to their own magnitude:
+  the only place a dropped or misplaced gate eps (1e-6) shows.
 * ``published.gradients``: ``∂⟨G, X'⟩/∂X`` and the gradients w.r.t. the target's parameters
   with the oracle's gradients w.r.t. the published tensors pulled back through
   ``published_parameters()`` (a published tensor may be a view of a parameter).
@@ -341,7 +344,8 @@ def _diagnosis(ctx: Context, case: Case, params: Params, x: torch.Tensor, got: t
 def check_step(ctx: Context, case: Case) -> None:
     """The output equals the float64 oracle of the declared layout on the tensors
     ``published_parameters()`` returns, under the law rule with :func:`step_oracle`; on a
-    DeepSeek-V4 mismatch the failure names the published variant the output matches."""
+    DeepSeek-V4 mismatch the failure names the published variant the output matches. Then
+    the gates at saturated logits (:func:`_expect_saturated_gates`)."""
     impl = ctx.build.make(case)
     x = ctx.inputs.state(case)
     params = read(ctx, impl)
