@@ -430,6 +430,10 @@ def _expect_saturated_gates(ctx: Context, case: Case, params: Params,
     0.33.0 judged in bfloat16, 3.7e-3 and 2.5e-3. The tolerance is the law's, unchanged: only
     the scale the error is divided by is the gate's own.
 
+    Assumed: a σ accurate to relative precision near 0 (``torch.sigmoid``, Triton's
+    ``tl.sigmoid``); one written ``1 − σ(−z)`` or ``½(1 + tanh(z/2))`` cancels to 0 at −20
+    in float32 and fails here (h_pre by 2e-3, h_post by 1.0) though the step moves by 2e-9.
+
     Runs where the layout has additive-eps gates and the target offers ``weights`` (reported,
     not probed: a probe's error is absolute) and ``load_published``; otherwise nothing is
     compared here (published.step's output comparison stands alone)."""
