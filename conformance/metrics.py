@@ -42,6 +42,27 @@ def scaled_error(got: torch.Tensor, want: torch.Tensor, scale: float | None = No
     return error
 
 
+def relative_error(got: torch.Tensor, want: torch.Tensor) -> float:
+    """``max|got − want| / max|want|`` in float64: :func:`scaled_error` without its floor of 1,
+    for a tensor whose every entry is computed to the full relative precision of its dtype (a
+    chain of products, quotients and exponentials of exact inputs, no cancelling sum), so that
+    its rounding error is proportional to its own magnitude however small that is (the gates
+    ``σ(z) + eps`` at saturated logits: entries ~1e-6, where the absolute scaled error could
+    not tell ``eps`` present from absent). ``inf`` as :func:`scaled_error`, and where ``want``
+    is all zero but ``got`` is not; 0 for two all-zero (or empty) tensors.
+
+    Shapes: any, equal. Both sides are copied to float64 on the CPU (any dtype, any device).
+    """
+    if got.shape != want.shape:
+        return math.inf
+    b = want.detach().to("cpu", torch.float64)
+    magnitude = float(b.abs().max()) if b.numel() else 0.0
+    if magnitude == 0.0 or not math.isfinite(magnitude):
+        a = got.detach().to("cpu", torch.float64)
+        return 0.0 if bool((a == b).all()) else math.inf
+    return scaled_error(got, want) * max(1.0, magnitude) / magnitude
+
+
 def projective_diameter(H: torch.Tensor) -> torch.Tensor:
     """Hilbert projective diameter Δ of each positive ``n×n`` matrix in ``H [..., n, n]``.
 

@@ -49,6 +49,7 @@ BUG_CLASSES = {  # the documented bug classes -> the mutant(s) that stand for th
     "Sinkhorn: wrong axes of [B,T,n,n]": ["sinkhorn_mixes_tokens"],
     "ranges: H_post = σ": ["h_post_sigma"],
     "ranges: H_pre = tanh": ["h_pre_tanh"],
+    "ranges: additive gate eps dropped (σ + eps)": ["published_gate_eps_dropped"],
     "ranges: static init A_m = ones": ["static_init_ones"],
     "gradients: residual detached": ["residual_detached"],
     "gradients: Sinkhorn gradient stopped": ["sinkhorn_grad_stopped"],

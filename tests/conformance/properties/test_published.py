@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 import torch
 
+from hcspec.conformance import metrics
 from hcspec.conformance.families import published as family
 from hcspec.conformance.properties import BY_ID, PropertyFailure, divergence
 from hcspec.conformance.protocol import CAPABILITIES, Conventions
@@ -182,3 +183,48 @@ def test_the_checkpoint_key_names_are_deepseek_v4s() -> None:
         "layers.1.hc_ffn_scale"]
     with pytest.raises(ValueError):
         deepseek_v4_checkpoint_key(0, "hc_other")
+
+
+# --- the gates at saturated logits (issue #39: an additive gate eps dropped) -------------------
+
+@pytest.mark.parametrize("layout", ["deepseek-v4", "mhc-paper"])
+def test_saturated_sets_both_gate_logits_to_minus_twenty(layout: str) -> None:
+    """Every token's pre and post logit is exactly −20: the gates are σ(−20)·c + eps."""
+    n, d = 3, 5
+    torch.manual_seed(0)
+    params: dict[str, Any] = {k: torch.randn(s, dtype=torch.float64)
+                              for k, s in pub.layout(layout).shapes(n, d).items()}
+    sat = family.saturated(layout, params, n)
+    assert sat is not None
+    x = 5.0 * torch.randn(2, 3, n, d, dtype=torch.float64)
+    h_pre, h_post, _ = pub.weights(layout, sat, x)
+    sigma = 1.0 / (1.0 + torch.exp(torch.tensor(20.0, dtype=torch.float64)))
+    eps = 1e-6 if layout == "deepseek-v4" else 0.0
+    assert torch.allclose(h_pre, torch.full_like(h_pre, float(sigma) + eps), rtol=1e-12, atol=0)
+    assert torch.allclose(h_post, torch.full_like(h_post, 2 * float(sigma)), rtol=1e-12, atol=0)
+    unchanged = [k for k in params if torch.equal(params[k], sat[k])]  # type: ignore[arg-type]
+    assert unchanged and all(not torch.equal(params[k], sat[k])  # type: ignore[arg-type]
+                             for k in params if k not in unchanged)
+    assert family.saturated("hc-static", params, n) is None
+
+
+def test_relative_error_divides_by_the_gates_own_magnitude() -> None:
+    want = torch.full((4,), 1.002e-6, dtype=torch.float64)
+    got = want - 1e-6
+    assert metrics.relative_error(got, want) == pytest.approx(1e-6 / 1.002e-6, rel=1e-12)
+    assert metrics.scaled_error(got, want) == pytest.approx(1e-6, rel=1e-9)
+    assert metrics.relative_error(want, want) == 0.0
+    assert metrics.relative_error(torch.ones(2), torch.zeros(2)) == float("inf")
+
+
+def test_a_dropped_gate_eps_is_named_at_saturated_logits() -> None:
+    """The float32-weights mutant passes the output comparison (1e-6 under 3.1e-5) and fails
+    the saturated gates by 0.998 of the gate; the same module with the eps passes."""
+    with pytest.raises(PropertyFailure) as failure:
+        run("published.step", "mutant:published_gate_eps_dropped")
+    text = str(failure.value)
+    assert "h_pre at saturated gate logits" in text
+    assert "without its additive eps" in text
+    assert failure.value.error == pytest.approx(0.998, abs=1e-3)  # type: ignore[attr-defined]
+    ctx = run("published.step", "tests.mutants.published_gate_eps_dropped:make_declared")
+    assert ctx.record.worst.error < 1e-6
