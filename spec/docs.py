@@ -366,8 +366,7 @@ def render_page(theorem: Theorem, result: ProofResult) -> str:
         "",
         *_formula_lines(result),
         f"- **Generality:** {result.generality} — {GENERALITIES[result.generality]} "
-        "(derived from the proof: the symbolic sizes its checked steps hold for, and a checked "
-        "induction it records; never from words)",
+        f"({_derivation_note(result)})",
         f"- **Proven for:** {theorem.cases}",
         f"- **Source:** {theorem.source}",
         f"- **Proof:** `{theorem.proof.__module__}`",
@@ -406,6 +405,16 @@ def render_page(theorem: Theorem, result: ProofResult) -> str:
         lines += ["## Worked example", "", example(), ""]
     lines += ["[All theorems](index.md)", ""]
     return "\n".join(lines)
+
+
+def _derivation_note(result: ProofResult) -> str:
+    """Where the label comes from: derived from the proof, or a claim weaker than what the proof
+    earns (both checked by ``prove``, never read from words)."""
+    if result.earned and result.earned != result.generality:
+        return (f"the theorem claims less than its proof earns, {result.earned!r}: its symbolic "
+                "steps are auxiliary to what it states; a claim is never stronger than the proof")
+    return ("derived from the proof: the symbolic sizes its checked steps hold for, and a checked "
+            "induction it records; never from words")
 
 
 _LABEL = re.compile(r"^- \*\*Generality:\*\* (.+?) — ", re.MULTILINE)

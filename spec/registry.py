@@ -80,6 +80,8 @@ class ProofResult:
         generality: the label the page shows: the claim of :attr:`Theorem.generality` (never
             stronger than what the proof earned), else the derived label
             (:func:`derived_generality`); "" when not ``ok``.
+        earned: the label derived from the proof (:func:`derived_generality`), at least as
+            strong as ``generality``; "" when not ``ok``.
     """
 
     theorem_id: str
@@ -90,6 +92,7 @@ class ProofResult:
     sizes: tuple[str, ...] = ()
     formula: int | None = None
     generality: str = ""
+    earned: str = ""
 
 
 @dataclass(frozen=True)
@@ -158,7 +161,7 @@ class Theorem:
             return ProofResult(self.id, False, (), time.perf_counter() - start, error)
         return ProofResult(self.id, True, tuple((label, _immutable(expr)) for label, expr in steps),
                            time.perf_counter() - start, sizes=sizes, formula=formula,
-                           generality=self.generality or earned)
+                           generality=self.generality or earned, earned=earned)
 
 
 _EARNS = {

@@ -219,7 +219,7 @@ CORPUS: tuple[Patch, ...] = (
     # the checking kernel (each must be caught by kernel.soundness inside prove)
     Patch("kernel_exact_zero_symbolic_true", "checks.py",
           "    if _symbolic_matrix_expr(residual):\n"
-          "        expanded = sympy.expand(residual.doit())",
+          "        evaluated = _doit(residual)",
           "    if _symbolic_matrix_expr(residual):\n        return True",
           "exact_zero answers True for every symbolic-size matrix expression"),
     Patch("kernel_ds_skips_exact_sums", "doubly_stochastic.py",
@@ -390,9 +390,9 @@ KERNEL_CORPUS: tuple[Patch, ...] = (
        "    return all(sympy.simplify(entry.rewrite(sympy.exp)) == 0 for entry in entries)",
        "    return True", "exact_zero answers True when no stage shows zero"),
     _k("exact_expand_any", "checks.py",
-       "    entries = [sympy.expand(entry.doit()) for entry in _entries(residual)]\n"
+       "    entries = [sympy.expand(_doit(entry)) for entry in _entries(residual)]\n"
        "    if all(entry == 0 for entry in entries):",
-       "    entries = [sympy.expand(entry.doit()) for entry in _entries(residual)]\n"
+       "    entries = [sympy.expand(_doit(entry)) for entry in _entries(residual)]\n"
        "    if any(entry == 0 for entry in entries):", "expand stage: one zero entry suffices"),
     _k("exact_cancel_any", "checks.py",
        "    entries = [sympy.cancel(entry) for entry in entries]\n    if all(",
