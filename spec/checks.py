@@ -246,14 +246,15 @@ def exact_zero(residual: Any) -> bool:
     A MatrixExpr with symbolic shape must simplify to a ZeroMatrix.
     """
     if _symbolic_matrix_expr(residual):
-        expanded = sympy.expand(residual.doit())
+        evaluated = _doit(residual)
+        expanded = sympy.expand(evaluated)
         if bool(expanded.is_ZeroMatrix) or expanded == 0:
             return True
-        reduced = sympy.simplify(residual.doit())
+        reduced = sympy.simplify(evaluated)
         if bool(reduced.is_ZeroMatrix) or reduced == 0:
             return True
         return _matrix_terms_cancel(residual)
-    entries = [sympy.expand(entry.doit()) for entry in _entries(residual)]
+    entries = [sympy.expand(_doit(entry)) for entry in _entries(residual)]
     if all(entry == 0 for entry in entries):
         return True
     entries = [sympy.cancel(entry) for entry in entries]
@@ -528,10 +529,49 @@ def _push_in(expr: Any) -> Any:
     return expr.replace(lambda e: isinstance(e, sympy.Sum) and e.function.is_Mul, push)
 
 
+_MEMO: dict[tuple[Any, ...], Any] = {}
+"""Results of the kernel's pure rewriting functions (:func:`_cheap_zero`, :func:`_normal_forms`)
+by value of their arguments: a chain's middle side is reduced once, not once per link, and a
+finite sum sympy cannot evaluate is not tried again on every pair of forms. Each result is what
+the call computes; nothing is accepted that the uncached call would reject."""
+
+
+def _memo(key: tuple[Any, ...], compute: Any) -> Any:
+    """``compute()`` remembered under ``key`` (computed each time when ``key`` is unhashable: a
+    mutable explicit Matrix)."""
+    try:
+        if key in _MEMO:
+            return _MEMO[key]
+    except TypeError:
+        return compute()
+    value = compute()
+    _MEMO[key] = value
+    return value
+
+
+def _doit(expr: Any) -> Any:
+    """``expr.doit()``, computed once per value (:data:`_MEMO`): a finite sum sympy cannot
+    evaluate in closed form is tried once, not once per form and per pair of forms."""
+    return _memo(("doit", expr), expr.doit)
+
+
+def _cheap_zero_pair(left: Any, right: Any) -> bool:
+    """``left − right`` expands to exactly zero: :func:`_cheap_zero` with each side evaluated
+    once (``doit`` acts term by term, so ``(l − r).doit()`` is ``l.doit() − r.doit()``)."""
+    if not (isinstance(left, sympy.Basic) and isinstance(right, sympy.Basic)):
+        return _cheap_zero(left - right)
+    return _cheap_zero_uncached(_doit(left) - _doit(right), evaluated=True)
+
+
 def _cheap_zero(residual: Any) -> bool:
     """``residual`` expands to exactly zero (no simplification heuristics)."""
+    return bool(_memo(("cheap_zero", residual), lambda: _cheap_zero_uncached(residual)))
+
+
+def _cheap_zero_uncached(residual: Any, evaluated: bool = False) -> bool:
     try:
-        value = sympy.expand(residual.doit()) if isinstance(residual, sympy.Basic) else residual
+        value = (sympy.expand(residual if evaluated else residual.doit())
+                 if isinstance(residual, sympy.Basic) else residual)
     except (TypeError, ValueError, AttributeError, sympy.ShapeError):
         return False
     return bool(value == 0 or getattr(value, "is_ZeroMatrix", False)
@@ -542,7 +582,13 @@ def _normal_forms(side: Any, using: tuple[Given, ...], swap: bool = False) -> li
     """``side`` and the forms the kernel's rewrites give it: evaluated (``doit``,
     ``piecewise_fold``), finite sums unnested and split by linearity (and, with ``swap``, a
     double sum swapped), the facts ``using`` applied until nothing changes (at most four
-    passes), and every summation index renamed canonically."""
+    passes), and every summation index renamed canonically (computed once per side, facts and
+    ``swap``: :data:`_MEMO`)."""
+    return list(_memo(("normal_forms", side, using, swap),
+                      lambda: tuple(_normal_forms_uncached(side, using, swap))))
+
+
+def _normal_forms_uncached(side: Any, using: tuple[Given, ...], swap: bool) -> list[Any]:
     from hcspec.spec.sums import split_sums, swap_sum
 
     base = sympy.sympify(side)
@@ -552,7 +598,7 @@ def _normal_forms(side: Any, using: tuple[Given, ...], swap: bool = False) -> li
             forms.append(swap_sum(base))
     for form in list(forms):
         with contextlib.suppress(TypeError, ValueError, AttributeError):
-            forms.append(sympy.piecewise_fold(form.doit()))
+            forms.append(sympy.piecewise_fold(_doit(form)))
     starts = [forms[-1]]
     if base.has(sympy.Sum):
         forms += [split_sums(_unnest(form)) for form in list(forms)]
@@ -564,7 +610,7 @@ def _normal_forms(side: Any, using: tuple[Given, ...], swap: bool = False) -> li
             for given in using:
                 current = given.apply(current)
             with contextlib.suppress(TypeError, ValueError, AttributeError):
-                current = sympy.piecewise_fold(sympy.expand(current.doit()))
+                current = sympy.piecewise_fold(sympy.expand(_doit(current)))
             if current.has(sympy.Sum):
                 current = split_sums(_unnest(current))
             if current == before:
@@ -591,7 +637,7 @@ def _link_holds(a: Any, b: Any, using: tuple[Given, ...] = ()) -> bool:
         for left, right in [*zip(lefts, rights, strict=False), (lefts[-1], rights[-1]),
                             (lefts[0], rights[-1]), (lefts[-1], rights[0])]:
             try:
-                if _cheap_zero(left - right):
+                if _cheap_zero_pair(left, right):
                     return True
             except (TypeError, ValueError, AttributeError, sympy.ShapeError):
                 continue

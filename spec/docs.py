@@ -133,7 +133,7 @@ def _latex(expr: sympy.Basic) -> str:
 
 _GENERALLY = {
     "all sizes": "for every size",
-    "induction": "for every number of layers, by induction",
+    "induction": "for every size, by a checked induction",
     "explicit sizes": "exactly at the explicit sizes listed, and only there",
     "instance": "for the specific case named",
 }
@@ -365,7 +365,8 @@ def render_page(theorem: Theorem, result: ProofResult) -> str:
         f"**Statement.** {theorem.statement}",
         "",
         *_formula_lines(result),
-        f"- **Generality:** {theorem.generality} — {GENERALITIES[theorem.generality]}",
+        f"- **Generality:** {result.generality} — {GENERALITIES[result.generality]} "
+        f"({_derivation_note(result)})",
         f"- **Proven for:** {theorem.cases}",
         f"- **Source:** {theorem.source}",
         f"- **Proof:** `{theorem.proof.__module__}`",
@@ -384,7 +385,7 @@ def render_page(theorem: Theorem, result: ProofResult) -> str:
         "",
         "## Derivation",
         "",
-        f"Proven {_generally(theorem.generality, result.sizes)}. Every formula below was checked "
+        f"Proven {_generally(result.generality, result.sizes)}. Every formula below was checked "
         "during the "
         "proof: an equation by an exact simplification of its residual (after a numeric gate "
         "at random points where the sizes are explicit) or by the named rewrites and facts it "
@@ -406,8 +407,35 @@ def render_page(theorem: Theorem, result: ProofResult) -> str:
     return "\n".join(lines)
 
 
-def render_index(theorems: Sequence[Theorem]) -> str:
-    """The index page: every theorem with its statement and cases, plus the worked example."""
+def _derivation_note(result: ProofResult) -> str:
+    """Where the label comes from: derived from the proof, or a claim weaker than what the proof
+    earns (both checked by ``prove``, never read from words)."""
+    if result.earned and result.earned != result.generality:
+        return (f"the theorem claims less than its proof earns, {result.earned!r}: its symbolic "
+                "steps are auxiliary to what it states; a claim is never stronger than the proof")
+    return ("derived from the proof: the symbolic sizes its checked steps hold for, and a checked "
+            "induction it records; never from words")
+
+
+_LABEL = re.compile(r"^- \*\*Generality:\*\* (.+?) — ", re.MULTILINE)
+
+
+def page_generality(page: str) -> str:
+    """The generality label a theorem page shows (its "Generality" line).
+
+    Raises:
+        ValueError: when the page has no generality line.
+    """
+    found = _LABEL.search(page)
+    if found is None:
+        raise ValueError("the page has no generality line")
+    return found.group(1)
+
+
+def render_index(theorems: Sequence[Theorem], labels: Mapping[str, str] | None = None) -> str:
+    """The index page: every theorem with its statement and cases, plus the worked example;
+    ``labels`` maps a theorem id to the generality its proof earned (its page's label; the
+    theorem's claim, or "instance", where absent)."""
     lines = [
         GENERATED_NOTE,
         "",
@@ -442,7 +470,8 @@ def render_index(theorems: Sequence[Theorem]) -> str:
         statement = theorem.statement.replace("|", "\\|")
         cases = theorem.cases.replace("|", "\\|")
         lines.append(f"| [`{theorem.id}`]({page_name(theorem.id)}) | {statement} | "
-                     f"{theorem.generality} | {cases} |")
+                     f"{(labels or {}).get(theorem.id, theorem.generality or 'instance')} | "
+                     f"{cases} |")
     lines += ["", "## Claims not proven here", "",
               "Facts from the papers and the project's seed notes that are not (yet) theorems, "
               "or are proven only in part, and why:", ""]
@@ -501,7 +530,9 @@ def render(theorems: Sequence[Theorem], results: Sequence[ProofResult],
         raise ValueError(f"cannot render docs: not proven {failed}, no result for {missing}")
     pages = {page_name(t.id): kept[t.id] if t.id in kept else render_page(t, by_id[t.id])
              for t in theorems}
-    pages[INDEX] = render_index(theorems)
+    labels = {t.id: page_generality(kept[t.id]) if t.id in kept else by_id[t.id].generality
+              for t in theorems}
+    pages[INDEX] = render_index(theorems, labels)
     pages[SEED_CLAIMS] = render_seed_claims({t.id for t in theorems})
     return dict(sorted(pages.items()))
 

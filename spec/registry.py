@@ -25,6 +25,7 @@ import sympy
 from hcspec.spec.steps import Step as Step
 from hcspec.spec.steps import (
     ledger,
+    proven_induction,
     proven_sizes,
     statement_formula,
     unchecked,
@@ -33,11 +34,18 @@ from hcspec.spec.steps import (
 
 GENERALITIES: dict[str, str] = {
     "all sizes": "proven for symbolic sizes: every n, d (and L, t) the statement covers",
-    "induction": "proven for every number of layers L by induction (base case and step)",
+    "induction": "proven for every size by a checked induction (base case and step)",
     "explicit sizes": "proven exactly at the sizes listed, and only there",
     "instance": "a fact about one specific case: a size, a matrix or a counterexample",
 }
-"""How general a proof is: the values of :attr:`Theorem.generality`, with their meaning."""
+"""How general a proof is: the values of :attr:`ProofResult.generality` (derived from the proof,
+:func:`derived_generality`) and of the optional claim :attr:`Theorem.generality`, with their
+meaning."""
+
+RANK = {"instance": 0, "explicit sizes": 1, "all sizes": 2, "induction": 3}
+"""The labels from weakest to strongest: a claimed label may understate what the proof earns
+(a theorem whose symbolic steps are auxiliary to a claim checked at listed sizes), never
+overstate it."""
 
 
 class ProofFailure(Exception):
@@ -69,6 +77,11 @@ class ProofResult:
             read from what the kernel checked (:func:`hcspec.spec.steps.proven_sizes`).
         formula: the number of the step whose expression is the statement's formula
             (:func:`hcspec.spec.steps.statement`), None when the proof marks none.
+        generality: the label the page shows: the claim of :attr:`Theorem.generality` (never
+            stronger than what the proof earned), else the derived label
+            (:func:`derived_generality`); "" when not ``ok``.
+        earned: the label derived from the proof (:func:`derived_generality`), at least as
+            strong as ``generality``; "" when not ``ok``.
     """
 
     theorem_id: str
@@ -78,6 +91,8 @@ class ProofResult:
     error: str | None = None
     sizes: tuple[str, ...] = ()
     formula: int | None = None
+    generality: str = ""
+    earned: str = ""
 
 
 @dataclass(frozen=True)
@@ -92,7 +107,10 @@ class Theorem:
             symbol made by :func:`hcspec.spec.steps.hypothesis`), so dropping one fails
             ``prove`` (tests/spec/test_assumptions.py).
         cases: what it is proven for, e.g. ``"n in {1,2,3,4}, d in {1,2,3}"`` or ``"symbolic n"``.
-        generality: how general the proof is, one of :data:`GENERALITIES`.
+        generality: the label the author claims, one of :data:`GENERALITIES`, or None for no
+            claim (the page then shows the derived label, :func:`derived_generality`). A claim
+            stronger (:data:`RANK`) than what the proof earns fails ``prove``; a weaker one is
+            shown as claimed.
         source: the paper equation or section it follows (e.g. ``"HC arXiv:2409.19606 Eq. 14"``).
         proof: a function returning the derivation steps; it raises :class:`ProofFailure` when a
             step does not hold.
@@ -107,7 +125,7 @@ class Theorem:
     cases: str
     source: str
     proof: Callable[[], list[Step]] = field(repr=False, compare=False)
-    generality: str = "explicit sizes"
+    generality: str | None = None
     setting: tuple[str, ...] = ()
 
     def prove(self) -> ProofResult:
@@ -125,6 +143,7 @@ class Theorem:
                 unused = unused_assumptions()
                 sizes = proven_sizes(steps)
                 formula = statement_formula(steps)
+                earned = derived_generality(self.generality, steps, sizes)
             bad = unchecked(steps, checked)
             if bad:
                 raise ProofFailure(f"displays {len(bad)} unchecked step(s) (neither checked, "
@@ -132,37 +151,42 @@ class Theorem:
             if unused:
                 raise ProofFailure(f"declares assumptions no step uses (remove them, or use "
                                    f"them by name: assume/hypothesis/granted): {unused}")
-            _require_generality(self.generality, steps, sizes)
+            if self.generality is not None and RANK[self.generality] > RANK[earned]:
+                raise ProofFailure(f"labelled {self.generality!r} but the proof earns only "
+                                   f"{earned!r}: {_EARNS[earned]}")
         except ProofFailure as failure:
             return ProofResult(self.id, False, (), time.perf_counter() - start, str(failure))
         except Exception:  # an unexpected error is a failed proof, reported with its traceback
             error = traceback.format_exc()
             return ProofResult(self.id, False, (), time.perf_counter() - start, error)
         return ProofResult(self.id, True, tuple((label, _immutable(expr)) for label, expr in steps),
-                           time.perf_counter() - start, sizes=sizes, formula=formula)
+                           time.perf_counter() - start, sizes=sizes, formula=formula,
+                           generality=self.generality or earned, earned=earned)
 
 
-def _require_generality(generality: str, steps: tuple[Step, ...],
-                        sizes: tuple[str, ...]) -> None:
-    """The label must match the proof: "all sizes" and "induction" need a displayed checked step
-    about a symbolic size (``sizes``: read from what the kernel checked, never from the words
-    of a label); "induction" also a displayed base case and induction step.
+_EARNS = {
+    "induction": "it records a checked induction (base case and step, the step about a symbolic "
+                 "size)",
+    "all sizes": "a displayed checked step holds for a symbolic size, and it records no checked "
+                 "induction",
+    "explicit sizes": "no displayed checked step holds for a symbolic size",
+    "instance": "no displayed checked step holds for a symbolic size",
+}
 
-    Raises:
-        ProofFailure: naming the label and what the derivation lacks.
-    """
-    from hcspec.spec.steps import PROSE
 
-    labels = [label.lower() for label, expr in steps if expr != PROSE]
-    every = [label.lower() for label, _ in steps]
-    if generality == "induction" and not (any("base" in label or "top" in label
-                                              for label in every)
-                                          and any("step" in label for label in labels)):
-        raise ProofFailure("labelled 'induction' but no base case and checked induction step "
-                           "are displayed")
-    if generality in ("all sizes", "induction") and not sizes:
-        raise ProofFailure(f"labelled {generality!r} but no displayed checked step is about a "
-                           "symbolic size (a matrix dimension or a sum's bound)")
+def derived_generality(claimed: str | None, steps: tuple[Step, ...],
+                       sizes: tuple[str, ...]) -> str:
+    """The label a proof earns, from what the kernel recorded while it ran (never from the words
+    of a statement or a label): "induction" when it recorded a checked :func:`induction
+    <hcspec.spec.steps.induction>` whose base case and step are displayed, else "all sizes" when
+    a displayed checked step holds for a symbolic size (``sizes``, read from the ledger), else
+    the concrete label ``claimed`` names ("explicit sizes" or "instance"; "instance" for any
+    other claim or none). Call it inside the proof's ledger."""
+    if sizes and proven_induction(steps):
+        return "induction"
+    if sizes:
+        return "all sizes"
+    return claimed if claimed in ("explicit sizes", "instance") else "instance"
 
 
 _REGISTRY: dict[str, Theorem] = {}
@@ -190,7 +214,7 @@ def register(theorem: Theorem) -> Theorem:
     """
     if "." not in theorem.id or theorem.id.startswith(".") or theorem.id.endswith("."):
         raise ValueError(f"theorem id must look like 'family.name', got {theorem.id!r}")
-    if theorem.generality not in GENERALITIES:
+    if theorem.generality is not None and theorem.generality not in GENERALITIES:
         raise ValueError(f"theorem {theorem.id!r}: generality must be one of "
                          f"{tuple(GENERALITIES)}, got {theorem.generality!r}")
     if theorem.id in _REGISTRY:
@@ -205,12 +229,13 @@ def theorem(
     *,
     assumptions: Iterable[str] = (),
     cases: str,
-    generality: str,
+    generality: str | None = None,
     source: str,
     setting: Iterable[str] = (),
 ) -> Callable[[Callable[[], list[Step]]], Theorem]:
     """Decorator form of :func:`register`: turns a proof function into a registered theorem
-    (``generality``: one of :data:`GENERALITIES`; ``setting``: see :class:`Theorem`)."""
+    (``generality``: the claimed label, one of :data:`GENERALITIES` or None, checked against the
+    derived one; ``setting``: see :class:`Theorem`)."""
 
     def decorate(proof: Callable[[], list[Step]]) -> Theorem:
         return register(Theorem(id, statement, tuple(assumptions), cases, source, proof,

@@ -117,10 +117,11 @@ CLAIMS: Final[tuple[SeedClaim, ...]] = (
               "not (d ≥ 2).", "proven",
               ("reduction.postnorm_dynamic", "reduction.postnorm_unreachable_static")),
     SeedClaim("n = 1 cannot express the parallel pattern: its unrolled weights factor, n = 2 "
-              "breaks this.", "in part",
+              "breaks this.", "proven",
               ("reduction.n1_expressiveness",),
-              "The factorisation is proven with a symbolic layer index; the non-zero minor of "
-              "the parallel pattern at n = 2 is checked at L = 4."),
+              "The factorisation is proven for every L (a checked induction on the product of "
+              "the H_res, symbolic indices); n = 2 breaking it needs one non-zero minor, shown "
+              "for the parallel pattern at L = 4 (its first four layers at any L ≥ 4)."),
     SeedClaim("The static init (Eq. 14) reproduces the pre-norm network; dynamic HC at W = 0 "
               "is the static one, and its weights stay within |s| of the static ones.", "proven",
               ("init.static_prenorm", "dynamic.init_equals_static", "dynamic.weights_bounded")),

@@ -32,8 +32,10 @@ A chain link may use facts (``chain(..., using=[...])``, named on the page next 
 rewrite), or a :class:`Given` built in the proof for a construction it makes ("take e with
 eᵀe = 1"). ``chain(..., via=(...))`` checks long intermediate forms without displaying them;
 :func:`hcspec.spec.checks.require_link` shows one checked link as an equation (the form a lemma
-uses so that its facts can be cited). Theorem labels are checked too: "induction" needs a base
-case and a checked induction step, "all sizes" a checked step said to hold for every size.
+uses so that its facts can be cited). Theorem labels are derived, never read from words
+(:func:`hcspec.spec.registry.derived_generality`): "induction" when the proof records a checked
+base case and step with :func:`induction`, "all sizes" when a displayed checked step holds for a
+symbolic size, else the concrete label.
 
 Writing a step::
 
@@ -65,6 +67,8 @@ _ASSUMPTIONS: ContextVar[tuple[str, ...] | None] = ContextVar("hcspec_spec_assum
 _USED: ContextVar[set[str] | None] = ContextVar("hcspec_spec_used_assumptions", default=None)
 _STATEMENT: ContextVar[list[sympy.Basic] | None] = ContextVar("hcspec_spec_statement",
                                                             default=None)
+_INDUCTIONS: ContextVar[list[tuple[sympy.Basic, sympy.Basic]] | None] = ContextVar(
+    "hcspec_spec_inductions", default=None)
 
 
 def statement_formula(steps: Any) -> int | None:
@@ -163,6 +167,43 @@ def proven_sizes(steps: Any) -> tuple[str, ...]:
     return tuple(name for name in SIZE_NAMES if name in found)
 
 
+def induction(base: Step, step: Step) -> list[Step]:
+    """Record a checked induction in the proof being run and return ``[base, step]`` for
+    display: ``base`` is the checked base case, ``step`` the checked induction step (the
+    claim for k carried to k + 1, or from a generic state of the invariant's form to the next),
+    which must hold for a symbolic size (:func:`size_symbols`: what the kernel checked it on).
+
+    This is the only thing that makes a theorem's label "induction"
+    (:func:`hcspec.spec.registry.derived_generality`): the words of a label never do.
+
+    Raises:
+        ProofFailure: when ``base`` or ``step`` is prose or not a step checked in this proof,
+            when they are one step, or when the step holds for no symbolic size.
+    """
+    from hcspec.spec.registry import ProofFailure
+
+    checked, sizes = _LEDGER.get(), _SIZES.get()
+    for role, (label, expr) in (("base case", base), ("induction step", step)):
+        if expr == PROSE or (checked is not None and _key(expr) not in checked):
+            raise ProofFailure(f"induction: the {role} {label!r} is not a checked step")
+    if _key(base[1]) == _key(step[1]):
+        raise ProofFailure(f"induction: the base case and the step are one step: {base[0]!r}")
+    if sizes is not None and not sizes.get(_key(step[1])):
+        raise ProofFailure(f"induction: the step {step[0]!r} holds for no symbolic size (it "
+                           "was checked at one value, not for a generic one)")
+    found = _INDUCTIONS.get()
+    if found is not None:
+        found.append((_key(base[1]), _key(step[1])))
+    return [base, step]
+
+
+def proven_induction(steps: Any) -> bool:
+    """Whether the proof being run recorded an :func:`induction` whose base case and step are
+    both among the displayed ``steps`` (False outside a proof)."""
+    shown = {_key(expr) for _, expr in steps if expr != PROSE}
+    return any(base in shown and step in shown for base, step in _INDUCTIONS.get() or ())
+
+
 @contextmanager
 def ledger(assumptions: tuple[str, ...] = ()) -> Iterator[set[sympy.Basic]]:
     """Open a fresh ledger for one proof of a theorem with these declared ``assumptions``
@@ -172,11 +213,13 @@ def ledger(assumptions: tuple[str, ...] = ()) -> Iterator[set[sympy.Basic]]:
     used = _USED.set(set())
     sizes = _SIZES.set({})
     marked = _STATEMENT.set([])
+    inductions = _INDUCTIONS.set([])
     try:
         found = _LEDGER.get()
         assert found is not None
         yield found
     finally:
+        _INDUCTIONS.reset(inductions)
         _STATEMENT.reset(marked)
         _SIZES.reset(sizes)
         _USED.reset(used)

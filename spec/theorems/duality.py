@@ -24,7 +24,7 @@ from hcspec.spec.checks import (
 )
 from hcspec.spec.network import ConnectionWeights
 from hcspec.spec.registry import ProofFailure, Step, theorem
-from hcspec.spec.steps import Given, assume, cite, from_lemma, lemma_rewrite, prose
+from hcspec.spec.steps import Given, assume, cite, from_lemma, induction, lemma_rewrite, prose
 from hcspec.spec.sums import split_sums
 from hcspec.spec.theorems import lemmas
 
@@ -91,12 +91,19 @@ def unroll_induction() -> list[Step]:
     weight = p.T * R * q_j
     require_equal("node k+1 reads term j with weight w = p_{k+1}ᵀ R_{k,j} q_j, symbolic n, d",
                   read, z_j * weight.T)
+    h0, p_1 = sympy.MatrixSymbol("h_0", d, 1), sympy.MatrixSymbol("p_1", n, 1)
+    one = sympy.MatrixSymbol(r"\mathbf{1}", n, 1)
+    first = formulas.aggregate(s).xreplace({s.X: one * h0.T, s.h_pre: p_1})
+    base = ("base case: X₀ = 1 h₀ᵀ is the single term R_{0,0} X₀ with R_{0,0} = I, and node 1 "
+            "reads it with the weight w_{0,1} = p_1ᵀ R_{0,0} 1",
+            chain(first, h0 * (p_1.T * sympy.Identity(n) * one).T))
+    step = ("each term is carried by H_{k+1}, so R_{k,j} = H_k ⋯ H_{j+1}",
+            chain(carried, (H * R) * q_j * z_j.T))
+    base, step = induction(base, step)
     return [
-        prose("base case: X₀ is the single term R_{0,0} X₀ with R_{0,0} = I (node 0: w_{0,k} "
-              "reads R X₀ = R 1 h₀ᵀ)"),
+        base,
         ("induction step, every n and d: the sublayer is linear in the state", linear[1]),
-        ("each term is carried by H_{k+1}, so R_{k,j} = H_k ⋯ H_{j+1}",
-         chain(carried, (H * R) * q_j * z_j.T)),
+        step,
         ("read-out: node k+1's input has term j equal to z_j times the scalar "
          "w_{j,k+1} = p_{k+1}ᵀ H_k ⋯ H_{j+1} q_j (a 1×1 equals its transpose)",
          chain(read, sympy.expand(read.doit()), z_j * weight.T, using=[Given(
@@ -123,9 +130,16 @@ def unrolled_gradient_induction() -> list[Step]:
     carried = (formulas.grad_X(s) - s.h_pre * s.g_in.T).xreplace({s.G: term, s.H_res: H})
     require_equal("term j below sublayer k: (S H_k)ᵀ p_j g_jᵀ, symbolic n, d", carried,
                   (S * H).T * p_j * g_j.T)
+    H_1, p_1 = sympy.MatrixSymbol("H_1", n, n), sympy.MatrixSymbol("p_1", n, 1)
+    G_1, g_1 = sympy.MatrixSymbol("G_1", n, d), sympy.MatrixSymbol("g_1", d, 1)
+    top = formulas.grad_X(s).xreplace({s.G: G_1, s.H_res: H_1, s.h_pre: p_1, s.g_in: g_1})
+    base = ("base case L = 1: the backward of the one sublayer is the closed form with the bypass "
+            "H_1ᵀ G_1 and the empty product I below sublayer 1",
+            chain(top, sympy.MatAdd(H_1.T * G_1, sympy.MatMul(sympy.Identity(n), p_1, g_1.T),
+                                    evaluate=False)))
     return [
-        prose("top: G_L = ∂L/∂X_L is the single term I G_L"),
-        ("step, every n and d: the backward of sublayer k is linear in G_k", linear[1]),
+        *induction(base, ("step, every n and d: the backward of sublayer k is linear in G_k",
+                          linear[1])),
         ("each term gains H_k on the right of its product: after all layers the term of "
          "sublayer j is (H_{j-1} ⋯ H_1)ᵀ p_j g_jᵀ and the bypass is (H_L ⋯ H_1)ᵀ G_L",
          chain(carried, (S * H).T * p_j * g_j.T)),
@@ -261,13 +275,18 @@ def replicated_induction(h_pre: sympy.MatrixSymbol) -> list[Step]:
                                                      sympy.KroneckerDelta(r, lemmas.J)})
     ones = lemma_rewrite("lemma.unit_vectors", lemmas.ONES, (one.T, one), n * sympy.Identity(1),
                          entries={one: lambda r, c: 1})
+    h0 = sympy.MatrixSymbol("h_0", d, 1)
+    base = ("base case L = 0: the network input X₀ = 1 h₀ᵀ (replicated embedding) has stream sum "
+            "n h₀ᵀ", chain(one.T * (one * h0.T), n * h0.T, using=[ones]))
+    base, step = induction(base, (
+        "induction step: then H_res = I and h_post = 1 write back X' = 1 (h + F(h))ᵀ: the next "
+        "state is again replicated, with h' = h + F(h)",
+        chain(new_state, sympy.expand(new_state.doit()), one * (h + F_h).T)))
     return [
-        prose("base case: the network input is X₀ = 1 h₀ᵀ (replicated embedding)"),
-        (f"induction step, every n and d: with X = 1 hᵀ and h_pre = {h_pre.name} the branch reads "
-         "h", chain(x_in, sympy.expand(x_in.doit()), read, using=[unit])),
-        ("then H_res = I and h_post = 1 write back X' = 1 (h + F(h))ᵀ: the next state is again "
-         "replicated, with h' = h + F(h)", chain(new_state, sympy.expand(new_state.doit()),
-                                                 one * (h + F_h).T)),
+        base,
+        (f"every n and d: with X = 1 hᵀ and h_pre = {h_pre.name} the branch reads h",
+         chain(x_in, sympy.expand(x_in.doit()), read, using=[unit])),
+        step,
         ("so by induction X_L = 1 h_Lᵀ for every L, and the output stream sum is n h_Lᵀ",
          chain(one.T * X, output, using=[ones])),
     ]
@@ -454,18 +473,22 @@ def parallel_induction() -> list[Step]:
     earlier = lemma_rewrite("lemma.unit_vectors", lemmas.EARLIER_STREAMS, (P.T, e),
                             sympy.ZeroMatrix(d, 1), entries=unit_entries)
     by_unit_sum = from_lemma("lemma.unit_vectors", lemmas.UNIT_SUM, {lemmas.R: r, lemmas.J: j})
+    base, step = induction(
+        ("and resets every stream to s_g before writing t_1 = T_1(s_g) to stream 1: X = 1 s_gᵀ "
+         "+ P_1",
+         chain(first_write, sympy.expand(first_write.doit()), one * s_g.T + e_1 * t_1.T,
+               using=[start])),
+        ("and adds t_{i+1} = T_{i+1}(s_g) to stream i + 1 only: X = 1 s_gᵀ + P_{i+1}",
+         chain(later_write, one * s_g.T + (P + e * t.T))))
     steps += [
         ("induction base, every n and d: group g starts from any X with 1ᵀ X = s_gᵀ; layer 1 "
          "(Eq. 54: h_pre = 1, h_post = e_1, H_res = 11ᵀ) reads the stream sum",
          chain(first_read, read, using=[start])),
-        ("and resets every stream to s_g before writing t_1 = T_1(s_g) to stream 1",
-         chain(first_write, sympy.expand(first_write.doit()), one * s_g.T + e_1 * t_1.T,
-               using=[start])),
+        base,
         ("induction step: with X = 1 s_gᵀ + P_i, P_i = Σ_{j≤i} e_j t_jᵀ, layer i + 1 "
          "(Eq. 55: h_pre = h_post = e_{i+1}, H_res = I) reads s_g again",
          chain(later_read, sympy.expand(later_read.doit()), orthogonal, using=[unit, earlier])),
-        ("and adds t_{i+1} = T_{i+1}(s_g) to stream i + 1 only",
-         chain(later_write, one * s_g.T + (P + e * t.T))),
+        step,
         ("after layer n, P_n = Σ_j e_j t_jᵀ: entry c of the stream sum 1ᵀX is Eq. 53, the "
          "start of group g + 1",
          chain(sympy.Symbol(r"(\mathbf{1}^T X)_c"),

@@ -15,7 +15,16 @@ from hcspec.spec import checks, registry
 from hcspec.spec import doubly_stochastic as ds
 from hcspec.spec import sinkhorn_index as si
 from hcspec.spec.registry import ProofFailure, ProofResult, Step, Theorem, theorem
-from hcspec.spec.steps import Given, assume, cite, hypothesis, ledger, lemma_rewrite, prose
+from hcspec.spec.steps import (
+    Given,
+    assume,
+    cite,
+    hypothesis,
+    induction,
+    ledger,
+    lemma_rewrite,
+    prose,
+)
 from hcspec.spec.sums import split_sums, swap_sum
 from hcspec.spec.theorems import lemmas
 
@@ -59,6 +68,51 @@ def _planted(generality: str, *steps: Callable[[], Step]) -> Callable[[], object
             raise ProofFailure(result.error or "failed")
         return True
     return run
+
+
+def _label_of(proof: Callable[[], list[Step]], generality: str | None = None) -> str:
+    """The label a throwaway theorem (never registered) with this ``proof`` and claimed
+    ``generality`` earns.
+
+    Raises:
+        ProofFailure: when it does not prove (the registry's message).
+    """
+    result = Theorem("kernel.planted", "s", (), "c", "arXiv", proof, generality).prove()
+    if not result.ok:
+        raise ProofFailure(result.error or "failed")
+    return result.generality
+
+
+def _every_n() -> Step:
+    return checks.require_equal("(n + 1)² expanded", (_n + 1) ** 2, _n**2 + 2 * _n + 1)
+
+
+def _one_value() -> Step:
+    return checks.require_equal("(a + 1)² expanded", (_a + 1) ** 2, _a**2 + 2 * _a + 1)
+
+
+def _words_of_induction() -> object:
+    """Whether a proof at one value whose every label says "by induction", "base case",
+    "induction step", "every n" earns more than "instance" (the kernel must say no: the words
+    are not the proof)."""
+    return _label_of(lambda: [
+        ("by induction, base case: every n", _one_value()[1]),
+        ("induction step, for every n and every L", checks.require_equal(
+            "(a − 1)² expanded", (_a - 1) ** 2, _a**2 - 2 * _a + 1)[1])]) != "instance"
+
+
+def _induction_without_words() -> object:
+    """Whether a proof that records a checked induction, with no word of induction in its labels,
+    earns "induction"."""
+    return _label_of(lambda: induction(("first", _one_value()[1]),
+                                       ("next", _every_n()[1]))) == "induction"
+
+
+def _induction_base_hidden() -> object:
+    """A proof claiming "induction" that records one but displays only its step."""
+    def proof() -> list[Step]:
+        return induction(_one_value(), _every_n())[1:]
+    return _label_of(proof, "induction")
 
 
 def _unchecked_display() -> object:
@@ -265,6 +319,17 @@ FALSE_INPUTS: tuple[tuple[str, str, Callable[[], object], str], ...] = (
      _planted("induction", lambda: checks.require_equal("every n: (n + 1)² expanded",
                                                         (_n + 1) ** 2, _n**2 + 2 * _n + 1)),
      "labelled 'induction'"),
+    ("registry", "'induction' recorded, but its base case is not displayed",
+     _induction_base_hidden, "labelled 'induction'"),
+    ("registry", "a label read from words: every label says 'by induction', the proof is at one "
+     "value", _words_of_induction, "returned False"),
+    ("induction", "a base case no check produced",
+     lambda: _label_of(lambda: induction(("base", sympy.Eq(_a, _b, evaluate=False)),
+                                         _every_n())), "not a checked step"),
+    ("induction", "an induction step checked at one value only",
+     lambda: _label_of(lambda: induction(_every_n(), _one_value())), "no symbolic size"),
+    ("induction", "one step as base case and step",
+     lambda: _label_of(lambda: induction(_every_n(), _every_n())), "are one step"),
     ("registry", "a declared assumption no step uses", _unused_assumption,
      "no step uses"),
     ("assume", "an assumption the theorem does not declare", _undeclared_assumption,
@@ -290,6 +355,8 @@ raise), and by the branch whose message contains ``fragment`` (so a weakened bra
 hidden by a later one)."""
 
 TRUE_INPUTS: tuple[tuple[str, str, Callable[[], object]], ...] = (
+    ("registry", "a checked induction with no word of induction in its labels earns 'induction'",
+     _induction_without_words),
     ("exact_zero", "a zero symbolic-size expression", lambda: checks.exact_zero(
         (_A + _B).T - _A.T - _B.T)),
     ("chain", "a sum with its index renamed", _chain(

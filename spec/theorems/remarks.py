@@ -19,7 +19,7 @@ from hcspec.spec import formulas, network
 from hcspec.spec import sinkhorn_index as si
 from hcspec.spec.checks import chain, require_equal, require_relation, require_true, symbol_matrix
 from hcspec.spec.registry import ProofFailure, Step, theorem
-from hcspec.spec.steps import Given, granted, hypothesis, lemma_rewrite, prose
+from hcspec.spec.steps import Given, granted, hypothesis, induction, lemma_rewrite, prose
 from hcspec.spec.theorems import lemmas
 from hcspec.spec.theorems.duality import HC_PARALLEL_EVEN, HC_PARALLEL_ODD, symbolic_weights
 from hcspec.spec.theorems.mhc import (
@@ -187,6 +187,39 @@ def n1_weight(j: sympy.Expr, k: sympy.Expr) -> sympy.Expr:
     return _P_N1[k] * sympy.Product(_A_N1[_T], (_T, j + 1, k - 1)) * _Q_N1[j]
 
 
+def _n1_carried_every_l() -> list[Step]:
+    """R_{k,j} = Π_{t=j+1}^{k} a_t at n = 1 for every k ≥ j, by a checked induction on k
+    (symbolic j, k): sublayer k + 1 multiplies the term of node j by a_{k+1} (the forward of
+    :mod:`hcspec.spec.formulas` at n = 1, symbolic d), the base R_{j,j} = 1 is the empty
+    product, and the step a_{k+1} Π_{t=j+1}^{k} a_t = Π_{t=j+1}^{k+1} a_t splits off the last
+    factor. So w_{j,k} = p_k (Π_{t=j+1}^{k−1} a_t) q_j for every L, not only at the L checked
+    below.
+
+    Raises:
+        ProofFailure: when a step does not reduce as claimed.
+    """
+    j, k = sympy.symbols("j k", integer=True)
+    s = formulas.connection_symbols(1, formulas.d)
+    r, a_next = sympy.Symbol("R_{k,j}", real=True), _A_N1[k + 1]
+    q_j, z_j = sympy.MatrixSymbol("q_j", 1, 1), sympy.MatrixSymbol("z_j", formulas.d, 1)
+    carried = (formulas.forward(s) - s.h_post * s.z.T).xreplace({
+        s.X: r * q_j * z_j.T, s.H_res: a_next * sympy.Identity(1)})
+    upto = sympy.Product(_A_N1[_T], (_T, j + 1, k))
+    base, step = induction(
+        ("base case k = j: R_{j,j} = 1 is the empty product",
+         chain(sympy.Product(_A_N1[_T], (_T, j + 1, j)), sympy.Integer(1))),
+        ("induction step, every j ≤ k: R_{k+1,j} = a_{k+1} R_{k,j} with R_{k,j} = Π_{t=j+1}^{k} "
+         "a_t is the product up to k + 1",
+         chain(a_next * upto, upto * sympy.Product(_A_N1[_T], (_T, k + 1, k + 1)),
+               sympy.Product(_A_N1[_T], (_T, j + 1, k + 1)))))
+    return [
+        ("n = 1, every d: sublayer k + 1 multiplies the term of node j by a_{k+1}",
+         chain(carried, a_next * r * q_j * z_j.T)),
+        base,
+        step,
+    ]
+
+
 def _n1_minors_every_l() -> list[Step]:
     """Every 2×2 minor over sublayers k < k' and nodes j < j' < k vanishes, for symbolic
     indices (so every L): split Π_{j+1}^{k-1} and Π_{j+1}^{k'-1} at j' (sympy joins the pieces
@@ -213,8 +246,10 @@ def _n1_minors_every_l() -> list[Step]:
     shown = sympy.Add((n1_weight(j, k) * n1_weight(j2, k2)).xreplace(splits),
                       -(n1_weight(j2, k) * n1_weight(j, k2)).xreplace(splits), evaluate=False)
     return [
-        prose("every L: at n = 1 the H_res are scalars a_t, so unroll.connection_weights (proven "
-              "for every L) gives w_{j,k} = p_k (Π_{t=j+1}^{k−1} a_t) q_j"),
+        prose("every L: at n = 1 the H_res are scalars a_t; unroll.connection_weights (proven "
+              "for every L) gives w_{j,k} = p_k R_{k−1,j} q_j with R_{j,j} = 1 and "
+              "R_{k,j} = H_k R_{k−1,j}"),
+        *_n1_carried_every_l(),
         ("a product over t = j+1..k−1 splits at any j' (sympy joins the two pieces back)",
          chain(span(j + 1, k - 1), splits[span(j + 1, k - 1)])),
         ("so, for every L, for nodes j < j' < k and sublayers k < k' the minor vanishes: both "
@@ -234,11 +269,12 @@ def _n1_minors_every_l() -> list[Step]:
     setting=(
         "Symbolic scalar weights p_k (h_pre), q_k (h_post), a_k (H_res) per sublayer.",
     ),
-    cases="every L: symbolic indices j < j' < k < k' (products split by sympy), the product "
-          "form being unroll.connection_weights (proven for every L) at n = 1; examples: "
+    cases="every L: the product form R_{k,j} = Π_{t=j+1}^{k} a_t by a checked induction on k "
+          "(symbolic j, k) from unroll.connection_weights (proven for every L) at n = 1; the "
+          "minors for symbolic indices j < j' < k < k' (products split by sympy); examples: "
           "n = 1, L in {2,3,4} with symbolic weights, the product form equal to the unrolled "
           "weights at L = 4; the n = 2 parallel pattern at L = 4",
-    generality="all sizes",
+    generality="induction",
     source="HC arXiv:2409.19606 §3.2 (n ≥ 2 expresses sequential and parallel arrangements), "
            "§4.5 Eq. 20; mHC arXiv:2512.24880 §4.1 (n = 1 degenerates to the residual)",
 )

@@ -66,6 +66,6 @@ def test_generalised_theorem_proves_with_its_generality(theorem_id: str) -> None
     theorem = get(theorem_id)
     result = theorem.prove()
     assert result.ok, result.error
-    assert theorem.generality in ("all sizes", "induction", "explicit sizes")
-    assert any("every" in label for label, _ in result.steps) or theorem.generality == \
-        "explicit sizes"
+    # the label is derived from the proof (symbolic sizes, a recorded induction), not its words
+    assert result.generality in ("all sizes", "induction")
+    assert result.sizes
