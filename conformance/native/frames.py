@@ -239,8 +239,8 @@ def from_stderr(text: str) -> NativeStack | None:
             frames.pop()
             break
     # the handler's own frame and the kernel's signal trampoline come first
-    while frames and ("libhcspec_backtrace" in frames[0] or frames[0].startswith("libc")
-                      and "(+" in frames[0]):
+    while frames and ("libhcspec_backtrace" in frames[0] or (frames[0].startswith("libc")
+                      and "(+" in frames[0])):
         frames.pop(0)
     return _summary(frames) if frames else None
 
