@@ -161,7 +161,7 @@ def register() -> Any:
     ops = getattr(torch.ops, NAMESPACE)
     if _LIBRARY:
         return ops
-    library = torch.library.Library(NAMESPACE, "FRAGMENT")  # noqa: TOR901 (kept alive below)
+    library = torch.library.Library(NAMESPACE, "FRAGMENT")  # kept alive in _LIBRARY
     _LIBRARY.append(library)
     for name, schema in SCHEMAS.items():
         library.define(name + schema)
