@@ -11,7 +11,9 @@ gives them:
   :data:`BEGIN` and :data:`END` on stderr, then hands the signal to the handler that was there
   before (faulthandler's, which writes the Python stacks and lets the signal kill the process).
   ``backtrace_symbols_fd`` names the functions a library exports (``ggml_abort``, the ops of
-  ``ggml-cpu``); a ``static`` function shows as ``library(+offset)``.
+  ``ggml-cpu``); a frame without an exported name is named from the library's symbol table by
+  ``addr2line`` where it is on ``PATH`` (static functions too), else shown as
+  ``library(+offset)``.
 * **A hang** (no answer within the worker's timeout): before killing it, the client runs
   ``gdb -p PID -batch -ex 'thread apply all bt'`` (:func:`gdb_stacks`), which names every
   function gdb has a symbol for, static ones included, and keeps the stuck (main) thread's
@@ -104,6 +106,9 @@ _SKIP_OBJECTS: Final = ("libc.so", "libc-", "libpthread", "libsystem_", "ld-linu
 """Objects whose frames are the signal machinery (raise, abort, the handler), not the code
 that crashed: a summary's :attr:`NativeStack.where` skips them."""
 
+_ABORT_HELPER: Final = re.compile(r"(^|_)(abort|assert|assert_fail|panic|terminate)$")
+"""Functions that only report and abort: :attr:`NativeStack.where` names their caller."""
+
 _INTERPRETER: Final = re.compile(r"^(ffi_call|_ctypes_|_call_function_pointer|_Py|Py[A-Z]"
                                  r"|cfunction_|method_vectorcall|call_function)")
 """Frames of the Python interpreter that called into the native code: a stack is cut there."""
@@ -123,8 +128,9 @@ class NativeStack:
     Attributes:
         frames: one entry per frame, ``function (object)`` or ``object(+offset)`` where the
             function has no exported name; empty when unavailable.
-        where: the innermost frame outside the C library and the signal machinery (the
-            function that crashed or is stuck), None when none is named.
+        where: the innermost named frame outside the C library, the signal machinery and
+            abort helpers such as ``ggml_abort`` (the function that crashed, failed its
+            assertion or is stuck), None when none is named.
         unavailable: why there are no frames (``"no C compiler on PATH"``), or None.
     """
 
@@ -203,8 +209,11 @@ def _is_machinery(frame: str) -> bool:
 
 def _summary(frames: list[str]) -> NativeStack:
     kept = tuple(frames[:MAX_FRAMES])
-    named = [f for f in frames if not _is_machinery(f) and not f.startswith("?")]
-    where = next((f for f in named if "(+" not in f), named[0] if named else None)
+    named = [f for f in frames if not _is_machinery(f) and not f.startswith("?")
+             and "(+" not in f]
+    # an abort helper (ggml_abort, __assert_fail) is where it died, its caller what failed
+    callers = [f for f in named if not _ABORT_HELPER.search(f.split(" ")[0])]
+    where = (callers or named or [None])[0]
     return NativeStack(kept, where)
 
 
@@ -217,6 +226,22 @@ def without_frames(text: str) -> str:
         return text
     end = text.find(END, start)
     return text[:start] + ("" if end < 0 else text[end + len(END):].lstrip("\n"))
+
+
+def _addr2line(obj: str, offset: str) -> str:
+    """The function at ``offset`` in the shared object ``obj`` from its symbol table (static
+    functions too) by ``addr2line -f``, or "" (no addr2line, no symbol, not a file). The
+    offset is a return address: one byte before it lies in the calling function."""
+    tool = shutil.which("addr2line")
+    if tool is None or not offset or not os.path.isfile(obj):
+        return ""
+    try:
+        done = subprocess.run([tool, "-f", "-e", obj, hex(int(offset, 16) - 1)],
+                              capture_output=True, text=True, timeout=10, check=False)
+    except (OSError, ValueError, subprocess.TimeoutExpired):
+        return ""
+    name = (done.stdout.splitlines() or ["??"])[0].strip()
+    return "" if name in ("", "??") else name
 
 
 def from_stderr(text: str) -> NativeStack | None:
@@ -232,7 +257,10 @@ def from_stderr(text: str) -> NativeStack | None:
         line = line.strip()
         match = _SYMBOL_LINE.match(line)
         if match:
-            frames.append(_frame(match["object"], match["function"], match["offset"] or ""))
+            function = match["function"] or (
+                "" if _is_machinery(match["object"])
+                else _addr2line(match["object"], match["offset"] or ""))
+            frames.append(_frame(match["object"], function, match["offset"] or ""))
         elif line:
             frames.append(line)  # macOS: "N  object  0xaddr function + off"
         if frames and _is_caller(frames[-1]):
