@@ -49,10 +49,14 @@ def coefficients(params: Any, x: Any) -> tuple[Any, Any, Any]:
     h_post = 2.0 * nn.sigmoid(logits[..., n:2 * n])
     # Sinkhorn–Knopp in the log domain (the same rounds as exp then normalisations, without
     # the 0/0 of a plain exp at large logits)
-    log_m = logits[..., 2 * n:].reshape(*x.shape[:2], n, n)
-    for _ in range(ITERATIONS):
+    # (one round in a jax.lax.fori_loop, as JAX code writes a fixed loop: XLA compiles the
+    # round once, where a Python loop would unroll all 20 into the graph, ~20 s per shape)
+    def round_(_: Any, log_m: Any) -> Any:
         log_m = log_m - nn.logsumexp(log_m, axis=-2, keepdims=True)  # columns,
-        log_m = log_m - nn.logsumexp(log_m, axis=-1, keepdims=True)  # then rows: H_res 1 = 1
+        return log_m - nn.logsumexp(log_m, axis=-1, keepdims=True)  # then rows: H_res 1 = 1
+
+    log_m = logits[..., 2 * n:].reshape(*x.shape[:2], n, n)
+    log_m = jax.lax.fori_loop(0, ITERATIONS, round_, log_m)
     return h_pre, h_post, jnp.exp(log_m)
 
 
