@@ -161,7 +161,8 @@ def register() -> Any:
     ops = getattr(torch.ops, NAMESPACE)
     if _LIBRARY:
         return ops
-    library = torch.library.Library(NAMESPACE, "FRAGMENT")  # kept alive in _LIBRARY
+    make_library: Callable[..., Any] = torch.library.Library  # (torch leaves it unannotated)
+    library = make_library(NAMESPACE, "FRAGMENT")  # kept alive in _LIBRARY
     _LIBRARY.append(library)
     for name, schema in SCHEMAS.items():
         library.define(name + schema)

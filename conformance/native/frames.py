@@ -213,7 +213,7 @@ def _summary(frames: list[str]) -> NativeStack:
              and "(+" not in f]
     # an abort helper (ggml_abort, __assert_fail) is where it died, its caller what failed
     callers = [f for f in named if not _ABORT_HELPER.search(f.split(" ")[0])]
-    where = (callers or named or [None])[0]
+    where = (callers or named)[0] if (callers or named) else None
     return NativeStack(kept, where)
 
 
