@@ -5,8 +5,9 @@ Small and free of torch, so any part of the kit can use it: the runner names the
 of a property past its time limit (:func:`thread_stack`, from :func:`sys._current_frames`,
 read while the thread is still stuck), and a worker process that runs native code can leave
 its stacks behind on SIGSEGV, SIGFPE, SIGABRT, SIGBUS or SIGILL (:func:`dump_on_fault`,
-:mod:`faulthandler`). Python 3.11's faulthandler names Python frames only; native frames are
-not named.
+:mod:`faulthandler`). Python 3.11's faulthandler names Python frames only; the native worker
+names native frames with its own crash handler and gdb (:mod:`hcspec.conformance.native.frames`),
+where the platform gives them.
 """
 
 from __future__ import annotations

@@ -27,6 +27,10 @@ from hcspec.conformance.protocol import Conventions
 ITERATIONS = 20
 """Sinkhorn–Knopp rounds (t_max of mHC Eq. 9)."""
 
+MAX_CACHED_SHAPES = 16
+"""Distinct state shapes after which the bridge calls ``jax.clear_caches()`` (each compiled
+shape keeps its executables and their memory mappings; docs/conformance.md has the figures)."""
+
 
 def _jax() -> Any:
     import jax
@@ -45,10 +49,14 @@ def coefficients(params: Any, x: Any) -> tuple[Any, Any, Any]:
     h_post = 2.0 * nn.sigmoid(logits[..., n:2 * n])
     # Sinkhorn–Knopp in the log domain (the same rounds as exp then normalisations, without
     # the 0/0 of a plain exp at large logits)
-    log_m = logits[..., 2 * n:].reshape(*x.shape[:2], n, n)
-    for _ in range(ITERATIONS):
+    # (one round in a jax.lax.fori_loop, as JAX code writes a fixed loop: XLA compiles the
+    # round once, where a Python loop would unroll all 20 into the graph, ~20 s per shape)
+    def round_(_: Any, log_m: Any) -> Any:
         log_m = log_m - nn.logsumexp(log_m, axis=-2, keepdims=True)  # columns,
-        log_m = log_m - nn.logsumexp(log_m, axis=-1, keepdims=True)  # then rows: H_res 1 = 1
+        return log_m - nn.logsumexp(log_m, axis=-1, keepdims=True)  # then rows: H_res 1 = 1
+
+    log_m = logits[..., 2 * n:].reshape(*x.shape[:2], n, n)
+    log_m = jax.lax.fori_loop(0, ITERATIONS, round_, log_m)
     return h_pre, h_post, jnp.exp(log_m)
 
 
@@ -66,7 +74,10 @@ def write(params: Any, x: Any, z: Any, h_post: Any, h_res: Any) -> Any:
 
 def build(n: int, d: int, layer_index: int, seed: int) -> Built:
     """φ ~ N(0, 1/(n·d)), α = 0.1, b with ``h_pre`` favouring stream ``layer_index mod n`` and
-    ``H_res`` near the identity (randomness from ``seed`` only)."""
+    ``H_res`` near the identity (randomness from ``seed`` only). ``read``, ``write`` and
+    ``coefficients`` are jitted (``jax.jit``), as JAX code runs in practice: XLA compiles each once
+    per new input shape (and ``jax.vjp`` of a jitted function compiles its backward too)."""
+    jit = _jax().jit
     rng = np.random.default_rng(seed)
     width = 2 * n + n * n
     b = np.zeros(width)
@@ -74,11 +85,12 @@ def build(n: int, d: int, layer_index: int, seed: int) -> Built:
     b[2 * n:] = 4.0 * np.eye(n).reshape(-1)
     params = {"phi": rng.normal(0.0, (n * d) ** -0.5, (n * d, width)),
               "alpha": np.array(0.1), "b": b}
-    return Built(params, Sublayer(read=read, write=write, weights=coefficients))
+    return Built(params, Sublayer(read=jit(read), write=jit(write), weights=jit(coefficients)))
 
 
 make = bridged_target(jax_framework, build, compute_dtype=None,
                       conventions=Conventions(sinkhorn_iterations=ITERATIONS,
-                                              notes="examples/jax_mhc_adapter.py"))
+                                              notes="examples/jax_mhc_adapter.py"),
+                      bucket_tokens=True, max_cached_shapes=MAX_CACHED_SHAPES)
 """The kit target: ``make(n, d, *, layer_index=0, dtype=torch.float64, device="cpu",
 seed=0)``."""

@@ -10,6 +10,8 @@ signal and the native stderr, never a dead kit.
 * :mod:`~hcspec.conformance.native.worker`: the worker process and its client
   (:class:`~hcspec.conformance.native.worker.NativeWorker`,
   :class:`~hcspec.conformance.native.worker.WorkerDied`); no torch.
+* :mod:`~hcspec.conformance.native.frames`: the native frames of a worker that crashed (a small
+  C signal handler the worker loads) or hung (gdb), or why they are unavailable; no torch.
 * :mod:`~hcspec.conformance.native.framework`: a native target as a
   :mod:`hcspec.conformance.bridge` framework whose every call runs in the worker (the kit-side
   impl is the proxy), generic over the native library; a worker's death becomes

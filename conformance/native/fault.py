@@ -18,12 +18,16 @@ class NativeFault(PropertyFailure):
     Attributes:
         signal: the signal's name (``"SIGABRT"``), ``"timeout"``, or None (an exit).
         stderr: what the native code wrote on stderr during the call.
+        native: the native frames where it died or hung, or why there are none
+            (:attr:`~hcspec.conformance.native.worker.WorkerDied.native`); the detail starts
+            with them.
     As :class:`~hcspec.conformance.properties.errors.PropertyFailure` otherwise; the label is
     ``native fault: <signal>`` (the same for every case that dies the same way).
     """
 
     def __init__(self, died: WorkerDied) -> None:
+        located = f"{died.native.describe()}\n" if died.native is not None else ""
         super().__init__(str(died), label=f"native fault: {died.signal or 'exit'} in {died.call}",
-                         detail=died.stderr.strip()[-1000:],
+                         detail=located + died.stderr.strip()[-1000:],
                          hint="an assertion or a crash in native code (its stderr above)")
-        self.signal, self.stderr = died.signal, died.stderr
+        self.signal, self.stderr, self.native = died.signal, died.stderr, died.native

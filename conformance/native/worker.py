@@ -11,6 +11,13 @@ worker moves its own file descriptor 1 onto stderr before serving, so native cod
 to stdout cannot corrupt the protocol; its stderr goes to a temporary file, whose part written
 during a call that killed the worker is the message's ``stderr`` (the ``GGML_ASSERT`` line).
 
+Where the code was when it died or hung (:mod:`hcspec.conformance.native.frames`): the worker
+enables :mod:`faulthandler` (every thread's Python stack on a fatal signal, and on ``SIGUSR1``)
+and loads the kit's small C crash handler (the native frames of the faulting thread on a fatal
+signal); a hung worker is first inspected with gdb (its native frames), then sent ``SIGUSR1``
+(its Python stacks), then killed. :attr:`WorkerDied.native` holds the native frames, or why
+there are none; none of this touches the caller's process.
+
 A worker that dies (a signal, or any exit) or does not answer within the timeout (it is
 killed) makes the call raise :class:`WorkerDied`; the next call starts a fresh worker. One
 call at a time per worker (a lock). The environment of the worker adds ``GGML_NO_BACKTRACE=1``
@@ -37,7 +44,11 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import IO, Any, Final
+
+from hcspec.conformance.native import frames
+from hcspec.conformance.native.frames import NativeStack
 
 _HEADER: Final = struct.Struct("!Q")
 
@@ -58,12 +69,16 @@ class WorkerDied(RuntimeError):
         returncode: the worker's exit status (negative: the signal's number), None if unknown.
         stderr: what the worker wrote on stderr during the call (its tail).
         call: the name of the function called.
+        native: the native frames where it died or hung (:class:`~hcspec.conformance.native.
+            frames.NativeStack`: ``native.where`` names the function), or why there are none
+            (``native.unavailable``); None for a plain exit.
     """
 
     def __init__(self, message: str, *, signal: str | None, returncode: int | None,
-                 stderr: str, call: str) -> None:
+                 stderr: str, call: str, native: NativeStack | None = None) -> None:
         super().__init__(message)
         self.signal, self.returncode, self.stderr, self.call = signal, returncode, stderr, call
+        self.native = native
 
 
 def _send(stream: IO[bytes], obj: object) -> None:
@@ -104,6 +119,7 @@ def serve() -> None:
     protocol_out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # native prints to stdout land in the stderr file
     sys.stdout = sys.stderr
+    _locate_faults()
     requests = sys.stdin.buffer
     while True:
         try:
@@ -120,6 +136,42 @@ def serve() -> None:
                 result = ("raised", RuntimeError(f"{type(exc).__name__}: {exc}"))
         sys.stderr.flush()
         _send(protocol_out, result)
+
+
+STACK_SIGNAL: Final = signal.SIGUSR1
+"""The signal on which the worker writes every thread's Python stack to its stderr."""
+
+
+def _locate_faults() -> None:
+    """In the worker: faulthandler on the fatal signals and on :data:`STACK_SIGNAL` (Python
+    stacks), then the native crash handler named by ``$HC_NATIVE_BACKTRACE_LIB``, which runs
+    first and chains to faulthandler's (native frames, then Python stacks)."""
+    import faulthandler
+
+    faulthandler.enable(sys.stderr, all_threads=True)
+    faulthandler.register(STACK_SIGNAL, file=sys.stderr, all_threads=True)
+    lib = os.environ.get(frames.LIB_ENV)
+    if lib:
+        import ctypes
+
+        try:
+            status = getattr(ctypes.CDLL(lib), frames.INSTALL_SYMBOL)()
+        except (OSError, AttributeError) as exc:
+            status = exc
+        if status != 0:
+            sys.stderr.write(f"hcspec: the native crash handler {lib} was not installed: "
+                             f"{status}\n")
+            sys.stderr.flush()
+
+
+_HANDLER: list[tuple[Path | None, str | None]] = []
+"""The crash handler library (or why none), built once per process."""
+
+
+def _handler() -> tuple[Path | None, str | None]:
+    if not _HANDLER:
+        _HANDLER.append(frames.handler_library())
+    return _HANDLER[0]
 
 
 def _import_path() -> str:
@@ -164,12 +216,16 @@ class NativeWorker:
         self.starts = 0
         self._proc: subprocess.Popen[bytes] | None = None
         self._stderr: IO[bytes] | None = None
+        self._no_handler: str | None = None
         self._lock = threading.Lock()
 
     def _start(self) -> subprocess.Popen[bytes]:
         env = dict(os.environ)
         env.update({"GGML_NO_BACKTRACE": "1", **self.env})
         env["PYTHONPATH"] = _import_path()
+        library, self._no_handler = _handler()
+        if library is not None:
+            env[frames.LIB_ENV] = str(library)
         self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 (kept open across calls)
         self._proc = subprocess.Popen(
             [sys.executable, "-c",
@@ -219,7 +275,12 @@ class NativeWorker:
 
     def _died(self, proc: subprocess.Popen[bytes], mark: int, call: str,
               hung: bool) -> WorkerDied:
+        hung_stack = None
         if hung:
+            hung_stack = frames.gdb_stacks(proc.pid) if proc.poll() is None else None
+            if proc.poll() is None:
+                proc.send_signal(STACK_SIGNAL)  # faulthandler: the Python stacks
+                time.sleep(0.5)
             proc.kill()
         try:
             returncode: int | None = proc.wait(timeout=10)
@@ -228,14 +289,33 @@ class NativeWorker:
             returncode = None
         assert self._stderr is not None
         self._stderr.seek(mark)
-        text = self._stderr.read().decode(errors="replace")[-STDERR_TAIL:]
+        full = self._stderr.read().decode(errors="replace")
         self.close()
         name = "timeout" if hung else _signal_name(returncode)
+        native = hung_stack if hung else self._crash_stack(full, name)
+        text = frames.without_frames(full)[-STDERR_TAIL:]
         how = (f"did not answer within {self.timeout:g} s and was killed" if hung else
                f"was killed by {name}" if name else f"exited with status {returncode}")
+        if native is not None and native.where:
+            how += f" in {native.where}"
         lines = text.strip() or "(nothing on stderr)"
-        message = f"native code: the worker process running {call} {how}; its stderr:\n{lines}"
-        return WorkerDied(message, signal=name, returncode=returncode, stderr=text, call=call)
+        located = f"\n{native.describe()}" if native is not None else ""
+        message = (f"native code: the worker process running {call} {how}{located}; "
+                   f"its stderr:\n{lines}")
+        return WorkerDied(message, signal=name, returncode=returncode, stderr=text, call=call,
+                          native=native)
+
+    def _crash_stack(self, stderr: str, signal_name: str | None) -> NativeStack | None:
+        """The crash handler's frames in ``stderr``, or why there are none; None when the
+        worker was not killed by a signal."""
+        if signal_name is None:
+            return None
+        found = frames.from_stderr(stderr)
+        if found is not None:
+            return found
+        why = self._no_handler or (f"the crash handler wrote no frames ({signal_name} "
+                                   "bypasses handlers, or the stack was unusable)")
+        return NativeStack((), None, why)
 
     def close(self) -> None:
         """Stop the worker (if any) and drop its stderr file (idempotent)."""

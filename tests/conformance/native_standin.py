@@ -34,6 +34,14 @@ int standin_check(int n) {
     }
     return n;
 }
+void standin_segfault(void) {
+    volatile int *nowhere = 0;
+    *nowhere = 1;
+}
+void standin_spin(void) {
+    volatile unsigned long turns = 0;
+    for (;;) { turns++; }
+}
 """
 LIB_ENV = "HC_STANDIN_LIB"
 
@@ -65,6 +73,18 @@ def crash(kind: str) -> None:
     if kind == "segfault":
         ctypes.string_at(0)
     time.sleep(3600)
+
+
+def native_crash(lib: str, kind: str) -> None:
+    """Worker side: die in C (``"segfault"``: ``standin_segfault``, ``"abort"``:
+    ``standin_check(3)``) or hang in C (``"hang"``: ``standin_spin``)."""
+    native = ctypes.CDLL(lib)
+    if kind == "segfault":
+        native.standin_segfault()
+    elif kind == "abort":
+        native.standin_check(3)
+    else:
+        native.standin_spin()
 
 
 def _factory(declared: bool) -> Any:

@@ -44,6 +44,8 @@ def test_abort_becomes_a_failed_property_and_the_cli_writes_the_report(
     assert shape["status"] == "failed"
     text = json.dumps(shape)
     assert "SIGABRT" in text and "GGML_ASSERT(hc == 4) failed" in text
+    # the report names the native function that aborted (the kit's crash handler)
+    assert "killed by SIGABRT in standin_check (libstandin.so)" in text
     assert results["state.input_unchanged"]["status"] in ("failed", "blocked")
 
 
@@ -126,3 +128,63 @@ def test_gradient_properties_are_not_applicable_with_the_declared_reason(
         assert result.status == "not_applicable", result
         assert result.note == ("the impl declares that it has no backward: the stand-in has "
                                  "no backward")
+
+
+@pytest.mark.parametrize(("kind", "function", "signal"), [
+    ("abort", "standin_check", "SIGABRT"), ("segfault", "standin_segfault", "SIGSEGV")])
+def test_a_crash_names_the_native_function_and_the_python_line(
+        standin: Path, kind: str, function: str, signal: str) -> None:
+    framework = NativeFramework("standin", NativeWorker(timeout=60), "none")
+    try:
+        with pytest.raises(NativeFault) as fault:
+            framework.call(native_standin.native_crash, [str(standin), kind])
+        assert fault.value.signal == signal
+        native = fault.value.native
+        assert native is not None and native.unavailable is None, native
+        assert native.where == f"{function} (libstandin.so)", native
+        assert f"in {function} (libstandin.so)" in str(fault.value)
+        assert fault.value.detail.startswith("native frames (innermost first): ")
+        # faulthandler, chained after the native handler: the Python line that called it
+        assert "native_standin.py" in fault.value.stderr
+    finally:
+        framework.worker.close()
+
+
+@pytest.mark.skipif(shutil.which("gdb") is None, reason="needs gdb")
+def test_a_hang_in_c_names_the_stuck_native_function(standin: Path) -> None:
+    framework = NativeFramework("standin", NativeWorker(timeout=3), "none")
+    try:
+        with pytest.raises(NativeFault) as hung:
+            framework.call(native_standin.native_crash, [str(standin), "hang"])
+        native = hung.value.native
+        assert hung.value.signal == "timeout"
+        assert native is not None and native.unavailable is None, native
+        assert native.where == "standin_spin (libstandin.so)", native
+        assert "native frames (innermost first): standin_spin (libstandin.so)" in str(
+            hung.value)
+        # SIGUSR1 before the kill: faulthandler's Python stack of the stuck call
+        assert "native_crash" in hung.value.stderr
+    finally:
+        framework.worker.close()
+
+
+def test_without_gdb_or_a_compiler_the_report_says_why(
+        standin: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from hcspec.conformance.native import frames, worker
+
+    monkeypatch.setenv("PATH", str(tmp_path))  # no gdb, no cc
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))  # no cached handler
+    monkeypatch.delenv("CC", raising=False)
+    assert frames.gdb_stacks(os.getpid()).describe().startswith(
+        "native frames unavailable: gdb is not on PATH")
+    monkeypatch.setattr(worker, "_HANDLER", [])
+    framework = NativeFramework("standin", NativeWorker(timeout=60), "none")
+    try:
+        with pytest.raises(NativeFault) as fault:
+            framework.call(native_standin.native_crash, [str(standin), "segfault"])
+        native = fault.value.native
+        assert native is not None and native.frames == ()
+        assert native.describe() == ("native frames unavailable: no C compiler on PATH to "
+                                     "build the crash handler ($CC, cc, gcc, clang)")
+    finally:
+        framework.worker.close()

@@ -224,3 +224,26 @@ def test_the_gated_forward_is_two_custom_ops_that_opcheck_and_export() -> None:
         graph = str(exported.graph)
         assert "qwen4exp_read" in graph and "qwen4exp_write" in graph
         assert torch.equal(exported.module()(x), Step()(x))
+
+
+def test_an_assert_in_ggml_names_the_native_function() -> None:
+    """The native-fault worker names ggml's frames: the n ≠ 4 GGML_ASSERT of
+    ggml_dsv4_hc_comb (called directly, past the factory's refusal) is reported in it."""
+    from hcspec.conformance.native import ggml
+    from hcspec.conformance.native.worker import NativeWorker, WorkerDied
+
+    n, d = 3, 8
+    worker = NativeWorker(timeout=120)
+    args = (np.ones((2, n, d), np.float32), np.ones(((n + 2) * n, n * d), np.float32),
+            np.ones(3, np.float32), np.zeros((n + 2) * n, np.float32), ggml.Settings())
+    try:
+        with pytest.raises(WorkerDied) as died:
+            worker.call(ggml.read, args)
+    finally:
+        worker.close()
+    assert died.value.signal == "SIGABRT"
+    assert "GGML_ASSERT(hc == 4) failed" in died.value.stderr
+    native = died.value.native
+    assert native is not None and native.where == "ggml_dsv4_hc_comb (libggml-base.so)", native
+    assert "ggml_abort (libggml-base.so) <- ggml_dsv4_hc_comb (libggml-base.so)" in str(
+        died.value)

@@ -30,6 +30,14 @@ TARGETS: Final[tuple[BuiltinTarget, ...]] = (
                        "KERNEL_ONLY); the findings are those of the whole kernel profile."),
         findings=(TRITON_INTERPRETER_COMPILE,),
     ),
+    BuiltinTarget(
+        "liger_kernel:mhc-customop", "hcspec.conformance.adapters.liger_kernel_ops:make",
+        "liger-kernel: LigerMHC's three autograd Functions registered by the adapter as "
+        "torch.library custom ops (hcspec_liger::*, fake kernels, autograd, vmap), for the "
+        "custom-op family",
+        requires="liger_kernel", distribution="liger_kernel", written_for=WRITTEN_FOR,
+        detail="hcspec.conformance.adapters._triton:environment_note",
+    ),
 )
-"""The built-in target of Liger-Kernel (discovered by :mod:`hcspec.conformance.targets`); its
+"""The built-in targets of Liger-Kernel (discovered by :mod:`hcspec.conformance.targets`); its
 ``detail`` says where the Triton kernels will run in this process, and why."""
