@@ -43,7 +43,11 @@ def coefficients(params: Any, x: Any) -> tuple[Any, Any, Any]:
     jnp, nn = jax.numpy, jax.nn
     n = x.shape[-2]
     flat = x.reshape(*x.shape[:2], -1)
-    flat = flat * jax.lax.rsqrt(jnp.mean(flat * flat, axis=-1, keepdims=True) + 1e-6)
+    # the mean square in float32 at least: in float16 a sum of n·d squares overflows (or
+    # loses its low bits) long before the state itself does
+    wide = flat.astype(jnp.promote_types(flat.dtype, jnp.float32))
+    scale = jax.lax.rsqrt(jnp.mean(wide * wide, axis=-1, keepdims=True) + 1e-6)
+    flat = flat * scale.astype(flat.dtype)
     logits = params["alpha"] * (flat @ params["phi"]) + params["b"]
     h_pre = nn.sigmoid(logits[..., :n])
     h_post = 2.0 * nn.sigmoid(logits[..., n:2 * n])
