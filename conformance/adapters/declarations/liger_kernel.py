@@ -37,6 +37,11 @@ TARGETS: Final[tuple[BuiltinTarget, ...]] = (
         "custom-op family",
         requires="liger_kernel", distribution="liger_kernel", written_for=WRITTEN_FOR,
         detail="hcspec.conformance.adapters._triton:environment_note",
+        lane=Lane(".ci/thirdparty", f"pip install triton==3.9.0 liger-kernel=={WRITTEN_FOR} "
+                  "packaging hyper-connections==0.4.11", profile=None,
+                  note="Not run through the CLI: the kernels job runs its custom-op family "
+                       "(opcheck, export, vmap) in tests/thirdparty/test_liger_customop.py "
+                       "under Triton's interpreter in .ci-venv-kernels."),
     ),
 )
 """The built-in targets of Liger-Kernel (discovered by :mod:`hcspec.conformance.targets`); its
