@@ -79,67 +79,10 @@ This package is the protocol's public face: it re-exports the target side
 (:mod:`~hcspec.conformance.protocol.target`), the declaration record
 (:mod:`~hcspec.conformance.protocol.conventions`, with its flat keywords in
 :mod:`~hcspec.conformance.protocol.keywords`) and the probes
-(:mod:`~hcspec.conformance.protocol.capabilities`). Import from here.
+(:mod:`~hcspec.conformance.protocol.probing`). Import from here.
 """
 
 
-from hcspec.conformance.protocol.capabilities import (
-    UnknownKind as UnknownKind,
-)
-from hcspec.conformance.protocol.capabilities import (
-    capabilities as capabilities,
-)
-from hcspec.conformance.protocol.capabilities import (
-    check_required as check_required,
-)
-from hcspec.conformance.protocol.capabilities import (
-    has_custom_ops as has_custom_ops,
-)
-from hcspec.conformance.protocol.capabilities import (
-    has_elementwise_weights as has_elementwise_weights,
-)
-from hcspec.conformance.protocol.capabilities import (
-    has_expand as has_expand,
-)
-from hcspec.conformance.protocol.capabilities import (
-    has_load_published as has_load_published,
-)
-from hcspec.conformance.protocol.capabilities import (
-    has_logits as has_logits,
-)
-from hcspec.conformance.protocol.capabilities import (
-    has_parameters as has_parameters,
-)
-from hcspec.conformance.protocol.capabilities import (
-    has_published_parameters as has_published_parameters,
-)
-from hcspec.conformance.protocol.capabilities import (
-    has_read_map as has_read_map,
-)
-from hcspec.conformance.protocol.capabilities import (
-    has_reduce as has_reduce,
-)
-from hcspec.conformance.protocol.capabilities import (
-    has_stack as has_stack,
-)
-from hcspec.conformance.protocol.capabilities import (
-    has_stack_sublayer as has_stack_sublayer,
-)
-from hcspec.conformance.protocol.capabilities import (
-    has_stack_weights as has_stack_weights,
-)
-from hcspec.conformance.protocol.capabilities import (
-    has_threads as has_threads,
-)
-from hcspec.conformance.protocol.capabilities import (
-    has_train_eval as has_train_eval,
-)
-from hcspec.conformance.protocol.capabilities import (
-    has_weights as has_weights,
-)
-from hcspec.conformance.protocol.capabilities import (
-    stack_pre_mix as stack_pre_mix,
-)
 from hcspec.conformance.protocol.conventions import (
     BranchInput as BranchInput,
 )
@@ -172,6 +115,63 @@ from hcspec.conformance.protocol.conventions import (
 )
 from hcspec.conformance.protocol.conventions import (
     conventions_of as conventions_of,
+)
+from hcspec.conformance.protocol.probing import (
+    UnknownKind as UnknownKind,
+)
+from hcspec.conformance.protocol.probing import (
+    capabilities as capabilities,
+)
+from hcspec.conformance.protocol.probing import (
+    check_required as check_required,
+)
+from hcspec.conformance.protocol.probing import (
+    has_custom_ops as has_custom_ops,
+)
+from hcspec.conformance.protocol.probing import (
+    has_elementwise_weights as has_elementwise_weights,
+)
+from hcspec.conformance.protocol.probing import (
+    has_expand as has_expand,
+)
+from hcspec.conformance.protocol.probing import (
+    has_load_published as has_load_published,
+)
+from hcspec.conformance.protocol.probing import (
+    has_logits as has_logits,
+)
+from hcspec.conformance.protocol.probing import (
+    has_parameters as has_parameters,
+)
+from hcspec.conformance.protocol.probing import (
+    has_published_parameters as has_published_parameters,
+)
+from hcspec.conformance.protocol.probing import (
+    has_read_map as has_read_map,
+)
+from hcspec.conformance.protocol.probing import (
+    has_reduce as has_reduce,
+)
+from hcspec.conformance.protocol.probing import (
+    has_stack as has_stack,
+)
+from hcspec.conformance.protocol.probing import (
+    has_stack_sublayer as has_stack_sublayer,
+)
+from hcspec.conformance.protocol.probing import (
+    has_stack_weights as has_stack_weights,
+)
+from hcspec.conformance.protocol.probing import (
+    has_threads as has_threads,
+)
+from hcspec.conformance.protocol.probing import (
+    has_train_eval as has_train_eval,
+)
+from hcspec.conformance.protocol.probing import (
+    has_weights as has_weights,
+)
+from hcspec.conformance.protocol.probing import (
+    stack_pre_mix as stack_pre_mix,
 )
 from hcspec.conformance.protocol.target import (
     CAPABILITIES as CAPABILITIES,
