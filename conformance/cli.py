@@ -25,6 +25,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from hcspec.conformance import compare, journal, terminal
+from hcspec.conformance import markdown as md
 from hcspec.conformance import report as rp
 from hcspec.conformance.profiles import DEFAULT_PROFILE, PROFILE_NAMES
 from hcspec.conformance.report import kit_version
@@ -370,7 +371,7 @@ def cmd_report(args: argparse.Namespace) -> int:
             return _usage_error(err, f"cannot write {args.html}: {exc}")
         if not args.output and not args.markdown:
             return EXIT_OK
-    text = rp.reports_to_markdown(reports, title=args.title, preamble=preamble)
+    text = md.reports_to_markdown(reports, title=args.title, preamble=preamble)
     if not args.output:
         sys.stdout.write(text)
         return EXIT_OK

@@ -24,6 +24,7 @@ from typing import Final
 
 import jinja2
 
+from hcspec.conformance import markdown as md
 from hcspec.conformance import report as rp
 from hcspec.conformance.failure import explain
 
@@ -275,7 +276,7 @@ class Section:
 
 def _section(report: rp.Report, prefix: str) -> Section:
     rows = [_row(r, prefix) for r in report.results]
-    families = [(family, entry, rp.family_score_text(entry))
+    families = [(family, entry, md.family_score_text(entry))
                 for family, entry in report.family_scores().items()]
     plots: list[tuple[str, Plot]] = []
     for r in report.results:
@@ -323,7 +324,7 @@ def render_html(reports: Sequence[rp.Report], title: str | None = None) -> str:
                            else f"hc-conformance: {len(reports)} reports")
     return _template().render(
         title=page_title, sections=sections, statuses=rp.STATUSES,
-        unexpected=rp.UNEXPECTED, allowance=allowance_position(), legend=rp.LEGEND,
+        unexpected=rp.UNEXPECTED, allowance=allowance_position(), legend=md.LEGEND,
         failure_lines=failure_lines, bar_low=BAR_DECADES[0], bar_high=BAR_DECADES[1],
         kit_version=rp.kit_version())
 

@@ -25,6 +25,7 @@ from rich.progress import (
 )
 
 from hcspec.conformance import expected, journal, junit, terminal
+from hcspec.conformance import markdown as md
 from hcspec.conformance import report as rp
 from hcspec.conformance.report import kit_version
 from hcspec.conformance.targets import DEFAULT_TARGET, ENV_VAR
@@ -418,7 +419,7 @@ def _junit_writer(report: rp.Report) -> Callable[[str], None]:
 
 def _markdown_writer(report: rp.Report) -> Callable[[str], None]:
     def write(path: str) -> None:
-        Path(path).write_text(rp.to_markdown(report), encoding="utf-8")
+        Path(path).write_text(md.to_markdown(report), encoding="utf-8")
     return write
 
 

@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from hcspec.conformance import markdown as md
 from hcspec.conformance import report as rp
 from hcspec.conformance.failure import explain
 
@@ -64,14 +65,14 @@ def print_header(console: Console, report: rp.Report, *, preamble: bool = True) 
 
 
 def _achieved(r: rp.PropertyResult) -> str:
-    return rp.achieved_text(r.achieved)
+    return md.achieved_text(r.achieved)
 
 
 def print_table(console: Console, report: rp.Report) -> None:
     """One row per property that applies: id, status, examples, seconds, error / allowance
     (the not-applicable rows are folded: counted and grouped by reason below the table, with
     the blocked ones, :func:`print_reasons`); then the legend of the figures
-    (:data:`hcspec.conformance.report.LEGEND`)."""
+    (:data:`hcspec.conformance.markdown.LEGEND`)."""
     table = Table(show_lines=False, header_style="bold")
     table.add_column("property", no_wrap=True)
     table.add_column("status", no_wrap=True)
@@ -86,7 +87,7 @@ def print_table(console: Console, report: rp.Report) -> None:
     console.print(table)
     print_reasons(console, report)
     if report.results:
-        console.print(f"[dim]{escape(rp.legend_text())}[/]", soft_wrap=True)
+        console.print(f"[dim]{escape(md.legend_text())}[/]", soft_wrap=True)
 
 
 REASONED: tuple[str, ...] = (rp.NOT_APPLICABLE, rp.BLOCKED)
@@ -184,7 +185,7 @@ def print_summary(console: Console, report: rp.Report) -> None:
     counted apart, not as passed)."""
     counts = ", ".join(f"{n} {s}" for s, n in report.summary.items() if n)
     console.print(f"\n[bold]summary[/bold]: {counts or 'nothing ran'}")
-    parts = [f"{family} {rp.family_score_text(entry)}"
+    parts = [f"{family} {md.family_score_text(entry)}"
              for family, entry in report.family_scores().items()]
     console.print("families (passed/checked): " + ", ".join(parts))
     if report.interrupted:

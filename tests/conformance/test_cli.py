@@ -11,7 +11,8 @@ import pytest
 from junitparser import JUnitXml
 
 from hcspec.conformance import cli
-from hcspec.conformance.report import Report, to_markdown
+from hcspec.conformance.markdown import to_markdown
+from hcspec.conformance.report import Report
 from hcspec.conformance.targets import BUILTIN, BuiltinTarget
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -9,6 +9,7 @@ import shlex
 import pytest
 
 from hcspec.conformance import cli, shrink
+from hcspec.conformance import markdown as md
 from hcspec.conformance import report as rp
 from hcspec.conformance.profiles import get_profile
 from hcspec.conformance.properties import BY_ID, PropertyFailure
@@ -155,7 +156,7 @@ def test_terminal_and_markdown_say_what_the_case_was_shrunk_from() -> None:
     text = console.export_text()
     assert f"shrunk from: the explicit example {result.shrunk_from} in" in text
     assert (f"shrunk from: the explicit example {result.shrunk_from} in"
-            in rp.to_markdown(report))
+            in md.to_markdown(report))
     # the figures shown are the printed counterexample's: the message and the error column
     assert result.failure is not None and result.achieved is not None
     assert result.achieved["error"] == result.failure.error

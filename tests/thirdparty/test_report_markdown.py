@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from hcspec.conformance import cli
+from hcspec.conformance import markdown as md
 from hcspec.conformance import report as rp
 
 
@@ -35,7 +36,7 @@ def _report() -> rp.Report:
 
 
 def test_markdown_has_every_property_and_each_failure() -> None:
-    text = rp.to_markdown(_report())
+    text = md.to_markdown(_report())
     assert text.startswith("## `pkg:t`")
     assert "a \\| target" not in text  # the description is prose, not a cell
     assert "| `law.reported` | passed | 107 | 1.50 | 7.1e-07 / 3.1e-05 |  |" in text
@@ -89,7 +90,7 @@ def test_findings_are_rendered_from_the_committed_reports(package: str, title: s
     findings = ROOT / "docs" / "findings"
     reports = [rp.Report.read_json(p) for p in sorted(findings.glob(f"reports/{package}_*.json"))]
     preamble = (findings / "src" / f"{package}.md").read_text(encoding="utf-8")
-    want = rp.reports_to_markdown(reports, title=title, preamble=preamble)
+    want = md.reports_to_markdown(reports, title=title, preamble=preamble)
     assert (findings / f"{package}.md").read_text(encoding="utf-8") == want, (
         "stale: rerun the command at the end of the preamble")
     failures = {(r.target, x.id) for r in reports for x in r.results if x.status == rp.FAILED}
