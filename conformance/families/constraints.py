@@ -13,23 +13,35 @@ Sinkhorn–Knopp by scaling the weight-generating parameters (capability ``param
 from __future__ import annotations
 
 import itertools
-import math
 from typing import Any
 
 import torch
 from hypothesis import strategies as st
 
-from hcspec.conformance import metrics, rules, salts, strategies
+from hcspec.conformance import rules, salts, strategies
 from hcspec.conformance.properties.base import Context, Inconclusive, NotApplicable, f64
 from hcspec.conformance.properties.bug_classes import sums_pattern
 from hcspec.conformance.properties.building import all_parameters
 from hcspec.conformance.properties.cases import Case, Cases, shift
-from hcspec.conformance.properties.common import axis_sums, by_exact_axis, subtract_flat_step
+from hcspec.conformance.properties.common import axis_sums, by_exact_axis
 from hcspec.conformance.properties.declaration import declare
 from hcspec.conformance.properties.mhc_weights import MHCWeights
 from hcspec.conformance.properties.requirements import WEIGHTS_OR_PROBING, capability, kinds
+from hcspec.conformance.properties.sinkhorn_bounds import (
+    gain_ceiling,
+    not_orthostochastic,
+    other_axis_bound,
+    other_axis_convergence,
+    other_axis_given,
+    summed_terms,
+    vacuous_ceiling,
+    worst_demonstrable,
+)
+from hcspec.conformance.properties.steering import (
+    VERTEX_STEPS,
+    steer_damped,
+)
 from hcspec.conformance.protocol import PARAMETERS, WEIGHTS, HyperConnectionImpl
-from hcspec.spec.record import birkhoff_permutations
 
 BASE = ("shape.output", "shape.branch_once")
 PERTURBATIONS = (0.0, 0.03, 0.1, 0.3, 1.0)
@@ -47,116 +59,6 @@ def _sums(ctx: Context, H: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 
 def _axis_names(ctx: Context) -> tuple[str, str]:
     return by_exact_axis(ctx.conventions.formula.sinkhorn.exact_axis, "row", "column")
-
-
-def summed_terms(ctx: Context, n: int) -> int:
-    """The summation length of a declared exact construction (``birkhoff``: its K
-    permutations, :func:`hcspec.conformance.rules.summation_allowance`); 0 otherwise."""
-    f = ctx.conventions.formula
-    return len(birkhoff_permutations(f, n)) if f.construction == "birkhoff" else 0
-
-
-def not_orthostochastic(ctx: Context) -> None:
-    """An orthostochastic ``H_res`` sums to 1 only within its factor's orthogonality defect
-    ``‖QQᵀ − I‖₂`` (spec ``constructions.orthostochastic_inexact``), which ``H_res`` alone does
-    not show: the sum checks are not applicable (``variant.h_res`` compares it with the
-    declared Newton–Schulz count at the target's logits).
-
-    Raises:
-        NotApplicable: the declared construction is ``orthostochastic``.
-    """
-    if ctx.conventions.formula.construction == "orthostochastic":
-        raise NotApplicable(
-            "H_res is declared orthostochastic: its sums miss 1 by up to ‖QQᵀ − I‖₂ of the "
-            "Newton–Schulz factor Q (constructions.orthostochastic_inexact), which H_res alone "
-            "does not show; variant.h_res checks the declared construction at the logits")
-
-
-def other_axis_convergence(ctx: Context, w: MHCWeights) -> tuple[torch.Tensor, list[str]]:
-    """The convergence part of the bound on ``|sum − 1|`` along the axis Sinkhorn–Knopp did
-    not normalise last, per token (``[B, T]`` float64), and what it is, per token
-    (flattened); the rule :data:`hcspec.conformance.rules.SINKHORN_OTHER_AXIS` adds the
-    rounding of the run's dtype chain.
-
-    A declared ``residual_mixing="identity"`` has ``H_res = I`` exactly: no convergence term.
-    Otherwise it is the Birkhoff–Hopf bound for the declared rounds
-    (:func:`hcspec.conformance.rules.sinkhorn_convergence`), which is ``inf`` where an entry
-    of H_res is 0 (projective diameter Δ infinite).
-    """
-    if ctx.conventions.residual_mixing == "identity":
-        zero = torch.zeros(w.H_res.shape[:-2], dtype=torch.float64)
-        return zero, ["declared residual_mixing='identity': H_res = I exactly"] * zero.numel()
-    if ctx.conventions.formula.construction == "birkhoff":
-        zero = torch.zeros(w.H_res.shape[:-2], dtype=torch.float64)
-        K = summed_terms(ctx, w.H_res.shape[-1])
-        return zero, [f"declared birkhoff: Σ of {K} weighted permutations is doubly stochastic "
-                      "exactly (constructions.birkhoff_exact), only its summation rounds"
-                      ] * zero.numel()
-    not_orthostochastic(ctx)
-    iterations = ctx.conventions.formula.sinkhorn.effective_iterations
-    conv = rules.sinkhorn_convergence(w.H_res, iterations)
-    delta = metrics.projective_diameter(w.H_res).flatten().tolist()
-    return conv, [f"bound for {iterations} Sinkhorn–Knopp rounds at projective diameter "
-                  f"Δ = {d:.3g}" for d in delta]
-
-
-def other_axis_bound(ctx: Context, w: MHCWeights, n: int, *, mixing: bool = False,
-                     norm: bool = False) -> tuple[torch.Tensor, torch.Tensor, list[str]]:
-    """``(allowance [B, T], convergence [B, T], what each is)``: the allowance of
-    :data:`hcspec.conformance.rules.SINKHORN_OTHER_AXIS` per token (its convergence term
-    from :func:`other_axis_convergence`), for choosing the token a check compares."""
-    conv, why = other_axis_convergence(ctx, w)
-    allowed = rules.other_axis_allowances(ctx.precision, conv, n, w.probed,
-                                          mixing=mixing, norm=norm,
-                                          terms=summed_terms(ctx, n))
-    return allowed, conv, why
-
-
-def _other_axis_given(conv: torch.Tensor, w: MHCWeights, n: int, worst: int,
-                      terms: int = 0, **flags: bool) -> dict[str, Any]:
-    """The inputs of :data:`hcspec.conformance.rules.SINKHORN_OTHER_AXIS` at token ``worst``
-    (``terms``: :func:`summed_terms`, given only when nonzero)."""
-    extra: dict[str, Any] = {"terms": terms} if terms else {}
-    return {"n": n, "probed": w.probed, "convergence": float(conv.flatten()[worst]), **flags,
-            **extra}
-
-
-def vacuous_ceiling(n: int) -> float:
-    """The largest ``|sum − 1|`` along the other axis that any non-negative ``n×n`` matrix
-    whose exact axis sums to 1 can have (its other sums lie in ``[0, n]``): a bound at or
-    above ``max(n − 1, 1)`` cannot fail, so it demonstrates nothing."""
-    return max(n - 1.0, 1.0)
-
-
-def gain_ceiling(n: int) -> float:
-    """The largest norm gain ``‖H x‖₂/‖x‖₂ − 1`` that a non-negative ``n×n`` matrix whose
-    exact axis sums to 1 can have (``‖H‖₂ ≤ √(‖H‖₁‖H‖_∞) ≤ √n``, reached by ``H = 1 e_1ᵀ``): an
-    allowance at or above ``√n − 1`` (``1`` for ``n = 1``, as :func:`vacuous_ceiling`) cannot
-    fail, so it demonstrates nothing."""
-    return math.sqrt(n) - 1.0 if n > 1 else 1.0
-
-
-def _worst_demonstrable(err: torch.Tensor, bound: torch.Tensor, what: str,
-                        why: list[str], ceiling: float | None = None) -> int:
-    """The flattened index of the token with the largest ``err / bound`` among the tokens
-    whose bound is finite and below ``ceiling`` (default: none above ``inf``).
-
-    Raises:
-        Inconclusive: no token's bound can fail (every H_res has a zero entry, or the logit
-            spread makes the Birkhoff–Hopf bound vacuous).
-    """
-    e, b = err.flatten(), bound.flatten()
-    usable = torch.isfinite(b) & (b < (math.inf if ceiling is None else ceiling))
-    if not bool(usable.any()):
-        worst = int(torch.argmin(b))
-        raise Inconclusive(
-            f"{what}: no token has a bound that could fail ({why[worst]}: bound "
-            f"{float(b[worst]):.3g}; an H_res entry of 0 makes Δ infinite, a large logit "
-            "spread makes the bound exceed any possible error), so this case cannot "
-            "demonstrate the property")
-    ratio = torch.where(b > 0, e / b, torch.where(e > 0, math.inf, 0.0))
-    ratio = torch.where(usable, ratio, -1.0)
-    return int(torch.argmax(ratio))
 
 
 def _span_examples(ctx: Context) -> list[Case]:
@@ -232,14 +134,14 @@ def check_other_axis(ctx: Context, case: Case) -> None:
     _, other = _sums(ctx, w.H_res)
     err = (other - 1).abs().amax(dim=-1)  # [B, T]
     bound, conv, why = other_axis_bound(ctx, w, case.n)
-    worst = _worst_demonstrable(err, bound, f"H_res {name} sums", why, vacuous_ceiling(case.n))
+    worst = worst_demonstrable(err, bound, f"H_res {name} sums", why, vacuous_ceiling(case.n))
     e = float(err.flatten()[worst])
     exact = ctx.record.allowance(n=case.n, probed=w.probed, convergence=0.0,
                                  terms=summed_terms(ctx, case.n)).allowance
     ctx.record.expect(f"max |H_res {name} sum − 1| ({w.source})", e, detail=why[worst],
                       hint=sums_pattern(w.H_res, ctx.conventions.formula.sinkhorn.exact_axis,
                                         exact),
-                      **_other_axis_given(conv, w, case.n, worst, summed_terms(ctx, case.n)))
+                      **other_axis_given(conv, w, case.n, worst, summed_terms(ctx, case.n)))
 
 
 @declare(
@@ -425,7 +327,7 @@ def check_stream_sum(ctx: Context, case: Case) -> None:
         conv, why = other_axis_convergence(ctx, w)
     tol = rules.other_axis_allowances(ctx.precision, conv, case.n, w.probed,
                                       mixing=True, terms=summed_terms(ctx, case.n))
-    worst = _worst_demonstrable(rel, tol, "the stream sum with F ≡ 0", why,
+    worst = worst_demonstrable(rel, tol, "the stream sum with F ≡ 0", why,
                                 vacuous_ceiling(case.n))
     exact = ctx.record.allowance(n=case.n, probed=w.probed, convergence=0.0, mixing=True,
                                  terms=summed_terms(ctx, case.n))
@@ -433,7 +335,7 @@ def check_stream_sum(ctx: Context, case: Case) -> None:
                       detail=f"bounded by the column error of H_res ({why[worst]})",
                       hint=sums_pattern(w.H_res, ctx.conventions.formula.sinkhorn.exact_axis,
                                         exact.allowance),
-                      **_other_axis_given(conv, w, case.n, worst, summed_terms(ctx, case.n),
+                      **other_axis_given(conv, w, case.n, worst, summed_terms(ctx, case.n),
                                          mixing=True))
 
 
@@ -455,7 +357,7 @@ def check_nonexpansive(ctx: Context, case: Case) -> None:
     X = f64(x)
     gain = (out.norm(dim=-2) / X.norm(dim=-2).clamp_min(1e-300)).amax(dim=-1)  # [B, T]
     allowed, conv, why = other_axis_bound(ctx, w, case.n, mixing=True, norm=True)
-    worst = _worst_demonstrable((gain - 1).clamp_min(0.0), allowed,
+    worst = worst_demonstrable((gain - 1).clamp_min(0.0), allowed,
                                 "the stream mixing's norm gain", why, gain_ceiling(case.n))
     exact = ctx.record.allowance(n=case.n, probed=w.probed, convergence=0.0, mixing=True,
                                  terms=summed_terms(ctx, case.n))
@@ -463,7 +365,7 @@ def check_nonexpansive(ctx: Context, case: Case) -> None:
                       detail=why[worst],
                       hint=sums_pattern(w.H_res, ctx.conventions.formula.sinkhorn.exact_axis,
                                         exact.allowance),
-                      **_other_axis_given(conv, w, case.n, worst, summed_terms(ctx, case.n),
+                      **other_axis_given(conv, w, case.n, worst, summed_terms(ctx, case.n),
                                          mixing=True, norm=True))
 
 
@@ -513,43 +415,6 @@ VERTEX_GAP = 0.05
 """A target missed by more than this after steering, while others were reached, is out of the
 construction's range: a combination without P has ``Σ_i H[i, P(i)] ≤ n − 2`` (two rows at
 least disagree), the target ``0.9·n + 0.1``."""
-
-
-VERTEX_STEPS = 40
-"""Damped Gauss–Newton steps per target (each at most :data:`VERTEX_STEP` in every
-parameter: an undamped least-norm step saturates a softmax or σ, whose gradient then
-vanishes)."""
-VERTEX_STEP = 1.0
-
-
-def steer_damped(ctx: Context, impl: HyperConnectionImpl, x: torch.Tensor,
-                 target: torch.Tensor, tol: float) -> float:
-    """Move the impl's trainable parameters by damped Gauss–Newton steps (least-norm, each
-    clipped to :data:`VERTEX_STEP` per entry) until its reported H_res at ``x`` is ``target
-    [n, n]`` at every token within ``tol``; returns the remaining max deviation (``inf`` when
-    no parameter reaches H_res)."""
-    params = [p for p in all_parameters(impl) if isinstance(p, torch.Tensor)
-              and p.is_floating_point() and p.requires_grad]
-    want = target.to(device=x.device, dtype=x.dtype)
-    deviation = math.inf
-    for _ in range(VERTEX_STEPS):
-        with torch.enable_grad():
-            residual = (ctx.observe.weights(impl, x)[2] - want).flatten()
-            deviation = float(residual.detach().abs().max())
-            if deviation <= tol or not params:
-                break
-            rows = []
-            for r in residual:
-                grads = torch.autograd.grad(r, params, retain_graph=True, allow_unused=True)
-                rows.append(torch.cat([(torch.zeros_like(p) if g is None else g).flatten()
-                                       for p, g in zip(params, grads, strict=True)]))
-        jacobian = f64(torch.stack(rows))
-        if not bool(jacobian.abs().max() > 0):
-            break
-        step = torch.linalg.pinv(jacobian) @ f64(residual)
-        step = step * min(1.0, VERTEX_STEP / max(float(step.abs().max()), 1e-300))
-        subtract_flat_step(params, step)
-    return deviation
 
 
 def _vertex_examples(ctx: Context) -> list[Case]:
