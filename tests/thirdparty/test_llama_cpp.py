@@ -27,11 +27,11 @@ def _params(seed: int) -> dict[str, np.ndarray]:
 
 
 def test_the_ggml_weights_are_the_published_deepseek_v4_ones() -> None:
-    from hcspec.conformance.native import ggml
+    from hcspec.conformance.native import ggml_steps
 
     params = _params(1)
     x = np.random.default_rng(2).standard_normal((2, 3, 4, 8)).astype(np.float32)
-    got = ggml.sublayer_weights(ggml.Settings(), params, x)
+    got = ggml_steps.sublayer_weights(ggml_steps.Settings(), params, x)
     want = published_weights("deepseek-v4", {k: torch.tensor(v, dtype=torch.float64)
                                              for k, v in params.items()},
                              torch.tensor(x, dtype=torch.float64))
@@ -160,13 +160,13 @@ def test_the_ggml_gated_step_is_the_published_qwen4_exp_step_at_any_n(n: int) ->
 def test_the_gated_write_is_the_identity_residual_plus_h_post_z() -> None:
     """``ggml_dsv4_hc_post`` with a NULL comb: X' = X + h_post zᵀ exactly in float32 (one
     product and one sum per entry)."""
-    from hcspec.conformance.native import ggml
+    from hcspec.conformance.native import ggml_steps
 
     rng = np.random.default_rng(0)
     x = rng.standard_normal((1, 5, 3, 8)).astype(np.float32)
     z = rng.standard_normal((1, 5, 8)).astype(np.float32)
     post = rng.standard_normal((1, 5, 3)).astype(np.float32)
-    got = ggml.gated_write(ggml.Settings(), {}, x, z, post)
+    got = ggml_steps.gated_write(ggml_steps.Settings(), {}, x, z, post)
     want = x + post[..., None] * z[..., None, :]
     assert np.array_equal(got, want)
 
