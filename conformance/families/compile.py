@@ -38,7 +38,7 @@ import torch
 
 from hcspec.conformance import metrics, rules, salts, strategies
 from hcspec.conformance.properties.base import Context, PropertyFailure, f64
-from hcspec.conformance.properties.cases import Case, Cases, shift
+from hcspec.conformance.properties.cases import Cases, shift
 from hcspec.conformance.properties.declaration import declare
 from hcspec.conformance.properties.requirements import (
     CHEAP_BACKEND,
@@ -48,6 +48,7 @@ from hcspec.conformance.properties.requirements import (
     TRACEABLE,
     compile_backend,
 )
+from hcspec.conformance.strategies import Case
 
 __all__ = ["CHEAP_BACKEND", "FULL_BACKEND", "SCALAR_KERNELS", "TRACE_BACKEND", "graph_break"]
 

@@ -22,7 +22,7 @@ from hcspec.conformance import rules, salts, strategies
 from hcspec.conformance.properties.base import Context, Inconclusive, NotApplicable, f64
 from hcspec.conformance.properties.bug_classes import sums_pattern
 from hcspec.conformance.properties.building import all_parameters
-from hcspec.conformance.properties.cases import Case, Cases, shift
+from hcspec.conformance.properties.cases import Cases, shift
 from hcspec.conformance.properties.common import axis_sums, by_exact_axis
 from hcspec.conformance.properties.declaration import declare
 from hcspec.conformance.properties.mhc_weights import MHCWeights
@@ -42,6 +42,7 @@ from hcspec.conformance.properties.steering import (
     steer_damped,
 )
 from hcspec.conformance.protocol import PARAMETERS, WEIGHTS, HyperConnectionImpl
+from hcspec.conformance.strategies import Case
 
 BASE = ("shape.output", "shape.branch_once")
 PERTURBATIONS = (0.0, 0.03, 0.1, 0.3, 1.0)

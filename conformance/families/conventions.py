@@ -12,7 +12,7 @@ import torch
 from hcspec.conformance import metrics, rules, salts
 from hcspec.conformance.properties import precision
 from hcspec.conformance.properties.base import Context, Inconclusive, f64
-from hcspec.conformance.properties.cases import Case, Cases
+from hcspec.conformance.properties.cases import Cases
 from hcspec.conformance.properties.declaration import declare
 from hcspec.conformance.properties.mhc_weights import MHCWeights
 from hcspec.conformance.properties.requirements import (
@@ -29,7 +29,7 @@ from hcspec.conformance.protocol import (
     HyperConnectionImpl,
     conventions_of,
 )
-from hcspec.conformance.strategies import gaussian
+from hcspec.conformance.strategies import Case, gaussian
 
 BASE = ("shape.output",)
 NORM_SLACK = 1e-2

@@ -20,12 +20,12 @@ from hcspec.conformance.properties.base import (
     f64,
     floating_parameters,
 )
-from hcspec.conformance.properties.cases import Case, Cases
+from hcspec.conformance.properties.cases import Cases
 from hcspec.conformance.properties.common import forward_backward
 from hcspec.conformance.properties.declaration import declare
 from hcspec.conformance.properties.requirements import capability
 from hcspec.conformance.protocol import THREADS, HyperConnectionImpl, has_threads, has_train_eval
-from hcspec.conformance.strategies import SMOOTH_BRANCHES
+from hcspec.conformance.strategies import SMOOTH_BRANCHES, Case
 
 BASE = ("shape.output",)
 REPEATS = 3

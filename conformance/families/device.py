@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from hcspec.conformance import metrics, rules
 from hcspec.conformance.properties.base import Context, FactoryRejected, NotApplicable, f64
-from hcspec.conformance.properties.cases import Case
 from hcspec.conformance.properties.declaration import declare
 from hcspec.conformance.properties.requirements import CUDA
+from hcspec.conformance.strategies import Case
 
 
 @declare(

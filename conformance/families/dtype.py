@@ -26,7 +26,7 @@ from hcspec.conformance.properties.base import (
     floating_parameters,
     seeded_global_rng,
 )
-from hcspec.conformance.properties.cases import SCALE_HEADROOM, Case, Cases, shift
+from hcspec.conformance.properties.cases import SCALE_HEADROOM, Cases, shift
 from hcspec.conformance.properties.common import expected_output, forward_backward
 from hcspec.conformance.properties.declaration import declare
 from hcspec.conformance.properties.mhc_weights import MHCWeights
@@ -37,7 +37,7 @@ from hcspec.conformance.properties.requirements import (
     float64,
 )
 from hcspec.conformance.protocol import Branch, HyperConnectionImpl
-from hcspec.conformance.strategies import SMOOTH_BRANCHES
+from hcspec.conformance.strategies import SMOOTH_BRANCHES, Case
 
 BASE = ("shape.output", "shape.branch_once")
 LOW = (torch.bfloat16, torch.float16)

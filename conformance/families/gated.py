@@ -28,7 +28,7 @@ import torch
 
 from hcspec.conformance import metrics, rules
 from hcspec.conformance.properties.base import Context, f64
-from hcspec.conformance.properties.cases import Case, Cases
+from hcspec.conformance.properties.cases import Cases
 from hcspec.conformance.properties.declaration import declare
 from hcspec.conformance.properties.errors import PropertyFailure
 from hcspec.conformance.properties.requirements import (
@@ -43,7 +43,7 @@ from hcspec.conformance.protocol import (
     READ_MAP,
     HyperConnectionImpl,
 )
-from hcspec.conformance.strategies import CountingBranch
+from hcspec.conformance.strategies import Case, CountingBranch
 from hcspec.formulas import gated as formula
 
 BASE = ("shape.output", "shape.branch_once")

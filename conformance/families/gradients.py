@@ -29,7 +29,7 @@ from hcspec.conformance.properties.base import (
     floating_parameters,
     np64,
 )
-from hcspec.conformance.properties.cases import Case, Cases, shift, size_rows
+from hcspec.conformance.properties.cases import Cases, shift, size_rows
 from hcspec.conformance.properties.common import branch64
 from hcspec.conformance.properties.declaration import declare
 from hcspec.conformance.properties.finite_differences import expect_directional, fd_denominator
@@ -45,7 +45,7 @@ from hcspec.conformance.properties.requirements import (
 )
 from hcspec.conformance.properties.sinkhorn_variant import UNROLLED, implicit_gradient_cause
 from hcspec.conformance.protocol import PARAMETERS, WEIGHTS, Branch, HyperConnectionImpl
-from hcspec.conformance.strategies import SMOOTH_BRANCHES
+from hcspec.conformance.strategies import SMOOTH_BRANCHES, Case
 from hcspec.spec import numeric
 from hcspec.spec.kinds import MHC
 

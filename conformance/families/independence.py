@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from hcspec.conformance import metrics, rules, salts
 from hcspec.conformance.properties.base import Context
-from hcspec.conformance.properties.cases import Case, Cases
+from hcspec.conformance.properties.cases import Cases
 from hcspec.conformance.properties.declaration import declare
+from hcspec.conformance.strategies import Case
 
 BASE = ("shape.output", "shape.branch_once")
 

@@ -21,10 +21,11 @@ import torch
 
 from hcspec.conformance import metrics, rules, salts
 from hcspec.conformance.properties.base import Context, f64
-from hcspec.conformance.properties.cases import Case, Cases, resized
+from hcspec.conformance.properties.cases import Cases, resized
 from hcspec.conformance.properties.declaration import declare
 from hcspec.conformance.properties.requirements import not_bridged
 from hcspec.conformance.protocol import HyperConnectionImpl, has_train_eval
+from hcspec.conformance.strategies import Case
 
 BASE = ("shape.output", "shape.branch_once")
 

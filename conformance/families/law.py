@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from hcspec.conformance import metrics, probes, rules
 from hcspec.conformance.properties import precision
 from hcspec.conformance.properties.base import Context, NotApplicable, f64, floating_parameters
-from hcspec.conformance.properties.cases import Case, Cases, shift, size_rows
+from hcspec.conformance.properties.cases import Cases, shift, size_rows
 from hcspec.conformance.properties.common import branch64, expected_output, subtract_flat_step
 from hcspec.conformance.properties.declaration import declare
 from hcspec.conformance.properties.requirements import (
@@ -25,6 +25,7 @@ from hcspec.conformance.properties.requirements import (
     kinds,
 )
 from hcspec.conformance.protocol import PARAMETERS, WEIGHTS, HyperConnectionImpl
+from hcspec.conformance.strategies import Case
 from hcspec.spec import numeric
 
 BASE = ("shape.output", "shape.branch_once")

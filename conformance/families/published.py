@@ -38,7 +38,7 @@ from hcspec.conformance import metrics, rules, salts, strategies
 from hcspec.conformance.properties import divergence, precision
 from hcspec.conformance.properties.base import Context, f64
 from hcspec.conformance.properties.building import floating_parameters
-from hcspec.conformance.properties.cases import Case, Cases, shift, size_rows
+from hcspec.conformance.properties.cases import Cases, shift, size_rows
 from hcspec.conformance.properties.common import branch64
 from hcspec.conformance.properties.declaration import declare
 from hcspec.conformance.properties.errors import Inconclusive, NotApplicable, PropertyFailure
@@ -59,6 +59,7 @@ from hcspec.conformance.protocol import (
     HyperConnectionImpl,
     has_stack,
 )
+from hcspec.conformance.strategies import Case
 from hcspec.formulas import published as pub
 from hcspec.spec.published import (
     DEEPSEEK_V4,

@@ -18,7 +18,7 @@ import torch
 from hcspec.conformance import metrics, probes, rules, salts, strategies
 from hcspec.conformance.properties import precision
 from hcspec.conformance.properties.base import Context, f64
-from hcspec.conformance.properties.cases import Case, Cases, shift
+from hcspec.conformance.properties.cases import Cases, shift
 from hcspec.conformance.properties.declaration import declare
 from hcspec.conformance.properties.requirements import (
     DIFFERENTIABLE,
@@ -27,7 +27,7 @@ from hcspec.conformance.properties.requirements import (
     kinds,
 )
 from hcspec.conformance.protocol import EXPAND, REDUCE
-from hcspec.conformance.strategies import SMOOTH_BRANCHES
+from hcspec.conformance.strategies import SMOOTH_BRANCHES, Case
 
 BASE = ("shape.output", "shape.branch_once")
 HC = kinds("hc-static", "hc-dynamic")

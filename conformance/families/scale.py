@@ -23,7 +23,7 @@ import torch
 from hcspec.conformance import metrics, rules
 from hcspec.conformance.properties import precision
 from hcspec.conformance.properties.base import Context, NotApplicable, f64
-from hcspec.conformance.properties.cases import Case, resized, shift
+from hcspec.conformance.properties.cases import resized, shift
 from hcspec.conformance.properties.common import (
     axis_sums,
     by_exact_axis,
@@ -33,6 +33,7 @@ from hcspec.conformance.properties.declaration import declare
 from hcspec.conformance.properties.mhc_weights import MHCWeights
 from hcspec.conformance.properties.requirements import WEIGHTS_OR_PROBING, kinds
 from hcspec.conformance.protocol import HyperConnectionImpl
+from hcspec.conformance.strategies import Case
 
 BASE = ("shape.output", "shape.branch_once")
 TILE = 64

@@ -11,7 +11,7 @@ import torch
 
 from hcspec.conformance import metrics, probes, rules, salts, strategies
 from hcspec.conformance.properties.base import Context, FactoryRejected, PropertyFailure
-from hcspec.conformance.properties.cases import Case, Cases
+from hcspec.conformance.properties.cases import Cases
 from hcspec.conformance.properties.declaration import declare
 from hcspec.conformance.properties.requirements import capability, not_bridged
 from hcspec.conformance.protocol import (
@@ -21,7 +21,7 @@ from hcspec.conformance.protocol import (
     Branch,
     HyperConnectionImpl,
 )
-from hcspec.conformance.strategies import gaussian
+from hcspec.conformance.strategies import Case, gaussian
 
 
 def _describe(t: object) -> str:

@@ -46,7 +46,7 @@ from hcspec.conformance.properties.base import (
     floating_parameters,
     np64,
 )
-from hcspec.conformance.properties.cases import Case, Cases, shift
+from hcspec.conformance.properties.cases import Cases, shift
 from hcspec.conformance.properties.declaration import declare
 from hcspec.conformance.properties.finite_differences import expect_directional, fd_denominator
 from hcspec.conformance.properties.inputs import CheckedBranch
@@ -82,7 +82,7 @@ from hcspec.conformance.protocol import (
     has_weights,
     stack_pre_mix,
 )
-from hcspec.conformance.strategies import SMOOTH_BRANCHES
+from hcspec.conformance.strategies import SMOOTH_BRANCHES, Case
 from hcspec.spec import numeric
 
 BASE = ("shape.output", "shape.branch_once")

@@ -12,7 +12,6 @@ import torch
 from hcspec.conformance import metrics, rules
 from hcspec.conformance.properties.base import Context
 from hcspec.conformance.properties.building import all_parameters
-from hcspec.conformance.properties.cases import Case
 from hcspec.conformance.properties.declaration import declare
 from hcspec.conformance.properties.requirements import capability, not_bridged
 from hcspec.conformance.protocol import (
@@ -21,6 +20,7 @@ from hcspec.conformance.protocol import (
     has_train_eval,
     has_weights,
 )
+from hcspec.conformance.strategies import Case
 
 BASE = ("shape.output",)
 

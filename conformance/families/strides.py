@@ -19,9 +19,10 @@ import torch
 
 from hcspec.conformance import metrics, rules
 from hcspec.conformance.properties.base import Context, Inconclusive, PropertyFailure
-from hcspec.conformance.properties.cases import Case, Cases
+from hcspec.conformance.properties.cases import Cases
 from hcspec.conformance.properties.declaration import declare
 from hcspec.conformance.properties.requirements import Requirement, not_bridged
+from hcspec.conformance.strategies import Case
 
 BASE = ("shape.output", "shape.branch_once")
 

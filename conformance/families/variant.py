@@ -29,7 +29,7 @@ import torch
 from hcspec.conformance import metrics, rules, salts, strategies
 from hcspec.conformance.properties import precision
 from hcspec.conformance.properties.base import Context, Inconclusive, NotApplicable, f64
-from hcspec.conformance.properties.cases import Case, Cases, shift
+from hcspec.conformance.properties.cases import Cases, shift
 from hcspec.conformance.properties.declaration import declare
 from hcspec.conformance.properties.mhc_weights import MHCWeights
 from hcspec.conformance.properties.requirements import (
@@ -51,6 +51,7 @@ from hcspec.conformance.protocol import (
     WEIGHTS,
     HyperConnectionImpl,
 )
+from hcspec.conformance.strategies import Case
 from hcspec.formulas import mhc
 from hcspec.spec.record import Formula, Gate
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Protocol
 from hypothesis import strategies as st
 
 from hcspec.conformance import rules
-from hcspec.conformance.properties.cases import Case, Cases
+from hcspec.conformance.properties.cases import Cases
 from hcspec.conformance.properties.requirements import (
     PER_STREAM_READ,
     Distributed,
@@ -27,6 +27,7 @@ from hcspec.conformance.properties.requirements import (
 )
 from hcspec.conformance.protocol import KINDS
 from hcspec.conformance.seeding import seeded_global_rng
+from hcspec.conformance.strategies import Case
 
 if TYPE_CHECKING:
     import torch

@@ -9,10 +9,9 @@ from dataclasses import dataclass
 import torch
 
 from hcspec.conformance import capture, salts, strategies
-from hcspec.conformance.properties.cases import Case
 from hcspec.conformance.properties.errors import BranchMisuse
 from hcspec.conformance.salts import Salt
-from hcspec.conformance.strategies import CountingBranch
+from hcspec.conformance.strategies import Case, CountingBranch
 
 
 class CheckedBranch(CountingBranch):

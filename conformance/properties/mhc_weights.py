@@ -7,8 +7,8 @@ from __future__ import annotations
 import torch
 
 from hcspec.conformance.properties.base import Context, f64
-from hcspec.conformance.properties.cases import Case
 from hcspec.conformance.protocol import HyperConnectionImpl, has_weights
+from hcspec.conformance.strategies import Case
 
 
 class MHCWeights:

@@ -12,7 +12,6 @@ import torch
 from hcspec.conformance import metrics, rules
 from hcspec.conformance.properties import precision
 from hcspec.conformance.properties.base import Context, f64
-from hcspec.conformance.properties.cases import Case
 from hcspec.conformance.properties.common import branch64
 from hcspec.conformance.properties.errors import PropertyFailure
 from hcspec.conformance.protocol import (
@@ -20,6 +19,7 @@ from hcspec.conformance.protocol import (
     Branch,
     HyperConnectionImpl,
 )
+from hcspec.conformance.strategies import Case
 from hcspec.formulas import published as pub
 from hcspec.spec.published import (
     QWEN4_EXP,

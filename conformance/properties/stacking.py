@@ -18,7 +18,6 @@ from hcspec.conformance.properties.base import (
     np64,
 )
 from hcspec.conformance.properties.building import Builder
-from hcspec.conformance.properties.cases import Case
 from hcspec.conformance.properties.inputs import CheckedBranch
 from hcspec.conformance.properties.layer_bounds import Layer
 from hcspec.conformance.protocol import (
@@ -30,6 +29,7 @@ from hcspec.conformance.protocol import (
     has_stack,
     has_stack_weights,
 )
+from hcspec.conformance.strategies import Case
 from hcspec.spec import numeric
 
 LAYERS: Final = 3
