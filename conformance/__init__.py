@@ -7,7 +7,7 @@ loads in every pytest run of a project that installs hcspec):
   :class:`~hcspec.conformance.report.Report` (see :mod:`hcspec.conformance.session`);
 * :class:`Conventions` and the protocol classes in :mod:`hcspec.conformance.protocol`;
 * public hypothesis strategies in :mod:`hcspec.conformance.strategies`;
-* the catalogue in :mod:`hcspec.conformance.properties` (``hc-conformance list``).
+* the catalogue in :mod:`hcspec.conformance.families` (``hc-conformance list``).
 """
 
 from __future__ import annotations

@@ -153,7 +153,7 @@ def _settings(config: pytest.Config, helper: Mapping[str, Any] | None) -> _Setti
             or is malformed.
     """
     from hcspec.conformance import expected as expected_files
-    from hcspec.conformance.properties import BY_ID
+    from hcspec.conformance.families import BY_ID
 
     helper = helper or {}
     values: dict[str, Any] = {}
@@ -258,9 +258,9 @@ class ConformanceCollector(pytest.Collector):
     def collect(self) -> Iterable[pytest.Item]:
         """One :class:`ConformanceItem` per property of the catalogue, in catalogue order
         (prerequisites first), each named by its property id."""
-        from hcspec.conformance import properties
+        from hcspec.conformance import families as catalogue
 
-        for prop in properties.CATALOGUE:
+        for prop in catalogue.CATALOGUE:
             yield ConformanceItem.from_parent(self, name=prop.id, prop_id=prop.id)
 
 
@@ -451,14 +451,14 @@ def conformance_tests(
     property (default: the profile's).
 
     Raises:
-        hcspec.conformance.properties.SelectionError: ``only``/``skip`` name no property.
+        hcspec.conformance.families.SelectionError: ``only``/``skip`` name no property.
 
     A target that does not resolve or an unknown expected-failure id is reported once, as a
     pytest usage error (exit code 4), at collection.
     """
-    from hcspec.conformance import properties
+    from hcspec.conformance import families as catalogue
 
-    ids = [p.id for p in properties.select(only, skip)]
+    ids = [p.id for p in catalogue.select(only, skip)]
     arguments = {"target": target, "profile": profile, "device": device, "seed": seed,
                  "timeout": timeout, "expected_failures": dict(expected_failures)
                  if expected_failures is not None else None}

@@ -62,11 +62,11 @@ class TargetRun:
     def run(self, prop_id: str) -> PropertyResult:
         """Run one property (hypothesis' files go to the session's private home, not to
         ``.hypothesis/`` in the current directory)."""
-        from hcspec.conformance import properties
+        from hcspec.conformance import families as catalogue
         from hcspec.conformance.execution import evaluate_property
         from hcspec.conformance.targets import importable_folders
 
-        prop = properties.BY_ID[prop_id]
+        prop = catalogue.BY_ID[prop_id]
         self.running = prop_id  # left set when a signal stops the property
         setup = self.setup()
         # the current folder importable while the target runs (a factory importing its
@@ -85,9 +85,9 @@ def validate(settings: Settings) -> None:
     Raises:
         pytest.UsageError: any of them is wrong (one message, pytest exit code 4).
     """
+    from hcspec.conformance.families import BY_ID
     from hcspec.conformance.inspection import resolve_device
     from hcspec.conformance.profiles import get_profile
-    from hcspec.conformance.properties import BY_ID
     from hcspec.conformance.targets import resolve
 
     try:

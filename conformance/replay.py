@@ -33,7 +33,7 @@ import torch
 
 from hcspec.conformance import capture
 from hcspec.conformance import failure as fl
-from hcspec.conformance.properties import BY_ID
+from hcspec.conformance.families import BY_ID
 from hcspec.conformance.properties.base import (
     Context,
     FactoryRejected,

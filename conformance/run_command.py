@@ -32,7 +32,7 @@ from hcspec.conformance.targets import DEFAULT_TARGET, ENV_VAR
 
 if TYPE_CHECKING:
     from hcspec.conformance.parallel.launcher import Launch
-    from hcspec.conformance.properties import Property
+    from hcspec.conformance.properties.base import Property
     from hcspec.conformance.replay import FailureSaver
 
 EXIT_OK = 0
@@ -158,7 +158,7 @@ def _run_guarded(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from hcspec.conformance import properties as catalogue
+    from hcspec.conformance import families as catalogue
     from hcspec.conformance.session import Listener, Options, check_implementation
     from hcspec.conformance.strategies import Case
     from hcspec.conformance.targets import TargetError

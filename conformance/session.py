@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from hcspec.conformance import properties as catalogue
+from hcspec.conformance import families as catalogue
 from hcspec.conformance import report as rp
 from hcspec.conformance.execution import evaluate_property, not_applicable_reason
 from hcspec.conformance.inspection import RunSetup, prepare
@@ -231,7 +231,7 @@ def check_implementation(
     Raises:
         hcspec.conformance.targets.TargetError: the target cannot be resolved or imported, or
             its sample impl declares an unknown ``kind`` or unreadable conventions.
-        hcspec.conformance.properties.SelectionError: ``only``/``skip`` name no property.
+        hcspec.conformance.families.SelectionError: ``only``/``skip`` name no property.
         ValueError: unknown profile or device, or an expected failure with an unknown id;
             a ``case`` text or dict that is not a case.
         TypeError: ``case`` is none of the forms above; an unknown keyword; keywords given

@@ -41,7 +41,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from hcspec.conformance import properties as catalogue
+from hcspec.conformance import families as catalogue
 from hcspec.conformance import report as rp
 from hcspec.conformance.session import check_implementation
 

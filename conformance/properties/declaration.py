@@ -207,7 +207,7 @@ class Property:
 
 REGISTRY: list[Property] = []
 """Every declared property, in declaration order (the family modules are imported in run
-order by :mod:`hcspec.conformance.properties`)."""
+order by :mod:`hcspec.conformance.families`)."""
 
 
 class DeclarationError(ValueError):

@@ -420,7 +420,7 @@ def shown(case: BadInput, seen: Observed) -> str:
 def selection(case: BadInput) -> list[str]:
     """The ids the case's command line runs, in catalogue order (``--only``, with the
     prerequisites it adds; else the whole catalogue)."""
-    from hcspec.conformance.properties import select
+    from hcspec.conformance.families import select
 
     only = [case.argv[i + 1] for i, a in enumerate(case.argv) if a == "--only"]
     return [p.id for p in select(only or None)]

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from hcspec.conformance import rules
-from hcspec.conformance.properties import BY_ID, CATALOGUE, FAMILIES, select
+from hcspec.conformance.families import BY_ID, CATALOGUE, FAMILIES, select
 from hcspec.conformance.properties.declaration import (
     PACKAGE,
     DeclarationError,

@@ -315,7 +315,7 @@ def test_expected_failures_errors_name_the_option_line_and_closest_id(
 def test_expected_failures_accept_globs(capsys: pytest.CaptureFixture[str],
                                         tmp_path: Path) -> None:
     from hcspec.conformance import expected
-    from hcspec.conformance.properties import BY_ID
+    from hcspec.conformance.families import BY_ID
 
     path = tmp_path / "xfail.txt"
     path.write_text("law.report*: transposed mixing (mutant)\n", encoding="utf-8")

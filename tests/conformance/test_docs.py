@@ -12,7 +12,7 @@ import pytest
 
 from hcspec.conformance import listing
 from hcspec.conformance import report as rp
-from hcspec.conformance.properties import CATALOGUE
+from hcspec.conformance.families import CATALOGUE
 from hcspec.conformance.session import check_implementation
 from hcspec.conformance.targets import BUILTIN
 from tools import mutation

@@ -12,7 +12,7 @@ from hcspec.conformance import failure as fl
 from hcspec.conformance import html_report, junit, terminal
 from hcspec.conformance import markdown as md
 from hcspec.conformance import report as rp
-from hcspec.conformance.properties import PropertyFailure
+from hcspec.conformance.properties.base import PropertyFailure
 
 OLD_REPORT = Path(__file__).parent / "data" / "report-v1.json"
 """A JSON report as the kit wrote it with schema version 1 (failed, error, xfail, xpass,

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from hcspec.conformance.properties import FAMILIES
+from hcspec.conformance.families import FAMILIES
 
 ROOT = Path(__file__).resolve().parents[2]
 FAMILY_DIR = ROOT / "conformance" / "families"

@@ -21,7 +21,7 @@ import pytest
 import torch
 
 from hcspec.conformance import report as rp
-from hcspec.conformance.properties import BY_ID
+from hcspec.conformance.families import BY_ID
 from hcspec.conformance.session import check_implementation
 from hcspec.conformance.strategies import Case
 from tools import mutation

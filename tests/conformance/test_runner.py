@@ -9,7 +9,7 @@ import torch
 
 from hcspec.conformance import report as rp
 from hcspec.conformance.adapters.reference import make_hc_static
-from hcspec.conformance.properties import SelectionError
+from hcspec.conformance.families import SelectionError
 from hcspec.conformance.session import check_implementation
 from hcspec.conformance.targets import TargetError
 from tests.conformance.helpers import LinearHC, make_linear, make_overwrites_input
@@ -52,7 +52,7 @@ def test_wrong_output_shape_fails_shape_and_blocks_the_rest() -> None:
     assert len(report.results) == len(statuses(report)) >= 35  # every property still reports
     # what cannot apply to a static HC is not applicable (with the reason), never blocked,
     # and does not count against its family's score
-    from hcspec.conformance.properties import CATALOGUE
+    from hcspec.conformance.families import CATALOGUE
 
     mhc_only = [r for r in report.results if r.family == "constraints"]
     assert len(mhc_only) == sum(p.id.startswith("constraints.") for p in CATALOGUE) >= 9

@@ -11,9 +11,9 @@ import pytest
 from hcspec.conformance import cli, shrink
 from hcspec.conformance import markdown as md
 from hcspec.conformance import report as rp
+from hcspec.conformance.families import BY_ID
 from hcspec.conformance.profiles import get_profile
-from hcspec.conformance.properties import BY_ID, PropertyFailure
-from hcspec.conformance.properties.base import Context, Property
+from hcspec.conformance.properties.base import Context, Property, PropertyFailure
 from hcspec.conformance.protocol import Conventions
 from hcspec.conformance.session import check_implementation
 from hcspec.conformance.strategies import Case

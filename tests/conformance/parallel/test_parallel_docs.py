@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from hcspec.conformance import properties as catalogue
+from hcspec.conformance import families as catalogue
 from hcspec.conformance import report as rp
 from hcspec.conformance.parallel import check_parallel
 

@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from hcspec.conformance import cli
-from hcspec.conformance import properties as catalogue
+from hcspec.conformance import families as catalogue
 from hcspec.conformance import report as rp
 from hcspec.conformance.parallel import assert_parallel_conforms, check_parallel, harness
 from hcspec.conformance.targets import TargetError

@@ -9,7 +9,7 @@ import pkgutil
 
 import pytest
 
-from hcspec.conformance import properties as catalogue
+from hcspec.conformance import families as catalogue
 from hcspec.conformance import report as rp
 from hcspec.conformance.parallel import check_parallel
 from tests.mutants import _parallel

@@ -8,10 +8,10 @@ import dataclasses
 import pytest
 import torch
 
+from hcspec.conformance.families import BY_ID
 from hcspec.conformance.inspection import inspect_target
 from hcspec.conformance.profiles import get_profile
-from hcspec.conformance.properties import BY_ID, PropertyFailure
-from hcspec.conformance.properties.base import Context
+from hcspec.conformance.properties.base import Context, PropertyFailure
 from hcspec.conformance.protocol import HyperConnectionImpl
 from hcspec.reference import ManifoldHyperConnection
 from tests.conformance.properties.support import context, factory, run
