@@ -18,15 +18,30 @@ from typing import Any
 import torch
 from hypothesis import strategies as st
 
-from hcspec.conformance import rules, salts, strategies
-from hcspec.conformance.properties.base import Context, Inconclusive, NotApplicable, f64
+from hcspec.conformance.author import (
+    PARAMETERS,
+    WEIGHTS,
+    WEIGHTS_OR_PROBING,
+    Case,
+    Cases,
+    Context,
+    HyperConnectionImpl,
+    Inconclusive,
+    MHCWeights,
+    NotApplicable,
+    all_parameters,
+    axis_sums,
+    by_exact_axis,
+    capability,
+    declare,
+    f64,
+    kinds,
+    rules,
+    salts,
+    shift,
+    strategies,
+)
 from hcspec.conformance.properties.bug_classes import sums_pattern
-from hcspec.conformance.properties.building import all_parameters
-from hcspec.conformance.properties.cases import Cases, shift
-from hcspec.conformance.properties.common import axis_sums, by_exact_axis
-from hcspec.conformance.properties.declaration import declare
-from hcspec.conformance.properties.mhc_weights import MHCWeights
-from hcspec.conformance.properties.requirements import WEIGHTS_OR_PROBING, capability, kinds
 from hcspec.conformance.properties.sinkhorn_bounds import (
     gain_ceiling,
     not_orthostochastic,
@@ -41,8 +56,6 @@ from hcspec.conformance.properties.steering import (
     VERTEX_STEPS,
     steer_damped,
 )
-from hcspec.conformance.protocol import PARAMETERS, WEIGHTS, HyperConnectionImpl
-from hcspec.conformance.strategies import Case
 
 BASE = ("shape.output", "shape.branch_once")
 PERTURBATIONS = (0.0, 0.03, 0.1, 0.3, 1.0)

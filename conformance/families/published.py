@@ -34,14 +34,34 @@ from typing import Any
 
 import torch
 
-from hcspec.conformance import metrics, rules, salts, strategies
-from hcspec.conformance.properties import divergence, precision
-from hcspec.conformance.properties.base import Context, f64
-from hcspec.conformance.properties.building import floating_parameters
-from hcspec.conformance.properties.cases import Cases, shift, size_rows
-from hcspec.conformance.properties.common import branch64
-from hcspec.conformance.properties.declaration import declare
-from hcspec.conformance.properties.errors import Inconclusive, NotApplicable, PropertyFailure
+from hcspec.conformance.author import (
+    DIFFERENTIABLE,
+    LOAD_PUBLISHED,
+    PUBLISHED_PARAMETERS,
+    STACK,
+    Case,
+    Cases,
+    Context,
+    HyperConnectionImpl,
+    Inconclusive,
+    NotApplicable,
+    PropertyFailure,
+    Requirement,
+    branch64,
+    capability,
+    declare,
+    f64,
+    floating_parameters,
+    has_stack,
+    metrics,
+    precision,
+    rules,
+    salts,
+    shift,
+    size_rows,
+    strategies,
+)
+from hcspec.conformance.properties import divergence
 from hcspec.conformance.properties.published_step import (
     Params,
     cast_params,
@@ -51,15 +71,6 @@ from hcspec.conformance.properties.published_step import (
     step_allowance,
     step_oracle,
 )
-from hcspec.conformance.properties.requirements import DIFFERENTIABLE, Requirement, capability
-from hcspec.conformance.protocol import (
-    LOAD_PUBLISHED,
-    PUBLISHED_PARAMETERS,
-    STACK,
-    HyperConnectionImpl,
-    has_stack,
-)
-from hcspec.conformance.strategies import Case
 from hcspec.formulas import published as pub
 from hcspec.spec.published import (
     DEEPSEEK_V4,

@@ -20,20 +20,25 @@ from collections.abc import Sequence
 
 import torch
 
-from hcspec.conformance import metrics, rules
-from hcspec.conformance.properties import precision
-from hcspec.conformance.properties.base import Context, NotApplicable, f64
-from hcspec.conformance.properties.cases import resized, shift
-from hcspec.conformance.properties.common import (
+from hcspec.conformance.author import (
+    WEIGHTS_OR_PROBING,
+    Case,
+    Context,
+    HyperConnectionImpl,
+    MHCWeights,
+    NotApplicable,
     axis_sums,
     by_exact_axis,
+    declare,
     expected_output,
+    f64,
+    kinds,
+    metrics,
+    precision,
+    resized,
+    rules,
+    shift,
 )
-from hcspec.conformance.properties.declaration import declare
-from hcspec.conformance.properties.mhc_weights import MHCWeights
-from hcspec.conformance.properties.requirements import WEIGHTS_OR_PROBING, kinds
-from hcspec.conformance.protocol import HyperConnectionImpl
-from hcspec.conformance.strategies import Case
 
 BASE = ("shape.output", "shape.branch_once")
 TILE = 64

@@ -36,28 +36,40 @@ from typing import Final, cast
 
 import torch
 
-from hcspec.conformance import metrics, rules, salts, strategies
-from hcspec.conformance.properties import precision
-from hcspec.conformance.properties.base import (
+from hcspec.conformance.author import (
+    DIFFERENTIABLE,
+    SMOOTH_BRANCHES,
+    STACK,
+    Case,
+    Cases,
+    CheckedBranch,
     Context,
+    HyperConnectionImpl,
     NotApplicable,
     PropertyFailure,
-    f64,
-    floating_parameters,
-    np64,
-)
-from hcspec.conformance.properties.cases import Cases, shift
-from hcspec.conformance.properties.declaration import declare
-from hcspec.conformance.properties.finite_differences import expect_directional, fd_denominator
-from hcspec.conformance.properties.inputs import CheckedBranch
-from hcspec.conformance.properties.layer_bounds import mhc_bounds
-from hcspec.conformance.properties.requirements import (
-    DIFFERENTIABLE,
+    Stack,
+    Weights,
     any_state_domain,
     capability,
+    declare,
+    f64,
     float64,
+    floating_parameters,
+    has_stack_sublayer,
+    has_stack_weights,
+    has_weights,
     kinds,
+    metrics,
+    np64,
+    precision,
+    rules,
+    salts,
+    shift,
+    stack_pre_mix,
+    strategies,
 )
+from hcspec.conformance.properties.finite_differences import expect_directional, fd_denominator
+from hcspec.conformance.properties.layer_bounds import mhc_bounds
 from hcspec.conformance.properties.sinkhorn_variant import UNROLLED
 from hcspec.conformance.properties.stacking import (
     LAYERS,
@@ -72,17 +84,6 @@ from hcspec.conformance.properties.stacking import (
     sublayer_of,
     unrolled,
 )
-from hcspec.conformance.protocol import (
-    STACK,
-    HyperConnectionImpl,
-    Stack,
-    Weights,
-    has_stack_sublayer,
-    has_stack_weights,
-    has_weights,
-    stack_pre_mix,
-)
-from hcspec.conformance.strategies import SMOOTH_BRANCHES, Case
 from hcspec.spec import numeric
 
 BASE = ("shape.output", "shape.branch_once")

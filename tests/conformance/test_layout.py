@@ -1,6 +1,8 @@
-"""The layout of the kit: one module per family in conformance/families/, importing only the
-kit's machinery (conformance/properties/ and the modules beside it) and the spec, never
-another family and never the reference (whose values the families check)."""
+"""The layout of the kit: one module per family in conformance/families/ (whose package is the
+registry), importing the kit's machinery through the author facade (conformance/author.py)
+plus the few machinery modules only it needs, and the spec; never another family and never the
+reference (whose values the families check). The kit has no import circle and no module over
+500 lines."""
 
 from __future__ import annotations
 
@@ -217,3 +219,43 @@ def test_the_size_check_sees_a_long_module(tmp_path: Path) -> None:
     (tmp_path / "pkg" / "short.py").write_text("x = 1\n" * 500)
     (tmp_path / "pkg" / "long.py").write_text("x = 1\n" * 501)
     assert oversized({tmp_path / "pkg": "pkg"}) == ["pkg.long (501)"]
+
+
+# The author facade: a family imports its machinery through hcspec.conformance.author, plus at
+# most MAX_OWN_MACHINERY modules that only it needs; nothing but a family imports the facade.
+
+AUTHOR = "hcspec.conformance.author"
+MAX_OWN_MACHINERY = 4
+
+
+def kit_imports(path: Path) -> set[str]:
+    """The kit modules (``hcspec.conformance...``) the module at ``path`` imports at its top
+    level (``from A import b`` counts as ``A``)."""
+    found: set[str] = set()
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.ImportFrom) and node.module:
+            found.add(node.module)
+        elif isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+    return {m for m in found if m.startswith("hcspec.conformance")}
+
+
+@pytest.mark.parametrize("path", _family_modules(), ids=lambda p: p.stem)
+def test_a_family_imports_the_author_facade_and_few_other_kit_modules(path: Path) -> None:
+    kit = kit_imports(path)
+    assert AUTHOR in kit
+    assert len(kit - {AUTHOR}) <= MAX_OWN_MACHINERY, sorted(kit - {AUTHOR})
+
+
+def test_nothing_but_a_family_imports_the_author_facade() -> None:
+    graph = import_graph(module_files(KIT_FOLDERS), in_functions=True)
+    importers = sorted(m for m, deps in graph.items() if AUTHOR in deps)
+    assert importers and all(m.startswith(FAMILY_PACKAGE + ".") for m in importers), importers
+
+
+def test_the_facade_check_counts_a_familys_kit_imports(tmp_path: Path) -> None:
+    path = tmp_path / "law.py"
+    path.write_text("import torch\nfrom hcspec.conformance.author import Case, declare\n"
+                    "from hcspec.conformance import metrics\n"
+                    "def f():\n    from hcspec.conformance.rules import forward\n")
+    assert kit_imports(path) == {AUTHOR, "hcspec.conformance"}
