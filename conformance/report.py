@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.metadata
-import inspect
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -82,7 +81,7 @@ _DERIVED: Final = ("message", "achieved", "counterexample", "reproduce", "traceb
 never read back: :meth:`PropertyResult.from_dict` reads ``failure``)."""
 
 
-@dataclass(init=False)
+@dataclass
 class PropertyResult:
     """The outcome of one property. Its :attr:`failure` is the one record of why it failed:
     ``message``, ``counterexample``, ``reproduce``, ``traceback``, ``shrunk_from``,
@@ -109,10 +108,8 @@ class PropertyResult:
             step`` (the depth family: ``‖X_l‖ / ‖X_0‖`` after each sublayer l = 0 … L, one
             curve per case), empty when it records none; the HTML report plots them.
 
-    The constructor also takes ``message`` (the note of a result without a failure) and
-    ``achieved`` (its worst comparison); given with a failure status and no ``failure``, they
-    and ``counterexample``, ``reproduce``, ``traceback``, ``shrunk_from`` and ``shrink_runs``
-    make the failure (:func:`failure_from_fields`), as a result of an older report is read.
+    A result without a failure is built with its ``note`` and ``worst``; one of a failure
+    status carries its ``failure`` (:func:`failure_from_fields` builds one from flat fields).
     """
 
     id: str
@@ -130,30 +127,6 @@ class PropertyResult:
     failure: Failure | None = None
     global_state_changes: list[str] = field(default_factory=list)
     series: dict[str, dict[str, list[float]]] = field(default_factory=dict)
-
-    def __init__(self, id: str, family: str, statement: str, theorem: str | None, status: str,
-                 examples: int = 0, seconds: float = 0.0, message: str = "",
-                 achieved: dict[str, Any] | None = None, *, rejected: int = 0,
-                 inconclusive: int = 0, expected_failure: str | None = None,
-                 failure: Failure | None = None,
-                 global_state_changes: list[str] | None = None,
-                 series: dict[str, dict[str, list[float]]] | None = None,
-                 counterexample: str | None = None, reproduce: str | None = None,
-                 traceback: str | None = None, shrunk_from: str | None = None,
-                 shrink_runs: int = 0) -> None:
-        self.id, self.family, self.statement, self.theorem = id, family, statement, theorem
-        self.status, self.examples, self.seconds = status, examples, seconds
-        self.rejected, self.inconclusive = rejected, inconclusive
-        self.expected_failure = expected_failure
-        self.global_state_changes = list(global_state_changes or [])
-        self.series = dict(series or {})
-        self.note, self.worst, self.failure = message, achieved, failure
-        if failure is None and status in _FAILURE_STATUSES:
-            self.note, self.worst = "", None
-            self.failure = failure_from_fields(
-                status, message=message, achieved=achieved, expected_failure=expected_failure,
-                counterexample=counterexample, reproduce=reproduce, traceback=traceback,
-                shrunk_from=shrunk_from, shrink_runs=shrink_runs)
 
     # --- read from the failure ---------------------------------------------------------
     @property
@@ -249,13 +222,20 @@ class PropertyResult:
         """
         if raw.get("status") not in STATUSES:
             raise ValueError(f"unknown status {raw.get('status')!r} in {raw.get('id')!r}")
-        names = set(inspect.signature(cls.__init__).parameters) - {"self"}
+        names = {f.name for f in dataclasses.fields(cls)} - {"note", "worst"}
         values = {k: v for k, v in raw.items() if k in names}
         if isinstance(values.get("failure"), dict):
             values["failure"] = Failure.from_dict(values["failure"])
-        if values.get("failure") is not None:
-            for key in _DERIVED:
-                values.pop(key, None)
+        status, message = values["status"], raw.get("message", "")
+        if values.get("failure") is None and status in _FAILURE_STATUSES:
+            values["failure"] = failure_from_fields(
+                status, message=message, achieved=raw.get("achieved"),
+                expected_failure=values.get("expected_failure"),
+                counterexample=raw.get("counterexample"), reproduce=raw.get("reproduce"),
+                traceback=raw.get("traceback"), shrunk_from=raw.get("shrunk_from"),
+                shrink_runs=raw.get("shrink_runs", 0))
+        elif values.get("failure") is None:
+            values.update(note=message, worst=raw.get("achieved"))
         return cls(**values)
 
 

@@ -36,10 +36,10 @@ def _report(**changes: object) -> rp.Report:
                        conventions={"branch_input": "x_in"}, versions={"torch": "2.13.0"})
     passed = rp.PropertyResult(id="law.probed", family="law", statement="probes", theorem=None,
                                status=rp.PASSED, examples=7,
-                               achieved={"label": "X'", "error": 1e-13, "tolerance": 1e-11})
+                               worst={"label": "X'", "error": 1e-13, "tolerance": 1e-11})
     skipped = rp.PropertyResult(id="device.cuda_matches_cpu", family="device", statement="cuda",
                                 theorem=None, status=rp.NOT_APPLICABLE,
-                                message="compares the CUDA forward with the CPU forward; no "
+                                note="compares the CUDA forward with the CPU forward; no "
                                         "CUDA device")
     report.results = [passed, _failed(), skipped]
     for key, value in changes.items():

@@ -17,8 +17,10 @@ from tests.conformance.test_cli import run
 
 
 def _result(pid: str, status: str, message: str = "") -> rp.PropertyResult:
-    return rp.PropertyResult(pid, pid.split(".")[0], "a statement", None, status,
-                             message=message)
+    if status in (rp.FAILED, rp.ERROR, rp.XFAIL, rp.TIMEOUT):
+        return rp.PropertyResult(pid, pid.split(".")[0], "a statement", None, status,
+                                 failure=rp.failure_from_fields(status, message=message))
+    return rp.PropertyResult(pid, pid.split(".")[0], "a statement", None, status, note=message)
 
 
 def _printed(report: rp.Report, verbose: bool = False) -> str:

@@ -21,16 +21,19 @@ def _report() -> rp.Report:
     report.results = [
         rp.PropertyResult("law.reported", "law", "the law", "layout.paper_rows", rp.PASSED,
                           examples=107, seconds=1.5,
-                          achieved={"label": "X'", "error": 7.1e-7, "tolerance": 3.1e-5}),
+                          worst={"label": "X'", "error": 7.1e-7, "tolerance": 3.1e-5}),
         rp.PropertyResult("constraints.extreme_logits", "constraints", "extreme", None,
-                          rp.FAILED, examples=3, message="an H_res column sums to 0",
-                          achieved={"label": "sum", "error": 1.0, "tolerance": 9.5e-6},
-                          counterexample='{"n":4}', reproduce="hc-conformance run pkg:t --case x"),
+                          rp.FAILED, examples=3, failure=rp.failure_from_fields(
+                              rp.FAILED, message="an H_res column sums to 0",
+                              achieved={"label": "sum", "error": 1.0, "tolerance": 9.5e-6},
+                              counterexample='{"n":4}',
+                              reproduce="hc-conformance run pkg:t --case x")),
         rp.PropertyResult("law.probed", "law", "probes", None, rp.NOT_APPLICABLE,
-                          message="needs a full-row-rank state"),
+                          note="needs a full-row-rank state"),
         rp.PropertyResult("state.input_unchanged", "state", "input", None, rp.ERROR,
-                          message="RuntimeError: boom",
-                          traceback="Traceback...\nRuntimeError: boom"),
+                          failure=rp.failure_from_fields(
+                              rp.ERROR, message="RuntimeError: boom",
+                              traceback="Traceback...\nRuntimeError: boom")),
     ]
     return report
 
