@@ -24,11 +24,12 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from hcspec.conformance import compare, journal, terminal
-from hcspec.conformance import markdown as md
-from hcspec.conformance import report as rp
+from hcspec.conformance import compare
+from hcspec.conformance.outputs import journal, terminal
+from hcspec.conformance.outputs import markdown as md
+from hcspec.conformance.outputs import report as rp
+from hcspec.conformance.outputs.report import kit_version
 from hcspec.conformance.profiles import DEFAULT_PROFILE, PROFILE_NAMES
-from hcspec.conformance.report import kit_version
 from hcspec.conformance.targets import BUILTIN, DEFAULT_TARGET, ENV_VAR
 
 if TYPE_CHECKING:
@@ -350,9 +351,9 @@ def cmd_targets(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    """Render JSON reports (or journals, :mod:`hcspec.conformance.journal`: the finished
+    """Render JSON reports (or journals, :mod:`hcspec.conformance.outputs.journal`: the finished
     results of a run that died) as one Markdown document (stdout or ``--output``) and, with
-    ``--html``, as one HTML page (:mod:`hcspec.conformance.html_report`); with ``--html``,
+    ``--html``, as one HTML page (:mod:`hcspec.conformance.outputs.html_report`); with ``--html``,
     Markdown is written only when ``--output`` or ``--markdown`` asks for it."""
     err = Console(stderr=True)
     try:
@@ -363,7 +364,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     except (OSError, ValueError) as exc:
         return _usage_error(err, f"cannot read the report: {exc}")
     if args.html:
-        from hcspec.conformance.html_report import write_html
+        from hcspec.conformance.outputs.html_report import write_html
 
         try:
             write_html(reports, args.html, title=args.title)

@@ -1,8 +1,8 @@
 """Running one property: :func:`evaluate_property` decides whether it applies or is blocked,
 runs it (:func:`run_property`: the explicit examples, then hypothesis's exploration) in a
 worker thread limited to the run's timeout, and turns what happened into its
-:class:`hcspec.conformance.report.PropertyResult` (the failure shrunk, reproducible, with its
-likely cause)."""
+:class:`hcspec.conformance.outputs.report.PropertyResult` (the failure shrunk, reproducible, with
+its likely cause)."""
 
 from __future__ import annotations
 
@@ -18,10 +18,10 @@ from hypothesis import Verbosity, given, reject, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis.errors import Unsatisfiable
 
-from hcspec.conformance import failure as fl
 from hcspec.conformance import isolation, shrink
-from hcspec.conformance import report as rp
 from hcspec.conformance.inspection import RunSetup, TargetInfo
+from hcspec.conformance.outputs import failure as fl
+from hcspec.conformance.outputs import report as rp
 from hcspec.conformance.profiles import Profile
 from hcspec.conformance.properties import bug_classes
 from hcspec.conformance.properties.base import (

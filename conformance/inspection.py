@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 import torch
 
 from hcspec.conformance import diagnostics, isolation
-from hcspec.conformance import report as rp
+from hcspec.conformance.outputs import report as rp
+from hcspec.conformance.outputs.report import kit_version
 from hcspec.conformance.profiles import Profile, get_profile
 from hcspec.conformance.properties.base import Property, seeded_global_rng
 from hcspec.conformance.properties.declaration import FamilySetup, Prepared
@@ -27,7 +28,6 @@ from hcspec.conformance.protocol import (
     check_required,
     conventions_of,
 )
-from hcspec.conformance.report import kit_version
 from hcspec.conformance.strategies import make_branch
 from hcspec.conformance.targets import Target, TargetError, resolve
 from hcspec.conformance.threads import in_worker

@@ -28,8 +28,8 @@ that cannot be read or names an unknown id is one usage error (pytest exit code 
 without the helper, found at collection (``--co`` included) before any property runs.
 
 Statuses map to pytest outcomes: passed -> pass; failed/error/timeout -> fail (the failure's
-explanation, :func:`hcspec.conformance.failure.explain_text`: message, the failing case's error
-and tolerance, hint, minimal counterexample, shrunk-from, reproduction command);
+explanation, :func:`hcspec.conformance.outputs.failure.explain_text`: message, the failing case's
+error and tolerance, hint, minimal counterexample, shrunk-from, reproduction command);
 blocked/not applicable -> skip with the reason (``-rs`` shows it against the property, not
 against this file); expected failure -> xfail; an expected failure that passes -> fail
 (``XPASS(strict)``). Each property runs in a worker thread limited to ``--hc-timeout``
@@ -71,7 +71,7 @@ from hcspec.conformance.pytest_run import validate as _validate
 
 if TYPE_CHECKING:
     from hcspec.conformance.hypothesis_home import SessionHome
-    from hcspec.conformance.report import PropertyResult
+    from hcspec.conformance.outputs.report import PropertyResult
 
 ENV_VAR = "HC_CONFORMANCE_TARGET"  # = hcspec.conformance.targets.ENV_VAR, kept import-free here
 MARKER = "hc_conformance"
@@ -208,8 +208,8 @@ def _target_run(config: pytest.Config, settings: _Settings) -> _TargetRun:
 
 def _report(result: PropertyResult) -> None:
     """Turn a property result into the pytest outcome."""
-    from hcspec.conformance import report as rp
-    from hcspec.conformance.failure import explain_text
+    from hcspec.conformance.outputs import report as rp
+    from hcspec.conformance.outputs.failure import explain_text
 
     if result.status == rp.PASSED:
         return
@@ -245,9 +245,9 @@ class ConformanceItem(pytest.Item):
     def reportinfo(self) -> tuple[str, int | None, str]:
         """``("hcspec.conformance", None, "hcspec.conformance::PROPERTY_ID")``: where pytest
         reports the item (no file or line: it is a property of the kit, not a test in a file);
-        the node id is the same test id (:func:`hcspec.conformance.report.test_id`) that the
+        the node id is the same test id (:func:`hcspec.conformance.outputs.report.test_id`) that the
         CLI's JUnit report uses."""
-        from hcspec.conformance.report import TEST_ID_PREFIX, test_id
+        from hcspec.conformance.outputs.report import TEST_ID_PREFIX, test_id
 
         return (TEST_ID_PREFIX, None, test_id(self.prop_id))
 
@@ -306,7 +306,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         return
     _validate(_settings(config, None))
     _handle_sigterm(config)
-    from hcspec.conformance.report import TEST_ID_PREFIX
+    from hcspec.conformance.outputs.report import TEST_ID_PREFIX
 
     # node ids hcspec.conformance::<id>, the test ids of the CLI's JUnit report too
     collector = ConformanceCollector.from_parent(session, name=TEST_ID_PREFIX,

@@ -14,7 +14,7 @@ import pytest
 if TYPE_CHECKING:
     from hcspec.conformance.hypothesis_home import SessionHome
     from hcspec.conformance.inspection import RunSetup
-    from hcspec.conformance.report import PropertyResult
+    from hcspec.conformance.outputs.report import PropertyResult
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ tensors and a standalone script, and show the entries that disagree (``--save-fa
 
 :func:`replay` rebuilds the target through its factory, runs the one check on the one case
 (seeded as the run seeded it, so the figures are the run's) with the comparisons kept
-(:mod:`hcspec.conformance.capture`), and returns what it found: the failure, the failing
+(:mod:`hcspec.conformance.outputs.capture`), and returns what it found: the failure, the failing
 comparison's tensors (the target's and the expected ones, the oracle's) and the case's
 inputs. :func:`disagreeing_entries` lists, like ``torch.autograd.gradcheck``, the entries of
 that comparison beyond the allowance: index, got, expected, allowance.
@@ -31,9 +31,9 @@ from typing import Any, Final
 
 import torch
 
-from hcspec.conformance import capture
-from hcspec.conformance import failure as fl
 from hcspec.conformance.families import BY_ID
+from hcspec.conformance.outputs import capture
+from hcspec.conformance.outputs import failure as fl
 from hcspec.conformance.properties.base import (
     Context,
     FactoryRejected,

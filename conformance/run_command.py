@@ -24,10 +24,11 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
-from hcspec.conformance import expected, journal, junit, terminal
-from hcspec.conformance import markdown as md
-from hcspec.conformance import report as rp
-from hcspec.conformance.report import kit_version
+from hcspec.conformance import expected
+from hcspec.conformance.outputs import journal, junit, terminal
+from hcspec.conformance.outputs import markdown as md
+from hcspec.conformance.outputs import report as rp
+from hcspec.conformance.outputs.report import kit_version
 from hcspec.conformance.targets import DEFAULT_TARGET, ENV_VAR
 
 if TYPE_CHECKING:
@@ -280,7 +281,7 @@ def _run(args: argparse.Namespace) -> int:
 
 def _journal_path(args: argparse.Namespace) -> Path | None:
     """``--journal``, else the journal beside the first report path asked for
-    (:func:`hcspec.conformance.journal.beside`), else None (no journal)."""
+    (:func:`hcspec.conformance.outputs.journal.beside`), else None (no journal)."""
     if getattr(args, "journal", None):
         return Path(args.journal)
     for path in (args.json, args.junit, args.markdown, args.html):
@@ -296,7 +297,8 @@ def _resumed(args: argparse.Namespace, path: Path | None,
 
     Raises:
         ValueError: no journal path, no such journal, or a journal of another run (target,
-            profile, seed or device differ: :func:`hcspec.conformance.journal.resume_problem`).
+            profile, seed or device differ:
+            :func:`hcspec.conformance.outputs.journal.resume_problem`).
     """
     if not getattr(args, "resume", False):
         return []
@@ -425,7 +427,7 @@ def _markdown_writer(report: rp.Report) -> Callable[[str], None]:
 
 def _html_writer(report: rp.Report) -> Callable[[str], None]:
     def write(path: str) -> None:
-        from hcspec.conformance.html_report import write_html
+        from hcspec.conformance.outputs.html_report import write_html
 
         write_html([report], path)
     return write

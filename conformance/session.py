@@ -20,9 +20,9 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from hcspec.conformance import families as catalogue
-from hcspec.conformance import report as rp
 from hcspec.conformance.execution import evaluate_property, not_applicable_reason
 from hcspec.conformance.inspection import RunSetup, prepare
+from hcspec.conformance.outputs import report as rp
 from hcspec.conformance.properties.base import Property
 from hcspec.conformance.properties.declaration import FamilySetup, Prepared, SetupRequest
 from hcspec.conformance.protocol import Factory
@@ -222,7 +222,7 @@ def check_implementation(
               told of them); their statuses block dependants as their own would.
 
     Returns:
-        The :class:`hcspec.conformance.report.Report`. ``KeyboardInterrupt`` (Ctrl-C) or
+        The :class:`hcspec.conformance.outputs.report.Report`. ``KeyboardInterrupt`` (Ctrl-C) or
         :class:`Terminated` (SIGTERM, where the caller turns it into one) during the
         inspection or the run returns the partial report: ``interrupted`` set,
         ``interrupted_by`` the signal, ``running`` what was running and ``not_run`` the ids

@@ -42,7 +42,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from hcspec.conformance import families as catalogue
-from hcspec.conformance import report as rp
+from hcspec.conformance.outputs import report as rp
 from hcspec.conformance.session import check_implementation
 
 DEFAULT_PACKAGE = "tests.mutants"

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from hcspec.conformance import report as rp
+from hcspec.conformance.outputs import report as rp
 from hcspec.conformance.parallel.protocol import (
     SPLITS,
     ParameterShard,

@@ -32,8 +32,8 @@ from hcspec.conformance.strategies import Case
 if TYPE_CHECKING:
     import torch
 
+    from hcspec.conformance.outputs.report import Report
     from hcspec.conformance.properties.base import Context
-    from hcspec.conformance.report import Report
     from hcspec.conformance.targets import Target
 
 ExamplesFn = Callable[["Context"], Sequence[Case]]

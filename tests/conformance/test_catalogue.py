@@ -200,7 +200,7 @@ def test_list_shows_every_requirement_and_tolerance() -> None:
     from rich.console import Console
 
     from hcspec.conformance.listing import live_rows
-    from hcspec.conformance.terminal import print_catalogue
+    from hcspec.conformance.outputs.terminal import print_catalogue
 
     console = Console(record=True, width=1000)  # wide enough that no requirement cell wraps
     print_catalogue(console, live_rows())

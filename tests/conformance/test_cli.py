@@ -11,8 +11,8 @@ import pytest
 from junitparser import JUnitXml
 
 from hcspec.conformance import cli
-from hcspec.conformance.markdown import to_markdown
-from hcspec.conformance.report import Report
+from hcspec.conformance.outputs.markdown import to_markdown
+from hcspec.conformance.outputs.report import Report
 from hcspec.conformance.targets import BUILTIN, BuiltinTarget
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -285,7 +285,7 @@ def test_closed_stdout_ends_quietly(tmp_path: Path, argv: list[str]) -> None:
 
 
 def test_version(capsys: pytest.CaptureFixture[str]) -> None:
-    from hcspec.conformance.report import kit_version
+    from hcspec.conformance.outputs.report import kit_version
 
     with pytest.raises(SystemExit) as stop:
         cli.main(["--version"])

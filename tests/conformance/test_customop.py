@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from hcspec.conformance import report as rp
+from hcspec.conformance.outputs import report as rp
 from hcspec.conformance.session import check_implementation
 
 

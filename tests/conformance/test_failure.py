@@ -8,10 +8,10 @@ import json
 import math
 from pathlib import Path
 
-from hcspec.conformance import failure as fl
-from hcspec.conformance import html_report, junit, terminal
-from hcspec.conformance import markdown as md
-from hcspec.conformance import report as rp
+from hcspec.conformance.outputs import failure as fl
+from hcspec.conformance.outputs import html_report, junit, terminal
+from hcspec.conformance.outputs import markdown as md
+from hcspec.conformance.outputs import report as rp
 from hcspec.conformance.properties.base import PropertyFailure
 
 OLD_REPORT = Path(__file__).parent / "data" / "report-v1.json"

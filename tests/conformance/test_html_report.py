@@ -1,5 +1,5 @@
-"""The HTML report (``hcspec.conformance.html_report``): the error ÷ allowance bar, the depth
-plot's geometry, escaping, a failure with its counterexample and reproduction command, a
+"""The HTML report (``hcspec.conformance.outputs.html_report``): the error ÷ allowance bar, the
+depth plot's geometry, escaping, a failure with its counterexample and reproduction command, a
 not-applicable row with its reason, a page that fetches nothing; the CLI's ``--html``."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from hcspec.conformance import cli
-from hcspec.conformance import report as rp
-from hcspec.conformance.failure import Failure
-from hcspec.conformance.html_report import plot, ratio_bar, render_html
+from hcspec.conformance.outputs import report as rp
+from hcspec.conformance.outputs.failure import Failure
+from hcspec.conformance.outputs.html_report import plot, ratio_bar, render_html
 from tests.conformance.html_page import Element, by_id, read
 
 EVIL = "<script>alert('x')</script> & \"quoted\""

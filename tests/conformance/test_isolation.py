@@ -9,8 +9,8 @@ from typing import Any
 import torch
 
 from hcspec.conformance import isolation
-from hcspec.conformance import report as rp
 from hcspec.conformance.adapters.reference import make_hc_static
+from hcspec.conformance.outputs import report as rp
 from hcspec.conformance.session import check_implementation
 
 

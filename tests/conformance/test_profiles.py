@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from hcspec.conformance import cli, profiles, pytest_plugin, timeouts
-from hcspec.conformance import report as rp
+from hcspec.conformance.outputs import report as rp
 from hcspec.conformance.session import check_implementation
 
 CONFORMANCE = Path(__file__).resolve().parents[2] / "conformance"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from hcspec.conformance import report as rp
+from hcspec.conformance.outputs import report as rp
 from hcspec.conformance.session import check_implementation
 from tests.conformance.helpers import is_expected_not_applicable
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from hcspec.conformance import cli
-from hcspec.conformance import markdown as md
-from hcspec.conformance import report as rp
+from hcspec.conformance.outputs import markdown as md
+from hcspec.conformance.outputs import report as rp
 from hcspec.conformance.session import check_implementation
 
 FAILING = ["run", "tests.mutants.h_post_sigma:make", "--only", "constraints.h_post_span,device",

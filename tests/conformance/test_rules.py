@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from hcspec.conformance import report as rp
 from hcspec.conformance import rules
-from hcspec.conformance.failure import from_exception
 from hcspec.conformance.families import BY_ID, CATALOGUE
+from hcspec.conformance.outputs import report as rp
+from hcspec.conformance.outputs.failure import from_exception
 from hcspec.conformance.properties.declaration import DeclarationError, Property
 from hcspec.conformance.properties.errors import Inconclusive, PropertyFailure
 from hcspec.conformance.properties.recording import Recorder

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from hcspec.conformance import report as rp
 from hcspec.conformance.adapters.reference import make_hc_static
 from hcspec.conformance.families import SelectionError
+from hcspec.conformance.outputs import report as rp
 from hcspec.conformance.session import check_implementation
 from hcspec.conformance.targets import TargetError
 from tests.conformance.helpers import LinearHC, make_linear, make_overwrites_input

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from hcspec.conformance import report as rp
 from hcspec.conformance.inspection import prepare
+from hcspec.conformance.outputs import report as rp
 from hcspec.conformance.properties.base import Context, Property
 from hcspec.conformance.properties.declaration import SetupRequest
 from hcspec.conformance.properties.requirements import DISTRIBUTED, Distributed

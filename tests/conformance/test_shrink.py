@@ -9,9 +9,9 @@ import shlex
 import pytest
 
 from hcspec.conformance import cli, shrink
-from hcspec.conformance import markdown as md
-from hcspec.conformance import report as rp
 from hcspec.conformance.families import BY_ID
+from hcspec.conformance.outputs import markdown as md
+from hcspec.conformance.outputs import report as rp
 from hcspec.conformance.profiles import get_profile
 from hcspec.conformance.properties.base import Context, Property, PropertyFailure
 from hcspec.conformance.protocol import Conventions
@@ -146,7 +146,7 @@ def test_explicit_example_failure_is_shrunk_and_its_reproduction_reproduces(
 def test_terminal_and_markdown_say_what_the_case_was_shrunk_from() -> None:
     from rich.console import Console
 
-    from hcspec.conformance import terminal
+    from hcspec.conformance.outputs import terminal
 
     report = check_implementation("tests.mutants.h_res_transposed:make", profile="ci",
                                   device="cpu", only=["law.reported"])

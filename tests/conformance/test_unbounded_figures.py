@@ -8,9 +8,9 @@ import io
 
 from rich.console import Console
 
-from hcspec.conformance import markdown as md
-from hcspec.conformance import report as rp
-from hcspec.conformance import terminal
+from hcspec.conformance.outputs import markdown as md
+from hcspec.conformance.outputs import report as rp
+from hcspec.conformance.outputs import terminal
 from hcspec.conformance.session import check_implementation
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from hcspec.conformance import report as rp
+from hcspec.conformance.outputs import report as rp
 from hcspec.conformance.protocol import Conventions, conventions_of
 from hcspec.conformance.session import check_implementation
 from hcspec.conformance.targets import TargetError

@@ -227,7 +227,7 @@ def test_the_stack_runs_the_sublayers_the_factory_builds_one_after_the_other() -
 
 
 def test_the_stack_family_passes_on_the_helpers_stack() -> None:
-    from hcspec.conformance import report as rp
+    from hcspec.conformance.outputs import report as rp
     from hcspec.conformance.session import check_implementation
 
     factory = v4_style_target(lambda n, d, layer: TinyV4(n, d), _decompose,

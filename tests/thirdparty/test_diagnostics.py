@@ -3,8 +3,8 @@ training mode) is named once in the report header, and the run goes on."""
 
 from __future__ import annotations
 
-from hcspec.conformance import markdown as md
-from hcspec.conformance import report as rp
+from hcspec.conformance.outputs import markdown as md
+from hcspec.conformance.outputs import report as rp
 from hcspec.conformance.session import check_implementation
 from hcspec.reference import targets
 from tests.thirdparty.standins import make_state_dropout

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import functools
 
-from hcspec.conformance import report as rp
+from hcspec.conformance.outputs import report as rp
 from hcspec.conformance.session import check_implementation
 from tests.thirdparty.standins import make_float32_inside
 

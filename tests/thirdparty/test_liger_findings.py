@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hcspec.conformance import markdown as md
-from hcspec.conformance import report as rp
+from hcspec.conformance.outputs import markdown as md
+from hcspec.conformance.outputs import report as rp
 
 ROOT = Path(__file__).resolve().parents[2]
 FINDINGS = ROOT / "docs" / "findings"

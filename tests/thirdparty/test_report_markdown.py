@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from hcspec.conformance import cli
-from hcspec.conformance import markdown as md
-from hcspec.conformance import report as rp
+from hcspec.conformance.outputs import markdown as md
+from hcspec.conformance.outputs import report as rp
 
 
 def _report() -> rp.Report:

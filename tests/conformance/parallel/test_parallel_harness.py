@@ -15,7 +15,7 @@ import torch
 
 from hcspec.conformance import cli
 from hcspec.conformance import families as catalogue
-from hcspec.conformance import report as rp
+from hcspec.conformance.outputs import report as rp
 from hcspec.conformance.parallel import assert_parallel_conforms, check_parallel, harness
 from hcspec.conformance.targets import TargetError
 from tests.conformance.parallel import bad_targets

@@ -10,8 +10,8 @@ import sys
 
 import pytest
 
-from hcspec.conformance import report as rp
 from hcspec.conformance import rules
+from hcspec.conformance.outputs import report as rp
 from hcspec.conformance.properties.errors import Inconclusive
 from hcspec.conformance.properties.recording import Recorder
 from hcspec.conformance.session import check_implementation

@@ -110,7 +110,7 @@ def test_cuda_noise_fails_unless_declared() -> None:
 
 def test_an_output_without_autograd_graph_is_not_applicable_not_an_error() -> None:
     """Before: ``element 0 of tensors does not require grad`` (status error)."""
-    from hcspec.conformance import report as rp
+    from hcspec.conformance.outputs import report as rp
     from hcspec.conformance.session import check_implementation
     from tests.conformance import standins
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from hcspec.conformance import report as rp
 from hcspec.conformance.families import exact
+from hcspec.conformance.outputs import report as rp
 from hcspec.conformance.properties.base import Inconclusive, PropertyFailure
 from hcspec.conformance.session import check_implementation
 from tests.conformance.properties.support import run

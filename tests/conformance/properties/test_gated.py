@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from hcspec.conformance import report as rp
 from hcspec.conformance.families import CATALOGUE
+from hcspec.conformance.outputs import report as rp
 from hcspec.conformance.properties.requirements import (
     ELEMENTWISE_READ,
     PER_STREAM_READ,

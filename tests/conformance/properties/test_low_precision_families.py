@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from hcspec.conformance import report as rp
 from hcspec.conformance import rules
+from hcspec.conformance.outputs import report as rp
 from hcspec.conformance.properties.base import PropertyFailure
 from hcspec.conformance.properties.bug_classes import known_bug_class
 from hcspec.conformance.session import check_implementation

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import find, settings
 from hypothesis.errors import NoSuchExample
 
-from hcspec.conformance import report as rp
+from hcspec.conformance.outputs import report as rp
 from hcspec.conformance.profiles import get_profile
 from hcspec.conformance.properties.cases import Cases, representable_scales
 from hcspec.conformance.session import check_implementation

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 import torch
 
-from hcspec.conformance import report as rp
 from hcspec.conformance.adapters._stacking import SequentialStack, sequential_stack
 from hcspec.conformance.families import BY_ID
+from hcspec.conformance.outputs import report as rp
 from hcspec.conformance.properties.base import NotApplicable, PropertyFailure
 from hcspec.conformance.properties.stacking import LAYERS, build_stack, run_weights
 from hcspec.conformance.protocol import STACK, capabilities

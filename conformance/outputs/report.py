@@ -10,8 +10,8 @@ JSON report (``hc-conformance run --json PATH``)::
 reproduction commands, family scores) are additive; :meth:`Report.from_dict` reads a report
 back (for ``hc-conformance report``).
 
-A result's ``failure`` (:class:`hcspec.conformance.failure.Failure`) is its one record of why
-it failed. Its ``message``, ``achieved``, ``counterexample``, ``reproduce``, ``traceback``,
+A result's ``failure`` (:class:`hcspec.conformance.outputs.failure.Failure`) is its one record of
+why it failed. Its ``message``, ``achieved``, ``counterexample``, ``reproduce``, ``traceback``,
 ``shrunk_from`` and ``shrink_runs`` keys are written from it for readers of the JSON (a CI
 script reading ``message``) and never read back. ``schema_version`` 2 says so; a report of
 an earlier version (1, or none) is migrated when read (:func:`migrate`): a failure result
@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from hcspec.conformance.failure import Failure
+from hcspec.conformance.outputs.failure import Failure
 
 PASSED: Final = "passed"
 FAILED: Final = "failed"
@@ -73,7 +73,7 @@ def kit_version() -> str:
 
 
 _FAILURE_STATUSES: Final[frozenset[str]] = frozenset({FAILED, ERROR, XFAIL, TIMEOUT})
-"""Statuses whose result holds a :class:`~hcspec.conformance.failure.Failure`."""
+"""Statuses whose result holds a :class:`~hcspec.conformance.outputs.failure.Failure`."""
 
 _DERIVED: Final = ("message", "achieved", "counterexample", "reproduce", "traceback",
                    "shrunk_from", "shrink_runs")
@@ -100,7 +100,7 @@ class PropertyResult:
         rejected: how many cases the factory rejected (unsupported configurations).
         inconclusive: how many cases could not show the property either way (not counted).
         expected_failure: the reason given in the expected-failures file, if any.
-        failure: the structured failure (:class:`hcspec.conformance.failure.Failure`) of a
+        failure: the structured failure (:class:`hcspec.conformance.outputs.failure.Failure`) of a
             failed, error, xfail or timeout result, None otherwise; every output renders it.
         global_state_changes: what running the property changed in torch's global state
             (default dtype, RNG, grad mode, flags; restored by the kit), empty when nothing.

@@ -10,9 +10,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from hcspec.conformance import markdown as md
-from hcspec.conformance import report as rp
-from hcspec.conformance.failure import explain
+from hcspec.conformance.outputs import markdown as md
+from hcspec.conformance.outputs import report as rp
+from hcspec.conformance.outputs.failure import explain
 
 if TYPE_CHECKING:
     from hcspec.conformance.listing import Row
@@ -72,7 +72,7 @@ def print_table(console: Console, report: rp.Report) -> None:
     """One row per property that applies: id, status, examples, seconds, error / allowance
     (the not-applicable rows are folded: counted and grouped by reason below the table, with
     the blocked ones, :func:`print_reasons`); then the legend of the figures
-    (:data:`hcspec.conformance.markdown.LEGEND`)."""
+    (:data:`hcspec.conformance.outputs.markdown.LEGEND`)."""
     table = Table(show_lines=False, header_style="bold")
     table.add_column("property", no_wrap=True)
     table.add_column("status", no_wrap=True)
@@ -115,7 +115,7 @@ def print_reasons(console: Console, report: rp.Report) -> None:
 def print_failures(console: Console, report: rp.Report, verbose: bool = False) -> None:
     """The failures first, one card each (failed, error, timeout, xpass), before the table:
     a rule, the property and its status, then its explanation
-    (:func:`hcspec.conformance.failure.explain`)."""
+    (:func:`hcspec.conformance.outputs.failure.explain`)."""
     failing = [r for r in report.results if r.status in rp.UNEXPECTED]
     if not failing:
         return
@@ -166,7 +166,7 @@ def _global_state(console: Console, report: rp.Report) -> None:
 
 def print_details(console: Console, report: rp.Report, verbose: bool = False) -> None:
     """Each failure (failed, error, timeout, xpass) explained
-    (:func:`hcspec.conformance.failure.explain`: message, the failing case's error and
+    (:func:`hcspec.conformance.outputs.failure.explain`: message, the failing case's error and
     allowance, hint, minimal counterexample, shrunk-from, reproduction, an error's traceback,
     a timeout's stuck stack, and with ``verbose`` the traceback of the target's exception
     behind a failure); blocked and not-applicable reasons when ``verbose``; then what the

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from hcspec.conformance.failure import explain
-from hcspec.conformance.report import (
+from hcspec.conformance.outputs.failure import explain
+from hcspec.conformance.outputs.report import (
     BLOCKED,
     ERROR,
     FAILED,
