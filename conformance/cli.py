@@ -254,7 +254,7 @@ add_subcommand(compare.register)  # hc-conformance compare TARGET_A TARGET_B
 
 
 def _default_timeouts() -> dict[str, float]:
-    from hcspec.conformance.timeouts import DEFAULT_TIMEOUTS
+    from hcspec.conformance.run.timeouts import DEFAULT_TIMEOUTS
 
     return dict(DEFAULT_TIMEOUTS)
 
@@ -444,7 +444,7 @@ def console_main() -> NoReturn:
     and produces nothing. A non-daemon thread the target left running is waited for, as
     ``sys.exit`` does."""
     code = main()
-    from hcspec.conformance import timeouts
+    from hcspec.conformance.run import timeouts
 
     # The run is over: a late Ctrl-C ends the exit at once instead of printing a traceback.
     signal.signal(signal.SIGINT, lambda signum, frame: os._exit(EXIT_INTERRUPTED))

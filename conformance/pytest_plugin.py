@@ -43,7 +43,7 @@ properties ``hc_interrupted``, ``hc_interrupted_by``, ``hc_running``, ``hc_finis
 
 hypothesis writes nothing into the current directory: while a property runs, its home (where
 it caches, e.g. ``.hypothesis/constants/``) is a temporary directory of the session, removed at
-its end (:mod:`hcspec.conformance.hypothesis_home`).
+its end (:mod:`hcspec.conformance.run.hypothesis_home`).
 
 ``--hypothesis-show-statistics`` does not apply: the kit drives hypothesis itself inside each
 property item (no database, its own seeds), so pytest's hypothesis plugin has no statistics
@@ -70,8 +70,8 @@ from hcspec.conformance.pytest_run import TargetRun as _TargetRun
 from hcspec.conformance.pytest_run import validate as _validate
 
 if TYPE_CHECKING:
-    from hcspec.conformance.hypothesis_home import SessionHome
     from hcspec.conformance.outputs.report import PropertyResult
+    from hcspec.conformance.run.hypothesis_home import SessionHome
 
 ENV_VAR = "HC_CONFORMANCE_TARGET"  # = hcspec.conformance.targets.ENV_VAR, kept import-free here
 MARKER = "hc_conformance"
@@ -200,7 +200,7 @@ def _conflicts(config: pytest.Config, helper: Mapping[str, Any], where: str) -> 
 def _target_run(config: pytest.Config, settings: _Settings) -> _TargetRun:
     runs = config.stash.setdefault(_RUNS_KEY, {})
     if settings not in runs:
-        from hcspec.conformance.hypothesis_home import SessionHome
+        from hcspec.conformance.run.hypothesis_home import SessionHome
 
         runs[settings] = _TargetRun(settings, config.stash.setdefault(_HOME_KEY, SessionHome()))
     return runs[settings]
@@ -319,7 +319,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
 def _handle_sigterm(config: pytest.Config) -> None:
     """From now to the end of the session, SIGTERM (a CI job's timeout) is handled like
     Ctrl-C, so pytest stops cleanly and still writes what it reports (``--junitxml``)."""
-    from hcspec.conformance.timeouts import Terminated
+    from hcspec.conformance.run.timeouts import Terminated
 
     def handler(signum: int, frame: FrameType | None) -> None:
         config.stash[_SIGNAL_KEY] = "SIGTERM"

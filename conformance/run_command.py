@@ -1,5 +1,5 @@
 """The ``run`` subcommand of ``hc-conformance`` (:mod:`hcspec.conformance.cli`): the run's
-options to :func:`hcspec.conformance.session.check_implementation` with a listener that prints
+options to :func:`hcspec.conformance.run.session.check_implementation` with a listener that prints
 the progress, keeps the journal and saves the failures; the reports written; the exit code."""
 
 from __future__ import annotations
@@ -57,11 +57,11 @@ def _usage_error(console: Console, message: str) -> int:
 
 @contextlib.contextmanager
 def sigterm_as_interrupt() -> Iterator[None]:
-    """Within the block, SIGTERM raises :class:`hcspec.conformance.timeouts.Terminated` (a
+    """Within the block, SIGTERM raises :class:`hcspec.conformance.run.timeouts.Terminated` (a
     ``KeyboardInterrupt``) in the main thread, so a CI job's timeout stops the run the way
     Ctrl-C does and the partial report is written; the previous handler is restored after.
     Outside the main thread (no signal handlers there) the block runs unchanged."""
-    from hcspec.conformance.timeouts import Terminated
+    from hcspec.conformance.run.timeouts import Terminated
 
     def handler(signum: int, frame: FrameType | None) -> None:
         raise Terminated(f"signal {signum}")
@@ -108,8 +108,8 @@ def _run_launched(args: argparse.Namespace, launch: Launch) -> int:
     (:mod:`hcspec.conformance.parallel.launcher`), write nothing, and exit with rank 0's
     code, after rank 0 when it is not 0 (:func:`~hcspec.conformance.parallel.launcher.
     outlast_rank_zero`)."""
-    from hcspec.conformance.inspection import resolve_device
     from hcspec.conformance.parallel import launcher
+    from hcspec.conformance.run.inspection import resolve_device
 
     err = Console(stderr=True)
     if args.world_size is not None and args.world_size != launch.world_size:
@@ -140,12 +140,12 @@ def _run_guarded(args: argparse.Namespace) -> int:
     """:func:`_run` with SIGTERM as an interrupt and hypothesis's files kept private; an
     interrupt before the target was resolved still writes the (empty) reports."""
     try:
-        from hcspec.conformance import hypothesis_home
+        from hcspec.conformance.run import hypothesis_home
 
         with sigterm_as_interrupt(), hypothesis_home.private():
             return _run(args)
     except KeyboardInterrupt as exc:  # while importing, before the target was resolved, ...
-        from hcspec.conformance.timeouts import interrupt_name
+        from hcspec.conformance.run.timeouts import interrupt_name
 
         err = Console(stderr=True)
         target = args.target or os.environ.get(ENV_VAR) or DEFAULT_TARGET
@@ -160,7 +160,7 @@ def _run_guarded(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     from hcspec.conformance import families as catalogue
-    from hcspec.conformance.session import Listener, Options, check_implementation
+    from hcspec.conformance.run.session import Listener, Options, check_implementation
     from hcspec.conformance.strategies import Case
     from hcspec.conformance.targets import TargetError
 
@@ -307,7 +307,7 @@ def _resumed(args: argparse.Namespace, path: Path | None,
                          "the earlier run wrote (its journal is beside it)")
     if not path.is_file():
         raise ValueError(f"--resume: there is no journal {path}")
-    from hcspec.conformance.inspection import resolve_device
+    from hcspec.conformance.run.inspection import resolve_device
 
     state = journal.read(path)
     here = {"target": target, "profile": args.profile, "seed": args.seed,
@@ -337,8 +337,8 @@ def _take_home(args: argparse.Namespace, saver: FailureSaver | None,
                   highlight=False)
         saver.save(result.id, result.failure)
     if args.pdb and result.failure is not None and result.failure.counterexample:
-        from hcspec.conformance.inspection import prepare
         from hcspec.conformance.replay import replay
+        from hcspec.conformance.run.inspection import prepare
         from hcspec.conformance.strategies import Case
 
         setup = prepare(args.target or os.environ.get(ENV_VAR) or DEFAULT_TARGET,

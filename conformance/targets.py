@@ -171,7 +171,7 @@ def importable_folders(*folders: str | os.PathLike[str]) -> Iterator[None]:
     folder must stay importable for the whole run, not only while the TARGET is imported,
     so that the ``hc-conformance`` script (whose ``sys.path[0]`` is the script's folder) and
     ``python -m hcspec.conformance`` (whose ``sys.path[0]`` is the current folder) behave the
-    same. The runner (:func:`hcspec.conformance.session.check_implementation`) and the pytest
+    same. The runner (:func:`hcspec.conformance.run.session.check_implementation`) and the pytest
     plugin run the target inside this block.
     """
     added: list[str] = []

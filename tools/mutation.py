@@ -43,7 +43,7 @@ from rich.table import Table
 
 from hcspec.conformance import families as catalogue
 from hcspec.conformance.outputs import report as rp
-from hcspec.conformance.session import check_implementation
+from hcspec.conformance.run.session import check_implementation
 
 DEFAULT_PACKAGE = "tests.mutants"
 KILL_GOAL_SECONDS = 10.0

@@ -147,7 +147,7 @@ class Cases:
 
     def admits(self, case: Case) -> str | None:
         """Why ``case`` lies outside these bounds (the property's domain), or None when it lies
-        inside. The shrinker (:mod:`hcspec.conformance.shrink`) only tries cases inside: a
+        inside. The shrinker (:mod:`hcspec.conformance.run.shrink`) only tries cases inside: a
         counterexample outside the domain would show a failure the property does not claim.
 
         The bounds: ``n ≥ min_n``, ``d > n`` when ``d_more_than_n``, ``batch ≥ min_batch``,

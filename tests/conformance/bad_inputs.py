@@ -30,8 +30,9 @@ from typing import Any
 
 import torch
 
-from hcspec.conformance import cli, isolation
+from hcspec.conformance import cli
 from hcspec.conformance.adapters.reference import make_hc_dynamic, make_hc_static
+from hcspec.conformance.run import isolation
 from tests.conformance.signalled import run_signalled
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -13,7 +13,7 @@ import torch
 from hcspec.conformance import bridge
 from hcspec.conformance.bridge import Built, Sublayer, bridged_target, token_bucket
 from hcspec.conformance.protocol import Conventions
-from hcspec.conformance.session import check_implementation
+from hcspec.conformance.run.session import check_implementation
 from tests.thirdparty import numpy_framework as npf
 
 

@@ -160,7 +160,7 @@ def test_an_interrupt_while_the_kit_is_still_importing_writes_the_report(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """Ctrl-C in the first seconds lands in an import (torch, hypothesis): still exit 130,
     one line and the report, no traceback."""
-    from hcspec.conformance import hypothesis_home
+    from hcspec.conformance.run import hypothesis_home
 
     def interrupted() -> None:
         raise KeyboardInterrupt

@@ -9,7 +9,7 @@ import torch
 
 from hcspec.conformance import rules
 from hcspec.conformance.outputs import report as rp
-from hcspec.conformance.session import check_implementation
+from hcspec.conformance.run.session import check_implementation
 from hcspec.reference.targets import deepseek_v4
 from tests.mutants import sinkhorn_eps_beyond_declared
 

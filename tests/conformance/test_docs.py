@@ -13,7 +13,7 @@ import pytest
 from hcspec.conformance import listing
 from hcspec.conformance.families import CATALOGUE
 from hcspec.conformance.outputs import report as rp
-from hcspec.conformance.session import check_implementation
+from hcspec.conformance.run.session import check_implementation
 from hcspec.conformance.targets import BUILTIN
 from tools import mutation
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from hcspec.conformance.outputs.html_report import write_html
-from hcspec.conformance.session import check_implementation
+from hcspec.conformance.run.session import check_implementation
 
 pytestmark = pytest.mark.slow
 

@@ -19,7 +19,7 @@ import torch
 from hcspec.conformance import cli
 from hcspec.conformance.outputs import journal
 from hcspec.conformance.outputs import report as rp
-from hcspec.conformance.session import check_implementation
+from hcspec.conformance.run.session import check_implementation
 from hcspec.conformance.targets import resolve
 from tests.conformance.signalled import run_signalled
 

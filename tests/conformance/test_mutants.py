@@ -22,7 +22,7 @@ import torch
 
 from hcspec.conformance.families import BY_ID
 from hcspec.conformance.outputs import report as rp
-from hcspec.conformance.session import check_implementation
+from hcspec.conformance.run.session import check_implementation
 from hcspec.conformance.strategies import Case
 from tools import mutation
 

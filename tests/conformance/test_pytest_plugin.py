@@ -35,7 +35,7 @@ def test_inert_without_a_target(tmp_path: Path) -> None:
     (tmp_path / "conftest.py").write_text(
         "import sys\n"
         "def pytest_sessionfinish(session):\n"
-        "    print('KIT_LOADED', 'hcspec.conformance.session' in sys.modules)\n")
+        "    print('KIT_LOADED', 'hcspec.conformance.run.session' in sys.modules)\n")
     result = pytest_run(tmp_path, "-s")
     assert result.returncode == 0, result.stdout + result.stderr
     assert "1 passed" in result.stdout and "hc-conformance" not in result.stdout

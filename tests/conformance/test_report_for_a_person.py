@@ -13,7 +13,7 @@ import pytest
 from hcspec.conformance import cli
 from hcspec.conformance.outputs import markdown as md
 from hcspec.conformance.outputs import report as rp
-from hcspec.conformance.session import check_implementation
+from hcspec.conformance.run.session import check_implementation
 
 FAILING = ["run", "tests.mutants.h_post_sigma:make", "--only", "constraints.h_post_span,device",
            "--profile", "quick", "--device", "cpu", "--no-progress", "--no-status"]

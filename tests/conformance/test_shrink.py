@@ -8,14 +8,15 @@ import shlex
 
 import pytest
 
-from hcspec.conformance import cli, shrink
+from hcspec.conformance import cli
 from hcspec.conformance.families import BY_ID
 from hcspec.conformance.outputs import markdown as md
 from hcspec.conformance.outputs import report as rp
 from hcspec.conformance.profiles import get_profile
 from hcspec.conformance.properties.base import Context, Property, PropertyFailure
 from hcspec.conformance.protocol import Conventions
-from hcspec.conformance.session import check_implementation
+from hcspec.conformance.run import shrink
+from hcspec.conformance.run.session import check_implementation
 from hcspec.conformance.strategies import Case
 from tests.conformance.helpers import make_linear
 

@@ -11,7 +11,7 @@ from rich.console import Console
 from hcspec.conformance.outputs import markdown as md
 from hcspec.conformance.outputs import report as rp
 from hcspec.conformance.outputs import terminal
-from hcspec.conformance.session import check_implementation
+from hcspec.conformance.run.session import check_implementation
 from hcspec.conformance.strategies import Case
 from tests.conformance.test_cli import run
 

@@ -11,7 +11,7 @@ from rich.console import Console
 from hcspec.conformance.outputs import markdown as md
 from hcspec.conformance.outputs import report as rp
 from hcspec.conformance.outputs import terminal
-from hcspec.conformance.session import check_implementation
+from hcspec.conformance.run.session import check_implementation
 
 
 def test_achieved_text_of_an_unbounded_figure() -> None:

@@ -10,7 +10,7 @@ import torch
 
 from hcspec.conformance.outputs import report as rp
 from hcspec.conformance.protocol import Conventions, ConventionsError, conventions_of
-from hcspec.conformance.session import check_implementation
+from hcspec.conformance.run.session import check_implementation
 from hcspec.reference import targets
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from hcspec.conformance.outputs import markdown as md
 from hcspec.conformance.outputs import report as rp
-from hcspec.conformance.session import check_implementation
+from hcspec.conformance.run.session import check_implementation
 from hcspec.reference import targets
 from tests.thirdparty.standins import make_state_dropout
 

@@ -86,7 +86,7 @@ def test_threads_keep_the_parameters_and_the_output() -> None:
 
 @pytest.mark.slow
 def test_a_ci_subset_runs_every_kind_of_verdict() -> None:
-    from hcspec.conformance.session import check_implementation
+    from hcspec.conformance.run.session import check_implementation
 
     report = check_implementation(
         "llama_cpp:deepseek-v4", profile="ci",
@@ -186,7 +186,7 @@ def test_the_gated_target_refuses_one_stream_and_declares_its_read() -> None:
 
 @pytest.mark.slow
 def test_the_gated_ci_run_passes_the_gated_and_published_families() -> None:
-    from hcspec.conformance.session import check_implementation
+    from hcspec.conformance.run.session import check_implementation
 
     report = check_implementation("llama_cpp:qwen4-exp", profile="ci")
     status = {r.id: r.status for r in report.results}

@@ -92,7 +92,7 @@ def test_world_size_runs_the_catalogue_and_the_family_in_one_report() -> None:
 
 
 def test_single_process_run_reports_the_family_not_applicable() -> None:
-    from hcspec.conformance.session import check_implementation
+    from hcspec.conformance.run.session import check_implementation
 
     report = check_implementation("reference:mhc", device="cpu", only=["parallel"])
     assert _statuses(report) == {pid: rp.NOT_APPLICABLE for pid in BY_ID}

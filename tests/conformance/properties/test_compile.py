@@ -37,7 +37,7 @@ def test_a_graph_break_fails_fullgraph() -> None:
 def test_an_output_without_autograd_graph_is_a_clean_failure() -> None:
     """Before: the kit's own traceback ('element 0 of tensors does not require grad')."""
     from hcspec.conformance.outputs import report as rp
-    from hcspec.conformance.session import check_implementation
+    from hcspec.conformance.run.session import check_implementation
     from tests.conformance import standins
 
     report = check_implementation(standins.make_no_graph, profile="quick", device="cpu",
@@ -58,7 +58,7 @@ def test_a_graph_break_names_dynamos_reason_and_the_users_source(
         construct: str, reason: str, source: str) -> None:
     """Before: a guessed hint 'data-dependent Python control flow' for all three."""
     from hcspec.conformance.outputs import report as rp
-    from hcspec.conformance.session import check_implementation
+    from hcspec.conformance.run.session import check_implementation
     from tests.conformance import standins
 
     report = check_implementation(standins.graph_break_factory(construct), profile="quick",

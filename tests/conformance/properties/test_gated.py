@@ -15,7 +15,7 @@ from hcspec.conformance.properties.requirements import (
     WEIGHTS_OR_PROBING,
 )
 from hcspec.conformance.protocol import WEIGHTS
-from hcspec.conformance.session import check_implementation
+from hcspec.conformance.run.session import check_implementation
 
 
 def test_every_property_reading_per_stream_weights_requires_the_per_stream_read() -> None:

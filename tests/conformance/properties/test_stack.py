@@ -16,7 +16,7 @@ from hcspec.conformance.outputs import report as rp
 from hcspec.conformance.properties.base import NotApplicable, PropertyFailure
 from hcspec.conformance.properties.stacking import LAYERS, build_stack, run_weights
 from hcspec.conformance.protocol import STACK, capabilities
-from hcspec.conformance.session import check_implementation
+from hcspec.conformance.run.session import check_implementation
 from hcspec.reference import ManifoldHyperConnection, targets
 from hcspec.reference.stack import HyperConnectionStack
 from tests.conformance.properties.support import context, run, unmet
