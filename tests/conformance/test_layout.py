@@ -259,3 +259,13 @@ def test_the_facade_check_counts_a_familys_kit_imports(tmp_path: Path) -> None:
                     "from hcspec.conformance import metrics\n"
                     "def f():\n    from hcspec.conformance.rules import forward\n")
     assert kit_imports(path) == {AUTHOR, "hcspec.conformance"}
+
+
+def test_only_the_registry_imports_a_family_module() -> None:
+    """A front end (``compare.py``, the CLI, the pytest plugin) or the machinery reaches a
+    family only through the registry, never a family module's helpers: what two places need
+    is machinery (``properties/published_step.py`` for the published family and ``compare``)."""
+    graph = import_graph(module_files(KIT_FOLDERS), in_functions=True)
+    reaching = sorted(f"{m} -> {d}" for m, deps in graph.items() for d in deps
+                      if d.startswith(FAMILY_PACKAGE + ".") and not m.startswith(FAMILY_PACKAGE))
+    assert reaching == []
