@@ -323,9 +323,11 @@ def cmd_init(args: argparse.Namespace) -> int:
 
 
 def cmd_targets(args: argparse.Namespace) -> int:
-    """Print the built-in targets: name, importable yes/no, version found, description and
-    options; then why each unusable one is unusable."""
-    from hcspec.conformance.targets import builtin_status, describe
+    """Print the built-in targets (and those other packages declare through the
+    ``hcspec.targets`` entry points): name, importable yes/no, version found, description,
+    options, the number of declared findings and, for another package's target, its entry
+    point; then why each unusable one is unusable."""
+    from hcspec.conformance.targets import PLUGIN_TARGETS, builtin_status, describe
 
     out = _console()
     rows = builtin_status()
@@ -337,6 +339,11 @@ def cmd_targets(args: argparse.Namespace) -> int:
         description = describe(row.target) if row.importable else row.target.description
         if row.target.options:
             description += f" [{row.target.options_text}]"
+        if row.target.findings:
+            count = len(row.target.findings)
+            description += f" [{count} known finding{'s' if count > 1 else ''}]"
+        if row.target.name in PLUGIN_TARGETS:
+            description += f" [entry point {PLUGIN_TARGETS[row.target.name]}]"
         importable = "[green]yes[/]" if row.importable else "[red]no[/]"
         table.add_row(row.target.name, importable, escape(row.version or "not installed"),
                       escape(description))

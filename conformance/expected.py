@@ -124,3 +124,9 @@ def load(path: str | Path, *, option: str | None = None,
         raise ValueError(f"{where}: the expected-failures file is not UTF-8 text "
                          f"(byte {exc.object[exc.start]:#04x} at offset {exc.start})") from exc
     return parse(text, str(path), option=option, known=known)
+
+
+if __name__ == "__main__":  # `python -m hcspec.conformance.expected --write`: the .ci files
+    from hcspec.conformance.target_entries import main
+
+    raise SystemExit(main())

@@ -10,7 +10,8 @@ TARGET forms:
   :mod:`hcspec.conformance.adapters.declarations` with its ``TARGETS`` tuple of
   :class:`BuiltinTarget`; this module discovers them at import (:func:`declaration_modules`)
   without importing an adapter, torch or a third-party package, so that ``--help`` and
-  ``hc-conformance targets`` stay fast;
+  ``hc-conformance targets`` stay fast; other packages add theirs through the entry-point group
+  ``hcspec.targets`` (:mod:`hcspec.conformance.target_plugins`, :func:`discover_plugins`);
 * ``package.module:factory`` — any importable module (the current directory is importable)
   and the name of a factory in it (dotted attribute paths such as ``module:Class.make`` work);
 * ``path/to/file.py:factory`` — a Python file, loaded by path and registered in
@@ -33,7 +34,6 @@ import importlib
 import importlib.metadata
 import importlib.util
 import os
-import pkgutil
 import re
 import sys
 import traceback
@@ -42,18 +42,25 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, cast
 
-from hcspec.conformance import adapters
-from hcspec.conformance.adapters import declarations
 from hcspec.conformance.adapters._builtin import BuiltinTarget
+from hcspec.conformance.target_discovery import (
+    BUILTIN,
+    PLUGIN_TARGETS,
+    adapter_modules,
+    declaration_modules,
+    declared_targets,
+    discover_plugins,
+    register_builtin,
+)
 
 if TYPE_CHECKING:
     from hcspec.conformance.protocol import Factory
 
 __all__ = [
-    "BUILTIN", "DEFAULT_TARGET", "ENV_VAR", "BuiltinStatus", "BuiltinTarget", "Target",
-    "TargetError", "adapter_modules", "builtin_status", "declaration_modules", "declared_targets",
-    "describe", "importable_folders", "package_problem", "providers", "register_builtin",
-    "resolve",
+    "BUILTIN", "DEFAULT_TARGET", "ENV_VAR", "PLUGIN_TARGETS", "BuiltinStatus", "BuiltinTarget",
+    "Target", "TargetError", "adapter_modules", "builtin_status", "declaration_modules",
+    "declared_targets", "describe", "discover_plugins", "importable_folders", "package_problem",
+    "providers", "register_builtin", "resolve",
 ]
 
 ENV_VAR: Final = "HC_CONFORMANCE_TARGET"
@@ -65,67 +72,6 @@ class TargetError(ValueError):
     message includes the import error and its traceback), or a missing/non-callable factory."""
 
 
-BUILTIN: Final[dict[str, BuiltinTarget]] = {}
-"""Every built-in target by name, filled from the declarations modules' ``TARGETS`` at import."""
-
-
-def register_builtin(target: BuiltinTarget) -> None:
-    """Add a built-in TARGET name.
-
-    Raises:
-        ValueError: the name is already registered or is not ``prefix:name``.
-    """
-    if ":" not in target.name:
-        raise ValueError(f"built-in target names look like 'prefix:name', got {target.name!r}")
-    if target.name in BUILTIN:
-        raise ValueError(f"built-in target {target.name!r} is already registered")
-    BUILTIN[target.name] = target
-
-
-def _public_modules(package: Any) -> list[str]:
-    return sorted(f"{package.__name__}.{info.name}"
-                  for info in pkgutil.iter_modules(package.__path__)
-                  if not info.name.startswith("_") and not info.ispkg)
-
-
-def adapter_modules() -> list[str]:
-    """The adapter modules: every public module of :mod:`hcspec.conformance.adapters`
-    (names not starting with ``_``; not the ``declarations`` package), sorted. Listing them
-    imports none."""
-    return _public_modules(adapters)
-
-
-def declaration_modules() -> list[str]:
-    """The declarations modules: every public module of
-    :mod:`hcspec.conformance.adapters.declarations` (one per adapter module, same name),
-    sorted."""
-    return _public_modules(declarations)
-
-
-def declared_targets(module_name: str) -> tuple[BuiltinTarget, ...]:
-    """The ``TARGETS`` a declarations module declares (importing it; it imports neither torch
-    nor the package it declares targets for).
-
-    Raises:
-        TypeError: the module has no ``TARGETS`` tuple of :class:`BuiltinTarget` (a module
-            that declares none says ``TARGETS = ()``).
-    """
-    module = importlib.import_module(module_name)
-    declared = getattr(module, "TARGETS", None)
-    if not isinstance(declared, tuple) or not all(
-            isinstance(t, BuiltinTarget) for t in declared):
-        raise TypeError(f"declarations module {module_name} must declare TARGETS, a tuple of "
-                        f"BuiltinTarget (empty when it declares none), got {declared!r}")
-    return declared
-
-
-def _discover() -> None:
-    for module_name in declaration_modules():
-        for target in declared_targets(module_name):
-            register_builtin(target)
-
-
-_discover()
 
 
 @dataclass(frozen=True)

@@ -109,12 +109,13 @@ def run_once(target: str, profile: str, seed: int, device: str = "cpu",
 
 
 def plan(targets: Sequence[str], seeds: int, thorough: bool,
-         thorough_only: Sequence[str] = ()) -> list[tuple[str, str, int]]:
+         thorough_only: Sequence[str] = (), first_seed: int = 0) -> list[tuple[str, str, int]]:
     """``(target, profile, seed)`` for every run of the soak: ``seeds`` ``ci`` runs and (when
     ``thorough``) one ``thorough`` run of each of ``targets``, and one ``thorough`` run of
-    each of ``thorough_only``. The ``ci`` runs go seed by seed over the targets, so a soak
-    stopped early has the same seeds on every target."""
-    jobs = [(t, "ci", s) for s in range(seeds) for t in targets]
+    each of ``thorough_only``. The ``ci`` seeds are ``first_seed, ..., first_seed + seeds - 1``
+    (so one soak can be split over several processes or machines), and go seed by seed over
+    the targets, so a soak stopped early has the same seeds on every target."""
+    jobs = [(t, "ci", s) for s in range(first_seed, first_seed + seeds) for t in targets]
     if thorough:
         jobs += [(t, "thorough", 0) for t in targets]
     jobs += [(t, "thorough", 0) for t in thorough_only]
@@ -178,6 +179,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="also the DeepSeek-V4-formula stand-ins of tests/conformance, under "
                              "thorough")
     parser.add_argument("--seeds", type=int, default=30, help="ci runs per target (default 30)")
+    parser.add_argument("--first-seed", type=int, default=0, metavar="S",
+                        help="the ci runs use seeds S, S+1, ... (default 0): a soak split over "
+                             "processes gives each its own range")
     parser.add_argument("--no-thorough", action="store_true", help="skip the thorough runs")
     parser.add_argument("--jobs", type=int, default=1, help="parallel processes (default 1)")
     parser.add_argument("--only", action="append", metavar="IDS",
@@ -201,7 +205,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     thorough_only: list[str] = []
     if args.v4_formula:
         thorough_only += V4_FORMULA_TARGETS
-    jobs = plan(targets, args.seeds, not args.no_thorough, thorough_only)
+    jobs = plan(targets, args.seeds, not args.no_thorough, thorough_only, args.first_seed)
     runs: list[Run] = []
     with ProcessPoolExecutor(max_workers=max(1, args.jobs)) as pool:
         futures = [pool.submit(run_once, *job, "cpu", args.only, args.skip) for job in jobs]

@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 from typing import Final
 
-from hcspec.conformance.adapters._builtin import BuiltinTarget
+from hcspec.conformance.adapters._builtin import BuiltinTarget, Finding, Lane
 
 WRITTEN_FOR: Final = "1.0.0"
 """The tile-kernels version (and file) this adapter was written and checked against."""
@@ -64,17 +64,28 @@ _DESCRIPTION: Final = ("TileKernels torch references (tile_kernels/torch/mhc.py,
                        "without tilelang) composed as mhc_pre/mhc_post; float32 inside, "
                        "bfloat16 outputs")
 
+LANE: Final = Lane(".ci/thirdparty", f"pip install --no-deps tile-kernels=={WRITTEN_FOR}",
+                   note="Files only (no tilelang): the torch references are loaded by path.")
+"""CI installs the package's files into .ci-venv-pkgs."""
+
+POST_SIGMA: Final = Finding(
+    "post-mult-1", "convention",
+    "(declared h_post_multiplier=1) mhc_pre's default post_mult_value 1.0 gives H_post = σ in "
+    "[0, 1]; the mHC paper's (and DeepSeek-V4's) 2σ is tile_kernels:mhc-post2",
+    ("constraints.h_post_span",), "docs/findings/tile_kernels.md")
+
 TARGETS: Final[tuple[BuiltinTarget, ...]] = (
     BuiltinTarget(
         "tile_kernels:mhc", f"{_ADAPTER}:make", f"{_DESCRIPTION}; mhc_pre's defaults "
         "(post_mult_value 1.0)", requires=None, distribution="tile-kernels",
-        written_for=WRITTEN_FOR, available=f"{__name__}:unavailable",
+        written_for=WRITTEN_FOR, available=f"{__name__}:unavailable", lane=LANE,
+        findings=(POST_SIGMA,),
     ),
     BuiltinTarget(
         "tile_kernels:mhc-post2", f"{_ADAPTER}:make", f"{_DESCRIPTION}; post_mult_value 2.0 "
         "(as DeepSeek-V4)", requires=None, distribution="tile-kernels",
         options={"post_mult_value": 2.0}, written_for=WRITTEN_FOR,
-        available=f"{__name__}:unavailable",
+        available=f"{__name__}:unavailable", lane=LANE,
     ),
 )
 """The built-in targets of TileKernels (discovered by :mod:`hcspec.conformance.targets`).

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 from typing import Final
 
-from hcspec.conformance.adapters._builtin import BuiltinTarget
+from hcspec.conformance.adapters._builtin import BuiltinTarget, Lane
 
 WRITTEN_FOR: Final = "0.33.0"
 """The release the adapter was read against."""
+
+INSTALL: Final = (f"pip install --no-deps vllm=={WRITTEN_FOR} "
+                  "triton==3.9.0; pip install transformers==5.20.0")
+"""The install line of CI's vllm lane (.ci/lanes/vllm)."""
 
 TARGETS: Final[tuple[BuiltinTarget, ...]] = (
     BuiltinTarget(
@@ -17,6 +21,7 @@ TARGETS: Final[tuple[BuiltinTarget, ...]] = (
         "hyper_connection_mixer as reduce",
         requires="vllm.models.qwen4_exp.common.hyperconnection", distribution="vllm",
         written_for=WRITTEN_FOR,
+        lane=Lane(".ci/lanes/vllm", INSTALL),
     ),
 )
 """The module's built-in targets."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from hcspec.conformance.adapters._builtin import BuiltinTarget
+from hcspec.conformance.adapters._builtin import BuiltinTarget, Lane
 from hcspec.conformance.adapters._by_path import unavailable_reason
 
 WRITTEN_FOR: Final = "c0089373bbe08c607cf9d3d757d76f739ac578ac"
@@ -38,6 +38,9 @@ TARGETS: Final[tuple[BuiltinTarget, ...]] = (
         "(post multiplier 2, 20 Sinkhorn rounds); bfloat16 state",
         requires=None, distribution="vllm", written_for=WRITTEN_FOR,
         available=f"{__name__}:unavailable",
+        lane=Lane(".ci/lanes/vllm", "pip install --no-deps vllm==0.33.0 triton==3.9.0; pip "
+                  "install transformers==5.20.0",
+                  note="The lane loads torch.py from the installed wheel."),
     ),
 )
 """The built-in vLLM torch target; listed as not usable until vLLM is installed or
