@@ -245,7 +245,7 @@ def measure_ggml_forward(config: Config, rounds: int, warmup: int = 2,
     """The forward of ``reference:mhc-fast`` (torch, ``inference_mode``) and of ggml's fused
     DeepSeek-V4 step, round-robin in this process, each around the same branch
     ``F(h) = h ⊙ w``: for each thread count, one prepared ggml graph of the whole step with
-    ``F`` inside (:func:`hcspec.conformance.native.ggml.step_graph`, computed again each
+    ``F`` inside (:func:`hcspec.conformance.native.ggml_steps.step_graph`, computed again each
     round), and, at 1 thread, the step as the kit's target calls it (``read``, ``F`` in NumPy,
     ``write``: two graphs built per call), without the worker process, whose pickling would be
     timed otherwise. float32. A ggml row is skipped with the reason when no ggml build is
@@ -274,7 +274,7 @@ def measure_ggml_forward(config: Config, rounds: int, warmup: int = 2,
     rows = [ForwardRow(BASELINE, note="torch, inference_mode")]
     graphs: list[Any] = []
     try:
-        from hcspec.conformance.native import ggml
+        from hcspec.conformance.native import ggml, ggml_steps
 
         ggml.load()
         rng = np.random.default_rng(0)
@@ -284,20 +284,20 @@ def measure_ggml_forward(config: Config, rounds: int, warmup: int = 2,
         tokens = x.reshape(-1, n, d).to(torch.float32).numpy()
         w = np.ones(d, np.float32)
         for count in threads:
-            s = ggml.Settings(SETTINGS.hc_eps, SETTINGS.norm_eps, SETTINGS.sinkhorn_iters,
+            s = ggml_steps.Settings(SETTINGS.hc_eps, SETTINGS.norm_eps, SETTINGS.sinkhorn_iters,
                               ggml.Backend("CPU", count))
-            graph, _ = ggml.step_graph(tokens, fn, scale, base, w, s)
+            graph, _ = ggml_steps.step_graph(tokens, fn, scale, base, w, s)
             graphs.append(graph)
             name = f"llama_cpp:deepseek-v4 ({count} thread{'s' if count > 1 else ''})"
             runs[name] = graph.run
             rows.append(ForwardRow(name, note="ggml CPU: one graph (mixes, fused hc_comb, "
                                               "hc_pre, F, hc_post) built once, computed"))
-        one_shot = ggml.Settings(SETTINGS.hc_eps, SETTINGS.norm_eps, SETTINGS.sinkhorn_iters,
+        one_shot = ggml_steps.Settings(SETTINGS.hc_eps, SETTINGS.norm_eps, SETTINGS.sinkhorn_iters,
                                  ggml.Backend("CPU", 1))
 
         def per_call() -> None:
-            x_in, post, comb = ggml.read(tokens, fn, scale, base, one_shot)
-            ggml.write(tokens, x_in * w, post, comb, one_shot)
+            x_in, post, comb = ggml_steps.read(tokens, fn, scale, base, one_shot)
+            ggml_steps.write(tokens, x_in * w, post, comb, one_shot)
 
         name = "llama_cpp:deepseek-v4 (1 thread, per call)"
         runs[name] = per_call

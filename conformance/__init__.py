@@ -4,10 +4,10 @@ Main entry points (imported lazily, so ``import hcspec.conformance`` stays cheap
 loads in every pytest run of a project that installs hcspec):
 
 * :func:`check_implementation` — run the catalogue against a target, return a
-  :class:`~hcspec.conformance.report.Report` (see :mod:`hcspec.conformance.session`);
+  :class:`~hcspec.conformance.outputs.report.Report` (see :mod:`hcspec.conformance.run.session`);
 * :class:`Conventions` and the protocol classes in :mod:`hcspec.conformance.protocol`;
 * public hypothesis strategies in :mod:`hcspec.conformance.strategies`;
-* the catalogue in :mod:`hcspec.conformance.properties` (``hc-conformance list``).
+* the catalogue in :mod:`hcspec.conformance.families` (``hc-conformance list``).
 """
 
 from __future__ import annotations
@@ -15,17 +15,17 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from hcspec.conformance.outputs.report import Report
     from hcspec.conformance.protocol import Conventions, HyperConnectionImpl
-    from hcspec.conformance.report import Report
-    from hcspec.conformance.session import check_implementation
+    from hcspec.conformance.run.session import check_implementation
 
 __all__ = ["Conventions", "HyperConnectionImpl", "Report", "check_implementation"]
 
 _LAZY = {
-    "check_implementation": "hcspec.conformance.session",
+    "check_implementation": "hcspec.conformance.run.session",
     "Conventions": "hcspec.conformance.protocol",
     "HyperConnectionImpl": "hcspec.conformance.protocol",
-    "Report": "hcspec.conformance.report",
+    "Report": "hcspec.conformance.outputs.report",
 }
 
 

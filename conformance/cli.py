@@ -24,10 +24,12 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from hcspec.conformance import compare, journal, terminal
-from hcspec.conformance import report as rp
+from hcspec.conformance import compare
+from hcspec.conformance.outputs import journal, terminal
+from hcspec.conformance.outputs import markdown as md
+from hcspec.conformance.outputs import report as rp
+from hcspec.conformance.outputs.report import kit_version
 from hcspec.conformance.profiles import DEFAULT_PROFILE, PROFILE_NAMES
-from hcspec.conformance.report import kit_version
 from hcspec.conformance.targets import BUILTIN, DEFAULT_TARGET, ENV_VAR
 
 if TYPE_CHECKING:
@@ -252,7 +254,7 @@ add_subcommand(compare.register)  # hc-conformance compare TARGET_A TARGET_B
 
 
 def _default_timeouts() -> dict[str, float]:
-    from hcspec.conformance.timeouts import DEFAULT_TIMEOUTS
+    from hcspec.conformance.run.timeouts import DEFAULT_TIMEOUTS
 
     return dict(DEFAULT_TIMEOUTS)
 
@@ -356,9 +358,9 @@ def cmd_targets(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    """Render JSON reports (or journals, :mod:`hcspec.conformance.journal`: the finished
+    """Render JSON reports (or journals, :mod:`hcspec.conformance.outputs.journal`: the finished
     results of a run that died) as one Markdown document (stdout or ``--output``) and, with
-    ``--html``, as one HTML page (:mod:`hcspec.conformance.html_report`); with ``--html``,
+    ``--html``, as one HTML page (:mod:`hcspec.conformance.outputs.html_report`); with ``--html``,
     Markdown is written only when ``--output`` or ``--markdown`` asks for it."""
     err = Console(stderr=True)
     try:
@@ -369,7 +371,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     except (OSError, ValueError) as exc:
         return _usage_error(err, f"cannot read the report: {exc}")
     if args.html:
-        from hcspec.conformance.html_report import write_html
+        from hcspec.conformance.outputs.html_report import write_html
 
         try:
             write_html(reports, args.html, title=args.title)
@@ -377,7 +379,7 @@ def cmd_report(args: argparse.Namespace) -> int:
             return _usage_error(err, f"cannot write {args.html}: {exc}")
         if not args.output and not args.markdown:
             return EXIT_OK
-    text = rp.reports_to_markdown(reports, title=args.title, preamble=preamble)
+    text = md.reports_to_markdown(reports, title=args.title, preamble=preamble)
     if not args.output:
         sys.stdout.write(text)
         return EXIT_OK
@@ -449,7 +451,7 @@ def console_main() -> NoReturn:
     and produces nothing. A non-daemon thread the target left running is waited for, as
     ``sys.exit`` does."""
     code = main()
-    from hcspec.conformance import timeouts
+    from hcspec.conformance.run import timeouts
 
     # The run is over: a late Ctrl-C ends the exit at once instead of printing a traceback.
     signal.signal(signal.SIGINT, lambda signum, frame: os._exit(EXIT_INTERRUPTED))

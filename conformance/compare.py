@@ -8,7 +8,7 @@ built with the case's perturbed parameters, its published tensors are loaded int
 through that one's own loading path, and both run on the same state with the same branch. The
 table shows each target's scaled error against the float64 oracle of the published step of
 its own tensors, their difference, and the allowance: the sum of the two targets' allowances
-(:func:`hcspec.conformance.families.published.step_allowance`: the law rule in each one's
+(:func:`hcspec.conformance.properties.published_step.step_allowance`: the law rule in each one's
 effective dtype; below float32 the same-precision floor).
 
 Exit status: 0 when every case agrees within the allowance, 1 when a case differs by more, 2
@@ -104,16 +104,16 @@ def _order(orders: list[tuple[Any, Any]]) -> tuple[Any, Any]:
     Raises:
         CompareError: the settings differ whichever way the tensors are loaded.
     """
-    from hcspec.conformance.families import published as family
+    from hcspec.conformance.properties import published_step as step
     from hcspec.conformance.strategies import Case
 
     case = Case(1, 1, 2, 4, seed=0)
     seen = ""
     for source, sink in orders:
-        params = family.read(source, source.build.make(case, perturb=False))
+        params = step.read(source, source.build.make(case, perturb=False))
         impl = sink.build.make(case, perturb=False)
         impl.load_published(params)
-        mine, theirs = _settings(params), _settings(family.read(sink, impl))
+        mine, theirs = _settings(params), _settings(step.read(sink, impl))
         if mine == theirs:
             return source, sink
         seen = (f"{source.target_name} {mine}, {sink.target_name} {theirs}")
@@ -130,7 +130,7 @@ def compare(name_a: str, name_b: str, *, device: str = "cpu", seed: int = 0) -> 
     import torch
 
     from hcspec.conformance import metrics
-    from hcspec.conformance.families import published as family
+    from hcspec.conformance.properties import published_step as step
     from hcspec.conformance.properties.base import f64
     from hcspec.conformance.strategies import Case
     from hcspec.conformance.targets import TargetError, resolve
@@ -158,19 +158,19 @@ def compare(name_a: str, name_b: str, *, device: str = "cpu", seed: int = 0) -> 
             raise CompareError(f"n={n}, d={d}: {type(exc).__name__}: "
                                f"{str(exc).splitlines()[0]}") from exc
         params = {k: (v.detach().clone() if isinstance(v, torch.Tensor) else v)
-                  for k, v in family.read(source, impl_src).items()}
+                  for k, v in step.read(source, impl_src).items()}
         impl_sink.load_published(params)
         outs, errors, floors = [], [], []
         for ctx, impl in ((source, impl_src), (sink, impl_sink)):
             x = ctx.inputs.state(case)
-            own = family.read(ctx, impl)
+            own = step.read(ctx, impl)
             with torch.no_grad():
                 out = f64(ctx.observe.forward(impl, x, ctx.inputs.branch(case)))
-            want = family.oracle(ctx, case, own, x)
+            want = step.oracle(ctx, case, own, x)
             scale = max(float(f64(x).abs().max()), float(want.abs().max()))
             outs.append(out)
             errors.append(metrics.scaled_error(out, want, scale))
-            floors.append(family.step_allowance(ctx, case, own, x, want, scale))
+            floors.append(step.step_allowance(ctx, case, own, x, want, scale))
         scale = max(float(outs[0].abs().max()), 1.0)
         by_role = (errors, floors) if source is ctx_a else (errors[::-1], floors[::-1])
         rows.append(Row(f"B={batch} T={tokens} n={n} d={d} seed={case.seed}",

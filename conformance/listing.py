@@ -1,6 +1,6 @@
 """The rows ``hc-conformance list`` prints, without importing torch when that is safe.
 
-The property catalogue (:mod:`hcspec.conformance.properties`) declares each property next to its
+The property catalogue (:mod:`hcspec.conformance.families`) declares each property next to its
 check, and the checks import torch (1–3 s on a quiet machine, more under load). So the rows
 (id, statement, theorems, requirements, tolerance rule) are also kept in a *user cache*, never
 in the package or the repository: one JSON file per source tree under
@@ -54,7 +54,7 @@ class Row:
 
 def live_rows() -> list[Row]:
     """The rows read from the imported catalogue (imports torch)."""
-    from hcspec.conformance.properties import CATALOGUE
+    from hcspec.conformance.families import CATALOGUE
 
     return [Row(p.id, p.statement, tuple(p.theorems), tuple(r.condition for r in p.requires),
                 p.tolerance.name) for p in CATALOGUE]

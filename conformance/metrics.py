@@ -16,13 +16,13 @@ import math
 
 import torch
 
-from hcspec.conformance import capture
+from hcspec.conformance.outputs import capture
 
 
 def scaled_error(got: torch.Tensor, want: torch.Tensor, scale: float | None = None) -> float:
     """``max|got − want| / max(1, scale)`` in float64 (``scale`` defaults to ``max|want|``);
     ``inf`` when either side is non-finite where the other is finite, or shapes differ. While
-    a failing case is replayed (:mod:`hcspec.conformance.capture`) the two tensors are kept.
+    a failing case is replayed (:mod:`hcspec.conformance.outputs.capture`) the two tensors are kept.
 
     Shapes: any, equal. Both sides are copied to float64 on the CPU (any dtype, any device);
     an empty pair gives 0.

@@ -14,7 +14,7 @@ profile's name (a test checks it), so a new profile is one :func:`register` call
 of :data:`PROFILES`.
 
 Every profile is deterministic: the runner seeds each property's exploration from the
-property id and ``--seed`` (:func:`hcspec.conformance.execution.exploration_seed`), so a CI gate
+property id and ``--seed`` (:func:`hcspec.conformance.run.execution.exploration_seed`), so a CI gate
 sees the same cases every run. :data:`PROFILES` is the one source of the names:
 :data:`PROFILE_NAMES` is a live view of its keys, so the CLI's ``--profile`` and the pytest
 plugin's ``--hc-profile`` offer exactly the registered profiles.

@@ -28,8 +28,8 @@ that cannot be read or names an unknown id is one usage error (pytest exit code 
 without the helper, found at collection (``--co`` included) before any property runs.
 
 Statuses map to pytest outcomes: passed -> pass; failed/error/timeout -> fail (the failure's
-explanation, :func:`hcspec.conformance.failure.explain_text`: message, the failing case's error
-and tolerance, hint, minimal counterexample, shrunk-from, reproduction command);
+explanation, :func:`hcspec.conformance.outputs.failure.explain_text`: message, the failing case's
+error and tolerance, hint, minimal counterexample, shrunk-from, reproduction command);
 blocked/not applicable -> skip with the reason (``-rs`` shows it against the property, not
 against this file); expected failure -> xfail; an expected failure that passes -> fail
 (``XPASS(strict)``). Each property runs in a worker thread limited to ``--hc-timeout``
@@ -43,7 +43,7 @@ properties ``hc_interrupted``, ``hc_interrupted_by``, ``hc_running``, ``hc_finis
 
 hypothesis writes nothing into the current directory: while a property runs, its home (where
 it caches, e.g. ``.hypothesis/constants/``) is a temporary directory of the session, removed at
-its end (:mod:`hcspec.conformance.hypothesis_home`).
+its end (:mod:`hcspec.conformance.run.hypothesis_home`).
 
 ``--hypothesis-show-statistics`` does not apply: the kit drives hypothesis itself inside each
 property item (no database, its own seeds), so pytest's hypothesis plugin has no statistics
@@ -70,8 +70,8 @@ from hcspec.conformance.pytest_run import TargetRun as _TargetRun
 from hcspec.conformance.pytest_run import validate as _validate
 
 if TYPE_CHECKING:
-    from hcspec.conformance.hypothesis_home import SessionHome
-    from hcspec.conformance.report import PropertyResult
+    from hcspec.conformance.outputs.report import PropertyResult
+    from hcspec.conformance.run.hypothesis_home import SessionHome
 
 ENV_VAR = "HC_CONFORMANCE_TARGET"  # = hcspec.conformance.targets.ENV_VAR, kept import-free here
 MARKER = "hc_conformance"
@@ -153,7 +153,7 @@ def _settings(config: pytest.Config, helper: Mapping[str, Any] | None) -> _Setti
             or is malformed.
     """
     from hcspec.conformance import expected as expected_files
-    from hcspec.conformance.properties import BY_ID
+    from hcspec.conformance.families import BY_ID
 
     helper = helper or {}
     values: dict[str, Any] = {}
@@ -200,7 +200,7 @@ def _conflicts(config: pytest.Config, helper: Mapping[str, Any], where: str) -> 
 def _target_run(config: pytest.Config, settings: _Settings) -> _TargetRun:
     runs = config.stash.setdefault(_RUNS_KEY, {})
     if settings not in runs:
-        from hcspec.conformance.hypothesis_home import SessionHome
+        from hcspec.conformance.run.hypothesis_home import SessionHome
 
         runs[settings] = _TargetRun(settings, config.stash.setdefault(_HOME_KEY, SessionHome()))
     return runs[settings]
@@ -208,8 +208,8 @@ def _target_run(config: pytest.Config, settings: _Settings) -> _TargetRun:
 
 def _report(result: PropertyResult) -> None:
     """Turn a property result into the pytest outcome."""
-    from hcspec.conformance import report as rp
-    from hcspec.conformance.failure import explain_text
+    from hcspec.conformance.outputs import report as rp
+    from hcspec.conformance.outputs.failure import explain_text
 
     if result.status == rp.PASSED:
         return
@@ -245,9 +245,9 @@ class ConformanceItem(pytest.Item):
     def reportinfo(self) -> tuple[str, int | None, str]:
         """``("hcspec.conformance", None, "hcspec.conformance::PROPERTY_ID")``: where pytest
         reports the item (no file or line: it is a property of the kit, not a test in a file);
-        the node id is the same test id (:func:`hcspec.conformance.report.test_id`) that the
+        the node id is the same test id (:func:`hcspec.conformance.outputs.report.test_id`) that the
         CLI's JUnit report uses."""
-        from hcspec.conformance.report import TEST_ID_PREFIX, test_id
+        from hcspec.conformance.outputs.report import TEST_ID_PREFIX, test_id
 
         return (TEST_ID_PREFIX, None, test_id(self.prop_id))
 
@@ -258,9 +258,9 @@ class ConformanceCollector(pytest.Collector):
     def collect(self) -> Iterable[pytest.Item]:
         """One :class:`ConformanceItem` per property of the catalogue, in catalogue order
         (prerequisites first), each named by its property id."""
-        from hcspec.conformance import properties
+        from hcspec.conformance import families as catalogue
 
-        for prop in properties.CATALOGUE:
+        for prop in catalogue.CATALOGUE:
             yield ConformanceItem.from_parent(self, name=prop.id, prop_id=prop.id)
 
 
@@ -306,7 +306,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         return
     _validate(_settings(config, None))
     _handle_sigterm(config)
-    from hcspec.conformance.report import TEST_ID_PREFIX
+    from hcspec.conformance.outputs.report import TEST_ID_PREFIX
 
     # node ids hcspec.conformance::<id>, the test ids of the CLI's JUnit report too
     collector = ConformanceCollector.from_parent(session, name=TEST_ID_PREFIX,
@@ -319,7 +319,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
 def _handle_sigterm(config: pytest.Config) -> None:
     """From now to the end of the session, SIGTERM (a CI job's timeout) is handled like
     Ctrl-C, so pytest stops cleanly and still writes what it reports (``--junitxml``)."""
-    from hcspec.conformance.timeouts import Terminated
+    from hcspec.conformance.run.timeouts import Terminated
 
     def handler(signum: int, frame: FrameType | None) -> None:
         config.stash[_SIGNAL_KEY] = "SIGTERM"
@@ -451,14 +451,14 @@ def conformance_tests(
     property (default: the profile's).
 
     Raises:
-        hcspec.conformance.properties.SelectionError: ``only``/``skip`` name no property.
+        hcspec.conformance.families.SelectionError: ``only``/``skip`` name no property.
 
     A target that does not resolve or an unknown expected-failure id is reported once, as a
     pytest usage error (exit code 4), at collection.
     """
-    from hcspec.conformance import properties
+    from hcspec.conformance import families as catalogue
 
-    ids = [p.id for p in properties.select(only, skip)]
+    ids = [p.id for p in catalogue.select(only, skip)]
     arguments = {"target": target, "profile": profile, "device": device, "seed": seed,
                  "timeout": timeout, "expected_failures": dict(expected_failures)
                  if expected_failures is not None else None}

@@ -1,7 +1,7 @@
 """One target's run inside a pytest session (:mod:`hcspec.conformance.pytest_plugin`): its
-settings, its setup built at the first property (:func:`hcspec.conformance.inspection.prepare`)
+settings, its setup built at the first property (:func:`hcspec.conformance.run.inspection.prepare`)
 and each property evaluated as one test item
-(:func:`hcspec.conformance.execution.evaluate_property`). Imports nothing of the kit until a
+(:func:`hcspec.conformance.run.execution.evaluate_property`). Imports nothing of the kit until a
 conformance item runs, as the plugin."""
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
-    from hcspec.conformance.hypothesis_home import SessionHome
-    from hcspec.conformance.inspection import RunSetup
-    from hcspec.conformance.report import PropertyResult
+    from hcspec.conformance.outputs.report import PropertyResult
+    from hcspec.conformance.run.hypothesis_home import SessionHome
+    from hcspec.conformance.run.inspection import RunSetup
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,7 @@ class TargetRun:
         """The resolved and inspected target (built once, at the first property). A target
         whose sample impl declares an unknown ``kind`` or conventions field ends the session
         as a usage error (exit code 4), as at collection."""
-        from hcspec.conformance.inspection import prepare
+        from hcspec.conformance.run.inspection import prepare
         from hcspec.conformance.targets import TargetError, importable_folders
 
         if self._setup is None:
@@ -62,11 +62,11 @@ class TargetRun:
     def run(self, prop_id: str) -> PropertyResult:
         """Run one property (hypothesis' files go to the session's private home, not to
         ``.hypothesis/`` in the current directory)."""
-        from hcspec.conformance import properties
-        from hcspec.conformance.execution import evaluate_property
+        from hcspec.conformance import families as catalogue
+        from hcspec.conformance.run.execution import evaluate_property
         from hcspec.conformance.targets import importable_folders
 
-        prop = properties.BY_ID[prop_id]
+        prop = catalogue.BY_ID[prop_id]
         self.running = prop_id  # left set when a signal stops the property
         setup = self.setup()
         # the current folder importable while the target runs (a factory importing its
@@ -85,9 +85,9 @@ def validate(settings: Settings) -> None:
     Raises:
         pytest.UsageError: any of them is wrong (one message, pytest exit code 4).
     """
-    from hcspec.conformance.inspection import resolve_device
+    from hcspec.conformance.families import BY_ID
     from hcspec.conformance.profiles import get_profile
-    from hcspec.conformance.properties import BY_ID
+    from hcspec.conformance.run.inspection import resolve_device
     from hcspec.conformance.targets import resolve
 
     try:

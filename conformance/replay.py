@@ -4,7 +4,7 @@ tensors and a standalone script, and show the entries that disagree (``--save-fa
 
 :func:`replay` rebuilds the target through its factory, runs the one check on the one case
 (seeded as the run seeded it, so the figures are the run's) with the comparisons kept
-(:mod:`hcspec.conformance.capture`), and returns what it found: the failure, the failing
+(:mod:`hcspec.conformance.outputs.capture`), and returns what it found: the failure, the failing
 comparison's tensors (the target's and the expected ones, the oracle's) and the case's
 inputs. :func:`disagreeing_entries` lists, like ``torch.autograd.gradcheck``, the entries of
 that comparison beyond the allowance: index, got, expected, allowance.
@@ -31,9 +31,9 @@ from typing import Any, Final
 
 import torch
 
-from hcspec.conformance import capture
-from hcspec.conformance import failure as fl
-from hcspec.conformance.properties import BY_ID
+from hcspec.conformance.families import BY_ID
+from hcspec.conformance.outputs import capture
+from hcspec.conformance.outputs import failure as fl
 from hcspec.conformance.properties.base import (
     Context,
     FactoryRejected,
@@ -148,7 +148,7 @@ def format_entries(replayed: Replayed, limit: int = ENTRIES_SHOWN) -> str:
 
 def context_for(setup: Any, prop: Property) -> Context:
     """A fresh :class:`Context` for ``prop`` in the run ``setup``
-    (:class:`hcspec.conformance.inspection.RunSetup`), as the session builds it (with what
+    (:class:`hcspec.conformance.run.inspection.RunSetup`), as the session builds it (with what
     its family's setup hook prepared, if anything)."""
     info = setup.info
     return Context(factory=setup.target.factory, target_name=setup.target.name,
@@ -160,7 +160,7 @@ def context_for(setup: Any, prop: Property) -> Context:
 
 def replay(setup: Any, property_id: str, case: Case, *, post_mortem: bool = False) -> Replayed:
     """Run ``property_id`` on ``case`` once against the run ``setup``
-    (:func:`hcspec.conformance.inspection.prepare`) in the calling thread, keeping what it
+    (:func:`hcspec.conformance.run.inspection.prepare`) in the calling thread, keeping what it
     compared. With ``post_mortem``, a failure or error opens the debugger
     (:func:`pdb.post_mortem`) at the frame that raised it: the failing comparison
     (``Recorder.expect``; ``up`` reaches the check, its tensors in its locals).
@@ -210,7 +210,7 @@ os.chdir(SAVED["cwd"])  # the folder the run started in: the target's modules im
 sys.path.insert(0, SAVED["cwd"])
 
 from hcspec.conformance import replay  # noqa: E402
-from hcspec.conformance.inspection import prepare  # noqa: E402
+from hcspec.conformance.run.inspection import prepare  # noqa: E402
 from hcspec.conformance.strategies import Case  # noqa: E402
 
 setup = prepare(SAVED["target"], profile=SAVED["profile"], device=SAVED["device"],
@@ -258,9 +258,9 @@ class FailureSaver:
         the run's time limit, and write its folder; None (with the reason in
         :attr:`problems`) when there is no case, the replay times out or does not fail.
         Never raises except ``KeyboardInterrupt``."""
-        from hcspec.conformance import isolation
-        from hcspec.conformance.inspection import prepare
-        from hcspec.conformance.timeouts import call_with_timeout
+        from hcspec.conformance.run import isolation
+        from hcspec.conformance.run.inspection import prepare
+        from hcspec.conformance.run.timeouts import call_with_timeout
 
         if failure is None or failure.counterexample is None:
             self.problems.append(f"{property_id}: no failing case to save")

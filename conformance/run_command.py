@@ -1,5 +1,5 @@
 """The ``run`` subcommand of ``hc-conformance`` (:mod:`hcspec.conformance.cli`): the run's
-options to :func:`hcspec.conformance.session.check_implementation` with a listener that prints
+options to :func:`hcspec.conformance.run.session.check_implementation` with a listener that prints
 the progress, keeps the journal and saves the failures; the reports written; the exit code."""
 
 from __future__ import annotations
@@ -24,14 +24,16 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
-from hcspec.conformance import expected, journal, junit, terminal
-from hcspec.conformance import report as rp
-from hcspec.conformance.report import kit_version
+from hcspec.conformance import expected
+from hcspec.conformance.outputs import journal, junit, terminal
+from hcspec.conformance.outputs import markdown as md
+from hcspec.conformance.outputs import report as rp
+from hcspec.conformance.outputs.report import kit_version
 from hcspec.conformance.targets import DEFAULT_TARGET, ENV_VAR
 
 if TYPE_CHECKING:
     from hcspec.conformance.parallel.launcher import Launch
-    from hcspec.conformance.properties import Property
+    from hcspec.conformance.properties.base import Property
     from hcspec.conformance.replay import FailureSaver
 
 EXIT_OK = 0
@@ -55,11 +57,11 @@ def _usage_error(console: Console, message: str) -> int:
 
 @contextlib.contextmanager
 def sigterm_as_interrupt() -> Iterator[None]:
-    """Within the block, SIGTERM raises :class:`hcspec.conformance.timeouts.Terminated` (a
+    """Within the block, SIGTERM raises :class:`hcspec.conformance.run.timeouts.Terminated` (a
     ``KeyboardInterrupt``) in the main thread, so a CI job's timeout stops the run the way
     Ctrl-C does and the partial report is written; the previous handler is restored after.
     Outside the main thread (no signal handlers there) the block runs unchanged."""
-    from hcspec.conformance.timeouts import Terminated
+    from hcspec.conformance.run.timeouts import Terminated
 
     def handler(signum: int, frame: FrameType | None) -> None:
         raise Terminated(f"signal {signum}")
@@ -106,8 +108,8 @@ def _run_launched(args: argparse.Namespace, launch: Launch) -> int:
     (:mod:`hcspec.conformance.parallel.launcher`), write nothing, and exit with rank 0's
     code, after rank 0 when it is not 0 (:func:`~hcspec.conformance.parallel.launcher.
     outlast_rank_zero`)."""
-    from hcspec.conformance.inspection import resolve_device
     from hcspec.conformance.parallel import launcher
+    from hcspec.conformance.run.inspection import resolve_device
 
     err = Console(stderr=True)
     if args.world_size is not None and args.world_size != launch.world_size:
@@ -138,12 +140,12 @@ def _run_guarded(args: argparse.Namespace) -> int:
     """:func:`_run` with SIGTERM as an interrupt and hypothesis's files kept private; an
     interrupt before the target was resolved still writes the (empty) reports."""
     try:
-        from hcspec.conformance import hypothesis_home
+        from hcspec.conformance.run import hypothesis_home
 
         with sigterm_as_interrupt(), hypothesis_home.private():
             return _run(args)
     except KeyboardInterrupt as exc:  # while importing, before the target was resolved, ...
-        from hcspec.conformance.timeouts import interrupt_name
+        from hcspec.conformance.run.timeouts import interrupt_name
 
         err = Console(stderr=True)
         target = args.target or os.environ.get(ENV_VAR) or DEFAULT_TARGET
@@ -157,8 +159,8 @@ def _run_guarded(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from hcspec.conformance import properties as catalogue
-    from hcspec.conformance.session import Listener, Options, check_implementation
+    from hcspec.conformance import families as catalogue
+    from hcspec.conformance.run.session import Listener, Options, check_implementation
     from hcspec.conformance.strategies import Case
     from hcspec.conformance.targets import TargetError
 
@@ -279,7 +281,7 @@ def _run(args: argparse.Namespace) -> int:
 
 def _journal_path(args: argparse.Namespace) -> Path | None:
     """``--journal``, else the journal beside the first report path asked for
-    (:func:`hcspec.conformance.journal.beside`), else None (no journal)."""
+    (:func:`hcspec.conformance.outputs.journal.beside`), else None (no journal)."""
     if getattr(args, "journal", None):
         return Path(args.journal)
     for path in (args.json, args.junit, args.markdown, args.html):
@@ -295,7 +297,8 @@ def _resumed(args: argparse.Namespace, path: Path | None,
 
     Raises:
         ValueError: no journal path, no such journal, or a journal of another run (target,
-            profile, seed or device differ: :func:`hcspec.conformance.journal.resume_problem`).
+            profile, seed or device differ:
+            :func:`hcspec.conformance.outputs.journal.resume_problem`).
     """
     if not getattr(args, "resume", False):
         return []
@@ -304,7 +307,7 @@ def _resumed(args: argparse.Namespace, path: Path | None,
                          "the earlier run wrote (its journal is beside it)")
     if not path.is_file():
         raise ValueError(f"--resume: there is no journal {path}")
-    from hcspec.conformance.inspection import resolve_device
+    from hcspec.conformance.run.inspection import resolve_device
 
     state = journal.read(path)
     here = {"target": target, "profile": args.profile, "seed": args.seed,
@@ -334,8 +337,8 @@ def _take_home(args: argparse.Namespace, saver: FailureSaver | None,
                   highlight=False)
         saver.save(result.id, result.failure)
     if args.pdb and result.failure is not None and result.failure.counterexample:
-        from hcspec.conformance.inspection import prepare
         from hcspec.conformance.replay import replay
+        from hcspec.conformance.run.inspection import prepare
         from hcspec.conformance.strategies import Case
 
         setup = prepare(args.target or os.environ.get(ENV_VAR) or DEFAULT_TARGET,
@@ -418,13 +421,13 @@ def _junit_writer(report: rp.Report) -> Callable[[str], None]:
 
 def _markdown_writer(report: rp.Report) -> Callable[[str], None]:
     def write(path: str) -> None:
-        Path(path).write_text(rp.to_markdown(report), encoding="utf-8")
+        Path(path).write_text(md.to_markdown(report), encoding="utf-8")
     return write
 
 
 def _html_writer(report: rp.Report) -> Callable[[str], None]:
     def write(path: str) -> None:
-        from hcspec.conformance.html_report import write_html
+        from hcspec.conformance.outputs.html_report import write_html
 
         write_html([report], path)
     return write

@@ -24,11 +24,14 @@ True
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import itertools
+import json
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Final
+from dataclasses import dataclass
+from typing import Any, Final
 
 import torch
 from hypothesis import strategies as st
@@ -36,19 +39,6 @@ from hypothesis import strategies as st
 from hcspec.conformance import profiles, salts
 from hcspec.conformance.protocol import Branch
 from hcspec.conformance.salts import Salt
-
-if TYPE_CHECKING:
-    from hcspec.conformance.properties.cases import Case as Case
-
-
-def __getattr__(name: str) -> Any:
-    """``Case`` lives with ``Cases`` in :mod:`hcspec.conformance.properties.cases`; this
-    module re-exports it (imported on first use: that module imports this one)."""
-    if name == "Case":
-        from hcspec.conformance.properties.cases import Case
-
-        return Case
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 BRANCHES: Final[tuple[str, ...]] = (
     "zero", "constant", "identity", "linear", "mlp", "token_mixing",
@@ -66,6 +56,82 @@ NORMAL_SCALES: Final[tuple[float, ...]] = (1.0, 0.1, 10.0)
 EXTREME_SCALES: Final[tuple[float, ...]] = (1e-6, 1e-3, 1e3, 1e6)
 PERTURBATIONS: Final[tuple[float, ...]] = (0.0, 0.1, 0.3, 1.0)
 """Std of the Gaussian noise added to every exposed parameter (0: the factory's init)."""
+
+
+@dataclass(frozen=True)
+class Case:
+    """One example a property checks; every tensor in it is generated from these numbers.
+
+    Attributes:
+        batch, tokens, n, d: the state shape ``[B, T, n, d]``.
+        layer_index: passed to the factory (static HC init: ``h_pre = e_{k mod n}``).
+        seed: seeds the factory, the state, the branch and the perturbation.
+        scale: magnitude of the stream state (entries ``N(0, scale²)``).
+        perturb: std of the noise added to the impl's parameters (0: at init).
+        param_scale: factor applied to the parameters after the perturbation (stress tests).
+        branch: one of :data:`hcspec.conformance.BRANCHES`.
+    """
+
+    batch: int = 2
+    tokens: int = 3
+    n: int = 4
+    d: int = 8
+    layer_index: int = 0
+    seed: int = 0
+    scale: float = 1.0
+    perturb: float = 0.0
+    param_scale: float = 1.0
+    branch: str = "mlp"
+
+    def __post_init__(self) -> None:
+        for name in ("batch", "tokens", "n", "d"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"Case.{name}: expected a positive int, got {value!r}")
+        if self.layer_index < 0 or self.seed < 0:
+            raise ValueError(
+                f"Case: layer_index and seed must be >= 0, got {self.layer_index}, {self.seed}"
+            )
+        if self.branch not in BRANCHES:
+            raise ValueError(f"Case.branch: expected one of {BRANCHES}, got "
+                             f"{self.branch!r}")
+        if not (self.scale > 0 and self.perturb >= 0 and self.param_scale > 0):
+            raise ValueError(
+                "Case: scale and param_scale must be > 0 and perturb >= 0, got "
+                f"{self.scale}, {self.perturb}, {self.param_scale}"
+            )
+
+    @property
+    def shape(self) -> tuple[int, int, int, int]:
+        """``(B, T, n, d)``."""
+        return (self.batch, self.tokens, self.n, self.d)
+
+    def fields_at_default(self) -> list[str]:
+        """The names of the fields that hold their default value, in field order."""
+        return [f.name for f in dataclasses.fields(self) if getattr(self, f.name) == f.default]
+
+    def to_json(self) -> str:
+        """Compact JSON (the CLI's ``--case`` reads it back with :meth:`from_json`)."""
+        return json.dumps(dataclasses.asdict(self), separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, text: str) -> Case:
+        """Parse :meth:`to_json` output (missing fields take their defaults).
+
+        Raises:
+            ValueError: not a JSON object, an unknown field, or an invalid value.
+        """
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"--case: expected a JSON object, got {text!r} ({exc})") from None
+        if not isinstance(data, dict):
+            raise ValueError(f"--case: expected a JSON object, got {text!r}")
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ValueError(f"--case: unknown fields {unknown}; expected some of {sorted(known)}")
+        return cls(**data)
 
 
 def _generator(seed: int, salt: int) -> torch.Generator:
@@ -208,8 +274,6 @@ def _cases(
     n_values: tuple[int, ...] | None = None, ragged_d: tuple[int, ...] = (),
 ) -> st.SearchStrategy[Case]:
     """:func:`cases` with hashable bounds, built once per bounds."""
-    from hcspec.conformance.properties.cases import Case
-
     # The inner strategies are built once, not per draw: building a composite strategy parses
     # its function's source (hypothesis checks how ``draw`` is used), several milliseconds each
     # time. Drawing from the same strategies in the same order draws the same cases.
@@ -291,3 +355,4 @@ def branch_names(token_wise_only: bool = False) -> st.SearchStrategy[str]:
 
 
 profiles.register_with_hypothesis()  # users' own tests can load_profile("hcspec-ci")
+

@@ -34,19 +34,24 @@ import importlib
 import importlib.metadata
 import importlib.util
 import os
-import pkgutil
 import re
 import sys
 import traceback
-import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, cast
 
-from hcspec.conformance import adapters
-from hcspec.conformance.adapters import declarations
 from hcspec.conformance.adapters._builtin import BuiltinTarget
+from hcspec.conformance.target_discovery import (
+    BUILTIN,
+    PLUGIN_TARGETS,
+    adapter_modules,
+    declaration_modules,
+    declared_targets,
+    discover_plugins,
+    register_builtin,
+)
 
 if TYPE_CHECKING:
     from hcspec.conformance.protocol import Factory
@@ -67,97 +72,6 @@ class TargetError(ValueError):
     message includes the import error and its traceback), or a missing/non-callable factory."""
 
 
-BUILTIN: Final[dict[str, BuiltinTarget]] = {}
-"""Every built-in target by name, filled from the declarations modules' ``TARGETS`` at import."""
-
-
-def register_builtin(target: BuiltinTarget) -> None:
-    """Add a built-in TARGET name.
-
-    Raises:
-        ValueError: the name is already registered or is not ``prefix:name``.
-    """
-    if ":" not in target.name:
-        raise ValueError(f"built-in target names look like 'prefix:name', got {target.name!r}")
-    if target.name in BUILTIN:
-        raise ValueError(f"built-in target {target.name!r} is already registered")
-    BUILTIN[target.name] = target
-
-
-def _public_modules(package: Any) -> list[str]:
-    return sorted(f"{package.__name__}.{info.name}"
-                  for info in pkgutil.iter_modules(package.__path__)
-                  if not info.name.startswith("_") and not info.ispkg)
-
-
-def adapter_modules() -> list[str]:
-    """The adapter modules: every public module of :mod:`hcspec.conformance.adapters`
-    (names not starting with ``_``; not the ``declarations`` package), sorted. Listing them
-    imports none."""
-    return _public_modules(adapters)
-
-
-def declaration_modules() -> list[str]:
-    """The declarations modules: every public module of
-    :mod:`hcspec.conformance.adapters.declarations` (one per adapter module, same name),
-    sorted."""
-    return _public_modules(declarations)
-
-
-def declared_targets(module_name: str) -> tuple[BuiltinTarget, ...]:
-    """The ``TARGETS`` a declarations module declares (importing it; it imports neither torch
-    nor the package it declares targets for).
-
-    Raises:
-        TypeError: the module has no ``TARGETS`` tuple of :class:`BuiltinTarget` (a module
-            that declares none says ``TARGETS = ()``).
-    """
-    module = importlib.import_module(module_name)
-    declared = getattr(module, "TARGETS", None)
-    if not isinstance(declared, tuple) or not all(
-            isinstance(t, BuiltinTarget) for t in declared):
-        raise TypeError(f"declarations module {module_name} must declare TARGETS, a tuple of "
-                        f"BuiltinTarget (empty when it declares none), got {declared!r}")
-    return declared
-
-
-PLUGIN_TARGETS: Final[dict[str, str]] = {}
-"""The targets other packages declare through the ``hcspec.targets`` entry points
-(:mod:`hcspec.conformance.target_plugins`): target name -> ``dist:entry point``; they are in
-:data:`BUILTIN` too."""
-
-
-def discover_plugins() -> list[str]:
-    """Register the targets that the ``hcspec.targets`` entry points declare and are not
-    registered yet (called at import; call again after installing a package in-process).
-    Returns the problems (a bad entry point, a name already taken), each also issued as a
-    :class:`RuntimeWarning`; never raises for another package's entry point."""
-    from hcspec.conformance import target_plugins
-
-    declared = target_plugins.load(frozenset(n for n in BUILTIN if n not in PLUGIN_TARGETS))
-    problems = list(declared.problems)
-    for source, target in declared.targets:
-        if PLUGIN_TARGETS.get(target.name) == source:
-            continue  # registered by an earlier call
-        if target.name in BUILTIN:
-            problems.append(f"entry point {source}: the target name {target.name!r} is already "
-                            f"taken by the entry point {PLUGIN_TARGETS[target.name]}")
-            continue
-        register_builtin(target)
-        PLUGIN_TARGETS[target.name] = source
-    for problem in problems:
-        warnings.warn(f"hcspec: {problem}", RuntimeWarning, stacklevel=2)
-    return problems
-
-
-def _discover() -> None:
-    for module_name in declaration_modules():
-        for target in declared_targets(module_name):
-            register_builtin(target)
-    discover_plugins()
-
-
-_discover()
 
 
 @dataclass(frozen=True)
@@ -203,7 +117,7 @@ def importable_folders(*folders: str | os.PathLike[str]) -> Iterator[None]:
     folder must stay importable for the whole run, not only while the TARGET is imported,
     so that the ``hc-conformance`` script (whose ``sys.path[0]`` is the script's folder) and
     ``python -m hcspec.conformance`` (whose ``sys.path[0]`` is the current folder) behave the
-    same. The runner (:func:`hcspec.conformance.session.check_implementation`) and the pytest
+    same. The runner (:func:`hcspec.conformance.run.session.check_implementation`) and the pytest
     plugin run the target inside this block.
     """
     added: list[str] = []

@@ -8,7 +8,7 @@ tools/gpu_check.sh).
 For several seeds and sizes (n = 4; 1 to 257 tokens; d from 8 to 1024) the state, the
 parameters (``hc_fn ~ N(0, 0.3²)``, ``hc_scale`` near 1, ``hc_base ~ N(0, 0.5²)``) and a
 ``tanh`` branch are drawn; ``X'`` is computed by ggml on the backend and on the CPU backend
-(:mod:`hcspec.conformance.native.ggml`: ``read``, the branch in NumPy, ``write``) and by the
+(:mod:`hcspec.conformance.native.ggml_steps`: ``read``, the branch in NumPy, ``write``) and by the
 published formulas in float64 (:mod:`hcspec.formulas.published`). Printed: the
 largest error relative to ``max |X'|`` of the backend vs the oracle and vs the CPU. Exit
 status 1 when the backend's error vs the oracle exceeds ``--tolerance`` (default 5e-5: the CPU
@@ -25,7 +25,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from hcspec.conformance.native import ggml
+from hcspec.conformance.native import ggml, ggml_steps
 from hcspec.formulas.published import weights
 
 SIZES = ((1, 8), (7, 64), (33, 256), (257, 1024))
@@ -35,10 +35,10 @@ SIZES = ((1, 8), (7, 64), (33, 256), (257, 1024))
 def step(x: np.ndarray, params: dict[str, np.ndarray], w: np.ndarray,
          backend: ggml.Backend) -> np.ndarray:
     """``X' [N, 4, d]`` by ggml on ``backend`` with the branch ``tanh(x_in w)``."""
-    s = ggml.Settings(backend=backend)
-    x_in, post, comb = ggml.read(x, params["hc_fn"], params["hc_scale"], params["hc_base"], s)
+    s = ggml_steps.Settings(backend=backend)
+    x_in, post, comb = ggml_steps.read(x, params["hc_fn"], params["hc_scale"], params["hc_base"], s)
     z = np.tanh(x_in.astype(np.float64) @ w).astype(np.float32)
-    return ggml.write(x, z, post, comb, s)
+    return ggml_steps.write(x, z, post, comb, s)
 
 
 def oracle(x: np.ndarray, params: dict[str, np.ndarray], w: np.ndarray) -> np.ndarray:

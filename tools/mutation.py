@@ -41,9 +41,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from hcspec.conformance import properties as catalogue
-from hcspec.conformance import report as rp
-from hcspec.conformance.session import check_implementation
+from hcspec.conformance import families as catalogue
+from hcspec.conformance.outputs import report as rp
+from hcspec.conformance.run.session import check_implementation
 
 DEFAULT_PACKAGE = "tests.mutants"
 KILL_GOAL_SECONDS = 10.0

@@ -33,8 +33,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from hcspec.conformance import report as rp
-from hcspec.conformance.session import check_implementation
+from hcspec.conformance.outputs import report as rp
+from hcspec.conformance.run.session import check_implementation
 
 REFERENCE_TARGETS = ("reference:hc-static", "reference:hc-dynamic", "reference:mhc",
                      "reference:mhc-fast")

@@ -50,146 +50,29 @@ from typing import Any, Final
 import torch
 from torch import nn
 
-from hcspec.conformance.adapters._capture import CallRecorder, PackageChanged
+from hcspec.conformance.adapters._capture import PackageChanged
+from hcspec.conformance.adapters._hf_modeling import (
+    HC_EPS,
+    RMS_NORM_EPS,
+    SINKHORN_ITERS,
+    BranchAttention,
+    HyperHeadOf,
+    ZeroMLP,
+    check_composition,
+    decoder_layer_of,
+    init_like_the_model,
+    modeling_module,
+    read_pre,
+    tiny_config,
+)
 from hcspec.conformance.adapters.declarations.hf_transformers import FIRST_RELEASE, WRITTEN_FOR
 from hcspec.conformance.adapters.deepseek_v4_style import (
     CombOrientation,
-    DecoderLayerOf,
     Decomposition,
-    LayerStep,
     PublishedTensors,
-    identity_site,
     v4_style_target,
 )
 from hcspec.conformance.protocol import Branch, Conventions, Factory
-
-HC_EPS: Final = 1e-6
-"""``hc_eps`` of the tiny configs (the models' default)."""
-
-SINKHORN_ITERS: Final = 20
-"""``hc_sinkhorn_iters`` of the tiny configs (the models' default)."""
-
-RMS_NORM_EPS: Final = 1e-6
-"""``rms_norm_eps`` of the tiny configs."""
-
-_MODELS: Final = "transformers.models"
-
-
-def _modeling(model: str) -> Any:
-    return importlib.import_module(f"{_MODELS}.{model}.modeling_{model}")
-
-
-def _tiny_config(modeling: Any, config_class: str, n: int, d: int, **extra: Any) -> Any:
-    config_module = importlib.import_module(
-        modeling.__name__.replace(".modeling_", ".configuration_"))
-    return getattr(config_module, config_class)(
-        hidden_size=d, hc_mult=n, hc_eps=HC_EPS, rms_norm_eps=RMS_NORM_EPS, **extra)
-
-
-def _init_like_the_model(modeling: Any, pretrained_class: str, config: Any,
-                         *modules: nn.Module) -> None:
-    """Run the model's own ``_init_weights`` on ``modules`` (created with ``torch.empty``)."""
-    holder = getattr(modeling, pretrained_class)(config)
-    for module in modules:
-        holder._init_weights(module)
-
-
-def _check_composition(modeling: Any, layer_class: str, comb: CombOrientation | None,
-                       written_for: str) -> None:
-    source = inspect.getsource(getattr(modeling, layer_class).forward)
-    if comb is None:
-        found = "comb" not in source
-    else:
-        transposed = "comb.to(dtype).transpose(-1, -2)" in source
-        found = transposed == (comb == "source_target") and "torch.matmul(" in source
-    if not found:
-        raise PackageChanged(
-            f"transformers {layer_class}.forward does not compose as in transformers "
-            f"{written_for} (comb {comb or 'absent'}); this target was written for that "
-            "release: use the target of the installed release")
-
-
-def read_pre(module: nn.Module, x: torch.Tensor) -> tuple[Any, torch.Tensor]:
-    """Call ``module(x)`` and return its outputs and the ``pre [B, T, n]`` it collapsed the
-    streams with (the tensor whose ``unsqueeze(-1)`` multiplied ``x``), as the module computed
-    it (differentiable).
-
-    Raises:
-        PackageChanged: no such product in the call.
-    """
-    with CallRecorder() as recorder:
-        outputs = module(x)
-    unsqueezed = {id(c.result): c.args[0] for c in recorder.calls
-                  if c.func is torch.Tensor.unsqueeze and c.args[1:] == (-1,)}
-    for call in recorder.calls:
-        if (call.func in (torch.Tensor.mul, torch.Tensor.__mul__, torch.mul)
-                and len(call.args) == 2 and call.args[1] is x
-                and id(call.args[0]) in unsqueezed):
-            pre: torch.Tensor = unsqueezed[id(call.args[0])]
-            return outputs, pre
-    raise PackageChanged(
-        f"transformers {type(module).__name__}: pre.unsqueeze(-1) * hidden_streams not found "
-        f"(adapter written for {WRITTEN_FOR})")
-
-
-# --- the package's decoder layer as the composition ---------------------------------------------
-class _Attention(nn.Module):
-    """A decoder layer's attention replaced by the kit's branch, handed in through the layer's
-    keyword arguments (``hc_branch``: the layers pass their ``**kwargs`` on to the attention);
-    returns the output followed by ``extra`` ``None`` s, as the package's attention does."""
-
-    def __init__(self, extra: int) -> None:
-        super().__init__()
-        self.extra = extra
-
-    def forward(self, hidden_states: torch.Tensor, *args: Any,
-                hc_branch: Callable[[torch.Tensor], torch.Tensor], **kwargs: Any) -> Any:
-        return (hc_branch(hidden_states), *([None] * self.extra))
-
-
-class _Zero(nn.Module):
-    """A decoder layer's MLP replaced by zero."""
-
-    def forward(self, hidden_states: torch.Tensor, *args: Any, **kwargs: Any) -> torch.Tensor:
-        return torch.zeros_like(hidden_states)
-
-
-class _IdentityConnection(nn.Module):
-    """A ``(post, comb, collapsed)`` hyper-connection that, with a zero MLP, leaves the streams
-    exactly unchanged (:func:`identity_site`)."""
-
-    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        site = identity_site(x)
-        return site.post, site.comb, site.collapsed
-
-
-def decoder_layer_of(model: str, layer_class: str, attention_outputs: int) -> DecoderLayerOf:
-    """Compose through the installed package's own decoder layer ``layer_class`` of
-    ``transformers.models.{model}`` (:data:`~hcspec.conformance.adapters.deepseek_v4_style.\
-DecoderLayerOf`): an instance of the class (its ``forward``; built without its ``__init__``)
-    whose ``attn_hc`` is the target's connection, attention the kit's branch (returning
-    ``attention_outputs`` values, as the package's attention does), norms the identity (the
-    branch includes its own), ``ffn_hc`` the identity site and MLP zero; the layer's output is
-    the step of its attention site, composed as the package composes it.
-    """
-    def layer_of(module: Any) -> LayerStep:
-        cls = getattr(_modeling(model), layer_class)
-        layer = cls.__new__(cls)
-        nn.Module.__init__(layer)
-        layer.attn_hc = module.connection if isinstance(module, _HyperHeadOf) else module
-        layer.ffn_hc = _IdentityConnection()
-        layer.self_attn = _Attention(attention_outputs - 1)
-        layer.mlp = _Zero()
-        layer.input_layernorm = nn.Identity()
-        layer.post_attention_layernorm = nn.Identity()
-        layer.block_type, layer.layer_idx = "attention", 0
-
-        def step(x: torch.Tensor, branch: Branch) -> torch.Tensor:
-            out = layer(x, hc_branch=branch)
-            streams: torch.Tensor = out[0] if isinstance(out, tuple) else out
-            return streams
-        return step
-    return layer_of
 
 
 # --- the published DeepSeek-V4 layout: hc_fn, hc_scale, hc_base ---------------------------------
@@ -217,18 +100,6 @@ def _decompose_with_comb(module: nn.Module, x: torch.Tensor) -> Decomposition:
 
 def _pre_of(module: nn.Module, x: torch.Tensor) -> torch.Tensor:
     return read_pre(module, x)[1]
-
-
-class _HyperHeadOf(nn.Module):
-    """The connection module with the model's final head beside it (so ``parameters`` lists
-    both and one ``.to`` moves both); calling it calls the connection."""
-
-    def __init__(self, connection: nn.Module, head: nn.Module) -> None:
-        super().__init__()
-        self.connection, self.head = connection, head
-
-    def forward(self, x: torch.Tensor) -> Any:
-        return self.connection(x)
 
 
 def _on_connection(function: Callable[[nn.Module, torch.Tensor], Any]
@@ -273,14 +144,14 @@ def _deepseek_v4(release: str) -> Factory:
     comb: CombOrientation = "target_source" if release == FIRST_RELEASE else "source_target"
 
     def build(n: int, d: int, layer_index: int) -> nn.Module:
-        modeling = _modeling("deepseek_v4")
-        _check_composition(modeling, "DeepseekV4DecoderLayer", comb, release)
-        config = _tiny_config(modeling, "DeepseekV4Config", n, d,
+        modeling = modeling_module("deepseek_v4")
+        check_composition(modeling, "DeepseekV4DecoderLayer", comb, release)
+        config = tiny_config(modeling, "DeepseekV4Config", n, d,
                               hc_sinkhorn_iters=SINKHORN_ITERS)
         connection = modeling.DeepseekV4HyperConnection(config)
         head = modeling.DeepseekV4HyperHead(config)
-        _init_like_the_model(modeling, "DeepseekV4PreTrainedModel", config, connection, head)
-        return _HyperHeadOf(connection, head)
+        init_like_the_model(modeling, "DeepseekV4PreTrainedModel", config, connection, head)
+        return HyperHeadOf(connection, head)
 
     return v4_style_target(build, _on_connection(_decompose_with_comb), comb=comb,
                            conventions=_deepseek_v4_conventions(release), keep_float32=True,
@@ -292,12 +163,12 @@ def _deepseek_v4(release: str) -> Factory:
 
 def _glm5_next() -> Factory:
     def build(n: int, d: int, layer_index: int) -> nn.Module:
-        modeling = _modeling("glm5_next")
-        _check_composition(modeling, "Glm5NextTextDecoderLayer", "source_target", WRITTEN_FOR)
-        config = _tiny_config(modeling, "Glm5NextTextConfig", n, d,
+        modeling = modeling_module("glm5_next")
+        check_composition(modeling, "Glm5NextTextDecoderLayer", "source_target", WRITTEN_FOR)
+        config = tiny_config(modeling, "Glm5NextTextConfig", n, d,
                               hc_sinkhorn_iters=SINKHORN_ITERS)
         connection: nn.Module = modeling.Glm5NextTextHyperConnection(config)
-        _init_like_the_model(modeling, "Glm5NextPreTrainedModel", config, connection)
+        init_like_the_model(modeling, "Glm5NextPreTrainedModel", config, connection)
         return connection
 
     conventions = Conventions(
@@ -324,13 +195,13 @@ def _decompose_without_comb(module: nn.Module, x: torch.Tensor) -> Decomposition
 
 def _hy_v4() -> Factory:
     def build(n: int, d: int, layer_index: int) -> nn.Module:
-        modeling = _modeling("hy_v4")
-        _check_composition(modeling, "HYV4DecoderLayer", None, WRITTEN_FOR)
-        config = _tiny_config(modeling, "HYV4Config", n, d)
+        modeling = modeling_module("hy_v4")
+        check_composition(modeling, "HYV4DecoderLayer", None, WRITTEN_FOR)
+        config = tiny_config(modeling, "HYV4Config", n, d)
         connection = modeling.HYV4HyperConnection(config)
         head = modeling.HYV4HyperHead(config)
-        _init_like_the_model(modeling, "HYV4PreTrainedModel", config, connection, head)
-        return _HyperHeadOf(connection, head)
+        init_like_the_model(modeling, "HYV4PreTrainedModel", config, connection, head)
+        return HyperHeadOf(connection, head)
 
     conventions = Conventions(
         compute_dtype=torch.float32, reduce="learned", residual_mixing="identity",
@@ -437,15 +308,15 @@ class _Qwen4Exp(nn.Module):
         object.__setattr__(self, "_decoder_layer", self._layer())
 
     def _layer(self) -> Any:
-        cls = _modeling("qwen4_exp").Qwen4ExpTextDecoderLayer
+        cls = modeling_module("qwen4_exp").Qwen4ExpTextDecoderLayer
         layer = cls.__new__(cls)
         nn.Module.__init__(layer)
         layer.layer_type = "full_attention"
         layer.ple = None
         layer.attn_hyper_connection = self.connection
         layer.mlp_hyper_connection = _GatedIdentitySite(self.n)
-        layer.self_attn = _Attention(1)
-        layer.mlp = _Zero()
+        layer.self_attn = BranchAttention(1)
+        layer.mlp = ZeroMLP()
         return layer
 
     def forward(self, x: torch.Tensor, branch: Branch) -> torch.Tensor:
@@ -500,7 +371,7 @@ def make_qwen4_exp(n: int, d: int, *, layer_index: int = 0, dtype: torch.dtype =
         ImportError: transformers is not installed. ValueError: ``n <= 1`` (the config
         refuses it). PackageChanged: the decoder layer does not compose as in 5.23.0.
     """
-    modeling = _modeling("qwen4_exp")
+    modeling = modeling_module("qwen4_exp")
     source = inspect.getsource(modeling.Qwen4ExpTextDecoderLayer.forward)
     if "hyper_input + injection.flatten(-2)" not in source:
         raise PackageChanged("transformers Qwen4ExpTextDecoderLayer.forward does not compose as "
@@ -513,6 +384,6 @@ def make_qwen4_exp(n: int, d: int, *, layer_index: int = 0, dtype: torch.dtype =
         torch.manual_seed(seed)
         connection = modeling.Qwen4ExpTextGatedResidual(config)
         mixer = modeling.Qwen4ExpTextGatedResidual(config, use_combine=False)
-        _init_like_the_model(modeling, "Qwen4ExpPreTrainedModel", config,
+        init_like_the_model(modeling, "Qwen4ExpPreTrainedModel", config,
                              *connection.modules(), *mixer.modules())
     return _Qwen4Exp(connection, mixer, n, d).to(dtype=dtype, device=device)

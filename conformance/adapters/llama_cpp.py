@@ -70,7 +70,7 @@ import torch
 from hcspec.conformance.adapters._capture import check_branch_output, check_state
 from hcspec.conformance.adapters.declarations.llama_cpp import WRITTEN_FOR
 from hcspec.conformance.bridge import Built, FlatFunction, Sublayer, cross
-from hcspec.conformance.native import ggml
+from hcspec.conformance.native import ggml, ggml_steps
 from hcspec.conformance.native.framework import (
     NativeConnection,
     NativeFramework,
@@ -84,7 +84,7 @@ __all__ = ["GATED_RANK", "NO_BACKWARD", "SETTINGS", "WRITTEN_FOR", "LlamaCppQwen
            "LlamaCppV4Connection", "conventions", "gated_conventions", "make_deepseek_v4",
            "make_qwen4_exp"]
 
-SETTINGS: Final = ggml.Settings(hc_eps=1e-6, norm_eps=1e-6, sinkhorn_iters=20)
+SETTINGS: Final = ggml_steps.Settings(hc_eps=1e-6, norm_eps=1e-6, sinkhorn_iters=20)
 """DeepSeek-V4's hyper-connection settings (its config: hc_eps, rms_norm_eps, hc_sinkhorn_iters)."""
 
 NO_BACKWARD: Final = "ggml inference ops have no backward"
@@ -114,9 +114,9 @@ BACKEND_ENV: Final = "HC_GGML_BACKEND"
 a CUDA build, see tools/gpu_check.sh); unset: ``CPU``."""
 
 
-def _settings(threads: int) -> ggml.Settings:
+def _settings(threads: int) -> ggml_steps.Settings:
     backend = ggml.Backend(os.environ.get(BACKEND_ENV) or "CPU", threads)
-    return ggml.Settings(SETTINGS.hc_eps, SETTINGS.norm_eps, SETTINGS.sinkhorn_iters, backend)
+    return ggml_steps.Settings(SETTINGS.hc_eps, SETTINGS.norm_eps, SETTINGS.sinkhorn_iters, backend)
 
 
 def _build(n: int, d: int, layer_index: int, seed: int, threads: int) -> Built:
@@ -126,14 +126,14 @@ def _build(n: int, d: int, layer_index: int, seed: int, threads: int) -> Built:
               "hc_scale": np.ones(3, dtype=np.float32),
               "hc_base": np.zeros((n + 2) * n, dtype=np.float32)}
     s = _settings(threads)
-    sublayer = Sublayer(read=functools.partial(ggml.sublayer_read, s),
-                        write=functools.partial(ggml.sublayer_write, s),
-                        weights=functools.partial(ggml.sublayer_weights, s))
+    sublayer = Sublayer(read=functools.partial(ggml_steps.sublayer_read, s),
+                        write=functools.partial(ggml_steps.sublayer_write, s),
+                        weights=functools.partial(ggml_steps.sublayer_weights, s))
     return Built(params, sublayer)
 
 
 def _extras(threads: int) -> Mapping[str, Callable[..., Any]]:
-    return {"logits": functools.partial(ggml.sublayer_logits, _settings(threads))}
+    return {"logits": functools.partial(ggml_steps.sublayer_logits, _settings(threads))}
 
 
 class LlamaCppV4Connection(ThreadedNativeConnection):
@@ -225,30 +225,30 @@ def _gated_build(n: int, d: int, layer_index: int, seed: int, threads: int) -> B
 
     drawn = (normal(NORM_STD, nd), normal(FN_STD, r, nd), normal(FN_STD, nd, r),
              normal(FN_STD, n, nd))
-    params = dict(zip(ggml.GATED_NAMES, drawn, strict=True))
+    params = dict(zip(ggml_steps.GATED_NAMES, drawn, strict=True))
     s = _gated_settings(threads)
-    sublayer = Sublayer(read=functools.partial(ggml.gated_read, s),
-                        write=functools.partial(ggml.gated_write, s))
+    sublayer = Sublayer(read=functools.partial(ggml_steps.gated_read, s),
+                        write=functools.partial(ggml_steps.gated_write, s))
     return Built(params, sublayer)
 
 
-def _gated_settings(threads: int) -> ggml.Settings:
+def _gated_settings(threads: int) -> ggml_steps.Settings:
     backend = ggml.Backend(os.environ.get(BACKEND_ENV) or "CPU", threads)
-    return ggml.Settings(hc_eps=0.0, norm_eps=GATED_NORM_EPS, sinkhorn_iters=0,
+    return ggml_steps.Settings(hc_eps=0.0, norm_eps=GATED_NORM_EPS, sinkhorn_iters=0,
                          backend=backend)
 
 
 def _gated_extras(threads: int) -> Mapping[str, Callable[..., Any]]:
-    return {"read_map": functools.partial(ggml.gated_read, _gated_settings(threads))}
+    return {"read_map": functools.partial(ggml_steps.gated_read, _gated_settings(threads))}
 
 
 def _gated_call(fn: Callable[..., Any], threads: int, *inputs: torch.Tensor
                 ) -> tuple[torch.Tensor, ...]:
     """``fn(settings, ...)`` (a gated sublayer function) in the shared worker on ``inputs``
-    (the parameters first, in :data:`ggml.GATED_NAMES` order, then the arrays)."""
+    (the parameters first, in :data:`ggml_steps.GATED_NAMES` order, then the arrays)."""
     framework = NativeFramework("ggml", shared_worker(), NO_BACKWARD)
-    flat = FlatFunction(functools.partial(fn, _gated_settings(threads)), ggml.GATED_NAMES,
-                        fn is ggml.gated_write)
+    flat = FlatFunction(functools.partial(fn, _gated_settings(threads)), ggml_steps.GATED_NAMES,
+                        fn is ggml_steps.gated_write)
     with torch.no_grad():
         return cross(framework, flat, *inputs)
 
@@ -256,7 +256,7 @@ def _gated_call(fn: Callable[..., Any], threads: int, *inputs: torch.Tensor
 @torch.library.custom_op("hcspec_ggml::qwen4exp_read", mutates_args=())
 def qwen4exp_read(x: torch.Tensor, norm: torch.Tensor, down: torch.Tensor, up: torch.Tensor,
                   inject: torch.Tensor, threads: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Custom op: ggml's Qwen4-exp read (:func:`ggml.gated_read`, ``build_hc_mix`` and the
+    """Custom op: ggml's Qwen4-exp read (:func:`ggml_steps.gated_read`, ``build_hc_mix`` and the
     write weights) on ``x [B,T,n,d]`` with the published tensors (``hc_norm.weight``,
     ``input_mix_weight_down``, ``input_mix_weight_up``, ``block_inject_weight``): ``(x_in
     [B,T,d], h_post [B,T,n])``, float32, on ``x``'s device; ``threads`` CPU threads. No
@@ -265,7 +265,7 @@ def qwen4exp_read(x: torch.Tensor, norm: torch.Tensor, down: torch.Tensor, up: t
     Raises:
         NativeFault: the worker died.
     """
-    x_in, h_post = _gated_call(ggml.gated_read, threads, norm, down, up, inject, x)
+    x_in, h_post = _gated_call(ggml_steps.gated_read, threads, norm, down, up, inject, x)
     return x_in, h_post
 
 
@@ -281,14 +281,14 @@ def _qwen4exp_read_fake(x: torch.Tensor, norm: torch.Tensor, down: torch.Tensor,
 @torch.library.custom_op("hcspec_ggml::qwen4exp_write", mutates_args=())
 def qwen4exp_write(x: torch.Tensor, z: torch.Tensor, post: torch.Tensor,
                    threads: int) -> torch.Tensor:
-    """Custom op: ggml's Qwen4-exp write (:func:`ggml.gated_write`: ``ggml_dsv4_hc_post`` with a
-    NULL comb): ``X' = X + post zᵀ`` for ``x [B,T,n,d]``, ``z [B,T,d]``, ``post [B,T,n]``;
-    ``[B,T,n,d]`` float32 on ``x``'s device. No autograd formula.
+    """Custom op: ggml's Qwen4-exp write (:func:`ggml_steps.gated_write`:
+    ``ggml_dsv4_hc_post`` with a NULL comb): ``X' = X + post zᵀ`` for ``x [B,T,n,d]``,
+    ``z [B,T,d]``, ``post [B,T,n]``; ``[B,T,n,d]`` float32 on ``x``'s device. No autograd formula.
 
     Raises:
         NativeFault: the worker died.
     """
-    (out,) = _gated_call(ggml.gated_write, threads, *_no_params(x), x, z, post)
+    (out,) = _gated_call(ggml_steps.gated_write, threads, *_no_params(x), x, z, post)
     return out
 
 
@@ -299,8 +299,8 @@ def _qwen4exp_write_fake(x: torch.Tensor, z: torch.Tensor, post: torch.Tensor,
 
 
 def _no_params(x: torch.Tensor) -> tuple[torch.Tensor, ...]:
-    """Placeholders for the parameters :func:`ggml.gated_write` ignores (one element each)."""
-    return tuple(x.new_zeros(1, dtype=torch.float32) for _ in ggml.GATED_NAMES)
+    """Placeholders for the parameters :func:`ggml_steps.gated_write` ignores (one element each)."""
+    return tuple(x.new_zeros(1, dtype=torch.float32) for _ in ggml_steps.GATED_NAMES)
 
 
 class LlamaCppQwen4ExpConnection(ThreadedNativeConnection):

@@ -36,17 +36,24 @@ from typing import Final
 
 import torch
 
-from hcspec.conformance import metrics, rules, salts, strategies
-from hcspec.conformance.properties.base import Context, PropertyFailure, f64
-from hcspec.conformance.properties.cases import Case, Cases, shift
-from hcspec.conformance.properties.declaration import declare
-from hcspec.conformance.properties.requirements import (
+from hcspec.conformance.author import (
     CHEAP_BACKEND,
     COMPILE,
     FULL_BACKEND,
     TRACE_BACKEND,
     TRACEABLE,
+    Case,
+    Cases,
+    Context,
+    PropertyFailure,
     compile_backend,
+    declare,
+    f64,
+    metrics,
+    rules,
+    salts,
+    shift,
+    strategies,
 )
 
 __all__ = ["CHEAP_BACKEND", "FULL_BACKEND", "SCALAR_KERNELS", "TRACE_BACKEND", "graph_break"]

@@ -9,27 +9,30 @@ from __future__ import annotations
 
 import torch
 
-from hcspec.conformance import metrics, rules, salts
-from hcspec.conformance.properties import precision
-from hcspec.conformance.properties.base import Context, Inconclusive, f64
-from hcspec.conformance.properties.cases import Case, Cases
-from hcspec.conformance.properties.declaration import declare
-from hcspec.conformance.properties.mhc_weights import MHCWeights
-from hcspec.conformance.properties.requirements import (
+from hcspec.conformance.author import (
+    EXPAND,
     PER_STREAM_READ,
+    REDUCE,
+    WEIGHTS,
     WEIGHTS_OR_PROBING,
+    Case,
+    Cases,
+    Context,
+    HyperConnectionImpl,
+    Inconclusive,
+    MHCWeights,
     Requirement,
     Subject,
     capability,
-)
-from hcspec.conformance.protocol import (
-    EXPAND,
-    REDUCE,
-    WEIGHTS,
-    HyperConnectionImpl,
     conventions_of,
+    declare,
+    f64,
+    gaussian,
+    metrics,
+    precision,
+    rules,
+    salts,
 )
-from hcspec.conformance.strategies import gaussian
 
 BASE = ("shape.output",)
 NORM_SLACK = 1e-2

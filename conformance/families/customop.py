@@ -24,12 +24,21 @@ from typing import Any
 
 import torch
 
-from hcspec.conformance import metrics, rules
-from hcspec.conformance.properties.base import Context, PropertyFailure, f64
-from hcspec.conformance.properties.cases import Case, Cases, shift
-from hcspec.conformance.properties.declaration import declare
-from hcspec.conformance.properties.requirements import Requirement, capability, float64
-from hcspec.conformance.protocol import CUSTOM_OPS
+from hcspec.conformance.author import (
+    CUSTOM_OPS,
+    Case,
+    Cases,
+    Context,
+    PropertyFailure,
+    Requirement,
+    capability,
+    declare,
+    f64,
+    float64,
+    metrics,
+    rules,
+    shift,
+)
 
 OPCHECK_UTILS = ("test_schema", "test_autograd_registration", "test_faketensor",
                  "test_aot_dispatch_dynamic")

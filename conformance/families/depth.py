@@ -19,15 +19,23 @@ from collections.abc import Callable
 
 import torch
 
-from hcspec.conformance import rules, strategies
-from hcspec.conformance.properties.base import Context, f64
-from hcspec.conformance.properties.cases import Case, shift
-from hcspec.conformance.properties.declaration import declare
-from hcspec.conformance.properties.errors import Inconclusive, PropertyFailure
-from hcspec.conformance.properties.inputs import CheckedBranch
+from hcspec.conformance.author import (
+    WEIGHTS,
+    Case,
+    CheckedBranch,
+    Context,
+    Inconclusive,
+    PropertyFailure,
+    any_state_domain,
+    capability,
+    declare,
+    f64,
+    kinds,
+    rules,
+    shift,
+    strategies,
+)
 from hcspec.conformance.properties.layer_bounds import Layer, mhc_bounds
-from hcspec.conformance.properties.requirements import any_state_domain, capability, kinds
-from hcspec.conformance.protocol import WEIGHTS
 
 BASE = ("shape.output", "shape.branch_once")
 DEPTH = 16

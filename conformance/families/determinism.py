@@ -13,19 +13,26 @@ from __future__ import annotations
 
 import torch
 
-from hcspec.conformance import metrics, rules, salts, strategies
-from hcspec.conformance.properties.base import (
+from hcspec.conformance.author import (
+    SMOOTH_BRANCHES,
+    THREADS,
+    Case,
+    Cases,
     Context,
+    HyperConnectionImpl,
     NotApplicable,
+    capability,
+    declare,
     f64,
     floating_parameters,
+    forward_backward,
+    has_threads,
+    has_train_eval,
+    metrics,
+    rules,
+    salts,
+    strategies,
 )
-from hcspec.conformance.properties.cases import Case, Cases
-from hcspec.conformance.properties.common import forward_backward
-from hcspec.conformance.properties.declaration import declare
-from hcspec.conformance.properties.requirements import capability
-from hcspec.conformance.protocol import THREADS, HyperConnectionImpl, has_threads, has_train_eval
-from hcspec.conformance.strategies import SMOOTH_BRANCHES
 
 BASE = ("shape.output",)
 REPEATS = 3

@@ -6,11 +6,17 @@ reason, where CUDA is absent or the factory rejects it.
 
 from __future__ import annotations
 
-from hcspec.conformance import metrics, rules
-from hcspec.conformance.properties.base import Context, FactoryRejected, NotApplicable, f64
-from hcspec.conformance.properties.cases import Case
-from hcspec.conformance.properties.declaration import declare
-from hcspec.conformance.properties.requirements import CUDA
+from hcspec.conformance.author import (
+    CUDA,
+    Case,
+    Context,
+    FactoryRejected,
+    NotApplicable,
+    declare,
+    f64,
+    metrics,
+    rules,
+)
 
 
 @declare(

@@ -17,27 +17,34 @@ from typing import Any
 
 import torch
 
-from hcspec.conformance import metrics, probes, rules, salts, strategies
-from hcspec.conformance.properties.base import (
+from hcspec.conformance.author import (
+    DIFFERENTIABLE,
+    SCALE_HEADROOM,
+    SMOOTH_BRANCHES,
+    WEIGHTS_OR_PROBING,
+    Branch,
+    Case,
+    Cases,
     Context,
     FactoryRejected,
+    HyperConnectionImpl,
+    MHCWeights,
     NotApplicable,
+    declare,
+    expected_output,
     f64,
-    floating_parameters,
-    seeded_global_rng,
-)
-from hcspec.conformance.properties.cases import SCALE_HEADROOM, Case, Cases, shift
-from hcspec.conformance.properties.common import expected_output, forward_backward
-from hcspec.conformance.properties.declaration import declare
-from hcspec.conformance.properties.mhc_weights import MHCWeights
-from hcspec.conformance.properties.precision import SpecAtPrecision
-from hcspec.conformance.properties.requirements import (
-    DIFFERENTIABLE,
-    WEIGHTS_OR_PROBING,
     float64,
+    floating_parameters,
+    forward_backward,
+    metrics,
+    probes,
+    rules,
+    salts,
+    seeded_global_rng,
+    shift,
+    strategies,
 )
-from hcspec.conformance.protocol import Branch, HyperConnectionImpl
-from hcspec.conformance.strategies import SMOOTH_BRANCHES
+from hcspec.conformance.properties.precision import SpecAtPrecision
 
 BASE = ("shape.output", "shape.branch_once")
 LOW = (torch.bfloat16, torch.float16)

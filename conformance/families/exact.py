@@ -39,14 +39,22 @@ from collections.abc import Iterator
 
 import torch
 
-from hcspec.conformance import rules
-from hcspec.conformance.properties.base import Context, Inconclusive
-from hcspec.conformance.properties.cases import Case, Cases, shift, size_rows
-from hcspec.conformance.properties.declaration import declare
-from hcspec.conformance.properties.errors import FactoryRejected
-from hcspec.conformance.properties.inputs import CheckedBranch
-from hcspec.conformance.properties.requirements import PROBED_H_PRE, capability
-from hcspec.conformance.protocol import WEIGHTS, HyperConnectionImpl
+from hcspec.conformance.author import (
+    PROBED_H_PRE,
+    WEIGHTS,
+    Case,
+    Cases,
+    CheckedBranch,
+    Context,
+    FactoryRejected,
+    HyperConnectionImpl,
+    Inconclusive,
+    capability,
+    declare,
+    rules,
+    shift,
+    size_rows,
+)
 
 BASE = ("shape.output", "shape.branch_once", "shape.weights")
 PRECISIONS = (torch.float64, torch.float32, torch.bfloat16, torch.float16)

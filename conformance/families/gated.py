@@ -26,24 +26,25 @@ from collections.abc import Mapping
 
 import torch
 
-from hcspec.conformance import metrics, rules
-from hcspec.conformance.properties.base import Context, f64
-from hcspec.conformance.properties.cases import Case, Cases
-from hcspec.conformance.properties.declaration import declare
-from hcspec.conformance.properties.errors import PropertyFailure
-from hcspec.conformance.properties.requirements import (
+from hcspec.conformance.author import (
     ELEMENTWISE_READ,
-    READ_REPORTED,
-    Requirement,
-    capability,
-)
-from hcspec.conformance.protocol import (
     ELEMENTWISE_WEIGHTS,
     PUBLISHED_PARAMETERS,
     READ_MAP,
+    READ_REPORTED,
+    Case,
+    Cases,
+    Context,
+    CountingBranch,
     HyperConnectionImpl,
+    PropertyFailure,
+    Requirement,
+    capability,
+    declare,
+    f64,
+    metrics,
+    rules,
 )
-from hcspec.conformance.strategies import CountingBranch
 from hcspec.formulas import gated as formula
 
 BASE = ("shape.output", "shape.branch_once")

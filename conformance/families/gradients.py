@@ -18,34 +18,42 @@ from collections.abc import Iterator
 
 import torch
 
-from hcspec.conformance import metrics, probes, rules, salts, strategies
-from hcspec.conformance.properties import precision
-from hcspec.conformance.properties.base import (
-    Context,
-    Inconclusive,
-    NotApplicable,
-    PropertyFailure,
-    f64,
-    floating_parameters,
-    np64,
-)
-from hcspec.conformance.properties.cases import Case, Cases, shift, size_rows
-from hcspec.conformance.properties.common import branch64
-from hcspec.conformance.properties.declaration import declare
-from hcspec.conformance.properties.finite_differences import expect_directional, fd_denominator
-from hcspec.conformance.properties.requirements import (
+from hcspec.conformance.author import (
     DIFFERENTIABLE,
+    PARAMETERS,
     PER_STREAM_READ,
     PROBED_H_PRE,
     PROBING,
+    SMOOTH_BRANCHES,
+    WEIGHTS,
+    Branch,
+    Case,
+    Cases,
+    Context,
+    HyperConnectionImpl,
+    Inconclusive,
+    NotApplicable,
+    PropertyFailure,
     any_state_domain,
+    branch64,
     capability,
+    declare,
+    f64,
     float64,
+    floating_parameters,
     kinds,
+    metrics,
+    np64,
+    precision,
+    probes,
+    rules,
+    salts,
+    shift,
+    size_rows,
+    strategies,
 )
+from hcspec.conformance.properties.finite_differences import expect_directional, fd_denominator
 from hcspec.conformance.properties.sinkhorn_variant import UNROLLED, implicit_gradient_cause
-from hcspec.conformance.protocol import PARAMETERS, WEIGHTS, Branch, HyperConnectionImpl
-from hcspec.conformance.strategies import SMOOTH_BRANCHES
 from hcspec.spec import numeric
 from hcspec.spec.kinds import MHC
 

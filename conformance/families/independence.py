@@ -8,10 +8,15 @@ connection never does). Spec: ``forward.shapes`` (per-token form).
 
 from __future__ import annotations
 
-from hcspec.conformance import metrics, rules, salts
-from hcspec.conformance.properties.base import Context
-from hcspec.conformance.properties.cases import Case, Cases
-from hcspec.conformance.properties.declaration import declare
+from hcspec.conformance.author import (
+    Case,
+    Cases,
+    Context,
+    declare,
+    metrics,
+    rules,
+    salts,
+)
 
 BASE = ("shape.output", "shape.branch_once")
 

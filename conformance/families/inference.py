@@ -19,12 +19,20 @@ from collections.abc import Callable, Iterator
 
 import torch
 
-from hcspec.conformance import metrics, rules, salts
-from hcspec.conformance.properties.base import Context, f64
-from hcspec.conformance.properties.cases import Case, Cases, resized
-from hcspec.conformance.properties.declaration import declare
-from hcspec.conformance.properties.requirements import not_bridged
-from hcspec.conformance.protocol import HyperConnectionImpl, has_train_eval
+from hcspec.conformance.author import (
+    Case,
+    Cases,
+    Context,
+    HyperConnectionImpl,
+    declare,
+    f64,
+    has_train_eval,
+    metrics,
+    not_bridged,
+    resized,
+    rules,
+    salts,
+)
 
 BASE = ("shape.output", "shape.branch_once")
 

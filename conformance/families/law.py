@@ -12,19 +12,31 @@ import dataclasses
 import torch
 from hypothesis import strategies as st
 
-from hcspec.conformance import metrics, probes, rules
-from hcspec.conformance.properties import precision
-from hcspec.conformance.properties.base import Context, NotApplicable, f64, floating_parameters
-from hcspec.conformance.properties.cases import Case, Cases, shift, size_rows
-from hcspec.conformance.properties.common import branch64, expected_output, subtract_flat_step
-from hcspec.conformance.properties.declaration import declare
-from hcspec.conformance.properties.requirements import (
+from hcspec.conformance.author import (
+    PARAMETERS,
     PROBING,
+    WEIGHTS,
+    Case,
+    Cases,
+    Context,
+    HyperConnectionImpl,
+    NotApplicable,
     any_state_domain,
+    branch64,
     capability,
+    declare,
+    expected_output,
+    f64,
+    floating_parameters,
     kinds,
+    metrics,
+    precision,
+    probes,
+    rules,
+    shift,
+    size_rows,
+    subtract_flat_step,
 )
-from hcspec.conformance.protocol import PARAMETERS, WEIGHTS, HyperConnectionImpl
 from hcspec.spec import numeric
 
 BASE = ("shape.output", "shape.branch_once")

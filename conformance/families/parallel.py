@@ -30,21 +30,23 @@ from typing import Any, Final
 
 import torch
 
-from hcspec.conformance import metrics, rules
-from hcspec.conformance.parallel import harness
-from hcspec.conformance.parallel.cases import ParallelCase
-from hcspec.conformance.parallel.protocol import split_axis
-from hcspec.conformance.parallel.worker import upper_ranks
-from hcspec.conformance.properties.base import Context, PropertyFailure
-from hcspec.conformance.properties.declaration import declare
-from hcspec.conformance.properties.requirements import (
+from hcspec.conformance.author import (
     DISTRIBUTED,
     NAMED_PARAMETERS,
     RANKS_START,
     SHARDING,
     TWO_RANKS,
+    Case,
+    Context,
+    PropertyFailure,
+    declare,
+    metrics,
+    rules,
 )
-from hcspec.conformance.strategies import Case
+from hcspec.conformance.parallel import harness
+from hcspec.conformance.parallel.cases import ParallelCase
+from hcspec.conformance.parallel.protocol import split_axis
+from hcspec.conformance.parallel.worker import upper_ranks
 
 SHARDED: Final = (DISTRIBUTED, SHARDING)
 """What every property of the family needs first: ranks, and a target that shards."""

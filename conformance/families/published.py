@@ -32,35 +32,54 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
 
-from hcspec.conformance import metrics, rules, salts, strategies
-from hcspec.conformance.properties import divergence, precision
-from hcspec.conformance.properties.base import Context, f64
-from hcspec.conformance.properties.building import floating_parameters
-from hcspec.conformance.properties.cases import Case, Cases, shift, size_rows
-from hcspec.conformance.properties.common import branch64
-from hcspec.conformance.properties.declaration import declare
-from hcspec.conformance.properties.errors import Inconclusive, NotApplicable, PropertyFailure
-from hcspec.conformance.properties.requirements import DIFFERENTIABLE, Requirement, capability
-from hcspec.conformance.protocol import (
+from hcspec.conformance.author import (
+    DIFFERENTIABLE,
     LOAD_PUBLISHED,
     PUBLISHED_PARAMETERS,
     STACK,
     WEIGHTS,
-    Branch,
+    Case,
+    Cases,
+    Context,
     HyperConnectionImpl,
+    Inconclusive,
+    NotApplicable,
+    PropertyFailure,
+    Requirement,
+    branch64,
+    capability,
+    declare,
+    f64,
+    floating_parameters,
     has_stack,
+    metrics,
+    precision,
+    rules,
+    salts,
+    shift,
+    size_rows,
+    strategies,
+)
+from hcspec.conformance.properties import divergence
+from hcspec.conformance.properties.published_step import (
+    Params,
+    cast_params,
+    oracle,
+    read,
+    scale_of,
+    step_allowance,
+    step_oracle,
 )
 from hcspec.formulas import published as pub
 from hcspec.spec.published import (
     DEEPSEEK_V4,
     DEEPSEEK_V4_FORMULA,
     MHC_PAPER,
-    QWEN4_EXP,
     deepseek_v4_checkpoint_key,
 )
 from hcspec.spec.record import Count, Formula, Gate, Start
@@ -75,99 +94,12 @@ CASES = Cases(perturbations=(0.3, 1.0), extreme_scales=False, oracle=True)
 """Parameters perturbed away from the init (at init hc_scale = 1 and symmetric logits hide a
 scale on the wrong block and the orientation)."""
 
-Params = dict[str, object]
-
 
 def _examples(ctx: Context) -> list[Case]:
     return shift(ctx, [Case(2, 3, 4, 8, seed=0, perturb=0.5),
                        Case(1, 2, 2, 5, seed=1, perturb=1.0, layer_index=1),
                        Case(2, 2, 3, 6, seed=2, perturb=0.3, layer_index=2)]) + size_rows(
         ctx, Case(2, 2, 4, 8, seed=3, perturb=0.5, layer_index=3))
-
-
-def read(ctx: Context, impl: HyperConnectionImpl) -> Params:
-    """``impl.published_parameters()``, checked against the declared layout.
-
-    Raises:
-        PropertyFailure: the mapping lacks a tensor or has a wrong shape (named).
-    """
-    name = ctx.conventions.published
-    assert name is not None  # DECLARES
-    got = getattr(impl, PUBLISHED_PARAMETERS)()
-    if not isinstance(got, Mapping):
-        raise PropertyFailure(f"published_parameters() returned {type(got).__name__}, "
-                              "expected a mapping from the layout's names to tensors")
-    try:
-        pub.check_parameters(name, got, impl.n, impl.d)
-    except (TypeError, ValueError) as exc:
-        raise PropertyFailure(f"published_parameters(): {exc}") from exc
-    return dict(got)
-
-
-def _as(params: Params, dtype: torch.dtype, *, leaves: bool = False) -> Params:
-    """``params`` with every tensor detached, on the CPU in ``dtype`` (leaves that require
-    grad when ``leaves``); settings unchanged."""
-    out: Params = {}
-    for key, value in params.items():
-        if isinstance(value, torch.Tensor):
-            value = value.detach().to(device="cpu", dtype=dtype).clone()
-            value.requires_grad_(leaves)
-        out[key] = value
-    return out
-
-
-def _oracle_branch(ctx: Context, case: Case) -> Branch:
-    """The case's branch in float64 after the declared branch input map."""
-    branch = branch64(ctx, case)
-    return lambda agg: branch(ctx.observe.branch_input(agg))
-
-
-def oracle(ctx: Context, case: Case, params: Params, x: torch.Tensor,
-           formula: Formula | None = None) -> torch.Tensor:
-    """The published step of ``params`` at ``x``, float64 on the CPU (``formula``: another
-    record of the layout's step, for the diagnosis; None: the published one)."""
-    name = ctx.conventions.published
-    assert name is not None
-    with torch.no_grad():
-        return pub.step(name, _as(params, torch.float64), f64(x), _oracle_branch(ctx, case),
-                        formula)
-
-
-def _scale(x: torch.Tensor, want: torch.Tensor) -> float:
-    return max(float(f64(x).abs().max()), float(want.abs().max()))
-
-
-def step_oracle(ctx: Context, case: Case, params: Params, x: torch.Tensor, want: torch.Tensor,
-                scale: float) -> float | None:
-    """The ``oracle`` input of :data:`hcspec.conformance.rules.LAW` for a step comparison:
-    None for float32/float64 (the law's budget of the run's effective dtype); below float32,
-    the error the published step makes computed in the declared compute dtype and rounded to
-    the output dtype (the same-precision floor)."""
-    if not precision.low_precision(ctx):
-        return None
-    name = ctx.conventions.published
-    assert name is not None
-    compute = ctx.conventions.compute_dtype or ctx.dtype
-    if name == QWEN4_EXP:  # an element-wise read: no per-stream weights, the step itself
-        branch = ctx.inputs.branch(case, record=False)
-        with torch.no_grad():
-            stepped = pub.step(name, _as(params, compute), f64(x).to(compute),
-                               lambda a: branch(a.to(x.dtype)).to(compute))
-        return metrics.scaled_error(stepped.to(ctx.precision.output), want, scale)
-    with torch.no_grad():
-        weights = pub.weights(name, _as(params, compute), f64(x).to(compute))
-    spec = precision.spec_at_precision(ctx, *weights)
-    spec_out = spec.forward(x, ctx.inputs.branch(case, record=False))
-    return metrics.scaled_error(spec_out, want, scale)
-
-
-def step_allowance(ctx: Context, case: Case, params: Params, x: torch.Tensor,
-                   want: torch.Tensor, scale: float) -> float:
-    """The allowance :data:`hcspec.conformance.rules.LAW` gives a step comparison in the run's
-    precision with :func:`step_oracle` (for the diagnosis and ``hc-conformance compare``,
-    which judge outside a property's recorder)."""
-    return rules.LAW.apply(ctx.precision,
-                           oracle=step_oracle(ctx, case, params, x, want, scale)).allowance
 
 
 DIAGNOSIS_CASE = Case(2, 3, 4, 8, seed=0, perturb=0.5)
@@ -325,7 +257,7 @@ def _diagnosis(ctx: Context, case: Case, params: Params, x: torch.Tensor, got: t
     with torch.no_grad():
         got_big = f64(ctx.observe.forward(impl, x_big, ctx.inputs.branch(big)))
     want = oracle(ctx, big, p_big, x_big)
-    scale_big = _scale(x_big, want)
+    scale_big = scale_of(x_big, want)
     tol_big = step_allowance(ctx, big, p_big, x_big, want, scale_big)
     if metrics.scaled_error(got_big, want, scale_big) <= tol_big:
         return message
@@ -352,7 +284,7 @@ def check_step(ctx: Context, case: Case) -> None:
     with torch.no_grad():
         got = f64(ctx.observe.forward(impl, x, ctx.inputs.branch(case)))
     want = oracle(ctx, case, params, x)
-    scale = _scale(x, want)
+    scale = scale_of(x, want)
     measured = step_oracle(ctx, case, params, x, want, scale)
     tol = ctx.record.allowance(oracle=measured).allowance
     error = metrics.scaled_error(got, want, scale)
@@ -448,12 +380,12 @@ def _expect_saturated_gates(ctx: Context, case: Case, params: Params,
     held = read(ctx, impl)
     with torch.no_grad():
         got = getattr(impl, WEIGHTS)(x)
-        want = pub.weights(name, _as(held, torch.float64), f64(x))
+        want = pub.weights(name, cast_params(held, torch.float64), f64(x))
         at = ctx.weights_precision
         measured: list[float | None] = [None, None]
         if at.low:
             compute = ctx.conventions.compute_dtype or ctx.dtype
-            rounded = pub.weights(name, _as(held, compute), f64(x).to(compute))
+            rounded = pub.weights(name, cast_params(held, compute), f64(x).to(compute))
             measured = [metrics.relative_error(r.to(at.output), w)
                         for r, w in zip(rounded[:2], want[:2], strict=True)]
     formula = pub.mhc_layout(name).formula(held)
@@ -491,7 +423,7 @@ def _oracle_gradients(ctx: Context, case: Case, params: Params, x: torch.Tensor,
     in ``dtype`` (float64 for the oracle), CPU."""
     name = ctx.conventions.published
     assert name is not None
-    leaves = _as(params, dtype, leaves=True)
+    leaves = cast_params(params, dtype, leaves=True)
     x_leaf = f64(x).to(dtype).requires_grad_(True)
     tensors = {k: v for k, v in leaves.items() if isinstance(v, torch.Tensor)}
     branch = branch64(ctx, case)
@@ -601,7 +533,7 @@ def check_load_roundtrip(ctx: Context, case: Case) -> None:
     source = ctx.build.make(case)
     other = ctx.build.make(dataclasses.replace(case, seed=case.seed + 7919))
     x = ctx.inputs.state(case)
-    params = _as(read(ctx, source), torch.float64)
+    params = cast_params(read(ctx, source), torch.float64)
     with torch.no_grad():
         want = f64(ctx.observe.forward(source, x, ctx.inputs.branch(case)))
         before = f64(ctx.observe.forward(other, x, ctx.inputs.branch(case)))

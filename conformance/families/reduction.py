@@ -15,19 +15,27 @@ from __future__ import annotations
 
 import torch
 
-from hcspec.conformance import metrics, probes, rules, salts, strategies
-from hcspec.conformance.properties import precision
-from hcspec.conformance.properties.base import Context, f64
-from hcspec.conformance.properties.cases import Case, Cases, shift
-from hcspec.conformance.properties.declaration import declare
-from hcspec.conformance.properties.requirements import (
+from hcspec.conformance.author import (
     DIFFERENTIABLE,
+    EXPAND,
     PROBING,
+    REDUCE,
+    SMOOTH_BRANCHES,
+    Case,
+    Cases,
+    Context,
     capability,
+    declare,
+    f64,
     kinds,
+    metrics,
+    precision,
+    probes,
+    rules,
+    salts,
+    shift,
+    strategies,
 )
-from hcspec.conformance.protocol import EXPAND, REDUCE
-from hcspec.conformance.strategies import SMOOTH_BRANCHES
 
 BASE = ("shape.output", "shape.branch_once")
 HC = kinds("hc-static", "hc-dynamic")

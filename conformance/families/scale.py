@@ -20,24 +20,28 @@ from collections.abc import Sequence
 
 import torch
 
-from hcspec.conformance import metrics, rules
-from hcspec.conformance.properties import precision
-from hcspec.conformance.properties.base import Context, NotApplicable, f64
-from hcspec.conformance.properties.cases import Case, resized, shift
-from hcspec.conformance.properties.common import (
+from hcspec.conformance.author import (
+    WEIGHTS_OR_PROBING,
+    Case,
+    Context,
+    HyperConnectionImpl,
+    MHCWeights,
+    NotApplicable,
     axis_sums,
     by_exact_axis,
-    expected_output,
-)
-from hcspec.conformance.properties.declaration import declare
-from hcspec.conformance.properties.mhc_weights import (
-    MHCWeights,
+    declare,
     eps_exact_axis,
+    expected_output,
+    f64,
+    kinds,
+    metrics,
     orthostochastic_defect,
+    precision,
+    resized,
+    rules,
+    shift,
     worst_eps_token,
 )
-from hcspec.conformance.properties.requirements import WEIGHTS_OR_PROBING, kinds
-from hcspec.conformance.protocol import HyperConnectionImpl
 
 BASE = ("shape.output", "shape.branch_once")
 TILE = 64

@@ -9,19 +9,27 @@ from __future__ import annotations
 
 import torch
 
-from hcspec.conformance import metrics, probes, rules, salts, strategies
-from hcspec.conformance.properties.base import Context, FactoryRejected, PropertyFailure
-from hcspec.conformance.properties.cases import Case, Cases
-from hcspec.conformance.properties.declaration import declare
-from hcspec.conformance.properties.requirements import capability, not_bridged
-from hcspec.conformance.protocol import (
+from hcspec.conformance.author import (
     EXPAND,
     REDUCE,
     WEIGHTS,
     Branch,
+    Case,
+    Cases,
+    Context,
+    FactoryRejected,
     HyperConnectionImpl,
+    PropertyFailure,
+    capability,
+    declare,
+    gaussian,
+    metrics,
+    not_bridged,
+    probes,
+    rules,
+    salts,
+    strategies,
 )
-from hcspec.conformance.strategies import gaussian
 
 
 def _describe(t: object) -> str:

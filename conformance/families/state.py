@@ -9,17 +9,19 @@ from __future__ import annotations
 
 import torch
 
-from hcspec.conformance import metrics, rules
-from hcspec.conformance.properties.base import Context
-from hcspec.conformance.properties.building import all_parameters
-from hcspec.conformance.properties.cases import Case
-from hcspec.conformance.properties.declaration import declare
-from hcspec.conformance.properties.requirements import capability, not_bridged
-from hcspec.conformance.protocol import (
+from hcspec.conformance.author import (
     PARAMETERS,
+    Case,
+    Context,
     HyperConnectionImpl,
+    all_parameters,
+    capability,
+    declare,
     has_train_eval,
     has_weights,
+    metrics,
+    not_bridged,
+    rules,
 )
 
 BASE = ("shape.output",)

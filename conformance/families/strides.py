@@ -17,11 +17,18 @@ from collections.abc import Callable
 
 import torch
 
-from hcspec.conformance import metrics, rules
-from hcspec.conformance.properties.base import Context, Inconclusive, PropertyFailure
-from hcspec.conformance.properties.cases import Case, Cases
-from hcspec.conformance.properties.declaration import declare
-from hcspec.conformance.properties.requirements import Requirement, not_bridged
+from hcspec.conformance.author import (
+    Case,
+    Cases,
+    Context,
+    Inconclusive,
+    PropertyFailure,
+    Requirement,
+    declare,
+    metrics,
+    not_bridged,
+    rules,
+)
 
 BASE = ("shape.output", "shape.branch_once")
 

@@ -26,18 +26,29 @@ from typing import Any
 
 import torch
 
-from hcspec.conformance import metrics, rules, salts, strategies
-from hcspec.conformance.properties import precision
-from hcspec.conformance.properties.base import Context, Inconclusive, NotApplicable, f64
-from hcspec.conformance.properties.cases import Case, Cases, shift
-from hcspec.conformance.properties.declaration import declare
-from hcspec.conformance.properties.mhc_weights import MHCWeights
-from hcspec.conformance.properties.requirements import (
+from hcspec.conformance.author import (
     DIFFERENTIABLE,
+    LOGITS,
+    WEIGHTS,
     WEIGHTS_OR_PROBING,
+    Case,
+    Cases,
+    Context,
+    HyperConnectionImpl,
+    Inconclusive,
+    MHCWeights,
+    NotApplicable,
     capability,
+    declare,
+    f64,
     float64,
     kinds,
+    metrics,
+    precision,
+    rules,
+    salts,
+    shift,
+    strategies,
 )
 from hcspec.conformance.properties.sinkhorn_variant import (
     declared,
@@ -45,11 +56,6 @@ from hcspec.conformance.properties.sinkhorn_variant import (
     diagnose,
     gradient_errors,
     target_logits,
-)
-from hcspec.conformance.protocol import (
-    LOGITS,
-    WEIGHTS,
-    HyperConnectionImpl,
 )
 from hcspec.conformance.rules import Precision
 from hcspec.formulas import mhc

@@ -42,7 +42,6 @@ import torch
 
 from hcspec.conformance.adapters._capture import check_branch_output, check_state
 from hcspec.conformance.bridge import (
-    UNTRACEABLE,
     BridgedConnection,
     Built,
     FlatFunction,
@@ -51,6 +50,7 @@ from hcspec.conformance.bridge import (
     cross,
     torch_parameters,
 )
+from hcspec.conformance.bridge.connection import UNTRACEABLE
 from hcspec.conformance.native.worker import NativeWorker, WorkerDied, apply_flat, shared_worker
 from hcspec.conformance.protocol import Branch, Conventions, Kind, Weights
 

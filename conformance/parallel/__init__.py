@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from hcspec.conformance import report as rp
+from hcspec.conformance.outputs import report as rp
 from hcspec.conformance.parallel.protocol import (
     SPLITS,
     ParameterShard,
@@ -43,14 +43,15 @@ __all__ = [
 
 def check_parallel(target: str | Callable[..., Any] | None = None, *, world_size: int = 2,
                    only: Sequence[str] | None = None, **options: Any) -> rp.Report:
-    """:func:`hcspec.conformance.session.check_implementation` on ``world_size`` ranks, by
+    """:func:`hcspec.conformance.run.session.check_implementation` on ``world_size`` ranks, by
     default only the ``parallel`` family (``only``); ``options`` as ``check_implementation``
     takes them (``device``, ``seed``, ``skip``, ``timeout``, ``profile``, ...).
 
     Raises:
         As ``check_implementation``; ValueError: ``world_size`` < 1.
     """
-    from hcspec.conformance.session import check_implementation  # the front end, not a dependency
+    # the front end, not a dependency
+    from hcspec.conformance.run.session import check_implementation
 
     return check_implementation(target, world_size=world_size,
                                 only=list(only) if only else ["parallel"], **options)

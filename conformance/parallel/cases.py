@@ -14,7 +14,7 @@ import torch
 from hcspec.conformance.parallel.protocol import Split
 
 if TYPE_CHECKING:  # imported on use: the registry imports the parallel family, which imports this
-    from hcspec.conformance.properties.cases import Case
+    from hcspec.conformance.strategies import Case
 
 PERTURB_STD = 0.1
 """Noise added to every parameter before the forward (moves dynamic HC's ``W`` off zero, so
@@ -45,7 +45,7 @@ class ParallelCase:
         layer index and seed; the split and the index are recovered from the seed, which is
         distinct for every case of a run: :meth:`DistributedRun.case_of
         <hcspec.conformance.parallel.harness.DistributedRun.case_of>`)."""
-        from hcspec.conformance.properties.cases import Case
+        from hcspec.conformance.strategies import Case
 
         return Case(batch=self.batch, tokens=self.tokens, n=self.n, d=self.d,
                     layer_index=self.layer_index, seed=self.seed)

@@ -29,7 +29,7 @@ import torch
 import torch.distributed as dist
 from torch.multiprocessing.spawn import ProcessException, start_processes
 
-from hcspec.conformance import report as rp
+from hcspec.conformance.outputs import report as rp
 from hcspec.conformance.parallel import cases as cs
 from hcspec.conformance.parallel import launcher, worker
 from hcspec.conformance.parallel.protocol import SPLITS, ShardingError, sharding_splits

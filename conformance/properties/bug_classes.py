@@ -16,13 +16,13 @@ import torch
 from hcspec.conformance import metrics, rules
 from hcspec.conformance.properties import precision, variant_fit
 from hcspec.conformance.properties.base import Context, f64
-from hcspec.conformance.properties.cases import Case
 from hcspec.conformance.properties.common import (
     axis_sums,
     by_exact_axis,
     expected_output,
 )
 from hcspec.conformance.protocol import has_weights
+from hcspec.conformance.strategies import Case
 
 TRANSPOSED_LAW = frozenset({"law.reported", "law.reported_matches_probed"})
 """Properties whose failure may be a transposed H_res (the output mixes with H_resᵀ while

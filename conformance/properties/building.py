@@ -10,9 +10,9 @@ from typing import Any
 import torch
 
 from hcspec.conformance import salts, strategies
-from hcspec.conformance.properties.cases import Case
 from hcspec.conformance.properties.errors import FactoryRejected, PropertyFailure
 from hcspec.conformance.protocol import HyperConnectionImpl, check_required, has_parameters
+from hcspec.conformance.strategies import Case
 
 
 def floating_parameters(impl: object, trainable: bool = False) -> list[torch.Tensor]:

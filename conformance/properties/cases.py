@@ -7,7 +7,6 @@ a new bound is one field of :class:`Cases`. Also a case resized to a part of its
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -16,85 +15,12 @@ import torch
 from hypothesis import strategies as st
 
 from hcspec.conformance import strategies
+from hcspec.conformance.strategies import (
+    Case,
+)
 
 if TYPE_CHECKING:
     from hcspec.conformance.properties.base import Context
-
-
-@dataclass(frozen=True)
-class Case:
-    """One example a property checks; every tensor in it is generated from these numbers.
-
-    Attributes:
-        batch, tokens, n, d: the state shape ``[B, T, n, d]``.
-        layer_index: passed to the factory (static HC init: ``h_pre = e_{k mod n}``).
-        seed: seeds the factory, the state, the branch and the perturbation.
-        scale: magnitude of the stream state (entries ``N(0, scale²)``).
-        perturb: std of the noise added to the impl's parameters (0: at init).
-        param_scale: factor applied to the parameters after the perturbation (stress tests).
-        branch: one of :data:`hcspec.conformance.strategies.BRANCHES`.
-    """
-
-    batch: int = 2
-    tokens: int = 3
-    n: int = 4
-    d: int = 8
-    layer_index: int = 0
-    seed: int = 0
-    scale: float = 1.0
-    perturb: float = 0.0
-    param_scale: float = 1.0
-    branch: str = "mlp"
-
-    def __post_init__(self) -> None:
-        for name in ("batch", "tokens", "n", "d"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"Case.{name}: expected a positive int, got {value!r}")
-        if self.layer_index < 0 or self.seed < 0:
-            raise ValueError(
-                f"Case: layer_index and seed must be >= 0, got {self.layer_index}, {self.seed}"
-            )
-        if self.branch not in strategies.BRANCHES:
-            raise ValueError(f"Case.branch: expected one of {strategies.BRANCHES}, got "
-                             f"{self.branch!r}")
-        if not (self.scale > 0 and self.perturb >= 0 and self.param_scale > 0):
-            raise ValueError(
-                "Case: scale and param_scale must be > 0 and perturb >= 0, got "
-                f"{self.scale}, {self.perturb}, {self.param_scale}"
-            )
-
-    @property
-    def shape(self) -> tuple[int, int, int, int]:
-        """``(B, T, n, d)``."""
-        return (self.batch, self.tokens, self.n, self.d)
-
-    def fields_at_default(self) -> list[str]:
-        """The names of the fields that hold their default value, in field order."""
-        return [f.name for f in dataclasses.fields(self) if getattr(self, f.name) == f.default]
-
-    def to_json(self) -> str:
-        """Compact JSON (the CLI's ``--case`` reads it back with :meth:`from_json`)."""
-        return json.dumps(dataclasses.asdict(self), separators=(",", ":"))
-
-    @classmethod
-    def from_json(cls, text: str) -> Case:
-        """Parse :meth:`to_json` output (missing fields take their defaults).
-
-        Raises:
-            ValueError: not a JSON object, an unknown field, or an invalid value.
-        """
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"--case: expected a JSON object, got {text!r} ({exc})") from None
-        if not isinstance(data, dict):
-            raise ValueError(f"--case: expected a JSON object, got {text!r}")
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise ValueError(f"--case: unknown fields {unknown}; expected some of {sorted(known)}")
-        return cls(**data)
 
 
 def shift(ctx: Context, cases: Sequence[Case]) -> list[Case]:
@@ -221,7 +147,7 @@ class Cases:
 
     def admits(self, case: Case) -> str | None:
         """Why ``case`` lies outside these bounds (the property's domain), or None when it lies
-        inside. The shrinker (:mod:`hcspec.conformance.shrink`) only tries cases inside: a
+        inside. The shrinker (:mod:`hcspec.conformance.run.shrink`) only tries cases inside: a
         counterexample outside the domain would show a failure the property does not claim.
 
         The bounds: ``n ≥ min_n``, ``d > n`` when ``d_more_than_n``, ``batch ≥ min_batch``,

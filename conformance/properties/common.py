@@ -11,8 +11,8 @@ import torch
 
 from hcspec.conformance import rules, strategies
 from hcspec.conformance.properties.base import Context, f64, np64
-from hcspec.conformance.properties.cases import Case
 from hcspec.conformance.protocol import Branch
+from hcspec.conformance.strategies import Case
 from hcspec.spec import numeric
 
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Protocol
 from hypothesis import strategies as st
 
 from hcspec.conformance import rules
-from hcspec.conformance.properties.cases import Case, Cases
+from hcspec.conformance.properties.cases import Cases
 from hcspec.conformance.properties.requirements import (
     PER_STREAM_READ,
     Distributed,
@@ -27,12 +27,13 @@ from hcspec.conformance.properties.requirements import (
 )
 from hcspec.conformance.protocol import KINDS
 from hcspec.conformance.seeding import seeded_global_rng
+from hcspec.conformance.strategies import Case
 
 if TYPE_CHECKING:
     import torch
 
+    from hcspec.conformance.outputs.report import Report
     from hcspec.conformance.properties.base import Context
-    from hcspec.conformance.report import Report
     from hcspec.conformance.targets import Target
 
 ExamplesFn = Callable[["Context"], Sequence[Case]]
@@ -206,7 +207,7 @@ class Property:
 
 REGISTRY: list[Property] = []
 """Every declared property, in declaration order (the family modules are imported in run
-order by :mod:`hcspec.conformance.properties`)."""
+order by :mod:`hcspec.conformance.families`)."""
 
 
 class DeclarationError(ValueError):

@@ -3,8 +3,8 @@ property does not count."""
 
 from __future__ import annotations
 
-from hcspec.conformance.failure import origin as _origin
-from hcspec.conformance.failure import rule_text
+from hcspec.conformance.outputs.failure import origin as _origin
+from hcspec.conformance.outputs.failure import rule_text
 
 
 class PropertyFailure(AssertionError):
@@ -23,7 +23,8 @@ class PropertyFailure(AssertionError):
         hint: a likely cause, when the check can name one, else None.
         origin: where the failing check raised it, ``module:function:line`` — the same for
             every case that fails the same check, whatever figures its label carries ('' until
-            it is raised; :func:`hcspec.conformance.failure.origin`, the kit's one definition).
+            it is raised; :func:`hcspec.conformance.outputs.failure.origin`, the kit's one
+            definition).
 
     ``str(failure)`` is the full message: ``label: error E > allowance T [rule R: floor F,
     error = E/F × floor]; detail`` for a numeric check (the bracket when a rule gave the

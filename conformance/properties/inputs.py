@@ -8,11 +8,11 @@ from dataclasses import dataclass
 
 import torch
 
-from hcspec.conformance import capture, salts, strategies
-from hcspec.conformance.properties.cases import Case
+from hcspec.conformance import salts, strategies
+from hcspec.conformance.outputs import capture
 from hcspec.conformance.properties.errors import BranchMisuse
 from hcspec.conformance.salts import Salt
-from hcspec.conformance.strategies import CountingBranch
+from hcspec.conformance.strategies import Case, CountingBranch
 
 
 class CheckedBranch(CountingBranch):

@@ -8,8 +8,8 @@ import torch
 
 from hcspec.conformance import metrics, rules
 from hcspec.conformance.properties.base import Context, NotApplicable, f64
-from hcspec.conformance.properties.cases import Case
 from hcspec.conformance.protocol import HyperConnectionImpl, has_logits, has_weights
+from hcspec.conformance.strategies import Case
 
 
 class MHCWeights:

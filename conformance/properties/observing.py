@@ -8,7 +8,6 @@ from dataclasses import dataclass
 import torch
 
 from hcspec.conformance import probes
-from hcspec.conformance.properties.cases import Case
 from hcspec.conformance.properties.errors import NotApplicable, PropertyFailure
 from hcspec.conformance.protocol import (
     Conventions,
@@ -18,7 +17,7 @@ from hcspec.conformance.protocol import (
     has_reduce,
     has_weights,
 )
-from hcspec.conformance.strategies import CountingBranch
+from hcspec.conformance.strategies import Case, CountingBranch
 
 
 @dataclass(frozen=True)

@@ -19,8 +19,8 @@ import torch
 
 from hcspec.conformance import metrics, probes, salts, strategies
 from hcspec.conformance.properties.base import Context
-from hcspec.conformance.properties.cases import Case
 from hcspec.conformance.protocol import Branch, HyperConnectionImpl
+from hcspec.conformance.strategies import Case
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,6 @@ import torch
 
 from hcspec.conformance import metrics, rules, salts, strategies
 from hcspec.conformance.properties.base import Context, f64
-from hcspec.conformance.properties.cases import Case
 from hcspec.conformance.properties.common import axis_sums
 from hcspec.conformance.properties.divergence import nearest
 from hcspec.conformance.properties.errors import PropertyFailure
@@ -36,6 +35,7 @@ from hcspec.conformance.protocol import (
     Weights,
     has_logits,
 )
+from hcspec.conformance.strategies import Case
 from hcspec.formulas import mhc
 from hcspec.formulas.sinkhorn import fixed_point_vjp, positive_start, softmax_axis
 from hcspec.spec.record import (

@@ -31,10 +31,10 @@ import torch
 
 from hcspec.conformance import metrics
 from hcspec.conformance.properties.base import Context, f64
-from hcspec.conformance.properties.cases import Case
 from hcspec.conformance.properties.common import axis_sums
 from hcspec.conformance.properties.sinkhorn_variant import target_logits
 from hcspec.conformance.protocol import Conventions, HyperConnectionImpl, has_logits, has_weights
+from hcspec.conformance.strategies import Case
 from hcspec.formulas import mhc
 from hcspec.spec.record import Formula
 

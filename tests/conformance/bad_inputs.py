@@ -30,8 +30,9 @@ from typing import Any
 
 import torch
 
-from hcspec.conformance import cli, isolation
+from hcspec.conformance import cli
 from hcspec.conformance.adapters.reference import make_hc_dynamic, make_hc_static
+from hcspec.conformance.run import isolation
 from tests.conformance.signalled import run_signalled
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -420,7 +421,7 @@ def shown(case: BadInput, seen: Observed) -> str:
 def selection(case: BadInput) -> list[str]:
     """The ids the case's command line runs, in catalogue order (``--only``, with the
     prerequisites it adds; else the whole catalogue)."""
-    from hcspec.conformance.properties import select
+    from hcspec.conformance.families import select
 
     only = [case.argv[i + 1] for i, a in enumerate(case.argv) if a == "--only"]
     return [p.id for p in select(only or None)]

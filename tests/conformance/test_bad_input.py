@@ -10,7 +10,7 @@ from dataclasses import replace
 
 import pytest
 
-from hcspec.conformance.properties import CATALOGUE
+from hcspec.conformance.families import CATALOGUE
 from tests.conformance import bad_inputs
 from tests.conformance.bad_inputs import CASES, DOC, BadInput, Observed, observe
 

@@ -13,7 +13,7 @@ import torch
 from hcspec.conformance import bridge
 from hcspec.conformance.bridge import Built, Sublayer, bridged_target, token_bucket
 from hcspec.conformance.protocol import Conventions
-from hcspec.conformance.session import check_implementation
+from hcspec.conformance.run.session import check_implementation
 from tests.thirdparty import numpy_framework as npf
 
 
@@ -78,7 +78,7 @@ def test_a_bucketed_target_equals_the_unbucketed_one_and_passes_the_kit() -> Non
 
 
 def test_the_framework_caches_are_cleared_after_so_many_shapes() -> None:
-    bridge._SHAPES_SEEN.pop(Recording.name, None)
+    bridge.connection._SHAPES_SEEN.pop(Recording.name, None)
     Recording.cleared = 0
     impl = _factory(True, max_shapes=2)(2, 3, seed=0)
     for tokens in (1, 2, 3, 4, 5, 9):  # buckets 1, 2, 4, 4, 8, 16

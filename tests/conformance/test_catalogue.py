@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from hcspec.conformance import rules
-from hcspec.conformance.properties import BY_ID, CATALOGUE, FAMILIES, select
+from hcspec.conformance.families import BY_ID, CATALOGUE, FAMILIES, select
 from hcspec.conformance.properties.declaration import (
     PACKAGE,
     DeclarationError,
@@ -200,7 +200,7 @@ def test_list_shows_every_requirement_and_tolerance() -> None:
     from rich.console import Console
 
     from hcspec.conformance.listing import live_rows
-    from hcspec.conformance.terminal import print_catalogue
+    from hcspec.conformance.outputs.terminal import print_catalogue
 
     console = Console(record=True, width=1000)  # wide enough that no requirement cell wraps
     print_catalogue(console, live_rows())

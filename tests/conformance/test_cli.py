@@ -11,7 +11,8 @@ import pytest
 from junitparser import JUnitXml
 
 from hcspec.conformance import cli
-from hcspec.conformance.report import Report, to_markdown
+from hcspec.conformance.outputs.markdown import to_markdown
+from hcspec.conformance.outputs.report import Report
 from hcspec.conformance.targets import BUILTIN, BuiltinTarget
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -159,7 +160,7 @@ def test_an_interrupt_while_the_kit_is_still_importing_writes_the_report(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """Ctrl-C in the first seconds lands in an import (torch, hypothesis): still exit 130,
     one line and the report, no traceback."""
-    from hcspec.conformance import hypothesis_home
+    from hcspec.conformance.run import hypothesis_home
 
     def interrupted() -> None:
         raise KeyboardInterrupt
@@ -284,7 +285,7 @@ def test_closed_stdout_ends_quietly(tmp_path: Path, argv: list[str]) -> None:
 
 
 def test_version(capsys: pytest.CaptureFixture[str]) -> None:
-    from hcspec.conformance.report import kit_version
+    from hcspec.conformance.outputs.report import kit_version
 
     with pytest.raises(SystemExit) as stop:
         cli.main(["--version"])
@@ -314,7 +315,7 @@ def test_expected_failures_errors_name_the_option_line_and_closest_id(
 def test_expected_failures_accept_globs(capsys: pytest.CaptureFixture[str],
                                         tmp_path: Path) -> None:
     from hcspec.conformance import expected
-    from hcspec.conformance.properties import BY_ID
+    from hcspec.conformance.families import BY_ID
 
     path = tmp_path / "xfail.txt"
     path.write_text("law.report*: transposed mixing (mutant)\n", encoding="utf-8")

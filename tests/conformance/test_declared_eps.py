@@ -8,9 +8,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from hcspec.conformance import report as rp
 from hcspec.conformance import rules
-from hcspec.conformance.session import check_implementation
+from hcspec.conformance.outputs import report as rp
+from hcspec.conformance.run.session import check_implementation
 from hcspec.reference.targets import deepseek_v4
 from tests.mutants import sinkhorn_eps_beyond_declared
 

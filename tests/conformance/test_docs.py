@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from hcspec.conformance import listing
-from hcspec.conformance import report as rp
-from hcspec.conformance.properties import CATALOGUE
-from hcspec.conformance.session import check_implementation
+from hcspec.conformance.families import CATALOGUE
+from hcspec.conformance.outputs import report as rp
+from hcspec.conformance.run.session import check_implementation
 from hcspec.conformance.targets import BUILTIN
 from tools import mutation
 

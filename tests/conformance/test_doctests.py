@@ -7,11 +7,12 @@ from types import ModuleType
 
 import pytest
 
-from hcspec.conformance import protocol, salts, seeding, strategies
+from hcspec.conformance import salts, seeding, strategies
 from hcspec.conformance.properties import errors
+from hcspec.conformance.protocol import probing
 
 
-@pytest.mark.parametrize("module", [strategies, protocol, salts, seeding, errors],
+@pytest.mark.parametrize("module", [strategies, probing, salts, seeding, errors],
                          ids=lambda m: m.__name__)
 def test_docstring_examples_run(module: ModuleType) -> None:
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS, verbose=False)

@@ -8,10 +8,11 @@ import json
 import math
 from pathlib import Path
 
-from hcspec.conformance import failure as fl
-from hcspec.conformance import html_report, junit, terminal
-from hcspec.conformance import report as rp
-from hcspec.conformance.properties import PropertyFailure
+from hcspec.conformance.outputs import failure as fl
+from hcspec.conformance.outputs import html_report, junit, terminal
+from hcspec.conformance.outputs import markdown as md
+from hcspec.conformance.outputs import report as rp
+from hcspec.conformance.properties.base import PropertyFailure
 
 OLD_REPORT = Path(__file__).parent / "data" / "report-v1.json"
 """A JSON report as the kit wrote it with schema version 1 (failed, error, xfail, xpass,
@@ -100,7 +101,7 @@ def test_every_output_renders_the_same_explanation() -> None:
                        results=[result])
     text = fl.explain_text(failure)
     xml = junit.to_junit(report).tostring().decode()  # type: ignore[no-untyped-call]
-    markdown = rp.to_markdown(report)
+    markdown = md.to_markdown(report)
     for _, line in fl.explain(failure):
         assert line in text
         assert line.replace('"', "&quot;") in xml or line in xml
@@ -174,7 +175,7 @@ def test_a_report_written_before_failures_were_structured_is_migrated() -> None:
     assert xfail.message.count("expected failure (transposed H_res): ") == 1
     for r in raw["results"]:
         assert by_id[r["id"]].message == r["message"]
-    markdown = rp.to_markdown(report)
+    markdown = md.to_markdown(report)
     for _, line in fl.explain(failed.failure):
         assert line in markdown
     suite = next(iter(junit.to_junit(report)))

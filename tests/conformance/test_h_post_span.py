@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from hcspec.conformance import report as rp
-from hcspec.conformance.session import check_implementation
+from hcspec.conformance.outputs import report as rp
+from hcspec.conformance.run.session import check_implementation
 from tests.conformance import fixed_logit_mhc
 
 SPAN = "constraints.h_post_span"

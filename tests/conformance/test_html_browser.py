@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from hcspec.conformance.html_report import write_html
-from hcspec.conformance.session import check_implementation
+from hcspec.conformance.outputs.html_report import write_html
+from hcspec.conformance.run.session import check_implementation
 
 pytestmark = pytest.mark.slow
 

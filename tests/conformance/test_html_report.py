@@ -1,5 +1,5 @@
-"""The HTML report (``hcspec.conformance.html_report``): the error ÷ allowance bar, the depth
-plot's geometry, escaping, a failure with its counterexample and reproduction command, a
+"""The HTML report (``hcspec.conformance.outputs.html_report``): the error ÷ allowance bar, the
+depth plot's geometry, escaping, a failure with its counterexample and reproduction command, a
 not-applicable row with its reason, a page that fetches nothing; the CLI's ``--html``."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from hcspec.conformance import cli
-from hcspec.conformance import report as rp
-from hcspec.conformance.failure import Failure
-from hcspec.conformance.html_report import plot, ratio_bar, render_html
+from hcspec.conformance.outputs import report as rp
+from hcspec.conformance.outputs.failure import Failure
+from hcspec.conformance.outputs.html_report import plot, ratio_bar, render_html
 from tests.conformance.html_page import Element, by_id, read
 
 EVIL = "<script>alert('x')</script> & \"quoted\""
@@ -36,10 +36,10 @@ def _report(**changes: object) -> rp.Report:
                        conventions={"branch_input": "x_in"}, versions={"torch": "2.13.0"})
     passed = rp.PropertyResult(id="law.probed", family="law", statement="probes", theorem=None,
                                status=rp.PASSED, examples=7,
-                               achieved={"label": "X'", "error": 1e-13, "tolerance": 1e-11})
+                               worst={"label": "X'", "error": 1e-13, "tolerance": 1e-11})
     skipped = rp.PropertyResult(id="device.cuda_matches_cpu", family="device", statement="cuda",
                                 theorem=None, status=rp.NOT_APPLICABLE,
-                                message="compares the CUDA forward with the CPU forward; no "
+                                note="compares the CUDA forward with the CPU forward; no "
                                         "CUDA device")
     report.results = [passed, _failed(), skipped]
     for key, value in changes.items():

@@ -8,10 +8,10 @@ from typing import Any
 
 import torch
 
-from hcspec.conformance import isolation
-from hcspec.conformance import report as rp
 from hcspec.conformance.adapters.reference import make_hc_static
-from hcspec.conformance.session import check_implementation
+from hcspec.conformance.outputs import report as rp
+from hcspec.conformance.run import isolation
+from hcspec.conformance.run.session import check_implementation
 
 
 def test_the_docstring_example_runs() -> None:

@@ -16,9 +16,10 @@ from typing import Any
 import pytest
 import torch
 
-from hcspec.conformance import cli, journal
-from hcspec.conformance import report as rp
-from hcspec.conformance.session import check_implementation
+from hcspec.conformance import cli
+from hcspec.conformance.outputs import journal
+from hcspec.conformance.outputs import report as rp
+from hcspec.conformance.run.session import check_implementation
 from hcspec.conformance.targets import resolve
 from tests.conformance.signalled import run_signalled
 

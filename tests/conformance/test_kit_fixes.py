@@ -15,7 +15,7 @@ import pytest
 from junitparser import JUnitXml
 
 from hcspec.conformance import cli
-from hcspec.conformance.session import check_implementation
+from hcspec.conformance.run.session import check_implementation
 from hcspec.conformance.targets import TargetError, resolve
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -12,7 +12,7 @@ import pytest
 import tomllib
 
 from hcspec.conformance import cli, scaffold
-from hcspec.conformance.report import Report
+from hcspec.conformance.outputs.report import Report
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -1,6 +1,8 @@
-"""The layout of the kit: one module per family in conformance/families/, importing only the
-kit's machinery (conformance/properties/ and the modules beside it) and the spec, never
-another family and never the reference (whose values the families check)."""
+"""The layout of the kit: one module per family in conformance/families/ (whose package is the
+registry), importing the kit's machinery through the author facade (conformance/author.py)
+plus the few machinery modules only it needs, and the spec; never another family and never the
+reference (whose values the families check). The kit has no import circle and no module over
+500 lines."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from hcspec.conformance.properties import FAMILIES
+from hcspec.conformance.families import FAMILIES
 
 ROOT = Path(__file__).resolve().parents[2]
 FAMILY_DIR = ROOT / "conformance" / "families"
@@ -82,11 +84,6 @@ def test_the_families_folder_holds_exactly_the_registered_families() -> None:
 KIT_FOLDERS = {ROOT / "conformance": "hcspec.conformance",
                ROOT / "src" / "hcspec" / "formulas": "hcspec.formulas"}
 LOAD_TIME_FOLDERS = {**KIT_FOLDERS, ROOT / "reference": "hcspec.reference"}
-KNOWN_CIRCLES = [
-    # ``Case`` lives in properties/cases.py and strategies.py re-exports it through a module
-    # ``__getattr__``: issue #35, item 6 (``Case`` back where it belongs) removes it.
-    ["hcspec.conformance.properties.cases", "hcspec.conformance.strategies"],
-]
 
 
 def module_files(folders: dict[Path, str]) -> dict[str, Path]:
@@ -177,7 +174,7 @@ def test_no_import_circle_among_the_kits_modules_counting_imports_in_functions()
     graph = import_graph(module_files(KIT_FOLDERS), in_functions=True)
     assert len(graph) > 100  # the kit was found
     assert "hcspec.conformance.parallel.harness" in graph["hcspec.conformance.families.parallel"]
-    assert circles(graph) == KNOWN_CIRCLES
+    assert circles(graph) == []
 
 
 def test_no_import_circle_at_load_time_in_the_kit_and_the_reference() -> None:
@@ -195,3 +192,80 @@ def test_the_circle_check_sees_a_circle_through_a_function_and_a_relative_import
     modules = module_files({tmp_path / "pkg": "pkg"})
     assert circles(import_graph(modules, in_functions=True)) == [["pkg.a", "pkg.b"]]
     assert circles(import_graph(modules, in_functions=False)) == []
+
+
+# The size of the kit's modules: one clear job per module, none over MAX_LINES lines
+# (docs/architecture.md, "Layers"; issue #35).
+
+MAX_LINES = 500
+
+
+def oversized(folders: dict[Path, str], limit: int = MAX_LINES) -> list[str]:
+    """``module (lines)`` for every module under ``folders`` longer than ``limit`` lines."""
+    found = []
+    for name, path in module_files(folders).items():
+        lines = len(path.read_text(encoding="utf-8").splitlines())
+        if lines > limit:
+            found.append(f"{name} ({lines})")
+    return found
+
+
+def test_no_module_of_the_kit_is_over_500_lines() -> None:
+    assert oversized(KIT_FOLDERS) == []
+
+
+def test_the_size_check_sees_a_long_module(tmp_path: Path) -> None:
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "short.py").write_text("x = 1\n" * 500)
+    (tmp_path / "pkg" / "long.py").write_text("x = 1\n" * 501)
+    assert oversized({tmp_path / "pkg": "pkg"}) == ["pkg.long (501)"]
+
+
+# The author facade: a family imports its machinery through hcspec.conformance.author, plus at
+# most MAX_OWN_MACHINERY modules that only it needs; nothing but a family imports the facade.
+
+AUTHOR = "hcspec.conformance.author"
+MAX_OWN_MACHINERY = 4
+
+
+def kit_imports(path: Path) -> set[str]:
+    """The kit modules (``hcspec.conformance...``) the module at ``path`` imports at its top
+    level (``from A import b`` counts as ``A``)."""
+    found: set[str] = set()
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.ImportFrom) and node.module:
+            found.add(node.module)
+        elif isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+    return {m for m in found if m.startswith("hcspec.conformance")}
+
+
+@pytest.mark.parametrize("path", _family_modules(), ids=lambda p: p.stem)
+def test_a_family_imports_the_author_facade_and_few_other_kit_modules(path: Path) -> None:
+    kit = kit_imports(path)
+    assert AUTHOR in kit
+    assert len(kit - {AUTHOR}) <= MAX_OWN_MACHINERY, sorted(kit - {AUTHOR})
+
+
+def test_nothing_but_a_family_imports_the_author_facade() -> None:
+    graph = import_graph(module_files(KIT_FOLDERS), in_functions=True)
+    importers = sorted(m for m, deps in graph.items() if AUTHOR in deps)
+    assert importers and all(m.startswith(FAMILY_PACKAGE + ".") for m in importers), importers
+
+
+def test_the_facade_check_counts_a_familys_kit_imports(tmp_path: Path) -> None:
+    path = tmp_path / "law.py"
+    path.write_text("import torch\nfrom hcspec.conformance.author import Case, declare\n"
+                    "from hcspec.conformance import metrics\n"
+                    "def f():\n    from hcspec.conformance.rules import forward\n")
+    assert kit_imports(path) == {AUTHOR, "hcspec.conformance"}
+
+
+def test_only_the_registry_imports_a_family_module() -> None:
+    """A front end (``compare.py``, the CLI, the pytest plugin) or the machinery reaches a
+    family only through the registry, never a family module's helpers: what two places need
+    is machinery (``properties/published_step.py`` for the published family and ``compare``)."""
+    graph = import_graph(module_files(KIT_FOLDERS), in_functions=True)
+    reaching = sorted(f"{m} -> {d}" for m, deps in graph.items() for d in deps
+                      if d.startswith(FAMILY_PACKAGE + ".") and not m.startswith(FAMILY_PACKAGE))
+    assert reaching == []

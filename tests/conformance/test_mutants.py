@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from hcspec.conformance import report as rp
-from hcspec.conformance.properties import BY_ID
-from hcspec.conformance.session import check_implementation
+from hcspec.conformance.families import BY_ID
+from hcspec.conformance.outputs import report as rp
+from hcspec.conformance.run.session import check_implementation
 from hcspec.conformance.strategies import Case
 from tools import mutation
 

@@ -17,7 +17,7 @@ import pytest
 from hcspec.conformance.native.fault import NativeFault
 from hcspec.conformance.native.framework import NativeFramework
 from hcspec.conformance.native.worker import NativeWorker, WorkerDied
-from hcspec.conformance.session import check_implementation
+from hcspec.conformance.run.session import check_implementation
 from tests.conformance import native_standin
 
 pytestmark = pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc")

@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from hcspec.conformance import cli, profiles, pytest_plugin, timeouts
-from hcspec.conformance import report as rp
-from hcspec.conformance.session import check_implementation
+from hcspec.conformance import cli, profiles, pytest_plugin
+from hcspec.conformance.outputs import report as rp
+from hcspec.conformance.run import timeouts
+from hcspec.conformance.run.session import check_implementation
 
 CONFORMANCE = Path(__file__).resolve().parents[2] / "conformance"
 

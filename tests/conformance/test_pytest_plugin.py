@@ -35,7 +35,7 @@ def test_inert_without_a_target(tmp_path: Path) -> None:
     (tmp_path / "conftest.py").write_text(
         "import sys\n"
         "def pytest_sessionfinish(session):\n"
-        "    print('KIT_LOADED', 'hcspec.conformance.session' in sys.modules)\n")
+        "    print('KIT_LOADED', 'hcspec.conformance.run.session' in sys.modules)\n")
     result = pytest_run(tmp_path, "-s")
     assert result.returncode == 0, result.stdout + result.stderr
     assert "1 passed" in result.stdout and "hc-conformance" not in result.stdout
@@ -126,7 +126,7 @@ def test_the_command_line_wins_and_the_conflict_is_printed(tmp_path: Path) -> No
 
 @pytest.mark.slow
 def test_collect_only_counts_the_items_and_skips_name_the_property(tmp_path: Path) -> None:
-    from hcspec.conformance.properties import CATALOGUE
+    from hcspec.conformance.families import CATALOGUE
 
     listed = pytest_run(tmp_path, "--co", "--hc-target", "reference:hc-static")
     assert listed.returncode == 0, listed.stdout + listed.stderr

@@ -122,7 +122,7 @@ def test_sigint_before_any_property_reports_every_id_as_not_run(tmp_path: Path) 
 def test_hypothesis_home_is_private_while_a_property_runs_and_restored_after() -> None:
     from hypothesis import configuration
 
-    from hcspec.conformance import hypothesis_home
+    from hcspec.conformance.run import hypothesis_home
 
     def current() -> object:
         return getattr(configuration, "__hypothesis_home_directory", None)

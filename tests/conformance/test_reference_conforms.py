@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from hcspec.conformance import report as rp
-from hcspec.conformance.session import check_implementation
+from hcspec.conformance.outputs import report as rp
+from hcspec.conformance.run.session import check_implementation
 from tests.conformance.helpers import is_expected_not_applicable
 
 ONE_EXAMPLE_BY_DESIGN = {"compile.fullgraph"}  # one torch.compile under ci (its cost, ~2 s)

@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from hcspec.conformance import cli
-from hcspec.conformance import report as rp
-from hcspec.conformance.session import check_implementation
+from hcspec.conformance.outputs import markdown as md
+from hcspec.conformance.outputs import report as rp
+from hcspec.conformance.run.session import check_implementation
 
 FAILING = ["run", "tests.mutants.h_post_sigma:make", "--only", "constraints.h_post_span,device",
            "--profile", "quick", "--device", "cpu", "--no-progress", "--no-status"]
@@ -64,7 +65,7 @@ def test_the_html_page_opens_with_the_failure_cards(tmp_path: Path,
     assert page.index('<h2>Failures (1)</h2>') < page.index('class="props"')
     assert page.index('id="failure-constraints.h_post_span"') < page.index('class="props"')
     assert re.search(r"<summary>\d+ not applicable \(why, by reason\)</summary>", page)
-    for word, _ in rp.LEGEND:
+    for word, _ in md.LEGEND:
         assert f"<dt>{word}</dt>" in page
     assert "Conventions at their defaults (" in page
     report = rp.Report.read_json(tmp_path / "r.json")

@@ -11,14 +11,14 @@ from pathlib import Path
 import pytest
 import torch
 
-from hcspec.conformance import report as rp
 from hcspec.conformance import rules
-from hcspec.conformance.failure import from_exception
-from hcspec.conformance.properties import BY_ID, CATALOGUE
+from hcspec.conformance.families import BY_ID, CATALOGUE
+from hcspec.conformance.outputs import report as rp
+from hcspec.conformance.outputs.failure import from_exception
 from hcspec.conformance.properties.declaration import DeclarationError, Property
 from hcspec.conformance.properties.errors import Inconclusive, PropertyFailure
 from hcspec.conformance.properties.recording import Recorder
-from hcspec.conformance.session import check_implementation
+from hcspec.conformance.run.session import check_implementation
 
 ROOT = Path(__file__).resolve().parents[2]
 BF16 = rules.eps(torch.bfloat16)

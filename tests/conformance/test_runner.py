@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from hcspec.conformance import report as rp
 from hcspec.conformance.adapters.reference import make_hc_static
-from hcspec.conformance.properties import SelectionError
-from hcspec.conformance.session import check_implementation
+from hcspec.conformance.families import SelectionError
+from hcspec.conformance.outputs import report as rp
+from hcspec.conformance.run.session import check_implementation
 from hcspec.conformance.targets import TargetError
 from tests.conformance.helpers import LinearHC, make_linear, make_overwrites_input
 
@@ -52,7 +52,7 @@ def test_wrong_output_shape_fails_shape_and_blocks_the_rest() -> None:
     assert len(report.results) == len(statuses(report)) >= 35  # every property still reports
     # what cannot apply to a static HC is not applicable (with the reason), never blocked,
     # and does not count against its family's score
-    from hcspec.conformance.properties import CATALOGUE
+    from hcspec.conformance.families import CATALOGUE
 
     mhc_only = [r for r in report.results if r.family == "constraints"]
     assert len(mhc_only) == sum(p.id.startswith("constraints.") for p in CATALOGUE) >= 9
@@ -209,10 +209,10 @@ def test_an_input_overwriting_forward_is_diagnosed_by_input_unchanged_alone() ->
 
 
 def test_inconclusive_cases_are_not_counted_and_none_conclusive_is_not_a_pass() -> None:
-    from hcspec.conformance.execution import run_property
     from hcspec.conformance.profiles import get_profile
     from hcspec.conformance.properties.base import Context, Inconclusive, Property
     from hcspec.conformance.protocol import Conventions
+    from hcspec.conformance.run.execution import run_property
     from hcspec.conformance.strategies import Case
 
     def check(ctx: Context, case: Case) -> None:
@@ -242,7 +242,7 @@ def test_ignored_dtype_hint_spares_parameters_in_the_declared_compute_dtype() ->
     compute_dtype=float32 (as a float32-inside kernel reference does)."""
     from torch import nn
 
-    from hcspec.conformance.inspection import _ignored_dtype
+    from hcspec.conformance.run.inspection import _ignored_dtype
 
     impl = nn.Linear(2, 2)  # float32 parameters
     hint = _ignored_dtype(impl, torch.float64)

@@ -7,8 +7,8 @@ import json
 
 import torch
 
-from hcspec.conformance import report as rp
-from hcspec.conformance.session import check_implementation
+from hcspec.conformance.outputs import report as rp
+from hcspec.conformance.run.session import check_implementation
 from hcspec.conformance.strategies import Case
 from tests.conformance.helpers import LinearHC, make_dropout_on_output, make_linear
 

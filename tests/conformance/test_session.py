@@ -1,4 +1,4 @@
-"""The session (:mod:`hcspec.conformance.session`): one :class:`Options`, one
+"""The session (:mod:`hcspec.conformance.run.session`): one :class:`Options`, one
 :class:`Listener`, the keyword form as sugar for both, and the per-family setup hooks."""
 
 from __future__ import annotations
@@ -7,12 +7,12 @@ from dataclasses import dataclass
 
 import pytest
 
-from hcspec.conformance import report as rp
-from hcspec.conformance.inspection import prepare
+from hcspec.conformance.outputs import report as rp
 from hcspec.conformance.properties.base import Context, Property
 from hcspec.conformance.properties.declaration import SetupRequest
 from hcspec.conformance.properties.requirements import DISTRIBUTED, Distributed
-from hcspec.conformance.session import Listener, Options, check_implementation, set_up_families
+from hcspec.conformance.run.inspection import prepare
+from hcspec.conformance.run.session import Listener, Options, check_implementation, set_up_families
 from hcspec.conformance.strategies import Case
 
 

@@ -8,13 +8,15 @@ import shlex
 
 import pytest
 
-from hcspec.conformance import cli, shrink
-from hcspec.conformance import report as rp
+from hcspec.conformance import cli
+from hcspec.conformance.families import BY_ID
+from hcspec.conformance.outputs import markdown as md
+from hcspec.conformance.outputs import report as rp
 from hcspec.conformance.profiles import get_profile
-from hcspec.conformance.properties import BY_ID, PropertyFailure
-from hcspec.conformance.properties.base import Context, Property
+from hcspec.conformance.properties.base import Context, Property, PropertyFailure
 from hcspec.conformance.protocol import Conventions
-from hcspec.conformance.session import check_implementation
+from hcspec.conformance.run import shrink
+from hcspec.conformance.run.session import check_implementation
 from hcspec.conformance.strategies import Case
 from tests.conformance.helpers import make_linear
 
@@ -145,7 +147,7 @@ def test_explicit_example_failure_is_shrunk_and_its_reproduction_reproduces(
 def test_terminal_and_markdown_say_what_the_case_was_shrunk_from() -> None:
     from rich.console import Console
 
-    from hcspec.conformance import terminal
+    from hcspec.conformance.outputs import terminal
 
     report = check_implementation("tests.mutants.h_res_transposed:make", profile="ci",
                                   device="cpu", only=["law.reported"])
@@ -155,7 +157,7 @@ def test_terminal_and_markdown_say_what_the_case_was_shrunk_from() -> None:
     text = console.export_text()
     assert f"shrunk from: the explicit example {result.shrunk_from} in" in text
     assert (f"shrunk from: the explicit example {result.shrunk_from} in"
-            in rp.to_markdown(report))
+            in md.to_markdown(report))
     # the figures shown are the printed counterexample's: the message and the error column
     assert result.failure is not None and result.achieved is not None
     assert result.achieved["error"] == result.failure.error

@@ -9,8 +9,8 @@ import dataclasses
 import pytest
 from hypothesis import HealthCheck, find, settings
 
+from hcspec.conformance.families import CATALOGUE
 from hcspec.conformance.profiles import PROFILES
-from hcspec.conformance.properties import CATALOGUE
 from hcspec.conformance.properties.cases import oracle_n_values
 from tests.conformance.properties.support import context
 

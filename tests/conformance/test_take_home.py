@@ -15,7 +15,8 @@ from types import TracebackType
 import pytest
 import torch
 
-from hcspec.conformance import capture, cli
+from hcspec.conformance import cli
+from hcspec.conformance.outputs import capture
 from hcspec.conformance.replay import disagreeing_entries
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -42,7 +42,7 @@ def test_every_third_party_target_has_a_lane_and_a_file() -> None:
 
 
 def test_generated_files_parse_against_the_catalogue() -> None:
-    from hcspec.conformance.properties import BY_ID
+    from hcspec.conformance.families import BY_ID
 
     pairs = 0
     for entry in _with_lane():
@@ -258,8 +258,8 @@ def plugin_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path
 
 def test_an_entry_point_target_is_listed_and_runs(plugin_dir: Path,
                                                   capsys: pytest.CaptureFixture[str]) -> None:
-    from hcspec.conformance import report as rp
-    from hcspec.conformance.session import Options, check_implementation
+    from hcspec.conformance.outputs import report as rp
+    from hcspec.conformance.run.session import Options, check_implementation
 
     _distribution(plugin_dir, """
         [hcspec.targets]

@@ -8,16 +8,19 @@ import json
 import pytest
 from rich.console import Console
 
-from hcspec.conformance import report as rp
-from hcspec.conformance import terminal
-from hcspec.conformance.session import check_implementation
+from hcspec.conformance.outputs import markdown as md
+from hcspec.conformance.outputs import report as rp
+from hcspec.conformance.outputs import terminal
+from hcspec.conformance.run.session import check_implementation
 from hcspec.conformance.strategies import Case
 from tests.conformance.test_cli import run
 
 
 def _result(pid: str, status: str, message: str = "") -> rp.PropertyResult:
-    return rp.PropertyResult(pid, pid.split(".")[0], "a statement", None, status,
-                             message=message)
+    if status in (rp.FAILED, rp.ERROR, rp.XFAIL, rp.TIMEOUT):
+        return rp.PropertyResult(pid, pid.split(".")[0], "a statement", None, status,
+                                 failure=rp.failure_from_fields(status, message=message))
+    return rp.PropertyResult(pid, pid.split(".")[0], "a statement", None, status, note=message)
 
 
 def _printed(report: rp.Report, verbose: bool = False) -> str:
@@ -68,7 +71,7 @@ def test_a_replayed_case_is_shown_filled_in_with_the_fields_left_at_defaults() -
     assert ("fields at their default here: batch, tokens, layer_index, seed, scale, "
             "param_scale, branch") in text
     assert "perturb 0" not in text  # this case is perturbed
-    assert f"`{report.case}`" in rp.to_markdown(report)
+    assert f"`{report.case}`" in md.to_markdown(report)
     back = rp.Report.from_dict(report.to_dict())
     assert back.case == report.case and back.case_at_defaults == report.case_at_defaults
     normal = check_implementation("reference:hc-static", device="cpu", only=["shape.output"],
@@ -102,4 +105,4 @@ def test_family_scores_count_expected_failures_apart_from_passes() -> None:
     terminal.print_summary(console, report)
     text = console.export_text()
     assert "constraints 3/4 (1 expected failure), law 1/1" in text
-    assert "constraints 3/4 (1 expected failure), law 1/1" in rp.to_markdown(report)
+    assert "constraints 3/4 (1 expected failure), law 1/1" in md.to_markdown(report)

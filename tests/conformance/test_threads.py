@@ -7,10 +7,10 @@ from collections.abc import Iterator
 import pytest
 import torch
 
-from hcspec.conformance import threads
 from hcspec.conformance.adapters.reference import make_hc_static
-from hcspec.conformance.session import check_implementation
-from hcspec.conformance.threads import KIT_THREADS
+from hcspec.conformance.run import threads
+from hcspec.conformance.run.session import check_implementation
+from hcspec.conformance.run.threads import KIT_THREADS
 
 pytestmark = pytest.mark.skipif(not threads._threads_settable(),
                                 reason="torch's parallel backend is not OpenMP: the kit leaves "

@@ -15,11 +15,11 @@ from typing import Any
 import pytest
 import torch
 
-from hcspec.conformance import execution
-from hcspec.conformance import report as rp
 from hcspec.conformance.adapters.reference import make_hc_static
-from hcspec.conformance.session import check_implementation
-from hcspec.conformance.timeouts import TimedOut, call_with_timeout
+from hcspec.conformance.outputs import report as rp
+from hcspec.conformance.run import execution
+from hcspec.conformance.run.session import check_implementation
+from hcspec.conformance.run.timeouts import TimedOut, call_with_timeout
 from tests.mutants import h_res_transposed
 
 

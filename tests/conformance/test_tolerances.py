@@ -65,8 +65,8 @@ def test_float32_gradients_allow_for_an_ill_conditioned_case_of_correct_code() -
     cancels) and state scale 10 has float32 gradients 3.2e-4 away from float64 — above the
     well-conditioned floor 1024·eps32, within the allowance for the case's measured
     sensitivity."""
-    from hcspec.conformance import report as rp
-    from hcspec.conformance.session import check_implementation
+    from hcspec.conformance.outputs import report as rp
+    from hcspec.conformance.run.session import check_implementation
     from hcspec.conformance.strategies import Case
 
     case = Case(batch=1, tokens=1, n=3, d=2, layer_index=0, seed=175, scale=10.0, perturb=1.0,

@@ -8,19 +8,20 @@ import io
 
 from rich.console import Console
 
-from hcspec.conformance import report as rp
-from hcspec.conformance import terminal
-from hcspec.conformance.session import check_implementation
+from hcspec.conformance.outputs import markdown as md
+from hcspec.conformance.outputs import report as rp
+from hcspec.conformance.outputs import terminal
+from hcspec.conformance.run.session import check_implementation
 
 
 def test_achieved_text_of_an_unbounded_figure() -> None:
-    assert rp.achieved_text({"error": 3.5, "tolerance": 1.7976931348623157e308}) == (
+    assert md.achieved_text({"error": 3.5, "tolerance": 1.7976931348623157e308}) == (
         "3.5 (reported, no bound)")
-    assert rp.achieved_text({"error": 3.5, "tolerance": float("inf")}) == (
+    assert md.achieved_text({"error": 3.5, "tolerance": float("inf")}) == (
         "3.5 (reported, no bound)")
-    assert rp.achieved_text({"error": 0.002, "tolerance": 0.03, "floor": 0.001}) == (
+    assert md.achieved_text({"error": 0.002, "tolerance": 0.03, "floor": 0.001}) == (
         "0.002 / 0.03")
-    assert rp.achieved_text(None) == ""
+    assert md.achieved_text(None) == ""
 
 
 def test_hc_growth_is_shown_as_a_reported_figure() -> None:
@@ -28,11 +29,11 @@ def test_hc_growth_is_shown_as_a_reported_figure() -> None:
                                   only=["depth.hc_growth", "law.reported"])
     growth = next(r for r in report.results if r.id == "depth.hc_growth")
     assert growth.status == rp.PASSED and growth.achieved is not None
-    assert growth.achieved["tolerance"] >= rp.UNBOUNDED_TOLERANCE
-    markdown = rp.to_markdown(report)
+    assert growth.achieved["tolerance"] >= md.UNBOUNDED_TOLERANCE
+    markdown = md.to_markdown(report)
     assert "e+308" not in markdown and "(reported, no bound)" in markdown
     out = io.StringIO()
     terminal.print_table(Console(file=out, width=200), report)
     assert "e+308" not in out.getvalue() and "(reported, no bound)" in out.getvalue()
     law = next(r for r in report.results if r.id == "law.reported")
-    assert " / " in rp.achieved_text(law.achieved)
+    assert " / " in md.achieved_text(law.achieved)

@@ -18,8 +18,8 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
 from benchmarks.measure import Step, saved_bytes
-from hcspec.conformance import report as rp
-from hcspec.conformance.session import check_implementation
+from hcspec.conformance.outputs import report as rp
+from hcspec.conformance.run.session import check_implementation
 from hcspec.reference import ManifoldHyperConnection, sinkhorn_knopp
 from hcspec.reference.fast import sinkhorn_knopp_fast
 from hcspec.reference.manifold import IMPLEMENTATIONS

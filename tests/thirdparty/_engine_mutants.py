@@ -12,7 +12,7 @@ import inspect
 import pathlib
 from types import ModuleType
 
-from hcspec.conformance.report import Report
+from hcspec.conformance.outputs.report import Report
 
 
 def function_span(source: str, name: str) -> tuple[int, int]:

@@ -14,7 +14,7 @@ import torch
 
 from hcspec.conformance.bridge import Built, Sublayer, bridged_target
 from hcspec.conformance.protocol import Conventions, conventions_of
-from hcspec.conformance.session import check_implementation
+from hcspec.conformance.run.session import check_implementation
 from tests.thirdparty import numpy_framework as npf
 
 

@@ -8,9 +8,9 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from hcspec.conformance import report as rp
+from hcspec.conformance.outputs import report as rp
 from hcspec.conformance.protocol import Conventions, ConventionsError, conventions_of
-from hcspec.conformance.session import check_implementation
+from hcspec.conformance.run.session import check_implementation
 from hcspec.reference import targets
 
 

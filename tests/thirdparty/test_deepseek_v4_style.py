@@ -151,7 +151,7 @@ def test_the_documented_example_is_a_complete_target_with_the_layers_composition
 
 @pytest.mark.slow
 def test_the_kit_passes_the_documented_example_on_its_constraints() -> None:
-    from hcspec.conformance.session import check_implementation
+    from hcspec.conformance.run.session import check_implementation
 
     namespace: dict[str, object] = {}
     exec(compile(_doc_example(), "docs/conformance.md", "exec"), namespace)
@@ -227,8 +227,8 @@ def test_the_stack_runs_the_sublayers_the_factory_builds_one_after_the_other() -
 
 
 def test_the_stack_family_passes_on_the_helpers_stack() -> None:
-    from hcspec.conformance import report as rp
-    from hcspec.conformance.session import check_implementation
+    from hcspec.conformance.outputs import report as rp
+    from hcspec.conformance.run.session import check_implementation
 
     factory = v4_style_target(lambda n, d, layer: TinyV4(n, d), _decompose,
                               comb="source_target", conventions=CONVENTIONS)
@@ -283,7 +283,7 @@ def test_the_logits_option_offers_the_modules_logits_in_the_row_form() -> None:
     # runs 30 full rounds after the softmax, not the 2·30 − 1 normalisations declared above
     import dataclasses
 
-    from hcspec.conformance.session import check_implementation
+    from hcspec.conformance.run.session import check_implementation
 
     report = check_implementation(factory, profile="quick", only=["variant.h_res"])
     [failed] = [r for r in report.results if r.id == "variant.h_res"]
@@ -352,7 +352,7 @@ def test_identity_site_leaves_the_streams_unchanged_exactly() -> None:
 
 
 def test_a_right_decoder_layer_gives_the_declared_composition_and_passes_the_law() -> None:
-    from hcspec.conformance.session import check_implementation
+    from hcspec.conformance.run.session import check_implementation
 
     impl = _through(StandInDecoderLayer)(3, 5, seed=2)
     plain = _make(seed=2)
@@ -370,7 +370,7 @@ def test_a_right_decoder_layer_gives_the_declared_composition_and_passes_the_law
 def test_a_decoder_layer_that_misorients_comb_fails_the_law() -> None:
     """The declaration says ``combᵀ X``; the package's layer mixes ``comb X``: composed from
     the declaration the target would pass, composed through the layer it fails."""
-    from hcspec.conformance.session import check_implementation
+    from hcspec.conformance.run.session import check_implementation
 
     report = check_implementation(_through(MisorientedDecoderLayer), profile="quick",
                                   device="cpu", only=["law"])

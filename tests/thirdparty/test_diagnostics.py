@@ -3,8 +3,9 @@ training mode) is named once in the report header, and the run goes on."""
 
 from __future__ import annotations
 
-from hcspec.conformance import report as rp
-from hcspec.conformance.session import check_implementation
+from hcspec.conformance.outputs import markdown as md
+from hcspec.conformance.outputs import report as rp
+from hcspec.conformance.run.session import check_implementation
 from hcspec.reference import targets
 from tests.thirdparty.standins import make_state_dropout
 
@@ -16,7 +17,7 @@ def test_random_forward_in_training_mode_is_a_header_warning() -> None:
     assert "not deterministic in training mode" in report.warnings[0]
     statuses = {r.id: r.status for r in report.results}
     assert statuses["law.reported"] == rp.FAILED
-    assert "warning" in rp.to_markdown(report)
+    assert "warning" in md.to_markdown(report)
 
 
 def test_a_deterministic_target_has_no_warning() -> None:

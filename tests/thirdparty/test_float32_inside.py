@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import functools
 
-from hcspec.conformance import report as rp
-from hcspec.conformance.session import check_implementation
+from hcspec.conformance.outputs import report as rp
+from hcspec.conformance.run.session import check_implementation
 from tests.thirdparty.standins import make_float32_inside
 
 ONLY = ["law.reported", "gradients.fd_input", "gradients.fd_parameters", "gradients.closed_form"]

@@ -8,10 +8,10 @@ import torch
 
 pytest.importorskip("hyper_connections", reason="hyper-connections is not installed")
 
-from hcspec.conformance import report as rp
 from hcspec.conformance.adapters import hyper_connections as hc
 from hcspec.conformance.adapters._capture import PackageChanged
-from hcspec.conformance.session import check_implementation
+from hcspec.conformance.outputs import report as rp
+from hcspec.conformance.run.session import check_implementation
 
 FACTORIES = {"hc": hc.make_hc, "mhc": hc.make_mhc, "mhc-v2": hc.make_mhc_v2}
 

@@ -15,7 +15,7 @@ pytestmark = pytest.mark.skipif(not HAVE_JAX, reason="jax is not installed")
 
 def test_the_jax_example_keeps_float64_and_passes_the_gradient_properties() -> None:
     from examples.jax_mhc_adapter import make
-    from hcspec.conformance.session import check_implementation
+    from hcspec.conformance.run.session import check_implementation
 
     impl = make(3, 4, seed=0)
     x = torch.randn(1, 2, 3, 4, dtype=torch.float64, requires_grad=True)

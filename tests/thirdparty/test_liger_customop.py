@@ -20,9 +20,9 @@ if not torch.cuda.is_available() and "triton" not in sys.modules:
     os.environ.setdefault("TRITON_INTERPRET", "1")
 pytest.importorskip("liger_kernel", reason="liger-kernel is not installed")
 
-from hcspec.conformance import report as rp
 from hcspec.conformance.adapters import liger_kernel, liger_kernel_ops
-from hcspec.conformance.session import check_implementation
+from hcspec.conformance.outputs import report as rp
+from hcspec.conformance.run.session import check_implementation
 
 MODE = liger_kernel.triton_mode()
 if MODE.name == "unavailable":

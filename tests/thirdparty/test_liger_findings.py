@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hcspec.conformance import report as rp
+from hcspec.conformance.outputs import markdown as md
+from hcspec.conformance.outputs import report as rp
 
 ROOT = Path(__file__).resolve().parents[2]
 FINDINGS = ROOT / "docs" / "findings"
@@ -19,7 +20,7 @@ def test_liger_findings_are_rendered_from_the_committed_reports() -> None:
     reports = [rp.Report.read_json(p) for p in paths]
     assert "liger_kernel:mhc" in {r.target for r in reports}
     preamble = (FINDINGS / "src" / "liger_kernel.md").read_text(encoding="utf-8")
-    want = rp.reports_to_markdown(reports, title=TITLE, preamble=preamble)
+    want = md.reports_to_markdown(reports, title=TITLE, preamble=preamble)
     assert (FINDINGS / "liger_kernel.md").read_text(encoding="utf-8") == want, (
         "stale: rerun the command at the end of the preamble")
     failures = {(r.target, x.id) for r in reports for x in r.results if x.status == rp.FAILED}

@@ -27,11 +27,11 @@ def _params(seed: int) -> dict[str, np.ndarray]:
 
 
 def test_the_ggml_weights_are_the_published_deepseek_v4_ones() -> None:
-    from hcspec.conformance.native import ggml
+    from hcspec.conformance.native import ggml_steps
 
     params = _params(1)
     x = np.random.default_rng(2).standard_normal((2, 3, 4, 8)).astype(np.float32)
-    got = ggml.sublayer_weights(ggml.Settings(), params, x)
+    got = ggml_steps.sublayer_weights(ggml_steps.Settings(), params, x)
     want = published_weights("deepseek-v4", {k: torch.tensor(v, dtype=torch.float64)
                                              for k, v in params.items()},
                              torch.tensor(x, dtype=torch.float64))
@@ -86,7 +86,7 @@ def test_threads_keep_the_parameters_and_the_output() -> None:
 
 @pytest.mark.slow
 def test_a_ci_subset_runs_every_kind_of_verdict() -> None:
-    from hcspec.conformance.session import check_implementation
+    from hcspec.conformance.run.session import check_implementation
 
     report = check_implementation(
         "llama_cpp:deepseek-v4", profile="ci",
@@ -160,13 +160,13 @@ def test_the_ggml_gated_step_is_the_published_qwen4_exp_step_at_any_n(n: int) ->
 def test_the_gated_write_is_the_identity_residual_plus_h_post_z() -> None:
     """``ggml_dsv4_hc_post`` with a NULL comb: X' = X + h_post zᵀ exactly in float32 (one
     product and one sum per entry)."""
-    from hcspec.conformance.native import ggml
+    from hcspec.conformance.native import ggml_steps
 
     rng = np.random.default_rng(0)
     x = rng.standard_normal((1, 5, 3, 8)).astype(np.float32)
     z = rng.standard_normal((1, 5, 8)).astype(np.float32)
     post = rng.standard_normal((1, 5, 3)).astype(np.float32)
-    got = ggml.gated_write(ggml.Settings(), {}, x, z, post)
+    got = ggml_steps.gated_write(ggml_steps.Settings(), {}, x, z, post)
     want = x + post[..., None] * z[..., None, :]
     assert np.array_equal(got, want)
 
@@ -186,7 +186,7 @@ def test_the_gated_target_refuses_one_stream_and_declares_its_read() -> None:
 
 @pytest.mark.slow
 def test_the_gated_ci_run_passes_the_gated_and_published_families() -> None:
-    from hcspec.conformance.session import check_implementation
+    from hcspec.conformance.run.session import check_implementation
 
     report = check_implementation("llama_cpp:qwen4-exp", profile="ci")
     status = {r.id: r.status for r in report.results}
@@ -229,16 +229,16 @@ def test_the_gated_forward_is_two_custom_ops_that_opcheck_and_export() -> None:
 def test_an_assert_in_ggml_names_the_native_function() -> None:
     """The native-fault worker names ggml's frames: the n ≠ 4 GGML_ASSERT of
     ggml_dsv4_hc_comb (called directly, past the factory's refusal) is reported in it."""
-    from hcspec.conformance.native import ggml
+    from hcspec.conformance.native import ggml_steps
     from hcspec.conformance.native.worker import NativeWorker, WorkerDied
 
     n, d = 3, 8
     worker = NativeWorker(timeout=120)
     args = (np.ones((2, n, d), np.float32), np.ones(((n + 2) * n, n * d), np.float32),
-            np.ones(3, np.float32), np.zeros((n + 2) * n, np.float32), ggml.Settings())
+            np.ones(3, np.float32), np.zeros((n + 2) * n, np.float32), ggml_steps.Settings())
     try:
         with pytest.raises(WorkerDied) as died:
-            worker.call(ggml.read, args)
+            worker.call(ggml_steps.read, args)
     finally:
         worker.close()
     assert died.value.signal == "SIGABRT"

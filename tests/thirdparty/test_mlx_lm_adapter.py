@@ -205,7 +205,7 @@ def test_the_declared_module_is_the_one_read() -> None:
 def test_the_stack_declares_the_previous_input_design_and_fullgraph_is_not_applicable() -> None:
     from hcspec.conformance.adapters import mlx_lm
     from hcspec.conformance.protocol import stack_pre_mix
-    from hcspec.conformance.session import check_implementation
+    from hcspec.conformance.run.session import check_implementation
 
     design, initial = stack_pre_mix(_impl(layers=3))
     assert design == "previous_input" and initial is not None

@@ -262,7 +262,7 @@ def test_seed_is_reproducible_and_the_stack_shares_sublayer_zero() -> None:
 @needs_package
 def test_v41_stack_declares_the_previous_input_design_and_passes_the_stack_family() -> None:
     from hcspec.conformance.protocol import stack_pre_mix
-    from hcspec.conformance.session import check_implementation
+    from hcspec.conformance.run.session import check_implementation
 
     design, initial = stack_pre_mix(adapter.make_deepseek_v41(4, 8, seed=0).stack(3))
     assert design == "previous_input" and initial is not None

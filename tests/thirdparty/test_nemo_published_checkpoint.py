@@ -35,7 +35,7 @@ except ImportError as exc:
                 allow_module_level=True)
 
 from hcspec.conformance.adapters import nemo_automodel as adapter
-from hcspec.conformance.session import check_implementation
+from hcspec.conformance.run.session import check_implementation
 from hcspec.conformance.strategies import Case
 from hcspec.reference import published as pub
 from tests.thirdparty import tiny_checkpoint as tiny

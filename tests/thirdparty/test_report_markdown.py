@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from hcspec.conformance import cli
-from hcspec.conformance import report as rp
+from hcspec.conformance.outputs import markdown as md
+from hcspec.conformance.outputs import report as rp
 
 
 def _report() -> rp.Report:
@@ -20,22 +21,25 @@ def _report() -> rp.Report:
     report.results = [
         rp.PropertyResult("law.reported", "law", "the law", "layout.paper_rows", rp.PASSED,
                           examples=107, seconds=1.5,
-                          achieved={"label": "X'", "error": 7.1e-7, "tolerance": 3.1e-5}),
+                          worst={"label": "X'", "error": 7.1e-7, "tolerance": 3.1e-5}),
         rp.PropertyResult("constraints.extreme_logits", "constraints", "extreme", None,
-                          rp.FAILED, examples=3, message="an H_res column sums to 0",
-                          achieved={"label": "sum", "error": 1.0, "tolerance": 9.5e-6},
-                          counterexample='{"n":4}', reproduce="hc-conformance run pkg:t --case x"),
+                          rp.FAILED, examples=3, failure=rp.failure_from_fields(
+                              rp.FAILED, message="an H_res column sums to 0",
+                              achieved={"label": "sum", "error": 1.0, "tolerance": 9.5e-6},
+                              counterexample='{"n":4}',
+                              reproduce="hc-conformance run pkg:t --case x")),
         rp.PropertyResult("law.probed", "law", "probes", None, rp.NOT_APPLICABLE,
-                          message="needs a full-row-rank state"),
+                          note="needs a full-row-rank state"),
         rp.PropertyResult("state.input_unchanged", "state", "input", None, rp.ERROR,
-                          message="RuntimeError: boom",
-                          traceback="Traceback...\nRuntimeError: boom"),
+                          failure=rp.failure_from_fields(
+                              rp.ERROR, message="RuntimeError: boom",
+                              traceback="Traceback...\nRuntimeError: boom")),
     ]
     return report
 
 
 def test_markdown_has_every_property_and_each_failure() -> None:
-    text = rp.to_markdown(_report())
+    text = md.to_markdown(_report())
     assert text.startswith("## `pkg:t`")
     assert "a \\| target" not in text  # the description is prose, not a cell
     assert "| `law.reported` | passed | 107 | 1.50 | 7.1e-07 / 3.1e-05 |  |" in text
@@ -89,7 +93,7 @@ def test_findings_are_rendered_from_the_committed_reports(package: str, title: s
     findings = ROOT / "docs" / "findings"
     reports = [rp.Report.read_json(p) for p in sorted(findings.glob(f"reports/{package}_*.json"))]
     preamble = (findings / "src" / f"{package}.md").read_text(encoding="utf-8")
-    want = rp.reports_to_markdown(reports, title=title, preamble=preamble)
+    want = md.reports_to_markdown(reports, title=title, preamble=preamble)
     assert (findings / f"{package}.md").read_text(encoding="utf-8") == want, (
         "stale: rerun the command at the end of the preamble")
     failures = {(r.target, x.id) for r in reports for x in r.results if x.status == rp.FAILED}

@@ -8,10 +8,10 @@ import functools
 
 import torch
 
-from hcspec.conformance import report as rp
-from hcspec.conformance.inspection import inspect_target
+from hcspec.conformance.outputs import report as rp
 from hcspec.conformance.properties.base import Context
-from hcspec.conformance.session import check_implementation
+from hcspec.conformance.run.inspection import inspect_target
+from hcspec.conformance.run.session import check_implementation
 from hcspec.conformance.strategies import Case
 from tests.thirdparty.standins import make_replicated
 

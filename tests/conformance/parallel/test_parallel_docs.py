@@ -6,8 +6,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from hcspec.conformance import properties as catalogue
-from hcspec.conformance import report as rp
+from hcspec.conformance import families as catalogue
+from hcspec.conformance.outputs import report as rp
 from hcspec.conformance.parallel import check_parallel
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -14,8 +14,8 @@ import pytest
 import torch
 
 from hcspec.conformance import cli
-from hcspec.conformance import properties as catalogue
-from hcspec.conformance import report as rp
+from hcspec.conformance import families as catalogue
+from hcspec.conformance.outputs import report as rp
 from hcspec.conformance.parallel import assert_parallel_conforms, check_parallel, harness
 from hcspec.conformance.targets import TargetError
 from tests.conformance.parallel import bad_targets
@@ -92,7 +92,7 @@ def test_world_size_runs_the_catalogue_and_the_family_in_one_report() -> None:
 
 
 def test_single_process_run_reports_the_family_not_applicable() -> None:
-    from hcspec.conformance.session import check_implementation
+    from hcspec.conformance.run.session import check_implementation
 
     report = check_implementation("reference:mhc", device="cpu", only=["parallel"])
     assert _statuses(report) == {pid: rp.NOT_APPLICABLE for pid in BY_ID}

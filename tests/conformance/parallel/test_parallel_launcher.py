@@ -59,7 +59,7 @@ def test_torchrun_two_gloo_ranks_write_one_report(tmp_path: Path) -> None:
     assert "parallel.subgroups" in markdown.read_text(encoding="utf-8")
     assert done.stdout.count("result: OK") == 1  # rank 1 printed nothing
     assert done.stdout.count(f"report written to {report}") == 1
-    # rank 0 alone writes the reports and the run journal (hcspec.conformance.journal)
+    # rank 0 alone writes the reports and the run journal (hcspec.conformance.outputs.journal)
     assert sorted(p.name for p in tmp_path.iterdir()) == [
         "parallel.journal.jsonl", "parallel.json", "parallel.md"]
 

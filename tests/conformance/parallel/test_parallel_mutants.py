@@ -9,8 +9,8 @@ import pkgutil
 
 import pytest
 
-from hcspec.conformance import properties as catalogue
-from hcspec.conformance import report as rp
+from hcspec.conformance import families as catalogue
+from hcspec.conformance.outputs import report as rp
 from hcspec.conformance.parallel import check_parallel
 from tests.mutants import _parallel
 

@@ -10,11 +10,11 @@ from typing import Any
 
 import torch
 
-from hcspec.conformance.inspection import inspect_target
+from hcspec.conformance.families import BY_ID
 from hcspec.conformance.profiles import get_profile
-from hcspec.conformance.properties import BY_ID
 from hcspec.conformance.properties.base import Context
 from hcspec.conformance.properties.requirements import Subject
+from hcspec.conformance.run.inspection import inspect_target
 from hcspec.conformance.strategies import Case
 from hcspec.conformance.targets import resolve
 

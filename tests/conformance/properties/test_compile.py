@@ -7,7 +7,7 @@ import torch
 
 from hcspec.conformance import rules
 from hcspec.conformance.profiles import get_profile
-from hcspec.conformance.properties import PropertyFailure
+from hcspec.conformance.properties.base import PropertyFailure
 from hcspec.conformance.properties.requirements import compile_backend, compile_unavailable
 from hcspec.conformance.protocol import Conventions
 from tests.conformance.properties.support import run, unmet
@@ -36,8 +36,8 @@ def test_a_graph_break_fails_fullgraph() -> None:
 @pytest.mark.slow
 def test_an_output_without_autograd_graph_is_a_clean_failure() -> None:
     """Before: the kit's own traceback ('element 0 of tensors does not require grad')."""
-    from hcspec.conformance import report as rp
-    from hcspec.conformance.session import check_implementation
+    from hcspec.conformance.outputs import report as rp
+    from hcspec.conformance.run.session import check_implementation
     from tests.conformance import standins
 
     report = check_implementation(standins.make_no_graph, profile="quick", device="cpu",
@@ -57,8 +57,8 @@ def test_an_output_without_autograd_graph_is_a_clean_failure() -> None:
 def test_a_graph_break_names_dynamos_reason_and_the_users_source(
         construct: str, reason: str, source: str) -> None:
     """Before: a guessed hint 'data-dependent Python control flow' for all three."""
-    from hcspec.conformance import report as rp
-    from hcspec.conformance.session import check_implementation
+    from hcspec.conformance.outputs import report as rp
+    from hcspec.conformance.run.session import check_implementation
     from tests.conformance import standins
 
     report = check_implementation(standins.graph_break_factory(construct), profile="quick",

@@ -5,9 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from hcspec.conformance.families.constraints import gain_ceiling
-from hcspec.conformance.properties import PropertyFailure
-from hcspec.conformance.properties.base import Inconclusive, NotApplicable
+from hcspec.conformance.properties.base import Inconclusive, NotApplicable, PropertyFailure
+from hcspec.conformance.properties.sinkhorn_bounds import gain_ceiling
 from hcspec.conformance.protocol import Conventions
 from hcspec.conformance.strategies import Case
 from tests.conformance.properties.support import run, unmet

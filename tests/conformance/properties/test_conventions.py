@@ -9,11 +9,11 @@ from typing import Any, cast
 import pytest
 import torch
 
-from hcspec.conformance.inspection import inspect_target
+from hcspec.conformance.families import BY_ID
 from hcspec.conformance.profiles import get_profile
-from hcspec.conformance.properties import BY_ID, PropertyFailure
-from hcspec.conformance.properties.base import Context, Inconclusive
+from hcspec.conformance.properties.base import Context, Inconclusive, PropertyFailure
 from hcspec.conformance.protocol import Conventions, HyperConnectionImpl, conventions_of
+from hcspec.conformance.run.inspection import inspect_target
 from hcspec.reference import ManifoldHyperConnection
 from hcspec.reference.connection import apply_connection
 from tests.conformance.properties.support import run, unmet

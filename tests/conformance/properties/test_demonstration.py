@@ -10,11 +10,11 @@ import sys
 
 import pytest
 
-from hcspec.conformance import report as rp
 from hcspec.conformance import rules
+from hcspec.conformance.outputs import report as rp
 from hcspec.conformance.properties.errors import Inconclusive
 from hcspec.conformance.properties.recording import Recorder
-from hcspec.conformance.session import check_implementation
+from hcspec.conformance.run.session import check_implementation
 from tests.conformance import standins
 
 SINKHORN_BOUND = ("constraints.h_res_other_axis", "constraints.stream_sum_preserved",

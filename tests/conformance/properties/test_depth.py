@@ -8,9 +8,10 @@ from typing import Any
 import pytest
 import torch
 
+from hcspec.conformance.families import BY_ID
 from hcspec.conformance.families.depth import GROWTH, depth, mhc_bounds, run_stack
 from hcspec.conformance.profiles import PROFILE_NAMES
-from hcspec.conformance.properties import BY_ID, PropertyFailure
+from hcspec.conformance.properties.base import PropertyFailure
 from hcspec.conformance.properties.errors import Inconclusive
 from hcspec.conformance.protocol import Conventions
 from hcspec.conformance.strategies import Case

@@ -8,11 +8,11 @@ import dataclasses
 import pytest
 import torch
 
-from hcspec.conformance.inspection import inspect_target
+from hcspec.conformance.families import BY_ID
 from hcspec.conformance.profiles import get_profile
-from hcspec.conformance.properties import BY_ID, PropertyFailure
-from hcspec.conformance.properties.base import Context
+from hcspec.conformance.properties.base import Context, PropertyFailure
 from hcspec.conformance.protocol import HyperConnectionImpl
+from hcspec.conformance.run.inspection import inspect_target
 from hcspec.reference import ManifoldHyperConnection
 from tests.conformance.properties.support import context, factory, run
 from tests.mutants._base import build, mhc_conventions
@@ -110,8 +110,8 @@ def test_cuda_noise_fails_unless_declared() -> None:
 
 def test_an_output_without_autograd_graph_is_not_applicable_not_an_error() -> None:
     """Before: ``element 0 of tensors does not require grad`` (status error)."""
-    from hcspec.conformance import report as rp
-    from hcspec.conformance.session import check_implementation
+    from hcspec.conformance.outputs import report as rp
+    from hcspec.conformance.run.session import check_implementation
     from tests.conformance import standins
 
     report = check_implementation(standins.make_no_graph, profile="quick", device="cpu",

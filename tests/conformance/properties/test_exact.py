@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from hcspec.conformance import report as rp
 from hcspec.conformance.families import exact
-from hcspec.conformance.properties import Inconclusive, PropertyFailure
-from hcspec.conformance.session import check_implementation
+from hcspec.conformance.outputs import report as rp
+from hcspec.conformance.properties.base import Inconclusive, PropertyFailure
+from hcspec.conformance.run.session import check_implementation
 from tests.conformance.properties.support import run
 from tests.mutants._v4_serving import STATE, ServingV4
 from tests.mutants._v4_serving import make as make_v4

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from hcspec.conformance import rules
-from hcspec.conformance.properties import PropertyFailure
+from hcspec.conformance.properties.base import PropertyFailure
 from hcspec.conformance.properties.errors import Inconclusive
 from hcspec.conformance.properties.finite_differences import (
     VACUOUS_RELATIVE,

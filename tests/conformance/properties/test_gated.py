@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from hcspec.conformance import report as rp
-from hcspec.conformance.properties import CATALOGUE
+from hcspec.conformance.families import CATALOGUE
+from hcspec.conformance.outputs import report as rp
 from hcspec.conformance.properties.requirements import (
     ELEMENTWISE_READ,
     PER_STREAM_READ,
@@ -15,7 +15,7 @@ from hcspec.conformance.properties.requirements import (
     WEIGHTS_OR_PROBING,
 )
 from hcspec.conformance.protocol import WEIGHTS
-from hcspec.conformance.session import check_implementation
+from hcspec.conformance.run.session import check_implementation
 
 
 def test_every_property_reading_per_stream_weights_requires_the_per_stream_read() -> None:

@@ -8,14 +8,13 @@ import pytest
 import torch
 
 from hcspec.conformance.adapters.deepseek_v4_style import v4_style_target
-from hcspec.conformance.families import gradients
-from hcspec.conformance.inspection import inspect_target
+from hcspec.conformance.families import BY_ID, gradients
 from hcspec.conformance.profiles import get_profile
-from hcspec.conformance.properties import BY_ID, PropertyFailure
-from hcspec.conformance.properties.base import Context
+from hcspec.conformance.properties.base import Context, PropertyFailure
 from hcspec.conformance.properties.errors import Inconclusive
 from hcspec.conformance.properties.recording import Worst
 from hcspec.conformance.protocol import Conventions
+from hcspec.conformance.run.inspection import inspect_target
 from hcspec.conformance.strategies import Case
 from tests.conformance import v4_formula
 from tests.conformance.properties.precision_standins import RoundedStaticHC, _rounded

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from hcspec.conformance.properties import PropertyFailure
+from hcspec.conformance.properties.base import PropertyFailure
 from hcspec.conformance.properties.building import Builder, floating_parameters
 from hcspec.conformance.properties.errors import FactoryRejected
 from hcspec.conformance.properties.inputs import Inputs

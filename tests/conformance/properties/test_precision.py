@@ -103,8 +103,8 @@ def test_every_property_runs_on_a_declared_low_precision_output(target: str) -> 
     """A correct mHC or HC that declares (and returns) a bfloat16/float16 output: no property may
     end in an error (a kit crash such as a dtype mismatch in a family that forgets the declared
     output dtype), and none may fail."""
-    from hcspec.conformance import report as rp
-    from hcspec.conformance.session import check_implementation
+    from hcspec.conformance.outputs import report as rp
+    from hcspec.conformance.run.session import check_implementation
 
     report = check_implementation(
         f"tests.conformance.properties.precision_standins:{target}", profile="quick")

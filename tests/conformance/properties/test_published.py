@@ -10,8 +10,10 @@ import pytest
 import torch
 
 from hcspec.conformance import metrics
+from hcspec.conformance.families import BY_ID
 from hcspec.conformance.families import published as family
-from hcspec.conformance.properties import BY_ID, PropertyFailure, divergence
+from hcspec.conformance.properties import divergence
+from hcspec.conformance.properties.base import PropertyFailure
 from hcspec.conformance.protocol import CAPABILITIES, Conventions
 from hcspec.conformance.strategies import Case
 from hcspec.reference import published as pub

@@ -8,7 +8,7 @@ import dataclasses
 import pytest
 
 from hcspec.conformance.families import scale
-from hcspec.conformance.properties import NotApplicable, PropertyFailure
+from hcspec.conformance.properties.base import NotApplicable, PropertyFailure
 from hcspec.conformance.protocol import Conventions
 from tests.conformance.properties.support import context, run
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from hcspec.conformance import rules
-from hcspec.conformance.properties import PropertyFailure
+from hcspec.conformance.properties.base import PropertyFailure
 from hcspec.conformance.protocol import WEIGHTS
 from tests.conformance.properties.support import run, unmet
 

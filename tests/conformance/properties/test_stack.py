@@ -10,12 +10,13 @@ from typing import Any
 import pytest
 import torch
 
-from hcspec.conformance import report as rp
 from hcspec.conformance.adapters._stacking import SequentialStack, sequential_stack
-from hcspec.conformance.families.stack import LAYERS, build_stack, run_weights
-from hcspec.conformance.properties import BY_ID, NotApplicable, PropertyFailure
+from hcspec.conformance.families import BY_ID
+from hcspec.conformance.outputs import report as rp
+from hcspec.conformance.properties.base import NotApplicable, PropertyFailure
+from hcspec.conformance.properties.stacking import LAYERS, build_stack, run_weights
 from hcspec.conformance.protocol import STACK, capabilities
-from hcspec.conformance.session import check_implementation
+from hcspec.conformance.run.session import check_implementation
 from hcspec.reference import ManifoldHyperConnection, targets
 from hcspec.reference.stack import HyperConnectionStack
 from tests.conformance.properties.support import context, run, unmet

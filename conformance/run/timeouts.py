@@ -19,7 +19,7 @@ fresh one). Starting a thread per call would cost far more than the thread: hypo
 a per-thread random generator and registers it in each new thread with a full garbage
 collection, about 0.1 s per call once torch is imported. State that is per thread (torch's
 grad mode, for one) therefore carries over from one job to the next; callers that run code
-they do not own reset it themselves (:func:`hcspec.conformance.isolation.thread_watch`).
+they do not own reset it themselves (:func:`hcspec.conformance.run.isolation.thread_watch`).
 
 The main thread waits on an event, so SIGINT and SIGTERM are handled at once even while the
 worker hangs.
@@ -32,8 +32,8 @@ import threading
 from collections.abc import Callable, Iterator, Mapping
 from typing import Final, TypeVar
 
-from hcspec.conformance import stacks
 from hcspec.conformance.profiles import PROFILES, get_profile
+from hcspec.conformance.run import stacks
 
 T = TypeVar("T")
 
@@ -68,7 +68,7 @@ def default_timeout(profile: str) -> float:
 class TimedOut(Exception):
     """The work ran past its limit; ``seconds`` is the limit, ``what`` names the work,
     ``stack`` the abandoned thread's Python stack when the limit passed
-    (:func:`hcspec.conformance.stacks.thread_stack`; None when it could not be read)."""
+    (:func:`hcspec.conformance.run.stacks.thread_stack`; None when it could not be read)."""
 
     def __init__(self, what: str, seconds: float, stack: stacks.Stack | None = None) -> None:
         super().__init__(f"{what} did not finish within {seconds:g} s")
@@ -81,7 +81,7 @@ class Terminated(KeyboardInterrupt):
     """SIGTERM turned into an exception (by the CLI and the pytest plugin), handled like
     Ctrl-C: the run stops and the partial report is returned with ``interrupted_by``
     ``SIGTERM``. Defined here, torch-free, so a handler can be installed before torch is
-    imported (also available as ``hcspec.conformance.session.Terminated``)."""
+    imported (also available as ``hcspec.conformance.run.session.Terminated``)."""
 
 
 def interrupt_name(exc: BaseException) -> str:

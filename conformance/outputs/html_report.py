@@ -24,8 +24,9 @@ from typing import Final
 
 import jinja2
 
-from hcspec.conformance import report as rp
-from hcspec.conformance.failure import explain
+from hcspec.conformance.outputs import markdown as md
+from hcspec.conformance.outputs import report as rp
+from hcspec.conformance.outputs.failure import explain
 
 BAR_DECADES: Final = (-6, 2)
 """The bar's log10 range of error ÷ allowance: 1e-6 (empty) … 1e2 (full); 1 is the allowance,
@@ -199,8 +200,8 @@ class Line:
 
 def failure_lines(result: rp.PropertyResult) -> list[Line]:
     """What the failures section shows for ``result`` (failed, error, timeout, xpass, xfail):
-    the expected-failure reason (xfail), then :func:`hcspec.conformance.failure.explain` of its
-    failure (message, figures, hint, minimal counterexample, shrunk-from, reproduction
+    the expected-failure reason (xfail), then :func:`hcspec.conformance.outputs.failure.explain` of
+    its failure (message, figures, hint, minimal counterexample, shrunk-from, reproduction
     command; the template folds the traceback of an error, of a timeout's stuck thread or of
     the target's exception behind a failure under it) or,
     for a result without a failure (an xpass), its message and the worst
@@ -259,7 +260,7 @@ class Section:
         not_applicable: the folded not-applicable properties, ``(reason, ids)``, the most
             common reason first.
         declared, defaults: the conventions the target declared, and those at their defaults
-            (:meth:`hcspec.conformance.report.Report.conventions_split`).
+            (:meth:`hcspec.conformance.outputs.report.Report.conventions_split`).
     """
 
     report: rp.Report
@@ -275,7 +276,7 @@ class Section:
 
 def _section(report: rp.Report, prefix: str) -> Section:
     rows = [_row(r, prefix) for r in report.results]
-    families = [(family, entry, rp.family_score_text(entry))
+    families = [(family, entry, md.family_score_text(entry))
                 for family, entry in report.family_scores().items()]
     plots: list[tuple[str, Plot]] = []
     for r in report.results:
@@ -323,7 +324,7 @@ def render_html(reports: Sequence[rp.Report], title: str | None = None) -> str:
                            else f"hc-conformance: {len(reports)} reports")
     return _template().render(
         title=page_title, sections=sections, statuses=rp.STATUSES,
-        unexpected=rp.UNEXPECTED, allowance=allowance_position(), legend=rp.LEGEND,
+        unexpected=rp.UNEXPECTED, allowance=allowance_position(), legend=md.LEGEND,
         failure_lines=failure_lines, bar_low=BAR_DECADES[0], bar_high=BAR_DECADES[1],
         kit_version=rp.kit_version())
 

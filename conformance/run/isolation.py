@@ -11,7 +11,7 @@ and :func:`changes` names what differs, e.g. ``default dtype torch.float64 -> to
 :func:`watch` is the one-stop form: it restores on exit and collects the changes::
 
     >>> import torch
-    >>> from hcspec.conformance import isolation
+    >>> from hcspec.conformance.run import isolation
     >>> with isolation.watch() as changed:
     ...     torch.set_default_dtype(torch.float16)
     >>> changed
@@ -165,7 +165,7 @@ def thread_watch() -> Iterator[list[str]]:
     thread cannot see: run a block in the calling thread, then put the thread's grad mode back
     and fill the yielded list with the change, e.g. ``grad mode (worker thread) True ->
     False``. Used around code the kit does not own in a reused worker thread
-    (:mod:`hcspec.conformance.timeouts`), so a forward that leaves grad mode off cannot leak it
+    (:mod:`hcspec.conformance.run.timeouts`), so a forward that leaves grad mode off cannot leak it
     into the next property.
 
     >>> import torch

@@ -1,12 +1,13 @@
 """JUnit XML for a conformance report (``hc-conformance run --junit PATH``), written with
 junitparser: one test suite per run (named after the target), one test case per property:
 classname ``hcspec.conformance``, name the property id (the test id
-``hcspec.conformance::<id>`` of :func:`hcspec.conformance.report.test_id`, which pytest's own
-``--junitxml`` writes the same way; the family is the id's first part).
+``hcspec.conformance::<id>`` of :func:`hcspec.conformance.outputs.report.test_id`, which pytest's
+own ``--junitxml`` writes the same way; the family is the id's first part).
 
 Mapping: passed and xfail pass (xfail keeps its reason in system-out); failed, timeout and
 xpass are failures; error is an error (with the traceback); blocked and not_applicable are
-skipped with their reason. A failure's text is :func:`hcspec.conformance.failure.explain_text`
+skipped with their reason. A failure's text is
+:func:`hcspec.conformance.outputs.failure.explain_text`
 (the same lines the terminal prints). An interrupted run has the suite properties
 ``interrupted``, ``interrupted_by`` and ``running``, and one skipped case per id not run.
 A run that could not start (``setup_error``: bad TARGET, unknown property id) has one
@@ -19,8 +20,8 @@ from pathlib import Path
 
 from junitparser import Error, Failure, JUnitXml, Skipped, TestCase, TestSuite
 
-from hcspec.conformance import report as rp
-from hcspec.conformance.failure import explain_text
+from hcspec.conformance.outputs import report as rp
+from hcspec.conformance.outputs.failure import explain_text
 
 
 def to_junit(report: rp.Report) -> JUnitXml:

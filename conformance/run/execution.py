@@ -1,8 +1,8 @@
 """Running one property: :func:`evaluate_property` decides whether it applies or is blocked,
 runs it (:func:`run_property`: the explicit examples, then hypothesis's exploration) in a
 worker thread limited to the run's timeout, and turns what happened into its
-:class:`hcspec.conformance.report.PropertyResult` (the failure shrunk, reproducible, with its
-likely cause)."""
+:class:`hcspec.conformance.outputs.report.PropertyResult` (the failure shrunk, reproducible, with
+its likely cause)."""
 
 from __future__ import annotations
 
@@ -18,10 +18,8 @@ from hypothesis import Verbosity, given, reject, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis.errors import Unsatisfiable
 
-from hcspec.conformance import failure as fl
-from hcspec.conformance import isolation, shrink
-from hcspec.conformance import report as rp
-from hcspec.conformance.inspection import RunSetup, TargetInfo
+from hcspec.conformance.outputs import failure as fl
+from hcspec.conformance.outputs import report as rp
 from hcspec.conformance.profiles import Profile
 from hcspec.conformance.properties import bug_classes
 from hcspec.conformance.properties.base import (
@@ -35,9 +33,11 @@ from hcspec.conformance.properties.base import (
 )
 from hcspec.conformance.properties.requirements import DISTRIBUTED, Subject
 from hcspec.conformance.protocol import KINDS
+from hcspec.conformance.run import isolation, shrink
+from hcspec.conformance.run.inspection import RunSetup, TargetInfo
+from hcspec.conformance.run.threads import KIT_THREADS, in_worker, intra_op_threads
+from hcspec.conformance.run.timeouts import TimedOut, call_with_timeout
 from hcspec.conformance.strategies import Case
-from hcspec.conformance.threads import KIT_THREADS, in_worker, intra_op_threads
-from hcspec.conformance.timeouts import TimedOut, call_with_timeout
 
 
 def reproduce_command(target: str, prop_id: str, profile: str, device: str, case: Case,
@@ -76,7 +76,7 @@ def run_property(
 ) -> tuple[_Outcome, int]:
     """Run one property in ``ctx``: explicit examples, then hypothesis (or only ``replay``).
 
-    A failure of an explicit example is shrunk (:func:`hcspec.conformance.shrink.shrink`, unless
+    A failure of an explicit example is shrunk (:func:`hcspec.conformance.run.shrink.shrink`, unless
     the property opts out; hypothesis shrinks its own); a replayed case is reported as given.
     A case the factory rejects or that is inconclusive
     (:class:`hcspec.conformance.properties.base.Inconclusive`) is not counted.

@@ -11,8 +11,8 @@ from typing import Final, TypeVar
 
 import torch
 
-from hcspec.conformance import isolation
-from hcspec.conformance.timeouts import call_with_timeout
+from hcspec.conformance.run import isolation
+from hcspec.conformance.run.timeouts import call_with_timeout
 
 T = TypeVar("T")
 
@@ -62,7 +62,7 @@ def intra_op_threads(threads: int, restore: int, changed: list[str]) -> Iterator
 
 def in_worker(fn: Callable[[], T], seconds: float | None, what: str,
               changed: list[str]) -> T:
-    """:func:`hcspec.conformance.timeouts.call_with_timeout` for code the kit does not own,
+    """:func:`hcspec.conformance.run.timeouts.call_with_timeout` for code the kit does not own,
     with :data:`KIT_THREADS` intra-op threads (:func:`intra_op_threads`; the calling thread's
     count is put back after it): the worker thread's own state (grad mode, thread count) is
     put back afterwards and what changed is appended to ``changed``. Raises as

@@ -10,8 +10,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from hcspec.conformance import report as rp
-from hcspec.conformance.failure import explain
+from hcspec.conformance.outputs import markdown as md
+from hcspec.conformance.outputs import report as rp
+from hcspec.conformance.outputs.failure import explain
 
 if TYPE_CHECKING:
     from hcspec.conformance.listing import Row
@@ -64,14 +65,14 @@ def print_header(console: Console, report: rp.Report, *, preamble: bool = True) 
 
 
 def _achieved(r: rp.PropertyResult) -> str:
-    return rp.achieved_text(r.achieved)
+    return md.achieved_text(r.achieved)
 
 
 def print_table(console: Console, report: rp.Report) -> None:
     """One row per property that applies: id, status, examples, seconds, error / allowance
     (the not-applicable rows are folded: counted and grouped by reason below the table, with
     the blocked ones, :func:`print_reasons`); then the legend of the figures
-    (:data:`hcspec.conformance.report.LEGEND`)."""
+    (:data:`hcspec.conformance.outputs.markdown.LEGEND`)."""
     table = Table(show_lines=False, header_style="bold")
     table.add_column("property", no_wrap=True)
     table.add_column("status", no_wrap=True)
@@ -86,7 +87,7 @@ def print_table(console: Console, report: rp.Report) -> None:
     console.print(table)
     print_reasons(console, report)
     if report.results:
-        console.print(f"[dim]{escape(rp.legend_text())}[/]", soft_wrap=True)
+        console.print(f"[dim]{escape(md.legend_text())}[/]", soft_wrap=True)
 
 
 REASONED: tuple[str, ...] = (rp.NOT_APPLICABLE, rp.BLOCKED)
@@ -114,7 +115,7 @@ def print_reasons(console: Console, report: rp.Report) -> None:
 def print_failures(console: Console, report: rp.Report, verbose: bool = False) -> None:
     """The failures first, one card each (failed, error, timeout, xpass), before the table:
     a rule, the property and its status, then its explanation
-    (:func:`hcspec.conformance.failure.explain`)."""
+    (:func:`hcspec.conformance.outputs.failure.explain`)."""
     failing = [r for r in report.results if r.status in rp.UNEXPECTED]
     if not failing:
         return
@@ -165,7 +166,7 @@ def _global_state(console: Console, report: rp.Report) -> None:
 
 def print_details(console: Console, report: rp.Report, verbose: bool = False) -> None:
     """Each failure (failed, error, timeout, xpass) explained
-    (:func:`hcspec.conformance.failure.explain`: message, the failing case's error and
+    (:func:`hcspec.conformance.outputs.failure.explain`: message, the failing case's error and
     allowance, hint, minimal counterexample, shrunk-from, reproduction, an error's traceback,
     a timeout's stuck stack, and with ``verbose`` the traceback of the target's exception
     behind a failure); blocked and not-applicable reasons when ``verbose``; then what the
@@ -184,7 +185,7 @@ def print_summary(console: Console, report: rp.Report) -> None:
     counted apart, not as passed)."""
     counts = ", ".join(f"{n} {s}" for s, n in report.summary.items() if n)
     console.print(f"\n[bold]summary[/bold]: {counts or 'nothing ran'}")
-    parts = [f"{family} {rp.family_score_text(entry)}"
+    parts = [f"{family} {md.family_score_text(entry)}"
              for family, entry in report.family_scores().items()]
     console.print("families (passed/checked): " + ", ".join(parts))
     if report.interrupted:

@@ -1,176 +1,22 @@
-"""A bridge from a non-PyTorch HC/mHC implementation (MLX, JAX, ...) to a kit target.
-
-The kit drives an impl with torch tensors and a torch branch, and differentiates it with torch
-autograd (:mod:`hcspec.conformance.protocol`). An implementation written in another array
-framework joins it through this module:
-
-* the framework-side code of one sublayer is split at the branch call, as every HC/mHC step
-  can be (HC arXiv:2409.19606 Eq. 3–5; mHC arXiv:2512.24880 Eq. 3): ``read(params, x) ->
-  (x_in, *saved)`` computes the branch input (and whatever the write needs: ``h_post``,
-  ``H_res``), ``write(params, x, z, *saved) -> x'`` the new state from the branch output ``z``
-  (:class:`Sublayer`);
-* the bridge calls ``read`` in the framework, converts ``x_in`` to torch, calls the kit's torch
-  branch on it exactly once, converts its output back and calls ``write``: the branch's vjp is
-  torch autograd's, the framework's parts are differentiated by the framework's own vjp
-  (``mx.vjp``, ``jax.vjp``), each wrapped as a ``torch.autograd.Function`` (:func:`cross`), so
-  the gradient w.r.t. the state reaches it through the write, the read and the branch;
-* the parameters live as torch leaf tensors (``requires_grad``) that ``parameters()`` yields:
-  the kit perturbs them in place and reads their gradients as any other target's; they cross
-  to the framework on every call, and the framework's vjp w.r.t. them is their gradient;
-* arrays cross through NumPy on the host: a dtype NumPy lacks (``bfloat16``) crosses as
-  float32 and is cast back exactly on the other side, so every value keeps its dtype;
-* the precision is declared: :func:`bridged_target` needs ``compute_dtype`` (the dtype the
-  framework computes in, or None for "the dtype that crosses"), which goes into the declared
-  :class:`~hcspec.conformance.protocol.Conventions`.
-
-Every property then applies unchanged. A :class:`Framework` says how to convert and how to take
-a vjp; :func:`mlx_framework` and :func:`jax_framework` are given (each imports its framework
-when called, never at this module's import). docs/conformance.md ("Implementations in other
-frameworks") has a worked example; examples/jax_mhc_adapter.py is one in JAX.
-
-Limits (stated on the impl's ``conventions.notes``): second derivatives are not available (the
-backward is ``once_differentiable``), and ``torch.compile`` cannot trace a framework call: every
-bridged target declares ``Conventions.untraceable`` (:data:`UNTRACEABLE`), so
-``compile.fullgraph`` is not applicable there, with that reason.
-"""
+"""The implementation side of the bridge: a framework sublayer split at the branch call
+(:class:`Sublayer`), the torch module that runs it (:class:`BridgedConnection`) and the target
+that builds one (:func:`bridged_target`); see :mod:`hcspec.conformance.bridge`."""
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, NamedTuple, Protocol
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
-from torch.autograd.function import once_differentiable
 
 from hcspec.conformance.adapters._capture import check_branch_output, check_state
+from hcspec.conformance.bridge.crossing import (
+    Framework,
+    cross,
+)
 from hcspec.conformance.protocol import Branch, Conventions, Factory, Kind, Weights
-
-__all__ = [
-    "BridgedConnection", "Built", "FlatFunction", "Framework", "Sublayer", "bridged_target",
-    "check_sizes", "cross", "declare", "jax_framework", "mlx_framework", "token_bucket",
-    "torch_parameters",
-]
-
-
-class Framework(Protocol):
-    """An array framework as the bridge uses it.
-
-    Attributes:
-        name: the framework's name, for messages (``"mlx"``).
-    """
-
-    name: str
-
-    def asarray(self, value: np.ndarray, dtype: str) -> Any:
-        """A framework array of dtype ``dtype`` (a torch dtype's name, ``"float64"``,
-        ``"bfloat16"``) holding ``value`` (float32 where NumPy lacks ``dtype``)."""
-        ...
-
-    def to_numpy(self, array: Any) -> np.ndarray:
-        """``array`` on the host as NumPy (a dtype NumPy lacks, as float32, exactly)."""
-        ...
-
-    def dtype_name(self, array: Any) -> str:
-        """The torch dtype name of ``array``'s dtype (``"float32"``)."""
-        ...
-
-    def call(self, fn: Callable[..., Sequence[Any]], primals: Sequence[Any]) -> Sequence[Any]:
-        """``fn(*primals)``, evaluated."""
-        ...
-
-    def vjp(self, fn: Callable[..., Sequence[Any]], primals: Sequence[Any],
-            cotangents: Sequence[Any]) -> Sequence[Any]:
-        """The vector-Jacobian product of ``fn`` at ``primals`` with ``cotangents`` (one per
-        output of ``fn``): one array per primal, shaped like it."""
-        ...
-
-
-def _to_framework(framework: Framework, t: torch.Tensor) -> Any:
-    host = t.detach().to("cpu")
-    if host.dtype == torch.bfloat16:  # NumPy has no bfloat16: float32 holds it exactly
-        host = host.to(torch.float32)
-    # always a copy (np.array copies): the framework never sees the caller's storage, its
-    # strides or a chance to write into it (the properties of those bug classes are then not
-    # applicable on a bridged target: Conventions.bridged)
-    return framework.asarray(np.array(host.numpy(), copy=True, order="C"),
-                             str(t.dtype).removeprefix("torch."))
-
-
-def _to_torch(framework: Framework, array: Any, device: torch.device,
-              dtype: torch.dtype | None = None) -> torch.Tensor:
-    name = framework.dtype_name(array)
-    own = getattr(torch, name, None)
-    if not isinstance(own, torch.dtype):
-        raise TypeError(f"{framework.name}: the array dtype {name!r} has no torch equivalent")
-    host = torch.from_numpy(np.array(framework.to_numpy(array), copy=True))
-    return host.to(device=device, dtype=dtype or own)
-
-
-class _Call:
-    """One framework function on flat arrays, with how its results come back to torch."""
-
-    def __init__(self, framework: Framework, fn: Callable[..., Sequence[Any]],
-                 device: torch.device) -> None:
-        self.framework, self.fn, self.device = framework, fn, device
-
-    def forward(self, inputs: Sequence[torch.Tensor]) -> tuple[torch.Tensor, ...]:
-        arrays = [_to_framework(self.framework, t) for t in inputs]
-        outputs = self.framework.call(self.fn, arrays)
-        return tuple(_to_torch(self.framework, o, self.device) for o in outputs)
-
-    def backward(self, inputs: Sequence[torch.Tensor], grads: Sequence[torch.Tensor],
-                 wanted: Sequence[bool]) -> tuple[torch.Tensor | None, ...]:
-        arrays = [_to_framework(self.framework, t) for t in inputs]
-        cotangents = [_to_framework(self.framework, g) for g in grads]
-        pulled = self.framework.vjp(self.fn, arrays, cotangents)
-        if len(pulled) != len(inputs):
-            raise RuntimeError(f"{self.framework.name}: vjp returned {len(pulled)} arrays for "
-                               f"{len(inputs)} primals")
-        return tuple(
-            _to_torch(self.framework, g, t.device, t.dtype) if want else None
-            for g, t, want in zip(pulled, inputs, wanted, strict=True))
-
-
-class _Crossing(torch.autograd.Function):
-    """``call``'s framework function as a torch op whose backward is the framework's vjp."""
-
-    @staticmethod
-    def forward(ctx: Any, call: _Call, *inputs: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        ctx.call = call
-        ctx.save_for_backward(*inputs)
-        return call.forward(inputs)
-
-    @staticmethod
-    @once_differentiable
-    def backward(ctx: Any, *grads: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
-        inputs = ctx.saved_tensors
-        return (None, *ctx.call.backward(inputs, grads, ctx.needs_input_grad[1:]))
-
-
-def cross(framework: Framework, fn: Callable[..., Sequence[Any]],
-          *inputs: torch.Tensor) -> tuple[torch.Tensor, ...]:
-    """Run the framework function ``fn(*arrays) -> sequence of arrays`` on torch tensors.
-
-    The inputs cross to the framework (NumPy on the host, dtypes kept), ``fn`` runs there, its
-    outputs come back as torch tensors on the first input's device, each in the torch dtype of
-    the framework array's dtype. The result is differentiable: its backward sends the
-    cotangents to the framework and returns ``framework.vjp(fn, arrays, cotangents)``, each
-    gradient cast to its input's dtype (once differentiable).
-
-    Raises:
-        ValueError: no input.
-        TypeError: an output dtype without a torch equivalent.
-        RuntimeError: the framework's vjp returned another number of arrays than primals.
-    """
-    if not inputs:
-        raise ValueError("cross: give at least one input tensor")
-    outputs: tuple[torch.Tensor, ...] = _Crossing.apply(  # type: ignore[no-untyped-call]
-        _Call(framework, fn, inputs[0].device), *inputs)
-    return outputs
-
 
 # --- the implementation side --------------------------------------------------------------
 
@@ -503,92 +349,4 @@ def declare(conventions: Conventions, compute_dtype: torch.dtype | None,
 
 # --- frameworks -----------------------------------------------------------------------------
 
-class _Mlx:
-    """MLX (``mlx.core``) as a :class:`Framework`: ``mx.vjp``; arrays through NumPy."""
 
-    name = "mlx"
-
-    def __init__(self) -> None:
-        # the framework is imported here, when a target is built
-        self.mx: Any = importlib.import_module("mlx.core")
-
-    def asarray(self, value: np.ndarray, dtype: str) -> Any:
-        target = getattr(self.mx, dtype)
-        return self.mx.array(value, dtype=self.mx.float32 if dtype == "bfloat16" else target
-                             ).astype(target)
-
-    def to_numpy(self, array: Any) -> np.ndarray:
-        if array.dtype == self.mx.bfloat16:
-            array = array.astype(self.mx.float32)
-        return np.array(array)
-
-    def dtype_name(self, array: Any) -> str:
-        return str(array.dtype).removeprefix("mlx.core.")
-
-    def call(self, fn: Callable[..., Sequence[Any]], primals: Sequence[Any]) -> Sequence[Any]:
-        outputs = list(fn(*primals))
-        self.mx.eval(outputs)
-        return outputs
-
-    def vjp(self, fn: Callable[..., Sequence[Any]], primals: Sequence[Any],
-            cotangents: Sequence[Any]) -> Sequence[Any]:
-        _, grads = self.mx.vjp(lambda *a: list(fn(*a)), list(primals), list(cotangents))
-        self.mx.eval(grads)
-        return list(grads)
-
-
-class _Jax:
-    """JAX as a :class:`Framework`: ``jax.vjp``; arrays through NumPy. Turns on
-    ``jax_enable_x64`` (JAX's switch for float64, off by default: a float64 state would
-    otherwise cross as float32)."""
-
-    name = "jax"
-
-    def __init__(self) -> None:
-        # the framework is imported here, when a target is built
-        self.jax: Any = importlib.import_module("jax")
-        self.jax.config.update("jax_enable_x64", True)
-        self.jnp: Any = importlib.import_module("jax.numpy")
-
-    def asarray(self, value: np.ndarray, dtype: str) -> Any:
-        return self.jnp.asarray(value).astype(self.jnp.dtype(dtype))
-
-    def to_numpy(self, array: Any) -> np.ndarray:
-        if array.dtype == self.jnp.bfloat16:
-            array = array.astype(self.jnp.float32)
-        return np.asarray(array)
-
-    def dtype_name(self, array: Any) -> str:
-        return str(array.dtype)
-
-    def call(self, fn: Callable[..., Sequence[Any]], primals: Sequence[Any]) -> Sequence[Any]:
-        return list(fn(*primals))
-
-    def vjp(self, fn: Callable[..., Sequence[Any]], primals: Sequence[Any],
-            cotangents: Sequence[Any]) -> Sequence[Any]:
-        _, pull = self.jax.vjp(lambda *a: tuple(fn(*a)), *primals)
-        return list(pull(tuple(cotangents)))
-
-    def clear_caches(self) -> None:
-        """Drop every compiled executable (``jax.clear_caches``): a bridged target with
-        ``max_cached_shapes`` calls it, bounding the memory mappings each compiled shape
-        keeps (``vm.max_map_count``)."""
-        self.jax.clear_caches()
-
-
-def mlx_framework() -> Framework:
-    """MLX as a :class:`Framework` (imports ``mlx.core``).
-
-    Raises:
-        ImportError: mlx is not installed.
-    """
-    return _Mlx()
-
-
-def jax_framework() -> Framework:
-    """JAX as a :class:`Framework` (imports ``jax`` and turns on ``jax_enable_x64``).
-
-    Raises:
-        ImportError: jax is not installed.
-    """
-    return _Jax()

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 
 import torch
 
-from hcspec.conformance import diagnostics, isolation
-from hcspec.conformance import report as rp
+from hcspec.conformance.outputs import report as rp
+from hcspec.conformance.outputs.report import kit_version
 from hcspec.conformance.profiles import Profile, get_profile
 from hcspec.conformance.properties.base import Property, seeded_global_rng
 from hcspec.conformance.properties.declaration import FamilySetup, Prepared
@@ -27,11 +27,11 @@ from hcspec.conformance.protocol import (
     check_required,
     conventions_of,
 )
-from hcspec.conformance.report import kit_version
+from hcspec.conformance.run import diagnostics, isolation
+from hcspec.conformance.run.threads import in_worker
+from hcspec.conformance.run.timeouts import TimedOut
 from hcspec.conformance.strategies import make_branch
 from hcspec.conformance.targets import Target, TargetError, resolve
-from hcspec.conformance.threads import in_worker
-from hcspec.conformance.timeouts import TimedOut
 
 
 def resolve_device(device: str) -> str:
@@ -61,7 +61,7 @@ class TargetInfo:
             the global RNG, a non-finite output, a factory that ignores ``dtype``): each
             failure's hint names them.
         global_state_changes: what the factory and the forward changed in torch's global
-            state (restored by the kit; :mod:`hcspec.conformance.isolation`).
+            state (restored by the kit; :mod:`hcspec.conformance.run.isolation`).
         declaration_error: a declaration the kit cannot read (an unknown ``kind``, an unknown
             or invalid conventions field): :func:`prepare` raises it as a usage error.
     """

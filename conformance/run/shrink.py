@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from hcspec.conformance.failure import signature
+from hcspec.conformance.outputs.failure import signature
 from hcspec.conformance.properties.base import (
     Context,
     FactoryRejected,

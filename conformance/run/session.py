@@ -3,7 +3,7 @@
 For each property, in catalogue order: not applicable if the target's kind or capabilities do
 not fit (with the reason, even when a prerequisite failed); blocked if a prerequisite failed;
 otherwise the explicit examples run first, then hypothesis explores with the profile's
-settings (:mod:`hcspec.conformance.execution`). Every case builds a fresh impl, so no property
+settings (:mod:`hcspec.conformance.run.execution`). Every case builds a fresh impl, so no property
 sees another's changes. An unexpected exception is reported as ``error`` with its traceback
 and the run goes on; ``KeyboardInterrupt`` stops the run and returns the partial report
 (``interrupted``). What the run is told is one :class:`Options`; what it tells as it goes goes
@@ -19,17 +19,17 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from hcspec.conformance import properties as catalogue
-from hcspec.conformance import report as rp
-from hcspec.conformance.execution import evaluate_property, not_applicable_reason
-from hcspec.conformance.inspection import RunSetup, prepare
+from hcspec.conformance import families as catalogue
+from hcspec.conformance.outputs import report as rp
 from hcspec.conformance.properties.base import Property
 from hcspec.conformance.properties.declaration import FamilySetup, Prepared, SetupRequest
 from hcspec.conformance.protocol import Factory
+from hcspec.conformance.run.execution import evaluate_property, not_applicable_reason
+from hcspec.conformance.run.inspection import RunSetup, prepare
+from hcspec.conformance.run.timeouts import Terminated as Terminated  # re-exported: the API's
+from hcspec.conformance.run.timeouts import interrupt_name
 from hcspec.conformance.strategies import Case
 from hcspec.conformance.targets import importable_folders
-from hcspec.conformance.timeouts import Terminated as Terminated  # re-exported: the API's
-from hcspec.conformance.timeouts import interrupt_name
 
 
 @dataclass(frozen=True)
@@ -179,7 +179,7 @@ def check_implementation(
     The current folder is importable for the whole call (a factory may import its project's
     modules when it likes; ``sys.path`` is put back after). Every property (and the
     inspection of a sample impl) runs in a worker thread limited to the run's ``timeout``
-    seconds, and within :func:`hcspec.conformance.isolation.watch`: what the target changes
+    seconds, and within :func:`hcspec.conformance.run.isolation.watch`: what the target changes
     in torch's global state is recorded (``global_state_changes``) and restored, so the
     caller's process is left as it was found.
 
@@ -198,7 +198,7 @@ def check_implementation(
             - device: ``cpu``, ``cuda`` or ``auto``.
             - only, skip: property ids, family names or globs (prerequisites are added).
             - seed: added to every case's seed and to each property's hypothesis seed
-              (:func:`hcspec.conformance.execution.exploration_seed`).
+              (:func:`hcspec.conformance.run.execution.exploration_seed`).
             - expected_failures: property id -> reason; such a failure is ``xfail``, a pass
               ``xpass``.
             - case: replay exactly this case for the selected properties (no hypothesis): a
@@ -208,7 +208,7 @@ def check_implementation(
             - stop_on_failure: stop after the first property that fails unexpectedly
               (failed, error, timeout, xpass); the ids left are listed in ``not_run``.
             - timeout: seconds per property (None: the profile's default,
-              :data:`hcspec.conformance.timeouts.DEFAULT_TIMEOUTS`; 0: no limit). A property
+              :data:`hcspec.conformance.run.timeouts.DEFAULT_TIMEOUTS`; 0: no limit). A property
               past it is reported ``timeout`` and the run goes on.
             - world_size: run on this many ranks too: the selected properties' family setup
               hooks get it (the ``parallel`` family's,
@@ -222,7 +222,7 @@ def check_implementation(
               told of them); their statuses block dependants as their own would.
 
     Returns:
-        The :class:`hcspec.conformance.report.Report`. ``KeyboardInterrupt`` (Ctrl-C) or
+        The :class:`hcspec.conformance.outputs.report.Report`. ``KeyboardInterrupt`` (Ctrl-C) or
         :class:`Terminated` (SIGTERM, where the caller turns it into one) during the
         inspection or the run returns the partial report: ``interrupted`` set,
         ``interrupted_by`` the signal, ``running`` what was running and ``not_run`` the ids
@@ -231,7 +231,7 @@ def check_implementation(
     Raises:
         hcspec.conformance.targets.TargetError: the target cannot be resolved or imported, or
             its sample impl declares an unknown ``kind`` or unreadable conventions.
-        hcspec.conformance.properties.SelectionError: ``only``/``skip`` name no property.
+        hcspec.conformance.families.SelectionError: ``only``/``skip`` name no property.
         ValueError: unknown profile or device, or an expected failure with an unknown id;
             a ``case`` text or dict that is not a case.
         TypeError: ``case`` is none of the forms above; an unknown keyword; keywords given

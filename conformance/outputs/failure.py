@@ -2,9 +2,9 @@
 
 A property that fails (or errors, or runs past its time limit) yields one :class:`Failure`,
 built here from the exception and the case it was raised on (:func:`from_exception`). The
-terminal (:mod:`hcspec.conformance.terminal`), the Markdown and JSON reports
-(:mod:`hcspec.conformance.report`), JUnit (:mod:`hcspec.conformance.junit`) and pytest
-(:mod:`hcspec.conformance.pytest_plugin`) all print :func:`explain` of the same object, so
+terminal (:mod:`hcspec.conformance.outputs.terminal`), the Markdown and JSON reports
+(:mod:`hcspec.conformance.outputs.report`), JUnit (:mod:`hcspec.conformance.outputs.junit`) and
+pytest (:mod:`hcspec.conformance.pytest_plugin`) all print :func:`explain` of the same object, so
 they show the same figures: the error and tolerance of the case that is printed as the
 counterexample, never those of another case.
 
@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 KIT_INTERNAL: Final = frozenset({
-    "hcspec.conformance.failure",
+    "hcspec.conformance.outputs.failure",
     "hcspec.conformance.probes",
     "hcspec.conformance.properties.base",
     "hcspec.conformance.properties.errors",

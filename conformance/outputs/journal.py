@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Final
 
-from hcspec.conformance import report as rp
+from hcspec.conformance.outputs import report as rp
 
 SUFFIX: Final = ".journal.jsonl"
 """The journal's name beside a report: ``r.json`` → ``r.journal.jsonl``."""
