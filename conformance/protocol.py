@@ -80,6 +80,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import InitVar, dataclass
 from typing import Any, Final, Literal, Protocol, TypeGuard, cast, runtime_checkable
@@ -399,6 +400,13 @@ class Conventions:
             report a case of another ``n`` not applicable, with this declaration as the reason.
         hidden_size_multiple: the impl supports only hidden sizes ``d`` that are multiples of
             this (a kernel tiled by 64 without masking declares 64); 1 means any.
+        max_parameters: the largest parameter count the impl supports, counted as the mHC
+            layout of the declared construction has it (:meth:`parameter_count`: ``φ [n·d,
+            2n + R]``, the biases and three gating scalars; ``R = n²``, or the ``K``
+            permutations of ``birkhoff``, ``n!`` for all of them). mHC-lite's ``φ_res`` has
+            ``n·d·n!`` entries (83 M at n = 8, d = 257): the construction's own size, why it
+            targets small n (arXiv 2601.05732). The sizes above it are left out with the
+            reason (:meth:`unsupported_size`), as an undeclared rate is. None: no bound.
         contiguous_input: the impl needs a contiguous ``[B,T,n,d]`` state (it calls ``view`` on it);
             the strided-input property is then not applicable, and the report says so.
         published: the published parameterization whose tensors the impl holds
@@ -484,6 +492,7 @@ class Conventions:
     sinkhorn_gradient: SinkhornGradient = "unrolled"
     supported_expansion_rates: tuple[int, ...] | None = None
     hidden_size_multiple: int = 1
+    max_parameters: int | None = None
     contiguous_input: bool = False
     deterministic: bool = True
     weights_scale_invariant: bool | None = None
@@ -564,6 +573,11 @@ class Conventions:
         if isinstance(multiple, bool) or not isinstance(multiple, int) or multiple < 1:
             raise ValueError(
                 f"conventions.hidden_size_multiple: expected an int >= 1, got {multiple!r}")
+        most = self.max_parameters
+        if most is not None and (isinstance(most, bool) or not isinstance(most, int)
+                                 or most < 1):
+            raise ValueError(
+                f"conventions.max_parameters: expected an int >= 1 or None, got {most!r}")
         for name in ("contiguous_input", "deterministic", "double_backward", "vmap"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"conventions.{name}: expected a bool, got "
@@ -581,6 +595,12 @@ class Conventions:
         'n=8 is not a declared expansion rate (supported_expansion_rates=(4,))'
         >>> Conventions(hidden_size_multiple=64).unsupported_size(4, 65)
         'd=65 is not a multiple of the declared hidden_size_multiple=64'
+        >>> lite = Conventions(h_res_construction="birkhoff", max_parameters=12_000_000)
+        >>> lite.unsupported_size(8, 33) is None
+        True
+        >>> print(lite.unsupported_size(8, 257))  # doctest: +NORMALIZE_WHITESPACE
+        n=8, d=257 has 82971155 parameters (birkhoff, φ [n·d, 2n + 40320]), more than the
+        declared max_parameters=12000000
         """
         rates = self.supported_expansion_rates
         if rates is not None and n not in rates:
@@ -589,7 +609,30 @@ class Conventions:
         if d % self.hidden_size_multiple:
             return (f"d={d} is not a multiple of the declared "
                     f"hidden_size_multiple={self.hidden_size_multiple}")
-        return None
+        return self.oversized(n, d)
+
+    def oversized(self, n: int, d: int) -> str | None:
+        """Why the declared :attr:`max_parameters` excludes ``(n, d)``, or None (no bound, or
+        :meth:`parameter_count` within it)."""
+        if self.max_parameters is None:
+            return None
+        count = self.parameter_count(n, d)
+        if count <= self.max_parameters:
+            return None
+        columns = count_columns(self.formula, n)
+        return (f"n={n}, d={d} has {count} parameters ({self.formula.construction}, φ [n·d, 2n "
+                f"+ {columns}]), more than the declared max_parameters={self.max_parameters}")
+
+    def parameter_count(self, n: int, d: int) -> int:
+        """The parameters of the mHC layout of the declared construction at ``(n, d)``:
+        ``φ [n·d, 2n + R]``, biases ``[2n + R]`` and three gating scalars, with ``R``
+        :func:`count_columns` (``n²``; ``birkhoff``: the number of permutations).
+
+        >>> Conventions().parameter_count(4, 8)
+        795
+        """
+        columns = 2 * n + count_columns(self.formula, n)
+        return n * d * columns + columns + 3
 
     def declared(self) -> dict[str, object]:
         """Every declaration by its constructor keyword, in the order of the fields: the
@@ -686,6 +729,15 @@ class Conventions:
             return cls(**cast(dict[str, Any], values))
         except (TypeError, ValueError) as exc:
             raise ConventionsError(str(exc)) from exc
+
+
+def count_columns(formula: Formula, n: int) -> int:
+    """The logits ``H_res`` is made from at expansion rate ``n``: ``n²`` (``sinkhorn``,
+    ``orthostochastic``), or the number of permutations ``birkhoff`` combines (``n!`` when the
+    set is all of them)."""
+    if formula.construction != "birkhoff":
+        return n * n
+    return len(formula.permutations) if formula.permutations else math.factorial(n)
 
 
 _DECLARATIONS: Final[tuple[str, ...]] = tuple(Conventions.__dataclass_fields__)

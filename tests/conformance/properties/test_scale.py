@@ -74,3 +74,50 @@ def test_every_token_of_the_composition_is_compared() -> None:
     """T = 33 (odd): the last token of each sequence is wrong; one token per case missed it."""
     with pytest.raises(PropertyFailure, match=r"worst at token \(\d, 32\)"):
         run("scale.batch_composition", "mutant:odd_tail_token", example=1)
+
+
+def test_max_parameters_is_validated_and_counts_the_declared_construction() -> None:
+    for bad in (0, -1, True, 1.5e6, "12000000"):
+        with pytest.raises(TypeError, match="max_parameters"):
+            Conventions.from_mapping({"max_parameters": bad})
+    # mHC: φ [n·d, 2n + n²], biases [2n + n²], three α
+    assert Conventions().parameter_count(4, 8) == 32 * 24 + 24 + 3
+    # mHC-lite: n! columns for H_res, or the declared set's size
+    assert Conventions(h_res_construction="birkhoff").parameter_count(8, 33) == (
+        264 * (16 + 40320) + 16 + 40320 + 3)
+    two = Conventions(h_res_construction="birkhoff",
+                      birkhoff_permutations=((0, 1, 2), (2, 0, 1)))
+    assert two.parameter_count(3, 5) == 15 * 8 + 8 + 3
+    assert Conventions(max_parameters=795).unsupported_size(4, 8) is None
+    assert Conventions(max_parameters=794).unsupported_size(4, 8) == (
+        "n=4, d=8 has 795 parameters (sinkhorn, φ [n·d, 2n + 16]), more than the declared "
+        "max_parameters=794")
+
+
+def test_sizes_past_max_parameters_are_left_out_before_the_factory_runs() -> None:
+    """The float32 mHC-lite declares 12 M parameters: n = 8 keeps d = 33 and leaves out the
+    d = 129 of the scale cases and the d = 257 of ``dtype.low_precision_at_scale``, with the
+    reason, and the factory never builds them."""
+    from hcspec.conformance.families import dtype
+    from hcspec.conformance.properties import FactoryRejected
+    from hcspec.conformance.properties.cases import Case
+
+    ctx = context("tests.conformance.properties.precision_standins:make_float32_lite")
+    assert ctx.conventions.max_parameters == 12_000_000
+    kept = scale.supported(ctx, scale.SIZES)
+    assert [(c.n, c.d) for c in kept] == [(c.n, c.d) for c in scale.SIZES if c.n < 8]
+    assert [c.n for c in scale.supported(ctx, scale.SPREAD)][-1] == 8  # n = 8, d = 33 kept
+    with pytest.raises(NotApplicable, match=r"n=8, d=257 has 82971155 parameters"):
+        dtype._at_scale(ctx)
+    calls: list[tuple[int, int]] = []
+    made = ctx.build.factory
+
+    def counting(n: int, d: int, **kw: object) -> object:
+        calls.append((n, d))
+        return made(n, d, **kw)
+
+    ctx.build.factory = counting
+    with pytest.raises(FactoryRejected, match=r"left out by the declaration: n=8, d=65 has"):
+        ctx.build.make(Case(1, 1, 8, 65))
+    assert calls == [] and ctx.rejected[-1].startswith("left out by the declaration")
+    assert ctx.build.make(Case(1, 1, 8, 33), perturb=False).n == 8 and calls == [(8, 33)]
