@@ -586,9 +586,11 @@ class Conventions:
             raise ValueError("conventions.weights_scale_invariant: expected a bool or None, got "
                              f"{self.weights_scale_invariant!r}")
 
-    def unsupported_size(self, n: int, d: int) -> str | None:
+    def unsupported_size(self, n: int, d: int, *, parameters: bool = True) -> str | None:
         """Why the declared sizes exclude expansion rate ``n`` and hidden size ``d``, or None
-        when they are supported.
+        when they are supported; ``parameters=False`` leaves :attr:`max_parameters` out (the
+        case lists that keep such a case for the builder to leave out and count,
+        :class:`hcspec.conformance.properties.building.Builder`).
 
         >>> declared = Conventions(supported_expansion_rates=(4,), hidden_size_multiple=64)
         >>> declared.unsupported_size(8, 65)
@@ -609,7 +611,7 @@ class Conventions:
         if d % self.hidden_size_multiple:
             return (f"d={d} is not a multiple of the declared "
                     f"hidden_size_multiple={self.hidden_size_multiple}")
-        return self.oversized(n, d)
+        return self.oversized(n, d) if parameters else None
 
     def oversized(self, n: int, d: int) -> str | None:
         """Why the declared :attr:`max_parameters` excludes ``(n, d)``, or None (no bound, or

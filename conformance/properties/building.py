@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 import torch
 
@@ -22,6 +22,11 @@ def floating_parameters(impl: object, trainable: bool = False) -> list[torch.Ten
         return []
     return [p for p in impl.parameters() if isinstance(p, torch.Tensor)
             and p.is_floating_point() and (p.requires_grad or not trainable)]
+
+
+LEFT_OUT: Final = "left out by the declaration: "
+"""How :meth:`Builder.make` begins the rejection of a size past the declared
+``max_parameters`` (the runner counts these apart in a pass's note)."""
 
 
 @dataclass
@@ -60,7 +65,7 @@ class Builder:
         n = case.n if n is None else n
         reason = None if self.oversized is None else self.oversized(n, case.d)
         if reason is not None:
-            message = f"left out by the declaration: {reason}"
+            message = LEFT_OUT + reason
             self.rejected.append(message)
             raise FactoryRejected(message)
         try:

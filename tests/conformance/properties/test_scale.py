@@ -97,18 +97,18 @@ def test_max_parameters_is_validated_and_counts_the_declared_construction() -> N
 def test_sizes_past_max_parameters_are_left_out_before_the_factory_runs() -> None:
     """The float32 mHC-lite declares 12 M parameters: n = 8 keeps d = 33 and leaves out the
     d = 129 of the scale cases and the d = 257 of ``dtype.low_precision_at_scale``, with the
-    reason, and the factory never builds them."""
+    reason, and the factory never builds them (the at-scale property: not applicable)."""
     from hcspec.conformance.families import dtype
     from hcspec.conformance.properties import FactoryRejected
     from hcspec.conformance.properties.cases import Case
 
     ctx = context("tests.conformance.properties.precision_standins:make_float32_lite")
     assert ctx.conventions.max_parameters == 12_000_000
-    kept = scale.supported(ctx, scale.SIZES)
-    assert [(c.n, c.d) for c in kept] == [(c.n, c.d) for c in scale.SIZES if c.n < 8]
-    assert [c.n for c in scale.supported(ctx, scale.SPREAD)][-1] == 8  # n = 8, d = 33 kept
-    with pytest.raises(NotApplicable, match=r"n=8, d=257 has 82971155 parameters"):
-        dtype._at_scale(ctx)
+    assert ctx.conventions.unsupported_size(8, 129) is not None
+    assert ctx.conventions.unsupported_size(8, 129, parameters=False) is None
+    # kept in the lists (the builder leaves them out and counts them) ...
+    assert (8, 129) in [(c.n, c.d) for c in scale.supported(ctx, scale.SIZES)]
+    assert [(c.n, c.d) for c in dtype._at_scale(ctx)] == [(8, 257)] * 3
     calls: list[tuple[int, int]] = []
     made = ctx.build.factory
 
@@ -117,7 +117,40 @@ def test_sizes_past_max_parameters_are_left_out_before_the_factory_runs() -> Non
         return made(n, d, **kw)
 
     ctx.build.factory = counting
+    # ... and never built
     with pytest.raises(FactoryRejected, match=r"left out by the declaration: n=8, d=65 has"):
         ctx.build.make(Case(1, 1, 8, 65))
     assert calls == [] and ctx.rejected[-1].startswith("left out by the declaration")
     assert ctx.build.make(Case(1, 1, 8, 33), perturb=False).n == 8 and calls == [(8, 33)]
+    from hcspec.conformance import report as rp
+    from hcspec.conformance.execution import run_property
+    from hcspec.conformance.properties import BY_ID
+
+    outcome, _ = run_property(BY_ID["dtype.low_precision_at_scale"], context(
+        "tests.conformance.properties.precision_standins:make_float32_lite"))
+    assert outcome.status == rp.NOT_APPLICABLE
+    assert outcome.note.startswith("every case (3) is past the declared max_parameters, e.g. "
+                                   "n=8, d=257 has 82971155 parameters")
+
+
+def test_a_pass_says_which_cases_the_parameter_bound_left_out() -> None:
+    """reference:mhc declared with a bound below n = 5, d = 13 (the quick profile's size row):
+    the oracle property still passes on the smaller cases and its note names the ones left
+    out, with the reason."""
+    from hcspec.conformance import report as rp
+    from hcspec.conformance.execution import run_property
+    from hcspec.conformance.properties import BY_ID
+    from hcspec.conformance.properties.base import Context
+
+    base = context("reference:mhc")
+    bound = Conventions().parameter_count(5, 13) - 1
+    ctx = Context(factory=base.factory, target_name="reference:mhc", kind=base.kind,
+                  conventions=dataclasses.replace(base.conventions, max_parameters=bound),
+                  capabilities=base.capabilities, dtype=base.dtype, device="cpu",
+                  profile=base.profile)
+    outcome, checked = run_property(BY_ID["exact.one_hot_copy"], ctx)
+    assert outcome.status == rp.PASSED and checked > 0
+    assert outcome.note.startswith(f"{len(ctx.rejected)} cases past the declared "
+                                   "max_parameters left out, e.g. n=")
+    assert f"more than the declared max_parameters={bound}" in outcome.note
+    assert any(m.startswith("left out by the declaration: n=5, d=13 ") for m in ctx.rejected)
