@@ -154,7 +154,7 @@ def run_property(
                         f"the factory rejected every case ({len(ctx.rejected)}), e.g. "
                         f"{ctx.rejected[0]}"), 0
     left_out = [m.removeprefix(LEFT_OUT) for m in ctx.rejected if m.startswith(LEFT_OUT)]
-    sizes = (f"{len(left_out)} cases past the declared max_parameters left out, e.g. "
+    sizes = (f"left out past the declared max_parameters: {len(left_out)} case(s), e.g. "
              f"{left_out[0]}" if left_out else "")
     if ctx.inconclusive:
         return _Outcome(rp.PASSED,

@@ -150,7 +150,7 @@ def test_a_pass_says_which_cases_the_parameter_bound_left_out() -> None:
                   profile=base.profile)
     outcome, checked = run_property(BY_ID["exact.one_hot_copy"], ctx)
     assert outcome.status == rp.PASSED and checked > 0
-    assert outcome.note.startswith(f"{len(ctx.rejected)} cases past the declared "
-                                   "max_parameters left out, e.g. n=")
+    assert outcome.note.startswith("left out past the declared max_parameters: "
+                                   f"{len(ctx.rejected)} case(s), e.g. n=")
     assert f"more than the declared max_parameters={bound}" in outcome.note
     assert any(m.startswith("left out by the declaration: n=5, d=13 ") for m in ctx.rejected)
