@@ -154,3 +154,13 @@ def test_a_pass_says_which_cases_the_parameter_bound_left_out() -> None:
                                    f"{len(ctx.rejected)} case(s), e.g. n=")
     assert f"more than the declared max_parameters={bound}" in outcome.note
     assert any(m.startswith("left out by the declaration: n=5, d=13 ") for m in ctx.rejected)
+
+
+def test_the_float32_lite_passes_the_constraints_at_n_8() -> None:
+    """Its float32 sum of 8! = 40320 weighted permutations is checked against the floor that
+    grows with the terms summed (n = 8, d = 33: 10.7 M parameters, within its bound)."""
+    target = "tests.conformance.properties.precision_standins:make_float32_lite"
+    examples = scale.supported(context(target), scale.SIZES + scale.SPREAD)
+    k = next(k for k, c in enumerate(examples) if (c.n, c.d) == (8, 33))
+    ctx = run("scale.constraints", target, example=k)
+    assert 0 < ctx.worst.error < ctx.worst.tolerance
