@@ -41,8 +41,8 @@ has ``n·d·n!`` entries (83 M at d = 257, 0.66 GB in float64, the construction'
 build draws them in 2–8 s on a CPU, and ``dtype.low_precision_at_scale`` at n = 8, d = 257 ran
 over 25 min under ``thorough`` on a shared 2-core machine. A target declaring n = 8 bounds its
 sizes by ``Conventions.max_parameters`` (the float32 stand-in
-``tests.conformance.properties.precision_standins:make_float32_lite``: 12 M, n = 8 up to
-d = 37), and the kit leaves the larger ones out with that reason."""
+``tests.conformance.properties.precision_standins:make_float32_lite``: 48 M, n = 8 up to
+d = 148), and the kit leaves the larger ones out with that reason."""
 IDENTITY_WEIGHT = 0.7
 """The softmax weight of the identity permutation at init (see :class:`LiteHyperConnection`)."""
 

@@ -165,13 +165,13 @@ make_float32_output = partial(_rounded, output=torch.float32)
 make_float64_output = partial(_rounded, output=torch.float64)
 
 
-LITE_MAX_PARAMETERS = 12_000_000
+LITE_MAX_PARAMETERS = 48_000_000
 """The parameter count :func:`make_float32_lite` declares (``Conventions.max_parameters``):
-mHC-lite's ``φ_res`` has ``n·d·n!`` entries, so at n = 8 the bound admits d ≤ 37 (d = 33:
-10.7 M parameters, a build in about 0.4 s on a loaded 2-core machine) and leaves out the
-profile's d = 65…257 at n = 8 (21–83 M, up to 2–8 s a build, over 25 min for one
-``thorough`` property), with that reason; n ≤ 7 keeps every hidden size the profiles draw
-(n = 7, d = 257: 9.1 M)."""
+mHC-lite's ``φ_res`` has ``n·d·n!`` entries, so at n = 8 the bound admits d ≤ 148 (d = 129:
+41.7 M parameters, 167 MB in float32) and leaves out d = 257 (83 M: one build 2–8 s, and
+``dtype.low_precision_at_scale`` there ran over 25 min under ``thorough`` on a shared 2-core
+machine), with that reason; n ≤ 7 keeps every hidden size the profiles draw (n = 7,
+d = 257: 9.1 M). ``thorough`` with it: 3 min 22 s, 2.0 GB resident, on that machine."""
 
 
 def make_float32_lite(n: int, d: int, *, layer_index: int = 0,
