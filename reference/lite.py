@@ -39,9 +39,10 @@ gathers the 8! = 40320 weights by index, :func:`hcspec.formulas.mhc.birkhoff`, n
 ``[K, n, n]`` stack); the built-in target stops at 6 for the kit's time: at n = 8, ``φ_res``
 has ``n·d·n!`` entries (83 M at d = 257, 0.66 GB in float64, the construction's own size), one
 build draws them in 2–8 s on a CPU, and ``dtype.low_precision_at_scale`` at n = 8, d = 257 ran
-over 25 min under ``thorough`` on a shared 2-core machine. A target declaring n = 8 (the
-float32 stand-in ``tests.conformance.properties.precision_standins:make_float32_lite``) runs
-it there."""
+over 25 min under ``thorough`` on a shared 2-core machine. A target declaring n = 8 bounds its
+sizes by ``Conventions.max_parameters`` (the float32 stand-in
+``tests.conformance.properties.precision_standins:make_float32_lite``: 48 M, n = 8 up to
+d = 148), and the kit leaves the larger ones out with that reason."""
 IDENTITY_WEIGHT = 0.7
 """The softmax weight of the identity permutation at init (see :class:`LiteHyperConnection`)."""
 

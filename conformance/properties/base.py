@@ -86,7 +86,7 @@ class Context:
             conventions.weights_dtype or conventions.output_dtype,
             conventions.formula.sinkhorn.denominator_eps)
         self.record = Recorder(self.precision)
-        self.build = Builder(factory, dtype, device)
+        self.build = Builder(factory, dtype, device, oversized=conventions.oversized)
         self.inputs = Inputs(dtype, device, conventions.state_domain == "replicated")
         self.observe = Observer(conventions)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 import torch
 
@@ -24,6 +24,11 @@ def floating_parameters(impl: object, trainable: bool = False) -> list[torch.Ten
             and p.is_floating_point() and (p.requires_grad or not trainable)]
 
 
+LEFT_OUT: Final = "left out by the declaration: "
+"""How :meth:`Builder.make` begins the rejection of a size past the declared
+``max_parameters`` (the runner counts these apart in a pass's note)."""
+
+
 @dataclass
 class Builder:
     """Builds impls from the target's factory.
@@ -31,13 +36,17 @@ class Builder:
     Attributes:
         factory: the target's factory.
         dtype, device: the run's working dtype and device (the defaults of :meth:`make`).
-        rejected: messages of the configurations the factory rejected.
+        rejected: messages of the configurations the factory rejected (and of those the
+            declared parameter bound left out before the factory ran).
+        oversized: why the target's declaration excludes a size by its parameter count
+            (:meth:`hcspec.conformance.protocol.Conventions.oversized`); None: no bound.
     """
 
     factory: Callable[..., Any]
     dtype: torch.dtype
     device: str
     rejected: list[str] = field(default_factory=list)
+    oversized: Callable[[int, int], str | None] | None = None
 
     def make(
         self, case: Case, *, n: int | None = None, layer_index: int | None = None,
@@ -47,11 +56,18 @@ class Builder:
         ``perturb=False``).
 
         Raises:
-            FactoryRejected: the factory raised (the configuration is unsupported).
+            FactoryRejected: the factory raised (the configuration is unsupported), or the
+                declared ``max_parameters`` excludes ``(n, d)`` (the factory is not called: a
+                size past the target's declared memory is left out, not built).
             PropertyFailure: the result does not satisfy the required protocol, or has
                 another ``n``/``d``.
         """
         n = case.n if n is None else n
+        reason = None if self.oversized is None else self.oversized(n, case.d)
+        if reason is not None:
+            message = LEFT_OUT + reason
+            self.rejected.append(message)
+            raise FactoryRejected(message)
         try:
             impl: HyperConnectionImpl = self.factory(
                 n, case.d, layer_index=case.layer_index if layer_index is None else layer_index,

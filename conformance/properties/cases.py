@@ -99,8 +99,8 @@ def size_rows(ctx: Context, template: Case, *, min_n: int = 1,
     out = []
     for i, (n, d) in enumerate(ctx.profile.size_rows):
         d = max(d, n + 1) if d_more_than_n else d
-        if n < min_n or ctx.conventions.unsupported_size(n, d) is not None:
-            continue
+        if n < min_n or ctx.conventions.unsupported_size(n, d, parameters=False) is not None:
+            continue  # a row past max_parameters stays: the builder leaves it out, counted
         out.append(dataclasses.replace(template, n=n, d=d, seed=template.seed + i + ctx.seed,
                                        layer_index=template.layer_index + i))
     return out

@@ -12,6 +12,7 @@ from typing import Any, Final, Literal, Protocol, cast, runtime_checkable
 
 import torch
 
+from hcspec.conformance.protocol import sizes
 from hcspec.conformance.protocol.keywords import _one_of, _with_construction, _with_keywords
 from hcspec.spec.kinds import KINDS as KINDS  # the one vocabulary of kinds, defined by the spec
 from hcspec.spec.kinds import Kind as Kind
@@ -121,6 +122,13 @@ class Conventions:
             report a case of another ``n`` not applicable, with this declaration as the reason.
         hidden_size_multiple: the impl supports only hidden sizes ``d`` that are multiples of
             this (a kernel tiled by 64 without masking declares 64); 1 means any.
+        max_parameters: the largest parameter count the impl supports, counted as the mHC
+            layout of the declared construction has it (:meth:`parameter_count`: ``φ [n·d,
+            2n + R]``, the biases and three gating scalars; ``R = n²``, or the ``K``
+            permutations of ``birkhoff``, ``n!`` for all of them). mHC-lite's ``φ_res`` has
+            ``n·d·n!`` entries (83 M at n = 8, d = 257): the construction's own size, why it
+            targets small n (arXiv 2601.05732). The sizes above it are left out with the
+            reason (:meth:`unsupported_size`), as an undeclared rate is. None: no bound.
         contiguous_input: the impl needs a contiguous ``[B,T,n,d]`` state (it calls ``view`` on it);
             the strided-input property is then not applicable, and the report says so.
         published: the published parameterization whose tensors the impl holds
@@ -206,6 +214,7 @@ class Conventions:
     sinkhorn_gradient: SinkhornGradient = "unrolled"
     supported_expansion_rates: tuple[int, ...] | None = None
     hidden_size_multiple: int = 1
+    max_parameters: int | None = None
     contiguous_input: bool = False
     deterministic: bool = True
     weights_scale_invariant: bool | None = None
@@ -286,6 +295,11 @@ class Conventions:
         if isinstance(multiple, bool) or not isinstance(multiple, int) or multiple < 1:
             raise ValueError(
                 f"conventions.hidden_size_multiple: expected an int >= 1, got {multiple!r}")
+        most = self.max_parameters
+        if most is not None and (isinstance(most, bool) or not isinstance(most, int)
+                                 or most < 1):
+            raise ValueError(
+                f"conventions.max_parameters: expected an int >= 1 or None, got {most!r}")
         for name in ("contiguous_input", "deterministic", "double_backward", "vmap"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"conventions.{name}: expected a bool, got "
@@ -294,15 +308,23 @@ class Conventions:
             raise ValueError("conventions.weights_scale_invariant: expected a bool or None, got "
                              f"{self.weights_scale_invariant!r}")
 
-    def unsupported_size(self, n: int, d: int) -> str | None:
+    def unsupported_size(self, n: int, d: int, *, parameters: bool = True) -> str | None:
         """Why the declared sizes exclude expansion rate ``n`` and hidden size ``d``, or None
-        when they are supported.
+        when they are supported; ``parameters=False`` leaves :attr:`max_parameters` out (the
+        case lists that keep such a case for the builder to leave out and count,
+        :class:`hcspec.conformance.properties.building.Builder`).
 
         >>> declared = Conventions(supported_expansion_rates=(4,), hidden_size_multiple=64)
         >>> declared.unsupported_size(8, 65)
         'n=8 is not a declared expansion rate (supported_expansion_rates=(4,))'
         >>> Conventions(hidden_size_multiple=64).unsupported_size(4, 65)
         'd=65 is not a multiple of the declared hidden_size_multiple=64'
+        >>> lite = Conventions(h_res_construction="birkhoff", max_parameters=12_000_000)
+        >>> lite.unsupported_size(8, 33) is None
+        True
+        >>> print(lite.unsupported_size(8, 257))  # doctest: +NORMALIZE_WHITESPACE
+        n=8, d=257 has 82971155 parameters (birkhoff, φ [n·d, 2n + 40320]), more than the
+        declared max_parameters=12000000
         """
         rates = self.supported_expansion_rates
         if rates is not None and n not in rates:
@@ -311,7 +333,21 @@ class Conventions:
         if d % self.hidden_size_multiple:
             return (f"d={d} is not a multiple of the declared "
                     f"hidden_size_multiple={self.hidden_size_multiple}")
-        return None
+        return self.oversized(n, d) if parameters else None
+
+    def oversized(self, n: int, d: int) -> str | None:
+        """Why the declared :attr:`max_parameters` excludes ``(n, d)``, or None
+        (:func:`hcspec.conformance.protocol.sizes.oversized`)."""
+        return sizes.oversized(self.formula, self.max_parameters, n, d)
+
+    def parameter_count(self, n: int, d: int) -> int:
+        """The parameters of the mHC layout of the declared construction at ``(n, d)``
+        (:func:`hcspec.conformance.protocol.sizes.parameter_count`).
+
+        >>> Conventions().parameter_count(4, 8)
+        795
+        """
+        return sizes.parameter_count(self.formula, n, d)
 
     def declared(self) -> dict[str, object]:
         """Every declaration by its constructor keyword, in the order of the fields: the

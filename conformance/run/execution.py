@@ -31,6 +31,7 @@ from hcspec.conformance.properties.base import (
     PropertyFailure,
     seeded_global_rng,
 )
+from hcspec.conformance.properties.building import LEFT_OUT
 from hcspec.conformance.properties.requirements import DISTRIBUTED, Subject
 from hcspec.conformance.protocol import KINDS
 from hcspec.conformance.run import isolation, shrink
@@ -145,14 +146,21 @@ def run_property(
                             f"conclusive, e.g. {ctx.inconclusive[0]}"), 0
         if not ctx.rejected:
             return _Outcome(rp.NOT_APPLICABLE, "no case was generated"), 0
+        if all(m.startswith(LEFT_OUT) for m in ctx.rejected):
+            return _Outcome(rp.NOT_APPLICABLE,
+                            f"every case ({len(ctx.rejected)}) is past the declared "
+                            f"max_parameters, e.g. {ctx.rejected[0].removeprefix(LEFT_OUT)}"), 0
         return _Outcome(rp.NOT_APPLICABLE,
                         f"the factory rejected every case ({len(ctx.rejected)}), e.g. "
                         f"{ctx.rejected[0]}"), 0
+    left_out = [m.removeprefix(LEFT_OUT) for m in ctx.rejected if m.startswith(LEFT_OUT)]
+    sizes = (f"left out past the declared max_parameters: {len(left_out)} case(s), e.g. "
+             f"{left_out[0]}" if left_out else "")
     if ctx.inconclusive:
         return _Outcome(rp.PASSED,
                         f"{len(ctx.inconclusive)} inconclusive cases not counted, e.g. "
-                        f"{ctx.inconclusive[0]}"), checked
-    return _Outcome(rp.PASSED), checked
+                        f"{ctx.inconclusive[0]}" + (f"; {sizes}" if sizes else "")), checked
+    return _Outcome(rp.PASSED, sizes), checked
 
 
 def _explorer(prop: Property, ctx: Context, run_one: Callable[[Case], None]) -> Callable[[], None]:

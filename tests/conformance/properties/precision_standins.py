@@ -165,16 +165,31 @@ make_float32_output = partial(_rounded, output=torch.float32)
 make_float64_output = partial(_rounded, output=torch.float64)
 
 
+LITE_MAX_PARAMETERS = 48_000_000
+"""The parameter count :func:`make_float32_lite` declares (``Conventions.max_parameters``):
+mHC-lite's ``φ_res`` has ``n·d·n!`` entries, so at n = 8 the bound admits d ≤ 148 (d = 129:
+41.7 M parameters, 167 MB in float32) and leaves out d = 257 (83 M: one build 2–8 s, and
+``dtype.low_precision_at_scale`` there ran over 25 min under ``thorough`` on a shared 2-core
+machine), with that reason; n ≤ 7 keeps every hidden size the profiles draw (n = 7,
+d = 257: 9.1 M). ``thorough`` with it: 3 min 22 s, 2.0 GB resident, on that machine."""
+
+
 def make_float32_lite(n: int, d: int, *, layer_index: int = 0,
                       dtype: torch.dtype = torch.float64, device: str = "cpu",
                       seed: int = 0) -> Any:
     """mHC-lite in float32 (parameters, arithmetic and results), n ≤ 8: declares
-    ``h_res_construction="birkhoff"`` and ``compute_dtype = output_dtype = float32``."""
-    module = _built(RoundedLite, n, d, layer_index, seed, torch.float32, device)
+    ``h_res_construction="birkhoff"``, ``compute_dtype = output_dtype = float32`` and
+    ``max_parameters`` :data:`LITE_MAX_PARAMETERS`. Its parameters are drawn in float32
+    directly (the reference's init, a quarter of the memory traffic of drawing the n·d·n!
+    entries of ``φ_res`` in float64 and casting them)."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        module: Any = RoundedLite(n, d, layer_index, dtype=torch.float32, device=device)
     module.output = torch.float32
-    module.conventions = Conventions(  # type: ignore[arg-type]
+    module.conventions = Conventions(
         h_res_construction="birkhoff", supported_expansion_rates=(1, 2, 3, 4, 5, 6, 7, 8),
-        compute_dtype=torch.float32, output_dtype=torch.float32)
+        max_parameters=LITE_MAX_PARAMETERS, compute_dtype=torch.float32,
+        output_dtype=torch.float32)
     return module
 
 
