@@ -99,8 +99,8 @@ def test_sizes_past_max_parameters_are_left_out_before_the_factory_runs() -> Non
     d = 257 of ``dtype.low_precision_at_scale``, with the reason, and the factory never builds
     it (the at-scale property: not applicable)."""
     from hcspec.conformance.families import dtype
-    from hcspec.conformance.properties import FactoryRejected
-    from hcspec.conformance.properties.cases import Case
+    from hcspec.conformance.properties.base import FactoryRejected
+    from hcspec.conformance.strategies import Case
 
     ctx = context("tests.conformance.properties.precision_standins:make_float32_lite")
     assert ctx.conventions.max_parameters == 48_000_000
@@ -122,9 +122,9 @@ def test_sizes_past_max_parameters_are_left_out_before_the_factory_runs() -> Non
         ctx.build.make(Case(1, 1, 8, 257))
     assert calls == [] and ctx.rejected[-1].startswith("left out by the declaration")
     assert ctx.build.make(Case(1, 1, 8, 33), perturb=False).n == 8 and calls == [(8, 33)]
-    from hcspec.conformance import report as rp
-    from hcspec.conformance.execution import run_property
-    from hcspec.conformance.properties import BY_ID
+    from hcspec.conformance.families import BY_ID
+    from hcspec.conformance.outputs import report as rp
+    from hcspec.conformance.run.execution import run_property
 
     outcome, _ = run_property(BY_ID["dtype.low_precision_at_scale"], context(
         "tests.conformance.properties.precision_standins:make_float32_lite"))
@@ -137,10 +137,10 @@ def test_a_pass_says_which_cases_the_parameter_bound_left_out() -> None:
     """reference:mhc declared with a bound below n = 5, d = 13 (the quick profile's size row):
     the oracle property still passes on the smaller cases and its note names the ones left
     out, with the reason."""
-    from hcspec.conformance import report as rp
-    from hcspec.conformance.execution import run_property
-    from hcspec.conformance.properties import BY_ID
+    from hcspec.conformance.families import BY_ID
+    from hcspec.conformance.outputs import report as rp
     from hcspec.conformance.properties.base import Context
+    from hcspec.conformance.run.execution import run_property
 
     base = context("reference:mhc")
     bound = Conventions().parameter_count(5, 13) - 1
