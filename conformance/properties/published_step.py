@@ -23,6 +23,7 @@ from hcspec.conformance.strategies import Case
 from hcspec.formulas import published as pub
 from hcspec.spec.published import (
     QWEN4_EXP,
+    deepseek_v4_checkpoint_key,
 )
 from hcspec.spec.record import Formula
 
@@ -114,3 +115,12 @@ def step_allowance(ctx: Context, case: Case, params: Params, x: torch.Tensor,
     which judge outside a property's recorder)."""
     return rules.LAW.apply(ctx.precision,
                            oracle=step_oracle(ctx, case, params, x, want, scale)).allowance
+
+
+def checkpoint_of(sources: list[Params]) -> dict[str, torch.Tensor]:
+    """A DeepSeek-V4 checkpoint of the sublayers' layout tensors ``sources[k]`` under the
+    published key names (:func:`hcspec.spec.published.deepseek_v4_checkpoint_key`), each
+    tensor detached and copied."""
+    return {deepseek_v4_checkpoint_key(k, name): value.detach().clone()
+            for k, params in enumerate(sources) for name, value in params.items()
+            if isinstance(value, torch.Tensor)}

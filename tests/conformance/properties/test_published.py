@@ -12,7 +12,7 @@ import torch
 from hcspec.conformance import metrics
 from hcspec.conformance.families import BY_ID
 from hcspec.conformance.families import published as family
-from hcspec.conformance.properties import divergence
+from hcspec.conformance.properties import divergence, saturated_gates
 from hcspec.conformance.properties.base import PropertyFailure
 from hcspec.conformance.protocol import CAPABILITIES, Conventions
 from hcspec.conformance.strategies import Case
@@ -196,7 +196,7 @@ def test_saturated_sets_both_gate_logits_to_minus_twenty(layout: str) -> None:
     torch.manual_seed(0)
     params: dict[str, Any] = {k: torch.randn(s, dtype=torch.float64)
                               for k, s in pub.layout(layout).shapes(n, d).items()}
-    sat = family.saturated(layout, params, n)
+    sat = saturated_gates.saturated(layout, params, n)
     assert sat is not None
     x = 5.0 * torch.randn(2, 3, n, d, dtype=torch.float64)
     h_pre, h_post, _ = pub.weights(layout, sat, x)
@@ -207,7 +207,7 @@ def test_saturated_sets_both_gate_logits_to_minus_twenty(layout: str) -> None:
     unchanged = [k for k in params if torch.equal(params[k], sat[k])]  # type: ignore[arg-type]
     assert unchanged and all(not torch.equal(params[k], sat[k])  # type: ignore[arg-type]
                              for k in params if k not in unchanged)
-    assert family.saturated("hc-static", params, n) is None
+    assert saturated_gates.saturated("hc-static", params, n) is None
 
 
 def test_relative_error_divides_by_the_gates_own_magnitude() -> None:
