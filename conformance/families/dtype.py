@@ -19,6 +19,7 @@ import torch
 
 from hcspec.conformance.author import (
     DIFFERENTIABLE,
+    LOGITS,
     SCALE_HEADROOM,
     SMOOTH_BRANCHES,
     WEIGHTS_OR_PROBING,
@@ -30,6 +31,7 @@ from hcspec.conformance.author import (
     HyperConnectionImpl,
     MHCWeights,
     NotApplicable,
+    PropertyFailure,
     declare,
     expected_output,
     f64,
@@ -45,6 +47,8 @@ from hcspec.conformance.author import (
     strategies,
 )
 from hcspec.conformance.properties.precision import SpecAtPrecision
+from hcspec.conformance.properties.sinkhorn_variant import declared, target_logits
+from hcspec.formulas import mhc
 
 BASE = ("shape.output", "shape.branch_once")
 LOW = (torch.bfloat16, torch.float16)
@@ -322,6 +326,32 @@ def _rounding_floor(ctx: Context, impl32: HyperConnectionImpl, x32: torch.Tensor
     return worst
 
 
+def _logits_floor(ctx: Context, impl32: HyperConnectionImpl, x32: torch.Tensor,
+                  case: Case, dtype: torch.dtype, scale: float) -> float:
+    """How far the closed-form output moves when the float32 impl's own logits (``logits(x)``,
+    where the target offers them) are held in the compute dtype and the weights are the
+    declared formula's of them: an intermediate a correct ``dtype`` impl must round, whose
+    effect the random-sign jitter of :func:`_rounding_floor` averages away. A logit of
+    magnitude L rounds by up to ``L·u``, which moves ``exp`` (and so Sinkhorn–Knopp's
+    ``H_res``) by the relative ``L·u``: at the logits near 150 of a state scale of 10, a
+    bfloat16 logit moves H_res by ~0.035 (0 where the compute dtype is declared float32).
+    0 for a target without logits, a kind other than mHC, or logits of another form."""
+    if not (ctx.kind == "mhc" and LOGITS in ctx.capabilities):
+        return 0.0
+    compute = ctx.conventions.compute_dtype or dtype
+    f = declared(ctx)
+    try:
+        with torch.no_grad():
+            logits = target_logits(impl32, x32, f)
+    except PropertyFailure:
+        return 0.0
+    exact = mhc.weights(f, *(f64(t) for t in logits))
+    held = mhc.weights(f, *(f64(t.to(compute)) for t in logits))
+    want = expected_output(ctx, case, x32, *exact)[0]
+    moved = expected_output(ctx, case, x32, *held)[0]
+    return metrics.scaled_error(moved, want, scale)
+
+
 @declare(
     "dtype.low_precision_at_scale",
     statement="at n = 8, d = 257, bfloat16/float16 forward vs float32 within 8 × the measured "
@@ -383,14 +413,16 @@ def check_low_precision_at_scale(ctx: Context, case: Case) -> None:
                                ctx.observe.branch_input)
         spec_floor = metrics.scaled_error(spec.forward(x, ctx.inputs.branch(
             case, dtype=dtype, record=False)), want, scale)
-        floor = max(spec_floor, _rounding_floor(ctx, impl32, x32, out32, case, dtype, scale))
+        floor = max(spec_floor, _rounding_floor(ctx, impl32, x32, out32, case, dtype, scale),
+                    _logits_floor(ctx, impl32, x32, case, dtype, scale))
         error = metrics.scaled_error(out, out32, scale)
         ctx.record.expect(f"{dtype} forward vs float32 forward at n = {case.n}, d = {case.d}, "
                           f"state scale {case.scale:g}",
                           error, dtype=precision, floor=floor,
                           detail=f"compared in {precision}; measured floor {floor:.3g} (the closed "
                           f"form in {precision}: {spec_floor:.3g}; the float32 forward moved by "
-                          f"{dtype}'s rounding of x and θ: the rest), error/floor "
+                          f"{dtype}'s rounding of x and θ, or by its logits held in the "
+                          f"compute dtype: the rest), error/floor "
                           f"{error / max(floor, 1e-300):.3g}",
                           hint="a reduction accumulated in the low precision? (the RMS of "
                                "vec(X) and the projections have n·d terms)")

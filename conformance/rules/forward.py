@@ -194,16 +194,18 @@ LOW_PRECISION: Final = Rule(
     "≈ 30 roundings along the longest chain at eps/2 each", ("dtype",), _low_precision)
 
 
-MEASURED_FLOOR_FACTOR: Final = 2.5
+MEASURED_FLOOR_FACTOR: Final = 4.0
 """The multiple of the measured floor ``dtype.low_precision_at_scale`` allows. The floor is the
-larger of the two ways a correct impl of that precision errs (the spec's closed form computed
-in it, i.e. its own roundings along the chain; the float32 forward moved by that precision's
-rounding of x and θ, i.e. its rounded inputs and parameters), and never below the output's
-own rounding, eps/2. A correct impl pays both at most: 2 floors, with a quarter to spare over
-the max of ~10⁴ output entries (which concentrates: the measured ratio of the reference and
-the correct low-precision stand-ins stays at or below about 1, docs/conformance.md). A
-systematic loss of 3 floors (a reduction accumulated in the low precision) exceeds it; 8 (the
-law's factor before) let a bfloat16 running sum 7.9 floors off pass."""
+largest of three ways a correct impl of that precision errs, each measured alone: the spec's
+closed form computed in it (its own roundings of the weights and the mix); the float32 forward
+moved by that precision's rounding of x and θ (its rounded inputs and parameters, random
+signs); and, where the target offers ``logits``, the float32 weights moved by its logits held
+in the compute dtype (an intermediate a correct impl must round). A correct impl pays all three
+at most: 3 floors, with a third to spare over the max of ~10⁴ output entries. Measured (30-seed
+``ci`` soak, docs/conformance.md): the reference mHC in bfloat16 at n = 8, d = 257, state scale
+10 reaches 2.59 floors (its logits near 150 lose ~0.3 each to bfloat16, which the random-sign
+jitter averages away); 2.5, the factor before, failed it. A systematic loss above 4 floors (a
+reduction accumulated in the low precision; a bfloat16 running sum 7.9 floors off) fails."""
 
 
 def _measured_floor(p: Precision, g: Mapping[str, Any]) -> Allowance:
@@ -216,12 +218,13 @@ def _measured_floor(p: Precision, g: Mapping[str, Any]) -> Allowance:
 
 MEASURED_FLOOR: Final = Rule(
     "measured_floor", "another precision of the same impl (bfloat16/float16 vs float32): "
-    "2.5 × the measured floor in that precision (at least eps/2, the output's rounding) — the "
-    "floor is the error the spec's closed form makes in it against float64 on the same case, "
-    "or the float32 forward's move under that precision's rounding of x and θ, whichever is "
-    "larger",
-    "a correct impl pays at most both (its own roundings and its rounded inputs): 2 floors, "
-    "a quarter to spare; a systematic loss of 3 floors fails", ("dtype", "floor"),
+    "4 × the measured floor in that precision (at least eps/2, the output's rounding) — the "
+    "floor is the largest of the error the spec's closed form makes in it against float64 on "
+    "the same case, the float32 forward's move under that precision's rounding of x and θ, "
+    "and the move of its weights under its logits held in the compute dtype",
+    "a correct impl pays at most all three (its own roundings, its rounded inputs, its rounded "
+    "logits): 3 floors, a third to spare; a systematic loss above 4 floors fails",
+    ("dtype", "floor"),
     _measured_floor)
 
 
