@@ -245,3 +245,17 @@ def make(n: int, d: int, *, layer_index: int = 0, dtype: torch.dtype = torch.flo
     del layer_index
     with seeded(seed, device):
         return LigerMHCAdapter(n, d, dtype=dtype, device=device, **options)
+
+
+def make_customop(n: int, d: int, **kwargs: Any) -> Any:
+    """Factory (kit target form) for ``liger_kernel:mhc-customop``: :func:`make`'s adapter with
+    its forward through the custom ops the adapter registers for Liger's three autograd
+    Functions (:mod:`hcspec.conformance.adapters._liger_ops`), for the custom-op family.
+    Keywords as :func:`make`.
+
+    Raises:
+        ImportError: liger-kernel or Triton is not installed. ValueError: as :func:`make`.
+    """
+    from hcspec.conformance.adapters import _liger_ops
+
+    return _liger_ops.make(n, d, **kwargs)

@@ -31,7 +31,7 @@ TARGETS: Final[tuple[BuiltinTarget, ...]] = (
         findings=(TRITON_INTERPRETER_COMPILE,),
     ),
     BuiltinTarget(
-        "liger_kernel:mhc-customop", "hcspec.conformance.adapters.liger_kernel_ops:make",
+        "liger_kernel:mhc-customop", "hcspec.conformance.adapters.liger_kernel:make_customop",
         "liger-kernel: LigerMHC's three autograd Functions registered by the adapter as "
         "torch.library custom ops (hcspec_liger::*, fake kernels, autograd, vmap), for the "
         "custom-op family",
