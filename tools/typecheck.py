@@ -3,8 +3,8 @@
 -p hcspec.conformance``.
 
 Nothing is rebuilt or linked here: ``src/hcspec`` holds the layers under their installed names
-(symbolic links to the top-level folders, and the formulas layer itself) and pyproject's
-``mypy_path`` points mypy at ``src``.
+(real folders; the top-level ``spec``, ``reference`` and ``conformance`` link to them) and
+pyproject's ``mypy_path`` points mypy at ``src``.
 Extra arguments go to mypy. Exit status: mypy's.
 """
 

@@ -5,7 +5,7 @@ The layers are subpackages, each importing only the ones before it: :mod:`hcspec
 formulas and theorems, and the records of a step's degrees of freedom), :mod:`hcspec.formulas`
 (the torch statements of the spec's formulas, shared by the two below), :mod:`hcspec.reference`
 (the reference modules) and :mod:`hcspec.conformance` (the property kit, ``hc-conformance``).
-This package itself defines nothing; in the source tree ``spec``, ``reference`` and
-``conformance`` are symbolic links to the top-level ``spec/``, ``reference/`` and
-``conformance/`` folders, and ``formulas`` is a real folder here (see docs/architecture.md).
+This package itself defines nothing; its four layers are real folders here, and the
+repository's top-level ``spec``, ``reference`` and ``conformance`` are symbolic links to three
+of them (see docs/architecture.md).
 """

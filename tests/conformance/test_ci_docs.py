@@ -173,7 +173,7 @@ def _copy_checkout(dest: Path) -> Path:
         pytest.skip("not a git checkout: cannot tell which files to install from")
     for name in listed.stdout.decode().split("\0"):
         source = ROOT / name
-        if name and source.is_symlink():  # src/hcspec/<layer> -> ../../<layer>
+        if name and source.is_symlink():  # <layer> -> src/hcspec/<layer>
             target = dest / name
             target.parent.mkdir(parents=True, exist_ok=True)
             target.symlink_to(os.readlink(source))

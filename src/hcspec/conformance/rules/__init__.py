@@ -211,7 +211,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=main.__doc__)
     parser.add_argument("--write", action="store_true")
     parser.add_argument("--check", action="store_true")
-    parser.add_argument("--doc", default=str(Path(__file__).resolve().parents[2] / "docs"
+    parser.add_argument("--doc", default=str(Path(__file__).resolve().parents[4] / "docs"
                                              / "conformance.md"))
     args = parser.parse_args(argv)
     if not (args.write or args.check):

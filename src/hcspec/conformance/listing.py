@@ -194,8 +194,9 @@ def rows() -> tuple[list[Row], str | None]:
     return live, reason
 
 
-DOC: Final = Path(__file__).resolve().parents[1] / "docs" / "conformance.md"
-"""The page whose property table is generated (in a source checkout)."""
+DOC: Final = Path(__file__).resolve().parents[3] / "docs" / "conformance.md"
+"""The page whose property table is generated (in a source checkout:
+``src/hcspec/conformance/listing.py`` is three folders below the repository root)."""
 
 TABLE_START: Final = ("<!-- property-table:start (generated from the catalogue: "
                       "python -m hcspec.conformance.listing --write) -->")
