@@ -13,6 +13,7 @@ Every import statement counts, nested ones too (a function-level import is still
 from __future__ import annotations
 
 import ast
+import os
 from pathlib import Path
 
 import pytest
@@ -74,6 +75,17 @@ def test_every_layer_folder_holds_modules() -> None:
         assert len(_modules(layer)) >= 3, layer
     # a real folder inside the package, not a link to one elsewhere
     assert not (ROOT / "src" / "hcspec" / "formulas").is_symlink()
+
+
+def test_the_layers_are_real_folders_under_their_installed_name() -> None:
+    """Static tools read the package itself: src/hcspec/<layer> are folders, and the three
+    top-level names the users asked for are relative links to them (not the other way)."""
+    for layer in ("spec", "reference", "conformance"):
+        inside = ROOT / "src" / "hcspec" / layer
+        assert inside.is_dir() and not inside.is_symlink(), layer
+        top = ROOT / layer
+        assert top.is_symlink(), layer
+        assert os.readlink(top) == f"src/hcspec/{layer}", layer
 
 
 def test_the_check_sees_every_kind_of_import(tmp_path: Path) -> None:
