@@ -20,7 +20,7 @@ if not torch.cuda.is_available() and "triton" not in sys.modules:
     os.environ.setdefault("TRITON_INTERPRET", "1")
 pytest.importorskip("liger_kernel", reason="liger-kernel is not installed")
 
-from hcspec.conformance.adapters import _liger_ops, liger_kernel
+from hcspec.conformance.adapters import liger_kernel
 from hcspec.conformance.outputs import report as rp
 from hcspec.conformance.run.session import check_implementation
 
@@ -32,7 +32,7 @@ DEVICE = "cuda" if MODE.name == "cuda" else "cpu"
 
 def test_the_custom_op_form_matches_the_module_and_its_gradients() -> None:
     plain = liger_kernel.make(4, 8, device=DEVICE, seed=3)
-    ops = _liger_ops.make(4, 8, device=DEVICE, seed=3)
+    ops = liger_kernel.make_customop(4, 8, device=DEVICE, seed=3)
     x = torch.randn(2, 3, 4, 8, dtype=torch.float64, device=DEVICE, requires_grad=True)
     want = plain.forward(x, torch.tanh)
     (grad_want,) = torch.autograd.grad(want.square().sum(), x)

@@ -32,8 +32,7 @@ from typing import Any, Final
 import torch
 from torch import nn
 
-from hcspec.conformance.adapters._capture import check_branch_output, check_state, seeded
-from hcspec.conformance.adapters.liger_kernel import LigerMHCAdapter
+from hcspec.conformance.adapters._capture import check_branch_output, check_state
 from hcspec.conformance.protocol import Branch, Weights
 
 NAMESPACE: Final = "hcspec_liger"
@@ -191,12 +190,14 @@ class LigerMHCCustomOps(nn.Module):
     Shapes, dtypes, devices, parameters and errors: as
     :class:`~hcspec.conformance.adapters.liger_kernel.LigerMHCAdapter` (whose ``LigerMHC`` it
     holds as the submodule ``module``: parameters ``module.phi``, ``module.b``,
-    ``module.alpha_pre``, ``module.alpha_post``, ``module.alpha_res``).
+    ``module.alpha_pre``, ``module.alpha_post``, ``module.alpha_res``). ``inner`` is that
+    adapter (typed loosely so that this module does not import the one that imports it;
+    :func:`hcspec.conformance.adapters.liger_kernel.make_customop` builds it).
     """
 
     kind = "mhc"
 
-    def __init__(self, inner: LigerMHCAdapter) -> None:
+    def __init__(self, inner: Any) -> None:
         super().__init__()
         self.module = inner.module
         self.n, self.d = inner.n, inner.d
@@ -259,19 +260,3 @@ class LigerMHCCustomOps(nn.Module):
                 (self.ops.mhc_pre.default, (leaf(xk), leaf(h_pre)), {}),
                 (self.ops.mhc_post_res.default,
                  (leaf(xk), leaf(f_out), leaf(h_post), leaf(h_res)), {})]
-
-
-def make(n: int, d: int, *, layer_index: int = 0, dtype: torch.dtype = torch.float64,
-         device: str = "cpu", seed: int = 0, **options: Any) -> LigerMHCCustomOps:
-    """Factory (kit target form) for ``liger_kernel:mhc-customop``: as
-    :func:`hcspec.conformance.adapters.liger_kernel.make`, the forward through the adapter's
-    custom ops.
-
-    Raises:
-        ImportError: liger-kernel or Triton is not installed. ValueError: see
-            :class:`~hcspec.conformance.adapters.liger_kernel.LigerMHCAdapter`.
-    """
-    del layer_index
-    with seeded(seed, device):
-        inner = LigerMHCAdapter(n, d, dtype=dtype, device=device, **options)
-    return LigerMHCCustomOps(inner)

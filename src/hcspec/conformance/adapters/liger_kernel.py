@@ -258,4 +258,4 @@ def make_customop(n: int, d: int, **kwargs: Any) -> Any:
     """
     from hcspec.conformance.adapters import _liger_ops
 
-    return _liger_ops.make(n, d, **kwargs)
+    return _liger_ops.LigerMHCCustomOps(make(n, d, **kwargs))

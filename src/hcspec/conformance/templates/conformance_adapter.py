@@ -1,1 +1,1 @@
-../../examples/conformance_adapter.py
+../../../../examples/conformance_adapter.py
