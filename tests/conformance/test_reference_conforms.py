@@ -12,7 +12,8 @@ ONE_EXAMPLE_BY_DESIGN = {"compile.fullgraph"}  # one torch.compile under ci (its
 # Three fixed saturated cases for mHC, of which a case whose tokens are not exactly one-hot /
 # a permutation / a power-of-two h_post is inconclusive (not counted): two must demonstrate.
 TWO_EXAMPLES_BY_DESIGN = {"exact.cancelling_streams",
-                          "dtype.low_precision_at_scale"}  # two cases at n = 8, d = 257
+                          "dtype.low_precision_at_scale",  # two cases at n = 8, d = 257
+                          "constraints.h_res_vertices"}  # two cases, each steered to every P
 
 
 @pytest.mark.slow
