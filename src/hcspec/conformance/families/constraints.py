@@ -487,7 +487,6 @@ def check_h_res_vertices(ctx: Context, case: Case) -> None:
     does not span the polytope (not every doubly stochastic matrix is orthostochastic for
     n ≥ 3): not applicable. Sinkhorn–Knopp is steered through its logits instead
     (:func:`hcspec.conformance.properties.steering.check_sinkhorn_vertices`)."""
-
     construction = ctx.conventions.formula.construction
     if construction == "orthostochastic":
         raise NotApplicable("H_res is declared orthostochastic, which does not span the "

@@ -15,12 +15,15 @@ from typing import Any
 
 import torch
 
-from hcspec.conformance import metrics
+from hcspec.conformance import metrics, rules
+from hcspec.conformance.properties import precision
 from hcspec.conformance.properties.base import Context, NotApplicable, f64
 from hcspec.conformance.properties.building import all_parameters
 from hcspec.conformance.properties.common import subtract_flat_step
-from hcspec.conformance.protocol import HyperConnectionImpl
+from hcspec.conformance.properties.sinkhorn_variant import declared, target_logits
+from hcspec.conformance.protocol import HyperConnectionImpl, has_logits
 from hcspec.conformance.strategies import Case
+from hcspec.formulas import mhc
 
 VERTEX_STEPS = 40
 """Damped Gauss–Newton steps per target (each at most :data:`VERTEX_STEP` in every
@@ -87,19 +90,14 @@ def check_spanned_vertices(ctx: Context, case: Case) -> None:
     P steer the parameters (:func:`steer_damped`) until the reported H_res is
     ``0.9·P + 0.1·H̄₀`` at every token.
 
+    Called for n ≥ 2 (the property answers n = 1 itself).
+
     Raises:
-        Inconclusive: n = 1 (the only permutation is [1]).
         NotApplicable: no target could be steered to (the parameters do not steer H_res).
         PropertyFailure: some targets were reached and another stays more than
             :data:`VERTEX_GAP` away (a permutation set that misses permutations).
     """
-    from hcspec.conformance import rules
-    from hcspec.conformance.properties import precision
-    from hcspec.conformance.properties.base import Inconclusive
-
     construction = ctx.conventions.formula.construction
-    if case.n < 2:
-        raise Inconclusive("with n = 1 the only permutation is [1]")
     x = ctx.inputs.state(case)
     n = case.n
     # the law's budget for a target with entries 0 and 1 (exact in every float format, so a
@@ -179,11 +177,6 @@ def check_sinkhorn_vertices(ctx: Context, case: Case) -> None:
         PropertyFailure: some logits were reached and others not, or H_res at the reached
             logits is not the declared formula's (not near the vertex).
     """
-    from hcspec.conformance.properties import precision
-    from hcspec.conformance.properties.sinkhorn_variant import declared, target_logits
-    from hcspec.conformance.protocol import has_logits
-    from hcspec.formulas import mhc
-
     probe = ctx.build.make(case)
     if not has_logits(probe):
         raise NotApplicable(
