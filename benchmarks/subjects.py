@@ -198,7 +198,7 @@ def _mhc_pytorch_raw(config: Config, inputs: Inputs) -> tuple[Step, str]:
 
 FORWARD_ONLY_PREFIXES = ("llama_cpp:",)
 """Targets without a backward (native inference ops): measured by the forward-only section
-(:func:`benchmarks.connection.measure_ggml_forward`), not in the forward + backward tables."""
+(:func:`benchmarks.ggml_forward.measure_ggml_forward`), not in the forward + backward tables."""
 
 
 def builtin_target_names() -> list[str]:

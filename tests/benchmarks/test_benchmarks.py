@@ -146,17 +146,17 @@ def test_subjects_include_builtin_targets_and_classify_origin() -> None:
 
 @pytest.mark.slow
 def test_the_ggml_forward_rows_have_a_ratio_to_the_reference() -> None:
-    from benchmarks import connection
+    from benchmarks import connection, ggml_forward
     from benchmarks.subjects import Config
     from hcspec.conformance.native import build
 
     if build.unavailable() is not None:
         pytest.skip(str(build.unavailable()))
     config = Config("tiny", 1, 4, 4, 16)
-    rows = connection.measure_ggml_forward(config, rounds=2, warmup=1)
+    rows = ggml_forward.measure_ggml_forward(config, rounds=2, warmup=1)
     names = [r.name for r in rows]
     assert names[0] == connection.BASELINE and len(names) == 4
     assert rows[0].relative == 1.0
     assert all(r.forward and r.forward > 0 and r.relative and r.bound for r in rows)
-    text = connection.ggml_table(config, 2, rows).markdown()
+    text = ggml_forward.ggml_table(config, 2, rows).markdown()
     assert "llama_cpp:deepseek-v4 (2 threads)" in text

@@ -15,8 +15,8 @@ from hcspec.conformance import rules
 from hcspec.conformance.families import BY_ID, CATALOGUE
 from hcspec.conformance.outputs import report as rp
 from hcspec.conformance.outputs.failure import from_exception
-from hcspec.conformance.properties.declaration import DeclarationError, Property
-from hcspec.conformance.properties.errors import Inconclusive, PropertyFailure
+from hcspec.conformance.properties.declaration import Property
+from hcspec.conformance.properties.errors import DeclarationError, Inconclusive, PropertyFailure
 from hcspec.conformance.properties.recording import Recorder
 from hcspec.conformance.run.session import check_implementation
 

@@ -210,7 +210,8 @@ def test_an_input_overwriting_forward_is_diagnosed_by_input_unchanged_alone() ->
 
 def test_inconclusive_cases_are_not_counted_and_none_conclusive_is_not_a_pass() -> None:
     from hcspec.conformance.profiles import get_profile
-    from hcspec.conformance.properties.base import Context, Inconclusive, Property
+    from hcspec.conformance.properties.base import Context, Inconclusive
+    from hcspec.conformance.properties.declaration import Property
     from hcspec.conformance.protocol import Conventions
     from hcspec.conformance.run.execution import run_property
     from hcspec.conformance.strategies import Case

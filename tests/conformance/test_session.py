@@ -8,9 +8,10 @@ from dataclasses import dataclass
 import pytest
 
 from hcspec.conformance.outputs import report as rp
-from hcspec.conformance.properties.base import Context, Property
-from hcspec.conformance.properties.declaration import SetupRequest
+from hcspec.conformance.properties.base import Context
+from hcspec.conformance.properties.declaration import Property
 from hcspec.conformance.properties.requirements import DISTRIBUTED, Distributed
+from hcspec.conformance.properties.setup import SetupRequest
 from hcspec.conformance.run.inspection import prepare
 from hcspec.conformance.run.session import Listener, Options, check_implementation, set_up_families
 from hcspec.conformance.strategies import Case

@@ -13,7 +13,8 @@ from hcspec.conformance.families import BY_ID
 from hcspec.conformance.outputs import markdown as md
 from hcspec.conformance.outputs import report as rp
 from hcspec.conformance.profiles import get_profile
-from hcspec.conformance.properties.base import Context, Property, PropertyFailure
+from hcspec.conformance.properties.base import Context, PropertyFailure
+from hcspec.conformance.properties.declaration import Property
 from hcspec.conformance.protocol import Conventions
 from hcspec.conformance.run import shrink
 from hcspec.conformance.run.session import check_implementation

@@ -113,7 +113,7 @@ def test_bad_stacks_and_calls_are_refused() -> None:
         HyperConnectionStack([])
     with pytest.raises(ValueError, match=r"sublayer 1 has n=3"):
         HyperConnectionStack([module, targets.mhc(3, 3)])
-    with pytest.raises(TypeError, match=r"expected a HyperConnection"):
+    with pytest.raises(TypeError, match=r"expected a hyper-connection module"):
         HyperConnectionStack([module, torch.nn.Linear(2, 2)])  # type: ignore[list-item]
     stack = module.stack(2)
     x = torch.zeros(1, 1, 2, 3, dtype=torch.float64)

@@ -39,9 +39,9 @@ from hcspec.conformance.properties.base import (
     FactoryRejected,
     Inconclusive,
     NotApplicable,
-    Property,
     PropertyFailure,
 )
+from hcspec.conformance.properties.declaration import Property
 from hcspec.conformance.strategies import Case
 
 ENTRIES_SHOWN: Final = 10

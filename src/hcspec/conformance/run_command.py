@@ -33,7 +33,7 @@ from hcspec.conformance.targets import DEFAULT_TARGET, ENV_VAR
 
 if TYPE_CHECKING:
     from hcspec.conformance.parallel.launcher import Launch
-    from hcspec.conformance.properties.base import Property
+    from hcspec.conformance.properties.declaration import Property
     from hcspec.conformance.replay import FailureSaver
 
 EXIT_OK = 0

@@ -10,7 +10,9 @@ mHC arXiv:2512.24880 Eq. 3):
     X'   = H_res X + h_post zᵀ   (mix the streams and write the branch output back)
 
 The kinds differ only in how they produce the weights; :class:`HyperConnection` holds the
-rest (validation, the update, stream expand/reduce).
+rest (validation, the update of :mod:`hcspec.reference.step`, stream expand/reduce, the
+stack). ``Branch``, ``Weights``, ``apply_connection``, ``read`` and ``write`` are
+:mod:`hcspec.reference.step`'s, re-exported here.
 """
 
 from __future__ import annotations
@@ -19,78 +21,28 @@ import copy
 from abc import abstractmethod
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar, TypeVar
 
 import torch
 from torch import nn
 
 from hcspec.reference import _checks
+from hcspec.reference.stack import HyperConnectionStack
+from hcspec.reference.step import Branch, Weights, apply_connection, read, write
 from hcspec.reference.streams import expand_streams, reduce_streams
 
-if TYPE_CHECKING:
-    from hcspec.reference.stack import HyperConnectionStack
+_Forward = TypeVar("_Forward", bound=Callable[..., torch.Tensor])
 
-Branch = Callable[[torch.Tensor], torch.Tensor]
-"""A sublayer ``F``: ``[B, T, d] -> [B, T, d]`` (e.g. pre-norm attention or FFN)."""
-
-Weights = tuple[torch.Tensor, torch.Tensor, torch.Tensor]
-"""Effective per-token weights ``(h_pre [B,T,n], h_post [B,T,n], H_res [B,T,n,n])``."""
+_CARRIABLE = "_hcspec_carries_pre_mix"
 
 
-def apply_connection(
-    x: torch.Tensor,
-    branch: Branch,
-    h_pre: torch.Tensor,
-    h_post: torch.Tensor,
-    H_res: torch.Tensor,
-) -> torch.Tensor:
-    """One hyper-connected sublayer with given weights: ``X' = H_res X + h_post F(h_preᵀ X)ᵀ``.
-
-    Shapes: ``x [B, T, n, d]``, ``h_pre [B, T, n]``, ``h_post [B, T, n]``,
-    ``H_res [B, T, n, n]`` -> ``[B, T, n, d]``; ``branch`` maps ``[B, T, d] -> [B, T, d]`` and is
-    called exactly once. Autograd flows to ``x``, the three weights and the branch.
-    Dtype/device: standard torch promotion of the inputs (the modules pass matching ones).
-    Source: HC Eq. 3–5, mHC Eq. 3, in the row form of docs/reference.md.
-
-    Raises:
-        TypeError: a non-tensor input, or a branch that does not return a tensor.
-        ValueError: ``x`` is not 4-D, a weight does not match ``x``'s ``[B, T, n]``, or the
-            branch returns a shape other than ``[B, T, d]``; messages name both shapes.
-    """
-    if not isinstance(x, torch.Tensor) or x.dim() != 4:
-        shape = tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
-        raise ValueError(f"expected x of shape [B, T, n, d], got {shape}")
-    batch, tokens, n, _ = x.shape
-    for name, weight, expected in (
-        ("h_pre", h_pre, (batch, tokens, n)),
-        ("h_post", h_post, (batch, tokens, n)),
-        ("H_res", H_res, (batch, tokens, n, n)),
-    ):
-        if not isinstance(weight, torch.Tensor) or tuple(weight.shape) != expected:
-            got = tuple(weight.shape) if isinstance(weight, torch.Tensor) else weight
-            raise ValueError(f"expected {name} of shape {list(expected)}, got {got}")
-    x_in = read(x, h_pre)
-    z = _checks.branch_output(branch(x_in), x_in.shape)
-    return write(x, z, h_post, H_res)
-
-
-def read(x: torch.Tensor, h_pre: torch.Tensor) -> torch.Tensor:
-    """The branch input ``x_in = h_preᵀ X`` per token: ``x [B, T, n, d]``, ``h_pre [B, T, n]``
-    -> ``[B, T, d]`` (HC Eq. 3 with ``A_m = h_pre``; mHC Eq. 3's ``H_pre x_l``). Shapes are not
-    checked (:func:`apply_connection` checks them)."""
-    return (h_pre.unsqueeze(-2) @ x).squeeze(-2)
-
-
-def write(x: torch.Tensor, z: torch.Tensor, h_post: torch.Tensor,
-          H_res: torch.Tensor) -> torch.Tensor:
-    """The new state ``X' = H_res X + h_post zᵀ`` per token: ``x [B, T, n, d]``,
-    ``z [B, T, d]``, ``h_post [B, T, n]``, ``H_res [B, T, n, n]`` -> ``[B, T, n, d]`` (HC
-    Eq. 4–5; mHC Eq. 3). Shapes are not checked (:func:`apply_connection` checks them)."""
-    mixed = H_res @ x  # H_res X per token: a fresh tensor, not a view
-    # mixed + h_post zᵀ, accumulated in place (the matmul's backward needs its inputs, not its
-    # output; measured ~15% faster than out of place on CPU)
-    return mixed.addcmul_(h_post.unsqueeze(-1), z.unsqueeze(-2))
-
+def carriable(forward: _Forward) -> _Forward:
+    """Mark a ``forward`` that computes exactly :meth:`HyperConnection.weights`, then
+    :func:`~hcspec.reference.step.read`, the branch and :func:`~hcspec.reference.step.write`:
+    :meth:`HyperConnection.stack` may then carry the pre-mix past it (a forward that does
+    something else, e.g. a subclass's override, is not marked and runs as it is)."""
+    setattr(forward, _CARRIABLE, True)
+    return forward
 
 class HyperConnection(nn.Module):
     """Base class: one hyper-connected sublayer, ``module(x, branch) -> x_next``.
@@ -146,13 +98,9 @@ class HyperConnection(nn.Module):
         Raises:
             ValueError: ``layers`` is not a positive int.
         """
-        from hcspec.reference.manifold import ManifoldHyperConnection  # they import this module
-        from hcspec.reference.stack import HyperConnectionStack
-
         count = _checks.positive_int("layers", layers)
         if carry is None:
-            carry = type(self).forward in (HyperConnection.forward,
-                                           ManifoldHyperConnection.forward)
+            carry = getattr(type(self).forward, _CARRIABLE, False)
         build = self.successor
         later = [build(k) if build is not None else copy.deepcopy(self)
                  for k in range(1, count)]
@@ -179,6 +127,7 @@ class HyperConnection(nn.Module):
         """
         return self._weights(self._check_state(x))
 
+    @carriable
     def forward(self, x: torch.Tensor, branch: Branch) -> torch.Tensor:
         """``X' = H_res X + h_post F(h_preᵀ X)ᵀ`` with this module's weights at ``x``.
 
@@ -212,3 +161,7 @@ class HyperConnection(nn.Module):
 
     def extra_repr(self) -> str:
         return f"n={self.n}, d={self.d}"
+
+
+__all__ = ["Branch", "HyperConnection", "Weights", "apply_connection", "carriable", "read",
+           "write"]

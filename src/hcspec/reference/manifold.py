@@ -27,7 +27,7 @@ from torch import nn
 from torch.utils.checkpoint import checkpoint
 
 from hcspec.reference import _checks, fast, published
-from hcspec.reference.connection import Branch, HyperConnection, Weights
+from hcspec.reference.connection import Branch, HyperConnection, Weights, carriable
 from hcspec.reference.sinkhorn import DEFAULT_ITERATIONS, sinkhorn_knopp, working_precision
 
 ALPHA_INIT = 0.01
@@ -205,6 +205,7 @@ class ManifoldHyperConnection(published.Published, HyperConnection):
             return weights
         return self._readable_weights(x)
 
+    @carriable
     def forward(self, x: torch.Tensor, branch: Branch) -> torch.Tensor:
         """``X' = H_res X + h_post F(h_preᵀ X)ᵀ`` with this module's weights at ``x`` (as
         :meth:`HyperConnection.forward`, by the selected ``implementation``)."""

@@ -4,7 +4,7 @@ A *published parameterization* is the layout of tensors a checkpoint or a paper 
 hyper-connected sublayer, and the formulas that turn those tensors and the stream state
 ``X [B, T, n, d]`` into the per-token weights. Each one maps onto this project's row form
 ``X' = H_res X + h_post F(h_preᵀ X)ᵀ`` (spec theorems ``published.*``), so one step is
-:func:`step`: :func:`weights` then :func:`hcspec.reference.connection.apply_connection`.
+:func:`step`: :func:`weights` then :func:`hcspec.reference.step.apply_connection`.
 The formulas (:class:`Layout`, :func:`weights`) live in the formulas layer,
 :mod:`hcspec.formulas.published`, and are re-exported here.
 
@@ -40,7 +40,7 @@ from hcspec.formulas.published import (
     layout,
     weights,
 )
-from hcspec.reference.connection import Branch, Weights, apply_connection
+from hcspec.reference.step import Branch, Weights, apply_connection
 from hcspec.spec.published import (
     DEEPSEEK_V4,
     DEEPSEEK_V4_FORMULA,
@@ -69,7 +69,7 @@ def step(name: str, params: Parameters, x: torch.Tensor, branch: Branch,
     once.
 
     Raises:
-        as :func:`weights` and :func:`hcspec.reference.connection.apply_connection`.
+        as :func:`weights` and :func:`hcspec.reference.step.apply_connection`.
     """
     return apply_connection(x, branch, *weights(name, params, x, formula))
 

@@ -19,13 +19,37 @@ coefficients each sublayer used, so the conformance kit's ``stack.*`` family can
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Protocol, runtime_checkable
 
 import torch
 from torch import nn
 
 from hcspec.reference import _checks
-from hcspec.reference.connection import Branch, HyperConnection, Weights, read, write
+from hcspec.reference.step import Branch, Weights, read, write
 from hcspec.spec.published import DEEPSEEK_V4, deepseek_v4_checkpoint_key
+
+
+@runtime_checkable
+class Sublayer(Protocol):
+    """What a stack needs of a sublayer (a :class:`hcspec.reference.connection.HyperConnection`
+    is one): ``n``, ``d``, ``kind``, its ``weights(x) -> (h_pre, h_post, H_res)`` at its input
+    ``x [B, T, n, d]`` and its ``forward(x, branch) -> x_next``."""
+
+    n: int
+    d: int
+
+    @property
+    def kind(self) -> str:
+        """The kind (``hc-static``, ``hc-dynamic``, ``mhc``, ...)."""
+        ...
+
+    def weights(self, x: torch.Tensor) -> Weights:
+        """The coefficients the sublayer computes from ``x``."""
+        ...
+
+    def forward(self, x: torch.Tensor, branch: Branch) -> torch.Tensor:
+        """The sublayer's own forward (the stack calls the module, so hooks run)."""
+        ...
 
 
 class HyperConnectionStack(nn.Module):
@@ -52,16 +76,17 @@ class HyperConnectionStack(nn.Module):
 
     Raises:
         ValueError: no sublayer, or sublayers that differ in ``n``, ``d`` or ``kind``.
-        TypeError: a sublayer that is not a :class:`HyperConnection`.
+        TypeError: a sublayer that is not a hyper-connection module (:class:`Sublayer`).
     """
 
-    def __init__(self, sublayers: Sequence[HyperConnection], *, carry: bool = True) -> None:
+    def __init__(self, sublayers: Sequence[Sublayer], *, carry: bool = True) -> None:
         super().__init__()
         if not sublayers:
             raise ValueError("a stack needs at least one sublayer, got none")
         for k, module in enumerate(sublayers):
-            if not isinstance(module, HyperConnection):
-                raise TypeError(f"sublayer {k}: expected a HyperConnection, got "
+            if not isinstance(module, nn.Module) or not isinstance(module, Sublayer):
+                raise TypeError(f"sublayer {k}: expected a hyper-connection module (n, d, kind, "
+                                f"weights), got "
                                 f"{type(module).__name__}")
         first = sublayers[0]
         for k, module in enumerate(sublayers):
@@ -69,7 +94,7 @@ class HyperConnectionStack(nn.Module):
                 raise ValueError(
                     f"sublayer {k} has n={module.n}, d={module.d}, kind={module.kind!r}; "
                     f"sublayer 0 has n={first.n}, d={first.d}, kind={first.kind!r}")
-        self.sublayers = nn.ModuleList(sublayers)
+        self.sublayers = nn.ModuleList(m for m in sublayers if isinstance(m, nn.Module))
         self.n, self.d, self.kind = first.n, first.d, first.kind
         self.layers = len(sublayers)
         self.carry = bool(carry)
@@ -98,7 +123,7 @@ class HyperConnectionStack(nn.Module):
         """
         return self._run(x, branches)[1]
 
-    def sublayer(self, k: int) -> HyperConnection:
+    def sublayer(self, k: int) -> Sublayer:
         """Sublayer ``k`` alone (the very module, same parameters): it computes its own
         coefficients from its own input, with no carried state.
 
@@ -108,7 +133,7 @@ class HyperConnectionStack(nn.Module):
         if isinstance(k, bool) or not isinstance(k, int) or not 0 <= k < self.layers:
             raise IndexError(f"sublayer {k!r}: expected an int in 0 … {self.layers - 1}")
         module = self.sublayers[k]
-        assert isinstance(module, HyperConnection)
+        assert isinstance(module, Sublayer)
         return module
 
     def load_published(self, checkpoint: Mapping[str, object]) -> None:
@@ -152,7 +177,7 @@ class HyperConnectionStack(nn.Module):
             for k, branch in enumerate(branches):
                 module = self.sublayer(k)
                 used.append(module.weights(x))
-                out = module(x, branch)
+                out = self.sublayers[k](x, branch)  # the module's call: its hooks run
                 # the next sublayer reads the state in the input's dtype (a module may return a
                 # coarser one); the last one's output is returned as it is
                 x = out.to(dtype) if k + 1 < self.layers else out

@@ -30,7 +30,6 @@ from hcspec.conformance.adapters._v4_terms import (
     PublishedTensors,
     ReadPre,
     Reduce,
-    StackOf,
     V4Style,
 )
 from hcspec.conformance.protocol import Branch, Conventions, Factory, Kind, Stack, Weights
@@ -228,6 +227,12 @@ class V4StyleConnection(WrapsModule):
         if parts.pre is None and parts.collapsed is None:
             raise ValueError("decompose: give pre, collapsed, or both")
         return parts
+
+
+StackOf = Callable[[list[V4StyleConnection]], Stack]
+"""``stack_of(sublayers) -> Stack``: the package's own run of consecutive sublayers (with its
+carried state, e.g. DeepSeek-V4.1's fused pre of the next sublayer), given the L adapters
+built for ``layer_index … layer_index + L − 1`` (:class:`hcspec.conformance.protocol.Stack`)."""
 
 
 class PublishedV4StyleConnection(V4StyleConnection):

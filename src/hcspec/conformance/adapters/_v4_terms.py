@@ -7,15 +7,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 import torch
 from torch import nn
 
-from hcspec.conformance.protocol import Branch, Conventions, Kind, Stack
-
-if TYPE_CHECKING:
-    from hcspec.conformance.adapters._v4_style import V4StyleConnection
+from hcspec.conformance.protocol import Branch, Conventions, Kind
 
 CombOrientation = Literal["source_target", "target_source"]
 """How ``comb`` is indexed: ``"source_target"``: ``comb[i, j]`` is the weight of input stream
@@ -64,12 +61,6 @@ Decompose = Callable[[Any, torch.Tensor], Decomposition]
 
 Reduce = Callable[[Any, torch.Tensor], torch.Tensor]
 """``reduce(module, x [B, T, n, d]) -> [B, T, d]``: a learned reduction head."""
-
-
-StackOf = Callable[[list["V4StyleConnection"]], Stack]
-"""``stack_of(sublayers) -> Stack``: the package's own run of consecutive sublayers (with its
-carried state, e.g. DeepSeek-V4.1's fused pre of the next sublayer), given the L adapters
-built for ``layer_index … layer_index + L − 1`` (:class:`hcspec.conformance.protocol.Stack`)."""
 
 
 Logits = Callable[[Any, torch.Tensor], tuple[torch.Tensor, torch.Tensor, torch.Tensor]]

@@ -79,6 +79,9 @@ from hcspec.conformance.adapters._v4_style import (
     PublishedV4StyleConnection as PublishedV4StyleConnection,
 )
 from hcspec.conformance.adapters._v4_style import (
+    StackOf as StackOf,
+)
+from hcspec.conformance.adapters._v4_style import (
     V4StyleConnection as V4StyleConnection,
 )
 from hcspec.conformance.adapters._v4_style import (
@@ -119,9 +122,6 @@ from hcspec.conformance.adapters._v4_terms import (
 )
 from hcspec.conformance.adapters._v4_terms import (
     Reduce as Reduce,
-)
-from hcspec.conformance.adapters._v4_terms import (
-    StackOf as StackOf,
 )
 from hcspec.conformance.adapters._v4_terms import (
     V4Style as V4Style,

@@ -38,6 +38,7 @@ from typing import Any, Final
 import torch
 from torch import nn
 
+from hcspec.conformance.adapters import vllm_wheel
 from hcspec.conformance.adapters._by_path import checkout_file, load_file
 from hcspec.conformance.adapters._capture import (
     CallRecorder,
@@ -207,7 +208,9 @@ def make_wheel_first(n: int, d: int, *, layer_index: int = 0,
         ImportError: neither the wheel nor ``$HC_VLLM_CHECKOUT`` provides the file.
         ValueError: ``n``/``d`` not positive ints, ``layer_index < 0`` or ``seed < 0``.
     """
-    from hcspec.conformance.adapters import vllm_wheel
-
+    try:
+        vllm_wheel.kernels("torch")
+    except ImportError:
+        return make(n, d, layer_index=layer_index, dtype=dtype, device=device, seed=seed)
     return vllm_wheel.make_torch(n, d, layer_index=layer_index, dtype=dtype, device=device,
                                  seed=seed)

@@ -168,19 +168,14 @@ def _torch_factory() -> Factory:
 
 def make_torch(n: int, d: int, *, layer_index: int = 0, dtype: torch.dtype = torch.float64,
                device: str = "cpu", seed: int = 0) -> Any:
-    """Factory (kit target form) of ``vllm:mhc-torch``: the wheel's ``torch.py`` when vLLM is
-    installed, else the checkout route (:func:`hcspec.conformance.adapters.vllm_mhc.make`).
+    """Factory (kit target form) of the installed wheel's ``torch.py`` (``vllm:mhc-torch`` uses
+    it when vLLM is installed: :func:`hcspec.conformance.adapters.vllm_mhc.make_wheel_first`).
 
     Raises:
-        ImportError: neither the wheel nor ``$HC_VLLM_CHECKOUT`` provides the file.
+        ImportError: vLLM (or what ``torch.py`` imports) is not installed.
         ValueError: ``n``/``d`` not positive ints, ``layer_index < 0`` or ``seed < 0``.
     """
-    try:
-        kernels("torch")
-    except ImportError:
-        from hcspec.conformance.adapters import vllm_mhc
-        return vllm_mhc.make(n, d, layer_index=layer_index, dtype=dtype, device=device,
-                             seed=seed)
+    kernels("torch")
     return _torch_factory()(n, d, layer_index=layer_index, dtype=dtype, device=device,
                             seed=seed)
 

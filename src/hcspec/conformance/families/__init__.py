@@ -19,8 +19,7 @@ import importlib
 from collections.abc import Iterable
 from typing import Final
 
-from hcspec.conformance.properties.base import Property
-from hcspec.conformance.properties.declaration import PACKAGE, REGISTRY
+from hcspec.conformance.properties.declaration import PACKAGE, REGISTRY, Property
 
 FAMILIES: Final[tuple[str, ...]] = (
     "shape", "law", "independence", "conventions", "constraints", "gradients", "reduction",

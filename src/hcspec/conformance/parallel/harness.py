@@ -33,8 +33,8 @@ from hcspec.conformance.outputs import report as rp
 from hcspec.conformance.parallel import cases as cs
 from hcspec.conformance.parallel import launcher, worker
 from hcspec.conformance.parallel.protocol import SPLITS, ShardingError, sharding_splits
-from hcspec.conformance.properties.declaration import Prepared, SetupRequest
 from hcspec.conformance.properties.requirements import SHARDING_CAPABILITY, Distributed
+from hcspec.conformance.properties.setup import Prepared, SetupRequest
 from hcspec.conformance.protocol import check_required
 from hcspec.conformance.strategies import Case
 
@@ -408,7 +408,7 @@ def execute(run: DistributedRun, timeout: float | None) -> None:
 
 def setup_run(request: SetupRequest) -> DistributedRun | None:
     """The parallel family's setup hook (``declare(..., setup=setup_run)``,
-    :data:`hcspec.conformance.properties.declaration.FamilySetup`): in a run with ranks
+    :data:`hcspec.conformance.properties.setup.FamilySetup`): in a run with ranks
     (``request.world_size``), the facts of the target's sharding (:func:`prepare`), and the
     ranks run once (:func:`execute`, within ``request.timeout``) when one of the family's
     selected properties applies; None in a single-process run. ``KeyboardInterrupt`` stops

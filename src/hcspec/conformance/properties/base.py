@@ -1,5 +1,6 @@
 """The run a check works in: :class:`Context`, made of small parts with one job each, and
-what the catalogue's modules share (the exceptions, :class:`Property`, float64 copies).
+what the catalogue's modules share (the exceptions, float64 copies; a property itself is declared in
+:mod:`hcspec.conformance.properties.declaration`).
 
 A check is a function ``check(ctx, case) -> None`` declared with
 :func:`hcspec.conformance.properties.declaration.declare`. It builds a fresh impl per case
@@ -18,13 +19,6 @@ import torch
 
 from hcspec.conformance.profiles import Profile
 from hcspec.conformance.properties.building import Builder, floating_parameters
-from hcspec.conformance.properties.declaration import (
-    CheckFn,
-    ExamplesFn,
-    Prepared,
-    Property,
-    StrategyFn,
-)
 from hcspec.conformance.properties.errors import (
     BranchMisuse,
     FactoryRejected,
@@ -36,6 +30,7 @@ from hcspec.conformance.properties.inputs import CheckedBranch, Inputs
 from hcspec.conformance.properties.observing import Observer
 from hcspec.conformance.properties.recording import Recorder, Worst
 from hcspec.conformance.properties.requirements import Subject
+from hcspec.conformance.properties.setup import Prepared
 from hcspec.conformance.protocol import Conventions
 from hcspec.conformance.rules import Precision
 from hcspec.conformance.seeding import seeded_global_rng
@@ -52,7 +47,7 @@ class Context:
     it, which the recorder applies the rules to), ``weights_precision`` (the same chain with a
     declared ``weights_dtype`` in place of ``output_dtype``: what reported weights are judged
     in where a check says so, else ``precision``), ``prepared`` (what the property's family
-    setup hook prepared for the run, :class:`hcspec.conformance.properties.declaration.Prepared`,
+    setup hook prepared for the run, :class:`hcspec.conformance.properties.setup.Prepared`,
     e.g. the parallel family's multi-process run; None when it declared none or there was
     nothing to prepare).
 
@@ -148,16 +143,12 @@ def np64(t: torch.Tensor) -> np.ndarray[Any, np.dtype[np.float64]]:
 
 __all__ = [
     "BranchMisuse",
-    "CheckFn",
     "CheckedBranch",
     "Context",
-    "ExamplesFn",
     "FactoryRejected",
     "Inconclusive",
     "NotApplicable",
-    "Property",
     "PropertyFailure",
-    "StrategyFn",
     "f64",
     "floating_parameters",
     "np64",

@@ -11,78 +11,34 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 from hypothesis import strategies as st
 
 from hcspec.conformance import rules
 from hcspec.conformance.properties.cases import Cases
+from hcspec.conformance.properties.errors import DeclarationError
 from hcspec.conformance.properties.requirements import (
     PER_STREAM_READ,
-    Distributed,
     Requirement,
     Subject,
     first_unmet,
     reads_per_stream,
 )
+from hcspec.conformance.properties.setup import FamilySetup
 from hcspec.conformance.protocol import KINDS
 from hcspec.conformance.seeding import seeded_global_rng
 from hcspec.conformance.strategies import Case
 
 if TYPE_CHECKING:
-    import torch
 
-    from hcspec.conformance.outputs.report import Report
     from hcspec.conformance.properties.base import Context
-    from hcspec.conformance.targets import Target
 
 ExamplesFn = Callable[["Context"], Sequence[Case]]
 StrategyFn = Callable[["Context"], st.SearchStrategy[Case]]
 CheckFn = Callable[["Context", Case], None]
 
 
-
-class Prepared(Protocol):
-    """What a family's setup hook (:data:`FamilySetup`) prepared for the run: the checks of the
-    properties that declared the hook read it as ``ctx.prepared``."""
-
-    @property
-    def facts(self) -> Distributed | None:
-        """The facts of the run that applicability is decided on
-        (:attr:`hcspec.conformance.properties.requirements.Subject.distributed`), or None."""
-        ...
-
-    def annotate(self, report: Report) -> None:
-        """Add what the setup learned to the report's header (conventions, capabilities)."""
-        ...
-
-
-@dataclass(frozen=True)
-class SetupRequest:
-    """What the session gives a family's setup hook, once per run, before any property runs.
-
-    Attributes:
-        target: the resolved target. device, dtype, seed: the run's (dtype: the inspected
-            working dtype). world_size: the ranks of a multi-process run, None: one process.
-        timeout: the per-property limit in seconds (None: none), the setup's deadline too.
-        applies: whether one of the selected properties that declared the hook applies,
-            given what the hook prepared (its facts); a hook does its costly part only then.
-    """
-
-    target: Target
-    device: str
-    dtype: torch.dtype
-    seed: int
-    world_size: int | None
-    timeout: float | None
-    applies: Callable[[Prepared], bool]
-
-
-FamilySetup = Callable[[SetupRequest], "Prepared | None"]
-"""A per-family setup hook (``declare(..., setup=hook)``): called once per run by the session
-when a selected property declared it, before any property runs; returns what the checks read
-as ``ctx.prepared`` (None: nothing to prepare for this run). ``KeyboardInterrupt`` propagates
-and stops the run."""
 
 PACKAGE = "hcspec.conformance.families"
 """The package of the family modules: ``<PACKAGE>.<family>`` declares the ids ``<family>.*``."""
@@ -208,10 +164,6 @@ class Property:
 REGISTRY: list[Property] = []
 """Every declared property, in declaration order (the family modules are imported in run
 order by :mod:`hcspec.conformance.families`)."""
-
-
-class DeclarationError(ValueError):
-    """A declaration breaks a rule of the registry (the message says which)."""
 
 
 def register(prop: Property, module: str | None = None) -> Property:

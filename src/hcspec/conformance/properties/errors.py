@@ -90,3 +90,8 @@ class Inconclusive(Exception):
 
 class BranchMisuse(PropertyFailure):
     """The impl called the kit's branch with something other than a ``[B, T, d]`` tensor."""
+
+
+class DeclarationError(ValueError):
+    """A declaration breaks a rule of the registry, or a check applies a tolerance rule its
+    property does not declare (the message says which)."""

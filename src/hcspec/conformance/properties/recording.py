@@ -14,7 +14,7 @@ from typing import Any
 import torch
 
 from hcspec.conformance import rules
-from hcspec.conformance.properties.errors import Inconclusive, PropertyFailure
+from hcspec.conformance.properties.errors import DeclarationError, Inconclusive, PropertyFailure
 from hcspec.conformance.rules import Precision, Rule
 
 
@@ -105,8 +105,6 @@ class Recorder:
         return chosen.apply(self.precision, **given)
 
     def _rule(self, rule: Rule | None) -> Rule:
-        from hcspec.conformance.properties.declaration import DeclarationError
-
         chosen = self.declared[0] if rule is None else rule
         if chosen not in self.declared:
             raise DeclarationError(

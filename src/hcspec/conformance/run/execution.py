@@ -27,11 +27,11 @@ from hcspec.conformance.properties.base import (
     FactoryRejected,
     Inconclusive,
     NotApplicable,
-    Property,
     PropertyFailure,
     seeded_global_rng,
 )
 from hcspec.conformance.properties.building import LEFT_OUT
+from hcspec.conformance.properties.declaration import Property
 from hcspec.conformance.properties.requirements import DISTRIBUTED, Subject
 from hcspec.conformance.protocol import KINDS
 from hcspec.conformance.run import isolation, shrink

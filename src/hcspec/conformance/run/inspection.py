@@ -16,8 +16,9 @@ import torch
 from hcspec.conformance.outputs import report as rp
 from hcspec.conformance.outputs.report import kit_version
 from hcspec.conformance.profiles import Profile, get_profile
-from hcspec.conformance.properties.base import Property, seeded_global_rng
-from hcspec.conformance.properties.declaration import FamilySetup, Prepared
+from hcspec.conformance.properties.base import seeded_global_rng
+from hcspec.conformance.properties.declaration import Property
+from hcspec.conformance.properties.setup import FamilySetup, Prepared
 from hcspec.conformance.protocol import (
     Conventions,
     ConventionsError,
@@ -230,7 +231,7 @@ class RunSetup:
     ``timeout`` is the per-property wall-clock limit in seconds (None: none).
     ``world_size``: the ranks of a multi-process run (None: single-process);
     ``prepared``: what each family setup hook of the selected properties prepared
-    (:data:`hcspec.conformance.properties.declaration.FamilySetup`; the session fills it).
+    (:data:`hcspec.conformance.properties.setup.FamilySetup`; the session fills it).
     """
 
     target: Target

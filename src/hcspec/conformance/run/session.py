@@ -21,8 +21,8 @@ from typing import Any
 
 from hcspec.conformance import families as catalogue
 from hcspec.conformance.outputs import report as rp
-from hcspec.conformance.properties.base import Property
-from hcspec.conformance.properties.declaration import FamilySetup, Prepared, SetupRequest
+from hcspec.conformance.properties.declaration import Property
+from hcspec.conformance.properties.setup import FamilySetup, Prepared, SetupRequest
 from hcspec.conformance.protocol import Factory
 from hcspec.conformance.run.execution import evaluate_property, not_applicable_reason
 from hcspec.conformance.run.inspection import RunSetup, prepare
@@ -319,7 +319,7 @@ def _run(target: str | Factory | None, options: Options, listener: Listener) -> 
 def set_up_families(setup: RunSetup, selected: Sequence[Property],
                     status: Callable[[str], None] = lambda text: None) -> None:
     """Call each family setup hook declared by a property among ``selected`` once
-    (:data:`hcspec.conformance.properties.declaration.FamilySetup`, in catalogue order),
+    (:data:`hcspec.conformance.properties.setup.FamilySetup`, in catalogue order),
     telling ``status`` first, and keep what it prepared in ``setup.prepared``, where the
     properties' checks (``ctx.prepared``) and applicability read it. ``KeyboardInterrupt``
     propagates."""

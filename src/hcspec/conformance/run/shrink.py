@@ -27,8 +27,8 @@ from hcspec.conformance.properties.base import (
     FactoryRejected,
     Inconclusive,
     NotApplicable,
-    Property,
 )
+from hcspec.conformance.properties.declaration import Property
 from hcspec.conformance.strategies import BRANCHES, Case
 
 MAX_RUNS = 40
