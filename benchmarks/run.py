@@ -57,7 +57,7 @@ from benchmarks.subjects import (
     is_third_party,
     subjects,
 )
-from hcspec.conformance.targets import builtin_status
+from hcspec.conformance.subjects.targets import builtin_status
 
 ROOT = Path(__file__).resolve().parents[1]
 SECTIONS = ("connection", "roofline", "allocator", "sinkhorn", "kit", "gpu")

@@ -7,8 +7,8 @@ parameter), so that "connection minus branch" is the connection's own cost:
 * ``residual`` — ``h + F(h)``;
 * every built-in target of the conformance kit (``reference:hc-static``, ``reference:mhc``,
   ``reference:mhc-fast``, and the third-party adapters the kit registers, such as
-  ``hyper_connections:mhc``), resolved through :mod:`hcspec.conformance.targets` — a target whose
-  package is not importable is skipped with the reason;
+  ``hyper_connections:mhc``), resolved through :mod:`hcspec.conformance.subjects.targets` — a
+  target whose package is not importable is skipped with the reason;
 * the reference mHC with ``recompute=True`` (readable and fast), for the memory option;
 * any extra ``package.module:factory`` TARGET given on the command line;
 * where mhc-pytorch is installed, also its own module called as its users call it,
@@ -31,7 +31,7 @@ import torch
 from torch import nn
 
 from benchmarks.measure import Step
-from hcspec.conformance import targets as kit_targets
+from hcspec.conformance.subjects import targets as kit_targets
 from hcspec.reference import targets as reference_targets
 
 BRANCH_ONLY = "branch only"

@@ -160,7 +160,7 @@ else
 fi
 for engine in sglang vllm; do
   if has triton && has "$engine"; then
-    for target in $(python -c "from hcspec.conformance.targets import BUILTIN
+    for target in $(python -c "from hcspec.conformance.subjects.targets import BUILTIN
 print(' '.join(n for n in BUILTIN if n.startswith('$engine:') and ('tilelang' in n or 'triton' in n or 'head' in n or 'ihc' in n)))"); do
       step "engine_${target//:/_}" 90 hc-conformance run "$target" --device cuda --profile kernel \
         --no-progress --json "$OUT/${target//:/_}.json"

@@ -59,7 +59,7 @@ TRITON_INTERPRET=1 "$venv/bin/python" -m pytest -q -p no:cacheprovider $tests ||
 
 missing=$("$venv/bin/python" - "$prefix" <<'PY'
 import pathlib, sys
-from hcspec.conformance.targets import BUILTIN
+from hcspec.conformance.subjects.targets import BUILTIN
 prefix = sys.argv[1]
 have = {p.stem for p in pathlib.Path(".ci/expected-failures", prefix).glob("*.txt")}
 print(" ".join(sorted(n for n in BUILTIN if n.startswith(prefix + ":")

@@ -9,7 +9,7 @@ from typing import Any
 
 import torch
 
-from hcspec.conformance.targets import resolve
+from hcspec.conformance.subjects.targets import resolve
 
 
 def _mix(x: torch.Tensor, H_res: torch.Tensor, h_post: torch.Tensor,

@@ -111,7 +111,7 @@ class _Detached(nn.Module):
 def make_no_graph(n: int, d: int, *, layer_index: int = 0, dtype: torch.dtype = torch.float64,
                   device: str = "cpu", seed: int = 0) -> nn.Module:
     """The reference mHC with a detached output: ``forward`` has no autograd graph."""
-    from hcspec.conformance.targets import resolve
+    from hcspec.conformance.subjects.targets import resolve
 
     inner = resolve("reference:mhc").factory(n, d, layer_index=layer_index, dtype=dtype,
                                              device=device, seed=seed)

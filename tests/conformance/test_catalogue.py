@@ -12,14 +12,14 @@ import pytest
 
 from hcspec.conformance import rules
 from hcspec.conformance.families import BY_ID, CATALOGUE, FAMILIES, select
-from hcspec.conformance.properties.declaration import (
+from hcspec.conformance.machinery.declaration import (
     PACKAGE,
     DeclarationError,
     Property,
     declare,
     register,
 )
-from hcspec.conformance.properties.requirements import (
+from hcspec.conformance.machinery.requirements import (
     SHARDING_CAPABILITY,
     Requirement,
     capability,

@@ -13,7 +13,7 @@ from junitparser import JUnitXml
 from hcspec.conformance import cli
 from hcspec.conformance.outputs.markdown import to_markdown
 from hcspec.conformance.outputs.report import Report
-from hcspec.conformance.targets import BUILTIN, BuiltinTarget
+from hcspec.conformance.subjects.targets import BUILTIN, BuiltinTarget
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -314,8 +314,8 @@ def test_expected_failures_errors_name_the_option_line_and_closest_id(
 
 def test_expected_failures_accept_globs(capsys: pytest.CaptureFixture[str],
                                         tmp_path: Path) -> None:
-    from hcspec.conformance import expected
     from hcspec.conformance.families import BY_ID
+    from hcspec.conformance.subjects import expected
 
     path = tmp_path / "xfail.txt"
     path.write_text("law.report*: transposed mixing (mutant)\n", encoding="utf-8")
@@ -383,7 +383,7 @@ def test_a_missing_dependency_of_the_target_module_keeps_its_traceback(
 
 
 def test_descriptions_from_docstrings_are_plain_text(monkeypatch: pytest.MonkeyPatch) -> None:
-    from hcspec.conformance.targets import plain_text, resolve
+    from hcspec.conformance.subjects.targets import plain_text, resolve
 
     monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[2]))
     before = set(sys.modules)
@@ -425,7 +425,7 @@ def test_a_run_leaves_no_hypothesis_directory_in_the_working_directory(tmp_path:
 def test_a_partial_factory_is_described_by_its_function_and_bound_arguments() -> None:
     """functools.partial's own docstring ('partial(func, *args, **keywords) - new function
     ...') describes partial, not the target."""
-    from hcspec.conformance.targets import resolve
+    from hcspec.conformance.subjects.targets import resolve
 
     target = resolve("tests.conformance.properties.precision_standins:make_bf16_output")
     assert "partial(func" not in target.description

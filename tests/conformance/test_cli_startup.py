@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 import hcspec
-from hcspec.conformance import listing, targets
+from hcspec.conformance import listing
+from hcspec.conformance.subjects import targets
 
 HEAVY = ("torch", "hypothesis", "numpy", "sympy")
 

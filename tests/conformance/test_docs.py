@@ -14,7 +14,7 @@ from hcspec.conformance import listing
 from hcspec.conformance.families import CATALOGUE
 from hcspec.conformance.outputs import report as rp
 from hcspec.conformance.run.session import check_implementation
-from hcspec.conformance.targets import BUILTIN
+from hcspec.conformance.subjects.targets import BUILTIN
 from tools import mutation
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -8,7 +8,7 @@ from types import ModuleType
 import pytest
 
 from hcspec.conformance import salts, seeding, strategies
-from hcspec.conformance.properties import errors
+from hcspec.conformance.machinery import errors
 from hcspec.conformance.protocol import probing
 
 

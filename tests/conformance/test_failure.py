@@ -8,11 +8,11 @@ import json
 import math
 from pathlib import Path
 
+from hcspec.conformance.machinery.base import PropertyFailure
 from hcspec.conformance.outputs import failure as fl
 from hcspec.conformance.outputs import html_report, junit, terminal
 from hcspec.conformance.outputs import markdown as md
 from hcspec.conformance.outputs import report as rp
-from hcspec.conformance.properties.base import PropertyFailure
 
 OLD_REPORT = Path(__file__).parent / "data" / "report-v1.json"
 """A JSON report as the kit wrote it with schema version 1 (failed, error, xfail, xpass,
@@ -68,7 +68,7 @@ def test_the_message_is_never_parsed_for_figures() -> None:
 def test_one_origin_for_the_record_the_exception_and_the_shrinker() -> None:
     """failure.origin is the one definition: PropertyFailure.origin, the record's origin and
     the shrinker's signature agree, naming the check past the kit's raising helpers."""
-    from hcspec.conformance.properties.recording import Recorder
+    from hcspec.conformance.machinery.recording import Recorder
 
     def check() -> PropertyFailure:
         try:

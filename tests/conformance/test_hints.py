@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from hcspec.conformance.families.compile import known_dynamo_cause
-from hcspec.conformance.properties.variant_fit import declared_formula, fit, fit_text, rounds_bound
+from hcspec.conformance.machinery.variant_fit import declared_formula, fit, fit_text, rounds_bound
 from hcspec.conformance.protocol import Conventions
 from hcspec.conformance.run.session import check_implementation
 from hcspec.formulas.sinkhorn import sinkhorn_variant

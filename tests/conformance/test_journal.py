@@ -20,7 +20,7 @@ from hcspec.conformance import cli
 from hcspec.conformance.outputs import journal
 from hcspec.conformance.outputs import report as rp
 from hcspec.conformance.run.session import check_implementation
-from hcspec.conformance.targets import resolve
+from hcspec.conformance.subjects.targets import resolve
 from tests.conformance.signalled import run_signalled
 
 ROOT = Path(__file__).resolve().parents[2]

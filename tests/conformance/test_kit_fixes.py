@@ -16,7 +16,7 @@ from junitparser import JUnitXml
 
 from hcspec.conformance import cli
 from hcspec.conformance.run.session import check_implementation
-from hcspec.conformance.targets import TargetError, resolve
+from hcspec.conformance.subjects.targets import TargetError, resolve
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -26,7 +26,7 @@ def make(n, d, **kwargs):
     return lazy_helper.build(n, d, **kwargs)
 '''
 LAZY_HELPER = '''\
-from hcspec.conformance.targets import resolve
+from hcspec.conformance.subjects.targets import resolve
 
 def build(n, d, **kwargs):
     return resolve("reference:mhc").factory(n, d, **kwargs)
@@ -39,7 +39,7 @@ def build_the_layer(n, d):
     raise RuntimeError("the user's factory is broken here")
 '''
 TYPO_ADAPTER = '''\
-from hcspec.conformance.targets import resolve
+from hcspec.conformance.subjects.targets import resolve
 
 def make(n, d, **kwargs):
     impl = resolve("reference:mhc").factory(n, d, **kwargs)

@@ -15,7 +15,7 @@ from hcspec.conformance.families import FAMILIES
 
 ROOT = Path(__file__).resolve().parents[2]
 FAMILY_DIR = ROOT / "conformance" / "families"
-MACHINERY_DIR = ROOT / "conformance" / "properties"
+MACHINERY_DIR = ROOT / "conformance" / "machinery"
 FAMILY_PACKAGE = "hcspec.conformance.families"
 FORBIDDEN = ("hcspec.reference",)
 
@@ -65,7 +65,7 @@ def test_the_check_sees_a_cross_family_import_and_the_reference(tmp_path: Path) 
                     "def f():\n    from hcspec.reference import sinkhorn\n"
                     "from hcspec import reference\n"
                     "from .constraints import MHCWeights\n"
-                    "from hcspec.conformance.properties.base import Context\n")
+                    "from hcspec.conformance.machinery.base import Context\n")
     assert offending_imports(path) == [
         "gradients.py:1 hcspec.conformance.families.variant.UNROLLED",
         "gradients.py:4 hcspec.reference.sinkhorn",
@@ -274,7 +274,7 @@ def test_the_facade_check_counts_a_familys_kit_imports(tmp_path: Path) -> None:
 def test_only_the_registry_imports_a_family_module() -> None:
     """A front end (``compare.py``, the CLI, the pytest plugin) or the machinery reaches a
     family only through the registry, never a family module's helpers: what two places need
-    is machinery (``properties/published_step.py`` for the published family and ``compare``)."""
+    is machinery (``machinery/published_step.py`` for the published family and ``compare``)."""
     graph = import_graph(module_files(KIT_FOLDERS), in_functions=True)
     reaching = sorted(f"{m} -> {d}" for m, deps in graph.items() for d in deps
                       if d.startswith(FAMILY_PACKAGE + ".") and not m.startswith(FAMILY_PACKAGE))

@@ -105,7 +105,7 @@ def test_a_python_exception_in_the_worker_is_re_raised_as_is() -> None:
 def test_without_a_build_the_target_names_the_build_command(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from hcspec.conformance.native import build
-    from hcspec.conformance.targets import BUILTIN, package_problem
+    from hcspec.conformance.subjects.targets import BUILTIN, package_problem
 
     monkeypatch.delenv(build.LIB_ENV, raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))

@@ -13,11 +13,11 @@ import torch
 
 from hcspec.conformance import rules
 from hcspec.conformance.families import BY_ID, CATALOGUE
+from hcspec.conformance.machinery.declaration import Property
+from hcspec.conformance.machinery.errors import DeclarationError, Inconclusive, PropertyFailure
+from hcspec.conformance.machinery.recording import Recorder
 from hcspec.conformance.outputs import report as rp
 from hcspec.conformance.outputs.failure import from_exception
-from hcspec.conformance.properties.declaration import Property
-from hcspec.conformance.properties.errors import DeclarationError, Inconclusive, PropertyFailure
-from hcspec.conformance.properties.recording import Recorder
 from hcspec.conformance.run.session import check_implementation
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -11,7 +11,7 @@ from hcspec.conformance.adapters.reference import make_hc_static
 from hcspec.conformance.families import SelectionError
 from hcspec.conformance.outputs import report as rp
 from hcspec.conformance.run.session import check_implementation
-from hcspec.conformance.targets import TargetError
+from hcspec.conformance.subjects.targets import TargetError
 from tests.conformance.helpers import LinearHC, make_linear, make_overwrites_input
 
 
@@ -209,9 +209,9 @@ def test_an_input_overwriting_forward_is_diagnosed_by_input_unchanged_alone() ->
 
 
 def test_inconclusive_cases_are_not_counted_and_none_conclusive_is_not_a_pass() -> None:
+    from hcspec.conformance.machinery.base import Context, Inconclusive
+    from hcspec.conformance.machinery.declaration import Property
     from hcspec.conformance.profiles import get_profile
-    from hcspec.conformance.properties.base import Context, Inconclusive
-    from hcspec.conformance.properties.declaration import Property
     from hcspec.conformance.protocol import Conventions
     from hcspec.conformance.run.execution import run_property
     from hcspec.conformance.strategies import Case

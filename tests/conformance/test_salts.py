@@ -40,7 +40,7 @@ def test_the_kit_uses_no_bare_salt() -> None:
 
     from hcspec.conformance import probes, strategies
     from hcspec.conformance.families import CATALOGUE
-    from hcspec.conformance.properties import building
+    from hcspec.conformance.machinery import building
 
     modules = {inspect.getmodule(p.check) for p in CATALOGUE} | {strategies, probes, building}
     for module in modules:

@@ -7,11 +7,11 @@ from dataclasses import dataclass
 
 import pytest
 
+from hcspec.conformance.machinery.base import Context
+from hcspec.conformance.machinery.declaration import Property
+from hcspec.conformance.machinery.requirements import DISTRIBUTED, Distributed
+from hcspec.conformance.machinery.setup import SetupRequest
 from hcspec.conformance.outputs import report as rp
-from hcspec.conformance.properties.base import Context
-from hcspec.conformance.properties.declaration import Property
-from hcspec.conformance.properties.requirements import DISTRIBUTED, Distributed
-from hcspec.conformance.properties.setup import SetupRequest
 from hcspec.conformance.run.inspection import prepare
 from hcspec.conformance.run.session import Listener, Options, check_implementation, set_up_families
 from hcspec.conformance.strategies import Case

@@ -10,11 +10,11 @@ import pytest
 
 from hcspec.conformance import cli
 from hcspec.conformance.families import BY_ID
+from hcspec.conformance.machinery.base import Context, PropertyFailure
+from hcspec.conformance.machinery.declaration import Property
 from hcspec.conformance.outputs import markdown as md
 from hcspec.conformance.outputs import report as rp
 from hcspec.conformance.profiles import get_profile
-from hcspec.conformance.properties.base import Context, PropertyFailure
-from hcspec.conformance.properties.declaration import Property
 from hcspec.conformance.protocol import Conventions
 from hcspec.conformance.run import shrink
 from hcspec.conformance.run.session import check_implementation

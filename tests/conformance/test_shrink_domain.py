@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 
 from hcspec.conformance.families import BY_ID
+from hcspec.conformance.machinery.base import Context, PropertyFailure
 from hcspec.conformance.outputs import report as rp
 from hcspec.conformance.profiles import get_profile
-from hcspec.conformance.properties.base import Context, PropertyFailure
 from hcspec.conformance.run.inspection import inspect_target
 from hcspec.conformance.run.session import check_implementation
 from hcspec.conformance.strategies import Case

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import HealthCheck, find, settings
 
 from hcspec.conformance.families import CATALOGUE
+from hcspec.conformance.machinery.cases import oracle_n_values
 from hcspec.conformance.profiles import PROFILES
-from hcspec.conformance.properties.cases import oracle_n_values
 from tests.conformance.properties.support import context
 
 ORACLE_FAMILIES = ("published", "law", "exact", "gradients")

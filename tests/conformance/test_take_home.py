@@ -25,7 +25,7 @@ BUGGY_ADAPTER = '''\
 """A user's mHC layer with a planted bug: entry [..., 0, 0] of the output is off by 1e-3."""
 import torch
 
-from hcspec.conformance.targets import resolve
+from hcspec.conformance.subjects.targets import resolve
 
 
 class Buggy:

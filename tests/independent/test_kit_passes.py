@@ -12,7 +12,7 @@ import pytest
 from hcspec.conformance.outputs import report as rp
 from hcspec.conformance.protocol import Conventions, conventions_of
 from hcspec.conformance.run.session import check_implementation
-from hcspec.conformance.targets import TargetError
+from hcspec.conformance.subjects.targets import TargetError
 from tests.conformance.helpers import is_expected_not_applicable
 from tests.independent import kit_adapter, mhc
 

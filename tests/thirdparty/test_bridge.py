@@ -162,7 +162,7 @@ def test_the_framework_gets_a_copy_it_cannot_write_through() -> None:
 
 
 def test_importing_the_bridge_imports_no_framework() -> None:
-    code = ("import sys, hcspec.conformance.bridge, hcspec.conformance.targets; "
+    code = ("import sys, hcspec.conformance.bridge, hcspec.conformance.subjects.targets; "
             "print(sorted(m for m in ('mlx', 'jax', 'mlx_lm') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from hcspec.conformance import targets
 from hcspec.conformance.adapters import _by_path, torchtitan_deepseek_v4, vllm_mhc
+from hcspec.conformance.subjects import targets
 
 VLLM_STAND_IN = '''
 import torch

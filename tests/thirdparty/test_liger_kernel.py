@@ -25,8 +25,9 @@ if not torch.cuda.is_available() and "triton" not in sys.modules:
     os.environ.setdefault("TRITON_INTERPRET", "1")
 pytest.importorskip("liger_kernel", reason="liger-kernel is not installed")
 
-from hcspec.conformance import cli, targets
+from hcspec.conformance import cli
 from hcspec.conformance.adapters import _triton, liger_kernel
+from hcspec.conformance.subjects import targets
 
 MODE = liger_kernel.triton_mode()
 if MODE.name == "unavailable":

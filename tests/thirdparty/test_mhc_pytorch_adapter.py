@@ -8,7 +8,7 @@ import torch
 
 pytest.importorskip("mhc", reason="mhc-pytorch is not installed")
 
-from hcspec.conformance import targets
+from hcspec.conformance.subjects import targets
 
 if targets.package_problem(targets.BUILTIN["mhc_pytorch:mhc"]) is not None:
     pytest.skip("the import name 'mhc' is not mhc-pytorch's here", allow_module_level=True)

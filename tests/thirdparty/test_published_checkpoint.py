@@ -38,7 +38,7 @@ import transformers
 from hcspec.conformance.adapters import hf_transformers as hf
 from hcspec.conformance.adapters.declarations.hf_transformers import WRITTEN_FOR
 from hcspec.conformance.families import published as family
-from hcspec.conformance.properties import divergence
+from hcspec.conformance.machinery import divergence
 from hcspec.reference import published as pub
 from hcspec.spec.record import Gate
 from tests.thirdparty import tiny_checkpoint as tiny

@@ -8,8 +8,8 @@ import functools
 
 import torch
 
+from hcspec.conformance.machinery.base import Context
 from hcspec.conformance.outputs import report as rp
-from hcspec.conformance.properties.base import Context
 from hcspec.conformance.run.inspection import inspect_target
 from hcspec.conformance.run.session import check_implementation
 from hcspec.conformance.strategies import Case

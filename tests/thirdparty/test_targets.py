@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from hcspec.conformance import cli, targets
-from hcspec.conformance.targets import BuiltinTarget, TargetError
+from hcspec.conformance import cli
+from hcspec.conformance.subjects import targets
+from hcspec.conformance.subjects.targets import BuiltinTarget, TargetError
 
 THIRD_PARTY = {
     "hyper_connections:hc": "hyper_connections", "hyper_connections:mhc": "hyper_connections",
@@ -147,11 +148,11 @@ def test_a_module_without_targets_is_refused(monkeypatch: pytest.MonkeyPatch) ->
 def test_the_registry_and_the_adapters_do_not_import_the_property_catalogue() -> None:
     import subprocess
 
-    code = ("import importlib, sys, hcspec.conformance.targets as t\n"
+    code = ("import importlib, sys, hcspec.conformance.subjects.targets as t\n"
             "[t.declared_targets(m) for m in t.declaration_modules()]\n"
             "[importlib.import_module(m) for m in t.adapter_modules()]\n"
             "bad = sorted(m for m in sys.modules\n"
-            "             if m.startswith(('hcspec.conformance.properties',\n"
+            "             if m.startswith(('hcspec.conformance.machinery',\n"
             "                             'hcspec.conformance.families')))\n"
             "assert not bad, bad\n")
     subprocess.run([sys.executable, "-c", code], check=True)

@@ -132,7 +132,7 @@ def test_missing_checkout_says_what_to_do(tmp_path: Path,
 
 def test_targets_are_usable_only_where_the_reference_file_is(
         standin_checkout: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from hcspec.conformance import targets
+    from hcspec.conformance.subjects import targets
 
     builtin = targets.BUILTIN["tile_kernels:mhc"]
     assert targets.package_problem(builtin) is None  # the stand-in checkout has the file

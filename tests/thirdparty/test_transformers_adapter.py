@@ -17,10 +17,10 @@ if importlib.util.find_spec("transformers") is None:
 
 import transformers
 
-from hcspec.conformance import targets
 from hcspec.conformance.adapters import hf_transformers as hf
 from hcspec.conformance.adapters._capture import PackageChanged
 from hcspec.conformance.protocol import capabilities, check_required, conventions_of
+from hcspec.conformance.subjects import targets
 
 VERSION = transformers.__version__
 FIRST = VERSION == hf.FIRST_RELEASE

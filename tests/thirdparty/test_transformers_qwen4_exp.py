@@ -14,8 +14,8 @@ if (importlib.util.find_spec("transformers") is None
         or importlib.util.find_spec("transformers.models.qwen4_exp") is None):
     pytest.skip("transformers without qwen4_exp (it ships from 5.23.0)", allow_module_level=True)
 
-from hcspec.conformance import targets
 from hcspec.conformance.protocol import capabilities, check_required, conventions_of
+from hcspec.conformance.subjects import targets
 from hcspec.formulas import gated
 
 NAME = "transformers:qwen4-exp"

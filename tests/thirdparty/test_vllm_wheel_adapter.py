@@ -108,7 +108,7 @@ def test_gate_mutant_is_killed_by_the_kit(name: str, tmp_path: pathlib.Path,
     ``_mhc_pre_mix_kernel``: one split short and the wrong slice move the output; eps dropped
     (``hc_pre_eps = 1e-6``, under the float32 budget at ordinary logits) is seen by the step's
     comparison of the gates at saturated logits relative to their own magnitude
-    (:func:`hcspec.conformance.properties.saturated_gates.saturated`)."""
+    (:func:`hcspec.conformance.machinery.saturated_gates.saturated`)."""
     mutant = mutate(vllm_wheel.kernels("triton"), "_mhc_pre_mix_kernel", GATE_MUTANTS[name],
                     tmp_path, drop=["direct_register_custom_op("])
     monkeypatch.setitem(vllm_wheel._LOADED, "triton", mutant)

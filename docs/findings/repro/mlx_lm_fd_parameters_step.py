@@ -18,7 +18,7 @@ import torch
 
 from hcspec.conformance import salts, strategies
 from hcspec.conformance.adapters import mlx_lm
-from hcspec.conformance.properties.building import Builder
+from hcspec.conformance.machinery.building import Builder
 
 ITERS, EPS, NORM_EPS = 20, 1e-6, 1e-20  # mlx-lm's ModelArgs defaults
 case = strategies.Case(1, 1, 8, 11, layer_index=0, seed=1638, scale=10.0, perturb=1.0,

@@ -31,27 +31,11 @@ from hcspec.conformance import (
     salts,
     strategies,
 )
-from hcspec.conformance.properties import (
-    precision,
-)
-from hcspec.conformance.properties.base import (
-    Context,
-    f64,
-    np64,
-    seeded_global_rng,
-)
-from hcspec.conformance.properties.building import (
-    all_parameters,
-    floating_parameters,
-)
-from hcspec.conformance.properties.cases import (
-    SCALE_HEADROOM,
-    Cases,
-    resized,
-    shift,
-    size_rows,
-)
-from hcspec.conformance.properties.common import (
+from hcspec.conformance.machinery import precision
+from hcspec.conformance.machinery.base import Context, f64, np64, seeded_global_rng
+from hcspec.conformance.machinery.building import all_parameters, floating_parameters
+from hcspec.conformance.machinery.cases import SCALE_HEADROOM, Cases, resized, shift, size_rows
+from hcspec.conformance.machinery.common import (
     axis_sums,
     branch64,
     by_exact_axis,
@@ -59,25 +43,21 @@ from hcspec.conformance.properties.common import (
     forward_backward,
     subtract_flat_step,
 )
-from hcspec.conformance.properties.declaration import (
-    declare,
-)
-from hcspec.conformance.properties.errors import (
+from hcspec.conformance.machinery.declaration import declare
+from hcspec.conformance.machinery.errors import (
     FactoryRejected,
     Inconclusive,
     NotApplicable,
     PropertyFailure,
 )
-from hcspec.conformance.properties.inputs import (
-    CheckedBranch,
-)
-from hcspec.conformance.properties.mhc_weights import (
+from hcspec.conformance.machinery.inputs import CheckedBranch
+from hcspec.conformance.machinery.mhc_weights import (
     MHCWeights,
     eps_exact_axis,
     orthostochastic_defect,
     worst_eps_token,
 )
-from hcspec.conformance.properties.requirements import (
+from hcspec.conformance.machinery.requirements import (
     CHEAP_BACKEND,
     COMPILE,
     CUDA,

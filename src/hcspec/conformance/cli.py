@@ -30,7 +30,7 @@ from hcspec.conformance.outputs import markdown as md
 from hcspec.conformance.outputs import report as rp
 from hcspec.conformance.outputs.report import kit_version
 from hcspec.conformance.profiles import DEFAULT_PROFILE, PROFILE_NAMES
-from hcspec.conformance.targets import BUILTIN, DEFAULT_TARGET, ENV_VAR
+from hcspec.conformance.subjects.targets import BUILTIN, DEFAULT_TARGET, ENV_VAR
 
 if TYPE_CHECKING:
     pass
@@ -327,7 +327,7 @@ def cmd_targets(args: argparse.Namespace) -> int:
     ``hcspec.targets`` entry points): name, importable yes/no, version found, description,
     options, the number of declared findings and, for another package's target, its entry
     point; then why each unusable one is unusable."""
-    from hcspec.conformance.targets import PLUGIN_TARGETS, builtin_status, describe
+    from hcspec.conformance.subjects.targets import PLUGIN_TARGETS, builtin_status, describe
 
     out = _console()
     rows = builtin_status()

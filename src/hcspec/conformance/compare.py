@@ -8,7 +8,7 @@ built with the case's perturbed parameters, its published tensors are loaded int
 through that one's own loading path, and both run on the same state with the same branch. The
 table shows each target's scaled error against the float64 oracle of the published step of
 its own tensors, their difference, and the allowance: the sum of the two targets' allowances
-(:func:`hcspec.conformance.properties.published_step.step_allowance`: the law rule in each one's
+(:func:`hcspec.conformance.machinery.published_step.step_allowance`: the law rule in each one's
 effective dtype; below float32 the same-precision floor).
 
 Exit status: 0 when every case agrees within the allowance, 1 when a case differs by more, 2
@@ -65,8 +65,8 @@ def _context(target: Any, device: str, seed: int) -> Any:
     """A property context for ``target`` (float64 unless its factory rejects it)."""
     import torch
 
+    from hcspec.conformance.machinery.base import Context
     from hcspec.conformance.profiles import get_profile
-    from hcspec.conformance.properties.base import Context
     from hcspec.conformance.protocol import capabilities, conventions_of
 
     dtype = torch.float64
@@ -104,7 +104,7 @@ def _order(orders: list[tuple[Any, Any]]) -> tuple[Any, Any]:
     Raises:
         CompareError: the settings differ whichever way the tensors are loaded.
     """
-    from hcspec.conformance.properties import published_step as step
+    from hcspec.conformance.machinery import published_step as step
     from hcspec.conformance.strategies import Case
 
     case = Case(1, 1, 2, 4, seed=0)
@@ -130,10 +130,10 @@ def compare(name_a: str, name_b: str, *, device: str = "cpu", seed: int = 0) -> 
     import torch
 
     from hcspec.conformance import metrics
-    from hcspec.conformance.properties import published_step as step
-    from hcspec.conformance.properties.base import f64
+    from hcspec.conformance.machinery import published_step as step
+    from hcspec.conformance.machinery.base import f64
     from hcspec.conformance.strategies import Case
-    from hcspec.conformance.targets import TargetError, resolve
+    from hcspec.conformance.subjects.targets import TargetError, resolve
 
     try:
         a, b = resolve(name_a), resolve(name_b)

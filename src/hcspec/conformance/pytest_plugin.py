@@ -73,7 +73,7 @@ if TYPE_CHECKING:
     from hcspec.conformance.outputs.report import PropertyResult
     from hcspec.conformance.run.hypothesis_home import SessionHome
 
-ENV_VAR = "HC_CONFORMANCE_TARGET"  # = hcspec.conformance.targets.ENV_VAR, kept import-free here
+ENV_VAR = "HC_CONFORMANCE_TARGET"  # = subjects.targets.ENV_VAR, kept import-free here
 MARKER = "hc_conformance"
 _RUNS_KEY = pytest.StashKey[dict["_Settings", "_TargetRun"]]()
 _SIGTERM_KEY = pytest.StashKey[Any]()
@@ -152,8 +152,8 @@ def _settings(config: pytest.Config, helper: Mapping[str, Any] | None) -> _Setti
         pytest.UsageError: no target at all, or an expected-failures file that cannot be read
             or is malformed.
     """
-    from hcspec.conformance import expected as expected_files
     from hcspec.conformance.families import BY_ID
+    from hcspec.conformance.subjects import expected as expected_files
 
     helper = helper or {}
     values: dict[str, Any] = {}

@@ -46,7 +46,7 @@ class TargetRun:
         whose sample impl declares an unknown ``kind`` or conventions field ends the session
         as a usage error (exit code 4), as at collection."""
         from hcspec.conformance.run.inspection import prepare
-        from hcspec.conformance.targets import TargetError, importable_folders
+        from hcspec.conformance.subjects.targets import TargetError, importable_folders
 
         if self._setup is None:
             s = self.settings
@@ -64,7 +64,7 @@ class TargetRun:
         ``.hypothesis/`` in the current directory)."""
         from hcspec.conformance import families as catalogue
         from hcspec.conformance.run.execution import evaluate_property
-        from hcspec.conformance.targets import importable_folders
+        from hcspec.conformance.subjects.targets import importable_folders
 
         prop = catalogue.BY_ID[prop_id]
         self.running = prop_id  # left set when a signal stops the property
@@ -88,7 +88,7 @@ def validate(settings: Settings) -> None:
     from hcspec.conformance.families import BY_ID
     from hcspec.conformance.profiles import get_profile
     from hcspec.conformance.run.inspection import resolve_device
-    from hcspec.conformance.targets import resolve
+    from hcspec.conformance.subjects.targets import resolve
 
     try:
         get_profile(settings.profile)

@@ -32,16 +32,16 @@ from typing import Any, Final
 import torch
 
 from hcspec.conformance.families import BY_ID
-from hcspec.conformance.outputs import capture
-from hcspec.conformance.outputs import failure as fl
-from hcspec.conformance.properties.base import (
+from hcspec.conformance.machinery.base import (
     Context,
     FactoryRejected,
     Inconclusive,
     NotApplicable,
     PropertyFailure,
 )
-from hcspec.conformance.properties.declaration import Property
+from hcspec.conformance.machinery.declaration import Property
+from hcspec.conformance.outputs import capture
+from hcspec.conformance.outputs import failure as fl
 from hcspec.conformance.strategies import Case
 
 ENTRIES_SHOWN: Final = 10

@@ -24,16 +24,16 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
-from hcspec.conformance import expected
 from hcspec.conformance.outputs import journal, junit, terminal
 from hcspec.conformance.outputs import markdown as md
 from hcspec.conformance.outputs import report as rp
 from hcspec.conformance.outputs.report import kit_version
-from hcspec.conformance.targets import DEFAULT_TARGET, ENV_VAR
+from hcspec.conformance.subjects import expected
+from hcspec.conformance.subjects.targets import DEFAULT_TARGET, ENV_VAR
 
 if TYPE_CHECKING:
+    from hcspec.conformance.machinery.declaration import Property
     from hcspec.conformance.parallel.launcher import Launch
-    from hcspec.conformance.properties.declaration import Property
     from hcspec.conformance.replay import FailureSaver
 
 EXIT_OK = 0
@@ -162,7 +162,7 @@ def _run(args: argparse.Namespace) -> int:
     from hcspec.conformance import families as catalogue
     from hcspec.conformance.run.session import Listener, Options, check_implementation
     from hcspec.conformance.strategies import Case
-    from hcspec.conformance.targets import TargetError
+    from hcspec.conformance.subjects.targets import TargetError
 
     out, err = _console(), Console(stderr=True)
     target = args.target or os.environ.get(ENV_VAR) or DEFAULT_TARGET

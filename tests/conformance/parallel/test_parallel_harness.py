@@ -17,7 +17,7 @@ from hcspec.conformance import cli
 from hcspec.conformance import families as catalogue
 from hcspec.conformance.outputs import report as rp
 from hcspec.conformance.parallel import assert_parallel_conforms, check_parallel, harness
-from hcspec.conformance.targets import TargetError
+from hcspec.conformance.subjects.targets import TargetError
 from tests.conformance.parallel import bad_targets
 
 BY_ID = {p.id: p for p in catalogue.CATALOGUE if p.family == "parallel"}

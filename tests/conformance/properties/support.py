@@ -11,12 +11,12 @@ from typing import Any
 import torch
 
 from hcspec.conformance.families import BY_ID
+from hcspec.conformance.machinery.base import Context
+from hcspec.conformance.machinery.requirements import Subject
 from hcspec.conformance.profiles import get_profile
-from hcspec.conformance.properties.base import Context
-from hcspec.conformance.properties.requirements import Subject
 from hcspec.conformance.run.inspection import inspect_target
 from hcspec.conformance.strategies import Case
-from hcspec.conformance.targets import resolve
+from hcspec.conformance.subjects.targets import resolve
 
 
 def factory(target: str) -> Callable[..., Any]:

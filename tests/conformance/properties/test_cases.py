@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hcspec.conformance import strategies
-from hcspec.conformance.properties.cases import Cases
+from hcspec.conformance.machinery.cases import Cases
 from hcspec.conformance.strategies import Case
 from tests.conformance.properties.support import context
 

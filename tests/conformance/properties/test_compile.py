@@ -6,9 +6,9 @@ import pytest
 import torch
 
 from hcspec.conformance import rules
+from hcspec.conformance.machinery.base import PropertyFailure
+from hcspec.conformance.machinery.requirements import compile_backend, compile_unavailable
 from hcspec.conformance.profiles import get_profile
-from hcspec.conformance.properties.base import PropertyFailure
-from hcspec.conformance.properties.requirements import compile_backend, compile_unavailable
 from hcspec.conformance.protocol import Conventions
 from tests.conformance.properties.support import run, unmet
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from hcspec.conformance.properties.base import Inconclusive, NotApplicable, PropertyFailure
-from hcspec.conformance.properties.sinkhorn_bounds import gain_ceiling
+from hcspec.conformance.machinery.base import Inconclusive, NotApplicable, PropertyFailure
+from hcspec.conformance.machinery.sinkhorn_bounds import gain_ceiling
 from hcspec.conformance.protocol import Conventions
 from hcspec.conformance.strategies import Case
 from tests.conformance.properties.support import run, unmet
@@ -115,7 +115,7 @@ def test_sinkhorn_at_c_times_p_is_at_its_fixed_point(n: int) -> None:
     (e^c + n − 1), β(c) = (n − 1)/(e^c + n − 1) from P (the bound the steering compares)."""
     import math
 
-    from hcspec.conformance.properties.steering import VERTEX_LOGIT
+    from hcspec.conformance.machinery.steering import VERTEX_LOGIT
     from hcspec.formulas.mhc import h_res
     from hcspec.spec.record import Formula, SinkhornSpec
     c = VERTEX_LOGIT
@@ -183,7 +183,7 @@ def test_the_newton_schulz_defect_bounds_the_sums_and_is_attained() -> None:
 def test_the_sinkhorn_vertices_are_all_permutations_up_to_n5_then_a_sample() -> None:
     import math
 
-    from hcspec.conformance.properties.steering import VERTEX_SAMPLE, vertex_sample
+    from hcspec.conformance.machinery.steering import VERTEX_SAMPLE, vertex_sample
     assert len(vertex_sample(5, 0)) == math.factorial(5)
     big = vertex_sample(8, 3)
     assert len(big) == len(set(big)) == VERTEX_SAMPLE

@@ -10,8 +10,8 @@ import pytest
 import torch
 
 from hcspec.conformance.families import BY_ID
+from hcspec.conformance.machinery.base import Context, Inconclusive, PropertyFailure
 from hcspec.conformance.profiles import get_profile
-from hcspec.conformance.properties.base import Context, Inconclusive, PropertyFailure
 from hcspec.conformance.protocol import Conventions, HyperConnectionImpl, conventions_of
 from hcspec.conformance.run.inspection import inspect_target
 from hcspec.reference import ManifoldHyperConnection
@@ -166,7 +166,7 @@ def test_scale_invariance_applies_to_mhc_unless_declared_otherwise() -> None:
 def test_the_reference_dynamic_hc_declared_normalised_passes() -> None:
     """HC's dynamic weights read a parameter-free LayerNorm of each stream (HC Eq. 10): scale
     invariant too, when a target declares it."""
-    from hcspec.conformance.targets import resolve
+    from hcspec.conformance.subjects.targets import resolve
 
     make = resolve("reference:hc-dynamic").factory
 

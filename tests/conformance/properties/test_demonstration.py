@@ -11,9 +11,9 @@ import sys
 import pytest
 
 from hcspec.conformance import rules
+from hcspec.conformance.machinery.errors import Inconclusive
+from hcspec.conformance.machinery.recording import Recorder
 from hcspec.conformance.outputs import report as rp
-from hcspec.conformance.properties.errors import Inconclusive
-from hcspec.conformance.properties.recording import Recorder
 from hcspec.conformance.run.session import check_implementation
 from tests.conformance import standins
 

@@ -10,9 +10,9 @@ import torch
 
 from hcspec.conformance.families import BY_ID
 from hcspec.conformance.families.depth import GROWTH, depth, mhc_bounds, run_stack
+from hcspec.conformance.machinery.base import PropertyFailure
+from hcspec.conformance.machinery.errors import Inconclusive
 from hcspec.conformance.profiles import PROFILE_NAMES
-from hcspec.conformance.properties.base import PropertyFailure
-from hcspec.conformance.properties.errors import Inconclusive
 from hcspec.conformance.protocol import Conventions
 from hcspec.conformance.strategies import Case
 from tests.conformance.properties.precision_standins import RoundedDynamicHC, _rounded

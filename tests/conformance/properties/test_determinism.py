@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from hcspec.conformance.families import BY_ID
+from hcspec.conformance.machinery.base import Context, PropertyFailure
 from hcspec.conformance.profiles import get_profile
-from hcspec.conformance.properties.base import Context, PropertyFailure
 from hcspec.conformance.protocol import HyperConnectionImpl
 from hcspec.conformance.run.inspection import inspect_target
 from hcspec.reference import ManifoldHyperConnection

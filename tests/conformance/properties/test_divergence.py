@@ -1,4 +1,4 @@
-"""The one divergence search (:func:`hcspec.conformance.properties.divergence.nearest`) on a toy
+"""The one divergence search (:func:`hcspec.conformance.machinery.divergence.nearest`) on a toy
 record whose error is known: each of its three steps, and the order of its preferences."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import math
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
-from hcspec.conformance.properties.divergence import nearest
+from hcspec.conformance.machinery.divergence import nearest
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from hcspec.conformance.properties.base import PropertyFailure
+from hcspec.conformance.machinery.base import PropertyFailure
 from tests.conformance.properties.support import run, unmet
 
 

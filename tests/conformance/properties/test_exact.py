@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from hcspec.conformance.families import exact
+from hcspec.conformance.machinery.base import Inconclusive, PropertyFailure
 from hcspec.conformance.outputs import report as rp
-from hcspec.conformance.properties.base import Inconclusive, PropertyFailure
 from hcspec.conformance.run.session import check_implementation
 from tests.conformance.properties.support import run
 from tests.mutants._v4_serving import STATE, ServingV4

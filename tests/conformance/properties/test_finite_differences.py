@@ -11,9 +11,9 @@ import pytest
 import torch
 
 from hcspec.conformance import rules
-from hcspec.conformance.properties.base import PropertyFailure
-from hcspec.conformance.properties.errors import Inconclusive
-from hcspec.conformance.properties.finite_differences import (
+from hcspec.conformance.machinery.base import PropertyFailure
+from hcspec.conformance.machinery.errors import Inconclusive
+from hcspec.conformance.machinery.finite_differences import (
     VACUOUS_RELATIVE,
     _closest_demonstrating,
     _Tried,

@@ -7,13 +7,13 @@ from __future__ import annotations
 import pytest
 
 from hcspec.conformance.families import CATALOGUE
-from hcspec.conformance.outputs import report as rp
-from hcspec.conformance.properties.requirements import (
+from hcspec.conformance.machinery.requirements import (
     ELEMENTWISE_READ,
     PER_STREAM_READ,
     PROBING,
     WEIGHTS_OR_PROBING,
 )
+from hcspec.conformance.outputs import report as rp
 from hcspec.conformance.protocol import WEIGHTS
 from hcspec.conformance.run.session import check_implementation
 

@@ -9,10 +9,10 @@ import torch
 
 from hcspec.conformance.adapters.deepseek_v4_style import v4_style_target
 from hcspec.conformance.families import BY_ID, gradients
+from hcspec.conformance.machinery.base import Context, PropertyFailure
+from hcspec.conformance.machinery.errors import Inconclusive
+from hcspec.conformance.machinery.recording import Worst
 from hcspec.conformance.profiles import get_profile
-from hcspec.conformance.properties.base import Context, PropertyFailure
-from hcspec.conformance.properties.errors import Inconclusive
-from hcspec.conformance.properties.recording import Worst
 from hcspec.conformance.protocol import Conventions
 from hcspec.conformance.run.inspection import inspect_target
 from hcspec.conformance.strategies import Case

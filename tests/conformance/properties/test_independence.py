@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from hcspec.conformance.properties.base import PropertyFailure
+from hcspec.conformance.machinery.base import PropertyFailure
 from tests.conformance.properties.support import run
 
 

@@ -8,7 +8,7 @@ import dataclasses
 import pytest
 
 from hcspec.conformance.families import inference
-from hcspec.conformance.properties.base import PropertyFailure
+from hcspec.conformance.machinery.base import PropertyFailure
 from tests.conformance.properties.support import context, factory, run
 
 

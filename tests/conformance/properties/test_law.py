@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from hcspec.conformance import probes
-from hcspec.conformance.properties.base import PropertyFailure
+from hcspec.conformance.machinery.base import PropertyFailure
 from hcspec.conformance.protocol import Conventions
 from hcspec.conformance.strategies import Case
 from tests.conformance.properties.support import context, run, unmet

@@ -19,7 +19,7 @@ import pytest
 import torch
 
 from hcspec.conformance import rules
-from hcspec.conformance.properties.base import PropertyFailure
+from hcspec.conformance.machinery.base import PropertyFailure
 from hcspec.conformance.strategies import Case
 from tests.conformance.properties import support
 from tests.conformance.properties.precision_standins import (

@@ -9,9 +9,9 @@ import pytest
 import torch
 
 from hcspec.conformance import rules
+from hcspec.conformance.machinery.base import PropertyFailure
+from hcspec.conformance.machinery.bug_classes import known_bug_class
 from hcspec.conformance.outputs import report as rp
-from hcspec.conformance.properties.base import PropertyFailure
-from hcspec.conformance.properties.bug_classes import known_bug_class
 from hcspec.conformance.run.session import check_implementation
 from hcspec.conformance.strategies import Case
 from tests.conformance.properties import support

@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-from hcspec.conformance.properties.base import PropertyFailure
-from hcspec.conformance.properties.building import Builder, floating_parameters
-from hcspec.conformance.properties.errors import FactoryRejected
-from hcspec.conformance.properties.inputs import Inputs
-from hcspec.conformance.properties.observing import Observer
+from hcspec.conformance.machinery.base import PropertyFailure
+from hcspec.conformance.machinery.building import Builder, floating_parameters
+from hcspec.conformance.machinery.errors import FactoryRejected
+from hcspec.conformance.machinery.inputs import Inputs
+from hcspec.conformance.machinery.observing import Observer
 from hcspec.conformance.protocol import Conventions
 from hcspec.conformance.strategies import Case
 from hcspec.spec import numeric

@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from hcspec.conformance import rules
-from hcspec.conformance.properties import finite_differences
-from hcspec.conformance.properties.base import Inconclusive, PropertyFailure
+from hcspec.conformance.machinery import finite_differences
+from hcspec.conformance.machinery.base import Inconclusive, PropertyFailure
 from hcspec.conformance.strategies import Case
 from tests.conformance.properties import support
 

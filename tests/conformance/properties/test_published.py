@@ -12,8 +12,8 @@ import torch
 from hcspec.conformance import metrics
 from hcspec.conformance.families import BY_ID
 from hcspec.conformance.families import published as family
-from hcspec.conformance.properties import divergence, saturated_gates
-from hcspec.conformance.properties.base import PropertyFailure
+from hcspec.conformance.machinery import divergence, saturated_gates
+from hcspec.conformance.machinery.base import PropertyFailure
 from hcspec.conformance.protocol import CAPABILITIES, Conventions
 from hcspec.conformance.strategies import Case
 from hcspec.reference import published as pub

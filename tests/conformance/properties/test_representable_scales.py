@@ -10,9 +10,9 @@ import pytest
 from hypothesis import find, settings
 from hypothesis.errors import NoSuchExample
 
+from hcspec.conformance.machinery.cases import Cases, representable_scales
 from hcspec.conformance.outputs import report as rp
 from hcspec.conformance.profiles import get_profile
-from hcspec.conformance.properties.cases import Cases, representable_scales
 from hcspec.conformance.run.session import check_implementation
 from hcspec.conformance.strategies import EXTREME_SCALES
 from tests.conformance.properties import support

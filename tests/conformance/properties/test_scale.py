@@ -8,7 +8,7 @@ import dataclasses
 import pytest
 
 from hcspec.conformance.families import scale
-from hcspec.conformance.properties.base import NotApplicable, PropertyFailure
+from hcspec.conformance.machinery.base import NotApplicable, PropertyFailure
 from hcspec.conformance.protocol import Conventions
 from tests.conformance.properties.support import context, run
 
@@ -99,7 +99,7 @@ def test_sizes_past_max_parameters_are_left_out_before_the_factory_runs() -> Non
     d = 257 of ``dtype.low_precision_at_scale``, with the reason, and the factory never builds
     it (the at-scale property: not applicable)."""
     from hcspec.conformance.families import dtype
-    from hcspec.conformance.properties.base import FactoryRejected
+    from hcspec.conformance.machinery.base import FactoryRejected
     from hcspec.conformance.strategies import Case
 
     ctx = context("tests.conformance.properties.precision_standins:make_float32_lite")
@@ -138,8 +138,8 @@ def test_a_pass_says_which_cases_the_parameter_bound_left_out() -> None:
     the oracle property still passes on the smaller cases and its note names the ones left
     out, with the reason."""
     from hcspec.conformance.families import BY_ID
+    from hcspec.conformance.machinery.base import Context
     from hcspec.conformance.outputs import report as rp
-    from hcspec.conformance.properties.base import Context
     from hcspec.conformance.run.execution import run_property
 
     base = context("reference:mhc")

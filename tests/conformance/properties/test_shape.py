@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from hcspec.conformance import rules
-from hcspec.conformance.properties.base import PropertyFailure
+from hcspec.conformance.machinery.base import PropertyFailure
 from hcspec.conformance.protocol import WEIGHTS
 from tests.conformance.properties.support import run, unmet
 
@@ -29,7 +29,7 @@ def test_weights_needs_the_capability() -> None:
 
 
 def test_a_failure_names_its_origin_whatever_its_figures() -> None:
-    from hcspec.conformance.properties.recording import Recorder
+    from hcspec.conformance.machinery.recording import Recorder
 
     def check(calls: int) -> PropertyFailure:
         try:

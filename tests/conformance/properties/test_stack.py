@@ -12,9 +12,9 @@ import torch
 
 from hcspec.conformance.adapters._stacking import SequentialStack, sequential_stack
 from hcspec.conformance.families import BY_ID
+from hcspec.conformance.machinery.base import NotApplicable, PropertyFailure
+from hcspec.conformance.machinery.stacking import LAYERS, build_stack, run_weights
 from hcspec.conformance.outputs import report as rp
-from hcspec.conformance.properties.base import NotApplicable, PropertyFailure
-from hcspec.conformance.properties.stacking import LAYERS, build_stack, run_weights
 from hcspec.conformance.protocol import STACK, capabilities
 from hcspec.conformance.run.session import check_implementation
 from hcspec.reference import ManifoldHyperConnection, targets

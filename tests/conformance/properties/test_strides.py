@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from hcspec.conformance.families import strides
-from hcspec.conformance.properties.base import PropertyFailure
+from hcspec.conformance.machinery.base import PropertyFailure
 from hcspec.conformance.protocol import Conventions
 from tests.conformance.properties.support import run, unmet
 

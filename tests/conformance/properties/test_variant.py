@@ -8,8 +8,8 @@ import dataclasses
 import pytest
 import torch
 
-from hcspec.conformance.properties.base import Inconclusive, PropertyFailure
-from hcspec.conformance.properties.sinkhorn_variant import diagnose, fixed_point_tolerance
+from hcspec.conformance.machinery.base import Inconclusive, PropertyFailure
+from hcspec.conformance.machinery.sinkhorn_variant import diagnose, fixed_point_tolerance
 from hcspec.conformance.protocol import Conventions
 from hcspec.conformance.strategies import Case
 from hcspec.reference import ManifoldHyperConnection, sinkhorn

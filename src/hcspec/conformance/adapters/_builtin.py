@@ -2,7 +2,7 @@
 
 A leaf module (it imports nothing from the kit, nor torch), so that the declarations
 (:mod:`hcspec.conformance.adapters.declarations`) can be read without importing the registry
-(:mod:`hcspec.conformance.targets`), which discovers them, or torch.
+(:mod:`hcspec.conformance.subjects.targets`), which discovers them, or torch.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ class Finding:
     """One root cause a target is known to show, with every property it makes fail.
 
     The expected failures of a target (``.ci/expected-failures/PREFIX/NAME.txt``) are generated
-    from its findings (:mod:`hcspec.conformance.target_entries`): each property a finding scopes
+    from its findings (:mod:`hcspec.conformance.subjects.entries`): each property a finding scopes
     is one line, so a root cause that fails 19 properties is one entry here. A finding that
     several targets show (the same module under two options) is one object that their
     declarations share. PyTorch's OpInfo ``DecorateInfo`` scopes an expected failure the same

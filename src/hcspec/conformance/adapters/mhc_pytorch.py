@@ -4,7 +4,7 @@
 **Import-name clash.** The distribution installs the top-level module ``mhc``, which other
 packages also use. Never install two distributions that provide ``mhc`` into one environment:
 one silently overwrites the other's files. The kit checks which distribution provides ``mhc``
-before it loads this adapter (:mod:`hcspec.conformance.targets`).
+before it loads this adapter (:mod:`hcspec.conformance.subjects.targets`).
 
 What ``mhc.ManifoldHyperConnections(dim, num_streams, block, collapse_mode)`` does (read from
 its source): ``forward(h [B, T, d])`` replicates ``h`` into n streams, ``X = 1_n hᵀ``; computes

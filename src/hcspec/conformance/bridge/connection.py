@@ -339,7 +339,7 @@ def declare(conventions: Conventions, compute_dtype: torch.dtype | None,
     """``conventions`` with ``compute_dtype``, the bridge's note added, ``untraceable``
     declared (:data:`UNTRACEABLE`: ``compile.fullgraph`` is then not applicable) and
     ``bridged`` set to the framework's name (the properties whose bug class the bridge rules
-    out are then not applicable: :func:`hcspec.conformance.properties.requirements.not_bridged`)."""
+    out are then not applicable: :func:`hcspec.conformance.machinery.requirements.not_bridged`)."""
     note = BRIDGE_NOTE.format(name=framework_name)
     notes = f"{conventions.notes}; {note}" if conventions.notes else note
     return replace(conventions, compute_dtype=compute_dtype, notes=notes,

@@ -2,10 +2,10 @@
 (prerequisites first), and the selection of a run's properties (:func:`select`).
 
 Each family is one module of this package, ``hcspec.conformance.families.<family>``, whose
-checks declare their property (:func:`hcspec.conformance.properties.declaration.declare`)
+checks declare their property (:func:`hcspec.conformance.machinery.declaration.declare`)
 with ids ``<family>.<name>``. A family module imports the kit's machinery through the author
 facade :mod:`hcspec.conformance.author` (or the machinery modules of
-:mod:`hcspec.conformance.properties` themselves) and the spec, never another family and never
+:mod:`hcspec.conformance.machinery` themselves) and the spec, never another family and never
 :mod:`hcspec.reference` (tests/conformance/test_layout.py checks the import graph).
 Importing this package imports the family modules in :data:`FAMILIES` order, which registers
 the catalogue; ``hc-conformance list`` prints it.
@@ -19,7 +19,7 @@ import importlib
 from collections.abc import Iterable
 from typing import Final
 
-from hcspec.conformance.properties.declaration import PACKAGE, REGISTRY, Property
+from hcspec.conformance.machinery.declaration import PACKAGE, REGISTRY, Property
 
 FAMILIES: Final[tuple[str, ...]] = (
     "shape", "law", "independence", "conventions", "constraints", "gradients", "reduction",

@@ -77,7 +77,7 @@ def _examples(ctx: Context) -> list[Case]:
 def check_fullgraph(ctx: Context, case: Case) -> None:
     """``torch.compile(forward, fullgraph=True)`` succeeds, and its output and the gradient of
     ``⟨G', X'⟩`` w.r.t. x equal eager's within the tolerance of a target compared with itself
-    (:func:`hcspec.conformance.properties.precision.self_consistency`: the law's in
+    (:func:`hcspec.conformance.machinery.precision.self_consistency`: the law's in
     float64/float32, a few units of roundoff in bfloat16/float16). A failed trace is reported
     with TorchDynamo's own reason and the user's source location (:func:`graph_break`); an
     output with no autograd graph fails cleanly after the forward is compared."""

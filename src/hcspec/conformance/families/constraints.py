@@ -43,8 +43,8 @@ from hcspec.conformance.author import (
     strategies,
     worst_eps_token,
 )
-from hcspec.conformance.properties.bug_classes import sums_pattern
-from hcspec.conformance.properties.sinkhorn_bounds import (
+from hcspec.conformance.machinery.bug_classes import sums_pattern
+from hcspec.conformance.machinery.sinkhorn_bounds import (
     both_axes,
     gain_ceiling,
     other_axis_bound,
@@ -54,10 +54,7 @@ from hcspec.conformance.properties.sinkhorn_bounds import (
     vacuous_ceiling,
     worst_demonstrable,
 )
-from hcspec.conformance.properties.steering import (
-    check_sinkhorn_vertices,
-    check_spanned_vertices,
-)
+from hcspec.conformance.machinery.steering import check_sinkhorn_vertices, check_spanned_vertices
 
 BASE = ("shape.output", "shape.branch_once")
 PERTURBATIONS = (0.0, 0.03, 0.1, 0.3, 1.0)
@@ -486,7 +483,7 @@ def check_h_res_vertices(ctx: Context, case: Case) -> None:
     applicable (the parameters cannot steer H_res). A declared orthostochastic construction
     does not span the polytope (not every doubly stochastic matrix is orthostochastic for
     n ≥ 3): not applicable. Sinkhorn–Knopp is steered through its logits instead
-    (:func:`hcspec.conformance.properties.steering.check_sinkhorn_vertices`)."""
+    (:func:`hcspec.conformance.machinery.steering.check_sinkhorn_vertices`)."""
     construction = ctx.conventions.formula.construction
     if construction == "orthostochastic":
         raise NotApplicable("H_res is declared orthostochastic, which does not span the "

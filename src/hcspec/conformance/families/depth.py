@@ -35,7 +35,7 @@ from hcspec.conformance.author import (
     shift,
     strategies,
 )
-from hcspec.conformance.properties.layer_bounds import Layer, mhc_bounds
+from hcspec.conformance.machinery.layer_bounds import Layer, mhc_bounds
 
 BASE = ("shape.output", "shape.branch_once")
 DEPTH = 16

@@ -46,8 +46,8 @@ from hcspec.conformance.author import (
     shift,
     strategies,
 )
-from hcspec.conformance.properties.precision import SpecAtPrecision
-from hcspec.conformance.properties.sinkhorn_variant import declared, target_logits
+from hcspec.conformance.machinery.precision import SpecAtPrecision
+from hcspec.conformance.machinery.sinkhorn_variant import declared, target_logits
 from hcspec.formulas import mhc
 
 BASE = ("shape.output", "shape.branch_once")
@@ -363,7 +363,7 @@ def check_low_precision_at_scale(ctx: Context, case: Case) -> None:
     float32 forward of the same impl (the same parameter values and the same rounded state)
     within :func:`hcspec.conformance.rules.law_measured` of the measured floor: the error
     the spec's closed form (HC Eq. 3–5, mHC Eq. 3) makes in that precision
-    (:class:`hcspec.conformance.properties.precision.SpecAtPrecision`, the float32 impl's
+    (:class:`hcspec.conformance.machinery.precision.SpecAtPrecision`, the float32 impl's
     weights rounded to the compute dtype) against float64 on the same case. A reduction
     accumulated in the low precision (the RMS of vec(X) or the projections, 2056 terms here)
     exceeds it; one accumulated in float32 does not.

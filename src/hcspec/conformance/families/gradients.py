@@ -52,8 +52,8 @@ from hcspec.conformance.author import (
     size_rows,
     strategies,
 )
-from hcspec.conformance.properties.finite_differences import expect_directional, fd_denominator
-from hcspec.conformance.properties.sinkhorn_variant import UNROLLED, implicit_gradient_cause
+from hcspec.conformance.machinery.finite_differences import expect_directional, fd_denominator
+from hcspec.conformance.machinery.sinkhorn_variant import UNROLLED, implicit_gradient_cause
 from hcspec.spec import numeric
 from hcspec.spec.kinds import MHC
 
@@ -130,7 +130,7 @@ def check_fd_input(ctx: Context, case: Case) -> None:
 @contextlib.contextmanager
 def _naming_an_implicit_sinkhorn_backward(ctx: Context, case: Case) -> Iterator[None]:
     """A failure inside gets the hint "implicit Sinkhorn backward" when that is its cause
-    (:func:`hcspec.conformance.properties.sinkhorn_variant.implicit_gradient_cause`)."""
+    (:func:`hcspec.conformance.machinery.sinkhorn_variant.implicit_gradient_cause`)."""
     try:
         yield
     except PropertyFailure as failure:
@@ -291,7 +291,7 @@ def _along_the_chain(ctx: Context, case: Case, x: torch.Tensor, G: torch.Tensor,
     compute dtype's weights rounded to the effective dtype, so the ones the target used lie
     there (:func:`precision.weights_within_rounding`). ``X`` is rounded to the declared compute
     dtype only: the target is handed the float64 state and its declared chain computes with it
-    in that dtype, as :class:`~hcspec.conformance.properties.precision.SpecAtPrecision` does.
+    in that dtype, as :class:`~hcspec.conformance.machinery.precision.SpecAtPrecision` does.
     The check's floor is the largest error of these against float64: one evaluation's error
     is a single draw and can cancel by chance (a scalar parameter's gradient sums many terms:
     a correct bfloat16 dynamic HC's ∂L/∂s_β was off by 0.131 where one draw of the moved

@@ -1,9 +1,9 @@
 """The ``parallel`` family: the target run sharded across ``torch.distributed`` ranks equals
 the same target run unsharded in one process.
 
-Each property is declared with :func:`~hcspec.conformance.properties.declaration.declare` like
+Each property is declared with :func:`~hcspec.conformance.machinery.declaration.declare` like
 every other; what sets the family apart is its requirement
-:data:`~hcspec.conformance.properties.requirements.DISTRIBUTED`: the runner hands such
+:data:`~hcspec.conformance.machinery.requirements.DISTRIBUTED`: the runner hands such
 properties declare the family's setup hook
 (:func:`hcspec.conformance.parallel.harness.setup_run`), which the session calls once per run:
 it runs the ranks once (spawned by ``--world-size N``, or the launcher's under torchrun) and

@@ -11,7 +11,7 @@ float64 (the oracle, the case's branch in float64) and compares:
   step itself makes when computed in the target's compute dtype and rounded to its output
   dtype (:mod:`.precision`). On a DeepSeek-V4 mismatch the failure names the divergence
   (:func:`search`, with the kit's divergence search over step records,
-  :func:`hcspec.conformance.properties.divergence.nearest`): orientation, σ vs 2σ, the
+  :func:`hcspec.conformance.machinery.divergence.nearest`): orientation, σ vs 2σ, the
   Sinkhorn start, eps placement, the rounds, a scale on the wrong block, the norm after the
   projection. Where the layout has additive-eps gates (DeepSeek-V4, the mHC paper) and the
   target reports its weights and offers ``load_published``, the step also compares ``h_pre``
@@ -64,8 +64,8 @@ from hcspec.conformance.author import (
     size_rows,
     strategies,
 )
-from hcspec.conformance.properties import divergence
-from hcspec.conformance.properties.published_step import (
+from hcspec.conformance.machinery import divergence
+from hcspec.conformance.machinery.published_step import (
     Params,
     cast_params,
     checkpoint_of,
@@ -75,7 +75,7 @@ from hcspec.conformance.properties.published_step import (
     step_allowance,
     step_oracle,
 )
-from hcspec.conformance.properties.saturated_gates import expect_saturated_gates
+from hcspec.conformance.machinery.saturated_gates import expect_saturated_gates
 from hcspec.formulas import published as pub
 from hcspec.spec.published import (
     DEEPSEEK_V4,
@@ -212,7 +212,7 @@ def describe(formula: Formula, published: Formula) -> list[str]:
 def search(error_of: Callable[[Formula], float], tolerance: float,
            published: Formula = DEEPSEEK_V4_FORMULA) -> divergence.Match[Formula]:
     """The DeepSeek-V4 variant whose step is closest to the output
-    (:func:`hcspec.conformance.properties.divergence.nearest` from ``published``: every
+    (:func:`hcspec.conformance.machinery.divergence.nearest` from ``published``: every
     combination of :func:`_core` first, then greedy single changes); ``error_of(formula)``:
     the scaled error of that variant's step against the output, float64."""
     return divergence.nearest(error_of, published, tolerance,
@@ -277,7 +277,7 @@ def check_step(ctx: Context, case: Case) -> None:
     ``published_parameters()`` returns, under the law rule with :func:`step_oracle`; on a
     DeepSeek-V4 mismatch the failure names the published variant the output matches. Then
     the gates at saturated logits
-    (:func:`hcspec.conformance.properties.saturated_gates.expect_saturated_gates`)."""
+    (:func:`hcspec.conformance.machinery.saturated_gates.expect_saturated_gates`)."""
     impl = ctx.build.make(case)
     x = ctx.inputs.state(case)
     params = read(ctx, impl)

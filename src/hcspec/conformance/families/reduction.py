@@ -69,7 +69,7 @@ def check_n1_forward(ctx: Context, case: Case) -> None:
     """n = 1 at init: ``X' = x + F(x)`` (the branch's input is x itself, or its declared
     norm). In bfloat16/float16 the oracle is the closed form with ``h_pre = h_post = H_res =
     [1]`` evaluated along the run's dtype chain
-    (:class:`hcspec.conformance.properties.precision.SpecAtPrecision`), not 256·eps."""
+    (:class:`hcspec.conformance.machinery.precision.SpecAtPrecision`), not 256·eps."""
     case = _n1(case)
     impl = ctx.build.make(case, perturb=False)
     x = ctx.inputs.state(case)
@@ -225,7 +225,7 @@ def check_prenorm_stack(ctx: Context, case: Case) -> None:
     """reduce(stack of L fresh connections (expand(h))) equals s·h_L of the pre-norm residual
     stack h_{k+1} = h_k + F_k(h_k), s = n (sum) or 1 (mean). In bfloat16/float16 the oracle
     is the same stack along the run's dtype chain — ``h`` rounded to the output, each layer
-    the closed form with its static init (:class:`hcspec.conformance.properties.precision.
+    the closed form with its static init (:class:`hcspec.conformance.machinery.precision.
     SpecAtPrecision`), the declared reduction in the compute dtype rounded again — against
     float64 (the identity rule's 8 × that error), not 256·eps × L."""
     layers = 2 + case.layer_index % 5

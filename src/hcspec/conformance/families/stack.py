@@ -12,7 +12,7 @@ can show whether what is carried is right. The family checks, for every sublayer
   ``unroll.connection_weights``, evaluated by :func:`hcspec.spec.numeric.connection_weights`);
 * ``stack.stream_sum_preserved`` (mHC): with F ≡ 0, ``1ᵀX_k = 1ᵀX_0`` after every prefix of the
   stack, within the accumulated Sinkhorn–Knopp allowance of the reported ``H_res``
-  (:func:`hcspec.conformance.properties.layer_bounds.mhc_bounds`; spec ``ds.stream_sum_preserved``,
+  (:func:`hcspec.conformance.machinery.layer_bounds.mhc_bounds`; spec ``ds.stream_sum_preserved``,
   ``ds.product_closure``);
 * ``stack.carried_matches_recomputed``: the coefficients the stack used for sublayer k equal
   their recomputation under the carry design the stack declares (``Stack.pre_mix_from``,
@@ -22,7 +22,7 @@ can show whether what is carried is right. The family checks, for every sublayer
   k − 1's on the state entering k − 1 (the declared ``initial_pre_mix`` for sublayer 0), with
   the output equal to the spec's closed form chained with those coefficients;
 * ``stack.fd_gradients``: finite differences through the stack agree with autograd w.r.t. the
-  input and each sublayer's parameters (:mod:`hcspec.conformance.properties.finite_differences`).
+  input and each sublayer's parameters (:mod:`hcspec.conformance.machinery.finite_differences`).
 
 Parameters: the stack is built from an unperturbed impl and then perturbed as the case says
 through ``stack.parameters()`` (every sublayer's), or through the impl's own when the stack does
@@ -68,10 +68,10 @@ from hcspec.conformance.author import (
     stack_pre_mix,
     strategies,
 )
-from hcspec.conformance.properties.finite_differences import expect_directional, fd_denominator
-from hcspec.conformance.properties.layer_bounds import mhc_bounds
-from hcspec.conformance.properties.sinkhorn_variant import UNROLLED
-from hcspec.conformance.properties.stacking import (
+from hcspec.conformance.machinery.finite_differences import expect_directional, fd_denominator
+from hcspec.conformance.machinery.layer_bounds import mhc_bounds
+from hcspec.conformance.machinery.sinkhorn_variant import UNROLLED
+from hcspec.conformance.machinery.stacking import (
     LAYERS,
     RecordingBranch,
     branch_fns,
@@ -170,7 +170,7 @@ def _spec_stack(ctx: Context, case: Case, used: Sequence[Weights], x0: torch.Ten
                 ) -> tuple[list[RecordingBranch], torch.Tensor]:
     """The stack's closed form along the run's dtype chain with the reported coefficients
     ``used``: ``x0 [B, T, n, d]`` rounded to the effective dtype, then each sublayer
-    :class:`hcspec.conformance.properties.precision.SpecAtPrecision` (the compute dtype,
+    :class:`hcspec.conformance.machinery.precision.SpecAtPrecision` (the compute dtype,
     the branch input and the output rounded to the effective dtype) with the case's
     branches; returns its recording branches and float64 output (what a correct stack of
     that precision gives: the ``oracle`` of :func:`check_unrolled_weights`)."""
@@ -190,7 +190,7 @@ def _spec_stack(ctx: Context, case: Case, used: Sequence[Weights], x0: torch.Ten
 def check_stream_sum_preserved(ctx: Context, case: Case) -> None:
     """For each depth k = 1 … L, a stack of k sublayers with zero branches keeps the stream sum
     within the column allowance accumulated from its reported ``H_res``
-    (:func:`~hcspec.conformance.properties.layer_bounds.mhc_bounds`)."""
+    (:func:`~hcspec.conformance.machinery.layer_bounds.mhc_bounds`)."""
     x = ctx.inputs.state(case)
     for depth in range(1, LAYERS + 1):
         stack = build_stack(ctx, case, depth)

@@ -8,13 +8,13 @@ The kit reads ``H̃_pre, H̃_post, H̃_res`` from ``logits(x)``, applies the dec
 and compares with the target's ``h_pre, h_post, H_res`` (reported, else probed). On a
 mismatch it searches the variants it knows (start exp / softmax / sigmoid, order, eps,
 iteration count, Hᵀ; the post multiplier) with the kit's divergence search
-(:func:`hcspec.conformance.properties.sinkhorn_variant.diagnose`, with the search shared with
-the published family, :func:`hcspec.conformance.properties.divergence.nearest`) and names the
+(:func:`hcspec.conformance.machinery.sinkhorn_variant.diagnose`, with the search shared with
+the published family, :func:`hcspec.conformance.machinery.divergence.nearest`) and names the
 one the target matches. The gradient check compares the target's ``∂⟨G, H_res⟩/∂x`` with the
 kit's unrolled gradient of the truncated forward, or, declared
 ``sinkhorn_gradient="implicit"``, with the fixed-point gradient
 (:func:`hcspec.formulas.sinkhorn.fixed_point_vjp`), chained through the target's own
-``logits(x)`` (:mod:`hcspec.conformance.properties.sinkhorn_variant`).
+``logits(x)`` (:mod:`hcspec.conformance.machinery.sinkhorn_variant`).
 docs/conformance.md ("Declared Sinkhorn variant") explains the search.
 """
 
@@ -50,7 +50,7 @@ from hcspec.conformance.author import (
     shift,
     strategies,
 )
-from hcspec.conformance.properties.sinkhorn_variant import (
+from hcspec.conformance.machinery.sinkhorn_variant import (
     declared,
     describe,
     diagnose,
@@ -113,7 +113,7 @@ def _variant_tols(ctx: Context, w: MHCWeights, x: torch.Tensor, case: Case,
     bfloat16/float16, the ``oracle``: the error of the declared values computed in the run's
     precision (``at_precision``), reported — or, for probed weights, of what probing the
     closed form with them
-    (:class:`~hcspec.conformance.properties.precision.SpecAtPrecision`) reads back."""
+    (:class:`~hcspec.conformance.machinery.precision.SpecAtPrecision`) reads back."""
     factor = float(_probed_factor(w, case.n))
     if not judged(ctx, w).low:
         return [{"factor": factor, "oracle": None} for _ in range(3)]

@@ -1,13 +1,13 @@
 """The failure a native call's death becomes: :class:`NativeFault`, a
-:class:`~hcspec.conformance.properties.errors.PropertyFailure` (so the runner reports the
+:class:`~hcspec.conformance.machinery.errors.PropertyFailure` (so the runner reports the
 property failed). A module of its own because it imports the property catalogue's package,
 which the adapters (and :mod:`hcspec.conformance.native.framework`) must not import when they
 are imported; the framework imports this when a fault happens."""
 
 from __future__ import annotations
 
+from hcspec.conformance.machinery.errors import PropertyFailure
 from hcspec.conformance.native.worker import WorkerDied
-from hcspec.conformance.properties.errors import PropertyFailure
 
 __all__ = ["NativeFault"]
 
@@ -21,7 +21,7 @@ class NativeFault(PropertyFailure):
         native: the native frames where it died or hung, or why there are none
             (:attr:`~hcspec.conformance.native.worker.WorkerDied.native`); the detail starts
             with them.
-    As :class:`~hcspec.conformance.properties.errors.PropertyFailure` otherwise; the label is
+    As :class:`~hcspec.conformance.machinery.errors.PropertyFailure` otherwise; the label is
     ``native fault: <signal>`` (the same for every case that dies the same way).
     """
 

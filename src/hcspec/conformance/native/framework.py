@@ -18,7 +18,7 @@ is pickled.
 **Faults.** A worker killed by a signal (``abort()`` from a failed ``GGML_ASSERT``, a
 segfault), exiting, or not answering within the timeout raises
 :class:`~hcspec.conformance.native.fault.NativeFault`, a
-:class:`~hcspec.conformance.properties.errors.PropertyFailure` whose message names the signal
+:class:`~hcspec.conformance.machinery.errors.PropertyFailure` whose message names the signal
 and carries the native stderr; the runner reports the property failed, the other properties
 run (a fresh worker starts for the next call) and the reports are written. Where the target's
 own declaration excludes a size (``Conventions.supported_expansion_rates``,

@@ -8,7 +8,7 @@ pytest (:mod:`hcspec.conformance.pytest_plugin`) all print :func:`explain` of th
 they show the same figures: the error and tolerance of the case that is printed as the
 counterexample, never those of another case.
 
-A :class:`~hcspec.conformance.properties.base.PropertyFailure` carries structured attributes
+A :class:`~hcspec.conformance.machinery.base.PropertyFailure` carries structured attributes
 (``label``, ``error``, ``tolerance``, ``rule``, ``floor``, ``detail``, ``hint``); they are read
 as they are, never re-parsed from the message, so an exception without them (an impl's own
 ``RuntimeError``) is explained from its type, message and traceback alone.
@@ -29,9 +29,9 @@ from typing import Any, Final
 KIT_INTERNAL: Final = frozenset({
     "hcspec.conformance.outputs.failure",
     "hcspec.conformance.probes",
-    "hcspec.conformance.properties.base",
-    "hcspec.conformance.properties.errors",
-    "hcspec.conformance.properties.recording",
+    "hcspec.conformance.machinery.base",
+    "hcspec.conformance.machinery.errors",
+    "hcspec.conformance.machinery.recording",
 })
 """Modules of the kit whose frames are never a failure's origin: they raise for their caller
 (``Context.require``, ``Recorder.expect``, ``PropertyFailure.numeric``, the probes)."""

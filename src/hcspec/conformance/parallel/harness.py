@@ -5,7 +5,7 @@ capability from :mod:`.reference_targets`), runs every case unsharded in this pr
 ``world_size`` processes with ``torch.multiprocessing`` (``fork`` on the CPU, ``spawn`` for
 CUDA, which cannot be forked), each joining one ``torch.distributed`` process group (gloo on
 the CPU, NCCL on CUDA) through a FileStore in a private temporary directory, and evaluates the
-properties of :mod:`.properties` on what the ranks saved.
+properties of :mod:`hcspec.conformance.families.parallel` on what the ranks saved.
 
 Failure handling: a rank that raises records the case and the step and stops; a rank still
 running at the deadline (waiting in a collective its peers never join) is terminated and
@@ -29,12 +29,12 @@ import torch
 import torch.distributed as dist
 from torch.multiprocessing.spawn import ProcessException, start_processes
 
+from hcspec.conformance.machinery.requirements import SHARDING_CAPABILITY, Distributed
+from hcspec.conformance.machinery.setup import Prepared, SetupRequest
 from hcspec.conformance.outputs import report as rp
 from hcspec.conformance.parallel import cases as cs
 from hcspec.conformance.parallel import launcher, worker
 from hcspec.conformance.parallel.protocol import SPLITS, ShardingError, sharding_splits
-from hcspec.conformance.properties.requirements import SHARDING_CAPABILITY, Distributed
-from hcspec.conformance.properties.setup import Prepared, SetupRequest
 from hcspec.conformance.protocol import check_required
 from hcspec.conformance.strategies import Case
 
@@ -408,7 +408,7 @@ def execute(run: DistributedRun, timeout: float | None) -> None:
 
 def setup_run(request: SetupRequest) -> DistributedRun | None:
     """The parallel family's setup hook (``declare(..., setup=setup_run)``,
-    :data:`hcspec.conformance.properties.setup.FamilySetup`): in a run with ranks
+    :data:`hcspec.conformance.machinery.setup.FamilySetup`): in a run with ranks
     (``request.world_size``), the facts of the target's sharding (:func:`prepare`), and the
     ranks run once (:func:`execute`, within ``request.timeout``) when one of the family's
     selected properties applies; None in a single-process run. ``KeyboardInterrupt`` stops

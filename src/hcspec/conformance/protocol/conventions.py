@@ -312,7 +312,7 @@ class Conventions:
         """Why the declared sizes exclude expansion rate ``n`` and hidden size ``d``, or None
         when they are supported; ``parameters=False`` leaves :attr:`max_parameters` out (the
         case lists that keep such a case for the builder to leave out and count,
-        :class:`hcspec.conformance.properties.building.Builder`).
+        :class:`hcspec.conformance.machinery.building.Builder`).
 
         >>> declared = Conventions(supported_expansion_rates=(4,), hidden_size_multiple=64)
         >>> declared.unsupported_size(8, 65)

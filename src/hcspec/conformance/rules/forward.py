@@ -42,7 +42,7 @@ def law(dtype: torch.dtype) -> float:
 # For bfloat16/float16 (the precision the impl returns, declared output_dtype, or the working
 # dtype) a fixed 256·eps is 2.0 (bfloat16): a transposed H_res (0.47 scaled error) passes. The
 # kit instead evaluates the spec's closed form in the impl's compute dtype from the same state
-# and weights, rounded to its output dtype (hcspec.conformance.properties.precision), measures
+# and weights, rounded to its output dtype (hcspec.conformance.machinery.precision), measures
 # *that* error against float64 on the same comparison (the law, the branch input, the probes)
 # and allows LAW_REFERENCE_FACTOR times it (FlashAttention's tests allow 2× the error of the
 # reference run in the same precision; the impl here also rounds its reported weights, which

@@ -1,6 +1,6 @@
 """The rules of gradient comparisons, each with the budget it is written in: finite
 differences against autograd (the algorithm and its measured terms are
-:mod:`hcspec.conformance.properties.finite_differences`'), float32 gradients against
+:mod:`hcspec.conformance.machinery.finite_differences`'), float32 gradients against
 float64, and the trainability of the mixing."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from hcspec.conformance.rules.base import Allowance, Precision, Rule, eps
 
 # --- gradients: finite differences ---------------------------------------------------------------
 # The steps, the extrapolation and the measured cancellation, residual and resolution terms are
-# the algorithm's (hcspec.conformance.properties.finite_differences, which gives them to the
+# the algorithm's (hcspec.conformance.machinery.finite_differences, which gives them to the
 # rule as inputs); the budgets of the difference itself are these. float64, step 1e-6:
 # truncation error O(h²·f⁽³⁾) ≈ 1e-12 relative to the derivative. float32 inside, step 3e-3 of
 # the state's magnitude with Richardson extrapolation (measured on hyper-connections 0.4.11

@@ -18,11 +18,8 @@ from hypothesis import Verbosity, given, reject, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis.errors import Unsatisfiable
 
-from hcspec.conformance.outputs import failure as fl
-from hcspec.conformance.outputs import report as rp
-from hcspec.conformance.profiles import Profile
-from hcspec.conformance.properties import bug_classes
-from hcspec.conformance.properties.base import (
+from hcspec.conformance.machinery import bug_classes
+from hcspec.conformance.machinery.base import (
     Context,
     FactoryRejected,
     Inconclusive,
@@ -30,9 +27,12 @@ from hcspec.conformance.properties.base import (
     PropertyFailure,
     seeded_global_rng,
 )
-from hcspec.conformance.properties.building import LEFT_OUT
-from hcspec.conformance.properties.declaration import Property
-from hcspec.conformance.properties.requirements import DISTRIBUTED, Subject
+from hcspec.conformance.machinery.building import LEFT_OUT
+from hcspec.conformance.machinery.declaration import Property
+from hcspec.conformance.machinery.requirements import DISTRIBUTED, Subject
+from hcspec.conformance.outputs import failure as fl
+from hcspec.conformance.outputs import report as rp
+from hcspec.conformance.profiles import Profile
 from hcspec.conformance.protocol import KINDS
 from hcspec.conformance.run import isolation, shrink
 from hcspec.conformance.run.inspection import RunSetup, TargetInfo
@@ -80,7 +80,7 @@ def run_property(
     A failure of an explicit example is shrunk (:func:`hcspec.conformance.run.shrink.shrink`, unless
     the property opts out; hypothesis shrinks its own); a replayed case is reported as given.
     A case the factory rejects or that is inconclusive
-    (:class:`hcspec.conformance.properties.base.Inconclusive`) is not counted.
+    (:class:`hcspec.conformance.machinery.base.Inconclusive`) is not counted.
 
     ``on_case`` is told each case before it runs (the runner names the running case when
     the property times out).
@@ -301,7 +301,7 @@ def evaluate_property(
 
 def _known_bug_class(prop: Property, ctx: Context, case: Case,
                      seconds: float | None) -> str | None:
-    """:func:`hcspec.conformance.properties.bug_classes.known_bug_class` on ``case`` (the
+    """:func:`hcspec.conformance.machinery.bug_classes.known_bug_class` on ``case`` (the
     unshrunk example where there is one: the bug's full severity), seeded as the case ran,
     within the property's isolation, in a worker thread limited to ``seconds`` (what is left
     of the property's limit; None: no limit). None when no class is known, the time is spent

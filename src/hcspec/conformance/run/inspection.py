@@ -13,12 +13,12 @@ from dataclasses import dataclass, field
 
 import torch
 
+from hcspec.conformance.machinery.base import seeded_global_rng
+from hcspec.conformance.machinery.declaration import Property
+from hcspec.conformance.machinery.setup import FamilySetup, Prepared
 from hcspec.conformance.outputs import report as rp
 from hcspec.conformance.outputs.report import kit_version
 from hcspec.conformance.profiles import Profile, get_profile
-from hcspec.conformance.properties.base import seeded_global_rng
-from hcspec.conformance.properties.declaration import Property
-from hcspec.conformance.properties.setup import FamilySetup, Prepared
 from hcspec.conformance.protocol import (
     Conventions,
     ConventionsError,
@@ -32,7 +32,7 @@ from hcspec.conformance.run import diagnostics, isolation
 from hcspec.conformance.run.threads import in_worker
 from hcspec.conformance.run.timeouts import TimedOut
 from hcspec.conformance.strategies import make_branch
-from hcspec.conformance.targets import Target, TargetError, resolve
+from hcspec.conformance.subjects.targets import Target, TargetError, resolve
 
 
 def resolve_device(device: str) -> str:
@@ -231,7 +231,7 @@ class RunSetup:
     ``timeout`` is the per-property wall-clock limit in seconds (None: none).
     ``world_size``: the ranks of a multi-process run (None: single-process);
     ``prepared``: what each family setup hook of the selected properties prepared
-    (:data:`hcspec.conformance.properties.setup.FamilySetup`; the session fills it).
+    (:data:`hcspec.conformance.machinery.setup.FamilySetup`; the session fills it).
     """
 
     target: Target
@@ -292,9 +292,10 @@ def prepare(
     profile's own); the report records the number used (``Report.max_examples``).
 
     Raises:
-        hcspec.conformance.targets.TargetError, ValueError: as :func:`check_implementation`;
-            also a TargetError when the sample impl declares an unknown ``kind`` or conventions
-            the kit cannot read (:attr:`TargetInfo.declaration_error`; with a "did you mean").
+        hcspec.conformance.subjects.targets.TargetError, ValueError: as
+            :func:`check_implementation`; also a TargetError when the sample impl declares an
+            unknown ``kind`` or conventions the kit cannot read
+            (:attr:`TargetInfo.declaration_error`; with a "did you mean").
     """
     if world_size is not None and (isinstance(world_size, bool) or not isinstance(
             world_size, int) or world_size < 1):

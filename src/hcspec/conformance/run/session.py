@@ -20,16 +20,16 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from hcspec.conformance import families as catalogue
+from hcspec.conformance.machinery.declaration import Property
+from hcspec.conformance.machinery.setup import FamilySetup, Prepared, SetupRequest
 from hcspec.conformance.outputs import report as rp
-from hcspec.conformance.properties.declaration import Property
-from hcspec.conformance.properties.setup import FamilySetup, Prepared, SetupRequest
 from hcspec.conformance.protocol import Factory
 from hcspec.conformance.run.execution import evaluate_property, not_applicable_reason
 from hcspec.conformance.run.inspection import RunSetup, prepare
 from hcspec.conformance.run.timeouts import Terminated as Terminated  # re-exported: the API's
 from hcspec.conformance.run.timeouts import interrupt_name
 from hcspec.conformance.strategies import Case
-from hcspec.conformance.targets import importable_folders
+from hcspec.conformance.subjects.targets import importable_folders
 
 
 @dataclass(frozen=True)
@@ -229,8 +229,8 @@ def check_implementation(
         that did not finish.
 
     Raises:
-        hcspec.conformance.targets.TargetError: the target cannot be resolved or imported, or
-            its sample impl declares an unknown ``kind`` or unreadable conventions.
+        hcspec.conformance.subjects.targets.TargetError: the target cannot be resolved or
+            imported, or its sample impl declares an unknown ``kind`` or unreadable conventions.
         hcspec.conformance.families.SelectionError: ``only``/``skip`` name no property.
         ValueError: unknown profile or device, or an expected failure with an unknown id;
             a ``case`` text or dict that is not a case.
@@ -319,7 +319,7 @@ def _run(target: str | Factory | None, options: Options, listener: Listener) -> 
 def set_up_families(setup: RunSetup, selected: Sequence[Property],
                     status: Callable[[str], None] = lambda text: None) -> None:
     """Call each family setup hook declared by a property among ``selected`` once
-    (:data:`hcspec.conformance.properties.setup.FamilySetup`, in catalogue order),
+    (:data:`hcspec.conformance.machinery.setup.FamilySetup`, in catalogue order),
     telling ``status`` first, and keep what it prepared in ``setup.prepared``, where the
     properties' checks (``ctx.prepared``) and applicability read it. ``KeyboardInterrupt``
     propagates."""

@@ -1,12 +1,12 @@
 """Greedy shrinking of a failing case: the smallest case that still fails the same way.
 
 hypothesis shrinks the cases it generates; a failure found by one of a property's explicit
-examples (hcspec.conformance.properties.cases.Cases.examples: ``B=2, T=3, n=4, d=8`` at layer 5,
+examples (hcspec.conformance.machinery.cases.Cases.examples: ``B=2, T=3, n=4, d=8`` at layer 5,
 …) would otherwise be printed as is. :func:`shrink` walks the :class:`Case` fields one at a
 time towards simpler values — ``batch``, ``tokens`` → 1, ``n`` → the smallest the property
 accepts, ``d`` → small, ``layer_index`` → 0, ``scale``/``param_scale`` → 1, ``perturb`` → less,
 ``branch`` → a simpler one, ``seed`` → the run seed — skipping every candidate outside the
-property's declared domain (:meth:`hcspec.conformance.properties.declaration.Property.admits`:
+property's declared domain (:meth:`hcspec.conformance.machinery.declaration.Property.admits`:
 its ``n ≥ 2``, ``d > n``, parameter scales …) and re-running the property on each other candidate
 and keeping a candidate when it fails *the same way* (:func:`signature`: the exception
 type and the failing check's label, or its origin when it has no label), until a whole pass
@@ -21,14 +21,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from hcspec.conformance.machinery.base import Context, FactoryRejected, Inconclusive, NotApplicable
+from hcspec.conformance.machinery.declaration import Property
 from hcspec.conformance.outputs.failure import signature
-from hcspec.conformance.properties.base import (
-    Context,
-    FactoryRejected,
-    Inconclusive,
-    NotApplicable,
-)
-from hcspec.conformance.properties.declaration import Property
 from hcspec.conformance.strategies import BRANCHES, Case
 
 MAX_RUNS = 40

@@ -94,4 +94,4 @@ TARGETS: Final[tuple[BuiltinTarget, ...]] = (
             "qwen4_exp", note="The per-stream properties are not applicable to its element-wise "
                               "gated read."),
 )
-"""The built-in transformers targets (discovered by :mod:`hcspec.conformance.targets`)."""
+"""The built-in transformers targets (discovered by :mod:`hcspec.conformance.subjects.targets`)."""

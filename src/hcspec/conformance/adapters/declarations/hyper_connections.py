@@ -133,5 +133,6 @@ TARGETS: Final[tuple[BuiltinTarget, ...]] = (
             findings=(_TRITON_COMPILE, _TRITON_BACKWARD, _TRITON_PADDING), lane=KERNEL_LANE,
             use_triton_sinkhorn=True),
 )
-"""The built-in targets of hyper-connections (discovered by :mod:`hcspec.conformance.targets`);
-the Triton target's ``detail`` says where the kernels will run in this process."""
+"""The built-in targets of hyper-connections (discovered by
+:mod:`hcspec.conformance.subjects.targets`); the Triton target's ``detail`` says where the
+kernels will run in this process."""

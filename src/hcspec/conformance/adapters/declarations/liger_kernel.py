@@ -44,5 +44,5 @@ TARGETS: Final[tuple[BuiltinTarget, ...]] = (
                        "under Triton's interpreter in .ci-venv-kernels."),
     ),
 )
-"""The built-in targets of Liger-Kernel (discovered by :mod:`hcspec.conformance.targets`); its
-``detail`` says where the Triton kernels will run in this process, and why."""
+"""The built-in targets of Liger-Kernel (discovered by :mod:`hcspec.conformance.subjects.targets`);
+its ``detail`` says where the Triton kernels will run in this process, and why."""

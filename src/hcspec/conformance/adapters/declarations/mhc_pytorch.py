@@ -47,6 +47,6 @@ TARGETS: Final[tuple[BuiltinTarget, ...]] = (
         findings=(UNSHIFTED_EXP, ADAPTER_COMPILE),
     ),
 )
-"""The built-in target of mhc-pytorch (discovered by :mod:`hcspec.conformance.targets`); its
-prefix predates the ``<import name>:`` rule (the import name ``mhc`` is shared by several
+"""The built-in target of mhc-pytorch (discovered by :mod:`hcspec.conformance.subjects.targets`);
+its prefix predates the ``<import name>:`` rule (the import name ``mhc`` is shared by several
 distributions)."""

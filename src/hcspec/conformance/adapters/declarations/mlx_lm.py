@@ -26,4 +26,4 @@ TARGETS: Final[tuple[BuiltinTarget, ...]] = (
                        "MLX."),
     ),
 )
-"""The built-in target of mlx-lm (discovered by :mod:`hcspec.conformance.targets`)."""
+"""The built-in target of mlx-lm (discovered by :mod:`hcspec.conformance.subjects.targets`)."""

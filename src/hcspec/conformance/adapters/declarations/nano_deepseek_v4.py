@@ -33,4 +33,5 @@ TARGETS: Final[tuple[BuiltinTarget, ...]] = (
         findings=(POST_SIGMA, PUBLISHED_STEP),
     ),
 )
-"""The built-in target of nano-deepseek-v4 (discovered by :mod:`hcspec.conformance.targets`)."""
+"""The built-in target of nano-deepseek-v4 (discovered by
+:mod:`hcspec.conformance.subjects.targets`)."""

@@ -49,4 +49,5 @@ TARGETS: Final[tuple[BuiltinTarget, ...]] = (
         written_for=WRITTEN_FOR, lane=LANE,
     ),
 )
-"""The built-in NeMo Automodel targets (discovered by :mod:`hcspec.conformance.targets`)."""
+"""The built-in NeMo Automodel targets (discovered by
+:mod:`hcspec.conformance.subjects.targets`)."""

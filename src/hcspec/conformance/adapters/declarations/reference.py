@@ -40,4 +40,4 @@ TARGETS: Final[tuple[BuiltinTarget, ...]] = (
     BuiltinTarget("reference:qwen4-exp", f"{_FACTORIES}:qwen4_exp",
                   "hcspec reference implementation: Qwen4-exp's gated read (H_res = I)"),
 )
-"""The reference's built-in targets (discovered by :mod:`hcspec.conformance.targets`)."""
+"""The reference's built-in targets (discovered by :mod:`hcspec.conformance.subjects.targets`)."""

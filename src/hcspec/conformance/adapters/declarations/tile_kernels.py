@@ -88,7 +88,7 @@ TARGETS: Final[tuple[BuiltinTarget, ...]] = (
         available=f"{__name__}:unavailable", lane=LANE,
     ),
 )
-"""The built-in targets of TileKernels (discovered by :mod:`hcspec.conformance.targets`).
+"""The built-in targets of TileKernels (discovered by :mod:`hcspec.conformance.subjects.targets`).
 ``requires`` is None because the package itself is never imported (its import needs
 ``tilelang``); ``available`` (:func:`unavailable`) says the reference file is missing, so
 ``hc-conformance targets`` lists the targets as not importable and a run is refused with the

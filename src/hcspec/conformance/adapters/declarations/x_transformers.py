@@ -43,4 +43,5 @@ TARGETS: Final[tuple[BuiltinTarget, ...]] = (
         findings=(HRES_ALL_ONES,),
     ),
 )
-"""The built-in target of x-transformers (discovered by :mod:`hcspec.conformance.targets`)."""
+"""The built-in target of x-transformers (discovered by
+:mod:`hcspec.conformance.subjects.targets`)."""

@@ -10,9 +10,9 @@ from dataclasses import dataclass
 import torch
 
 from hcspec.conformance import metrics, rules
-from hcspec.conformance.properties import precision
-from hcspec.conformance.properties.base import Context
-from hcspec.conformance.properties.common import by_exact_axis
+from hcspec.conformance.machinery import precision
+from hcspec.conformance.machinery.base import Context
+from hcspec.conformance.machinery.common import by_exact_axis
 
 
 @dataclass
@@ -51,7 +51,7 @@ def _layer_rounding(ctx: Context, layer: Layer) -> tuple[float, torch.Tensor]:
     law's fixed budget times ``max(1, max|X_l|)`` per token in float64/float32; in
     bfloat16/float16 :func:`hcspec.conformance.rules.law_measured` of the error of the
     closed form computed in the run's precision on this layer's state, weights and branch
-    output (:class:`~hcspec.conformance.properties.precision.SpecAtPrecision`), times the
+    output (:class:`~hcspec.conformance.machinery.precision.SpecAtPrecision`), times the
     per-token scale of the law's terms (``max|X_l|``, ``max|h_post| · max|z_l|``)."""
     assert layer.weights is not None
     h_pre, h_post, H = layer.weights

@@ -126,7 +126,7 @@ def load(path: str | Path, *, option: str | None = None,
     return parse(text, str(path), option=option, known=known)
 
 
-if __name__ == "__main__":  # `python -m hcspec.conformance.expected --write`: the .ci files
-    from hcspec.conformance.target_entries import main
+if __name__ == "__main__":  # `python -m ...subjects.expected --write`: the .ci files
+    from hcspec.conformance.subjects.entries import main
 
     raise SystemExit(main())

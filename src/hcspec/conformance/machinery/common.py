@@ -10,7 +10,7 @@ from typing import TypeVar
 import torch
 
 from hcspec.conformance import rules, strategies
-from hcspec.conformance.properties.base import Context, f64, np64
+from hcspec.conformance.machinery.base import Context, f64, np64
 from hcspec.conformance.protocol import Branch
 from hcspec.conformance.strategies import Case
 from hcspec.spec import numeric

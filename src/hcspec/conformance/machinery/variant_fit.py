@@ -5,7 +5,7 @@ not the declared 20"), as the post multiplier's σ-for-2σ hint does for H_post.
 Two readings, the first that applies:
 
 * **with** ``logits(x)`` (capability ``logits``): the declared variant
-  (:class:`~hcspec.conformance.properties.sinkhorn_variant.Variant`) is recomputed at the
+  (:class:`~hcspec.conformance.machinery.sinkhorn_variant.Variant`) is recomputed at the
   target's own H̃_res for every round count up to :data:`MAX_ROUNDS` and every eps of
   :data:`EPS_CANDIDATES`; the fit with the smallest error is named when it removes the error
   (below :data:`MATCH_FRACTION` of the declared variant's, and within the law's allowance
@@ -16,7 +16,7 @@ Two readings, the first that applies:
   most rounds that could have left it: "at most 5 rounds, not the declared 20".
 
 :func:`diagnose` is what the runner asks after a Sinkhorn-family property failed
-(:data:`SINKHORN_PROPERTIES`, through :func:`hcspec.conformance.properties.bug_classes.
+(:data:`SINKHORN_PROPERTIES`, through :func:`hcspec.conformance.machinery.bug_classes.
 known_bug_class`).
 """
 
@@ -30,9 +30,9 @@ from typing import Final, cast
 import torch
 
 from hcspec.conformance import metrics
-from hcspec.conformance.properties.base import Context, f64
-from hcspec.conformance.properties.common import axis_sums
-from hcspec.conformance.properties.sinkhorn_variant import target_logits
+from hcspec.conformance.machinery.base import Context, f64
+from hcspec.conformance.machinery.common import axis_sums
+from hcspec.conformance.machinery.sinkhorn_variant import target_logits
 from hcspec.conformance.protocol import Conventions, HyperConnectionImpl, has_logits, has_weights
 from hcspec.conformance.strategies import Case
 from hcspec.formulas import mhc

@@ -10,10 +10,10 @@ from collections.abc import Mapping
 import torch
 
 from hcspec.conformance import metrics, rules
-from hcspec.conformance.properties import precision
-from hcspec.conformance.properties.base import Context, f64
-from hcspec.conformance.properties.common import branch64
-from hcspec.conformance.properties.errors import PropertyFailure
+from hcspec.conformance.machinery import precision
+from hcspec.conformance.machinery.base import Context, f64
+from hcspec.conformance.machinery.common import branch64
+from hcspec.conformance.machinery.errors import PropertyFailure
 from hcspec.conformance.protocol import (
     PUBLISHED_PARAMETERS,
     Branch,

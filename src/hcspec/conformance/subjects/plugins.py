@@ -10,10 +10,10 @@ a module that imports neither torch nor the package's heavy modules, and names i
     mypkg = "mypkg.hc_targets:TARGETS"
 
 The object an entry point names is a tuple or list of ``BuiltinTarget``, a module with such a
-``TARGETS``, or a callable without arguments that returns one. :mod:`hcspec.conformance.targets`
-registers them beside the built-in ones when it is imported (:func:`load`), so
-``hc-conformance targets`` lists them and ``hc-conformance run NAME`` runs them; their factory
-paths are imported only when a target is resolved, as the built-ins' are.
+``TARGETS``, or a callable without arguments that returns one.
+:mod:`hcspec.conformance.subjects.targets` registers them beside the built-in ones when it is
+imported (:func:`load`), so ``hc-conformance targets`` lists them and ``hc-conformance run NAME``
+runs them; their factory paths are imported only when a target is resolved, as the built-ins' are.
 
 A broken entry point (its import fails, it names something else, a name is taken) never stops
 the kit: it is reported as a :class:`RuntimeWarning` and left out.

@@ -1,9 +1,9 @@
 """The run a check works in: :class:`Context`, made of small parts with one job each, and
 what the catalogue's modules share (the exceptions, float64 copies; a property itself is declared in
-:mod:`hcspec.conformance.properties.declaration`).
+:mod:`hcspec.conformance.machinery.declaration`).
 
 A check is a function ``check(ctx, case) -> None`` declared with
-:func:`hcspec.conformance.properties.declaration.declare`. It builds a fresh impl per case
+:func:`hcspec.conformance.machinery.declaration.declare`. It builds a fresh impl per case
 (``ctx.build``), draws the case's state and branch (``ctx.inputs``), runs and probes the impl
 (``ctx.observe``) and compares with ``ctx.record.expect`` (which records the achieved error
 and raises :class:`PropertyFailure` beyond the tolerance) and ``ctx.record.require``.
@@ -17,20 +17,20 @@ from typing import Any
 import numpy as np
 import torch
 
-from hcspec.conformance.profiles import Profile
-from hcspec.conformance.properties.building import Builder, floating_parameters
-from hcspec.conformance.properties.errors import (
+from hcspec.conformance.machinery.building import Builder, floating_parameters
+from hcspec.conformance.machinery.errors import (
     BranchMisuse,
     FactoryRejected,
     Inconclusive,
     NotApplicable,
     PropertyFailure,
 )
-from hcspec.conformance.properties.inputs import CheckedBranch, Inputs
-from hcspec.conformance.properties.observing import Observer
-from hcspec.conformance.properties.recording import Recorder, Worst
-from hcspec.conformance.properties.requirements import Subject
-from hcspec.conformance.properties.setup import Prepared
+from hcspec.conformance.machinery.inputs import CheckedBranch, Inputs
+from hcspec.conformance.machinery.observing import Observer
+from hcspec.conformance.machinery.recording import Recorder, Worst
+from hcspec.conformance.machinery.requirements import Subject
+from hcspec.conformance.machinery.setup import Prepared
+from hcspec.conformance.profiles import Profile
 from hcspec.conformance.protocol import Conventions
 from hcspec.conformance.rules import Precision
 from hcspec.conformance.seeding import seeded_global_rng
@@ -47,7 +47,7 @@ class Context:
     it, which the recorder applies the rules to), ``weights_precision`` (the same chain with a
     declared ``weights_dtype`` in place of ``output_dtype``: what reported weights are judged
     in where a check says so, else ``precision``), ``prepared`` (what the property's family
-    setup hook prepared for the run, :class:`hcspec.conformance.properties.setup.Prepared`,
+    setup hook prepared for the run, :class:`hcspec.conformance.machinery.setup.Prepared`,
     e.g. the parallel family's multi-process run; None when it declared none or there was
     nothing to prepare).
 

@@ -1,13 +1,13 @@
 """The mHC weight reader the families share: ``h_pre, h_post, H_res`` in float64 from the
 target's ``weights(x)`` when it offers them, else probed (:meth:`Observer.probe
-<hcspec.conformance.properties.observing.Observer.probe>`)."""
+<hcspec.conformance.machinery.observing.Observer.probe>`)."""
 
 from __future__ import annotations
 
 import torch
 
 from hcspec.conformance import metrics, rules
-from hcspec.conformance.properties.base import Context, NotApplicable, f64
+from hcspec.conformance.machinery.base import Context, NotApplicable, f64
 from hcspec.conformance.protocol import HyperConnectionImpl, has_logits, has_weights
 from hcspec.conformance.strategies import Case
 
@@ -26,7 +26,7 @@ class MHCWeights:
 
     Raises (from the constructor):
         PropertyFailure: the reported weights have the wrong form, or probing failed
-            (:class:`~hcspec.conformance.properties.observing.Observer`).
+            (:class:`~hcspec.conformance.machinery.observing.Observer`).
     """
 
     def __init__(self, ctx: Context, impl: HyperConnectionImpl, x: torch.Tensor, case: Case):

@@ -20,7 +20,7 @@ from hcspec.conformance.strategies import (
 )
 
 if TYPE_CHECKING:
-    from hcspec.conformance.properties.base import Context
+    from hcspec.conformance.machinery.base import Context
 
 
 def shift(ctx: Context, cases: Sequence[Case]) -> list[Case]:

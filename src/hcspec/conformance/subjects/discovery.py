@@ -2,8 +2,8 @@
 :mod:`hcspec.conformance.adapters.declarations` (one declarations module per adapter module,
 read without importing an adapter, torch or a third-party package) and the targets other
 packages declare through the ``hcspec.targets`` entry points, registered in :data:`BUILTIN`
-when this module is imported. :mod:`hcspec.conformance.targets` resolves names against it and
-re-exports it."""
+when this module is imported. :mod:`hcspec.conformance.subjects.targets` resolves names against it
+and re-exports it."""
 
 from __future__ import annotations
 
@@ -74,7 +74,7 @@ def declared_targets(module_name: str) -> tuple[BuiltinTarget, ...]:
 
 PLUGIN_TARGETS: Final[dict[str, str]] = {}
 """The targets other packages declare through the ``hcspec.targets`` entry points
-(:mod:`hcspec.conformance.target_plugins`): target name -> ``dist:entry point``; they are in
+(:mod:`hcspec.conformance.subjects.plugins`): target name -> ``dist:entry point``; they are in
 :data:`BUILTIN` too."""
 
 
@@ -83,9 +83,9 @@ def discover_plugins() -> list[str]:
     registered yet (called at import; call again after installing a package in-process).
     Returns the problems (a bad entry point, a name already taken), each also issued as a
     :class:`RuntimeWarning`; never raises for another package's entry point."""
-    from hcspec.conformance import target_plugins
+    from hcspec.conformance.subjects import plugins
 
-    declared = target_plugins.load(frozenset(n for n in BUILTIN if n not in PLUGIN_TARGETS))
+    declared = plugins.load(frozenset(n for n in BUILTIN if n not in PLUGIN_TARGETS))
     problems = list(declared.problems)
     for source, target in declared.targets:
         if PLUGIN_TARGETS.get(target.name) == source:

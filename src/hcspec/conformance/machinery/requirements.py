@@ -2,7 +2,7 @@
 property applies — its kind, a capability, float64 support, the declared state domain or
 branch input, a CUDA device, a usable ``torch.compile``.
 
-A property declares its requirements (:func:`hcspec.conformance.properties.declaration.declare`);
+A property declares its requirements (:func:`hcspec.conformance.machinery.declaration.declare`);
 the runner evaluates them on the :class:`Subject` inspected from a sample impl and reports the
 property not applicable with the first unmet requirement's reason. ``hc-conformance list``
 shows each requirement's condition.
@@ -200,7 +200,7 @@ def reads_per_stream(requires: tuple[Requirement, ...]) -> bool:
     """Whether a property with these requirements reads per-stream weights: it needs the
     ``weights`` capability, probes the weights (:data:`PROBING`, :data:`WEIGHTS_OR_PROBING`,
     :data:`PROBED_H_PRE`) or states a fact of the HC kinds only (a kind requirement without
-    ``mhc``); :func:`hcspec.conformance.properties.declaration.declare` then adds
+    ``mhc``); :func:`hcspec.conformance.machinery.declaration.declare` then adds
     :data:`PER_STREAM_READ` first."""
     for requirement in requires:
         if requirement.capability == WEIGHTS or requirement in (PROBING, WEIGHTS_OR_PROBING,

@@ -18,7 +18,7 @@ from typing import cast
 import torch
 
 from hcspec.conformance import metrics, probes, salts, strategies
-from hcspec.conformance.properties.base import Context
+from hcspec.conformance.machinery.base import Context
 from hcspec.conformance.protocol import Branch, HyperConnectionImpl
 from hcspec.conformance.strategies import Case
 
@@ -94,7 +94,7 @@ def law_oracles(ctx: Context, case: Case, x: torch.Tensor, weights: tuple[
                 ) -> tuple[float | None, float | None]:
     """``(output oracle, branch-input oracle)`` of a law comparison at ``x [B, T, n, d]`` with
     ``weights = (h_pre, h_post, H_res)`` and the float64 ``expected = (X', branch input,
-    scale)`` of :func:`hcspec.conformance.properties.common.expected_output`: the error of
+    scale)`` of :func:`hcspec.conformance.machinery.common.expected_output`: the error of
     :class:`SpecAtPrecision` (the closed form in the run's precision, the case's branch) on
     each comparison when the run compares in bfloat16/float16, else ``(None, None)`` (the
     ``oracle`` input of :data:`hcspec.conformance.rules.LAW`)."""

@@ -16,11 +16,11 @@ from typing import Any
 import torch
 
 from hcspec.conformance import metrics, rules
-from hcspec.conformance.properties import precision
-from hcspec.conformance.properties.base import Context, NotApplicable, f64
-from hcspec.conformance.properties.building import all_parameters
-from hcspec.conformance.properties.common import subtract_flat_step
-from hcspec.conformance.properties.sinkhorn_variant import declared, target_logits
+from hcspec.conformance.machinery import precision
+from hcspec.conformance.machinery.base import Context, NotApplicable, f64
+from hcspec.conformance.machinery.building import all_parameters
+from hcspec.conformance.machinery.common import subtract_flat_step
+from hcspec.conformance.machinery.sinkhorn_variant import declared, target_logits
 from hcspec.conformance.protocol import HyperConnectionImpl, has_logits
 from hcspec.conformance.strategies import Case
 from hcspec.formulas import mhc

@@ -10,16 +10,10 @@ from typing import Any, Final, cast
 import torch
 
 from hcspec.conformance import strategies
-from hcspec.conformance.properties.base import (
-    Context,
-    NotApplicable,
-    PropertyFailure,
-    f64,
-    np64,
-)
-from hcspec.conformance.properties.building import Builder
-from hcspec.conformance.properties.inputs import CheckedBranch
-from hcspec.conformance.properties.layer_bounds import Layer
+from hcspec.conformance.machinery.base import Context, NotApplicable, PropertyFailure, f64, np64
+from hcspec.conformance.machinery.building import Builder
+from hcspec.conformance.machinery.inputs import CheckedBranch
+from hcspec.conformance.machinery.layer_bounds import Layer
 from hcspec.conformance.protocol import (
     HyperConnectionImpl,
     Stack,

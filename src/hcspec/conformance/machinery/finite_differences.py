@@ -14,7 +14,7 @@ from typing import Any, Final, NamedTuple
 
 import torch
 
-from hcspec.conformance.properties.base import Context, Inconclusive
+from hcspec.conformance.machinery.base import Context, Inconclusive
 from hcspec.conformance.rules import eps
 
 # to the derivative. Cancellation: each L = ⟨G', X'⟩ = Σ G'_i X'_i is computed with a rounding

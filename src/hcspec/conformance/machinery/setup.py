@@ -1,7 +1,7 @@
 """A family's setup hook: what the session gives it once per run (:class:`SetupRequest`), what
 it prepares for the checks (:class:`Prepared`, read as ``ctx.prepared``) and its type
 (:data:`FamilySetup`), declared with ``declare(..., setup=hook)``
-(:mod:`hcspec.conformance.properties.declaration`). The parallel family's multi-process run is
+(:mod:`hcspec.conformance.machinery.declaration`). The parallel family's multi-process run is
 one (:mod:`hcspec.conformance.parallel.harness`)."""
 
 from __future__ import annotations
@@ -10,13 +10,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
-from hcspec.conformance.properties.requirements import Distributed
+from hcspec.conformance.machinery.requirements import Distributed
 
 if TYPE_CHECKING:
     import torch
 
     from hcspec.conformance.outputs.report import Report
-    from hcspec.conformance.targets import Target
+    from hcspec.conformance.subjects.targets import Target
 
 
 class Prepared(Protocol):
@@ -26,7 +26,7 @@ class Prepared(Protocol):
     @property
     def facts(self) -> Distributed | None:
         """The facts of the run that applicability is decided on
-        (:attr:`hcspec.conformance.properties.requirements.Subject.distributed`), or None."""
+        (:attr:`hcspec.conformance.machinery.requirements.Subject.distributed`), or None."""
         ...
 
     def annotate(self, report: Report) -> None:

@@ -16,23 +16,23 @@ from typing import TYPE_CHECKING
 from hypothesis import strategies as st
 
 from hcspec.conformance import rules
-from hcspec.conformance.properties.cases import Cases
-from hcspec.conformance.properties.errors import DeclarationError
-from hcspec.conformance.properties.requirements import (
+from hcspec.conformance.machinery.cases import Cases
+from hcspec.conformance.machinery.errors import DeclarationError
+from hcspec.conformance.machinery.requirements import (
     PER_STREAM_READ,
     Requirement,
     Subject,
     first_unmet,
     reads_per_stream,
 )
-from hcspec.conformance.properties.setup import FamilySetup
+from hcspec.conformance.machinery.setup import FamilySetup
 from hcspec.conformance.protocol import KINDS
 from hcspec.conformance.seeding import seeded_global_rng
 from hcspec.conformance.strategies import Case
 
 if TYPE_CHECKING:
 
-    from hcspec.conformance.properties.base import Context
+    from hcspec.conformance.machinery.base import Context
 
 ExamplesFn = Callable[["Context"], Sequence[Case]]
 StrategyFn = Callable[["Context"], st.SearchStrategy[Case]]
@@ -52,11 +52,11 @@ class Property:
         id: stable id ``family.name`` (never renamed once published; CLI ``--only`` takes it).
         statement: one line: what must hold.
         check: ``check(ctx, case)``; raises
-            :class:`hcspec.conformance.properties.errors.PropertyFailure` when it does not hold.
+            :class:`hcspec.conformance.machinery.errors.PropertyFailure` when it does not hold.
         theorems: the spec theorem ids it checks (empty for robustness checks no paper
             states).
         requires: what the target must offer for the property to apply, decided before any
-            case runs (:mod:`hcspec.conformance.properties.requirements`).
+            case runs (:mod:`hcspec.conformance.machinery.requirements`).
         tolerance: the tolerance rule its comparisons apply, a :class:`rules.Rule` object
             (:mod:`hcspec.conformance.rules`; the harness applies it in
             ``ctx.record.expect``); anything else, a rule's name included, is a
@@ -209,8 +209,8 @@ def declare(
     """Decorator: register the decorated ``check(ctx, case)`` as the property ``id`` (the
     fields of :class:`Property`; ``examples``/``strategy`` replace the standard ones) and
     return the check unchanged. A property that reads per-stream weights
-    (:func:`hcspec.conformance.properties.requirements.reads_per_stream`) also requires
-    :data:`~hcspec.conformance.properties.requirements.PER_STREAM_READ`, first.
+    (:func:`hcspec.conformance.machinery.requirements.reads_per_stream`) also requires
+    :data:`~hcspec.conformance.machinery.requirements.PER_STREAM_READ`, first.
 
     Raises:
         DeclarationError: as :func:`register`; a ``tolerance`` or ``secondary`` entry that is

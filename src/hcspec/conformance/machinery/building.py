@@ -10,7 +10,7 @@ from typing import Any, Final
 import torch
 
 from hcspec.conformance import salts, strategies
-from hcspec.conformance.properties.errors import FactoryRejected, PropertyFailure
+from hcspec.conformance.machinery.errors import FactoryRejected, PropertyFailure
 from hcspec.conformance.protocol import HyperConnectionImpl, check_required, has_parameters
 from hcspec.conformance.strategies import Case
 

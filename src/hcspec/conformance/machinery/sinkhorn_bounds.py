@@ -12,8 +12,8 @@ from typing import Any
 import torch
 
 from hcspec.conformance import metrics, rules
-from hcspec.conformance.properties.base import Context, Inconclusive
-from hcspec.conformance.properties.mhc_weights import MHCWeights, orthostochastic_defect
+from hcspec.conformance.machinery.base import Context, Inconclusive
+from hcspec.conformance.machinery.mhc_weights import MHCWeights, orthostochastic_defect
 from hcspec.spec.record import birkhoff_permutations
 
 

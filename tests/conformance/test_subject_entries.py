@@ -14,20 +14,21 @@ from typing import Any
 
 import pytest
 
-from hcspec.conformance import cli, expected, target_entries, target_plugins, targets
+from hcspec.conformance import cli
 from hcspec.conformance.adapters._builtin import BuiltinTarget, Finding, Lane
 from hcspec.conformance.adapters.declarations import sglang_ihc
+from hcspec.conformance.subjects import entries, expected, plugins, targets
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _with_lane() -> list[target_entries.Entry]:
-    return target_entries.entries()
+def _with_lane() -> list[entries.Entry]:
+    return entries.entries()
 
 
 def test_committed_files_are_the_generated_ones() -> None:
-    assert target_entries.stale(ROOT) == [], (
-        "run `python -m hcspec.conformance.expected --write`")
+    assert entries.stale(ROOT) == [], (
+        "run `python -m hcspec.conformance.subjects.expected --write`")
 
 
 def test_every_third_party_target_has_a_lane_and_a_file() -> None:
@@ -54,7 +55,7 @@ def test_generated_files_parse_against_the_catalogue() -> None:
 def test_one_root_cause_is_one_entry() -> None:
     dropout = next(e for e in _with_lane() if e.target.name == "hyper_connections:hc-dropout")
     assert len(dropout.target.findings) == 1
-    lines = [line for line in target_entries.render(dropout).splitlines()
+    lines = [line for line in entries.render(dropout).splitlines()
              if not line.startswith("#")]
     assert len(lines) == 19
     assert all(line.endswith("[dropout-on-residual]") for line in lines)
@@ -78,10 +79,10 @@ def test_the_findings_index_has_one_row_per_root_cause() -> None:
 def test_a_finding_is_scoped_by_profile() -> None:
     ihc = next(t for t in sglang_ihc.TARGETS if t.name == "sglang:ihc")
     assert ihc.lane is not None and ihc.lane.profile == "kernel"
-    assert target_entries.scoped(ihc) == []
-    assert target_entries.scoped(ihc, "ci") == [sglang_ihc.FORWARD_ONLY]
-    assert "gradients.fd_input" in target_entries.expected_failures(ihc, "ci")
-    assert target_entries.expected_failures(ihc) == {}
+    assert entries.scoped(ihc) == []
+    assert entries.scoped(ihc, "ci") == [sglang_ihc.FORWARD_ONLY]
+    assert "gradients.fd_input" in entries.expected_failures(ihc, "ci")
+    assert entries.expected_failures(ihc) == {}
     text = (ROOT / ".ci/expected-failures/sglang/ihc.txt").read_text(encoding="utf-8")
     assert "gradients." not in text and "# none: every applicable property passes" in text
 
@@ -147,30 +148,30 @@ def test_kernel_lanes_match_the_scripts() -> None:
 def test_stale_and_write(tmp_path: Path) -> None:
     shutil.copytree(ROOT / ".ci/expected-failures", tmp_path / ".ci/expected-failures")
     folder = tmp_path / ".ci/expected-failures"
-    assert target_entries.stale(tmp_path) == ["docs/findings/index.md: missing"]
+    assert entries.stale(tmp_path) == ["docs/findings/index.md: missing"]
     (tmp_path / "docs/findings").mkdir(parents=True)
     shutil.copy(ROOT / "docs/findings/index.md", tmp_path / "docs/findings/index.md")
-    assert target_entries.stale(tmp_path) == []
+    assert entries.stale(tmp_path) == []
     edited = folder / "x_transformers/hc.txt"
     edited.write_text("\n".join(edited.read_text(encoding="utf-8").splitlines()[:-1]) + "\n",
                       encoding="utf-8")
     (folder / "hyper_connections/mhc.txt").unlink()
     (folder / "hyper_connections/gone.txt").write_text("# old\n", encoding="utf-8")
-    assert target_entries.stale(tmp_path) == [
+    assert entries.stale(tmp_path) == [
         ".ci/expected-failures/hyper_connections/gone.txt: no built-in target with a lane "
         "declares it",
         ".ci/expected-failures/hyper_connections/mhc.txt: missing",
         ".ci/expected-failures/x_transformers/hc.txt: differs from its declaration",
     ]
-    assert target_entries.main(["--root", str(tmp_path)]) == 1
-    written = target_entries.write(tmp_path)
+    assert entries.main(["--root", str(tmp_path)]) == 1
+    written = entries.write(tmp_path)
     assert [str(p) for p in written] == [
         ".ci/expected-failures/hyper_connections/gone.txt",
         ".ci/expected-failures/hyper_connections/mhc.txt",
         ".ci/expected-failures/x_transformers/hc.txt",
     ]
-    assert target_entries.stale(tmp_path) == []
-    assert target_entries.main(["--check", "--root", str(tmp_path)]) == 0
+    assert entries.stale(tmp_path) == []
+    assert entries.main(["--check", "--root", str(tmp_path)]) == 0
 
 
 def test_two_findings_on_one_property_is_an_error() -> None:
@@ -178,7 +179,7 @@ def test_two_findings_on_one_property_is_an_error() -> None:
     target = BuiltinTarget("x:y", "m:f", "d", lane=Lane(".ci/thirdparty", "pip install x"),
                            findings=(one, replace(one, key="b")))
     with pytest.raises(ValueError, match=r"law\.reported is scoped by two findings"):
-        target_entries.expected_failures(target)
+        entries.expected_failures(target)
 
 
 def test_an_unknown_profile_is_an_error() -> None:
@@ -187,10 +188,10 @@ def test_an_unknown_profile_is_an_error() -> None:
     target = BuiltinTarget("x:y", "m:f", "d", lane=Lane(".ci/thirdparty", "pip install x"),
                            findings=(one,))
     with pytest.raises(ValueError, match="finding 'a' names the profile 'nightly'"):
-        target_entries.scoped(target)
+        entries.scoped(target)
     laned = replace(target, findings=(), lane=Lane(".ci/thirdparty", "x", profile="weekly"))
     with pytest.raises(ValueError, match="its lane names the profile 'weekly'"):
-        target_entries.expected_failures(laned)
+        entries.expected_failures(laned)
 
 
 @pytest.mark.parametrize(("change", "message"), [
@@ -270,7 +271,7 @@ def test_an_entry_point_target_is_listed_and_runs(plugin_dir: Path,
     assert targets.PLUGIN_TARGETS == {"fakehc:mhc": "fake-hc-targets:fake"}
     row = next(r for r in targets.builtin_status() if r.target.name == "fakehc:mhc")
     assert (row.importable, row.version, row.problem) == (True, "1.0", "")
-    assert target_entries.expected_failures(row.target)["constraints.h_post_span"].startswith(
+    assert entries.expected_failures(row.target)["constraints.h_post_span"].startswith(
         "limitation: a finding of a plug-in target")
     assert targets.discover_plugins() == []  # a second call registers nothing twice
     assert cli.main(["targets"]) == 0
@@ -305,5 +306,5 @@ def test_a_bad_entry_point_is_a_warning(plugin_dir: Path) -> None:
     assert "ModuleNotFoundError" in problems[0]
     assert "expected a tuple of BuiltinTarget" in " ".join(problems)
     assert targets.PLUGIN_TARGETS == {}
-    declared = target_plugins.load(frozenset())
+    declared = plugins.load(frozenset())
     assert {t.name for _, t in declared.targets} >= {"reference:mhc"}

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import torch
 
 from hcspec.conformance import probes
-from hcspec.conformance.properties.errors import NotApplicable, PropertyFailure
+from hcspec.conformance.machinery.errors import NotApplicable, PropertyFailure
 from hcspec.conformance.protocol import (
     Conventions,
     HyperConnectionImpl,
@@ -127,7 +127,7 @@ class Observer:
               case: Case) -> probes.ProbedWeights:
         """Black-box weights of ``impl`` at ``x`` (see :mod:`hcspec.conformance.probes`).
         A property that probes declares
-        :data:`hcspec.conformance.properties.requirements.PROBING`.
+        :data:`hcspec.conformance.machinery.requirements.PROBING`.
 
         Raises:
             PropertyFailure: the impl cannot be probed (wrong output, branch not called).

@@ -23,11 +23,11 @@ from typing import TypeVar
 import torch
 
 from hcspec.conformance import metrics, rules, salts, strategies
-from hcspec.conformance.properties.base import Context, f64
-from hcspec.conformance.properties.common import axis_sums
-from hcspec.conformance.properties.divergence import nearest
-from hcspec.conformance.properties.errors import PropertyFailure
-from hcspec.conformance.properties.requirements import Requirement
+from hcspec.conformance.machinery.base import Context, f64
+from hcspec.conformance.machinery.common import axis_sums
+from hcspec.conformance.machinery.divergence import nearest
+from hcspec.conformance.machinery.errors import PropertyFailure
+from hcspec.conformance.machinery.requirements import Requirement
 from hcspec.conformance.protocol import (
     LOGITS,
     WEIGHTS,
@@ -211,7 +211,7 @@ def _moves(declared: Formula) -> Callable[[Formula], Iterator[Formula]]:
 def diagnose(H: torch.Tensor, logits: torch.Tensor, declared: Formula, tol: float) -> str:
     """Which known variant the target's ``H`` matches (its differences from ``declared``), or
     the closest one when none is within ``tol``
-    (:func:`hcspec.conformance.properties.divergence.nearest`: the structures at the declared
+    (:func:`hcspec.conformance.machinery.divergence.nearest`: the structures at the declared
     count and the declared variant at every count first, then single changes)."""
     def error(f: Formula) -> float:
         return metrics.scaled_error(H, mhc.h_res(f, logits))

@@ -75,7 +75,7 @@ class NotApplicable(Exception):
     """The property cannot run on this target, found only while running a case (message:
     why), e.g. the factory rejects the second dtype a comparison needs. What is known before
     any case runs is a declared requirement instead
-    (:mod:`hcspec.conformance.properties.requirements`)."""
+    (:mod:`hcspec.conformance.machinery.requirements`)."""
 
 
 class FactoryRejected(Exception):

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 import torch
 
 from hcspec.conformance import salts, strategies
+from hcspec.conformance.machinery.errors import BranchMisuse
 from hcspec.conformance.outputs import capture
-from hcspec.conformance.properties.errors import BranchMisuse
 from hcspec.conformance.salts import Salt
 from hcspec.conformance.strategies import Case, CountingBranch
 

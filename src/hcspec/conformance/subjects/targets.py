@@ -11,7 +11,7 @@ TARGET forms:
   :class:`BuiltinTarget`; this module discovers them at import (:func:`declaration_modules`)
   without importing an adapter, torch or a third-party package, so that ``--help`` and
   ``hc-conformance targets`` stay fast; other packages add theirs through the entry-point group
-  ``hcspec.targets`` (:mod:`hcspec.conformance.target_plugins`, :func:`discover_plugins`);
+  ``hcspec.targets`` (:mod:`hcspec.conformance.subjects.plugins`, :func:`discover_plugins`);
 * ``package.module:factory`` — any importable module (the current directory is importable)
   and the name of a factory in it (dotted attribute paths such as ``module:Class.make`` work);
 * ``path/to/file.py:factory`` — a Python file, loaded by path and registered in
@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, cast
 
 from hcspec.conformance.adapters._builtin import BuiltinTarget
-from hcspec.conformance.target_discovery import (
+from hcspec.conformance.subjects.discovery import (
     BUILTIN,
     PLUGIN_TARGETS,
     adapter_modules,

@@ -14,13 +14,9 @@ from __future__ import annotations
 import torch
 
 from hcspec.conformance import metrics, rules
-from hcspec.conformance.properties import precision, variant_fit
-from hcspec.conformance.properties.base import Context, f64
-from hcspec.conformance.properties.common import (
-    axis_sums,
-    by_exact_axis,
-    expected_output,
-)
+from hcspec.conformance.machinery import precision, variant_fit
+from hcspec.conformance.machinery.base import Context, f64
+from hcspec.conformance.machinery.common import axis_sums, by_exact_axis, expected_output
 from hcspec.conformance.protocol import has_weights
 from hcspec.conformance.strategies import Case
 
@@ -34,7 +30,7 @@ def law_pattern(ctx: Context, case: Case) -> str | None:
     input is x_in scaled to unit RMS (:func:`branch_input_pattern`); "H_res looks transposed"
     when the output misses the law with the reported H_res beyond the law tolerance (in
     bfloat16/float16 the measured one of ``law.reported``,
-    :func:`hcspec.conformance.properties.precision.law_oracles`) but meets it with H_resᵀ;
+    :func:`hcspec.conformance.machinery.precision.law_oracles`) but meets it with H_resᵀ;
     else None. Needs ``weights``; never raises (a target that cannot be re-run
     gives None)."""
     try:

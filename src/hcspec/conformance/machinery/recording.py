@@ -14,7 +14,7 @@ from typing import Any
 import torch
 
 from hcspec.conformance import rules
-from hcspec.conformance.properties.errors import DeclarationError, Inconclusive, PropertyFailure
+from hcspec.conformance.machinery.errors import DeclarationError, Inconclusive, PropertyFailure
 from hcspec.conformance.rules import Precision, Rule
 
 
@@ -55,7 +55,7 @@ class Recorder:
     Attributes:
         precision: the run's dtype chain (the rules' input).
         declared: the property's rules, the primary first (set by
-            :meth:`hcspec.conformance.properties.declaration.Property.run`); a comparison
+            :meth:`hcspec.conformance.machinery.declaration.Property.run`); a comparison
             under any other rule is a kit bug.
         worst: the comparison closest to (or furthest beyond) its allowance so far.
         applied: the names of the rules applied so far (the meta-test reads them).

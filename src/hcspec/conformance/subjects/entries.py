@@ -8,11 +8,11 @@ it besides its adapter: the version it was written for, how CI installs and runs
 globs, dtypes and profiles). The files ``.ci/expected-failures/PREFIX/NAME.txt`` that the CI
 lanes pass to ``hc-conformance run --expected-failures`` are rendered from them
 (:func:`render`): one ``PROPERTY: classification: reason, reproducer`` line per property a
-finding scopes under the lane's profile, in the format of :mod:`hcspec.conformance.expected`,
-which users keep writing by hand for their own targets.
+finding scopes under the lane's profile, in the format of
+:mod:`hcspec.conformance.subjects.expected`, which users keep writing by hand for their own targets.
 
-The files stay committed, generated, and checked: ``python -m hcspec.conformance.expected
---write`` (or ``python -m hcspec.conformance.target_entries --write``) rewrites them, ``--check``
+The files stay committed, generated, and checked: ``python -m hcspec.conformance.subjects.expected
+--write`` (or ``python -m hcspec.conformance.subjects.entries --write``) rewrites them, ``--check``
 (the default) exits 1 naming every file that differs from its declaration, and the test suite
 and ``.ci/thirdparty`` run the check. The same command writes ``docs/findings/index.md``, one
 row per root cause (:func:`findings_index`). Committed rather than made at run time because the
@@ -41,7 +41,7 @@ __all__ = ["FOLDER", "INDEX", "Entry", "entries", "expected_failures", "findings
 FOLDER: Final = Path(".ci", "expected-failures")
 """The expected-failures files' folder, relative to the repository root."""
 
-COMMAND: Final = "python -m hcspec.conformance.expected --write"
+COMMAND: Final = "python -m hcspec.conformance.subjects.expected --write"
 """The command that rewrites the generated files."""
 
 
@@ -68,7 +68,7 @@ class Entry:
 def entries() -> list[Entry]:
     """Every built-in target that declares a CI lane, with its declarations module, in the
     order of the modules and their ``TARGETS`` (imports the declarations only)."""
-    from hcspec.conformance.targets import declaration_modules, declared_targets
+    from hcspec.conformance.subjects.targets import declaration_modules, declared_targets
 
     return [Entry(target, module) for module in declaration_modules()
             for target in declared_targets(module) if target.lane is not None]
@@ -112,7 +112,7 @@ def _line(pid: str, finding: Finding) -> str:
 
 def expected_failures(target: BuiltinTarget, profile: str | None = None) -> dict[str, str]:
     """``{property id or glob: reason}`` for ``target`` under ``profile`` (as :func:`scoped`),
-    in the form :func:`hcspec.conformance.expected.expand` takes (the pytest helper's
+    in the form :func:`hcspec.conformance.subjects.expected.expand` takes (the pytest helper's
     ``expected_failures=``).
 
     Raises:
@@ -193,7 +193,7 @@ def findings_index() -> str:
     properties it scopes (their union over those targets), its dtypes and profiles, its reason
     and its evidence, grouped by distribution."""
     rows: dict[tuple[str, str], list[tuple[BuiltinTarget, Finding]]] = {}
-    from hcspec.conformance.targets import declaration_modules, declared_targets
+    from hcspec.conformance.subjects.targets import declaration_modules, declared_targets
 
     for module in declaration_modules():
         for target in declared_targets(module):
@@ -287,7 +287,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """``--check`` (default): exit 1 listing the stale files; ``--write``: rewrite them.
     ``--root`` is the repository root (default: the current folder)."""
     parser = argparse.ArgumentParser(
-        prog="python -m hcspec.conformance.expected",
+        prog="python -m hcspec.conformance.subjects.expected",
         description="Generate .ci/expected-failures/*/*.txt from the targets' declarations.")
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--write", action="store_true", help="rewrite the files")

@@ -8,8 +8,8 @@ from __future__ import annotations
 import torch
 
 from hcspec.conformance import metrics
-from hcspec.conformance.properties.base import Context, f64
-from hcspec.conformance.properties.published_step import Params, cast_params, read
+from hcspec.conformance.machinery.base import Context, f64
+from hcspec.conformance.machinery.published_step import Params, cast_params, read
 from hcspec.conformance.protocol import LOAD_PUBLISHED, WEIGHTS
 from hcspec.conformance.strategies import Case
 from hcspec.formulas import published as pub
