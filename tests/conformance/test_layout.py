@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from hcspec.conformance.families import FAMILIES
+from tools.import_graph import OUTSIDE_SPEC, circles, import_graph, module_files
 
 ROOT = Path(__file__).resolve().parents[2]
 FAMILY_DIR = ROOT / "conformance" / "families"
@@ -83,103 +84,12 @@ def test_the_families_folder_holds_exactly_the_registered_families() -> None:
 
 KIT_FOLDERS = {ROOT / "conformance": "hcspec.conformance",
                ROOT / "src" / "hcspec" / "formulas": "hcspec.formulas"}
-OUTSIDE_SPEC_FOLDERS = {**KIT_FOLDERS, ROOT / "reference": "hcspec.reference",
-                        ROOT / "benchmarks": "benchmarks", ROOT / "tools": "tools"}
-"""Every package outside spec/ (whose derivation modules may refer to each other)."""
-
-
-def module_files(folders: dict[Path, str]) -> dict[str, Path]:
-    """Dotted module name -> file, for every ``.py`` file under ``folders`` (folder -> the
-    package it is)."""
-    found = {}
-    for folder, package in folders.items():
-        for path in sorted(folder.rglob("*.py")):
-            parts = [p for p in path.relative_to(folder).with_suffix("").parts
-                     if p != "__init__"]
-            found[".".join([package, *parts])] = path
-    return found
-
-
-def import_graph(modules: dict[str, Path], *, in_functions: bool,
-                 type_checking: bool = True) -> dict[str, set[str]]:
-    """module -> the modules among ``modules`` it imports (``from A import b`` counts as
-    ``A.b`` when that is a module, else ``A``; relative imports resolved; imports in
-    ``except`` handlers count; imports under ``if TYPE_CHECKING`` only with ``type_checking``
-    (an import graph drawn from the text sees them); imports inside functions only with
-    ``in_functions``)."""
-    graph: dict[str, set[str]] = {}
-    for name, path in modules.items():
-        package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
-        found: set[str] = set()
-
-        def visit(statements: list[ast.stmt], package: str = package,
-                  found: set[str] = found) -> None:
-            for node in statements:
-                if (isinstance(node, ast.If) and not type_checking
-                        and "TYPE_CHECKING" in ast.unparse(node.test)):
-                    visit(node.orelse)
-                    continue
-                if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and not in_functions:
-                    continue
-                if isinstance(node, ast.Import):
-                    found.update(alias.name for alias in node.names)
-                elif isinstance(node, ast.ImportFrom):
-                    base = node.module or ""
-                    if node.level:
-                        anchor = package.rsplit(".", node.level - 1)[0] if node.level > 1 \
-                            else package
-                        base = f"{anchor}.{base}".rstrip(".")
-                    found.update(f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base
-                                 for a in node.names)
-                for child in ("body", "orelse", "finalbody"):
-                    inner = getattr(node, child, None)
-                    if isinstance(inner, list):
-                        visit([s for s in inner if isinstance(s, ast.stmt)])
-                for handler in getattr(node, "handlers", []):  # except clauses: not statements
-                    visit(handler.body)
-
-        visit(ast.parse(path.read_text(encoding="utf-8")).body)
-        graph[name] = {m for m in found if m in modules and m != name}
-    return graph
-
-
-def circles(graph: dict[str, set[str]]) -> list[list[str]]:
-    """The import circles of ``graph``: its strongly connected components of more than one
-    module, each sorted, in sorted order (Tarjan's algorithm)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    found: list[list[str]] = []
-
-    def connect(v: str) -> None:
-        index[v] = low[v] = len(index)
-        stack.append(v)
-        for w in sorted(graph[v]):
-            if w not in index:
-                connect(w)
-                low[v] = min(low[v], low[w])
-            elif w in stack:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            component = []
-            while True:
-                w = stack.pop()
-                component.append(w)
-                if w == v:
-                    break
-            if len(component) > 1:
-                found.append(sorted(component))
-
-    for v in sorted(graph):
-        if v not in index:
-            connect(v)
-    return sorted(found)
 
 
 def test_no_import_circle_outside_spec_counting_every_import() -> None:
     # imports inside functions, in except clauses and under TYPE_CHECKING all count: a
     # lazy import that breaks a circle at run time leaves it in the structure (issue #35)
-    graph = import_graph(module_files(OUTSIDE_SPEC_FOLDERS), in_functions=True)
+    graph = import_graph(module_files(OUTSIDE_SPEC), in_functions=True)
     assert len(graph) > 200  # the kit, the reference, the benchmarks and the tools were found
     assert "hcspec.conformance.parallel.harness" in graph["hcspec.conformance.families.parallel"]
     assert circles(graph) == []
