@@ -4,6 +4,7 @@ sublayer's parameters trainable."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import pytest
@@ -140,3 +141,18 @@ def test_a_subclass_with_its_own_forward_is_stacked_through_that_forward() -> No
     x = torch.randn(1, 2, 2, 3, dtype=torch.float64)
     want = stack.sublayer(1)(module(x, torch.sin), torch.cos)
     torch.testing.assert_close(stack(x, [torch.sin, torch.cos]), want, rtol=0, atol=0)
+
+
+class _WrappedForward(ManifoldHyperConnection):
+    """A subclass whose forward wraps the reference's with ``functools.wraps`` (which copies the
+    function's attributes) and changes what it computes."""
+
+    @functools.wraps(ManifoldHyperConnection.forward)
+    def forward(self, x: torch.Tensor, branch: Callable[[torch.Tensor], torch.Tensor],
+                ) -> torch.Tensor:
+        return super().forward(x, lambda t: 0.5 * branch(t))
+
+
+def test_only_the_marked_forwards_are_carried_not_a_wrapper_of_one() -> None:
+    assert targets.mhc(2, 3).stack(2).carry and targets.hc_dynamic(2, 3).stack(2).carry
+    assert not _WrappedForward(2, 3, 0).stack(2).carry

@@ -33,7 +33,9 @@ from hcspec.reference.streams import expand_streams, reduce_streams
 
 _Forward = TypeVar("_Forward", bound=Callable[..., torch.Tensor])
 
-_CARRIABLE = "_hcspec_carries_pre_mix"
+_CARRIABLE: set[Callable[..., torch.Tensor]] = set()
+"""The forwards marked :func:`carriable` (the very function objects: a wrapper made with
+``functools.wraps`` is not one of them)."""
 
 
 def carriable(forward: _Forward) -> _Forward:
@@ -41,8 +43,9 @@ def carriable(forward: _Forward) -> _Forward:
     :func:`~hcspec.reference.step.read`, the branch and :func:`~hcspec.reference.step.write`:
     :meth:`HyperConnection.stack` may then carry the pre-mix past it (a forward that does
     something else, e.g. a subclass's override, is not marked and runs as it is)."""
-    setattr(forward, _CARRIABLE, True)
+    _CARRIABLE.add(forward)
     return forward
+
 
 class HyperConnection(nn.Module):
     """Base class: one hyper-connected sublayer, ``module(x, branch) -> x_next``.
@@ -100,7 +103,7 @@ class HyperConnection(nn.Module):
         """
         count = _checks.positive_int("layers", layers)
         if carry is None:
-            carry = getattr(type(self).forward, _CARRIABLE, False)
+            carry = type(self).forward in _CARRIABLE
         build = self.successor
         later = [build(k) if build is not None else copy.deepcopy(self)
                  for k in range(1, count)]
