@@ -211,7 +211,7 @@ def test_a_bad_finding_is_refused(change: dict[str, Any], message: str) -> None:
 # --- entry points ---------------------------------------------------------------------------
 
 _DECLARATION = '''
-from hcspec.conformance.adapters._builtin import BuiltinTarget, Finding
+from hcspec.conformance.subjects import BuiltinTarget, Finding
 
 TARGETS = (
     BuiltinTarget(

@@ -8,6 +8,15 @@ loads in every pytest run of a project that installs hcspec):
 * :class:`Conventions` and the protocol classes in :mod:`hcspec.conformance.protocol`;
 * public hypothesis strategies in :mod:`hcspec.conformance.strategies`;
 * the catalogue in :mod:`hcspec.conformance.families` (``hc-conformance list``).
+
+The public line: besides this facade, the modules users import are :mod:`.protocol`,
+:mod:`.strategies`, :mod:`.bridge`, :mod:`.subjects` (a target's declaration, ``targets.resolve``,
+``entries.expected_failures``), :mod:`.adapters.deepseek_v4_style`, :mod:`.native.framework`,
+:mod:`.parallel.protocol`, :mod:`.pytest_plugin` (its helper) and, for a family of the
+catalogue, :mod:`.author`. The rest — :mod:`.run`, :mod:`.machinery`, :mod:`.outputs` (but its
+``Report``), the front ends (``cli``, ``run_command``, ``compare``, ``replay``, ``scaffold``,
+``listing``) and every name starting with ``_`` — is internal and may change between releases
+(docs/architecture.md draws it).
 """
 
 from __future__ import annotations

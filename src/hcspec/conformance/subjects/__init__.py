@@ -12,6 +12,12 @@
   ``python -m hcspec.conformance.subjects.expected --write | --check``.
 
 The adapters themselves (the code that presents a package's module as a kit impl) are
-:mod:`hcspec.conformance.adapters`; what a target declares is
-:class:`hcspec.conformance.adapters._builtin.BuiltinTarget`.
+:mod:`hcspec.conformance.adapters`. What a target declares, :class:`BuiltinTarget` with its
+:class:`Lane` and :class:`Finding` (one per root cause), is re-exported here from its
+torch-free leaf module (:mod:`hcspec.conformance.adapters._builtin`): a package that ships its
+own targets through the ``hcspec.targets`` entry points imports them from here.
 """
+
+from hcspec.conformance.adapters._builtin import BuiltinTarget, Finding, Lane
+
+__all__ = ["BuiltinTarget", "Finding", "Lane"]
