@@ -123,3 +123,14 @@ def test_inductor_compiles_only_the_extra_examples_with_scalar_kernels() -> None
     with pytest.raises(RuntimeError), family._compile_settings("inductor", "cpu", False):
         raise RuntimeError("a failed compile")
     assert inductor_config.cpp.simdlen == before
+
+
+def test_a_graph_break_reason_holds_no_memory_address() -> None:
+    """Before: Dynamo's "Skip calling function `<function f at 0x7f…>`" reached the message, so
+    the same failure read differently in every run (and in the JSON reports compared)."""
+    from hcspec.conformance.families.compile import graph_break
+
+    def f() -> None: ...
+
+    reason, _ = graph_break(RuntimeError(f"Skip calling function `{f!r}`"))
+    assert reason == "Skip calling function `<function " + f.__qualname__ + ">`", reason

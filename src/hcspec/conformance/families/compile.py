@@ -186,6 +186,7 @@ def graph_break(exc: BaseException) -> tuple[str, str | None]:
                         if line.startswith("Explanation:")), "")
     hints = [line.removeprefix("Hint:").strip() for line in lines if line.startswith("Hint:")]
     reason = head[:300] + (f" — {explanation[:400]}" if explanation else "")
+    reason = _ADDRESS.sub("", reason)  # the same failure reads the same in every run
     frames = _user_frames(exc)
     if frames:
         reason += "; at " + " → ".join(frames[-3:])
@@ -196,6 +197,8 @@ def graph_break(exc: BaseException) -> tuple[str, str | None]:
 
 
 _MISSING_MODULE = re.compile(r"No module named '(?P<name>[^']+)'")
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+"""A memory address in an object's repr (``<function f at 0x7f…>``), which differs per run."""
 
 
 def known_dynamo_cause(exc: BaseException) -> str | None:
