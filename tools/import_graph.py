@@ -8,7 +8,8 @@ the modules each imports, and the import circles among them.
 An import counts wherever it is written: at the top, inside a function, in an ``except``
 clause or under ``if TYPE_CHECKING`` (a lazy import breaks a circle when the code runs, not
 in the structure a reader or a graph-drawing tool sees). ``tests/conformance/test_layout.py``
-requires that there is no circle. Exit status: 1 when there is one, else 0.
+requires that there is no circle, among modules or among rooms (:func:`room_of`: a folder,
+or a top-level module of the kit). Exit status: 1 when there is one, else 0.
 """
 
 from __future__ import annotations
@@ -115,6 +116,32 @@ def circles(graph: dict[str, set[str]]) -> list[list[str]]:
     return sorted(found)
 
 
+def room_of(module: str, files: dict[str, Path]) -> str:
+    """The room ``module`` belongs to: for the kit, each top-level module is a room of its own
+    and each first-level subpackage one room (``hcspec.conformance.run``); elsewhere the
+    top-level package (``hcspec.reference``, ``benchmarks``)."""
+    parts = module.split(".")
+    if parts[:2] != ["hcspec", "conformance"]:
+        return ".".join(parts[:2]) if parts[0] == "hcspec" else parts[0]
+    if len(parts) == 2:
+        return module
+    if len(parts) == 3 and files[module].name != "__init__.py":
+        return module  # a top-level module of the kit
+    return ".".join(parts[:3])
+
+
+def room_graph(graph: dict[str, set[str]], files: dict[str, Path]) -> dict[str, set[str]]:
+    """The graph among rooms (:func:`room_of`): room A imports room B when a module of A
+    imports one of B (A ≠ B). A circle here is a loop between folders, each import of which
+    may be one-way at the level of modules."""
+    rooms: dict[str, set[str]] = {}
+    for module, targets in graph.items():
+        own = room_of(module, files)
+        rooms.setdefault(own, set()).update(
+            room_of(t, files) for t in targets if room_of(t, files) != own)
+    return rooms
+
+
 def main(argv: list[str] | None = None) -> int:
     """Print the graph's summary (or ``--dot``); 1 when it has a circle."""
     parser = argparse.ArgumentParser(prog="python -m tools.import_graph",
@@ -123,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     files = module_files(OUTSIDE_SPEC)
     graph = import_graph(files, in_functions=True)
-    found = circles(graph)
+    found = circles(graph) + circles(room_graph(graph, files))
     if args.dot:
         print("digraph imports {")
         for module in sorted(graph):
@@ -134,7 +161,10 @@ def main(argv: list[str] | None = None) -> int:
     packages = Counter(m if files[m].name == "__init__.py" else m.rsplit(".", 1)[0]
                        for m in graph)
     edges = sum(len(targets) for targets in graph.values())
-    print(f"{len(graph)} modules, {edges} imports among them, {len(found)} circles")
+    rooms = room_graph(graph, files)
+    print(f"{len(graph)} modules, {edges} imports among them, {len(circles(graph))} circles; "
+          f"{len(rooms)} rooms (the kit's top-level modules and subpackages, the other "
+          f"packages), {len(circles(rooms))} circles among them")
     for package, count in sorted(packages.items()):
         out = sum(len(graph[m]) for m in graph
                   if (m if files[m].name == "__init__.py" else m.rsplit(".", 1)[0]) == package)

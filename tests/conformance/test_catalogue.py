@@ -199,8 +199,7 @@ def test_selection_adds_prerequisites_and_accepts_families_and_globs() -> None:
 def test_list_shows_every_requirement_and_tolerance() -> None:
     from rich.console import Console
 
-    from hcspec.conformance.listing import live_rows
-    from hcspec.conformance.outputs.terminal import print_catalogue
+    from hcspec.conformance.listing import live_rows, print_catalogue
 
     console = Console(record=True, width=1000)  # wide enough that no requirement cell wraps
     print_catalogue(console, live_rows())

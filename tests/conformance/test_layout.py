@@ -12,7 +12,13 @@ from pathlib import Path
 import pytest
 
 from hcspec.conformance.families import FAMILIES
-from tools.import_graph import OUTSIDE_SPEC, circles, import_graph, module_files
+from tools.import_graph import (
+    OUTSIDE_SPEC,
+    circles,
+    import_graph,
+    module_files,
+    room_graph,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 FAMILY_DIR = ROOT / "conformance" / "families"
@@ -93,6 +99,31 @@ def test_no_import_circle_outside_spec_counting_every_import() -> None:
     assert len(graph) > 200  # the kit, the reference, the benchmarks and the tools were found
     assert "hcspec.conformance.parallel.harness" in graph["hcspec.conformance.families.parallel"]
     assert circles(graph) == []
+
+
+def test_no_circle_among_the_rooms_a_folder_or_a_top_level_module_of_the_kit() -> None:
+    # every folder imports only folders below it: the layout reads top down (issue #35)
+    files = module_files(OUTSIDE_SPEC)
+    rooms = room_graph(import_graph(files, in_functions=True), files)
+    assert {"hcspec.conformance.run", "hcspec.conformance.cli"} <= set(rooms)
+    assert "hcspec.conformance.machinery" in rooms["hcspec.conformance.run"]
+    assert circles(rooms) == []
+
+
+def test_the_room_check_sees_a_circle_between_two_folders(tmp_path: Path) -> None:
+    kit = tmp_path / "src" / "hcspec" / "conformance"
+    for folder in ("a", "b"):
+        (kit / folder).mkdir(parents=True)
+        (kit / folder / "__init__.py").write_text("")
+    (kit / "__init__.py").write_text("")
+    (kit / "a" / "one.py").write_text("from hcspec.conformance.b import two\n")
+    (kit / "b" / "two.py").write_text("x = 1\n")
+    (kit / "b" / "three.py").write_text("from hcspec.conformance.a import four\n")
+    (kit / "a" / "four.py").write_text("y = 2\n")
+    files = module_files({kit: "hcspec.conformance"})
+    graph = import_graph(files, in_functions=True)
+    assert circles(graph) == []  # one-way between modules
+    assert circles(room_graph(graph, files)) == [["hcspec.conformance.a", "hcspec.conformance.b"]]
 
 
 def test_the_circle_check_sees_a_circle_through_a_function_and_a_relative_import(

@@ -5,6 +5,8 @@ loads in every pytest run of a project that installs hcspec):
 
 * :func:`check_implementation` — run the catalogue against a target, return a
   :class:`~hcspec.conformance.outputs.report.Report` (see :mod:`hcspec.conformance.run.session`);
+  :func:`check_parallel` / :func:`assert_parallel_conforms`, the same on ``world_size`` ranks
+  (by default the ``parallel`` family only);
 * :class:`Conventions` and the protocol classes in :mod:`hcspec.conformance.protocol`;
 * public hypothesis strategies in :mod:`hcspec.conformance.strategies`;
 * the catalogue in :mod:`hcspec.conformance.families` (``hc-conformance list``).
@@ -26,12 +28,19 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from hcspec.conformance.outputs.report import Report
     from hcspec.conformance.protocol import Conventions, HyperConnectionImpl
-    from hcspec.conformance.run.session import check_implementation
+    from hcspec.conformance.run.session import (
+        assert_parallel_conforms,
+        check_implementation,
+        check_parallel,
+    )
 
-__all__ = ["Conventions", "HyperConnectionImpl", "Report", "check_implementation"]
+__all__ = ["Conventions", "HyperConnectionImpl", "Report", "assert_parallel_conforms",
+           "check_implementation", "check_parallel"]
 
 _LAZY = {
     "check_implementation": "hcspec.conformance.run.session",
+    "check_parallel": "hcspec.conformance.run.session",
+    "assert_parallel_conforms": "hcspec.conformance.run.session",
     "Conventions": "hcspec.conformance.protocol",
     "HyperConnectionImpl": "hcspec.conformance.protocol",
     "Report": "hcspec.conformance.outputs.report",

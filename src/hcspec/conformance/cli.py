@@ -25,7 +25,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from hcspec.conformance import compare
-from hcspec.conformance.outputs import journal, terminal
+from hcspec.conformance.outputs import journal
 from hcspec.conformance.outputs import markdown as md
 from hcspec.conformance.outputs import report as rp
 from hcspec.conformance.outputs.report import kit_version
@@ -289,7 +289,7 @@ def cmd_list(args: argparse.Namespace) -> int:
              "theorems": list(row.theorems), "requires": list(row.requires),
              "tolerance": row.tolerance} for row in rows], indent=2, ensure_ascii=False) + "\n")
         return EXIT_OK
-    terminal.print_catalogue(_console(), rows)
+    listing.print_catalogue(_console(), rows)
     return EXIT_OK
 
 

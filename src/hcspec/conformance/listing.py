@@ -28,7 +28,12 @@ import sys
 import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from rich.console import Console
 
 _PACKAGE_ROOT: Final = "hcspec"
 
@@ -246,6 +251,23 @@ def write_doc(path: Path = DOC) -> Path:
     if current != doc:
         path.write_text(current, encoding="utf-8")
     return path
+
+
+
+def print_catalogue(console: Console, rows: Sequence[Row]) -> None:
+    """``hc-conformance list``: id, statement, spec theorems, requirements (decided before any
+    case runs), tolerance rule; one row per property (:func:`rows`), as a rich table."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    table = Table(header_style="bold", show_lines=False)
+    table.add_column("id", no_wrap=True)  # ids are copied into --only: never cut or wrapped
+    for name in ("statement", "theorems", "requires", "tolerance"):
+        table.add_column(name)
+    for row in rows:
+        table.add_row(row.id, escape(row.statement), ", ".join(row.theorems) or "—",
+                      escape("; ".join(row.requires)) or "—", row.tolerance)
+    console.print(table)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -6,9 +6,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from hcspec.conformance import check_parallel
 from hcspec.conformance import families as catalogue
 from hcspec.conformance.outputs import report as rp
-from hcspec.conformance.parallel import check_parallel
 
 ROOT = Path(__file__).resolve().parents[3]
 DOC = (ROOT / "docs" / "conformance.md").read_text(encoding="utf-8")

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from hcspec.conformance import cli
+from hcspec.conformance import assert_parallel_conforms, check_parallel, cli
 from hcspec.conformance import families as catalogue
 from hcspec.conformance.outputs import report as rp
-from hcspec.conformance.parallel import assert_parallel_conforms, check_parallel, harness
+from hcspec.conformance.parallel import harness
 from hcspec.conformance.subjects.targets import TargetError
 from tests.conformance.parallel import bad_targets
 

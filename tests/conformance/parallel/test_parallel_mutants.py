@@ -9,9 +9,9 @@ import pkgutil
 
 import pytest
 
+from hcspec.conformance import check_parallel
 from hcspec.conformance import families as catalogue
 from hcspec.conformance.outputs import report as rp
-from hcspec.conformance.parallel import check_parallel
 from tests.mutants import _parallel
 
 NAMES = sorted(m.name for m in pkgutil.iter_modules(_parallel.__path__)

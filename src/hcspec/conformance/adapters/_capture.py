@@ -1,5 +1,6 @@
 """Shared pieces of the third-party adapters: reading the tensors a package computes, the
-checks every adapter applies to what it is given, and the delegation of ``parameters``,
+checks every adapter applies to what it is given (:mod:`hcspec.conformance.protocol.validation`,
+re-exported here), and the delegation of ``parameters``,
 ``buffers`` and the training mode to the wrapped module (:class:`WrapsModule`).
 
 :class:`CallRecorder` is a ``torch.overrides.TorchFunctionMode``: inside its ``with`` block it
@@ -21,6 +22,7 @@ from typing import Any, TypeVar
 import torch
 from torch.overrides import TorchFunctionMode
 
+from hcspec.conformance.protocol.validation import check_branch_output, check_state
 from hcspec.conformance.seeding import seeded_global_rng
 
 _Wrapper = TypeVar("_Wrapper", bound="WrapsModule")
@@ -106,31 +108,6 @@ class CallRecorder(TorchFunctionMode):
         return [c for c in self.calls if c.func is func]
 
 
-def check_state(x: object, n: int, d: int) -> torch.Tensor:
-    """``x`` as a ``[B, T, n, d]`` stream state.
-
-    Raises:
-        ValueError: ``x`` is not a 4-D tensor with ``n`` streams of size ``d``; the message
-            gives the expected and received shape.
-    """
-    if not isinstance(x, torch.Tensor) or x.dim() != 4 or tuple(x.shape[2:]) != (n, d):
-        got = list(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
-        raise ValueError(f"expected a stream state of shape [B, T, {n}, {d}], got {got}")
-    return x
-
-
-def check_branch_output(z: object, like: torch.Tensor) -> torch.Tensor:
-    """The branch's output, checked to be a tensor shaped like its input ``like``.
-
-    Raises:
-        ValueError: not a tensor of ``like``'s shape; the message gives both.
-    """
-    if not isinstance(z, torch.Tensor) or z.shape != like.shape:
-        got = list(z.shape) if isinstance(z, torch.Tensor) else type(z).__name__
-        raise ValueError(f"the branch must return a tensor of shape {list(like.shape)}, got {got}")
-    return z
-
-
 @contextlib.contextmanager
 def seeded(seed: int, device: str = "cpu") -> Iterator[None]:
     """Seed torch's global generator (CPU, and ``device`` when it is CUDA) for a package
@@ -145,3 +122,7 @@ def seeded(seed: int, device: str = "cpu") -> Iterator[None]:
         raise ValueError(f"seed: expected >= 0, got {seed}")
     with seeded_global_rng(seed, device):
         yield
+
+
+__all__ = ["Call", "CallRecorder", "PackageChanged", "WrapsModule", "check_branch_output",
+           "check_state", "seeded"]

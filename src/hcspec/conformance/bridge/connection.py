@@ -11,12 +11,12 @@ from typing import Any, NamedTuple
 import numpy as np
 import torch
 
-from hcspec.conformance.adapters._capture import check_branch_output, check_state
 from hcspec.conformance.bridge.crossing import (
     Framework,
     cross,
 )
 from hcspec.conformance.protocol import Branch, Conventions, Factory, Kind, Weights
+from hcspec.conformance.protocol.validation import check_branch_output, check_state
 
 # --- the implementation side --------------------------------------------------------------
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from hcspec.conformance.machinery.requirements import Distributed
 
@@ -16,7 +16,27 @@ if TYPE_CHECKING:
     import torch
 
     from hcspec.conformance.outputs.report import Report
-    from hcspec.conformance.subjects.targets import Target
+
+
+class SetupTarget(Protocol):
+    """What a setup hook reads of the resolved target (the session passes its
+    :class:`hcspec.conformance.subjects.targets.Target`, which has these and more)."""
+
+    @property
+    def name(self) -> str:
+        """The TARGET string (or the factory's qualified name)."""
+        ...
+
+    @property
+    def factory(self) -> Callable[..., Any]:
+        """The factory."""
+        ...
+
+    @property
+    def sharding_factory(self) -> Callable[..., Any]:
+        """The factory the ``parallel`` family runs (the declared sharding factory, else
+        ``factory``)."""
+        ...
 
 
 class Prepared(Protocol):
@@ -46,7 +66,7 @@ class SetupRequest:
             given what the hook prepared (its facts); a hook does its costly part only then.
     """
 
-    target: Target
+    target: SetupTarget
     device: str
     dtype: torch.dtype
     seed: int

@@ -40,7 +40,6 @@ from typing import Any
 import numpy as np
 import torch
 
-from hcspec.conformance.adapters._capture import check_branch_output, check_state
 from hcspec.conformance.bridge import (
     BridgedConnection,
     Built,
@@ -53,6 +52,7 @@ from hcspec.conformance.bridge import (
 from hcspec.conformance.bridge.connection import UNTRACEABLE
 from hcspec.conformance.native.worker import NativeWorker, WorkerDied, apply_flat, shared_worker
 from hcspec.conformance.protocol import Branch, Conventions, Kind, Weights
+from hcspec.conformance.protocol.validation import check_branch_output, check_state
 
 NATIVE_NOTE = ("native code ({name}) run in a worker process by hcspec.conformance.native: "
                "arrays cross through NumPy, the branch is the kit's torch callable, called once "

@@ -1,10 +1,7 @@
 """Terminal output of the CLI (rich): the run header, the results table, each failure's
-minimal counterexample and reproduction command, the summary and the catalogue listing."""
+minimal counterexample and reproduction command and the summary."""
 
 from __future__ import annotations
-
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.markup import escape
@@ -13,9 +10,6 @@ from rich.table import Table
 from hcspec.conformance.outputs import markdown as md
 from hcspec.conformance.outputs import report as rp
 from hcspec.conformance.outputs.failure import explain
-
-if TYPE_CHECKING:
-    from hcspec.conformance.listing import Row
 
 STYLES = {
     rp.PASSED: "green", rp.FAILED: "bold red", rp.ERROR: "bold magenta", rp.BLOCKED: "yellow",
@@ -194,16 +188,3 @@ def print_summary(console: Console, report: rp.Report) -> None:
                       f"{', '.join(report.not_run) or 'none'}", soft_wrap=True)
     colour = {"OK": "bold green", "INTERRUPTED": "bold yellow"}.get(report.verdict, "bold red")
     console.print(f"result: [{colour}]{report.verdict}[/]")
-
-
-def print_catalogue(console: Console, rows: Sequence[Row]) -> None:
-    """``hc-conformance list``: id, statement, spec theorems, requirements (decided before any
-    case runs), tolerance rule; one row per property (:func:`hcspec.conformance.listing.rows`)."""
-    table = Table(header_style="bold", show_lines=False)
-    table.add_column("id", no_wrap=True)  # ids are copied into --only: never cut or wrapped
-    for name in ("statement", "theorems", "requires", "tolerance"):
-        table.add_column(name)
-    for row in rows:
-        table.add_row(row.id, escape(row.statement), ", ".join(row.theorems) or "—",
-                      escape("; ".join(row.requires)) or "—", row.tolerance)
-    console.print(table)

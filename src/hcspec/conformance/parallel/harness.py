@@ -1,7 +1,8 @@
 """Run the ``parallel`` family: spawn the ranks, run the target unsharded here, compare.
 
-:func:`check_parallel` resolves the target (hcspec's reference built-ins get their sharding
-capability from :mod:`.reference_targets`), runs every case unsharded in this process, starts
+:func:`setup_run` (the family's setup hook, called by the session) takes the resolved target
+(hcspec's reference built-ins get their sharding capability from :mod:`.reference_targets`),
+runs every case unsharded in this process, starts
 ``world_size`` processes with ``torch.multiprocessing`` (``fork`` on the CPU, ``spawn`` for
 CUDA, which cannot be forked), each joining one ``torch.distributed`` process group (gloo on
 the CPU, NCCL on CUDA) through a FileStore in a private temporary directory, and evaluates the

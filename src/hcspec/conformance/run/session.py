@@ -252,6 +252,39 @@ def check_implementation(
         return _run(target, options or Options(), listener or Listener())
 
 
+def check_parallel(target: str | Callable[..., Any] | None = None, *, world_size: int = 2,
+                   only: Sequence[str] | None = None, **options: Any) -> rp.Report:
+    """:func:`hcspec.conformance.run.session.check_implementation` on ``world_size`` ranks, by
+    default only the ``parallel`` family (``only``); ``options`` as ``check_implementation``
+    takes them (``device``, ``seed``, ``skip``, ``timeout``, ``profile``, ...).
+
+    Raises:
+        As ``check_implementation``; ValueError: ``world_size`` < 1.
+    """
+    return check_implementation(target, world_size=world_size,
+                                only=list(only) if only else ["parallel"], **options)
+
+
+def assert_parallel_conforms(target: str | Callable[..., Any] | None = None, *,
+                             world_size: int = 2, **options: Any) -> rp.Report:
+    """:func:`check_parallel`, for pytest: returns the report when nothing failed
+    unexpectedly, else raises ``AssertionError`` with every failure (property, message).
+
+    Raises:
+        AssertionError: a property failed or errored, or the setup failed.
+        As :func:`check_parallel` for bad arguments.
+    """
+    report = check_parallel(target, world_size=world_size, **options)
+    if report.ok:
+        return report
+    lines = [f"{report.target} on {world_size} ranks: the parallel family failed"]
+    if report.setup_error:
+        lines.append(f"setup: {report.setup_error}")
+    lines += [f"{r.id} {r.status}: {r.message}" for r in report.results
+              if r.status in rp.UNEXPECTED]
+    raise AssertionError("\n".join(lines))
+
+
 def _run(target: str | Factory | None, options: Options, listener: Listener) -> rp.Report:
     """:func:`check_implementation` once its arguments are read."""
     case = as_case(options.case)
