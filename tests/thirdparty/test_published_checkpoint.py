@@ -37,8 +37,7 @@ import transformers
 
 from hcspec.conformance.adapters import hf_transformers as hf
 from hcspec.conformance.adapters.declarations.hf_transformers import WRITTEN_FOR
-from hcspec.conformance.families import published as family
-from hcspec.conformance.machinery import divergence
+from hcspec.conformance.machinery import divergence, published_divergence
 from hcspec.reference import published as pub
 from hcspec.spec.record import Gate
 from tests.thirdparty import tiny_checkpoint as tiny
@@ -137,8 +136,8 @@ def test_nano_deepseek_v4_loads_the_checkpoint_and_computes_another_network(
                                                               _branch, formula), scale)
 
     published = pub.layout("deepseek-v4").formula(params)
-    match = family.search(error_of, 1e-5, published)
-    assert match.exact, family.message(match, published)
+    match = published_divergence.search(error_of, 1e-5, published)
+    assert match.exact, published_divergence.message(match, published)
     assert match.formula == dataclasses.replace(
         published, transposed=False, h_post=Gate(1.0, published.h_pre.eps),
         sinkhorn=dataclasses.replace(published.sinkhorn, start="sigmoid", count="rounds"))

@@ -8,7 +8,8 @@ import pytest
 import torch
 
 from hcspec.conformance.adapters.deepseek_v4_style import v4_style_target
-from hcspec.conformance.families import BY_ID, gradients
+from hcspec.conformance.families import BY_ID
+from hcspec.conformance.machinery import cotangents
 from hcspec.conformance.machinery.base import Context, PropertyFailure
 from hcspec.conformance.machinery.errors import Inconclusive
 from hcspec.conformance.machinery.recording import Worst
@@ -157,11 +158,11 @@ def test_closed_form_chains_a_float16_weight_without_rounding_its_cotangent() ->
 def test_representable_parts_sum_to_the_float64_cotangent(dtype: torch.dtype) -> None:
     c = torch.randn(64, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
     c[0] = 1e-3  # a small entry among large ones: its relative precision is what float16 lacks
-    parts = gradients._representable_parts(c, dtype)
-    assert len(parts) == gradients.COTANGENT_PARTS and all(p.dtype == dtype for _, p in parts)
+    parts = cotangents.representable_parts(c, dtype)
+    assert len(parts) == cotangents.COTANGENT_PARTS and all(p.dtype == dtype for _, p in parts)
     total = sum(scale * p.to(torch.float64) for scale, p in parts)
     residual = float((total - c).abs().max())
-    assert residual <= 2.0 ** (-8 * gradients.COTANGENT_PARTS) * float(c.abs().max())
+    assert residual <= 2.0 ** (-8 * cotangents.COTANGENT_PARTS) * float(c.abs().max())
     assert residual < 1e-6 * float((c.to(dtype).to(torch.float64) - c).abs().max())
     assert abs(float(total[0]) - 1e-3) <= 1e-9 * 1e-3  # the small entry, to its own precision
 

@@ -11,8 +11,7 @@ import torch
 
 from hcspec.conformance import metrics
 from hcspec.conformance.families import BY_ID
-from hcspec.conformance.families import published as family
-from hcspec.conformance.machinery import divergence, saturated_gates
+from hcspec.conformance.machinery import divergence, published_divergence, saturated_gates
 from hcspec.conformance.machinery.base import PropertyFailure
 from hcspec.conformance.protocol import CAPABILITIES, Conventions
 from hcspec.conformance.strategies import Case
@@ -91,13 +90,14 @@ def test_the_search_names_four_compounded_divergences() -> None:
         return divergence.output_error(got, pub.step("deepseek-v4", params, x, branch, formula),
                                        float(x.abs().max()))
 
-    match = family.search(error_of, 1e-12)
+    match = published_divergence.search(error_of, 1e-12)
     assert match.exact and match.formula == first_release
-    text = family.message(match, published)
+    text = published_divergence.message(match, published)
     for phrase in ("orientation", "post = σ(·) + hc_eps", "starts from sigmoid"):
         assert phrase in text
-    assert family.search(lambda f: error_of(first_release) if f == first_release else 1.0,
-                         1e-12).formula == first_release
+    assert published_divergence.search(
+        lambda f: error_of(first_release) if f == first_release else 1.0,
+        1e-12).formula == first_release
 
 
 class _WrongShape:

@@ -24,11 +24,9 @@ from hcspec.conformance.author import (
     Case,
     Cases,
     Context,
-    HyperConnectionImpl,
     Inconclusive,
     MHCWeights,
     NotApplicable,
-    all_parameters,
     axis_sums,
     by_exact_axis,
     capability,
@@ -36,16 +34,15 @@ from hcspec.conformance.author import (
     eps_exact_axis,
     f64,
     kinds,
-    orthostochastic_defect,
     rules,
     salts,
     shift,
-    strategies,
     worst_eps_token,
 )
 from hcspec.conformance.machinery.bug_classes import sums_pattern
 from hcspec.conformance.machinery.sinkhorn_bounds import (
     both_axes,
+    expect_orthostochastic_rows,
     gain_ceiling,
     other_axis_bound,
     other_axis_convergence,
@@ -54,7 +51,11 @@ from hcspec.conformance.machinery.sinkhorn_bounds import (
     vacuous_ceiling,
     worst_demonstrable,
 )
-from hcspec.conformance.machinery.steering import check_sinkhorn_vertices, check_spanned_vertices
+from hcspec.conformance.machinery.steering import (
+    check_sinkhorn_vertices,
+    check_spanned_vertices,
+    perturb_relative,
+)
 
 BASE = ("shape.output", "shape.branch_once")
 PERTURBATIONS = (0.0, 0.03, 0.1, 0.3, 1.0)
@@ -121,7 +122,7 @@ def check_exact_axis(ctx: Context, case: Case) -> None:
     the rule's ``defect`` input) on top of the rounding."""
     w = MHCWeights(ctx, ctx.build.make(case), ctx.inputs.state(case), case)
     if ctx.conventions.formula.construction == "orthostochastic":
-        _check_orthostochastic_rows(ctx, case, w)
+        expect_orthostochastic_rows(ctx, case, w)
         return
     exact, _ = _sums(ctx, w.H_res)
     name, _ = _axis_names(ctx)
@@ -140,21 +141,6 @@ def check_exact_axis(ctx: Context, case: Case) -> None:
     ctx.record.expect(f"max |H_res {name} sum − 1| ({w.source}, exact axis)",
                       float((exact - 1).abs().max()), n=case.n, probed=w.probed, **extra,
                       hint=sums_pattern(w.H_res, ctx.conventions.formula.sinkhorn.exact_axis, tol))
-
-
-def _check_orthostochastic_rows(ctx: Context, case: Case, w: MHCWeights) -> None:
-    """:func:`check_exact_axis` for a declared orthostochastic ``H_res``: the worst token of
-    ``|row sum − 1| / (defect + rounding)`` among those whose bound can fail."""
-    exact, _ = _sums(ctx, w.H_res)
-    name, _ = _axis_names(ctx)
-    err = (exact - 1).abs().amax(dim=-1)
-    defect, why = orthostochastic_defect(ctx, w)
-    rounding = ctx.record.allowance(n=case.n, probed=w.probed).allowance
-    worst = worst_demonstrable(err, defect + rounding, f"H_res {name} sums", why,
-                                vacuous_ceiling(case.n))
-    ctx.record.expect(f"max |H_res {name} sum − 1| ({w.source}, orthostochastic)",
-                      float(err.flatten()[worst]), n=case.n, probed=w.probed,
-                      defect=float(defect.flatten()[worst]), detail=why[worst])
 
 
 @declare(
@@ -231,21 +217,6 @@ SPAN_SATURATED = 1e-3
 """How close to an asymptote of σ a value must be to count as saturated there."""
 
 
-def _span_perturb(impl: HyperConnectionImpl, case: Case, direction: int, sign: float) -> None:
-    """``θ ← θ₀ + sign · param_scale · (1 + |θ₀|) ⊙ ε`` for every floating parameter, with
-    ``ε ~ N(0, perturb²)`` drawn from ``(case.seed, direction)``, in place."""
-    with torch.no_grad():
-        for i, p in enumerate(all_parameters(impl)):
-            if not isinstance(p, torch.Tensor) or not p.is_floating_point():
-                continue
-            eps = strategies.gaussian(p.shape, case.seed,
-                                      salts.SPAN_PERTURBATION.at(direction, i),
-                                      torch.float64, std=case.perturb)
-            init = p.detach().to(device="cpu", dtype=torch.float64)
-            step = sign * case.param_scale * (1.0 + init.abs()) * eps
-            p.add_(step.to(device=p.device, dtype=p.dtype))
-
-
 @declare(
     "constraints.h_post_span",
     statement="H_post exceeds 1 once the parameters are scaled up (2σ, not σ)",
@@ -310,7 +281,7 @@ def check_h_post_span(ctx: Context, case: Case) -> None:
     for direction in range(SPAN_DIRECTIONS):
         for sign in (1.0, -1.0):
             impl = ctx.build.make(case, perturb=False)
-            _span_perturb(impl, case, direction, sign)
+            perturb_relative(impl, case, salts.SPAN_PERTURBATION, direction, sign)
             w = MHCWeights(ctx, impl, x, case)
             source, probed = w.source, w.probed
             values.append(w.h_post.flatten())
@@ -422,8 +393,8 @@ def check_nonexpansive(ctx: Context, case: Case) -> None:
 def check_extreme(ctx: Context, case: Case) -> None:
     """With the parameters scaled ×1e2…×1e4 (logits far beyond exp's range), the output and
     the weights stay finite, H_res ≥ 0 with its exact axis summing to 1 (orthostochastic: to
-    1 within the Newton–Schulz defect, :func:`_check_orthostochastic_rows`) and no all-zero
-    row or column (no stream silently dropped)."""
+    1 within the Newton–Schulz defect, ``sinkhorn_bounds.expect_orthostochastic_rows``) and no
+    all-zero row or column (no stream silently dropped)."""
     impl = ctx.build.make(case)
     x = ctx.inputs.state(case)
     for name in ("zero", case.branch):
@@ -445,7 +416,7 @@ def check_extreme(ctx: Context, case: Case) -> None:
                 hint="known bug class: a stream was dropped (an underflowing Sinkhorn–Knopp: "
                      "normalise in the log domain)")
     if ctx.conventions.formula.construction == "orthostochastic":
-        _check_orthostochastic_rows(ctx, case, w)
+        expect_orthostochastic_rows(ctx, case, w)
     elif (declared_eps := eps_exact_axis(ctx, w, exact)) is not None:
         error, previous = declared_eps
         worst = worst_eps_token(ctx, w, case.n, error, previous)

@@ -52,6 +52,7 @@ from hcspec.conformance.author import (
     size_rows,
     strategies,
 )
+from hcspec.conformance.machinery.cotangents import chained as chain_cotangents
 from hcspec.conformance.machinery.finite_differences import expect_directional, fd_denominator
 from hcspec.conformance.machinery.sinkhorn_variant import UNROLLED, implicit_gradient_cause
 from hcspec.spec import numeric
@@ -253,8 +254,8 @@ def check_closed_form(ctx: Context, case: Case) -> None:
 
     def chained_with(grads: numeric.ConnectionGrads) -> list[torch.Tensor]:
         cotangents = (grads.h_pre, grads.h_post, grads.H_res)
-        return _chained(x, params, [weights[i] for i in live],
-                        [torch.from_numpy(cotangents[i]) for i in live])
+        return chain_cotangents(x, params, [weights[i] for i in live],
+                                [torch.from_numpy(cotangents[i]) for i in live])
 
     chained = chained_with(spec)
     chained_low = [(c, chained_with(c)) for c in chains]
@@ -316,60 +317,6 @@ def _as_computed(ctx: Context, x: torch.Tensor) -> torch.Tensor:
     """The state ``x`` as the declared chain computes with it, as float64 CPU: rounded to the
     declared compute dtype (else the working dtype, which ``x`` already has)."""
     return f64(f64(x).to(ctx.conventions.compute_dtype or ctx.dtype))
-
-
-COTANGENT_PARTS = 4
-"""At most this many pieces of a float64 cotangent, each representable in the weight's dtype
-(:func:`_representable_parts`): 4 × 11 bits of float16 or 4 × 8 of bfloat16 reach float32."""
-
-
-def _representable_parts(c: torch.Tensor,
-                         dtype: torch.dtype) -> list[tuple[float, torch.Tensor]]:
-    """Float64 ``c`` as ``Σ scale · part``: at most :data:`COTANGENT_PARTS` tensors of
-    ``dtype``, each the rounding of what the previous ones leave, divided by a power of two
-    that brings its largest entry into ``[½, 1]`` (float16's narrow range holds each part's
-    large entries at full precision; an entry below 2⁻¹⁴ of its part's largest is subnormal
-    there and recovered by the later parts). Autograd casts a cotangent to its output's
-    dtype: handed the float64 cotangent of a weight reported in float16, it would round the
-    kit's reference itself (a correct float16 mHC's ∂L/∂α_res came out 1.3% off that way).
-    Shape: any, kept; a float64 ``dtype`` or an all-zero or non-finite ``c`` gives
-    ``[(1.0, c in dtype)]``."""
-    if dtype == torch.float64 or not bool(c.any()) or not bool(c.isfinite().all()):
-        return [(1.0, c.to(dtype))]
-    parts: list[tuple[float, torch.Tensor]] = []
-    rest = c
-    for _ in range(COTANGENT_PARTS):
-        scale = 2.0 ** math.ceil(math.log2(float(rest.abs().max())))
-        part = (rest / scale).to(dtype)
-        parts.append((scale, part))
-        rest = rest - scale * part.to(torch.float64)
-        if not bool(rest.any()):
-            break
-    return parts
-
-
-def _chained(x: torch.Tensor, params: list[torch.Tensor], live: list[torch.Tensor],
-             cotangents: list[torch.Tensor]) -> list[torch.Tensor]:
-    """``[∂/∂x, ∂/∂θ…]`` (float64) of the weights ``live`` (those that require grad) chained
-    with the float64 ``cotangents`` (one per live weight, same shapes); zeros where nothing is
-    live. A weight of a coarser dtype gets its cotangent in representable parts
-    (:func:`_representable_parts`), one backward per weight and part, summed in float64. The
-    graph is kept: the check chains several cotangents through the same weights."""
-    total = [torch.zeros_like(v, dtype=torch.float64) for v in (x, *params)]
-    if not live:
-        return total
-    if all(w.dtype == torch.float64 for w in live):
-        pieces = [(1.0, live, [c.to(live[0].device) for c in cotangents])]
-    else:  # linear in the cotangents: one weight and part at a time
-        pieces = [(scale, [w], [part]) for w, c in zip(live, cotangents, strict=True)
-                  for scale, part in _representable_parts(c.to(w.device), w.dtype)]
-    for scale, outputs, grad_outputs in pieces:
-        got = torch.autograd.grad(outputs, [x, *params], grad_outputs=grad_outputs,
-                                  allow_unused=True, retain_graph=True)
-        for t, g in zip(total, got, strict=True):
-            if g is not None:
-                t += scale * g.to(torch.float64)
-    return total
 
 
 @declare(

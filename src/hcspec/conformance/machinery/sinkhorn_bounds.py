@@ -13,7 +13,9 @@ import torch
 
 from hcspec.conformance import metrics, rules
 from hcspec.conformance.machinery.base import Context, Inconclusive
+from hcspec.conformance.machinery.common import axis_sums, by_exact_axis
 from hcspec.conformance.machinery.mhc_weights import MHCWeights, orthostochastic_defect
+from hcspec.conformance.strategies import Case
 from hcspec.spec.record import birkhoff_permutations
 
 
@@ -116,3 +118,26 @@ def worst_demonstrable(err: torch.Tensor, bound: torch.Tensor, what: str,
     ratio = torch.where(b > 0, e / b, torch.where(e > 0, math.inf, 0.0))
     ratio = torch.where(usable, ratio, -1.0)
     return int(torch.argmax(ratio))
+
+
+def expect_orthostochastic_rows(ctx: Context, case: Case, w: MHCWeights) -> None:
+    """``constraints.h_res_exact_axis`` (and ``constraints.extreme_logits``) for a declared
+    orthostochastic ``H_res``: the exact-axis sums compared at the worst token of
+    ``|sum − 1| / (Newton–Schulz defect + rounding)`` among those whose bound can fail
+    (:func:`worst_demonstrable`), through ``ctx.record.expect``.
+
+    Raises:
+        Inconclusive: no token's bound can fail (:func:`worst_demonstrable`).
+        PropertyFailure: the sum is beyond the defect and the rounding (from the recorder).
+    """
+    exact_axis = ctx.conventions.formula.sinkhorn.exact_axis
+    exact, _ = axis_sums(w.H_res, exact_axis)
+    name, _ = by_exact_axis(exact_axis, "row", "column")
+    err = (exact - 1).abs().amax(dim=-1)
+    defect, why = orthostochastic_defect(ctx, w)
+    rounding = ctx.record.allowance(n=case.n, probed=w.probed).allowance
+    worst = worst_demonstrable(err, defect + rounding, f"H_res {name} sums", why,
+                               vacuous_ceiling(case.n))
+    ctx.record.expect(f"max |H_res {name} sum − 1| ({w.source}, orthostochastic)",
+                      float(err.flatten()[worst]), n=case.n, probed=w.probed,
+                      defect=float(defect.flatten()[worst]), detail=why[worst])

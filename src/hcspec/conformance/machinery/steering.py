@@ -3,7 +3,9 @@ Gauss–Newton on the trainable parameters), for the properties that ask whether
 reaches a vertex of the Birkhoff polytope: a construction's own parameters steered to
 ``0.9·P + 0.1·H̄₀`` (:func:`check_spanned_vertices`), and Sinkhorn–Knopp's logits steered to
 ``c·P`` (:func:`check_sinkhorn_vertices`). The property is
-``constraints.h_res_vertices``."""
+``constraints.h_res_vertices``. Also the one-step relative perturbation of every parameter
+``θ₀ ± s·(1 + |θ₀|)⊙ε`` (:func:`perturb_relative`) that ``constraints.h_post_span`` drives the
+post logits to saturation with."""
 
 from __future__ import annotations
 
@@ -15,13 +17,14 @@ from typing import Any
 
 import torch
 
-from hcspec.conformance import metrics, rules
+from hcspec.conformance import metrics, rules, strategies
 from hcspec.conformance.machinery import precision
 from hcspec.conformance.machinery.base import Context, NotApplicable, f64
 from hcspec.conformance.machinery.building import all_parameters
 from hcspec.conformance.machinery.common import subtract_flat_step
 from hcspec.conformance.machinery.sinkhorn_variant import declared, target_logits
 from hcspec.conformance.protocol import HyperConnectionImpl, has_logits
+from hcspec.conformance.salts import Salt
 from hcspec.conformance.strategies import Case
 from hcspec.formulas import mhc
 
@@ -236,3 +239,22 @@ def check_sinkhorn_vertices(ctx: Context, case: Case) -> None:
     ctx.record.expect(f"H_res at logits {c:g}·P (first token) vs the declared formula there, "
                       f"worst of {len(perms)} permutations", err, detail=worst[1],
                       **given)
+
+
+def perturb_relative(impl: HyperConnectionImpl, case: Case, salt: Salt, direction: int,
+                     sign: float) -> None:
+    """``θ ← θ₀ + sign · case.param_scale · (1 + |θ₀|) ⊙ ε`` for every floating parameter of
+    ``impl``, in place (under ``torch.no_grad``), with ``ε ~ N(0, case.perturb²)`` drawn from
+    ``(case.seed, salt.at(direction, i))`` for the ``i``-th parameter (a two-axis salt block:
+direction, parameter). The step is
+    relative to the init, so no init can outweigh it. Parameters keep their dtype and device.
+    Raises nothing of its own."""
+    with torch.no_grad():
+        for i, p in enumerate(all_parameters(impl)):
+            if not isinstance(p, torch.Tensor) or not p.is_floating_point():
+                continue
+            eps = strategies.gaussian(p.shape, case.seed, salt.at(direction, i),
+                                      torch.float64, std=case.perturb)
+            init = p.detach().to(device="cpu", dtype=torch.float64)
+            step = sign * case.param_scale * (1.0 + init.abs()) * eps
+            p.add_(step.to(device=p.device, dtype=p.dtype))
