@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from hcspec.spec import published
-from hcspec.spec.record import DEFAULT_ITERATIONS, Formula, Gate, SinkhornSpec
+from hcspec.spec.record import DEFAULT_ITERATIONS, Formula, Gate, GatedFormula, SinkhornSpec
 
 
 @pytest.mark.parametrize(("make", "words"), [
@@ -70,3 +70,26 @@ def test_the_records_do_not_import_torch() -> None:
     src = str(Path(__file__).resolve().parents[2] / "src")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([src, os.environ.get("PYTHONPATH", "")])}
     subprocess.run([sys.executable, "-c", code], check=True, env=env)
+
+
+@pytest.mark.parametrize(("change", "field"), [
+    ({"streams": "max"}, "gated.streams"),
+    ({"gate_input": "norm"}, "gated.gate_input"),
+    ({"gate_activation": "relu"}, "gated.gate_activation"),
+    ({"post_multiplier": 0.0}, "gated.post_multiplier"),
+    ({"post_multiplier": float("inf")}, "gated.post_multiplier"),
+    ({"norm_offset": float("nan")}, "gated.norm_offset"),
+    ({"gate_after_mean": 1}, "gated.gate_after_mean"),
+])
+def test_the_gated_record_rejects_a_value_naming_the_field(change: dict[str, object],
+                                                           field: str) -> None:
+    with pytest.raises(ValueError, match=field.replace(".", r"\.")):
+        GatedFormula(**change)  # type: ignore[arg-type]
+
+
+def test_the_step_records_are_told_apart_by_kind() -> None:
+    from hcspec.formulas.gated import PUBLISHED_GATED
+
+    assert GatedFormula() == PUBLISHED_GATED and GatedFormula().kind == "gated"
+    assert Formula().kind == "mhc"
+    assert GatedFormula(post_multiplier=1.0) != GatedFormula()  # frozen: a search key too

@@ -10,7 +10,7 @@ conformance kit both take them from.
   ``published.*``);
 * :mod:`hcspec.formulas.sharding`: how a state is cut across the ranks of a process group;
 * :mod:`hcspec.formulas.gated`: Qwen4-exp's gated read and write (spec ``gated.*``,
-  ``published.qwen4_exp_step``), with its own :class:`~hcspec.formulas.gated.GatedFormula`.
+  ``published.qwen4_exp_step``), with its own record, :class:`~hcspec.spec.record.GatedFormula`.
 
 The records these formulas compute with (:class:`~hcspec.spec.record.SinkhornSpec`,
 :class:`~hcspec.spec.record.Formula`) are the spec's, :mod:`hcspec.spec.record`.

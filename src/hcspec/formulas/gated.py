@@ -1,5 +1,6 @@
 """Qwen4-exp's gated hyper-connection step in torch: the published layout ``qwen4-exp`` and
-one frozen record, :class:`GatedFormula`, of the step's degrees of freedom.
+the step under a :class:`hcspec.spec.record.GatedFormula` (the record of its degrees of
+freedom, re-exported here).
 
 The step (transformers 5.23.0 ``Qwen4ExpTextGatedResidual`` with its decoder layer; spec
 theorems ``gated.*`` and ``published.qwen4_exp_step``), per token, streams ``X ∈ R^{n×d}``::
@@ -25,12 +26,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Final, Literal
+from typing import Final
 
 import torch
 import torch.nn.functional as F
 
 from hcspec.spec.published import QWEN4_EXP, SOURCES
+from hcspec.spec.record import GatedFormula as GatedFormula  # the record, read here
 
 Branch = Callable[[torch.Tensor], torch.Tensor]
 """A sublayer ``F``: ``[B, T, d] -> [B, T, d]``."""
@@ -44,34 +46,6 @@ UP: Final = "input_mix_weight_up"
 INJECT: Final = "block_inject_weight"
 ANY: Final = -1
 """A size in :meth:`GatedLayout.shapes` that may be anything (the low rank r)."""
-
-
-@dataclass(frozen=True)
-class GatedFormula:
-    """The gated step's degrees of freedom; the defaults are the published (Qwen4-exp) ones.
-
-    Attributes:
-        streams: ``"mean"`` (x_in = (1/n) Σ_s, published) or ``"sum"``.
-        gate_input: ``"normalised"`` (the gate reads N, published) or ``"raw"`` (reads X).
-        gate_scale_n: the silu's input is ``D vec(N) / n`` (published True) or ``D vec(N)``.
-        inject_scale_n: the inject's logits are ``W vec(N) / n`` (published True) or ``W vec(N)``.
-        post_multiplier: ``c`` in ``h_post = c σ(·)`` (published 2).
-        inject_input: ``"normalised"`` (published) or ``"raw"``.
-        gate_after_mean: False (published: x_in = mean_s(G_s ⊙ N_s)); True: the gate is applied
-            after the mean, x_in = mean_s(G_s) ⊙ mean_s(N_s).
-        norm_offset: the norm's scale is ``norm_offset + w`` (published 1: zero-initialised w).
-        gate_activation: ``"sigmoid"`` (published: G ∈ (0, 1)) or ``"tanh"`` (G ∈ (−1, 1)).
-    """
-
-    streams: Literal["mean", "sum"] = "mean"
-    gate_input: Literal["normalised", "raw"] = "normalised"
-    gate_scale_n: bool = True
-    inject_scale_n: bool = True
-    post_multiplier: float = 2.0
-    inject_input: Literal["normalised", "raw"] = "normalised"
-    gate_after_mean: bool = False
-    norm_offset: float = 1.0
-    gate_activation: Literal["sigmoid", "tanh"] = "sigmoid"
 
 
 PUBLISHED_GATED: Final = GatedFormula()

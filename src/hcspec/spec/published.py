@@ -58,7 +58,7 @@ def formula(name: str, settings: Mapping[str, object] | None = None) -> Formula 
     """The step record layout ``name`` states, at ``settings`` (missing ones: the defaults of
     :data:`SETTINGS`; entries that are not settings are ignored), or None for the HC layouts
     (no Sinkhorn–Knopp, no gates) and for the gated ``qwen4-exp`` (an element-wise read, no
-    per-stream gates: its record is :class:`hcspec.formulas.gated.GatedFormula`).
+    per-stream gates: its record is :class:`hcspec.spec.record.GatedFormula`).
 
     ``deepseek-v4``: ``h_pre = σ(·) + hc_eps``, ``h_post = 2σ(·)``, ``comb`` the
     ``softmax``-first variant counted from the softmax, ``columns`` of ``comb`` normalised

@@ -13,9 +13,9 @@ A conformance target declares its step with a :class:`Formula`
 (``hcspec.conformance.protocol.Conventions.formula``); the published layouts state theirs
 (:mod:`hcspec.spec.published`); the torch statements of these formulas
 (:mod:`hcspec.formulas`) compute with them; the kit's divergence searches move through them.
-Another step (a gated connection without Sinkhorn–Knopp) is another record beside
-:class:`Formula` with its own ``kind`` literal, and :data:`StepFormula` becomes the union of
-them, discriminated by ``kind``.
+The gated step without Sinkhorn–Knopp (Qwen4-exp) is the record beside it,
+:class:`GatedFormula` (``kind = "gated"``), and :data:`StepFormula` is the union of the two,
+discriminated by ``kind``.
 
 Pure data: the standard library only (no sympy, no torch), so every layer can read it.
 Every record validates itself on construction and raises ``ValueError`` naming the field.
@@ -255,7 +255,62 @@ def birkhoff_permutations(formula: Formula, n: int) -> tuple[tuple[int, ...], ..
     return formula.permutations
 
 
-StepFormula: TypeAlias = Formula
-"""Every step record, discriminated by ``kind`` (one member today: a gated step without
-Sinkhorn–Knopp joins as ``Formula | GatedFormula``)."""
+@dataclass(frozen=True)
+class GatedFormula:
+    """The gated step's degrees of freedom (``kind = "gated"``: Qwen4-exp's gated residual,
+    spec theorems ``gated.*`` and ``published.qwen4_exp_step``); the defaults are the published
+    ones. Per token, streams ``X ∈ R^{n×d}``: ``N_s = (norm_offset + w_s) ⊙ rms(X_s)``, the
+    element-wise gate ``G = act(U silu(D vec(N) / n))``, ``x_in = (1/n) Σ_s G_s ⊙ N_s``,
+    ``h_post = c σ(W vec(N) / n)``, ``X' = X + h_post F(x_in)ᵀ`` (``H_res = I``).
 
+    Attributes:
+        kind: the discriminator of :data:`StepFormula` (``"gated"``).
+        streams: ``"mean"`` (x_in = (1/n) Σ_s, published) or ``"sum"``.
+        gate_input: ``"normalised"`` (the gate reads N, published) or ``"raw"`` (reads X).
+        gate_scale_n: the silu's input is ``D vec(N) / n`` (published True) or ``D vec(N)``.
+        inject_scale_n: the inject's logits are ``W vec(N) / n`` (published True) or
+            ``W vec(N)``.
+        post_multiplier: ``c`` in ``h_post = c σ(·)`` (published 2), a finite number > 0.
+        inject_input: ``"normalised"`` (published) or ``"raw"``.
+        gate_after_mean: False (published: x_in = mean_s(G_s ⊙ N_s)); True: the gate is applied
+            after the mean, x_in = mean_s(G_s) ⊙ mean_s(N_s).
+        norm_offset: the norm's scale is ``norm_offset + w`` (published 1: zero-initialised
+            w), a finite number.
+        gate_activation: ``"sigmoid"`` (published: G ∈ (0, 1)) or ``"tanh"`` (G ∈ (−1, 1)).
+
+    Raises:
+        ValueError: a field outside its values (named).
+    """
+
+    streams: Literal["mean", "sum"] = "mean"
+    gate_input: Literal["normalised", "raw"] = "normalised"
+    gate_scale_n: bool = True
+    inject_scale_n: bool = True
+    post_multiplier: float = 2.0
+    inject_input: Literal["normalised", "raw"] = "normalised"
+    gate_after_mean: bool = False
+    norm_offset: float = 1.0
+    gate_activation: Literal["sigmoid", "tanh"] = "sigmoid"
+    kind: Literal["gated"] = "gated"
+
+    def __post_init__(self) -> None:
+        _one_of("gated.streams", self.streams, ("mean", "sum"))
+        _one_of("gated.gate_input", self.gate_input, ("normalised", "raw"))
+        _one_of("gated.inject_input", self.inject_input, ("normalised", "raw"))
+        _one_of("gated.gate_activation", self.gate_activation, ("sigmoid", "tanh"))
+        _one_of("gated.kind", self.kind, ("gated",))
+        for name in ("gate_scale_n", "inject_scale_n", "gate_after_mean"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"gated.{name}: expected a bool, got {getattr(self, name)!r}")
+        c = self.post_multiplier
+        if isinstance(c, bool) or not isinstance(c, (int, float)) or not (
+                c > 0.0 and math.isfinite(c)):
+            raise ValueError(f"gated.post_multiplier: expected a finite number > 0, got {c!r}")
+        o = self.norm_offset
+        if isinstance(o, bool) or not isinstance(o, (int, float)) or not math.isfinite(o):
+            raise ValueError(f"gated.norm_offset: expected a finite number, got {o!r}")
+
+
+StepFormula: TypeAlias = Formula | GatedFormula
+"""Every step record, discriminated by ``kind``: ``"mhc"`` (:class:`Formula`) or ``"gated"``
+(:class:`GatedFormula`)."""
