@@ -50,7 +50,7 @@ _LAZY = {
 def __getattr__(name: str) -> Any:
     module_name = _LAZY.get(name)
     if module_name is None:
-        raise AttributeError(f"module 'conformance' has no attribute {name!r}")
+        raise AttributeError(f"module 'hcspec.conformance' has no attribute {name!r}")
     import importlib
 
     return getattr(importlib.import_module(module_name), name)
