@@ -40,6 +40,7 @@ from hcspec.conformance.machinery.common import (
     branch64,
     by_exact_axis,
     expected_output,
+    flat_jacobian,
     forward_backward,
     subtract_flat_step,
 )
@@ -179,6 +180,7 @@ __all__ = [
     "eps_exact_axis",
     "expected_output",
     "f64",
+    "flat_jacobian",
     "float64",
     "floating_parameters",
     "forward_backward",

@@ -27,6 +27,7 @@ from hcspec.conformance.author import (
     declare,
     expected_output,
     f64,
+    flat_jacobian,
     floating_parameters,
     kinds,
     metrics,
@@ -210,12 +211,7 @@ def steer_h_res(ctx: Context, impl: HyperConnectionImpl, x: torch.Tensor,
             deviation = float(residual.detach().abs().max())
             if deviation <= steer_tolerance(ctx):
                 break
-            rows = []
-            for r in residual:
-                grads = torch.autograd.grad(r, params, retain_graph=True, allow_unused=True)
-                rows.append(torch.cat([(torch.zeros_like(p) if g is None else g).flatten()
-                                       for p, g in zip(params, grads, strict=True)]))
-        jacobian = f64(torch.stack(rows))
+            jacobian = flat_jacobian(residual, params)
         if not bool(jacobian.abs().max() > 0):
             raise NotApplicable("weights(x)'s H_res does not depend on the exposed parameters, "
                                 "so it cannot be steered")

@@ -76,6 +76,20 @@ def law_tol(ctx: Context) -> float:
     return rules.law(ctx.precision.output)
 
 
+def flat_jacobian(residual: torch.Tensor, params: Sequence[torch.Tensor]) -> torch.Tensor:
+    """The Jacobian of the flat ``residual`` (``[m]``, built with autograd from ``params``)
+    w.r.t. every parameter, flattened and concatenated in order: ``[m, Σ p.numel()]`` float64
+    CPU, zeros for a parameter an entry does not depend on. One backward per entry, the graph
+    kept. The matrix of a least-norm Gauss–Newton step of the steering properties (its update
+    is :func:`subtract_flat_step`)."""
+    rows = []
+    for r in residual:
+        grads = torch.autograd.grad(r, params, retain_graph=True, allow_unused=True)
+        rows.append(torch.cat([(torch.zeros_like(p) if g is None else g).flatten()
+                               for p, g in zip(params, grads, strict=True)]))
+    return f64(torch.stack(rows))
+
+
 def subtract_flat_step(params: Sequence[torch.Tensor], step: torch.Tensor) -> None:
     """``p -= step[slice of p]`` for each of ``params`` in order, without autograd: ``step``
     is one flat vector over all of them (``[Σ p.numel()]``, any dtype/device; each slice is

@@ -21,7 +21,7 @@ from hcspec.conformance import metrics, rules, strategies
 from hcspec.conformance.machinery import precision
 from hcspec.conformance.machinery.base import Context, NotApplicable, f64
 from hcspec.conformance.machinery.building import all_parameters
-from hcspec.conformance.machinery.common import subtract_flat_step
+from hcspec.conformance.machinery.common import flat_jacobian, subtract_flat_step
 from hcspec.conformance.machinery.sinkhorn_variant import declared, target_logits
 from hcspec.conformance.protocol import HyperConnectionImpl, has_logits
 from hcspec.conformance.salts import Salt
@@ -62,12 +62,7 @@ def steer_damped(ctx: Context, impl: HyperConnectionImpl, x: torch.Tensor,
             deviation = float(residual.detach().abs().max())
             if deviation <= tol or not params:
                 break
-            rows = []
-            for r in residual:
-                grads = torch.autograd.grad(r, params, retain_graph=True, allow_unused=True)
-                rows.append(torch.cat([(torch.zeros_like(p) if g is None else g).flatten()
-                                       for p, g in zip(params, grads, strict=True)]))
-        jacobian = f64(torch.stack(rows))
+            jacobian = flat_jacobian(residual, params)
         if not bool(jacobian.abs().max() > 0):
             break
         step = torch.linalg.pinv(jacobian) @ f64(residual)
